@@ -1,0 +1,102 @@
+//! What every file implementation checks the same way: opening and locking the
+//! OS file as [`OpenOptions`] ask, and the errors of misuse.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use super::{LockMode, OpenOptions};
+use crate::error::{Error, ErrorKind, Result};
+use crate::sys;
+
+/// Opens `path` and takes the lock the options ask for: exclusive for a writer,
+/// shared for a reader, none with `no_lock`.
+pub(crate) fn open_locked(path: &Path, options: &OpenOptions, direct: bool, sync: bool) -> Result<fs::File> {
+    let flags = sys::OpenFlags {
+        writable: options.writable,
+        create: options.create,
+        truncate: options.truncate,
+        direct,
+        sync,
+    };
+    let file = sys::open(path, &flags).map_err(|e| {
+        if e.kind() == io::ErrorKind::Unsupported {
+            Error::io("open with direct I/O", path, e).with_kind(ErrorKind::NotImplemented)
+        } else {
+            let mode = if options.writable { "open for writing" } else { "open for reading" };
+            Error::io(mode, path, e)
+        }
+    })?;
+    if !options.no_lock {
+        let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
+        lock(&file, path, mode, !options.no_wait)?;
+    }
+    Ok(file)
+}
+
+/// Takes the inter-process lock of an open file.
+pub(crate) fn lock(file: &fs::File, path: &Path, mode: LockMode, wait: bool) -> Result<()> {
+    let what = match mode {
+        LockMode::Exclusive => "exclusive lock",
+        LockMode::Shared => "shared lock",
+    };
+    sys::lock(file, mode == LockMode::Exclusive, wait).map_err(|e| Error::io(what, path, e))
+}
+
+/// Releases the inter-process lock of an open file.
+pub(crate) fn unlock(file: &fs::File, path: &Path) -> Result<()> {
+    sys::unlock(file).map_err(|e| Error::io("unlock", path, e))
+}
+
+pub(crate) fn closed(path: &Path) -> Error {
+    Error::new(ErrorKind::Infeasible, format!("{} is closed", path.display()))
+}
+
+/// Checks that `len` bytes at `offset` lie inside a file of logical `size`.
+pub(crate) fn check_read(path: &Path, offset: u64, len: usize, size: u64) -> Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::new(
+            ErrorKind::Infeasible,
+            format!(
+                "read of {len} bytes at offset {offset} of {} passes its end ({size} bytes)",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// Checks that a write may happen and returns where it ends.
+pub(crate) fn check_write(
+    path: &Path,
+    writable: bool,
+    poisoned: bool,
+    offset: u64,
+    len: usize,
+) -> Result<u64> {
+    if !writable {
+        return Err(Error::new(
+            ErrorKind::Infeasible,
+            format!("write to {}, which is open for reading only", path.display()),
+        ));
+    }
+    if poisoned {
+        return Err(Error::new(
+            ErrorKind::Infeasible,
+            format!(
+                "write to {} refused: a hard synchronization failed, so what the device holds is \
+                 unknown; reopen the file",
+                path.display()
+            ),
+        ));
+    }
+    offset.checked_add(len as u64).filter(|&end| end <= i64::MAX as u64).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "write of {len} bytes at offset {offset} of {} passes the largest file size",
+                path.display()
+            ),
+        )
+    })
+}

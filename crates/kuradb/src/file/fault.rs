@@ -1,0 +1,304 @@
+//! A file that fails on command, for tests of what lies above the file layer.
+//!
+//! [`FaultFile`] wraps any [`File`] and passes every call through, except that
+//! its [`FaultControl`] can make the N-th operation fail with EIO or ENOSPC (once
+//! or from then on), and can simulate a power cut: everything written since the
+//! last successful hard synchronization is undone, as if the device had never
+//! received it, and the handle then fails every call as a dead process would.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::{File, LockMode};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The error an injected fault produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// EIO: the device failed.
+    Io,
+    /// ENOSPC: the device is full.
+    NoSpace,
+}
+
+impl FaultKind {
+    fn errno(self) -> i32 {
+        match self {
+            FaultKind::Io => libc::EIO,
+            FaultKind::NoSpace => libc::ENOSPC,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Counter {
+    Operations,
+    Writes,
+}
+
+#[derive(Clone, Copy)]
+struct Rule {
+    counter: Counter,
+    /// The counter's value at which the fault fires.
+    at: u64,
+    persistent: bool,
+    kind: FaultKind,
+}
+
+#[derive(Default)]
+struct Counts {
+    operations: u64,
+    writes: u64,
+    rule: Option<Rule>,
+    cut: bool,
+}
+
+/// A change since the last hard synchronization, as what undoes it.
+enum Undo {
+    Bytes { offset: u64, old: Vec<u8> },
+    Size(u64),
+}
+
+/// The handle a test keeps to steer a [`FaultFile`] it handed to a database.
+pub struct FaultControl {
+    counts: Mutex<Counts>,
+    inner: RwLock<Box<dyn File>>,
+    /// Changes since the last hard synchronization, oldest first. Its lock also
+    /// serialises changes, so each entry describes the state its change met.
+    undo: Mutex<Vec<Undo>>,
+}
+
+/// A [`File`] wrapper that injects faults as its [`FaultControl`] says.
+///
+/// ```
+/// use kuradb::file::{FaultFile, FaultKind, File, FileSpec, OpenOptions};
+/// # fn main() -> kuradb::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let inner = FileSpec::default().open(dir.path().join("f"), &OpenOptions::writer())?;
+/// let file = FaultFile::new(inner);
+/// let control = file.control();
+/// control.fail_nth_write(2, FaultKind::NoSpace);
+/// file.append(b"first")?;
+/// let err = file.append(b"second").unwrap_err();
+/// assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+/// file.append(b"third")?;
+/// assert_eq!(file.size(), 10);
+/// # Ok(())
+/// # }
+/// ```
+pub struct FaultFile {
+    control: Arc<FaultControl>,
+    path: PathBuf,
+}
+
+impl FaultFile {
+    /// Wraps `inner`; no fault is armed.
+    pub fn new(inner: Box<dyn File>) -> FaultFile {
+        FaultFile {
+            path: inner.path().to_path_buf(),
+            control: Arc::new(FaultControl {
+                counts: Mutex::new(Counts::default()),
+                inner: RwLock::new(inner),
+                undo: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The control of this file, to keep after handing the file away.
+    pub fn control(&self) -> Arc<FaultControl> {
+        Arc::clone(&self.control)
+    }
+
+    /// Counts one operation and answers the injected error if it is due.
+    fn enter(&self, write: bool, what: impl fmt::Display) -> Result<()> {
+        let mut counts = self.control.counts.lock();
+        if counts.cut {
+            return Err(Error::new(
+                ErrorKind::System,
+                format!("{what} of {}: the power was cut (simulated)", self.path.display()),
+            ));
+        }
+        counts.operations += 1;
+        if write {
+            counts.writes += 1;
+        }
+        let Some(rule) = counts.rule else { return Ok(()) };
+        let value = match rule.counter {
+            Counter::Operations => counts.operations,
+            Counter::Writes if write => counts.writes,
+            Counter::Writes => return Ok(()),
+        };
+        let due = if rule.persistent { value >= rule.at } else { value == rule.at };
+        if !due {
+            return Ok(());
+        }
+        if !rule.persistent {
+            counts.rule = None;
+        }
+        drop(counts);
+        let cause = io::Error::from_raw_os_error(rule.kind.errno());
+        Err(Error::io(format_args!("{what} (injected fault)"), &self.path, cause))
+    }
+}
+
+impl FaultControl {
+    fn arm(&self, counter: Counter, n: u64, persistent: bool, kind: FaultKind) {
+        let mut counts = self.counts.lock();
+        let base = match counter {
+            Counter::Operations => counts.operations,
+            Counter::Writes => counts.writes,
+        };
+        counts.rule = Some(Rule { counter, at: base + n.max(1), persistent, kind });
+    }
+
+    /// Makes the `n`-th operation from now (1: the next) of any kind fail once.
+    /// Operations are read, write, append, expand, truncate and synchronize.
+    pub fn fail_nth_operation(&self, n: u64, kind: FaultKind) {
+        self.arm(Counter::Operations, n, false, kind);
+    }
+
+    /// Makes the `n`-th changing operation from now (write, append, expand,
+    /// truncate, synchronize) fail once.
+    pub fn fail_nth_write(&self, n: u64, kind: FaultKind) {
+        self.arm(Counter::Writes, n, false, kind);
+    }
+
+    /// Makes the `n`-th changing operation from now and every later one fail,
+    /// until [`FaultControl::heal`].
+    pub fn fail_writes_from(&self, n: u64, kind: FaultKind) {
+        self.arm(Counter::Writes, n, true, kind);
+    }
+
+    /// Disarms any fault.
+    pub fn heal(&self) {
+        self.counts.lock().rule = None;
+    }
+
+    /// How many operations have been attempted (including failed ones).
+    pub fn operations(&self) -> u64 {
+        self.counts.lock().operations
+    }
+
+    /// Undoes everything changed since the last successful hard
+    /// synchronization, then makes every later call fail. Closing the
+    /// [`FaultFile`] still closes the wrapped file, so the test can reopen its
+    /// path and see what a power cut would have left.
+    pub fn power_cut(&self) -> Result<()> {
+        let inner = self.inner.write();
+        let mut undo = self.undo.lock();
+        self.counts.lock().cut = true;
+        for change in undo.drain(..).rev() {
+            match change {
+                Undo::Bytes { offset, old } => inner.write(offset, &old)?,
+                Undo::Size(size) => inner.truncate(size)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl File for FaultFile {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.enter(false, format_args!("read of {} bytes at offset {offset}", buf.len()))?;
+        self.control.inner.read().read(offset, buf)
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.enter(true, format_args!("write of {} bytes at offset {offset}", data.len()))?;
+        let inner = self.control.inner.read();
+        let mut undo = self.control.undo.lock();
+        let size = inner.size();
+        let kept = size.min(offset.saturating_add(data.len() as u64)).saturating_sub(offset.min(size));
+        let mut old = vec![0u8; kept as usize];
+        inner.read(offset.min(size), &mut old)?;
+        inner.write(offset, data)?;
+        undo.push(Undo::Size(size));
+        undo.push(Undo::Bytes { offset, old });
+        Ok(())
+    }
+
+    fn append(&self, data: &[u8]) -> Result<u64> {
+        self.enter(true, format_args!("append of {} bytes", data.len()))?;
+        let inner = self.control.inner.read();
+        let mut undo = self.control.undo.lock();
+        let size = inner.size();
+        let offset = inner.append(data)?;
+        undo.push(Undo::Size(size));
+        Ok(offset)
+    }
+
+    fn expand(&self, increment: u64) -> Result<u64> {
+        self.enter(true, format_args!("expansion by {increment} bytes"))?;
+        let inner = self.control.inner.read();
+        let mut undo = self.control.undo.lock();
+        let old = inner.expand(increment)?;
+        undo.push(Undo::Size(old));
+        Ok(old)
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        self.enter(true, format_args!("truncation to {size} bytes"))?;
+        let inner = self.control.inner.read();
+        let mut undo = self.control.undo.lock();
+        let old_size = inner.size();
+        let mut cut = vec![0u8; old_size.saturating_sub(size) as usize];
+        inner.read(size.min(old_size), &mut cut)?;
+        inner.truncate(size)?;
+        undo.push(Undo::Bytes { offset: size, old: cut });
+        undo.push(Undo::Size(old_size));
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.control.inner.read().size()
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        self.enter(true, format_args!("{} synchronization", if hard { "hard" } else { "soft" }))?;
+        let inner = self.control.inner.read();
+        let mut undo = self.control.undo.lock();
+        inner.synchronize(hard)?;
+        if hard {
+            undo.clear();
+        }
+        Ok(())
+    }
+
+    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
+        self.control.inner.read().lock(mode, wait)
+    }
+
+    fn unlock(&self) -> Result<()> {
+        self.control.inner.read().unlock()
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn is_writable(&self) -> bool {
+        self.control.inner.read().is_writable()
+    }
+
+    fn is_atomic(&self) -> bool {
+        self.control.inner.read().is_atomic()
+    }
+
+    fn block_size(&self) -> u64 {
+        self.control.inner.read().block_size()
+    }
+
+    fn inspect(&self) -> Vec<(String, String)> {
+        let mut out = self.control.inner.read().inspect();
+        out.push(("fault_operations".into(), self.control.operations().to_string()));
+        out
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.control.inner.write().close()
+    }
+}

@@ -1,0 +1,186 @@
+//! The file layer: random access to one file, by several threads at once.
+//!
+//! Every database stores its data through a [`File`], chosen at run time: memory
+//! mapping or positional (`pread`/`pwrite`) system calls, each in a *parallel*
+//! variant (no whole-file lock; callers coordinate by region) and an *atomic*
+//! one (a whole-file reader-writer lock makes every write atomic against every
+//! read). The positional file takes the options that change how bytes reach the
+//! device: block I/O, direct I/O, synchronous I/O, a page cache and a head
+//! buffer. [`FileSpec`] names an implementation with its options, in the one
+//! syntax the CLI, the Python binding and parameter strings share.
+//!
+//! ```
+//! use kuradb::file::{File, FileSpec, OpenOptions};
+//! # fn main() -> kuradb::Result<()> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let spec = FileSpec::parse("pos-para,block_size=512,access=pagecache")?;
+//! let mut file = spec.open(dir.path().join("casket.dat"), &OpenOptions::writer())?;
+//! let off = file.append(b"hello")?;
+//! file.write(off + 5, b", world")?;
+//! let mut buf = [0u8; 12];
+//! file.read(0, &mut buf)?;
+//! assert_eq!(&buf, b"hello, world");
+//! file.close()?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod access;
+mod alloc;
+mod block;
+mod fault;
+mod head_buffer;
+mod mmap;
+mod page_cache;
+mod positional;
+mod spec;
+
+use std::path::Path;
+
+use crate::error::Result;
+
+pub use fault::{FaultControl, FaultFile, FaultKind};
+pub use mmap::MmapFile;
+pub use page_cache::PageCacheStats;
+pub use positional::PositionalFile;
+pub use spec::{FileKind, FileSpec};
+
+/// Random access to one open file, shared by any number of threads.
+///
+/// # Contract
+/// - The *logical size* ([`File::size`]) is the number of bytes the file holds.
+///   The implementation may reserve more space on disk (the allocation strategy);
+///   closing truncates the file to its logical size, so a reopen sees exactly the
+///   logical size it had. After a crash the file may be longer than its last
+///   logical size, the excess holding zeros.
+/// - [`File::read`] fills the whole buffer or fails: reading any byte at or past
+///   the logical size is an [`ErrorKind::Infeasible`](crate::ErrorKind) error and
+///   reads nothing.
+/// - [`File::write`] past the logical size extends it; the gap, and every region
+///   added by [`File::expand`] or by [`File::truncate`] to a larger size, reads as
+///   zeros.
+/// - [`File::append`] reserves its region atomically: concurrent appends never
+///   overlap, whatever the implementation.
+/// - Every method may run concurrently with every other except [`File::close`]
+///   (which takes `&mut self`) and [`File::truncate`] to a smaller size, which
+///   the caller must not race with accesses to the region it cuts. On a
+///   *parallel* file, concurrent accesses to overlapping bytes give unspecified
+///   bytes (never memory unsafety); on an *atomic* file every write is atomic
+///   against every read.
+/// - [`File::synchronize`] with `hard == false` hands every buffered byte (page
+///   cache, head buffer) to the operating system, so another process reading the
+///   file sees it; with `hard == true` it also waits until the device holds it
+///   (`fdatasync`/`msync`), so it survives a power cut. After a failed hard
+///   synchronization the handle refuses further writes until reopened, because
+///   what the device holds is then unknown.
+/// - Writes on a file opened read-only fail with
+///   [`ErrorKind::Infeasible`](crate::ErrorKind).
+pub trait File: Send + Sync {
+    /// Reads `buf.len()` bytes at `offset`.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Writes `data` at `offset`, extending the logical size if it ends past it.
+    fn write(&self, offset: u64, data: &[u8]) -> Result<()>;
+
+    /// Writes `data` at the end of the file and returns the offset it went to.
+    fn append(&self, data: &[u8]) -> Result<u64>;
+
+    /// Grows the logical size by `increment` zero bytes and returns the old size.
+    fn expand(&self, increment: u64) -> Result<u64>;
+
+    /// Sets the logical size, cutting the file or extending it with zeros.
+    fn truncate(&self, size: u64) -> Result<()>;
+
+    /// The logical size in bytes.
+    fn size(&self) -> u64;
+
+    /// Hands buffered data to the OS and, with `hard`, makes the device hold it.
+    fn synchronize(&self, hard: bool) -> Result<()>;
+
+    /// Takes the inter-process advisory lock of the file in `mode`, waiting for
+    /// other processes' conflicting locks if `wait`, else failing at once with
+    /// [`ErrorKind::WouldBlock`](crate::ErrorKind). Opening already takes the
+    /// lock the [`OpenOptions`] ask for; this changes it.
+    fn lock(&self, mode: LockMode, wait: bool) -> Result<()>;
+
+    /// Releases the inter-process lock.
+    fn unlock(&self) -> Result<()>;
+
+    /// The path the file was opened with.
+    fn path(&self) -> &Path;
+
+    /// Whether the file was opened for writing.
+    fn is_writable(&self) -> bool;
+
+    /// Whether every write is atomic against every read (the atomic variants).
+    fn is_atomic(&self) -> bool;
+
+    /// The unit of the file's system calls: 1, or the block size of block I/O.
+    /// A database that wants direct I/O to reach its file's end pads the file to
+    /// a multiple of it.
+    fn block_size(&self) -> u64;
+
+    /// Name/value pairs describing the file's state (class, sizes, cache counters).
+    fn inspect(&self) -> Vec<(String, String)>;
+
+    /// Writes back every buffer, truncates the file to its logical size, releases
+    /// the lock and closes it. Every later call fails with
+    /// [`ErrorKind::Infeasible`](crate::ErrorKind). Dropping an open file closes
+    /// it too, but cannot report an error.
+    fn close(&mut self) -> Result<()>;
+}
+
+/// The kind of an inter-process lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    /// Many processes may hold it together: readers.
+    Shared,
+    /// Held by one process, excluding every other lock: a writer.
+    Exclusive,
+}
+
+/// How to open a file: for writing or reading, creation, and locking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Open for writing (and take an exclusive lock) rather than reading (shared).
+    pub writable: bool,
+    /// Create the file if it does not exist (writers only).
+    pub create: bool,
+    /// Empty an existing file on open (writers only).
+    pub truncate: bool,
+    /// Fail at once with a "locked" error if another process holds a conflicting
+    /// lock, instead of waiting.
+    pub no_wait: bool,
+    /// Take no inter-process lock at all.
+    pub no_lock: bool,
+}
+
+impl OpenOptions {
+    /// Read and write, creating the file if missing, keeping its content.
+    pub fn writer() -> OpenOptions {
+        OpenOptions { writable: true, create: true, truncate: false, no_wait: false, no_lock: false }
+    }
+
+    /// Read only; the file must exist.
+    pub fn reader() -> OpenOptions {
+        OpenOptions { writable: false, create: false, truncate: false, no_wait: false, no_lock: false }
+    }
+
+    /// The same options, emptying the file on open.
+    pub fn truncating(mut self) -> OpenOptions {
+        self.truncate = true;
+        self
+    }
+
+    /// The same options, failing at once on a conflicting lock.
+    pub fn without_waiting(mut self) -> OpenOptions {
+        self.no_wait = true;
+        self
+    }
+
+    /// The same options, taking no inter-process lock.
+    pub fn without_lock(mut self) -> OpenOptions {
+        self.no_lock = true;
+        self
+    }
+}

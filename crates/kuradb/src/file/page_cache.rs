@@ -1,0 +1,320 @@
+//! A small in-process cache of file blocks with least-recently-used eviction.
+//!
+//! The cache is split into shards, each with its own lock, hash table and LRU
+//! list, so threads working on different blocks rarely wait for each other and
+//! one thread's scan evicts only within the shards it touches. Dirty blocks are
+//! written back when evicted, on [`PageCache::flush`] and before the file closes.
+//! Every operation on a block is O(1): a hash lookup and a few link updates.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::block::{AlignedBuf, Device};
+use crate::error::Result;
+
+/// Counters of a page cache since the file was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageCacheStats {
+    /// Accesses of a block that was in the cache.
+    pub hits: u64,
+    /// Accesses of a block that was not (read from the device or made new).
+    pub misses: u64,
+    /// Blocks read from the device.
+    pub device_reads: u64,
+    /// Blocks written to the device (evictions and flushes).
+    pub device_writes: u64,
+    /// Blocks the cache can hold.
+    pub capacity: u64,
+    /// Blocks it holds now.
+    pub used: u64,
+}
+
+const NIL: u32 = u32::MAX;
+const MAX_SHARDS: usize = 16;
+
+/// Block indexes are already well spread; one multiplication mixes the high bits in.
+#[derive(Default)]
+struct BlockHasher(u64);
+
+impl Hasher for BlockHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+struct Node {
+    block: u64,
+    prev: u32,
+    next: u32,
+    dirty: bool,
+}
+
+/// One shard: `nodes[i]` describes the block held in slot i of `arena`.
+struct Shard {
+    table: HashMap<u64, u32, BuildHasherDefault<BlockHasher>>,
+    nodes: Vec<Node>,
+    arena: AlignedBuf,
+    capacity: usize,
+    /// Most recently used slot.
+    head: u32,
+    /// Least recently used slot: the next to evict.
+    tail: u32,
+    /// Slots emptied by truncation, reused before growing.
+    free: Vec<u32>,
+    stats: PageCacheStats,
+}
+
+/// The page cache of one file.
+pub(crate) struct PageCache {
+    shards: Box<[Mutex<Shard>]>,
+    /// No byte at or past this offset has held data since the file was opened
+    /// or last truncated, so a block starting there is zeros without a read.
+    extent: AtomicU64,
+    shard_bits: u32,
+    block_size: usize,
+}
+
+impl PageCache {
+    /// A cache of `capacity` blocks of `block_size` bytes aligned to `align`, for
+    /// a file now `file_len` bytes long on disk.
+    pub(crate) fn new(capacity: usize, block_size: u64, align: usize, file_len: u64) -> PageCache {
+        let count = capacity.clamp(1, MAX_SHARDS);
+        let count = if count.is_power_of_two() { count } else { count.next_power_of_two() / 2 };
+        let shards = (0..count)
+            .map(|i| {
+                let cap = capacity / count + usize::from(i < capacity % count);
+                Mutex::new(Shard {
+                    table: HashMap::with_capacity_and_hasher(cap, Default::default()),
+                    nodes: Vec::with_capacity(cap),
+                    arena: AlignedBuf::new(cap * block_size as usize, align),
+                    capacity: cap,
+                    head: NIL,
+                    tail: NIL,
+                    free: Vec::new(),
+                    stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
+                })
+            })
+            .collect();
+        PageCache {
+            shards,
+            extent: AtomicU64::new(file_len),
+            shard_bits: count.trailing_zeros(),
+            block_size: block_size as usize,
+        }
+    }
+
+    fn shard(&self, block: u64) -> &Mutex<Shard> {
+        if self.shard_bits == 0 {
+            return &self.shards[0];
+        }
+        let h = block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
+        &self.shards[h as usize]
+    }
+
+    /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing blocks.
+    pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size as u64;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            let block = pos / bs;
+            let skip = (pos % bs) as usize;
+            let n = (self.block_size - skip).min(buf.len() - done);
+            let mut shard = self.shard(block).lock();
+            let load = block * bs < self.extent.load(Ordering::Acquire);
+            let slot = shard.get(device, block, load, self.block_size)?;
+            buf[done..done + n].copy_from_slice(&shard.data(slot, self.block_size)[skip..skip + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the cache at `offset`, marking its blocks dirty. A block
+    /// the write covers whole is not read from the device first.
+    pub(crate) fn write(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
+        let bs = self.block_size as u64;
+        let mut done = 0usize;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let block = pos / bs;
+            let skip = (pos % bs) as usize;
+            let n = (self.block_size - skip).min(data.len() - done);
+            let mut shard = self.shard(block).lock();
+            let load = n < self.block_size && block * bs < self.extent.load(Ordering::Acquire);
+            let slot = shard.get(device, block, load, self.block_size)?;
+            shard.data_mut(slot, self.block_size)[skip..skip + n].copy_from_slice(&data[done..done + n]);
+            shard.nodes[slot as usize].dirty = true;
+            // Raised while the shard is locked: whoever touches this block next
+            // holds the same lock and so sees the new extent.
+            self.extent.fetch_max(pos + n as u64, Ordering::AcqRel);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty block back to the device, in offset order.
+    pub(crate) fn flush(&self, device: &Device) -> Result<()> {
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let mut dirty: Vec<(u64, u32)> = shard
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.dirty && n.block != u64::MAX)
+                .map(|(i, n)| (n.block, i as u32))
+                .collect();
+            dirty.sort_unstable();
+            for (_, slot) in dirty {
+                shard.write_back(device, slot, self.block_size)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets everything at or past `size`: blocks wholly past it are dropped
+    /// (dirty or not), and the tail of the block holding `size` is zeroed.
+    pub(crate) fn truncate(&self, size: u64) {
+        let bs = self.block_size as u64;
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let doomed: Vec<u64> = shard.table.keys().copied().filter(|&b| b * bs >= size).collect();
+            for block in doomed {
+                shard.remove(block);
+            }
+            if !size.is_multiple_of(bs) {
+                if let Some(&slot) = shard.table.get(&(size / bs)) {
+                    let skip = (size % bs) as usize;
+                    shard.data_mut(slot, self.block_size)[skip..].fill(0);
+                }
+            }
+        }
+        self.extent.store(size, Ordering::Release);
+    }
+
+    /// The counters, summed over the shards.
+    pub(crate) fn stats(&self) -> PageCacheStats {
+        let mut total = PageCacheStats::default();
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            let s = shard.stats;
+            total.hits += s.hits;
+            total.misses += s.misses;
+            total.device_reads += s.device_reads;
+            total.device_writes += s.device_writes;
+            total.capacity += s.capacity;
+            total.used += shard.table.len() as u64;
+        }
+        total
+    }
+}
+
+impl Shard {
+    fn data(&self, slot: u32, bs: usize) -> &[u8] {
+        &self.arena.as_slice()[slot as usize * bs..(slot as usize + 1) * bs]
+    }
+
+    fn data_mut(&mut self, slot: u32, bs: usize) -> &mut [u8] {
+        &mut self.arena.as_mut_slice()[slot as usize * bs..(slot as usize + 1) * bs]
+    }
+
+    /// The slot holding `block`, made most recently used; on a miss the block is
+    /// read from the device if `load`, else zeroed (the caller overwrites it whole).
+    fn get(&mut self, device: &Device, block: u64, load: bool, bs: usize) -> Result<u32> {
+        if let Some(&slot) = self.table.get(&block) {
+            self.stats.hits += 1;
+            self.unlink(slot);
+            self.push_front(slot);
+            return Ok(slot);
+        }
+        self.stats.misses += 1;
+        let slot = if let Some(slot) = self.free.pop() {
+            slot
+        } else if self.nodes.len() < self.capacity {
+            self.nodes.push(Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false });
+            (self.nodes.len() - 1) as u32
+        } else {
+            let victim = self.tail;
+            // Written back before it is unlinked, so a failed write loses nothing.
+            if self.nodes[victim as usize].dirty {
+                self.write_back(device, victim, bs)?;
+            }
+            let old = self.nodes[victim as usize].block;
+            self.table.remove(&old);
+            self.unlink(victim);
+            victim
+        };
+        let offset = block * bs as u64;
+        let loaded = if load {
+            self.stats.device_reads += 1;
+            let start = slot as usize * bs;
+            device.read_blocks(offset, &mut self.arena.as_mut_slice()[start..start + bs])
+        } else {
+            self.data_mut(slot, bs).fill(0);
+            Ok(())
+        };
+        if let Err(e) = loaded {
+            self.nodes[slot as usize].block = u64::MAX;
+            self.free.push(slot);
+            return Err(e);
+        }
+        self.nodes[slot as usize] = Node { block, prev: NIL, next: NIL, dirty: false };
+        self.table.insert(block, slot);
+        self.push_front(slot);
+        Ok(slot)
+    }
+
+    fn write_back(&mut self, device: &Device, slot: u32, bs: usize) -> Result<()> {
+        let offset = self.nodes[slot as usize].block * bs as u64;
+        device.write_blocks(offset, self.data(slot, bs))?;
+        self.stats.device_writes += 1;
+        self.nodes[slot as usize].dirty = false;
+        Ok(())
+    }
+
+    fn remove(&mut self, block: u64) {
+        if let Some(slot) = self.table.remove(&block) {
+            self.unlink(slot);
+            self.nodes[slot as usize] = Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false };
+            self.free.push(slot);
+        }
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let Node { prev, next, .. } = self.nodes[slot as usize];
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+        self.nodes[slot as usize].prev = NIL;
+        self.nodes[slot as usize].next = NIL;
+    }
+
+    fn push_front(&mut self, slot: u32) {
+        self.nodes[slot as usize].next = self.head;
+        self.nodes[slot as usize].prev = NIL;
+        if self.head != NIL {
+            self.nodes[self.head as usize].prev = slot;
+        }
+        self.head = slot;
+        if self.tail == NIL {
+            self.tail = slot;
+        }
+    }
+}

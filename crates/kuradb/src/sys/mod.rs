@@ -1,0 +1,113 @@
+//! Platform code: opening files with special flags, positional I/O, advisory
+//! locks and memory maps. Everything here speaks `std::io`; the file layer
+//! turns its errors into kuradb errors that name the file and operation.
+
+#![allow(unsafe_code)]
+
+mod mmap;
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+pub(crate) use mmap::Mapping;
+
+/// How the file layer wants a file opened.
+pub(crate) struct OpenFlags {
+    pub writable: bool,
+    pub create: bool,
+    pub truncate: bool,
+    pub direct: bool,
+    pub sync: bool,
+}
+
+/// Opens `path`; with `direct`, bypassing the OS page cache where the platform
+/// can. Where it cannot, or the filesystem refuses, the error has kind
+/// `Unsupported`.
+pub(crate) fn open(path: &Path, flags: &OpenFlags) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(flags.writable);
+    if flags.writable {
+        options.create(flags.create).truncate(flags.truncate);
+    }
+    let mut custom = 0;
+    if flags.sync {
+        custom |= libc::O_SYNC;
+    }
+    #[cfg(target_os = "linux")]
+    if flags.direct {
+        custom |= libc::O_DIRECT;
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    if flags.direct {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "direct I/O is not available on this platform",
+        ));
+    }
+    options.custom_flags(custom).mode(0o644);
+    let file = match options.open(path) {
+        // Linux answers EINVAL at open when the filesystem (tmpfs, for one) has no O_DIRECT.
+        Err(e) if flags.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("the filesystem refuses direct I/O (O_DIRECT): {e}"),
+            ))
+        }
+        other => other?,
+    };
+    #[cfg(target_os = "macos")]
+    if flags.direct {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor we own, with an integer argument; no memory is shared.
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_NOCACHE, 1) };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(file)
+}
+
+/// Reads into `buf` at `offset` until it is full or the file ends; returns the
+/// number of bytes read (less than `buf.len()` only at the end of the file).
+pub(crate) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Writes all of `data` at `offset`.
+pub(crate) fn write_at(file: &fs::File, data: &[u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(data, offset)
+}
+
+/// Takes the advisory lock of the whole file, shared or exclusive.
+pub(crate) fn lock(file: &fs::File, exclusive: bool, wait: bool) -> io::Result<()> {
+    let result = match (exclusive, wait) {
+        (true, true) => return file.lock(),
+        (false, true) => return file.lock_shared(),
+        (true, false) => file.try_lock(),
+        (false, false) => file.try_lock_shared(),
+    };
+    result.map_err(|e| match e {
+        fs::TryLockError::WouldBlock => {
+            io::Error::new(io::ErrorKind::WouldBlock, "another process holds a conflicting lock")
+        }
+        fs::TryLockError::Error(e) => e,
+    })
+}
+
+/// Releases the advisory lock.
+pub(crate) fn unlock(file: &fs::File) -> io::Result<()> {
+    file.unlock()
+}
