@@ -2,6 +2,16 @@
 //! OS file as [`OpenOptions`] ask, and the errors of misuse.
 
 use std::fs;
+
+/// The whole-file lock of the atomic kinds. Its critical sections are short
+/// (one copy or one system call), so waiters spin and yield rather than sleep:
+/// measured with ten threads on two cores, sleeping and waking in the kernel
+/// cost more than the sections themselves.
+pub(crate) type FileLock = spin::rwlock::RwLock<(), spin::relax::Yield>;
+/// A shared hold of a [`FileLock`].
+pub(crate) type FileReadGuard<'a> = spin::rwlock::RwLockReadGuard<'a, ()>;
+/// An exclusive hold of a [`FileLock`].
+pub(crate) type FileWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin::relax::Yield>;
 use std::io;
 use std::path::Path;
 

@@ -1,22 +1,24 @@
 //! The memory-mapped file: reads and writes are copies to and from a map of
-//! the file, which grows by remapping.
+//! the file, which grows by mapping the file anew, longer.
 //!
 //! The map is always at least as long as the logical size, so every access the
-//! size allows is inside it. The parallel kind copies under a shared lock of the
-//! map, taken exclusively only to replace it with a longer one; the atomic kind
-//! takes the same lock exclusively for every write.
+//! size allows is inside it. The parallel kind takes no lock to read or write:
+//! a longer map replaces the current one while other threads still copy through
+//! the old, which stays valid until the file closes ([`MapChain`]). The atomic
+//! kind adds a whole-file reader-writer lock, exclusive for every write.
 
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::Mutex;
 
-use super::access::{self, check_read, check_write, closed};
+use super::access::{self, check_read, check_write, closed, FileLock, FileReadGuard, FileWriteGuard};
 use super::alloc::Allocation;
 use super::{File, FileSpec, LockMode, OpenOptions};
-use crate::error::{Error, Result};
-use crate::sys::Mapping;
+use crate::error::{Error, ErrorKind, Result};
+use crate::sys::{self, MapChain, Mapping};
 
 /// Maps are grown in whole pages.
 const PAGE: u64 = 4096;
@@ -48,10 +50,12 @@ struct State {
     file: fs::File,
     spec: FileSpec,
     writable: bool,
-    atomic: bool,
-    /// The map of the file's reserved space; `None` while that is empty.
-    map: RwLock<Option<Mapping>>,
-    /// The logical size; never above the map's length.
+    /// The whole-file lock of the atomic kind; `None` for the parallel kind.
+    atomic: Option<FileLock>,
+    maps: MapChain,
+    /// Serialises growth of the file and its map.
+    growth: Mutex<()>,
+    /// The logical size; never above the current map's length.
     size: AtomicU64,
     alloc: Allocation,
     poisoned: AtomicBool,
@@ -64,14 +68,14 @@ impl MmapFile {
         spec.validate()?;
         if spec.kind.is_positional() {
             return Err(Error::new(
-                crate::ErrorKind::InvalidArgument,
+                ErrorKind::InvalidArgument,
                 format!("MmapFile cannot open a {} spec", spec.kind),
             ));
         }
         let path = path.into();
         let file = access::open_locked(&path, options, false, false)?;
         let size = file.metadata().map_err(|e| Error::io("stat", &path, e))?.len();
-        let map = match size {
+        let first = match size {
             0 => None,
             n => Some(Mapping::new(&file, n, options.writable).map_err(|e| Error::io("map", &path, e))?),
         };
@@ -79,8 +83,9 @@ impl MmapFile {
             file,
             spec: spec.clone(),
             writable: options.writable,
-            atomic: spec.kind.is_atomic(),
-            map: RwLock::new(map),
+            atomic: spec.kind.is_atomic().then(|| FileLock::new(())),
+            maps: MapChain::new(first),
+            growth: Mutex::new(()),
             size: AtomicU64::new(size),
             alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: PAGE },
             poisoned: AtomicBool::new(false),
@@ -96,9 +101,13 @@ impl MmapFile {
         check_write(&self.path, state.writable, state.poisoned.load(Ordering::Acquire), offset, len)
     }
 
-    /// Makes the map at least `end` bytes long; the caller holds the map exclusively.
-    fn grow(&self, state: &State, map: &mut Option<Mapping>, end: u64) -> Result<()> {
-        let current = map.as_ref().map_or(0, Mapping::len);
+    /// Makes the file and its current map at least `end` bytes long.
+    fn reserve(&self, state: &State, end: u64) -> Result<()> {
+        if end <= state.maps.len() {
+            return Ok(());
+        }
+        let _growth = state.growth.lock();
+        let current = state.maps.len();
         if end <= current {
             return Ok(());
         }
@@ -107,40 +116,47 @@ impl MmapFile {
             .file
             .set_len(target)
             .map_err(|e| Error::io(format_args!("truncate to {target} bytes"), &self.path, e))?;
-        // The old map goes first so that address space for both is never needed.
-        *map = None;
-        *map = Some(
-            Mapping::new(&state.file, target, true)
-                .map_err(|e| Error::io(format_args!("map of {target} bytes"), &self.path, e))?,
-        );
+        let map = Mapping::new(&state.file, target, true)
+            .map_err(|e| Error::io(format_args!("map of {target} bytes"), &self.path, e))?;
+        state.maps.install(map);
         Ok(())
     }
 
-    /// Runs `f` with a map at least `end` bytes long: under the exclusive lock on
-    /// the atomic kind, under the shared one (after growing if needed) otherwise.
-    fn with_map<R>(&self, state: &State, end: u64, f: impl FnOnce(Option<&Mapping>) -> R) -> Result<R> {
-        if state.atomic {
-            let mut map = state.map.write();
-            self.grow(state, &mut map, end)?;
-            return Ok(f(map.as_ref()));
-        }
+    /// Grows the logical size by `len` (copying `data` into the new region if
+    /// given) once the map covers it; answers the old size.
+    fn grow_size(&self, state: &State, len: u64, data: Option<&[u8]>) -> Result<u64> {
         loop {
-            let map = state.map.read();
-            if map.as_ref().map_or(0, Mapping::len) >= end {
-                return Ok(f(map.as_ref()));
+            let old = state.size.load(Ordering::Acquire);
+            let end = old
+                .checked_add(len)
+                .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "file size would overflow"))?;
+            self.reserve(state, end)?;
+            if state.size.compare_exchange(old, end, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                if let (Some(map), Some(data)) = (state.maps.current(), data) {
+                    map.write(old, data);
+                }
+                return Ok(old);
             }
-            drop(map);
-            self.grow(state, &mut state.map.write(), end)?;
         }
+    }
+}
+
+impl State {
+    fn shared(&self) -> Option<FileReadGuard<'_>> {
+        self.atomic.as_ref().map(|l| l.read())
+    }
+
+    fn exclusive(&self) -> Option<FileWriteGuard<'_>> {
+        self.atomic.as_ref().map(|l| l.write())
     }
 }
 
 impl File for MmapFile {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let state = self.state()?;
-        let map = state.map.read();
+        let _shared = state.shared();
         check_read(&self.path, offset, buf.len(), state.size.load(Ordering::Acquire))?;
-        if let Some(map) = map.as_ref() {
+        if let Some(map) = state.maps.current() {
             map.read(offset, buf);
         }
         Ok(())
@@ -149,44 +165,56 @@ impl File for MmapFile {
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let state = self.state()?;
         let end = self.check_write(state, offset, data.len())?;
-        self.with_map(state, end, |map| {
-            if let Some(map) = map {
-                map.write(offset, data);
-            }
+        let _exclusive = state.exclusive();
+        self.reserve(state, end)?;
+        if let Some(map) = state.maps.current() {
+            map.write(offset, data);
+        }
+        // Most writes land inside the file: a plain load spares them the
+        // contended read-modify-write of the size.
+        if end > state.size.load(Ordering::Acquire) {
             state.size.fetch_max(end, Ordering::AcqRel);
-        })
+        }
+        Ok(())
     }
 
     fn append(&self, data: &[u8]) -> Result<u64> {
         let state = self.state()?;
         self.check_write(state, state.size.load(Ordering::Acquire), data.len())?;
+        let _exclusive = state.exclusive();
         self.grow_size(state, data.len() as u64, Some(data))
     }
 
     fn expand(&self, increment: u64) -> Result<u64> {
         let state = self.state()?;
         self.check_write(state, state.size.load(Ordering::Acquire), 0)?;
+        let _exclusive = state.exclusive();
         self.grow_size(state, increment, None)
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
         let state = self.state()?;
         self.check_write(state, size, 0)?;
-        let mut map = state.map.write();
-        if size < state.size.load(Ordering::Acquire) {
-            // Cutting the file and restoring its length zeroes the cut bytes in
-            // the page cache, so the map stays valid and later growth reads zeros.
-            let mapped = map.as_ref().map_or(0, Mapping::len);
-            let resize = |len: u64| {
-                state
-                    .file
-                    .set_len(len)
-                    .map_err(|e| Error::io(format_args!("truncate to {len} bytes"), &self.path, e))
-            };
-            resize(size)?;
-            resize(mapped.max(size))?;
+        let _exclusive = state.exclusive();
+        let _growth = state.growth.lock();
+        let old = state.size.load(Ordering::Acquire);
+        if size < old {
+            // The file must not get shorter than a live map, so the cut bytes are
+            // zeroed in place: by punching a hole where the filesystem can.
+            match sys::punch_hole(&state.file, size, old - size) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    if let Some(map) = state.maps.current() {
+                        map.zero(size, old - size);
+                    }
+                }
+                Err(e) => {
+                    return Err(Error::io(format_args!("hole punch from {size} to {old}"), &self.path, e))
+                }
+            }
         } else {
-            self.grow(state, &mut map, size)?;
+            drop(_growth);
+            self.reserve(state, size)?;
         }
         state.size.store(size, Ordering::Release);
         Ok(())
@@ -202,8 +230,9 @@ impl File for MmapFile {
         if !hard || !state.writable {
             return Ok(());
         }
-        let map = state.map.read();
-        let synced = match map.as_ref() {
+        let _exclusive = state.exclusive();
+        // Older maps share the current one's pages, so flushing it covers them.
+        let synced = match state.maps.current() {
             Some(m) => m.flush().and_then(|_| state.file.sync_data()),
             None => state.file.sync_data(),
         };
@@ -230,7 +259,7 @@ impl File for MmapFile {
     }
 
     fn is_atomic(&self) -> bool {
-        self.state.as_ref().is_some_and(|s| s.atomic)
+        self.state.as_ref().is_some_and(|s| s.atomic.is_some())
     }
 
     fn block_size(&self) -> u64 {
@@ -246,51 +275,24 @@ impl File for MmapFile {
         out.push(("class".into(), state.spec.kind.class_name().into()));
         out.push(("spec".into(), state.spec.to_string()));
         out.push(("size".into(), state.size.load(Ordering::Acquire).to_string()));
-        let mapped = state.map.read().as_ref().map_or(0, Mapping::len);
-        out.push(("mapped_size".into(), mapped.to_string()));
+        out.push(("mapped_size".into(), state.maps.len().to_string()));
         out.push(("writable".into(), state.writable.to_string()));
         out
     }
 
     fn close(&mut self) -> Result<()> {
         let state = self.state.take().ok_or_else(|| closed(&self.path))?;
-        // Unmapped first: the file must not shrink under a live map.
-        state.map.write().take();
+        let State { file, maps, size, writable, poisoned, .. } = state;
+        // Every map goes first: the file must not shrink under a live one.
+        drop(maps);
         let mut result = Ok(());
-        if state.writable && !state.poisoned.load(Ordering::Acquire) {
-            let size = state.size.load(Ordering::Acquire);
-            result = state
-                .file
+        if writable && !poisoned.load(Ordering::Acquire) {
+            let size = size.load(Ordering::Acquire);
+            result = file
                 .set_len(size)
                 .map_err(|e| Error::io(format_args!("truncate to {size} bytes"), &self.path, e));
         }
-        drop(state);
         result
-    }
-}
-
-impl MmapFile {
-    /// Grows the logical size by `len` (copying `data` into the new region if
-    /// given) once the map covers it; answers the old size.
-    fn grow_size(&self, state: &State, len: u64, data: Option<&[u8]>) -> Result<u64> {
-        loop {
-            let old = state.size.load(Ordering::Acquire);
-            let end = old
-                .checked_add(len)
-                .ok_or_else(|| Error::new(crate::ErrorKind::InvalidArgument, "file size would overflow"))?;
-            let claimed = self.with_map(state, end, |map| {
-                if state.size.compare_exchange(old, end, Ordering::AcqRel, Ordering::Acquire).is_err() {
-                    return false;
-                }
-                if let (Some(map), Some(data)) = (map, data) {
-                    map.write(old, data);
-                }
-                true
-            })?;
-            if claimed {
-                return Ok(old);
-            }
-        }
     }
 }
 

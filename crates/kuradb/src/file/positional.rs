@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
+use parking_lot::Mutex;
 
-use super::access::{self, check_read, check_write, closed};
+use super::access::{self, check_read, check_write, closed, FileLock, FileWriteGuard};
 use super::alloc::Allocation;
 use super::block::Device;
 use super::head_buffer::HeadBuffer;
@@ -47,7 +47,7 @@ struct State {
     spec: FileSpec,
     writable: bool,
     /// The whole-file lock of the atomic kind; `None` for the parallel kind.
-    atomic: Option<RwLock<()>>,
+    atomic: Option<FileLock>,
     /// The logical size.
     size: AtomicU64,
     /// The file's length on disk; never below `size`.
@@ -79,7 +79,7 @@ impl PositionalFile {
             device,
             spec: spec.clone(),
             writable: options.writable,
-            atomic: spec.kind.is_atomic().then(|| RwLock::new(())),
+            atomic: spec.kind.is_atomic().then(|| FileLock::new(())),
             size: AtomicU64::new(size),
             reserved: AtomicU64::new(size),
             growth: Mutex::new(()),
@@ -105,7 +105,7 @@ impl PositionalFile {
 }
 
 impl State {
-    fn exclusive(&self) -> Option<RwLockWriteGuard<'_, ()>> {
+    fn exclusive(&self) -> Option<FileWriteGuard<'_>> {
         self.atomic.as_ref().map(|l| l.write())
     }
 
@@ -210,7 +210,11 @@ impl File for PositionalFile {
         let _exclusive = state.exclusive();
         state.reserve(end)?;
         state.write_at(offset, data)?;
-        state.size.fetch_max(end, Ordering::AcqRel);
+        // Most writes land inside the file: a plain load spares them the
+        // contended read-modify-write of the size.
+        if end > state.size.load(Ordering::Acquire) {
+            state.size.fetch_max(end, Ordering::AcqRel);
+        }
         Ok(())
     }
 

@@ -3,13 +3,65 @@
 //! If another process truncates the file below the mapped length, touching the
 //! missing pages raises SIGBUS. kuradb prevents that with its locks: a writer
 //! holds the file's exclusive advisory lock, readers a shared one, and only a
-//! writer changes the file's length; within a process the mapping is replaced
-//! only under the owner's exclusive lock, never while a copy is running.
+//! writer changes the file's length. Within a process the file never becomes
+//! shorter than a live map: a [`MapChain`] keeps every map it made until it is
+//! dropped, and the owner cuts data by punching holes, not by shrinking the file,
+//! until every map is gone.
 
 use std::fs;
 use std::io;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::Mutex;
+
+/// The maps of one file, the newest in use: a longer map replaces the current
+/// one without waiting for the threads copying through it, because the old map
+/// stays valid (and coherent with the new one: both share the file's pages)
+/// until the chain is dropped.
+pub(crate) struct MapChain {
+    /// The newest map, or null while there is none.
+    current: AtomicPtr<Mapping>,
+    /// Every map made, kept until drop so that `current` never dangles; boxed so
+    /// that a map does not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    all: Mutex<Vec<Box<Mapping>>>,
+}
+
+impl MapChain {
+    /// A chain whose first map is `first`.
+    pub(crate) fn new(first: Option<Mapping>) -> MapChain {
+        let chain = MapChain { current: AtomicPtr::new(std::ptr::null_mut()), all: Mutex::new(Vec::new()) };
+        if let Some(map) = first {
+            chain.install(map);
+        }
+        chain
+    }
+
+    /// The newest map.
+    pub(crate) fn current(&self) -> Option<&Mapping> {
+        let ptr = self.current.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer was stored by `install` from a Box now owned
+        // by `all`, which frees nothing before `self` is dropped; the Acquire load
+        // pairs with install's Release store, so the Mapping is fully visible.
+        // The borrow is tied to &self, so it cannot outlive the chain.
+        unsafe { ptr.as_ref() }
+    }
+
+    /// The newest map's length, or 0.
+    pub(crate) fn len(&self) -> u64 {
+        self.current().map_or(0, Mapping::len)
+    }
+
+    /// Makes `map` the newest. Callers serialise installs among themselves.
+    pub(crate) fn install(&self, map: Mapping) {
+        let mut all = self.all.lock();
+        let mut boxed = Box::new(map);
+        let ptr: *mut Mapping = &mut *boxed;
+        all.push(boxed);
+        self.current.store(ptr, Ordering::Release);
+    }
+}
 
 /// A shared mapping of the first `len` bytes of a file.
 pub(crate) struct Mapping {
@@ -60,6 +112,15 @@ impl Mapping {
         // writable (asserted), it lives as long as &self, and data cannot alias
         // the map's memory because callers pass their own buffers.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.raw.as_mut_ptr().add(start), data.len()) }
+    }
+
+    /// Sets `len` bytes at `offset` to zero. Panics as [`Mapping::write`] does.
+    pub(crate) fn zero(&self, offset: u64, len: u64) {
+        assert!(self.writable, "write to a read-only mapping");
+        let start = self.checked_start(offset, len as usize);
+        // SAFETY: the range is inside the writable map (checked and asserted
+        // above) and the map lives as long as &self.
+        unsafe { std::ptr::write_bytes(self.raw.as_mut_ptr().add(start), 0, len as usize) }
     }
 
     /// Waits until the device holds every modified page (msync).

@@ -10,7 +10,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-pub(crate) use mmap::Mapping;
+pub(crate) use mmap::{MapChain, Mapping};
 
 /// How the file layer wants a file opened.
 pub(crate) struct OpenFlags {
@@ -110,4 +110,35 @@ pub(crate) fn lock(file: &fs::File, exclusive: bool, wait: bool) -> io::Result<(
 /// Releases the advisory lock.
 pub(crate) fn unlock(file: &fs::File) -> io::Result<()> {
     file.unlock()
+}
+
+/// Makes `len` bytes at `offset` read as zeros without changing the file's
+/// length, so maps of the file stay valid. Fails with `Unsupported` where the
+/// filesystem cannot punch holes.
+pub(crate) fn punch_hole(file: &fs::File, offset: u64, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "range too large"));
+        };
+        // SAFETY: fallocate on a descriptor we own with integer arguments; it
+        // touches no memory of ours.
+        let rc = unsafe {
+            libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, n)
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if matches!(err.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)) {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, err));
+        }
+        Err(err)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "no hole punching on this platform"))
+    }
 }

@@ -1,0 +1,42 @@
+//! `kura`: the command-line tool of kuradb, for benchmarks and administration.
+//!
+//! One subcommand per module; each returns a [`kuradb::Result`], and a failure is
+//! printed as `kura: <error>` with exit status 1 (clap's usage errors exit with 2).
+
+#![forbid(unsafe_code)]
+
+mod file_options;
+mod file_perf;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Benchmarks and administration of kuradb databases.
+#[derive(Parser, Debug)]
+#[command(name = "kura", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Benchmarks and checks the file layer (flags of tkrzw_file_perf).
+    FilePerf(file_perf::FilePerfArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::FilePerf(args) => file_perf::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kura: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Workload plumbing shared by the benchmarks: worker threads, progress dots and
+//! the per-phase report, in the reference tools' format plus an optional JSON line.
+
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use kuradb::{Error, Result};
+use parking_lot::Mutex;
+
+/// Writes one line to stdout.
+///
+/// Output errors (a closed pipe) are ignored rather than panicking: the
+/// benchmark's own outcome decides the exit status.
+pub fn say(line: fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_fmt(line);
+    let _ = out.write_all(b"\n");
+}
+
+/// A flag the workers poll to give up early once one of them has failed.
+#[derive(Debug, Default)]
+pub struct Stop(AtomicBool);
+
+impl Stop {
+    /// Whether some worker has failed. A relaxed load: cheap enough for every operation,
+    /// and a few extra operations after a failure do no harm.
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs `work(thread_id, stop)` on `threads` scoped threads and collects their results
+/// in thread order.
+///
+/// When a worker fails, `stop` is raised so the others can finish early, and the
+/// first error to happen is returned: later ones are usually its consequences.
+pub fn run_workers<R, F>(threads: usize, work: F) -> Result<Vec<R>>
+where
+    R: Send,
+    F: Fn(usize, &Stop) -> Result<R> + Sync,
+{
+    let stop = Stop::default();
+    let first_error: Mutex<Option<Error>> = Mutex::new(None);
+    let results: Vec<Option<R>> = thread::scope(|scope| {
+        let (work, stop, first_error) = (&work, &stop, &first_error);
+        let handles: Vec<_> = (0..threads)
+            .map(|id| {
+                scope.spawn(move || match work(id, stop) {
+                    Ok(result) => Some(result),
+                    Err(err) => {
+                        stop.set();
+                        first_error.lock().get_or_insert(err);
+                        None
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    match first_error.into_inner() {
+        Some(err) => Err(err),
+        None => Ok(results.into_iter().flatten().collect()),
+    }
+}
+
+/// Progress dots of one worker, in the reference tools' rhythm: about 1000 dots
+/// over the run, 50 to a line, each line ending with the count done so far.
+///
+/// Only one worker (thread 0) shows them; the others get a hidden `Progress`
+/// whose [`Progress::tick`] never fires, so the hot loop pays one comparison.
+#[derive(Debug)]
+pub struct Progress {
+    total: u64,
+    dot_every: u64,
+    line_every: u64,
+    next_dot: u64,
+    done: u64,
+    midline: bool,
+}
+
+impl Progress {
+    /// Progress over `total` operations, printed only if `shown`.
+    pub fn new(total: u64, shown: bool) -> Progress {
+        let dot_every = (total / 1000).max(1);
+        Progress {
+            total,
+            dot_every,
+            line_every: (total / 20).max(1),
+            next_dot: if shown { dot_every } else { u64::MAX },
+            done: 0,
+            midline: false,
+        }
+    }
+
+    /// Records that `done` operations are complete.
+    #[inline]
+    pub fn tick(&mut self, done: u64) {
+        if done >= self.next_dot {
+            self.dot(done);
+        }
+    }
+
+    /// Marks the run complete, so the closing count is the total as in the reference.
+    pub fn finish(&mut self) {
+        self.done = self.total;
+    }
+
+    #[cold]
+    fn dot(&mut self, done: u64) {
+        self.next_dot = done + self.dot_every;
+        self.done = done;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(b".");
+        if done.is_multiple_of(self.line_every) {
+            let _ = writeln!(out, " ({done:08})");
+            self.midline = false;
+        } else {
+            self.midline = true;
+        }
+        // Dots are few (about 1000 a run), so flushing each keeps them live cheaply.
+        let _ = out.flush();
+    }
+}
+
+impl Drop for Progress {
+    /// Ends a partial line, so whatever is printed next (the phase report, or an
+    /// error when a worker gave up early) starts on a line of its own.
+    fn drop(&mut self) {
+        if self.midline {
+            say(format_args!(" ({:08})", self.done));
+        }
+    }
+}
+
+/// The outcome of one phase of a benchmark.
+///
+/// Printed as the reference tools do (`Writing done: elapsed_time=… file_size=…
+/// qps=…`) and, with `--json`, also as one JSON object on a line of its own with
+/// `phase`, `qps`, `elapsed` (seconds) and the other fields in order.
+#[derive(Debug)]
+pub struct PhaseReport {
+    phase: &'static str,
+    title: &'static str,
+    elapsed: Duration,
+    ops: u64,
+    /// Name, value and whether the text line shows it too (else JSON only).
+    fields: Vec<(&'static str, serde_json::Value, bool)>,
+}
+
+impl PhaseReport {
+    /// A report of `ops` operations done in `elapsed`. `phase` is the JSON name
+    /// (`write`), `title` the text line's prefix (`Writing`; empty for a lone phase,
+    /// which prints `Done:`).
+    pub fn new(phase: &'static str, title: &'static str, elapsed: Duration, ops: u64) -> PhaseReport {
+        PhaseReport { phase, title, elapsed, ops, fields: Vec::new() }
+    }
+
+    /// Adds a field, printed between the elapsed time and the QPS.
+    pub fn field(mut self, name: &'static str, value: impl Into<serde_json::Value>) -> PhaseReport {
+        self.fields.push((name, value.into(), true));
+        self
+    }
+
+    /// Adds a field to the JSON object only, keeping the text line as the reference's.
+    pub fn json_field(mut self, name: &'static str, value: impl Into<serde_json::Value>) -> PhaseReport {
+        self.fields.push((name, value.into(), false));
+        self
+    }
+
+    /// Operations per second.
+    pub fn qps(&self) -> f64 {
+        // A phase of a handful of operations can finish within the clock's resolution.
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Prints the text line, then the JSON line if `json`, then a blank line.
+    pub fn print(&self, json: bool) {
+        let mut line =
+            if self.title.is_empty() { "Done:".to_string() } else { format!("{} done:", self.title) };
+        line.push_str(&format!(" elapsed_time={:.6}", self.elapsed.as_secs_f64()));
+        for (name, value, _) in self.fields.iter().filter(|(_, _, in_text)| *in_text) {
+            match value {
+                serde_json::Value::String(text) => line.push_str(&format!(" {name}={text}")),
+                other => line.push_str(&format!(" {name}={other}")),
+            }
+        }
+        line.push_str(&format!(" qps={:.0}", self.qps()));
+        say(format_args!("{line}"));
+        if json {
+            say(format_args!("{}", self.json()));
+        }
+        say(format_args!(""));
+    }
+
+    /// The JSON object, keys in a fixed order so the line reads well to people too.
+    fn json(&self) -> String {
+        let mut entries: Vec<(&str, serde_json::Value)> = vec![
+            ("phase", self.phase.into()),
+            ("qps", self.qps().into()),
+            ("elapsed", self.elapsed.as_secs_f64().into()),
+        ];
+        entries.extend(self.fields.iter().map(|(name, value, _)| (*name, value.clone())));
+        let body: Vec<String> = entries
+            .iter()
+            .map(|(name, value)| format!("{}:{value}", serde_json::Value::from(*name)))
+            .collect();
+        format!("{{{}}}", body.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line_parses_and_keeps_every_field() {
+        let report = PhaseReport::new("write", "Writing", Duration::from_millis(500), 1000)
+            .field("file_size", 4096u64)
+            .json_field("file", "pos-para");
+        let value: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+        assert_eq!(value["phase"], "write");
+        assert_eq!(value["qps"], 2000.0);
+        assert_eq!(value["elapsed"], 0.5);
+        assert_eq!(value["file_size"], 4096);
+        assert_eq!(value["file"], "pos-para");
+        assert!(report.json().starts_with("{\"phase\":\"write\",\"qps\":"));
+    }
+
+    #[test]
+    fn workers_return_results_in_order_or_the_first_error() {
+        let ids = run_workers(4, |id, _| Ok(id * 10)).unwrap();
+        assert_eq!(ids, vec![0, 10, 20, 30]);
+        let err = run_workers(3, |id, stop| {
+            if id == 1 {
+                return Err(Error::new(kuradb::ErrorKind::BrokenData, "worker 1 failed"));
+            }
+            while !stop.is_set() {
+                thread::yield_now();
+            }
+            Ok(id)
+        })
+        .unwrap_err();
+        assert_eq!(err.message(), "worker 1 failed");
+    }
+}
