@@ -6,12 +6,19 @@ use std::fs;
 /// The whole-file lock of the atomic kinds. Its critical sections are short
 /// (one copy or one system call), so waiters spin and yield rather than sleep:
 /// measured with ten threads on two cores, sleeping and waking in the kernel
-/// cost more than the sections themselves.
+/// cost more than the sections themselves. Take it exclusively only through
+/// [`exclusive`], which keeps a stream of readers from starving writers.
 pub(crate) type FileLock = spin::rwlock::RwLock<(), spin::relax::Yield>;
 /// A shared hold of a [`FileLock`].
 pub(crate) type FileReadGuard<'a> = spin::rwlock::RwLockReadGuard<'a, ()>;
 /// An exclusive hold of a [`FileLock`].
 pub(crate) type FileWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin::relax::Yield>;
+
+/// Takes `lock` exclusively. The upgradable hold taken first bars new readers,
+/// so the writer waits only for the readers already inside.
+pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
+    lock.upgradeable_read().upgrade()
+}
 use std::io;
 use std::path::Path;
 

@@ -67,12 +67,24 @@ pub(crate) struct Device {
     align: usize,
     direct: bool,
     edge_locks: Box<[Mutex<()>]>,
-    write_gate: spin::mutex::Mutex<(), spin::relax::Yield>,
+    /// Buffered writes to one file are serialised by the kernel anyway (the
+    /// inode lock of ext4 and xfs); waiting for them here, spinning and
+    /// yielding, is cheaper than sleeping in the kernel. Direct writes run in
+    /// parallel in the kernel, and an atomic file serialises its writes
+    /// already, so those go without.
+    write_gate: Option<spin::mutex::Mutex<(), spin::relax::Yield>>,
 }
 
 impl Device {
-    /// Wraps `file`; `block_size` is 1 or a power of two.
-    pub(crate) fn new(file: fs::File, path: PathBuf, block_size: u64, direct: bool) -> Device {
+    /// Wraps `file`; `block_size` is 1 or a power of two; `serialised` says the
+    /// owner never writes from two threads at once.
+    pub(crate) fn new(
+        file: fs::File,
+        path: PathBuf,
+        block_size: u64,
+        direct: bool,
+        serialised: bool,
+    ) -> Device {
         let align = (block_size as usize).max(4096);
         let stripes = if block_size > 1 { EDGE_LOCK_STRIPES } else { 0 };
         Device {
@@ -82,7 +94,7 @@ impl Device {
             align,
             direct,
             edge_locks: (0..stripes).map(|_| Mutex::new(())).collect(),
-            write_gate: spin::mutex::Mutex::new(()),
+            write_gate: (!direct && !serialised).then(|| spin::mutex::Mutex::new(())),
         }
     }
 
@@ -134,11 +146,7 @@ impl Device {
     /// Writes whole blocks at an aligned `offset` from an aligned `data`.
     pub(crate) fn write_blocks(&self, offset: u64, data: &[u8]) -> Result<()> {
         debug_assert!(self.is_aligned(offset, data.len(), data.as_ptr()));
-        // Buffered writes to one file are serialised by the kernel anyway (the
-        // inode lock of ext4 and xfs); waiting for them here, spinning and
-        // yielding, is cheaper than sleeping in the kernel. Direct writes can
-        // run in parallel in the kernel, so they pass.
-        let _gate = (!self.direct).then(|| self.write_gate.lock());
+        let _gate = self.write_gate.as_ref().map(|gate| gate.lock());
         sys::write_at(&self.file, data, offset)
             .map_err(|e| self.error(format_args!("write of {} bytes at offset {offset}", data.len()), e))
     }

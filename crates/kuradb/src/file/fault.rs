@@ -2,7 +2,9 @@
 //!
 //! [`FaultFile`] wraps any [`File`] and passes every call through, except that
 //! its [`FaultControl`] can make the N-th operation fail with EIO or ENOSPC (once
-//! or from then on), and can simulate a power cut: everything written since the
+//! or from then on; an injected failure of a hard synchronization makes the
+//! handle refuse later writes, as a real file does), and can simulate a power
+//! cut: everything written since the
 //! last successful hard synchronization is undone, as if the device had never
 //! received it, and the handle then fails every call as a dead process would.
 
@@ -34,6 +36,15 @@ impl FaultKind {
     }
 }
 
+/// What an operation does, for counting and refusing it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Read,
+    /// Changes data or size: refused after a failed hard synchronization.
+    Change,
+    Sync,
+}
+
 #[derive(Clone, Copy)]
 enum Counter {
     Operations,
@@ -55,6 +66,8 @@ struct Counts {
     writes: u64,
     rule: Option<Rule>,
     cut: bool,
+    /// An injected failure hit a hard synchronization: writes are refused.
+    poisoned: bool,
 }
 
 /// A change since the last hard synchronization, as what undoes it.
@@ -114,12 +127,23 @@ impl FaultFile {
     }
 
     /// Counts one operation and answers the injected error if it is due.
-    fn enter(&self, write: bool, what: impl fmt::Display) -> Result<()> {
+    fn enter(&self, op: Op, what: impl fmt::Display) -> Result<()> {
+        let write = op != Op::Read;
         let mut counts = self.control.counts.lock();
         if counts.cut {
             return Err(Error::new(
                 ErrorKind::System,
                 format!("{what} of {}: the power was cut (simulated)", self.path.display()),
+            ));
+        }
+        if op == Op::Change && counts.poisoned {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                format!(
+                    "{what} of {} refused: a hard synchronization failed, so what the device holds \
+                     is unknown; reopen the file",
+                    self.path.display()
+                ),
             ));
         }
         counts.operations += 1;
@@ -173,9 +197,12 @@ impl FaultControl {
         self.arm(Counter::Writes, n, true, kind);
     }
 
-    /// Disarms any fault.
+    /// Disarms any fault, and forgets a failed hard synchronization, so the
+    /// file takes writes again.
     pub fn heal(&self) {
-        self.counts.lock().rule = None;
+        let mut counts = self.counts.lock();
+        counts.rule = None;
+        counts.poisoned = false;
     }
 
     /// How many operations have been attempted (including failed ones).
@@ -203,12 +230,12 @@ impl FaultControl {
 
 impl File for FaultFile {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.enter(false, format_args!("read of {} bytes at offset {offset}", buf.len()))?;
+        self.enter(Op::Read, format_args!("read of {} bytes at offset {offset}", buf.len()))?;
         self.control.inner.read().read(offset, buf)
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.enter(true, format_args!("write of {} bytes at offset {offset}", data.len()))?;
+        self.enter(Op::Change, format_args!("write of {} bytes at offset {offset}", data.len()))?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let size = inner.size();
@@ -222,7 +249,7 @@ impl File for FaultFile {
     }
 
     fn append(&self, data: &[u8]) -> Result<u64> {
-        self.enter(true, format_args!("append of {} bytes", data.len()))?;
+        self.enter(Op::Change, format_args!("append of {} bytes", data.len()))?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let size = inner.size();
@@ -232,7 +259,7 @@ impl File for FaultFile {
     }
 
     fn expand(&self, increment: u64) -> Result<u64> {
-        self.enter(true, format_args!("expansion by {increment} bytes"))?;
+        self.enter(Op::Change, format_args!("expansion by {increment} bytes"))?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let old = inner.expand(increment)?;
@@ -241,14 +268,18 @@ impl File for FaultFile {
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
-        self.enter(true, format_args!("truncation to {size} bytes"))?;
+        self.enter(Op::Change, format_args!("truncation to {size} bytes"))?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let old_size = inner.size();
-        let mut cut = vec![0u8; old_size.saturating_sub(size) as usize];
-        inner.read(size.min(old_size), &mut cut)?;
-        inner.truncate(size)?;
-        undo.push(Undo::Bytes { offset: size, old: cut });
+        if size < old_size {
+            let mut cut = vec![0u8; (old_size - size) as usize];
+            inner.read(size, &mut cut)?;
+            inner.truncate(size)?;
+            undo.push(Undo::Bytes { offset: size, old: cut });
+        } else {
+            inner.truncate(size)?;
+        }
         undo.push(Undo::Size(old_size));
         Ok(())
     }
@@ -258,7 +289,13 @@ impl File for FaultFile {
     }
 
     fn synchronize(&self, hard: bool) -> Result<()> {
-        self.enter(true, format_args!("{} synchronization", if hard { "hard" } else { "soft" }))?;
+        let entered =
+            self.enter(Op::Sync, format_args!("{} synchronization", if hard { "hard" } else { "soft" }));
+        if let (Err(_), true) = (&entered, hard) {
+            // As a real file does: what the device holds is now unknown.
+            self.control.counts.lock().poisoned = true;
+        }
+        entered?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         inner.synchronize(hard)?;

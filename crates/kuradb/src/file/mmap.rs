@@ -147,7 +147,7 @@ impl State {
     }
 
     fn exclusive(&self) -> Option<FileWriteGuard<'_>> {
-        self.atomic.as_ref().map(|l| l.write())
+        self.atomic.as_ref().map(access::exclusive)
     }
 }
 

@@ -54,9 +54,10 @@ pub use spec::{FileKind, FileSpec};
 ///   logical size it had. After a crash the file may be longer than its last
 ///   logical size, the excess holding zeros.
 /// - [`File::read`] fills the whole buffer or fails: reading any byte at or past
-///   the logical size is an [`ErrorKind::Infeasible`](crate::ErrorKind) error and
-///   reads nothing.
-/// - [`File::write`] past the logical size extends it; the gap, and every region
+///   the logical size, or even nothing at an offset past it, is an
+///   [`ErrorKind::Infeasible`](crate::ErrorKind) error and reads nothing.
+/// - [`File::write`] ending past the logical size (even an empty write at an
+///   offset past it) extends the size to its end; the gap, and every region
 ///   added by [`File::expand`] or by [`File::truncate`] to a larger size, reads as
 ///   zeros.
 /// - [`File::append`] reserves its region atomically: concurrent appends never

@@ -65,7 +65,7 @@ impl PositionalFile {
         spec.validate()?;
         let path = path.into();
         let file = access::open_locked(&path, options, spec.direct, spec.sync)?;
-        let device = Device::new(file, path.clone(), spec.block_size, spec.direct);
+        let device = Device::new(file, path.clone(), spec.block_size, spec.direct, spec.kind.is_atomic());
         let size = device.len()?;
         let head = match spec.head_buffer {
             0 => None,
@@ -106,7 +106,7 @@ impl PositionalFile {
 
 impl State {
     fn exclusive(&self) -> Option<FileWriteGuard<'_>> {
-        self.atomic.as_ref().map(|l| l.write())
+        self.atomic.as_ref().map(access::exclusive)
     }
 
     /// Makes the file on disk at least `end` bytes long.
