@@ -22,7 +22,7 @@ pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
 use std::io;
 use std::path::Path;
 
-use super::{LockMode, OpenOptions};
+use super::{FileSpec, LockMode, OpenOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys;
 
@@ -116,4 +116,20 @@ pub(crate) fn check_write(
             ),
         )
     })
+}
+
+/// The name/value pairs every implementation's `inspect` starts with; `None`
+/// for a closed file.
+pub(crate) fn describe(path: &Path, open: Option<(&FileSpec, u64, bool)>) -> Vec<(String, String)> {
+    let mut out = vec![("path".to_string(), path.display().to_string())];
+    match open {
+        None => out.push(("open".into(), "false".into())),
+        Some((spec, size, writable)) => {
+            out.push(("class".into(), spec.kind.class_name().into()));
+            out.push(("spec".into(), spec.to_string()));
+            out.push(("size".into(), size.to_string()));
+            out.push(("writable".into(), writable.to_string()));
+        }
+    }
+    out
 }

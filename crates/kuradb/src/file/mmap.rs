@@ -267,16 +267,11 @@ impl File for MmapFile {
     }
 
     fn inspect(&self) -> Vec<(String, String)> {
-        let mut out = vec![("path".to_string(), self.path.display().to_string())];
-        let Some(state) = &self.state else {
-            out.push(("open".into(), "false".into()));
-            return out;
-        };
-        out.push(("class".into(), state.spec.kind.class_name().into()));
-        out.push(("spec".into(), state.spec.to_string()));
-        out.push(("size".into(), state.size.load(Ordering::Acquire).to_string()));
-        out.push(("mapped_size".into(), state.maps.len().to_string()));
-        out.push(("writable".into(), state.writable.to_string()));
+        let open = self.state.as_ref().map(|s| (&s.spec, s.size.load(Ordering::Acquire), s.writable));
+        let mut out = access::describe(&self.path, open);
+        if let Some(state) = &self.state {
+            out.push(("mapped_size".into(), state.maps.len().to_string()));
+        }
         out
     }
 

@@ -122,20 +122,32 @@ impl PageCache {
         &self.shards[h as usize]
     }
 
+    /// The pieces of `len` bytes at `offset`, block by block: (block index,
+    /// offset within the block, length, offset within the caller's buffer).
+    fn pieces(&self, offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
+        let bs = self.block_size;
+        let mut done = 0usize;
+        std::iter::from_fn(move || {
+            if done >= len {
+                return None;
+            }
+            let pos = offset + done as u64;
+            let skip = (pos % bs as u64) as usize;
+            let n = (bs - skip).min(len - done);
+            let piece = (pos / bs as u64, skip, n, done);
+            done += n;
+            Some(piece)
+        })
+    }
+
     /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing blocks.
     pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let bs = self.block_size as u64;
-        let mut done = 0usize;
-        while done < buf.len() {
-            let pos = offset + done as u64;
-            let block = pos / bs;
-            let skip = (pos % bs) as usize;
-            let n = (self.block_size - skip).min(buf.len() - done);
+        let bs = self.block_size;
+        for (block, skip, n, done) in self.pieces(offset, buf.len()) {
             let mut shard = self.shard(block).lock();
-            let load = block * bs < self.extent.load(Ordering::Acquire);
-            let slot = shard.get(device, block, load, self.block_size)?;
-            buf[done..done + n].copy_from_slice(&shard.data(slot, self.block_size)[skip..skip + n]);
-            done += n;
+            let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
+            let slot = shard.get(device, block, load, bs)?;
+            buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
         }
         Ok(())
     }
@@ -143,22 +155,16 @@ impl PageCache {
     /// Copies `data` into the cache at `offset`, marking its blocks dirty. A block
     /// the write covers whole is not read from the device first.
     pub(crate) fn write(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
-        let bs = self.block_size as u64;
-        let mut done = 0usize;
-        while done < data.len() {
-            let pos = offset + done as u64;
-            let block = pos / bs;
-            let skip = (pos % bs) as usize;
-            let n = (self.block_size - skip).min(data.len() - done);
+        let bs = self.block_size;
+        for (block, skip, n, done) in self.pieces(offset, data.len()) {
             let mut shard = self.shard(block).lock();
-            let load = n < self.block_size && block * bs < self.extent.load(Ordering::Acquire);
-            let slot = shard.get(device, block, load, self.block_size)?;
-            shard.data_mut(slot, self.block_size)[skip..skip + n].copy_from_slice(&data[done..done + n]);
+            let load = n < bs && block * (bs as u64) < self.extent.load(Ordering::Acquire);
+            let slot = shard.get(device, block, load, bs)?;
+            shard.data_mut(slot, bs)[skip..skip + n].copy_from_slice(&data[done..done + n]);
             shard.nodes[slot as usize].dirty = true;
             // Raised while the shard is locked: whoever touches this block next
             // holds the same lock and so sees the new extent.
-            self.extent.fetch_max(pos + n as u64, Ordering::AcqRel);
-            done += n;
+            self.extent.fetch_max(block * (bs as u64) + (skip + n) as u64, Ordering::AcqRel);
         }
         Ok(())
     }

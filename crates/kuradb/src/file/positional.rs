@@ -300,16 +300,10 @@ impl File for PositionalFile {
     }
 
     fn inspect(&self) -> Vec<(String, String)> {
-        let mut out = vec![("path".to_string(), self.path.display().to_string())];
-        let Some(state) = &self.state else {
-            out.push(("open".into(), "false".into()));
-            return out;
-        };
-        out.push(("class".into(), state.spec.kind.class_name().into()));
-        out.push(("spec".into(), state.spec.to_string()));
-        out.push(("size".into(), state.size.load(Ordering::Acquire).to_string()));
+        let open = self.state.as_ref().map(|s| (&s.spec, s.size.load(Ordering::Acquire), s.writable));
+        let mut out = access::describe(&self.path, open);
+        let Some(state) = &self.state else { return out };
         out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
-        out.push(("writable".into(), state.writable.to_string()));
         if let Some(s) = state.cache.as_ref().map(PageCache::stats) {
             out.push(("page_cache_hits".into(), s.hits.to_string()));
             out.push(("page_cache_misses".into(), s.misses.to_string()));
