@@ -14,10 +14,10 @@ pub(crate) type FileReadGuard<'a> = spin::rwlock::RwLockReadGuard<'a, ()>;
 /// An exclusive hold of a [`FileLock`].
 pub(crate) type FileWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin::relax::Yield>;
 
-/// Takes `lock` exclusively. The upgradable hold taken first bars new readers,
-/// so the writer waits only for the readers already inside.
+/// Takes `lock` exclusively: at once if it is free, else through an upgradable
+/// hold, which bars new readers so the writer waits only for those inside.
 pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
-    lock.upgradeable_read().upgrade()
+    lock.try_write().unwrap_or_else(|| lock.upgradeable_read().upgrade())
 }
 use std::io;
 use std::path::Path;
