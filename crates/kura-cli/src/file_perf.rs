@@ -11,8 +11,6 @@ use clap::builder::RangedU64ValueParser;
 use clap::{Args, Subcommand};
 use kuradb::file::File;
 use kuradb::{Error, ErrorKind, Result};
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 
 use crate::file_options::FileOptions;
 
@@ -77,7 +75,7 @@ impl CommonArgs {
     /// The seed from which each thread's generator is derived. A seed from the OS is
     /// drawn once, so the read phase replays the offsets the write phase used.
     fn base_seed(&self) -> u64 {
-        u64::try_from(self.random_seed).unwrap_or_else(|_| rand::random())
+        crate::report::base_seed(self.random_seed)
     }
 
     /// The number of records: `--iter` times `--threads`, checked so that every
@@ -108,11 +106,6 @@ impl CommonArgs {
             self.threads
         )
     }
-}
-
-/// The generator of thread `id`, seeded like the reference's (seed plus thread id).
-fn thread_rng(base_seed: u64, id: usize) -> SmallRng {
-    SmallRng::seed_from_u64(base_seed.wrapping_add(id as u64))
 }
 
 /// Appends zero bytes up to a multiple of the file's block size; returns how many.

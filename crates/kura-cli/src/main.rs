@@ -5,8 +5,10 @@
 
 #![forbid(unsafe_code)]
 
+mod dbm_options;
 mod file_options;
 mod file_perf;
+mod perf;
 mod report;
 
 use std::process::ExitCode;
@@ -23,6 +25,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Benchmarks and checks the databases (flags of tkrzw_dbm_perf).
+    Perf(perf::PerfArgs),
     /// Benchmarks and checks the file layer (flags of tkrzw_file_perf).
     FilePerf(file_perf::FilePerfArgs),
 }
@@ -30,6 +34,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
+        Command::Perf(args) => perf::run(args),
         Command::FilePerf(args) => file_perf::run(args),
     };
     match result {

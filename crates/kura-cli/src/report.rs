@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use kuradb::{Error, Result};
 use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
 
 /// Writes one line to stdout.
 ///
@@ -72,6 +74,48 @@ where
         Some(err) => Err(err),
         None => Ok(results.into_iter().flatten().collect()),
     }
+}
+
+/// The seed from which every thread's generator is derived: `random_seed` itself,
+/// or one drawn from the operating system once when it is negative, so that later
+/// phases replay what earlier ones did.
+pub fn base_seed(random_seed: i64) -> u64 {
+    u64::try_from(random_seed).unwrap_or_else(|_| rand::random())
+}
+
+/// The generator of thread `id`, seeded like the reference's (seed plus thread id).
+pub fn thread_rng(base_seed: u64, id: usize) -> SmallRng {
+    SmallRng::seed_from_u64(base_seed.wrapping_add(id as u64))
+}
+
+/// The resident memory of the process when a benchmark started, for the `mem`
+/// figure of each phase: how much the resident set grew since then.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryBaseline(Option<u64>);
+
+impl MemoryBaseline {
+    /// The resident memory now.
+    pub fn now() -> MemoryBaseline {
+        MemoryBaseline(resident_bytes())
+    }
+
+    /// Bytes of resident memory grown since the baseline: negative if it shrank,
+    /// 0 where the operating system does not say.
+    pub fn grown(&self) -> i64 {
+        match (self.0, resident_bytes()) {
+            (Some(start), Some(now)) => now as i64 - start as i64,
+            _ => 0,
+        }
+    }
+}
+
+/// The resident set size of this process (`VmRSS` of `/proc/self/status`, which
+/// counts kibibytes), or `None` off Linux.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Progress dots of one worker, in the reference tools' rhythm: about 1000 dots
@@ -143,19 +187,32 @@ impl Drop for Progress {
     }
 }
 
+/// Where a field of a [`PhaseReport`] appears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    /// In the text line between the elapsed time and the QPS, and in the JSON.
+    BeforeQps,
+    /// In the text line after the QPS, and in the JSON.
+    AfterQps,
+    /// In the JSON object only, keeping the text line as the reference's.
+    JsonOnly,
+}
+
 /// The outcome of one phase of a benchmark.
 ///
 /// Printed as the reference tools do (`Writing done: elapsed_time=… file_size=…
-/// qps=…`) and, with `--json`, also as one JSON object on a line of its own with
-/// `phase`, `qps`, `elapsed` (seconds) and the other fields in order.
+/// qps=…`, or `Setting done: elapsed_time=… num_records=… qps=… mem=…` followed by
+/// indented detail lines) and, with `--json`, also as one JSON object on a line of
+/// its own with `phase`, `qps`, `elapsed` (seconds) and the other fields in order.
 #[derive(Debug)]
 pub struct PhaseReport {
     phase: &'static str,
     title: &'static str,
     elapsed: Duration,
     ops: u64,
-    /// Name, value and whether the text line shows it too (else JSON only).
-    fields: Vec<(&'static str, serde_json::Value, bool)>,
+    fields: Vec<(&'static str, serde_json::Value, Placement)>,
+    /// Lines printed after the main one, as the reference prints a database's figures.
+    details: Vec<String>,
 }
 
 impl PhaseReport {
@@ -163,18 +220,30 @@ impl PhaseReport {
     /// (`write`), `title` the text line's prefix (`Writing`; empty for a lone phase,
     /// which prints `Done:`).
     pub fn new(phase: &'static str, title: &'static str, elapsed: Duration, ops: u64) -> PhaseReport {
-        PhaseReport { phase, title, elapsed, ops, fields: Vec::new() }
+        PhaseReport { phase, title, elapsed, ops, fields: Vec::new(), details: Vec::new() }
     }
 
     /// Adds a field, printed between the elapsed time and the QPS.
     pub fn field(mut self, name: &'static str, value: impl Into<serde_json::Value>) -> PhaseReport {
-        self.fields.push((name, value.into(), true));
+        self.fields.push((name, value.into(), Placement::BeforeQps));
+        self
+    }
+
+    /// Adds a field, printed after the QPS (where `tkrzw_dbm_perf` prints `mem`).
+    pub fn field_after_qps(mut self, name: &'static str, value: impl Into<serde_json::Value>) -> PhaseReport {
+        self.fields.push((name, value.into(), Placement::AfterQps));
         self
     }
 
     /// Adds a field to the JSON object only, keeping the text line as the reference's.
     pub fn json_field(mut self, name: &'static str, value: impl Into<serde_json::Value>) -> PhaseReport {
-        self.fields.push((name, value.into(), false));
+        self.fields.push((name, value.into(), Placement::JsonOnly));
+        self
+    }
+
+    /// Adds a line printed under the main one (the caller indents it).
+    pub fn detail(mut self, line: String) -> PhaseReport {
+        self.details.push(line);
         self
     }
 
@@ -184,23 +253,36 @@ impl PhaseReport {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// Prints the text line, then the JSON line if `json`, then a blank line.
+    /// Prints the text line and the detail lines, then the JSON line if `json`,
+    /// then a blank line.
     pub fn print(&self, json: bool) {
-        let mut line =
-            if self.title.is_empty() { "Done:".to_string() } else { format!("{} done:", self.title) };
-        line.push_str(&format!(" elapsed_time={:.6}", self.elapsed.as_secs_f64()));
-        for (name, value, _) in self.fields.iter().filter(|(_, _, in_text)| *in_text) {
-            match value {
-                serde_json::Value::String(text) => line.push_str(&format!(" {name}={text}")),
-                other => line.push_str(&format!(" {name}={other}")),
-            }
+        say(format_args!("{}", self.text()));
+        for detail in &self.details {
+            say(format_args!("{detail}"));
         }
-        line.push_str(&format!(" qps={:.0}", self.qps()));
-        say(format_args!("{line}"));
         if json {
             say(format_args!("{}", self.json()));
         }
         say(format_args!(""));
+    }
+
+    /// The text line, in the reference's layout.
+    fn text(&self) -> String {
+        let mut line =
+            if self.title.is_empty() { "Done:".to_string() } else { format!("{} done:", self.title) };
+        line.push_str(&format!(" elapsed_time={:.6}", self.elapsed.as_secs_f64()));
+        let push_fields = |line: &mut String, placement: Placement| {
+            for (name, value, _) in self.fields.iter().filter(|(_, _, p)| *p == placement) {
+                match value {
+                    serde_json::Value::String(text) => line.push_str(&format!(" {name}={text}")),
+                    other => line.push_str(&format!(" {name}={other}")),
+                }
+            }
+        };
+        push_fields(&mut line, Placement::BeforeQps);
+        line.push_str(&format!(" qps={:.0}", self.qps()));
+        push_fields(&mut line, Placement::AfterQps);
+        line
     }
 
     /// The JSON object, keys in a fixed order so the line reads well to people too.
@@ -235,6 +317,35 @@ mod tests {
         assert_eq!(value["file_size"], 4096);
         assert_eq!(value["file"], "pos-para");
         assert!(report.json().starts_with("{\"phase\":\"write\",\"qps\":"));
+    }
+
+    #[test]
+    fn text_line_places_fields_around_the_qps_and_details_below() {
+        let report = PhaseReport::new("set", "Setting", Duration::from_secs(2), 1000)
+            .field("num_records", 600u64)
+            .field_after_qps("mem", -4096i64)
+            .json_field("file_size", 8192u64)
+            .detail("  file_size=8192".to_string());
+        assert_eq!(report.text(), "Setting done: elapsed_time=2.000000 num_records=600 qps=500 mem=-4096");
+        let value: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+        assert_eq!(value["num_records"], 600);
+        assert_eq!(value["mem"], -4096);
+        assert_eq!(value["file_size"], 8192);
+        assert_eq!(report.details, ["  file_size=8192"]);
+    }
+
+    #[test]
+    fn resident_memory_is_measured_on_linux() {
+        let baseline = MemoryBaseline::now();
+        if cfg!(target_os = "linux") {
+            assert!(baseline.0.unwrap() > 0);
+        }
+        // Touching a few megabytes grows the resident set (by some pages at least).
+        let block = vec![1u8; 8 << 20];
+        assert!(block.iter().map(|&b| u64::from(b)).sum::<u64>() > 0);
+        if cfg!(target_os = "linux") {
+            assert!(baseline.grown() > 0);
+        }
     }
 
     #[test]

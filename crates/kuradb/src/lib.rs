@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod dbm;
 pub mod error;
 pub mod file;
 mod sys;

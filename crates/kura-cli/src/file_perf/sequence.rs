@@ -14,8 +14,8 @@ use kuradb::{Error, ErrorKind, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use super::{mismatch, pad_to_block, record, thread_rng, CommonArgs};
-use crate::report::{run_workers, say, PhaseReport, Progress, Stop};
+use super::{mismatch, pad_to_block, record, CommonArgs};
+use crate::report::{run_workers, say, thread_rng, PhaseReport, Progress, Stop};
 
 /// Arguments of `kura file-perf sequence`.
 #[derive(Args, Debug)]

@@ -18,8 +18,8 @@ use kuradb::{Error, ErrorKind, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
-use super::{mismatch, pad_to_block, record, thread_rng, CommonArgs};
-use crate::report::{run_workers, say, PhaseReport, Progress, Stop};
+use super::{mismatch, pad_to_block, record, CommonArgs};
+use crate::report::{run_workers, say, thread_rng, PhaseReport, Progress, Stop};
 
 /// Arguments of `kura file-perf wicked`.
 #[derive(Args, Debug)]

@@ -10,6 +10,8 @@ use std::cell::RefCell;
 use std::fs;
 use std::path::PathBuf;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
@@ -73,6 +75,11 @@ pub(crate) struct Device {
     /// parallel in the kernel, and an atomic file serialises its writes
     /// already, so those go without.
     write_gate: Option<spin::mutex::Mutex<(), spin::relax::Yield>>,
+    /// No byte at or past this offset has been written since the file was
+    /// opened or cut, so a block there reads as zeros without asking the OS:
+    /// reading a hole costs the kernel more than the read itself (it sets up
+    /// large page-cache folios that every later write must walk).
+    extent: AtomicU64,
 }
 
 impl Device {
@@ -84,6 +91,7 @@ impl Device {
         block_size: u64,
         direct: bool,
         serialised: bool,
+        len: u64,
     ) -> Device {
         let align = (block_size as usize).max(4096);
         let stripes = if block_size > 1 { EDGE_LOCK_STRIPES } else { 0 };
@@ -95,6 +103,7 @@ impl Device {
             direct,
             edge_locks: (0..stripes).map(|_| Mutex::new(())).collect(),
             write_gate: (!direct && !serialised).then(|| spin::mutex::Mutex::new(())),
+            extent: AtomicU64::new(len),
         }
     }
 
@@ -120,13 +129,10 @@ impl Device {
         Error::io(format_args!("{what}{hint}"), &self.path, e)
     }
 
-    /// The file's length on disk.
-    pub(crate) fn len(&self) -> Result<u64> {
-        self.file.metadata().map(|m| m.len()).map_err(|e| self.error("stat", e))
-    }
-
     pub(crate) fn set_len(&self, len: u64) -> Result<()> {
-        self.file.set_len(len).map_err(|e| self.error(format_args!("truncate to {len} bytes"), e))
+        self.file.set_len(len).map_err(|e| self.error(format_args!("truncate to {len} bytes"), e))?;
+        self.extent.fetch_min(len, Ordering::AcqRel);
+        Ok(())
     }
 
     pub(crate) fn sync_data(&self) -> Result<()> {
@@ -148,7 +154,9 @@ impl Device {
         debug_assert!(self.is_aligned(offset, data.len(), data.as_ptr()));
         let _gate = self.write_gate.as_ref().map(|gate| gate.lock());
         sys::write_at(&self.file, data, offset)
-            .map_err(|e| self.error(format_args!("write of {} bytes at offset {offset}", data.len()), e))
+            .map_err(|e| self.error(format_args!("write of {} bytes at offset {offset}", data.len()), e))?;
+        self.extent.fetch_max(offset + data.len() as u64, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Reads any range; bytes past the end of the file read as zeros.
@@ -200,11 +208,22 @@ impl Device {
             let len = (end - start) as usize;
             scratch.reserve(len, self.align);
             let buf = &mut scratch.as_mut_slice()[..len];
+            // Read under the edge locks, so a block another thread writes is
+            // either read whole or past the extent it had not raised yet.
+            let extent = self.extent.load(Ordering::Acquire);
+            let load = |at: u64, block: &mut [u8]| {
+                if at < extent {
+                    self.read_blocks(at, block)
+                } else {
+                    block.fill(0);
+                    Ok(())
+                }
+            };
             if head_partial {
-                self.read_blocks(start, &mut buf[..bs as usize])?;
+                load(start, &mut buf[..bs as usize])?;
             }
             if tail_partial && (last != start || !head_partial) {
-                self.read_blocks(last, &mut buf[len - bs as usize..])?;
+                load(last, &mut buf[len - bs as usize..])?;
             }
             let skip = (offset - start) as usize;
             buf[skip..skip + data.len()].copy_from_slice(data);

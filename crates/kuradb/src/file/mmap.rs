@@ -1,8 +1,9 @@
 //! The memory-mapped file: reads and writes are copies to and from a map of
 //! the file, which grows by mapping the file anew, longer.
 //!
-//! The map is always at least as long as the logical size, so every access the
-//! size allows is inside it. The parallel kind takes no lock to read or write:
+//! The map reaches past the file's end (touching a page there would raise
+//! SIGBUS), and the file is always at least as long as the logical size, so
+//! every access the size allows is inside both. The parallel kind takes no lock to read or write:
 //! a longer map replaces the current one while other threads still copy through
 //! the old, which stays valid until the file closes ([`MapChain`]). The atomic
 //! kind adds a whole-file reader-writer lock, exclusive for every write.
@@ -22,6 +23,12 @@ use crate::sys::{self, MapChain, Mapping};
 
 /// Maps are grown in whole pages.
 const PAGE: u64 = 4096;
+
+/// A writer's map reaches well past the file's end, so the file grows many
+/// times before the map must be replaced; each replacement costs a page fault
+/// on every page touched again through the new map. Address space is cheap;
+/// only touched pages cost memory.
+const MIN_WINDOW: u64 = 1 << 30;
 
 /// A file accessed through a memory map; parallel or atomic by its spec.
 ///
@@ -53,9 +60,12 @@ struct State {
     /// The whole-file lock of the atomic kind; `None` for the parallel kind.
     atomic: Option<FileLock>,
     maps: MapChain,
+    /// The file's length on disk: the logical size rounded up by the
+    /// allocation strategy; never above the current map's length.
+    reserved: AtomicU64,
     /// Serialises growth of the file and its map.
     growth: Mutex<()>,
-    /// The logical size; never above the current map's length.
+    /// The logical size; never above `reserved`.
     size: AtomicU64,
     alloc: Allocation,
     poisoned: AtomicBool,
@@ -77,7 +87,15 @@ impl MmapFile {
         let size = file.metadata().map_err(|e| Error::io("stat", &path, e))?.len();
         let first = match size {
             0 => None,
-            n => Some(Mapping::new(&file, n, options.writable).map_err(|e| Error::io("map", &path, e))?),
+            n => {
+                // A reader's file cannot grow (writers are locked out); a writer's will.
+                let window = if options.writable {
+                    n.saturating_mul(2).max(MIN_WINDOW).div_ceil(PAGE) * PAGE
+                } else {
+                    n
+                };
+                Some(Mapping::new(&file, window, options.writable).map_err(|e| Error::io("map", &path, e))?)
+            }
         };
         let state = State {
             file,
@@ -85,6 +103,7 @@ impl MmapFile {
             writable: options.writable,
             atomic: spec.kind.is_atomic().then(|| FileLock::new(())),
             maps: MapChain::new(first),
+            reserved: AtomicU64::new(size),
             growth: Mutex::new(()),
             size: AtomicU64::new(size),
             alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: PAGE },
@@ -103,11 +122,11 @@ impl MmapFile {
 
     /// Makes the file and its current map at least `end` bytes long.
     fn reserve(&self, state: &State, end: u64) -> Result<()> {
-        if end <= state.maps.len() {
+        if end <= state.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
         let _growth = state.growth.lock();
-        let current = state.maps.len();
+        let current = state.reserved.load(Ordering::Acquire);
         if end <= current {
             return Ok(());
         }
@@ -116,9 +135,13 @@ impl MmapFile {
             .file
             .set_len(target)
             .map_err(|e| Error::io(format_args!("truncate to {target} bytes"), &self.path, e))?;
-        let map = Mapping::new(&state.file, target, true)
-            .map_err(|e| Error::io(format_args!("map of {target} bytes"), &self.path, e))?;
-        state.maps.install(map);
+        if target > state.maps.len() {
+            let window = target.saturating_mul(2).max(MIN_WINDOW).div_ceil(PAGE) * PAGE;
+            let map = Mapping::new(&state.file, window, true)
+                .map_err(|e| Error::io(format_args!("map of {window} bytes"), &self.path, e))?;
+            state.maps.install(map);
+        }
+        state.reserved.store(target, Ordering::Release);
         Ok(())
     }
 
@@ -270,6 +293,7 @@ impl File for MmapFile {
         let open = self.state.as_ref().map(|s| (&s.spec, s.size.load(Ordering::Acquire), s.writable));
         let mut out = access::describe(&self.path, open);
         if let Some(state) = &self.state {
+            out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
             out.push(("mapped_size".into(), state.maps.len().to_string()));
         }
         out

@@ -65,8 +65,9 @@ impl PositionalFile {
         spec.validate()?;
         let path = path.into();
         let file = access::open_locked(&path, options, spec.direct, spec.sync)?;
-        let device = Device::new(file, path.clone(), spec.block_size, spec.direct, spec.kind.is_atomic());
-        let size = device.len()?;
+        let size = file.metadata().map_err(|e| crate::Error::io("stat", &path, e))?.len();
+        let device =
+            Device::new(file, path.clone(), spec.block_size, spec.direct, spec.kind.is_atomic(), size);
         let head = match spec.head_buffer {
             0 => None,
             n => Some(HeadBuffer::load(&device, n)?),

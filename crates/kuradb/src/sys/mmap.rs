@@ -70,8 +70,9 @@ pub(crate) struct Mapping {
 }
 
 impl Mapping {
-    /// Maps the first `len` bytes of `file` (which must be at least that long),
-    /// for writing if `writable`.
+    /// Maps the first `len` bytes of `file`, for writing if `writable`. The map
+    /// may reach past the file's end, to leave room for growth; the caller must
+    /// not touch bytes past the end, which would raise SIGBUS.
     pub(crate) fn new(file: &fs::File, len: u64, writable: bool) -> io::Result<Mapping> {
         let len = usize::try_from(len)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mapping too large"))?;

@@ -1,8 +1,11 @@
 //! What the file-layer tests share: the matrix of file specs every behaviour is
-//! checked against, and helpers that name the spec in every failure.
+//! checked against, and helpers that name the spec in every failure. The
+//! database tests' helpers are in [`hash`].
 //!
 //! Each test binary uses only part of this module.
 #![allow(dead_code)]
+
+pub mod hash;
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,94 @@
+//! `kura perf`: the databases' benchmark and consistency checker, with the flags
+//! and output of the reference tool `tkrzw_dbm_perf`.
+//!
+//! Every workload is written against the [`kuradb::dbm::Dbm`] trait; the database
+//! comes from [`crate::dbm_options`], so a new database joins every workload by
+//! joining the opener.
+
+mod expectations;
+mod keys;
+mod model;
+mod parallel;
+mod phase;
+mod sequence;
+mod wicked;
+
+use clap::builder::RangedU64ValueParser;
+use clap::{Args, Subcommand};
+use kuradb::{Error, ErrorKind, Result};
+
+use crate::dbm_options::DbmOptions;
+
+/// Arguments of `kura perf`.
+#[derive(Args, Debug)]
+pub struct PerfArgs {
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+#[derive(Subcommand, Debug)]
+enum Workload {
+    /// Sets, gets, iterates over and removes records, one phase after another.
+    Sequence(sequence::SequenceArgs),
+    /// Mixes sets, gets, removes and compare-exchanges from every thread at once.
+    Parallel(parallel::ParallelArgs),
+    /// Mixes every database operation, iterators, rebuilds and clears, and with
+    /// --validate checks the database against a model.
+    Wicked(wicked::WickedArgs),
+}
+
+/// Runs `kura perf`.
+pub fn run(args: &PerfArgs) -> Result<()> {
+    match &args.workload {
+        Workload::Sequence(args) => sequence::run(args),
+        Workload::Parallel(args) => parallel::run(args),
+        Workload::Wicked(args) => wicked::run(args),
+    }
+}
+
+/// The flags every workload takes.
+#[derive(Args, Debug)]
+struct CommonArgs {
+    /// The number of operations of each thread.
+    #[arg(long = "iter", value_name = "NUM", default_value_t = 10000,
+          value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
+    iter: u64,
+
+    /// The size of each value in bytes.
+    #[arg(long = "size", value_name = "NUM", default_value_t = 8,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=1 << 30))]
+    size: usize,
+
+    /// The number of threads.
+    #[arg(long = "threads", value_name = "NUM", default_value_t = 1,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=65536))]
+    threads: usize,
+
+    /// The random seed, or negative for a seed from the operating system.
+    #[arg(long = "random_seed", value_name = "NUM", default_value_t = 0, allow_negative_numbers = true)]
+    random_seed: i64,
+
+    /// Also prints every figure the database reports about itself after each phase.
+    #[arg(long = "verbose")]
+    verbose: bool,
+
+    /// Also prints each phase's result as one JSON object on a line of its own.
+    #[arg(long = "json")]
+    json: bool,
+
+    #[command(flatten)]
+    dbm: DbmOptions,
+}
+
+impl CommonArgs {
+    /// The number of distinct keys of the workload, `--iter` times `--threads`,
+    /// checked so that every key number fits in a `u64`.
+    fn records(&self) -> Result<u64> {
+        self.iter.checked_mul(self.threads as u64).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("--iter {} × --threads {} is beyond any key count", self.iter, self.threads),
+            )
+        })
+    }
+}

@@ -1,0 +1,262 @@
+//! `kura perf`, run as a user runs it: the built binary on a database in a
+//! temporary directory, judged by its exit status and its output.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn kura(args: &[&str], path: Option<&Path>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kura"));
+    command.arg("perf").args(args);
+    if let Some(path) = path {
+        command.arg("--path").arg(path);
+    }
+    command.output().expect("the kura binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a command that must succeed and returns its JSON phase objects.
+fn phases(args: &[&str], path: &Path) -> Vec<Value> {
+    let output = kura(args, Some(path));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{args:?} failed: {}\n{stdout}", text(&output.stderr));
+    stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+/// Runs a command that must fail and returns its exit code and error output.
+fn failure(args: &[&str], path: Option<&Path>) -> (i32, String) {
+    let output = kura(args, path);
+    assert!(!output.status.success(), "{args:?} succeeded:\n{}", text(&output.stdout));
+    (output.status.code().unwrap_or(-1), text(&output.stderr))
+}
+
+/// Checks the four phases of a sequence run of `records` distinct keys.
+fn check_sequence(found: &[Value], records: u64, what: &str) {
+    let names: Vec<&str> = found.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+    assert_eq!(names, ["set", "get", "iterate", "remove"], "{what}");
+    for phase in found {
+        assert!(phase["qps"].as_f64().unwrap() > 0.0, "{what}: {phase}");
+        assert!(phase["elapsed"].as_f64().unwrap() >= 0.0, "{what}: {phase}");
+        assert!(phase["mem"].is_i64(), "{what}: {phase}");
+        assert!(phase["file_size"].as_u64().unwrap() > 0, "{what}: {phase}");
+        assert_eq!(phase["dbm"], "hash", "{what}: {phase}");
+    }
+    for phase in &found[..3] {
+        assert_eq!(phase["num_records"], records, "{what}: {phase}");
+    }
+    assert_eq!(found[3]["num_records"], 0, "{what}");
+}
+
+const SMALL: [&str; 4] = ["--dbm", "hash", "--buckets", "5000"];
+
+#[test]
+fn sequence_reports_four_phases_on_every_file_set_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkh");
+    let set_ups: [&[&str]; 5] = [
+        &["--file", "mmap-para"],
+        &["--file", "mmap-atom"],
+        &["--file", "pos-para", "--cache_buckets"],
+        &["--file", "pos-para", "--cache_buckets", "--block_size", "512", "--align_pow", "9", "--padding"],
+        &["--file", "pos-atom", "--block_size", "512", "--align_pow", "9", "--padding", "--pagecache"],
+    ];
+    for set_up in set_ups {
+        let mut args = vec!["sequence", "--json", "--iter", "1000", "--threads", "2", "--size", "100"];
+        args.extend(SMALL);
+        args.extend(set_up);
+        let found = phases(&args, &path);
+        check_sequence(&found, 2000, &format!("{set_up:?}"));
+        assert_eq!(found[0]["file"], set_up[1]);
+        assert_eq!(found[0]["iterations"], 1000);
+        assert_eq!(found[0]["threads"], 2);
+        assert_eq!(found[0]["value_size"], 100);
+    }
+}
+
+#[test]
+fn sequence_validates_every_value_with_random_keys_and_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.tkh");
+    for threads in ["1", "3"] {
+        let mut args = vec!["sequence", "--json", "--iter", "1500", "--threads", threads, "--validate"];
+        args.extend(["--random_key", "--random_value", "--size", "40", "--random_seed", "7"]);
+        args.extend(SMALL);
+        let found = phases(&args, &path);
+        let records = found[0]["num_records"].as_u64().unwrap();
+        // Uniform draws of n keys out of n leave about 1 - 1/e of them distinct.
+        let drawn = 1500 * threads.parse::<u64>().unwrap();
+        assert!(records > drawn / 2 && records < drawn, "{threads} threads: {records} of {drawn}");
+        check_sequence(&found, records, threads);
+    }
+}
+
+#[test]
+fn phases_run_one_at_a_time_on_the_same_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("split.tkh");
+    let base =
+        ["--json", "--iter", "800", "--threads", "2", "--validate", "--random_key", "--random_seed", "3"];
+    let mut records = None;
+    for (flag, name) in [
+        ("--set_only", "set"),
+        ("--get_only", "get"),
+        ("--iter_only", "iterate"),
+        ("--remove_only", "remove"),
+    ] {
+        let mut args = vec!["sequence", flag];
+        args.extend(base);
+        args.extend(SMALL);
+        let found = phases(&args, &path);
+        assert_eq!(found.len(), 1, "{flag}");
+        assert_eq!(found[0]["phase"], name);
+        let count = found[0]["num_records"].as_u64().unwrap();
+        if name == "remove" {
+            assert_eq!(count, 0);
+        } else {
+            assert_eq!(*records.get_or_insert(count), count, "{flag}");
+        }
+    }
+    // Reading with other flags than the writer's finds the difference.
+    let mut args = vec!["sequence", "--get_only", "--iter", "800", "--threads", "2", "--random_key"];
+    args.extend(["--random_seed", "4"]);
+    args.extend(SMALL);
+    let (code, stderr) = failure(&args, Some(&path));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("missing"), "{stderr}");
+}
+
+#[test]
+fn text_report_follows_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("text.tkh");
+    let mut args = vec!["sequence", "--iter", "100"];
+    args.extend(SMALL);
+    let output = kura(&args, Some(&path));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "Setting: impl=hash num_iterations=100 value_size=8 num_threads=1");
+    assert_eq!(lines[1], format!("{} (00000005)", ".".repeat(5)));
+    assert!(lines[21].starts_with("Synchronizing: ... done (elapsed="), "{stdout}");
+    assert!(lines[22].starts_with("Setting done: elapsed_time="), "{stdout}");
+    assert!(lines[22].contains(" num_records=100 qps=") && lines[22].contains(" mem="), "{stdout}");
+    assert!(lines[23].starts_with("  file_size="), "{stdout}");
+    for title in ["Getting", "Iterating", "Removing"] {
+        assert!(
+            lines.contains(&&*format!("{title}: impl=hash num_iterations=100 value_size=8 num_threads=1"))
+        );
+        let done = lines.iter().find(|l| l.starts_with(&format!("{title} done: "))).unwrap();
+        let fields: Vec<&str> = done.split(' ').skip(2).map(|f| f.split('=').next().unwrap()).collect();
+        assert_eq!(fields, ["elapsed_time", "num_records", "qps", "mem"], "{done}");
+    }
+    assert!(!stdout.contains('{'), "no JSON without --json");
+}
+
+#[test]
+fn parallel_mixes_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("parallel.tkh");
+    let mut args = vec!["parallel", "--json", "--iter", "3000", "--threads", "4", "--validate"];
+    args.extend(["--random_key", "--random_value", "--size", "50", "--keys", "500", "--rebuild"]);
+    args.extend(SMALL);
+    let found = phases(&args, &path);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["phase"], "parallel");
+    assert!(found[0]["num_records"].as_u64().unwrap() <= 500);
+    // Sequential keys with a pause between operations.
+    let args =
+        ["parallel", "--iter", "50", "--threads", "2", "--sleep", "0.0001", "--validate", "--dbm", "hash"];
+    assert!(kura(&args, Some(&path)).status.success());
+}
+
+#[test]
+fn wicked_matches_its_model_under_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wicked.tkh");
+    let runs: [&[&str]; 4] = [
+        &["--threads", "1"],
+        &["--threads", "4", "--iterator", "--sync"],
+        &["--threads", "4", "--iterator", "--clear", "--rebuild", "--sync"],
+        &[
+            "--threads",
+            "3",
+            "--iterator",
+            "--rebuild",
+            "--append",
+            "--record_crc",
+            "32",
+            "--file",
+            "pos-para",
+        ],
+    ];
+    for extra in runs {
+        let mut args = vec!["wicked", "--json", "--iter", "3000", "--size", "20", "--validate"];
+        args.extend(SMALL);
+        args.extend(extra);
+        let output = kura(&args, Some(&path));
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{extra:?}: {}\n{stdout}", text(&output.stderr));
+        assert!(stdout.contains("Validated after reopening: "), "{extra:?}: {stdout}");
+        let found: Value =
+            serde_json::from_str(stdout.lines().find(|l| l.starts_with('{')).unwrap()).unwrap();
+        assert_eq!(found["phase"], "wicked");
+    }
+    // Without --validate every thread draws from every key.
+    let mut args = vec!["wicked", "--iter", "2000", "--threads", "4", "--iterator", "--clear", "--rebuild"];
+    args.extend(SMALL);
+    assert!(kura(&args, Some(&path)).status.success());
+}
+
+#[test]
+fn locking_and_closing_flags_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flags.tkh");
+    let mut args = vec!["sequence", "--iter", "200", "--no_wait", "--no_lock", "--sync_hard", "--validate"];
+    args.extend(["--offset_width", "4", "--fbp_cap", "10", "--min_read_size", "64", "--alloc_init", "4096"]);
+    args.extend(["--alloc_inc", "1.5", "--verbose", "--record_crc", "-1"]);
+    args.extend(SMALL);
+    let output = kura(&args, Some(&path));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("  offset_width=4"), "--verbose shows the database's figures");
+    // auto picks hash for .tkh, as the reference.
+    assert!(kura(&["sequence", "--iter", "100"], Some(&path)).status.success());
+}
+
+#[test]
+fn bad_input_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.tkh");
+    let cases: [(&[&str], Option<&Path>, i32, &str); 13] = [
+        (&["sequence", "--dbm", "poly"], Some(&path), 2, "unknown DBM implementation \"poly\""),
+        (&["sequence", "--dbm", "tree"], Some(&path), 1, "not implemented yet"),
+        (&["parallel", "--dbm", "tiny"], None, 1, "the tiny database (--dbm tiny) is not implemented yet"),
+        (&["sequence", "--dbm", "hash"], None, 1, "give the file's --path"),
+        (&["sequence"], None, 1, "give --dbm hash"),
+        (&["sequence"], Some(&dir.path().join("x.dat")), 1, "cannot tell the database"),
+        (&["sequence", "--dbm", "hash", "--iter", "0"], Some(&path), 2, "--iter"),
+        (&["sequence", "--dbm", "hash", "--size", "abc"], Some(&path), 2, "--size"),
+        (&["sequence", "--dbm", "hash", "--record_crc", "7"], Some(&path), 2, "--record_crc"),
+        (&["sequence", "--dbm", "hash", "--file", "std"], Some(&path), 2, "unknown file implementation"),
+        (&["sequence", "--dbm", "hash", "--direct_io"], Some(&path), 1, "direct I/O"),
+        (&["parallel", "--dbm", "hash", "--sleep", "-1"], Some(&path), 2, "seconds"),
+        (&["wicked", "--dbm", "hash", "--random_key"], Some(&path), 2, "--random_key"),
+    ];
+    for (args, path, code, message) in cases {
+        let (found_code, stderr) = failure(args, path);
+        assert_eq!(found_code, code, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    // Reading a database that does not exist names it.
+    let missing = dir.path().join("missing.tkh");
+    let (code, stderr) = failure(&["sequence", "--dbm", "hash", "--get_only"], Some(&missing));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("missing.tkh"), "{stderr}");
+}

@@ -1,0 +1,996 @@
+//! HashDbm: a hash table in a file.
+//!
+//! The file holds a header, an array of buckets and the records (see
+//! `header.rs` and `record.rs`). A key's bucket holds the offset of the first
+//! record of a chain linked through the records' `next` fields.
+//!
+//! # Crash safety
+//! A record written since the last hard synchronization (the current *epoch*)
+//! may be overwritten in place; an older one never is: a new version goes to
+//! fresh space and the chain is relinked, and the old space is reused only
+//! after the next hard synchronization made the new version durable. A crash
+//! therefore never tears a synchronized record. On opening a file that was not
+//! closed cleanly, the index is rebuilt by scanning every record: torn records
+//! fail their checksum, and of the versions of a key the latest epoch wins (a
+//! removed record keeps its key and epoch, so a removal wins over what it removed).
+
+mod header;
+mod options;
+mod record;
+mod restore;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+
+pub use options::{HashOptions, RestoreMode, UpdateMode};
+
+use self::header::Header;
+use self::record::{Record, MAX_HEADER, MAX_ITEM};
+use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::File;
+
+/// Stripes of record locks: a key's bucket maps to one.
+const SLOT_LOCKS: usize = 1024;
+
+/// A hash database in a file, thread-safe.
+///
+/// ```
+/// use kuradb::dbm::Dbm;
+/// use kuradb::dbm::hash::{HashDbm, HashOptions};
+/// # fn main() -> kuradb::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("casket.kh");
+/// let db = HashDbm::open(&path, true, &HashOptions::default())?;
+/// db.set(b"japan", b"tokyo", true)?;
+/// assert_eq!(db.get(b"japan")?.as_deref(), Some(&b"tokyo"[..]));
+/// db.close()?;
+/// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+/// assert_eq!(db.count()?, 1);
+/// # Ok(())
+/// # }
+/// ```
+pub struct HashDbm {
+    path: PathBuf,
+    options: HashOptions,
+    /// `None` once closed. Operations on records hold it shared; those that
+    /// replace the file or need it quiet (rebuild, clear, hard sync, close) hold
+    /// it exclusively.
+    state: RwLock<Option<State>>,
+}
+
+struct State {
+    file: Box<dyn File>,
+    writable: bool,
+    appending: bool,
+    width: usize,
+    align_pow: u32,
+    num_buckets: u64,
+    records_start: u64,
+    epoch: AtomicU32,
+    count: AtomicU64,
+    data_size: AtomicU64,
+    slots: Box<[RwLock<()>]>,
+    /// The bucket array in memory (with `cache_buckets`), written to the file
+    /// only at synchronize and close: a crash loses nothing by it, because a
+    /// restore rebuilds the index from the records alone.
+    buckets: Option<Box<[AtomicU64]>>,
+    buckets_dirty: AtomicBool,
+    free: Mutex<FreePool>,
+    healthy: AtomicBool,
+    record_crc: bool,
+    min_read_size: usize,
+    /// Pad the file to whole blocks at synchronize and close (for direct I/O).
+    padding: bool,
+}
+
+/// Space that later records may reuse.
+#[derive(Default)]
+struct FreePool {
+    /// Reusable now: size -> offsets.
+    ready: std::collections::BTreeMap<u64, Vec<u64>>,
+    ready_len: usize,
+    /// Records no chain reaches that still look live on disk: offset ->
+    /// (size, whether it is in `ready` already). Each is marked void at the next
+    /// hard synchronization, after the data that replaced it is durable (a
+    /// restore would otherwise take it for the latest version of its key),
+    /// unless reused first.
+    doomed: std::collections::HashMap<u64, (u64, bool)>,
+    cap: usize,
+}
+
+impl FreePool {
+    fn put(&mut self, offset: u64, size: u64) {
+        if self.ready_len < self.cap {
+            self.ready.entry(size).or_default().push(offset);
+            self.ready_len += 1;
+        }
+    }
+
+    /// A free region of at least `size` bytes and at most twice that.
+    fn take(&mut self, size: u64) -> Option<(u64, u64)> {
+        let (&found, offsets) = self.ready.range_mut(size..=size.saturating_mul(2)).next()?;
+        let offset = offsets.pop()?;
+        if offsets.is_empty() {
+            self.ready.remove(&found);
+        }
+        self.ready_len -= 1;
+        self.doomed.remove(&offset);
+        Some((offset, found))
+    }
+}
+
+/// Where the offset of a chain's record is stored.
+#[derive(Clone, Copy)]
+enum Link {
+    Bucket(u64),
+    Record(u64),
+}
+
+/// A record found in a chain.
+struct Found {
+    link: Link,
+    offset: u64,
+    header: record::Header,
+    /// The record as read, holding the value at `value_at`.
+    buf: Vec<u8>,
+    value_at: usize,
+}
+
+impl Found {
+    fn value(&self) -> &[u8] {
+        &self.buf[self.value_at..self.value_at + self.header.value_size]
+    }
+}
+
+impl HashDbm {
+    /// Opens or creates the database at `path`. The tuning parameters of
+    /// `options` apply to a new file; an existing one keeps its own. A file not
+    /// closed cleanly is restored first if `options.restore` allows.
+    pub fn open(path: impl AsRef<Path>, writable: bool, options: &HashOptions) -> Result<HashDbm> {
+        let path = path.as_ref().to_path_buf();
+        check_options(options)?;
+        let state = open_state(&path, writable, options)?;
+        let db = HashDbm { path, options: options.clone(), state: RwLock::new(Some(state)) };
+        Ok(db)
+    }
+
+    /// Writes everything back, marks the file closed cleanly and closes it.
+    pub fn close(self) -> Result<()> {
+        let mut guard = self.state.write();
+        match guard.take() {
+            Some(state) => state.close(),
+            None => Ok(()),
+        }
+    }
+
+    fn state(&self) -> Result<RwLockReadGuard<'_, Option<State>>> {
+        let guard = self.state.read();
+        if guard.is_none() {
+            return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for HashDbm {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.get_mut().take() {
+            let _ = state.close();
+        }
+    }
+}
+
+fn check_options(o: &HashOptions) -> Result<()> {
+    let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
+    if !(3..=8).contains(&o.offset_width) {
+        return bad(format!("offset_width must be 3 to 8, not {}", o.offset_width));
+    }
+    if o.align_pow > 16 {
+        return bad(format!("align_pow must be at most 16, not {}", o.align_pow));
+    }
+    if o.num_buckets == 0 || o.num_buckets > 1 << 40 {
+        return bad(format!("num_buckets must be 1 to 2^40, not {}", o.num_buckets));
+    }
+    o.file.validate()
+}
+
+fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
+    let mut open = o.open.clone();
+    open.writable = writable;
+    let file = o.file.open(path, &open)?;
+    if file.size() == 0 {
+        if !writable {
+            return Err(Error::new(
+                ErrorKind::BrokenData,
+                format!("{} is empty: not a database", path.display()),
+            ));
+        }
+        create(file.as_ref(), o)?;
+    }
+    let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
+    file.read(0, &mut head)?;
+    let header = Header::decode(&head, path)?;
+    if header.open_for_writing && writable {
+        match o.restore {
+            RestoreMode::Refuse => {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!("{} was not closed cleanly: restore it first", path.display()),
+                ))
+            }
+            RestoreMode::Automatic => {
+                drop(file);
+                restore::restore_in_place(path, o)?;
+                return open_state(path, writable, &keeping(o));
+            }
+        }
+    }
+    let table_end = header::SIZE as u64 + header.num_buckets * u64::from(header.width);
+    if file.size() < table_end {
+        return Err(Error::new(
+            ErrorKind::BrokenData,
+            format!("{} is truncated: shorter than its bucket array", path.display()),
+        ));
+    }
+    let state = State {
+        writable,
+        appending: header.appending,
+        width: header.width as usize,
+        align_pow: u32::from(header.align_pow),
+        num_buckets: header.num_buckets,
+        records_start: header.records_start,
+        epoch: AtomicU32::new(header.epoch.wrapping_add(1)),
+        count: AtomicU64::new(header.count),
+        data_size: AtomicU64::new(header.data_size),
+        slots: (0..SLOT_LOCKS).map(|_| RwLock::new(())).collect(),
+        buckets: None,
+        buckets_dirty: AtomicBool::new(false),
+        free: Mutex::new(FreePool { cap: o.fbp_cap, ..Default::default() }),
+        healthy: AtomicBool::new(!header.open_for_writing),
+        record_crc: o.record_crc,
+        min_read_size: o.min_read_size.max(MAX_HEADER),
+        padding: o.file.padding,
+        file,
+    };
+    let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
+    if writable {
+        // Marked open and made durable before any record changes, so a crash
+        // from here on is always detected at the next open.
+        state.write_header(true)?;
+        state.file.synchronize(true)?;
+    }
+    Ok(state)
+}
+
+/// Writes the header and an empty bucket array of a new database.
+fn create(file: &dyn File, o: &HashOptions) -> Result<()> {
+    let align = 1u64 << o.align_pow;
+    let unit = align.max(file.block_size());
+    let table_end = header::SIZE as u64 + o.num_buckets * u64::from(o.offset_width);
+    let records_start = table_end.div_ceil(unit) * unit;
+    let header = Header {
+        appending: o.update_mode == UpdateMode::Appending,
+        width: o.offset_width,
+        align_pow: o.align_pow,
+        open_for_writing: false,
+        num_buckets: o.num_buckets,
+        count: 0,
+        data_size: 0,
+        epoch: 0,
+        records_start,
+    };
+    file.truncate(records_start)?;
+    file.write(0, &header.encode())
+}
+
+fn bucket_of(key: &[u8], num_buckets: u64) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key) % num_buckets
+}
+
+thread_local! {
+    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl State {
+    fn with_cached_buckets(mut self) -> Result<State> {
+        let mut raw = vec![0u8; (self.num_buckets as usize) * self.width];
+        self.file.read(header::SIZE as u64, &mut raw)?;
+        let cached = raw.chunks(self.width).map(|c| AtomicU64::new(self.decode_offset(c))).collect();
+        self.buckets = Some(cached);
+        Ok(self)
+    }
+
+    fn decode_offset(&self, bytes: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        b[..self.width].copy_from_slice(bytes);
+        u64::from_le_bytes(b) << self.align_pow
+    }
+
+    fn encode_offset(&self, offset: u64) -> [u8; 8] {
+        (offset >> self.align_pow).to_le_bytes()
+    }
+
+    fn bucket_offset(&self, index: u64) -> u64 {
+        header::SIZE as u64 + index * self.width as u64
+    }
+
+    fn read_bucket(&self, index: u64) -> Result<u64> {
+        if let Some(cached) = &self.buckets {
+            return Ok(cached[index as usize].load(Ordering::Acquire));
+        }
+        let mut b = [0u8; 8];
+        self.file.read(self.bucket_offset(index), &mut b[..self.width])?;
+        Ok(self.decode_offset(&b[..self.width]))
+    }
+
+    fn write_link(&self, link: Link, target: u64) -> Result<()> {
+        let bytes = self.encode_offset(target);
+        match link {
+            Link::Bucket(index) => match &self.buckets {
+                Some(cached) => {
+                    cached[index as usize].store(target, Ordering::Release);
+                    self.buckets_dirty.store(true, Ordering::Release);
+                    Ok(())
+                }
+                None => self.file.write(self.bucket_offset(index), &bytes[..self.width]),
+            },
+            Link::Record(offset) => self.file.write(offset + 1, &bytes[..self.width]),
+        }
+    }
+
+    /// Writes the cached bucket array to the file if it changed.
+    fn flush_buckets(&self) -> Result<()> {
+        let Some(cached) = &self.buckets else { return Ok(()) };
+        if !self.buckets_dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let per_chunk = (1 << 20) / self.width;
+        let mut bytes = Vec::with_capacity(per_chunk * self.width);
+        for (i, chunk) in cached.chunks(per_chunk).enumerate() {
+            bytes.clear();
+            for b in chunk {
+                bytes.extend_from_slice(&self.encode_offset(b.load(Ordering::Acquire))[..self.width]);
+            }
+            let at = self.bucket_offset((i * per_chunk) as u64);
+            if let Err(e) = self.file.write(at, &bytes) {
+                self.buckets_dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn slot(&self, bucket: u64) -> &RwLock<()> {
+        &self.slots[(bucket % SLOT_LOCKS as u64) as usize]
+    }
+
+    /// Reads the record at `offset`: its header and, if `want` says so for its
+    /// key, its value too.
+    fn read_record(&self, offset: u64, key: Option<&[u8]>) -> Result<(record::Header, Vec<u8>)> {
+        let size = self.file.size();
+        if offset < self.records_start || offset >= size {
+            return Err(self.broken(offset, "a chain points outside the records"));
+        }
+        let first = (self.min_read_size + key.map_or(0, <[u8]>::len)).min((size - offset) as usize);
+        let mut buf = vec![0u8; first];
+        self.file.read(offset, &mut buf)?;
+        let header =
+            record::parse_header(&buf, self.width, self.align_pow).map_err(|why| self.broken(offset, why))?;
+        let body_end = header.header_size + header.key_size + header.value_size;
+        if offset + header.size > size {
+            return Err(self.broken(offset, "the record runs past the end of the file"));
+        }
+        let key_end = header.header_size + header.key_size;
+        if let Some(key) = key {
+            if key.len() != header.key_size
+                || (buf.len() >= key_end && &buf[header.header_size..key_end] != key)
+            {
+                return Ok((header, buf));
+            }
+        }
+        if buf.len() < body_end {
+            let more = buf.len();
+            buf.resize(body_end, 0);
+            self.file.read(offset + more as u64, &mut buf[more..])?;
+        }
+        if self.record_crc && !record::crc_matches(&header, &buf, self.width) {
+            return Err(self.broken(offset, "its checksum does not match"));
+        }
+        Ok((header, buf))
+    }
+
+    fn broken(&self, offset: u64, what: &str) -> Error {
+        self.healthy.store(false, Ordering::Release);
+        Error::new(
+            ErrorKind::BrokenData,
+            format!("the record at offset {offset} of {} is broken: {what}", self.file.path().display()),
+        )
+    }
+
+    /// Walks `key`'s chain.
+    fn find(&self, key: &[u8], bucket: u64) -> Result<Option<Found>> {
+        let mut link = Link::Bucket(bucket);
+        let mut offset = self.read_bucket(bucket)?;
+        let mut steps = 0u64;
+        while offset != 0 {
+            let (header, buf) = self.read_record(offset, Some(key))?;
+            let key_end = header.header_size + header.key_size;
+            if header.key_size == key.len()
+                && buf.len() >= key_end
+                && &buf[header.header_size..key_end] == key
+            {
+                return Ok(Some(Found { link, offset, header, buf, value_at: key_end }));
+            }
+            link = Link::Record(offset);
+            offset = header.next;
+            steps += 1;
+            if steps > self.count.load(Ordering::Relaxed) + 1024 {
+                return Err(self.broken(offset, "a chain loops"));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes a new record, reusing free space if allowed; answers its offset.
+    fn put_new(&self, key: &[u8], value: &[u8], next: u64) -> Result<u64> {
+        let align = 1u64 << self.align_pow;
+        let mut size = record::size_for(self.width, align, key.len(), value.len());
+        let reused = if self.appending { None } else { self.free.lock().take(size) };
+        if let Some((_, whole)) = reused {
+            size = whole;
+        }
+        let epoch = self.epoch.load(Ordering::Acquire);
+        ENCODED.with_borrow_mut(|buf| {
+            let rec = Record { live: true, next, epoch, key, value, size };
+            record::encode(buf, self.width, self.align_pow, &rec);
+            match reused {
+                Some((offset, _)) => self.file.write(offset, buf).map(|_| offset),
+                None => self.file.append(buf),
+            }
+        })
+    }
+
+    /// Frees the space of a record that no chain reaches any more (replaced or
+    /// removed). Space of the current epoch is reusable at once: no hard
+    /// synchronization has covered it, so nothing durable depends on it. Older
+    /// space waits until its void mark is durable.
+    fn release(&self, offset: u64, header: &record::Header) {
+        let mut free = self.free.lock();
+        let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
+        free.doomed.insert(offset, (header.size, reusable));
+        if reusable {
+            free.put(offset, header.size);
+        }
+    }
+
+    /// Marks void every doomed record; answers them, to be reused once the
+    /// marks are durable (those not reusable already).
+    fn mark_doomed(&self) -> Result<Vec<(u64, (u64, bool))>> {
+        let mut doomed: Vec<(u64, (u64, bool))> = self.free.lock().doomed.drain().collect();
+        doomed.sort_unstable();
+        for (i, &(offset, _)) in doomed.iter().enumerate() {
+            if let Err(e) = self.file.write(offset, &[record::MAGIC_VOID]) {
+                self.free.lock().doomed.extend(doomed[i..].iter().copied());
+                return Err(e);
+            }
+        }
+        Ok(doomed)
+    }
+
+    /// Makes everything written durable, then every doomed record's void mark,
+    /// so that a crash at any moment leaves a file a restore reads right.
+    fn make_durable(&self) -> Result<()> {
+        self.file.synchronize(true)?;
+        let marked = self.mark_doomed()?;
+        self.file.synchronize(true)?;
+        if !self.appending {
+            let mut free = self.free.lock();
+            for (offset, (size, reusable)) in marked {
+                if !reusable {
+                    free.put(offset, size);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out `action` on `key`, whose slot the caller holds exclusively.
+    fn apply(&self, key: &[u8], bucket: u64, found: Option<Found>, action: Action<'_>) -> Result<()> {
+        match (action, found) {
+            (Action::Keep, _) | (Action::Remove, None) => Ok(()),
+            (Action::Remove, Some(f)) => {
+                self.write_link(f.link, f.header.next)?;
+                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
+                self.release(f.offset, &f.header);
+                Ok(())
+            }
+            (Action::Set(value), found) => {
+                if key.len() as u64 > MAX_ITEM || value.len() as u64 > MAX_ITEM {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "the record {} is too large (at most 4 GiB each for key and value)",
+                            show_key(key)
+                        ),
+                    ));
+                }
+                let Some(f) = found else {
+                    let head = self.read_bucket(bucket)?;
+                    let offset = self.put_new(key, &value, head)?;
+                    self.write_link(Link::Bucket(bucket), offset)?;
+                    self.count.fetch_add(1, Ordering::AcqRel);
+                    self.data_size.fetch_add((key.len() + value.len()) as u64, Ordering::AcqRel);
+                    return Ok(());
+                };
+                self.data_size.fetch_add(value.len() as u64, Ordering::AcqRel);
+                self.data_size.fetch_sub(f.header.value_size as u64, Ordering::AcqRel);
+                let align = 1u64 << self.align_pow;
+                let fits = record::size_for(self.width, align, key.len(), value.len()) <= f.header.size;
+                // Only a record no hard synchronization has covered may be torn by a crash.
+                if !self.appending && fits && f.header.epoch == self.epoch.load(Ordering::Acquire) {
+                    return ENCODED.with_borrow_mut(|buf| {
+                        let rec = Record {
+                            live: true,
+                            next: f.header.next,
+                            epoch: f.header.epoch,
+                            key,
+                            value: &value,
+                            size: f.header.size,
+                        };
+                        record::encode(buf, self.width, self.align_pow, &rec);
+                        self.file.write(f.offset, buf)
+                    });
+                }
+                let offset = self.put_new(key, &value, f.header.next)?;
+                self.write_link(f.link, offset)?;
+                self.release(f.offset, &f.header);
+                Ok(())
+            }
+        }
+    }
+
+    fn process(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<()> {
+        if writable && !self.writable {
+            return Err(self.read_only());
+        }
+        let bucket = bucket_of(key, self.num_buckets);
+        if writable {
+            let _slot = self.slot(bucket).write();
+            let found = self.find(key, bucket)?;
+            let action = f(found.as_ref().map(Found::value));
+            self.apply(key, bucket, found, action)
+        } else {
+            let _slot = self.slot(bucket).read();
+            let found = self.find(key, bucket)?;
+            match f(found.as_ref().map(Found::value)) {
+                Action::Keep => Ok(()),
+                _ => Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a read-only process asked to change a record",
+                )),
+            }
+        }
+    }
+
+    fn read_only(&self) -> Error {
+        Error::new(ErrorKind::Infeasible, format!("{} is open for reading only", self.file.path().display()))
+    }
+
+    /// Writes the header; `open` says whether the file stays open for writing.
+    fn write_header(&self, open: bool) -> Result<()> {
+        let header = Header {
+            appending: self.appending,
+            width: self.width as u8,
+            align_pow: self.align_pow as u8,
+            open_for_writing: open,
+            num_buckets: self.num_buckets,
+            count: self.count.load(Ordering::Acquire),
+            data_size: self.data_size.load(Ordering::Acquire),
+            epoch: self.epoch.load(Ordering::Acquire),
+            records_start: self.records_start,
+        };
+        self.file.write(0, &header.encode())
+    }
+
+    /// Pads the file to a whole number of blocks with a filler record, where the
+    /// file asks for padding; the filler is reused by nothing and skipped by restores.
+    fn pad(&self) -> Result<()> {
+        let block = self.file.block_size();
+        let size = self.file.size();
+        if !self.padding || block <= 1 || size.is_multiple_of(block) {
+            return Ok(());
+        }
+        let mut gap = block - size % block;
+        let align = 1u64 << self.align_pow;
+        let least = record::size_for(self.width, align, 0, 0);
+        while gap < least {
+            gap += block;
+        }
+        let mut buf = Vec::new();
+        record::encode(
+            &mut buf,
+            self.width,
+            self.align_pow,
+            &Record { live: false, next: 0, epoch: 0, key: b"", value: b"", size: gap },
+        );
+        buf[0] = record::MAGIC_PAD;
+        self.file.append(&buf).map(|_| ())
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        if self.writable {
+            self.flush_buckets()?;
+            self.pad()?;
+            self.write_header(true)?;
+        }
+        if !hard || !self.writable {
+            return self.file.synchronize(hard);
+        }
+        self.make_durable()?;
+        // Records written from now on may be torn by a crash; older ones may not.
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn close(mut self) -> Result<()> {
+        let mut result = Ok(());
+        if self.writable {
+            // The data must be durable before the header says the file is clean.
+            result = self
+                .flush_buckets()
+                .and_then(|_| self.pad())
+                .and_then(|_| self.make_durable())
+                .and_then(|_| self.write_header(false))
+                .and_then(|_| self.file.synchronize(true));
+        }
+        result.and(self.file.close())
+    }
+}
+
+impl State {
+    /// The keys of a bucket's chain, in chain order.
+    fn chain_keys(&self, bucket: u64) -> Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        let mut offset = self.read_bucket(bucket)?;
+        while offset != 0 {
+            let (header, buf) = self.read_record(offset, None)?;
+            keys.push(buf[header.header_size..header.header_size + header.key_size].to_vec());
+            offset = header.next;
+            if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
+                return Err(self.broken(offset, "a chain loops"));
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Calls `f` with every live record, walking the buckets in order. The
+    /// caller keeps other writers out.
+    fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        for bucket in 0..self.num_buckets {
+            let mut offset = self.read_bucket(bucket)?;
+            while offset != 0 {
+                let (header, buf) = self.read_record(offset, None)?;
+                let key_end = header.header_size + header.key_size;
+                f(&buf[header.header_size..key_end], &buf[key_end..key_end + header.value_size])?;
+                offset = header.next;
+            }
+        }
+        Ok(())
+    }
+
+    fn clear(&self) -> Result<()> {
+        let zeros = vec![0u8; 1 << 16];
+        let mut at = header::SIZE as u64;
+        while at < self.records_start {
+            let n = (self.records_start - at).min(zeros.len() as u64) as usize;
+            self.file.write(at, &zeros[..n])?;
+            at += n as u64;
+        }
+        self.file.truncate(self.records_start)?;
+        if let Some(cached) = &self.buckets {
+            cached.iter().for_each(|b| b.store(0, Ordering::Release));
+            self.buckets_dirty.store(false, Ordering::Release);
+        }
+        self.count.store(0, Ordering::Release);
+        self.data_size.store(0, Ordering::Release);
+        let mut free = self.free.lock();
+        free.ready.clear();
+        free.ready_len = 0;
+        free.doomed.clear();
+        Ok(())
+    }
+}
+
+impl HashDbm {
+    /// Rewrites the database into a compact new file with `num_buckets` (or,
+    /// if 0, twice the record count), then replaces the old file with it
+    /// atomically: a crash leaves either the old or the new file.
+    pub fn rebuild_with(&self, num_buckets: u64) -> Result<()> {
+        let mut guard = self.state.write();
+        let state = guard
+            .take()
+            .ok_or_else(|| Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())))?;
+        if !state.writable {
+            let err = state.read_only();
+            *guard = Some(state);
+            return Err(err);
+        }
+        let count = state.count.load(Ordering::Acquire);
+        let mut options = self.options.clone();
+        options.num_buckets = if num_buckets > 0 { num_buckets } else { (count * 2 + 1).max(1021) };
+        options.offset_width = state.width as u8;
+        options.align_pow = state.align_pow as u8;
+        options.update_mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+        let temp = sibling(&self.path, "rebuild");
+        let built = restore::copy_into(&temp, &options, |put| state.for_each(|k, v| put(k, v)));
+        let result = built.and_then(|_| state.close()).and_then(|_| {
+            std::fs::rename(&temp, &self.path)
+                .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
+        });
+        // Whatever happened, the database goes on with the file at its path
+        // (kept as it is, whatever the options said at the first open).
+        let reopened = open_state(&self.path, true, &keeping(&self.options));
+        match reopened {
+            Ok(state) => {
+                *guard = Some(state);
+                result
+            }
+            Err(e) => result.and(Err(e)),
+        }
+    }
+
+    /// Restores the database at `src`, which was not closed cleanly (or is
+    /// damaged), into a new database at `dest`: every record whose checksum
+    /// holds is kept, in its latest version. Answers the number of records kept.
+    pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &HashOptions) -> Result<u64> {
+        restore::restore(src.as_ref(), dest.as_ref(), options)
+    }
+}
+
+/// The same options, opening the file as it is rather than emptying it.
+fn keeping(options: &HashOptions) -> HashOptions {
+    let mut o = options.clone();
+    o.open.truncate = false;
+    o
+}
+
+/// A temporary file beside `path`, for a file that will replace it.
+fn sibling(path: &Path, what: &str) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".{what}-tmp"));
+    path.with_file_name(name)
+}
+
+impl Dbm for HashDbm {
+    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+        let guard = self.state()?;
+        guard.as_ref().map_or(Ok(()), |s| s.process(key, writable, f))
+    }
+
+    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(()) };
+        if writable && !s.writable {
+            return Err(s.read_only());
+        }
+        let buckets: Vec<u64> = keys.iter().map(|k| bucket_of(k, s.num_buckets)).collect();
+        let mut slots: Vec<usize> = buckets.iter().map(|b| (b % SLOT_LOCKS as u64) as usize).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        // Locked in one global order, so two multi-key calls never deadlock.
+        let (_w, _r): (Vec<_>, Vec<_>) = if writable {
+            (slots.iter().map(|&i| s.slots[i].write()).collect(), Vec::new())
+        } else {
+            (Vec::new(), slots.iter().map(|&i| s.slots[i].read()).collect())
+        };
+        for (i, key) in keys.iter().enumerate() {
+            let found = s.find(key, buckets[i])?;
+            let action = f(i, key, found.as_ref().map(Found::value));
+            if writable {
+                s.apply(key, buckets[i], found, action)?;
+            } else if action != Action::Keep {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a read-only process asked to change a record",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+        // Exclusive: no other operation runs while every record is visited.
+        let guard = self.state.write();
+        let Some(s) = guard.as_ref() else {
+            return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));
+        };
+        if writable && !s.writable {
+            return Err(s.read_only());
+        }
+        for bucket in 0..s.num_buckets {
+            for key in s.chain_keys(bucket)? {
+                let found = s.find(&key, bucket)?;
+                let Some(value) = found.as_ref().map(|f| f.value().to_vec()) else { continue };
+                let action = f(&key, &value);
+                if writable {
+                    s.apply(&key, bucket, found, action)?;
+                } else if action != Action::Keep {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        "a read-only process asked to change a record",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&self) -> Result<u64> {
+        Ok(self.state()?.as_ref().map_or(0, |s| s.count.load(Ordering::Acquire)))
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        Ok(self.state()?.as_ref().map_or(0, |s| s.file.size()))
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    fn clear(&self) -> Result<()> {
+        let guard = self.state.write();
+        match guard.as_ref() {
+            Some(s) if s.writable => s.clear(),
+            Some(s) => Err(s.read_only()),
+            None => Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display()))),
+        }
+    }
+
+    fn rebuild(&self) -> Result<()> {
+        self.rebuild_with(0)
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(false) };
+        let count = s.count.load(Ordering::Acquire);
+        let live = s.data_size.load(Ordering::Acquire) + count * 24;
+        let used = s.file.size().saturating_sub(s.records_start);
+        Ok(count > s.num_buckets || (used > 1 << 20 && used > live * 2))
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        if hard {
+            // Quiet, so that no update straddles the epoch boundary.
+            let guard = self.state.write();
+            guard.as_ref().map_or(Ok(()), |s| s.synchronize(true))
+        } else {
+            self.state()?.as_ref().map_or(Ok(()), |s| s.synchronize(false))
+        }
+    }
+
+    fn inspect(&self) -> Result<Vec<(String, String)>> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(Vec::new()) };
+        let max_file = (1u128 << (8 * s.width)) << s.align_pow;
+        let mut out = vec![
+            ("class".to_string(), "HashDbm".to_string()),
+            ("num_records".into(), s.count.load(Ordering::Acquire).to_string()),
+            ("num_buckets".into(), s.num_buckets.to_string()),
+            ("offset_width".into(), s.width.to_string()),
+            ("align_pow".into(), s.align_pow.to_string()),
+            ("max_file_size".into(), max_file.to_string()),
+            ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
+            ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
+            ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
+        ];
+        out.extend(s.file.inspect().into_iter().map(|(k, v)| (format!("file_{k}"), v)));
+        Ok(out)
+    }
+
+    fn is_healthy(&self) -> bool {
+        self.state.read().as_ref().is_some_and(|s| s.healthy.load(Ordering::Acquire))
+    }
+
+    fn is_ordered(&self) -> bool {
+        false
+    }
+
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        drop(self.state()?);
+        Ok(Box::new(HashCursor { db: self, bucket: 0, keys: std::collections::VecDeque::new() }))
+    }
+}
+
+/// A cursor over a hash database: it holds the keys of one bucket's chain and
+/// looks each up again when asked, so concurrent updates never invalidate it.
+struct HashCursor<'a> {
+    db: &'a HashDbm,
+    bucket: u64,
+    /// The current key first, then the rest of the bucket's chain.
+    keys: std::collections::VecDeque<Vec<u8>>,
+}
+
+impl HashCursor<'_> {
+    /// Loads the first non-empty chain at or after `bucket`.
+    fn load_from(&mut self, mut bucket: u64) -> Result<()> {
+        let guard = self.db.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(()) };
+        self.keys.clear();
+        while bucket < s.num_buckets {
+            let _slot = s.slot(bucket).read();
+            let keys = s.chain_keys(bucket)?;
+            if !keys.is_empty() {
+                self.keys.extend(keys);
+                break;
+            }
+            bucket += 1;
+        }
+        self.bucket = bucket;
+        Ok(())
+    }
+}
+
+impl Cursor for HashCursor<'_> {
+    fn first(&mut self) -> Result<()> {
+        self.load_from(0)
+    }
+
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        let num_buckets = self.db.state()?.as_ref().map_or(1, |s| s.num_buckets);
+        self.load_from(bucket_of(key, num_buckets))?;
+        if self.bucket != bucket_of(key, num_buckets) || !self.keys.iter().any(|k| k == key) {
+            self.keys.clear();
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no record {} to jump to (a hash database jumps only to existing keys)",
+                    show_key(key)
+                ),
+            ));
+        }
+        while self.keys.front().is_some_and(|k| k != key) {
+            self.keys.pop_front();
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.keys.pop_front().is_some() && self.keys.is_empty() {
+            self.load_from(self.bucket + 1)?;
+        }
+        Ok(())
+    }
+
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            let Some(key) = self.keys.front().cloned() else { return Ok(None) };
+            if let Some(value) = self.db.get(&key)? {
+                return Ok(Some((key, value)));
+            }
+            // Removed since the chain was read: the position moves on.
+            self.next()?;
+        }
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        match self.get()? {
+            Some((key, _)) => self.db.set(&key, value, true),
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        match self.get()? {
+            Some((key, _)) => {
+                self.db.remove(&key)?;
+                self.next()
+            }
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Rebuilding a hash database from its records alone, after a crash or for a
+//! rebuild: the bucket array and chains of the old file are not trusted.
+//!
+//! A scan visits the record area from start to end. A record whose header
+//! parses and whose checksum holds is a version of its key; anything else is
+//! skipped one alignment unit at a time until a record parses again. Of the
+//! versions of a key the one with the latest epoch wins, a live one before a
+//! void one within an epoch, and if the winner is a removed record the key
+//! stays removed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::header::{self, Header};
+use super::record::{self, MAGIC_PAD};
+use super::{bucket_of, create, open_state, sibling, HashOptions, UpdateMode};
+use crate::dbm::Action;
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{File, OpenOptions};
+
+/// Writes a new database at `dest` with `options` (emptying any file there)
+/// and fills it through the `put` callback that `fill` is given.
+pub(super) fn copy_into(
+    dest: &Path,
+    options: &HashOptions,
+    fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
+) -> Result<()> {
+    let mut o = options.clone();
+    o.open = OpenOptions::writer().truncating();
+    {
+        let file = o.file.open(dest, &o.open)?;
+        create(file.as_ref(), &o)?;
+    }
+    o.open = OpenOptions::writer();
+    let state = open_state(dest, true, &o)?;
+    let mut put = |key: &[u8], value: &[u8]| {
+        let bucket = bucket_of(key, state.num_buckets);
+        let found = state.find(key, bucket)?;
+        state.apply(key, bucket, found, Action::set(value))
+    };
+    let filled = fill(&mut put);
+    let closed = state.close();
+    filled.and(closed)
+}
+
+/// The latest version of a key seen so far.
+struct Version {
+    epoch: u32,
+    offset: u64,
+    live: bool,
+}
+
+/// Scans `src` and writes its surviving records into a new database at `dest`.
+pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<u64> {
+    let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
+    let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
+    file.read(0, &mut head)?;
+    let header = Header::decode(&head, src)?;
+    let versions = scan(file.as_ref(), &header)?;
+    let mut o = options.clone();
+    o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
+    o.offset_width = header.width;
+    o.align_pow = header.align_pow;
+    o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+    let width = header.width as usize;
+    let mut kept = 0u64;
+    copy_into(dest, &o, |put| {
+        for (key, version) in &versions {
+            if !version.live {
+                continue;
+            }
+            let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
+            let key_end = h.header_size + h.key_size;
+            put(key, &buf[key_end..key_end + h.value_size])?;
+            kept += 1;
+        }
+        Ok(())
+    })?;
+    Ok(kept)
+}
+
+/// Restores the database at `path` through a temporary file that then replaces it.
+pub(super) fn restore_in_place(path: &Path, options: &HashOptions) -> Result<u64> {
+    let temp = sibling(path, "restore");
+    let kept = restore(path, &temp, options)?;
+    std::fs::rename(&temp, path).map_err(|e| Error::io("rename of the restored file", path, e))?;
+    Ok(kept)
+}
+
+/// Reads the whole record at `offset`, checking its checksum.
+fn read_at(file: &dyn File, offset: u64, width: usize, align_pow: u32) -> Result<(record::Header, Vec<u8>)> {
+    let avail = file.size().saturating_sub(offset);
+    let mut buf = vec![0u8; (record::MAX_HEADER as u64).min(avail) as usize];
+    file.read(offset, &mut buf)?;
+    let h = record::parse_header(&buf, width, align_pow).map_err(|why| {
+        Error::new(ErrorKind::BrokenData, format!("the record at offset {offset} is broken: {why}"))
+    })?;
+    if h.size > avail || h.size == 0 {
+        return Err(Error::new(
+            ErrorKind::BrokenData,
+            format!("the record at offset {offset} runs past the end"),
+        ));
+    }
+    let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
+    buf.resize(body, 0);
+    file.read(offset, &mut buf)?;
+    if !record::crc_matches(&h, &buf, width) {
+        return Err(Error::new(
+            ErrorKind::BrokenData,
+            format!("the record at offset {offset} fails its checksum"),
+        ));
+    }
+    Ok((h, buf))
+}
+
+fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
+    let align = 1u64 << header.align_pow;
+    let width = header.width as usize;
+    let end = file.size();
+    let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
+    let mut offset = header.records_start;
+    while offset < end {
+        let Ok((h, buf)) = read_at(file, offset, width, u32::from(header.align_pow)) else {
+            offset += align;
+            continue;
+        };
+        let magic = buf[0];
+        let key = &buf[h.header_size..h.header_size + h.key_size];
+        if magic != MAGIC_PAD {
+            // Within an epoch a live version beats a void one: a completed hard
+            // synchronization leaves every replaced version marked void, so
+            // of a synchronized state only the current version looks live.
+            let newer =
+                versions.get(key).is_none_or(|v| (h.epoch, h.live, offset) >= (v.epoch, v.live, v.offset));
+            if newer {
+                versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live: h.live });
+            }
+        }
+        offset += h.size.max(align);
+    }
+    Ok(versions)
+}

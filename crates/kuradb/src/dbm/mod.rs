@@ -1,0 +1,351 @@
+//! Databases: the [`Dbm`] trait every database implements, and the databases.
+//!
+//! A database is a thread-safe map of byte strings to byte strings. Every
+//! operation is built on one primitive, [`Dbm::process`]: it calls a function
+//! with the record's current value (or `None`) while the record is locked, and
+//! the function answers what to do with it ([`Action`]). The trait's provided
+//! methods (get, set, remove, append, compare_exchange, increment and the
+//! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
+
+pub mod hash;
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The delta of [`Dbm::increment`] that reads the number without changing it.
+pub const INCREMENT_UNCHANGED: i64 = i64::MIN;
+
+/// What a record processor decides to do with the record it was shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// Leave the record as it is (absent stays absent).
+    Keep,
+    /// Remove the record (nothing happens if it is absent).
+    Remove,
+    /// Store this value, creating the record if it is absent.
+    Set(Cow<'a, [u8]>),
+}
+
+impl<'a> Action<'a> {
+    /// Store `value`, borrowed.
+    pub fn set(value: &'a [u8]) -> Action<'a> {
+        Action::Set(Cow::Borrowed(value))
+    }
+}
+
+/// A function shown one record's current value under its lock.
+pub type Processor<'a> = dyn FnMut(Option<&[u8]>) -> Action<'a> + 'a;
+
+/// A function shown several records' values under their locks: it gets the
+/// index of the key in the caller's list, the key and its value.
+pub type MultiProcessor<'a> = dyn FnMut(usize, &[u8], Option<&[u8]>) -> Action<'a> + 'a;
+
+/// A function shown every record in turn.
+pub type EachProcessor<'a> = dyn FnMut(&[u8], &[u8]) -> Action<'a> + 'a;
+
+/// A thread-safe map of byte strings, persistent or in memory.
+///
+/// Implementations provide [`Dbm::process`], [`Dbm::process_multi`] and
+/// [`Dbm::process_each`] and the housekeeping methods; everything else is
+/// provided. A missing key is never an error: lookups answer `Ok(None)`.
+pub trait Dbm: Send + Sync {
+    /// Shows `key`'s current value to `f` under the record's lock and carries out
+    /// its answer. With `writable == false` the answer must be [`Action::Keep`]
+    /// (anything else is an error) and readers of the same record run together.
+    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()>;
+
+    /// Like [`Dbm::process`] for several keys at once, atomically: every key's
+    /// record is locked before the first is shown, and no other operation sees
+    /// a state between two of the answers. Keys may repeat; each occurrence is
+    /// shown the value the earlier answers left.
+    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()>;
+
+    /// Shows every record to `f`, in the database's order, and carries out each
+    /// answer. The database is locked against other writers meanwhile.
+    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()>;
+
+    /// The number of records.
+    fn count(&self) -> Result<u64>;
+
+    /// The size of the database's file in bytes (its memory use for on-memory ones).
+    fn file_size(&self) -> Result<u64>;
+
+    /// The path of the database's file, if it has one.
+    fn path(&self) -> Option<&Path>;
+
+    /// Removes every record.
+    fn clear(&self) -> Result<()>;
+
+    /// Rewrites the database compactly.
+    fn rebuild(&self) -> Result<()>;
+
+    /// Whether fragmentation or load make a rebuild worthwhile.
+    fn should_be_rebuilt(&self) -> Result<bool>;
+
+    /// Makes every change so far reach the OS (`hard == false`) or the device.
+    fn synchronize(&self, hard: bool) -> Result<()>;
+
+    /// Name/value pairs of internal figures.
+    fn inspect(&self) -> Result<Vec<(String, String)>>;
+
+    /// Whether the database is consistent (false after an unrecovered crash or error).
+    fn is_healthy(&self) -> bool;
+
+    /// Whether iteration visits keys in order.
+    fn is_ordered(&self) -> bool;
+
+    /// An iterator over the records, not yet positioned.
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>>;
+
+    /// The value of `key`, or `None`.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut found = None;
+        self.process(key, false, &mut |value| {
+            found = value.map(<[u8]>::to_vec);
+            Action::Keep
+        })?;
+        Ok(found)
+    }
+
+    /// Stores `value` under `key`. If the key exists and `overwrite` is false,
+    /// nothing changes and the error has kind [`ErrorKind::Duplication`].
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        let mut existed = false;
+        self.process(key, true, &mut |old| {
+            existed = old.is_some();
+            if existed && !overwrite {
+                Action::Keep
+            } else {
+                Action::set(value)
+            }
+        })?;
+        if existed && !overwrite {
+            return Err(duplication(key));
+        }
+        Ok(())
+    }
+
+    /// Removes `key`; answers whether it existed.
+    fn remove(&self, key: &[u8]) -> Result<bool> {
+        let mut existed = false;
+        self.process(key, true, &mut |old| {
+            existed = old.is_some();
+            Action::Remove
+        })?;
+        Ok(existed)
+    }
+
+    /// Appends `value` to the value of `key`, with `delimiter` between them if
+    /// the key existed; stores `value` if it did not.
+    fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
+        self.process(key, true, &mut |old| match old {
+            None => Action::set(value),
+            Some(old) => Action::Set(Cow::Owned([old, delimiter, value].concat())),
+        })
+    }
+
+    /// Replaces the value of `key` with `desired` if it is `expected` now;
+    /// `None` stands for an absent record on either side. Answers whether it did.
+    fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
+        let mut done = false;
+        self.process(key, true, &mut |old| {
+            if old != expected {
+                return Action::Keep;
+            }
+            done = true;
+            match desired {
+                Some(v) => Action::set(v),
+                None => Action::Remove,
+            }
+        })?;
+        Ok(done)
+    }
+
+    /// Adds `delta` to the number stored under `key` (8 bytes, big-endian, as the
+    /// reference stores it), starting from `initial` if the key is absent, and
+    /// answers the result. [`INCREMENT_UNCHANGED`] reads without changing. A
+    /// value that is not 8 bytes long is an [`ErrorKind::InvalidArgument`] error.
+    fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
+        let mut result = Ok(0);
+        self.process(key, true, &mut |old| {
+            let current = match old {
+                None => initial,
+                Some(v) => match <[u8; 8]>::try_from(v) {
+                    Ok(bytes) => i64::from_be_bytes(bytes),
+                    Err(_) => {
+                        result = Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!("the value of {} is not an 8-byte number", show_key(key)),
+                        ));
+                        return Action::Keep;
+                    }
+                },
+            };
+            if delta == INCREMENT_UNCHANGED {
+                result = Ok(current);
+                return Action::Keep;
+            }
+            let next = current.wrapping_add(delta);
+            result = Ok(next);
+            Action::Set(Cow::Owned(next.to_be_bytes().to_vec()))
+        })?;
+        result
+    }
+
+    /// The values of `keys`, in the same order, read atomically together.
+    fn get_multi(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut values = vec![None; keys.len()];
+        self.process_multi(keys, false, &mut |i, _, value| {
+            values[i] = value.map(<[u8]>::to_vec);
+            Action::Keep
+        })?;
+        Ok(values)
+    }
+
+    /// Stores every pair atomically. If `overwrite` is false and any key exists,
+    /// nothing changes and the error is a duplication naming that key.
+    fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> Result<()> {
+        // Every key twice: the first pass looks, the second sets if nothing was taken.
+        let keys: Vec<&[u8]> = pairs.iter().chain(pairs).map(|p| p.0).collect();
+        let mut taken: Option<Vec<u8>> = None;
+        self.process_multi(&keys, true, &mut |i, key, old| {
+            if i < pairs.len() {
+                if !overwrite && taken.is_none() && old.is_some() {
+                    taken = Some(key.to_vec());
+                }
+                return Action::Keep;
+            }
+            if taken.is_some() {
+                return Action::Keep;
+            }
+            Action::set(pairs[i - pairs.len()].1)
+        })?;
+        taken.map_or(Ok(()), |key| Err(duplication(&key)))
+    }
+
+    /// Removes every key atomically; answers how many existed.
+    fn remove_multi(&self, keys: &[&[u8]]) -> Result<usize> {
+        let mut removed = 0;
+        self.process_multi(keys, true, &mut |_, _, old| {
+            removed += usize::from(old.is_some());
+            Action::Remove
+        })?;
+        Ok(removed)
+    }
+
+    /// If every `expected` pair holds (value `None`: the key is absent), applies
+    /// every `desired` pair (value `None`: remove), all atomically. Answers
+    /// whether it did.
+    fn compare_exchange_multi(
+        &self,
+        expected: &[(&[u8], Option<&[u8]>)],
+        desired: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<bool> {
+        let keys: Vec<&[u8]> = expected.iter().chain(desired).map(|p| p.0).collect();
+        let mut matched = true;
+        self.process_multi(&keys, true, &mut |i, _, value| {
+            if i < expected.len() {
+                matched &= value == expected[i].1;
+                return Action::Keep;
+            }
+            if !matched {
+                return Action::Keep;
+            }
+            match desired[i - expected.len()].1 {
+                Some(v) => Action::set(v),
+                None => Action::Remove,
+            }
+        })?;
+        Ok(matched)
+    }
+
+    /// Moves the record of `old_key` to `new_key` (keeping the old one if
+    /// `copying`). Fails with [`ErrorKind::NotFound`] if `old_key` is absent, and
+    /// with [`ErrorKind::Duplication`] if `new_key` exists and `overwrite` is false.
+    fn rekey(&self, old_key: &[u8], new_key: &[u8], overwrite: bool, copying: bool) -> Result<()> {
+        let mut outcome = Ok(());
+        let mut moved: Option<Vec<u8>> = None;
+        self.process_multi(&[old_key, new_key, old_key], true, &mut |i, key, value| match i {
+            0 => {
+                match value {
+                    None => {
+                        outcome = Err(Error::new(ErrorKind::NotFound, format!("no record {}", show_key(key))))
+                    }
+                    Some(v) => moved = Some(v.to_vec()),
+                }
+                Action::Keep
+            }
+            1 => {
+                if outcome.is_ok() && value.is_some() && !overwrite && old_key != new_key {
+                    outcome = Err(duplication(key));
+                }
+                match (&outcome, &moved) {
+                    (Ok(()), Some(v)) => Action::Set(Cow::Owned(v.clone())),
+                    _ => Action::Keep,
+                }
+            }
+            _ => {
+                if outcome.is_ok() && !copying && old_key != new_key {
+                    Action::Remove
+                } else {
+                    Action::Keep
+                }
+            }
+        })?;
+        outcome
+    }
+
+    /// Copies every record into `dest` (overwriting what is there).
+    fn export(&self, dest: &dyn Dbm) -> Result<()> {
+        let mut failure = None;
+        self.process_each(false, &mut |key, value| {
+            if failure.is_none() {
+                if let Err(e) = dest.set(key, value, true) {
+                    failure = Some(e);
+                }
+            }
+            Action::Keep
+        })?;
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+fn duplication(key: &[u8]) -> Error {
+    Error::new(
+        ErrorKind::Duplication,
+        format!("record {} exists and overwriting was not asked for", show_key(key)),
+    )
+}
+
+/// A key as a message shows it: quoted text, or hex for binary keys, cut short.
+pub(crate) fn show_key(key: &[u8]) -> String {
+    const MAX: usize = 64;
+    let cut = &key[..key.len().min(MAX)];
+    let more = if key.len() > MAX { "…" } else { "" };
+    match std::str::from_utf8(cut) {
+        Ok(text) if !text.chars().any(char::is_control) => format!("{text:?}{more}"),
+        _ => format!("0x{}{more}", cut.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
+/// A position among a database's records that survives concurrent updates.
+pub trait Cursor {
+    /// Moves to the first record.
+    fn first(&mut self) -> Result<()>;
+    /// Moves to the first record whose key is at least `key` (ordered databases;
+    /// others move to `key` itself or fail with a clear error).
+    fn jump(&mut self, key: &[u8]) -> Result<()>;
+    /// Moves to the next record.
+    fn next(&mut self) -> Result<()>;
+    /// The record at the position, or `None` past the end.
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// Replaces the value of the record at the position.
+    fn set(&mut self, value: &[u8]) -> Result<()>;
+    /// Removes the record at the position; the position moves to the next record.
+    fn remove(&mut self) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! What the hash database tests share: the file specs a database is checked
+//! on, reading a whole database into a map, comparing it with a model, and
+//! leaving behind the file a crash would.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use kuradb::dbm::hash::{HashDbm, HashOptions};
+use kuradb::dbm::{Action, Dbm};
+use kuradb::file::{FileKind, FileSpec};
+
+use super::{direct_io_supported, spec, TINY_PAGE_CACHE};
+
+/// What a database should hold.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A byte string as a failure message shows it: text if printable, else hex,
+/// cut short, with its length.
+pub fn show(bytes: &[u8]) -> String {
+    const MAX: usize = 24;
+    let cut = &bytes[..bytes.len().min(MAX)];
+    let more = if bytes.len() > MAX { "…" } else { "" };
+    let body = if cut.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        String::from_utf8_lossy(cut).into_owned()
+    } else {
+        cut.iter().fold(String::from("0x"), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    };
+    format!("{body:?}{more}({} bytes)", bytes.len())
+}
+
+/// An optional value as a failure message shows it.
+pub fn show_opt(value: Option<&[u8]>) -> String {
+    value.map_or_else(|| "absent".to_string(), show)
+}
+
+/// Every record of `db`, read by a read-only `process_each`; an error if a key
+/// is visited twice.
+pub fn records(db: &dyn Dbm) -> Result<Model, String> {
+    let mut map = Model::new();
+    let mut twice = None;
+    db.process_each(false, &mut |key, value| {
+        if map.insert(key.to_vec(), value.to_vec()).is_some() && twice.is_none() {
+            twice = Some(key.to_vec());
+        }
+        Action::Keep
+    })
+    .map_err(|e| format!("process_each: {e}"))?;
+    match twice {
+        Some(key) => Err(format!("process_each visited {} twice", show(&key))),
+        None => Ok(map),
+    }
+}
+
+/// Checks that `db` holds exactly `model`: its count, every key's `get`, and a
+/// full walk; describes the first difference.
+pub fn compare(db: &dyn Dbm, model: &Model) -> Result<(), String> {
+    let count = db.count().map_err(|e| format!("count: {e}"))?;
+    for (key, value) in model {
+        let got = db.get(key).map_err(|e| format!("get {}: {e}", show(key)))?;
+        if got.as_deref() != Some(value.as_slice()) {
+            return Err(format!(
+                "get {} is {}, expected {}",
+                show(key),
+                show_opt(got.as_deref()),
+                show(value)
+            ));
+        }
+    }
+    let walked = records(db)?;
+    if let Some((key, value)) = walked.iter().find(|(k, _)| !model.contains_key(*k)) {
+        return Err(format!("the walk found {} = {} that should not be there", show(key), show(value)));
+    }
+    if let Some((key, _)) = model.iter().find(|(k, v)| walked.get(*k) != Some(*v)) {
+        return Err(format!(
+            "the walk gave {} for {}, expected {}",
+            show_opt(walked.get(key).map(Vec::as_slice)),
+            show(key),
+            show(&model[key])
+        ));
+    }
+    if count != model.len() as u64 {
+        return Err(format!("count is {count}, expected {}", model.len()));
+    }
+    Ok(())
+}
+
+/// Leaves at `dest` what a crash of `db` right now would leave behind: the
+/// database is synchronized hard, then its file copied while still open (its
+/// header saying it was not closed cleanly).
+pub fn crash_copy(db: &HashDbm, path: &Path, dest: &Path) -> Result<(), String> {
+    db.synchronize(true).map_err(|e| format!("hard synchronize before the copy: {e}"))?;
+    std::fs::copy(path, dest).map_err(|e| format!("copy {} to {}: {e}", path.display(), dest.display()))?;
+    Ok(())
+}
+
+/// The file specs a database is checked on, by name: memory mapping, plain
+/// positional calls, atomic block I/O through a tiny page cache, parallel
+/// 4 KiB block I/O with padding, and (where the filesystem allows) direct I/O.
+pub fn specs() -> Vec<(&'static str, FileSpec)> {
+    let mut specs = vec![
+        ("mmap-para", FileSpec::new(FileKind::MmapParallel)),
+        ("mmap-atom", FileSpec::new(FileKind::MmapAtomic)),
+        ("pos-para", FileSpec::new(FileKind::PositionalParallel)),
+        (
+            "pos-atom-block512-pagecache",
+            spec(FileKind::PositionalAtomic, |s| {
+                s.block_size = 512;
+                s.pagecache = true;
+                s.page_cache_capacity = TINY_PAGE_CACHE;
+            }),
+        ),
+        (
+            "pos-para-block4096-padding",
+            spec(FileKind::PositionalParallel, |s| {
+                s.block_size = 4096;
+                s.padding = true;
+            }),
+        ),
+    ];
+    specs.extend(direct_specs());
+    specs
+}
+
+/// The direct I/O specs, or none where the filesystem refuses O_DIRECT. Their
+/// reserved space grows only as needed (see `direct_io_model` in hash_model.rs
+/// for why).
+pub fn direct_specs() -> Vec<(&'static str, FileSpec)> {
+    if !direct_io_supported() {
+        return Vec::new();
+    }
+    vec![
+        (
+            "pos-para-direct512-pagecache",
+            spec(FileKind::PositionalParallel, |s| {
+                s.block_size = 512;
+                s.direct = true;
+                s.pagecache = true;
+                s.page_cache_capacity = TINY_PAGE_CACHE;
+                s.alloc_init = 1;
+                s.alloc_inc = 1.0;
+            }),
+        ),
+        (
+            "pos-atom-direct4096-padding",
+            spec(FileKind::PositionalAtomic, |s| {
+                s.block_size = 4096;
+                s.direct = true;
+                s.padding = true;
+                s.alloc_init = 1;
+                s.alloc_inc = 1.0;
+            }),
+        ),
+    ]
+}
+
+/// Options for a small test database on `file`.
+pub fn options(file: &FileSpec) -> HashOptions {
+    HashOptions { file: file.clone(), num_buckets: 101, ..HashOptions::default() }
+}

@@ -1,0 +1,581 @@
+//! A damaged hash database file gives a clear error (a broken-data error that
+//! names the file, and the offset where a record is at fault) or a successful
+//! restore, never a panic and never a value that was not written: empty,
+//! garbage, foreign, truncated files, wild bucket offsets, flipped bytes in
+//! records, and files that were not closed cleanly.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use common::hash::{self as h, show, Model};
+use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
+use kuradb::dbm::Dbm;
+use kuradb::file::FileSpec;
+use kuradb::{Error, ErrorKind};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// The header's size and where the bucket array starts (docs of `header.rs`).
+const HEADER: usize = 128;
+
+/// The specs these tests open files with: mapping, positional calls, and
+/// atomic block I/O through a page cache.
+fn specs() -> Vec<(&'static str, FileSpec)> {
+    h::specs()
+        .into_iter()
+        .filter(|(n, _)| ["mmap-para", "pos-para", "pos-atom-block512-pagecache"].contains(n))
+        .collect()
+}
+
+/// Unaligned records: with any alignment, relinking a record inside a chain
+/// currently breaks the chain (see `relinking_keeps_chains_of_aligned_records`
+/// in hash_model.rs), which would fail these tests before they reach the
+/// damage they are about. The model covers every alignment.
+const ALIGN_POW: u8 = 0;
+
+fn options(file: &FileSpec) -> HashOptions {
+    HashOptions { num_buckets: 7, align_pow: ALIGN_POW, ..h::options(file) }
+}
+
+/// The value written for `key` in version `version`: distinct, 0 to 300 bytes.
+fn value_of(key: usize, version: usize) -> Vec<u8> {
+    let len = (key * 37 + version * 101) % 301;
+    let mut v = format!("value of {key} v{version}|").into_bytes();
+    v.extend((0..len).map(|i| (i * 13 + key) as u8));
+    v
+}
+
+fn key_of(i: usize) -> Vec<u8> {
+    format!("key{i:03}").into_bytes()
+}
+
+/// Builds and closes a new database of `n` keys at `path`, each key written once
+/// or twice, every fifth one removed again; answers what it holds.
+fn build(path: &Path, options: &HashOptions, n: usize) -> Model {
+    let _ = std::fs::remove_file(path);
+    let db = HashDbm::open(path, true, options).expect("create the database");
+    let mut model = Model::new();
+    for i in 0..n {
+        db.set(&key_of(i), &value_of(i, 0), true).expect("set");
+        model.insert(key_of(i), value_of(i, 0));
+    }
+    for i in (0..n).step_by(3) {
+        db.set(&key_of(i), &value_of(i, 1), true).expect("overwrite");
+        model.insert(key_of(i), value_of(i, 1));
+    }
+    for i in (0..n).step_by(5) {
+        db.remove(&key_of(i)).expect("remove");
+        model.remove(&key_of(i));
+    }
+    db.close().expect("close");
+    model
+}
+
+/// Every value ever written for each key by [`build`].
+fn history(n: usize) -> BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>> {
+    (0..n).map(|i| (key_of(i), [value_of(i, 0), value_of(i, 1)].into_iter().collect())).collect()
+}
+
+/// What is wrong with `err` as the error of damaged data in `path`: it must be
+/// broken data naming the file, and with `offset` name an offset too.
+fn broken_problem(err: &Error, path: &Path, offset: bool, what: &str) -> Option<String> {
+    let text = err.to_string();
+    if err.kind() != ErrorKind::BrokenData {
+        Some(format!("{what}: not a broken-data error: {text}"))
+    } else if !text.contains(&path.display().to_string()) {
+        Some(format!("{what}: the error does not name the file: {text}"))
+    } else if offset && !text.contains("offset") {
+        Some(format!("{what}: the error does not name the offset: {text}"))
+    } else {
+        None
+    }
+}
+
+/// The error must be broken data naming `path`.
+#[track_caller]
+fn assert_broken(err: &Error, path: &Path, what: &str) {
+    if let Some(problem) = broken_problem(err, path, false, what) {
+        panic!("{problem}");
+    }
+}
+
+/// Panics listing `problems`, if there are any.
+#[track_caller]
+fn assert_no_problems(problems: &[String]) {
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// Opening `path` read-only and for writing both fail with broken data naming
+/// it, and leave its bytes as they were; so does an explicit restore of it.
+#[track_caller]
+fn assert_refused(path: &Path, file: &FileSpec, name: &str, case: &str) -> Vec<Error> {
+    let before = std::fs::read(path).expect("read the file");
+    let mut errors = Vec::new();
+    for writable in [false, true] {
+        let what = format!("[{name}] {case}: open with writable={writable}");
+        match HashDbm::open(path, writable, &options(file)) {
+            Ok(_) => panic!("{what} succeeded"),
+            Err(e) => {
+                assert_broken(&e, path, &what);
+                errors.push(e);
+            }
+        }
+        assert!(std::fs::read(path).expect("read the file") == before, "{what} changed the file");
+    }
+    let dest = path.with_extension("restored");
+    match HashDbm::restore(path, &dest, &options(file)) {
+        Ok(n) => panic!("[{name}] {case}: restore succeeded with {n} records"),
+        Err(e) => assert_broken(&e, path, &format!("[{name}] {case}: restore")),
+    }
+    errors
+}
+
+/// A zero-length file is no database: a reader is refused with a broken-data
+/// error naming it (and the file stays empty), while a writer makes a new
+/// database of it.
+#[test]
+fn an_empty_file_is_refused_to_a_reader_and_initialized_by_a_writer() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for (name, file) in specs() {
+        let path = dir.path().join(format!("{name}.kh"));
+        std::fs::write(&path, b"").expect("create an empty file");
+        match HashDbm::open(&path, false, &options(&file)) {
+            Ok(_) => panic!("[{name}] opening an empty file read-only succeeded"),
+            Err(e) => assert_broken(&e, &path, &format!("[{name}] open an empty file read-only")),
+        }
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 0, "[{name}] the reader wrote the file");
+        let db = HashDbm::open(&path, true, &options(&file)).expect("open an empty file for writing");
+        db.set(b"k", b"v", true).expect("set");
+        db.close().expect("close");
+        let db = HashDbm::open(&path, false, &options(&file)).expect("reopen read-only");
+        assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]), "[{name}] the new database");
+    }
+}
+
+/// A file that is not a kuradb hash database is refused, naming the file and
+/// left untouched: random bytes, a short file, a wrong magic, a Tkrzw file
+/// (with a hint at how to convert it), a damaged header, an unknown format
+/// version and impossible tuning parameters.
+#[test]
+fn foreign_and_damaged_headers_are_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let valid_path = dir.path().join("valid.kh");
+    build(&valid_path, &options(&FileSpec::default()), 10);
+    let valid = std::fs::read(&valid_path).expect("read the valid file");
+    let with_crc = |mut b: Vec<u8>| {
+        let crc = crc32fast::hash(&b[..124]);
+        b[124..128].copy_from_slice(&crc.to_le_bytes());
+        b
+    };
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("random bytes", (0..8192).map(|_| rng.gen()).collect()),
+        ("a file shorter than the header", valid[..100].to_vec()),
+        ("a wrong magic", [b"NotAKura".as_slice(), &valid[8..]].concat()),
+        ("a Tkrzw magic", [b"TkrzwHDB".as_slice(), &valid[8..]].concat()),
+    ];
+    let mut count_changed = valid.clone();
+    count_changed[24] ^= 0x01;
+    cases.push(("a header whose checksum does not match", count_changed));
+    let mut version = valid.clone();
+    version[8] = 99;
+    cases.push(("format version 99", with_crc(version)));
+    let mut width = valid.clone();
+    width[10] = 9;
+    cases.push(("offset width 9", with_crc(width)));
+    let mut buckets = valid.clone();
+    buckets[16..24].copy_from_slice(&0u64.to_le_bytes());
+    cases.push(("zero buckets", with_crc(buckets)));
+    let mut start = valid.clone();
+    start[48..56].copy_from_slice(&100u64.to_le_bytes());
+    cases.push(("records inside the header", with_crc(start)));
+    for (name, file) in specs() {
+        for (case, bytes) in &cases {
+            let path = dir.path().join(format!("{name}-{}.kh", case.replace(' ', "-")));
+            std::fs::write(&path, bytes).expect("write the damaged file");
+            let errors = assert_refused(&path, &file, name, case);
+            if *case == "a Tkrzw magic" {
+                for e in errors {
+                    assert!(e.to_string().contains("Tkrzw"), "[{name}] the error does not say Tkrzw: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// A file cut inside its header or its bucket array is refused, naming the
+/// file, and left untouched.
+#[test]
+fn a_file_cut_before_its_records_is_refused() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for (name, file) in specs() {
+        let o = HashOptions { num_buckets: 1000, ..options(&file) };
+        let path = dir.path().join(format!("{name}.kh"));
+        build(&path, &o, 30);
+        let whole = std::fs::read(&path).expect("read");
+        for (case, cut) in [("inside the header", 64), ("inside the bucket array", HEADER + 1000)] {
+            let cut_path = dir.path().join(format!("{name}-cut-{cut}.kh"));
+            std::fs::write(&cut_path, &whole[..cut]).expect("write the cut file");
+            let before = std::fs::read(&cut_path).expect("read");
+            for writable in [false, true] {
+                match HashDbm::open(&cut_path, writable, &o) {
+                    Ok(_) => panic!("[{name}] opening a file cut {case} (writable={writable}) succeeded"),
+                    Err(e) => assert_broken(&e, &cut_path, &format!("[{name}] open a file cut {case}")),
+                }
+                assert!(
+                    std::fs::read(&cut_path).expect("read") == before,
+                    "[{name}] the open changed the file"
+                );
+            }
+        }
+    }
+}
+
+/// A file cut inside its records answers each key with its value or a broken
+/// data error naming the file and the offset, never with "absent" or a wrong
+/// value; walks fail the same way; an explicit restore keeps every record that
+/// could still be read, with its value.
+#[test]
+fn a_file_cut_inside_its_records_gives_values_or_errors_and_restores() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let mut problems = Vec::new();
+    for (name, file) in specs() {
+        for cache_buckets in [false, true] {
+            let o = HashOptions { cache_buckets, ..options(&file) };
+            let path = dir.path().join(format!("{name}.kh"));
+            let model = build(&path, &o, 60);
+            let whole = std::fs::read(&path).expect("read");
+            let start = HEADER + 7 * 5;
+            for cut in [whole.len() - 1, whole.len() * 3 / 4, whole.len() / 2, start + 20] {
+                let what = format!("[{name}] cache_buckets={cache_buckets}, cut at {cut} of {}", whole.len());
+                let cut_path = dir.path().join(format!("{name}-cut.kh"));
+                std::fs::write(&cut_path, &whole[..cut]).expect("write the cut file");
+                let db = HashDbm::open(&cut_path, false, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+                let mut readable = Model::new();
+                for (key, value) in &model {
+                    match db.get(key) {
+                        Ok(Some(got)) if &got == value => {
+                            readable.insert(key.clone(), got);
+                        }
+                        Ok(got) => problems.push(format!(
+                            "{what}: get {} answered {:?}",
+                            show(key),
+                            got.as_deref().map(show)
+                        )),
+                        Err(e) => {
+                            problems.extend(broken_problem(&e, &cut_path, true, &format!("{what}: get")))
+                        }
+                    }
+                }
+                if let Err(e) = h::records(&db) {
+                    if !e.contains(&cut_path.display().to_string()) {
+                        problems.push(format!("{what}: the walk's error does not name the file: {e}"));
+                    }
+                }
+                drop(db);
+                let dest = dir.path().join(format!("{name}-restored.kh"));
+                let kept = match HashDbm::restore(&cut_path, &dest, &o) {
+                    Ok(kept) => kept,
+                    Err(e) => {
+                        problems.push(format!("{what}: restore: {e}"));
+                        continue;
+                    }
+                };
+                let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                let got =
+                    h::records(&restored).unwrap_or_else(|e| panic!("{what}: walk the restored file: {e}"));
+                if kept != got.len() as u64 {
+                    problems.push(format!("{what}: restore answered {kept}, the copy holds {}", got.len()));
+                }
+                for (key, value) in &got {
+                    if model.get(key) != Some(value) {
+                        problems.push(format!("{what}: the restore made up {} = {}", show(key), show(value)));
+                    }
+                }
+                for key in readable.keys().filter(|k| !got.contains_key(*k)) {
+                    problems.push(format!("{what}: the restore lost the readable {}", show(key)));
+                }
+            }
+        }
+    }
+    assert_no_problems(&problems);
+}
+
+/// Bucket offsets that point past the end of the file, into the bucket array
+/// or into the middle of a record give broken-data errors naming the file and
+/// the offset (and mark the database unhealthy); a restore, which ignores the
+/// buckets, gets every record back.
+#[test]
+fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let mut problems = Vec::new();
+    for (name, file) in specs() {
+        for cache_buckets in [false, true] {
+            for (case, wild) in [
+                ("past the end", [0xFF; 5]),
+                ("into the bucket array", [1, 0, 0, 0, 0]),
+                ("into a record", [(HEADER + 7 * 5 + 3) as u8, 0, 0, 0, 0]),
+            ] {
+                let o = HashOptions { cache_buckets, ..options(&file) };
+                let path = dir.path().join(format!("{name}.kh"));
+                let model = build(&path, &o, 40);
+                let mut bytes = std::fs::read(&path).expect("read");
+                for b in 0..7 {
+                    bytes[HEADER + b * 5..HEADER + b * 5 + 5].copy_from_slice(&wild);
+                }
+                std::fs::write(&path, &bytes).expect("write");
+                let what = format!("[{name}] cache_buckets={cache_buckets}, buckets {case}");
+                let db = HashDbm::open(&path, false, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+                for key in model.keys() {
+                    match db.get(key) {
+                        Ok(got) => problems.push(format!(
+                            "{what}: get {} answered {:?}",
+                            show(key),
+                            got.as_deref().map(show)
+                        )),
+                        Err(e) => problems.extend(broken_problem(&e, &path, true, &format!("{what}: get"))),
+                    }
+                }
+                if h::records(&db).is_ok() {
+                    problems.push(format!("{what}: the walk succeeded"));
+                }
+                if db.is_healthy() {
+                    problems.push(format!("{what}: the database still says it is healthy"));
+                }
+                drop(db);
+                let dest = dir.path().join(format!("{name}-restored.kh"));
+                match HashDbm::restore(&path, &dest, &o) {
+                    Err(e) => problems.push(format!("{what}: restore: {e}")),
+                    Ok(kept) => {
+                        let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                        if let Err(e) = h::compare(&restored, &model) {
+                            problems.push(format!("{what}: the restored file ({kept} records): {e}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    problems.dedup();
+    assert_no_problems(&problems);
+}
+
+/// With record checksums, a flipped byte in a record's value makes reading
+/// that record a broken-data error naming the file and the offset, while the
+/// other records read as written; a restore drops just that record.
+#[test]
+fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for (name, file) in specs() {
+        let o = HashOptions { record_crc: true, ..options(&file) };
+        let path = dir.path().join(format!("{name}.kh"));
+        let model = build(&path, &o, 30);
+        let victim = key_of(7);
+        let value = model[&victim].clone();
+        let mut bytes = std::fs::read(&path).expect("read");
+        let at = bytes
+            .windows(value.len())
+            .position(|w| w == value.as_slice())
+            .expect("the victim's value is in the file");
+        bytes[at + value.len() / 2] ^= 0x20;
+        std::fs::write(&path, &bytes).expect("write");
+        let db = HashDbm::open(&path, false, &o).expect("open");
+        for (key, value) in &model {
+            let got = db.get(key);
+            if *key == victim {
+                let e = got.expect_err(&format!("[{name}] reading the damaged record succeeded"));
+                assert_broken(&e, &path, &format!("[{name}] get the damaged record"));
+                assert!(e.to_string().contains("offset"), "[{name}] no offset in: {e}");
+            } else {
+                let got = got.unwrap_or_else(|e| panic!("[{name}] get {}: {e}", show(key)));
+                assert_eq!(got.as_ref(), Some(value), "[{name}] get {}", show(key));
+            }
+        }
+        assert!(!db.is_healthy(), "[{name}] the database still says it is healthy");
+        drop(db);
+        let dest = dir.path().join(format!("{name}-restored.kh"));
+        let kept = HashDbm::restore(&path, &dest, &o).unwrap_or_else(|e| panic!("[{name}] restore: {e}"));
+        let mut expected = model.clone();
+        expected.remove(&victim);
+        assert_eq!(kept, expected.len() as u64, "[{name}] records restored");
+        let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+        h::compare(&restored, &expected).unwrap_or_else(|e| panic!("[{name}] the restored file: {e}"));
+    }
+}
+
+/// Writes a database, synchronizes it hard and copies its file while it is
+/// still open, `copies` times; answers the copies and what they hold.
+fn unclean_copies(dir: &Path, name: &str, o: &HashOptions, copies: usize) -> (Vec<PathBuf>, Model) {
+    let path = dir.join(format!("{name}.kh"));
+    let db = HashDbm::open(&path, true, o).expect("create");
+    let mut model = Model::new();
+    for i in 0..80 {
+        db.set(&key_of(i), &value_of(i, 0), true).expect("set");
+        model.insert(key_of(i), value_of(i, 0));
+    }
+    db.synchronize(true).expect("hard synchronize");
+    for i in (0..80).step_by(4) {
+        db.set(&key_of(i), &value_of(i, 1), true).expect("overwrite");
+        model.insert(key_of(i), value_of(i, 1));
+        db.remove(&key_of(i + 1)).expect("remove");
+        model.remove(&key_of(i + 1));
+    }
+    let paths: Vec<PathBuf> = (0..copies).map(|i| dir.join(format!("{name}-unclean-{i}.kh"))).collect();
+    for copy in &paths {
+        h::crash_copy(&db, &path, copy).unwrap_or_else(|e| panic!("[{name}] {e}"));
+    }
+    db.close().expect("close");
+    (paths, model)
+}
+
+/// A file not closed cleanly is refused for writing with RestoreMode::Refuse,
+/// with a message naming it and saying so (the file untouched); opened
+/// read-only it says it is not healthy; with RestoreMode::Automatic it is
+/// restored to everything synchronized and is clean afterwards.
+#[test]
+fn an_unclean_file_is_refused_or_restored_automatically() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let mut all = specs();
+    all.extend(h::direct_specs());
+    for (name, file) in all {
+        for update_mode in [UpdateMode::InPlace, UpdateMode::Appending] {
+            let o = HashOptions { update_mode, ..options(&file) };
+            let what = format!("[{name}] {update_mode:?}");
+            let (copies, model) = unclean_copies(dir.path(), name, &o, 1);
+            let copy = &copies[0];
+            let before = std::fs::read(copy).expect("read");
+            let refuse = HashOptions { restore: RestoreMode::Refuse, ..o.clone() };
+            match HashDbm::open(copy, true, &refuse) {
+                Ok(_) => panic!("{what}: opening an unclean file with RestoreMode::Refuse succeeded"),
+                Err(e) => {
+                    assert_broken(&e, copy, &format!("{what}: refuse"));
+                    assert!(e.to_string().contains("not closed cleanly"), "{what}: unclear message: {e}");
+                }
+            }
+            assert!(std::fs::read(copy).expect("read") == before, "{what}: the refusal changed the file");
+            match HashDbm::open(copy, false, &refuse) {
+                Ok(db) => {
+                    assert!(!db.is_healthy(), "{what}: an unclean file opened read-only says it is healthy")
+                }
+                Err(e) => assert_broken(&e, copy, &format!("{what}: open read-only")),
+            }
+            let db =
+                HashDbm::open(copy, true, &o).unwrap_or_else(|e| panic!("{what}: automatic restore: {e}"));
+            h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: after the automatic restore: {e}"));
+            assert!(db.is_healthy(), "{what}: the restored database says it is not healthy");
+            db.set(b"after", b"restore", true).expect("set after the restore");
+            db.close().expect("close");
+            let db = HashDbm::open(copy, true, &refuse).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+            let mut model = model;
+            model.insert(b"after".to_vec(), b"restore".to_vec());
+            h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: reopened after the restore: {e}"));
+        }
+    }
+}
+
+/// HashDbm::restore copies an unclean file into a new, clean database holding
+/// everything synchronized, and leaves the source as it was.
+#[test]
+fn an_explicit_restore_writes_a_clean_copy() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for (name, file) in specs() {
+        for update_mode in [UpdateMode::InPlace, UpdateMode::Appending] {
+            let o = HashOptions { update_mode, ..options(&file) };
+            let what = format!("[{name}] {update_mode:?}");
+            let (copies, model) = unclean_copies(dir.path(), name, &o, 1);
+            let before = std::fs::read(&copies[0]).expect("read");
+            let dest = dir.path().join(format!("{name}-explicit.kh"));
+            let kept =
+                HashDbm::restore(&copies[0], &dest, &o).unwrap_or_else(|e| panic!("{what}: restore: {e}"));
+            assert_eq!(kept, model.len() as u64, "{what}: records restored");
+            assert!(
+                std::fs::read(&copies[0]).expect("read") == before,
+                "{what}: the restore changed its source"
+            );
+            let refuse = HashOptions { restore: RestoreMode::Refuse, ..o.clone() };
+            let db =
+                HashDbm::open(&dest, true, &refuse).unwrap_or_else(|e| panic!("{what}: open the copy: {e}"));
+            h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: the restored copy: {e}"));
+        }
+    }
+}
+
+/// Random damage anywhere in a database file (header, buckets, records) never
+/// panics: opening, reading, walking and cursors answer or fail with broken
+/// data naming the file, and a restore either fails so or keeps only values
+/// that were once written for their keys.
+#[test]
+fn random_damage_never_panics_or_invents_values() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    let keys = 40;
+    let history = history(keys);
+    let mut problems = Vec::new();
+    for (name, file) in specs() {
+        for seed in 0..24u64 {
+            let o = HashOptions { record_crc: seed % 2 == 0, cache_buckets: seed % 3 == 0, ..options(&file) };
+            let what = format!(
+                "[{name}] seed {seed}, record_crc={}, cache_buckets={}",
+                o.record_crc, o.cache_buckets
+            );
+            let path = dir.path().join(format!("{name}-{seed}.kh"));
+            let model = build(&path, &o, keys);
+            let mut bytes = std::fs::read(&path).expect("read");
+            let mut rng = SmallRng::seed_from_u64(seed);
+            for _ in 0..rng.gen_range(1..=8) {
+                // Mostly past the header, whose checksum refuses any change.
+                let from = if rng.gen_ratio(1, 8) { 0 } else { HEADER };
+                let at = rng.gen_range(from..bytes.len());
+                bytes[at] = rng.gen();
+            }
+            std::fs::write(&path, &bytes).expect("write");
+            let mut check = |r: Result<(), Error>, op: &str| {
+                if let Err(e) = r {
+                    problems.extend(broken_problem(&e, &path, false, &format!("{what}: {op}")));
+                }
+            };
+            match HashDbm::open(&path, false, &o) {
+                Err(e) => check(Err(e), "open"),
+                Ok(db) => {
+                    for key in model.keys() {
+                        check(db.get(key).map(|_| ()), "get");
+                    }
+                    check(db.count().map(|_| ()), "count");
+                    let walk = || -> Result<(), Error> {
+                        let mut cursor = db.iter()?;
+                        cursor.first()?;
+                        for _ in 0..=keys * 2 {
+                            if cursor.get()?.is_none() {
+                                break;
+                            }
+                            cursor.next()?;
+                        }
+                        Ok(())
+                    };
+                    check(walk(), "cursor walk");
+                    check(db.process_each(false, &mut |_, _| kuradb::dbm::Action::Keep), "process_each");
+                }
+            }
+            let dest = dir.path().join(format!("{name}-{seed}-restored.kh"));
+            match HashDbm::restore(&path, &dest, &o) {
+                Err(e) => check(Err(e), "restore"),
+                Ok(_) => {
+                    let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                    let got = h::records(&restored)
+                        .unwrap_or_else(|e| panic!("{what}: walk the restored file: {e}"));
+                    for (key, value) in &got {
+                        if !history.get(key).is_some_and(|h| h.contains(value)) {
+                            problems.push(format!(
+                                "{what}: the restore made up {} = {}",
+                                show(key),
+                                show(value)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_no_problems(&problems);
+}
