@@ -30,7 +30,8 @@ use kuradb::{ErrorKind, Result};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 
-/// Cases per spec: modest, so the whole file runs in about a minute.
+/// Cases per spec: modest, so the whole file runs in well under a minute.
+/// `PROPTEST_CASES` in the environment overrides it, for a longer hunt.
 const CASES: u32 = 24;
 
 /// A value by its length and the byte its pattern starts from.
@@ -584,7 +585,7 @@ fn check_specs(specs: &[(&str, FileSpec)], align_pows: std::ops::RangeInclusive<
     for (name, file) in specs {
         // Shrinking replays crashes and restores: bounded so a failure reports in seconds.
         let config = Config {
-            cases: CASES,
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(CASES),
             max_shrink_iters: 1024,
             max_shrink_time: 8000,
             failure_persistence: None,
@@ -654,7 +655,8 @@ fn direct_io_model() {
     check_specs(&specs, 6..=9);
 }
 
-// Regressions: minimised cases the model found, replayed by name.
+// Regressions: minimised cases of bugs that the model, the crash tests and
+// probes of the record encoding found, replayed by name.
 
 fn replay(spec: &str, tuning: Tuning, ops: &[Op]) {
     let (name, file) = named(&[spec]).remove(0);

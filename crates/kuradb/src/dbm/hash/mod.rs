@@ -880,6 +880,7 @@ impl Dbm for HashDbm {
         let mut out = vec![
             ("class".to_string(), "HashDbm".to_string()),
             ("num_records".into(), s.count.load(Ordering::Acquire).to_string()),
+            ("eff_data_size".into(), s.data_size.load(Ordering::Acquire).to_string()),
             ("num_buckets".into(), s.num_buckets.to_string()),
             ("offset_width".into(), s.width.to_string()),
             ("align_pow".into(), s.align_pow.to_string()),
