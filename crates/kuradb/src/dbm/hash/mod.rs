@@ -98,6 +98,9 @@ struct FreePool {
     /// restore would otherwise take it for the latest version of its key),
     /// unless reused first.
     doomed: std::collections::HashMap<u64, (u64, bool)>,
+    /// Removed records of older epochs, marked void already: reusable once
+    /// the next hard synchronization made the marks durable.
+    doomed_marked: Vec<(u64, u64)>,
     cap: usize,
 }
 
@@ -453,17 +456,28 @@ impl State {
         })
     }
 
-    /// Frees the space of a record that no chain reaches any more (replaced or
-    /// removed). Space of the current epoch is reusable at once: no hard
-    /// synchronization has covered it, so nothing durable depends on it. Older
-    /// space waits until its void mark is durable.
-    fn release(&self, offset: u64, header: &record::Header) {
+    /// Frees the space of a record that no chain reaches any more. A removed
+    /// record is marked void at once: a crash may keep the mark or not, and
+    /// either state (present, absent) existed. A replaced one is marked only
+    /// after its replacement is durable (see [`State::make_durable`]): marked
+    /// sooner, a crash could leave neither version. Space of the current epoch
+    /// is reusable at once, since no hard synchronization has covered it; older
+    /// space once its void mark is durable.
+    fn release(&self, offset: u64, header: &record::Header, removed: bool) -> Result<()> {
+        if removed {
+            self.file.write(offset, &[record::MAGIC_VOID])?;
+        }
         let mut free = self.free.lock();
         let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
-        free.doomed.insert(offset, (header.size, reusable));
+        if !removed {
+            free.doomed.insert(offset, (header.size, reusable));
+        } else if !reusable && !self.appending {
+            free.doomed_marked.push((offset, header.size));
+        }
         if reusable {
             free.put(offset, header.size);
         }
+        Ok(())
     }
 
     /// Marks void every doomed record; answers them, to be reused once the
@@ -488,10 +502,14 @@ impl State {
         self.file.synchronize(true)?;
         if !self.appending {
             let mut free = self.free.lock();
+            let removed = std::mem::take(&mut free.doomed_marked);
             for (offset, (size, reusable)) in marked {
                 if !reusable {
                     free.put(offset, size);
                 }
+            }
+            for (offset, size) in removed {
+                free.put(offset, size);
             }
         }
         Ok(())
@@ -505,8 +523,7 @@ impl State {
                 self.write_link(f.link, f.header.next)?;
                 self.count.fetch_sub(1, Ordering::AcqRel);
                 self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
-                self.release(f.offset, &f.header);
-                Ok(())
+                self.release(f.offset, &f.header, true)
             }
             (Action::Set(value), found) => {
                 if key.len() as u64 > MAX_ITEM || value.len() as u64 > MAX_ITEM {
@@ -547,8 +564,7 @@ impl State {
                 }
                 let offset = self.put_new(key, &value, f.header.next)?;
                 self.write_link(f.link, offset)?;
-                self.release(f.offset, &f.header);
-                Ok(())
+                self.release(f.offset, &f.header, false)
             }
         }
     }
@@ -701,6 +717,7 @@ impl State {
         free.ready.clear();
         free.ready_len = 0;
         free.doomed.clear();
+        free.doomed_marked.clear();
         Ok(())
     }
 }
