@@ -377,7 +377,11 @@ impl State {
         if offset < self.records_start || offset >= size {
             return Err(self.broken(offset, "a chain points outside the records"));
         }
-        let first = (self.min_read_size + key.map_or(0, <[u8]>::len)).min((size - offset) as usize);
+        // With block I/O the whole block is read anyway: take all of it.
+        let block = self.file.block_size();
+        let wanted = offset + (self.min_read_size + key.map_or(0, <[u8]>::len)) as u64;
+        let first = (wanted.div_ceil(block) * block).min(size) - offset;
+        let first = first as usize;
         let mut buf = vec![0u8; first];
         self.file.read(offset, &mut buf)?;
         let header =
