@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RestoreMode, UpdateMode};
+pub use options::{FileWrapper, HashOptions, RestoreMode, UpdateMode};
 
 use self::header::Header;
 use self::record::{Record, MAX_HEADER, MAX_ITEM};
@@ -203,7 +203,7 @@ fn check_options(o: &HashOptions) -> Result<()> {
 fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
     let mut open = o.open.clone();
     open.writable = writable;
-    let file = o.file.open(path, &open)?;
+    let file = o.open_file(path, &open)?;
     if file.size() == 0 {
         if !writable {
             return Err(Error::new(

@@ -1,6 +1,22 @@
 //! The tuning parameters of a hash database and how it is opened.
 
-use crate::file::{FileSpec, OpenOptions};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::file::{File, FileSpec, OpenOptions};
+
+/// A function every file the database opens passes through, so a test can
+/// wrap it (in a [`FaultFile`](crate::file::FaultFile), say) and keep a
+/// handle to it. Not part of the file's format; applies to the files of the
+/// database itself, its rebuilds and restores.
+#[derive(Clone)]
+pub struct FileWrapper(pub Arc<dyn Fn(Box<dyn File>) -> Box<dyn File> + Send + Sync>);
+
+impl fmt::Debug for FileWrapper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FileWrapper(..)")
+    }
+}
 
 /// How updates reach the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +65,23 @@ pub struct HashOptions {
     pub min_read_size: usize,
     /// What to do with a file that was not closed cleanly.
     pub restore: RestoreMode,
+    /// Wraps every file the database opens (for tests).
+    pub wrap_file: Option<FileWrapper>,
+}
+
+impl HashOptions {
+    /// Opens a file of the database as `file` and `wrap_file` say.
+    pub(crate) fn open_file(
+        &self,
+        path: &std::path::Path,
+        open: &OpenOptions,
+    ) -> crate::Result<Box<dyn File>> {
+        let file = self.file.open(path, open)?;
+        Ok(match &self.wrap_file {
+            Some(wrap) => (wrap.0)(file),
+            None => file,
+        })
+    }
 }
 
 impl Default for HashOptions {
@@ -65,6 +98,7 @@ impl Default for HashOptions {
             cache_buckets: false,
             min_read_size: 256,
             restore: RestoreMode::Automatic,
+            wrap_file: None,
         }
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn copy_into(
     let mut o = options.clone();
     o.open = OpenOptions::writer().truncating();
     {
-        let file = o.file.open(dest, &o.open)?;
+        let file = o.open_file(dest, &o.open)?;
         create(file.as_ref(), &o)?;
     }
     o.open = OpenOptions::writer();
