@@ -10,7 +10,10 @@ use crate::file::{File, FileSpec, OpenOptions};
 /// handle to it. Not part of the file's format; applies to the files of the
 /// database itself, its rebuilds and restores.
 #[derive(Clone)]
-pub struct FileWrapper(pub Arc<dyn Fn(Box<dyn File>) -> Box<dyn File> + Send + Sync>);
+pub struct FileWrapper(pub Arc<WrapFn>);
+
+/// The function inside a [`FileWrapper`].
+pub type WrapFn = dyn Fn(Box<dyn File>) -> Box<dyn File> + Send + Sync;
 
 impl fmt::Debug for FileWrapper {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
