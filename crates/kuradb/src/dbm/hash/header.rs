@@ -1,4 +1,8 @@
-//! The first 128 bytes of a hash database's file.
+//! The first 128 bytes of a hash database's file, in two halves with a
+//! checksum each. The first half is written once, at creation; the second is
+//! rewritten at every synchronization, so a write torn by a crash can damage
+//! only the second half, and a second half that fails its checksum just means
+//! "not closed cleanly": the restore needs only the first.
 //!
 //! | offset | field |
 //! | --- | --- |
@@ -7,13 +11,14 @@
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
-//! | 12 | 1 while a writer has the file open; 0 after a clean close |
 //! | 16 | number of buckets (u64) |
-//! | 24 | record count (u64, exact after a clean close) |
-//! | 32 | bytes of keys and values (u64, exact after a clean close) |
-//! | 40 | epoch: hard synchronizations so far (u32) |
-//! | 48 | offset of the first record (u64) |
-//! | 124 | CRC-32 of bytes 0 to 123 |
+//! | 24 | offset of the first record (u64) |
+//! | 60 | CRC-32 of bytes 0 to 59 |
+//! | 64 | 1 while a writer has the file open; 0 after a clean close |
+//! | 72 | record count (u64, exact after a clean close) |
+//! | 80 | bytes of keys and values (u64, exact after a clean close) |
+//! | 88 | epoch: hard synchronizations so far (u32) |
+//! | 124 | CRC-32 of bytes 64 to 123 |
 //!
 //! Integers are little-endian.
 
@@ -46,14 +51,23 @@ impl Header {
         b[9] = u8::from(self.appending);
         b[10] = self.width;
         b[11] = self.align_pow;
-        b[12] = u8::from(self.open_for_writing);
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
-        b[24..32].copy_from_slice(&self.count.to_le_bytes());
-        b[32..40].copy_from_slice(&self.data_size.to_le_bytes());
-        b[40..44].copy_from_slice(&self.epoch.to_le_bytes());
-        b[48..56].copy_from_slice(&self.records_start.to_le_bytes());
-        let crc = crc32fast::hash(&b[..124]);
-        b[124..].copy_from_slice(&crc.to_le_bytes());
+        b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b[64..].copy_from_slice(&self.encode_state());
+        b
+    }
+
+    /// The second half: what changes while the file is open.
+    pub(crate) fn encode_state(&self) -> [u8; SIZE / 2] {
+        let mut b = [0u8; SIZE / 2];
+        b[0] = u8::from(self.open_for_writing);
+        b[8..16].copy_from_slice(&self.count.to_le_bytes());
+        b[16..24].copy_from_slice(&self.data_size.to_le_bytes());
+        b[24..28].copy_from_slice(&self.epoch.to_le_bytes());
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
@@ -79,20 +93,23 @@ impl Header {
         if b[8] != VERSION {
             return Err(bad(&format!("format version {} is not supported (expected {VERSION})", b[8])));
         }
-        if u32::from_le_bytes(b[124..128].try_into().unwrap_or_default()) != crc32fast::hash(&b[..124]) {
+        let crc_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        if crc_at(60) != crc32fast::hash(&b[..60]) {
             return Err(bad("the header's checksum does not match"));
         }
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        // A torn second half reads as a file not closed cleanly.
+        let state_ok = crc_at(124) == crc32fast::hash(&b[64..124]);
         let header = Header {
             appending: b[9] & 1 != 0,
             width: b[10],
             align_pow: b[11],
-            open_for_writing: b[12] != 0,
+            open_for_writing: !state_ok || b[64] != 0,
             num_buckets: u64_at(16),
-            count: u64_at(24),
-            data_size: u64_at(32),
-            epoch: u32::from_le_bytes(b[40..44].try_into().unwrap_or_default()),
-            records_start: u64_at(48),
+            count: if state_ok { u64_at(72) } else { 0 },
+            data_size: if state_ok { u64_at(80) } else { 0 },
+            epoch: if state_ok { u32::from_le_bytes(b[88..92].try_into().unwrap_or_default()) } else { 0 },
+            records_start: u64_at(24),
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -102,5 +119,45 @@ impl Header {
             return Err(bad("the records overlap the bucket array"));
         }
         Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Header {
+        Header {
+            appending: false,
+            width: 5,
+            align_pow: 3,
+            open_for_writing: false,
+            num_buckets: 1021,
+            count: 7,
+            data_size: 99,
+            epoch: 4,
+            records_start: 5248,
+        }
+    }
+
+    #[test]
+    fn headers_round_trip() {
+        let h = sample();
+        assert_eq!(Header::decode(&h.encode(), std::path::Path::new("x")).unwrap(), h);
+    }
+
+    /// A torn second half makes the file read as not closed cleanly, which a
+    /// restore repairs; a damaged first half is an error naming the file.
+    #[test]
+    fn a_torn_state_half_means_restore_and_a_torn_first_half_an_error() {
+        let mut b = sample().encode();
+        b[75] ^= 0xff;
+        let h = Header::decode(&b, std::path::Path::new("x")).unwrap();
+        assert!(h.open_for_writing);
+        assert_eq!((h.num_buckets, h.records_start, h.width), (1021, 5248, 5));
+        let mut b = sample().encode();
+        b[17] ^= 1;
+        let err = Header::decode(&b, std::path::Path::new("casket.kh")).unwrap_err();
+        assert!(err.to_string().contains("casket.kh") && err.to_string().contains("checksum"), "{err}");
     }
 }

@@ -613,7 +613,7 @@ impl State {
             epoch: self.epoch.load(Ordering::Acquire),
             records_start: self.records_start,
         };
-        self.file.write(0, &header.encode())
+        self.file.write(header::SIZE as u64 / 2, &header.encode_state())
     }
 
     /// Pads the file to a whole number of blocks with a filler record, where the
