@@ -74,8 +74,8 @@ struct State {
     data_size: AtomicU64,
     slots: Box<[RwLock<()>]>,
     /// The bucket array in memory (with `cache_buckets`), written to the file
-    /// only at synchronize and close: a crash loses nothing by it, because a
-    /// restore rebuilds the index from the records alone.
+    /// only at hard synchronization and close: a crash loses nothing by it,
+    /// because a restore rebuilds the index from the records alone.
     buckets: Option<Box<[AtomicU64]>>,
     buckets_dirty: AtomicBool,
     free: Mutex<FreePool>,
@@ -643,7 +643,12 @@ impl State {
 
     fn synchronize(&self, hard: bool) -> Result<()> {
         if self.writable {
-            self.flush_buckets()?;
+            // A soft synchronization leaves the cached bucket array in memory:
+            // no other process reads the file while this writer holds its lock,
+            // and a crash is repaired from the records alone.
+            if hard {
+                self.flush_buckets()?;
+            }
             self.pad()?;
             self.write_header(true)?;
         }
