@@ -56,6 +56,9 @@ impl AlignedBuf {
 /// keeps them cheap and independent of the file's size.
 const EDGE_LOCK_STRIPES: usize = 64;
 
+/// The largest scratch buffer a thread keeps between accesses.
+const MAX_KEPT_SCRATCH: usize = 1 << 20;
+
 thread_local! {
     /// Scratch space for read-modify-write, reused so a small write costs no allocation.
     static SCRATCH: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::new(0, 1));
@@ -168,9 +171,7 @@ impl Device {
             return self.read_blocks(offset, buf);
         }
         let (start, end) = self.cover(offset, buf.len());
-        SCRATCH.with_borrow_mut(|scratch| {
-            scratch.reserve((end - start) as usize, self.align);
-            let block = &mut scratch.as_mut_slice()[..(end - start) as usize];
+        self.with_scratch((end - start) as usize, |block| {
             self.read_blocks(start, block)?;
             let skip = (offset - start) as usize;
             buf.copy_from_slice(&block[skip..skip + buf.len()]);
@@ -204,10 +205,8 @@ impl Device {
         let _first = (stripes[0] != usize::MAX).then(|| self.edge_locks[stripes[0]].lock());
         let _second = (stripes[1] != usize::MAX && stripes[1] != stripes[0])
             .then(|| self.edge_locks[stripes[1]].lock());
-        SCRATCH.with_borrow_mut(|scratch| {
-            let len = (end - start) as usize;
-            scratch.reserve(len, self.align);
-            let buf = &mut scratch.as_mut_slice()[..len];
+        let len = (end - start) as usize;
+        self.with_scratch(len, |buf| {
             // Read under the edge locks, so a block another thread writes is
             // either read whole or past the extent it had not raised yet.
             let extent = self.extent.load(Ordering::Acquire);
@@ -228,6 +227,20 @@ impl Device {
             let skip = (offset - start) as usize;
             buf[skip..skip + data.len()].copy_from_slice(data);
             self.write_blocks(start, buf)
+        })
+    }
+
+    /// Runs `f` with an aligned buffer of `len` bytes (content unspecified):
+    /// the thread's reusable one, or for a large `len` a temporary one, so a
+    /// single large access does not leave every thread holding its size.
+    fn with_scratch<R>(&self, len: usize, f: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
+        if len > MAX_KEPT_SCRATCH {
+            let mut temp = AlignedBuf::new(len, self.align);
+            return f(temp.as_mut_slice());
+        }
+        SCRATCH.with_borrow_mut(|scratch| {
+            scratch.reserve(len, self.align);
+            f(&mut scratch.as_mut_slice()[..len])
         })
     }
 

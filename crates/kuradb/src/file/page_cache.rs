@@ -33,6 +33,8 @@ pub struct PageCacheStats {
 }
 
 const NIL: u32 = u32::MAX;
+/// Reads longer than this many blocks bypass the cache.
+const LARGE_READ_BLOCKS: usize = 16;
 const MAX_SHARDS: usize = 16;
 
 /// Block indexes are already well spread; one multiplication mixes the high bits in.
@@ -140,14 +142,43 @@ impl PageCache {
         })
     }
 
-    /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing blocks.
+    /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing
+    /// blocks. A read of many blocks goes to the device in one call instead
+    /// (it would evict the whole cache for blocks read once).
     pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
         let bs = self.block_size;
+        if buf.len() > LARGE_READ_BLOCKS * bs {
+            return self.read_through(device, offset, buf);
+        }
         for (block, skip, n, done) in self.pieces(offset, buf.len()) {
             let mut shard = self.shard(block).lock();
             let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
             let slot = shard.get(device, block, load, bs)?;
             buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
+        }
+        Ok(())
+    }
+
+    /// Reads a large range from the device, after writing back the dirty blocks
+    /// in it (so that no later eviction can put newer bytes under the read),
+    /// and overlays the blocks the cache holds, which are the latest.
+    fn read_through(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size;
+        for (block, ..) in self.pieces(offset, buf.len()) {
+            let mut shard = self.shard(block).lock();
+            if let Some(&slot) = shard.table.get(&block) {
+                if shard.nodes[slot as usize].dirty {
+                    shard.write_back(device, slot, bs)?;
+                }
+            }
+        }
+        device.read(offset, buf)?;
+        for (block, skip, n, done) in self.pieces(offset, buf.len()) {
+            let mut shard = self.shard(block).lock();
+            match shard.table.get(&block) {
+                Some(&slot) => buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]),
+                None => shard.stats.device_reads += 1,
+            }
         }
         Ok(())
     }
