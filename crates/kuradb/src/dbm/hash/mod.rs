@@ -7,12 +7,14 @@
 //! # Crash safety
 //! A record written since the last hard synchronization (the current *epoch*)
 //! may be overwritten in place; an older one never is: a new version goes to
-//! fresh space and the chain is relinked, and the old space is reused only
-//! after the next hard synchronization made the new version durable. A crash
-//! therefore never tears a synchronized record. On opening a file that was not
-//! closed cleanly, the index is rebuilt by scanning every record: torn records
-//! fail their checksum, and of the versions of a key the latest epoch wins (a
-//! removed record keeps its key and epoch, so a removal wins over what it removed).
+//! fresh space and the chain is relinked. A crash therefore never tears a
+//! synchronized record. A removed record is marked void at once (it keeps its
+//! key and epoch, so the removal outranks what it removed); a replaced one is
+//! marked void by the next hard synchronization, after its replacement is
+//! durable, and older space is reused only once its mark is durable. On
+//! opening a file that was not closed cleanly, the index is rebuilt by
+//! scanning every record: torn records fail their checksum, and of the
+//! versions of a key the latest epoch wins, a live one before a void one.
 
 mod header;
 mod options;
