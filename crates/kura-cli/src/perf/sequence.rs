@@ -133,9 +133,17 @@ impl Plan<'_> {
         )
     }
 
-    fn set_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<()> {
+    /// Drives thread `id`'s share of a phase: `op` gets the operation's index,
+    /// the key's number and its text, for every key in turn until the phase
+    /// is done or stopped.
+    fn each_key(
+        &self,
+        mut keys: KeyPicker,
+        id: usize,
+        stop: &Stop,
+        mut op: impl FnMut(u64, u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
         let iter = self.args.common.iter;
-        let (mut keys, mut lengths) = self.pickers(id);
         let mut formatter = KeyFormatter::default();
         let mut progress = Progress::new(iter, id == 0);
         for i in 0..iter {
@@ -143,11 +151,18 @@ impl Plan<'_> {
                 return Ok(());
             }
             let key = keys.next(i);
-            db.set(formatter.format(key), self.pattern.value(key, lengths.next()), true)?;
+            op(i, key, formatter.format(key))?;
             progress.tick(i + 1);
         }
         progress.finish();
         Ok(())
+    }
+
+    fn set_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<()> {
+        let (keys, mut lengths) = self.pickers(id);
+        self.each_key(keys, id, stop, |_, key, key_text| {
+            db.set(key_text, self.pattern.value(key, lengths.next()), true)
+        })
     }
 
     fn get_phase(&self) -> Result<()> {
@@ -163,19 +178,11 @@ impl Plan<'_> {
     }
 
     fn get_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<Tally> {
-        let iter = self.args.common.iter;
-        let (mut keys, _) = self.pickers(id);
-        let mut formatter = KeyFormatter::default();
         let mut tally = Tally::default();
-        let mut progress = Progress::new(iter, id == 0);
-        for i in 0..iter {
-            if stop.is_set() {
-                return Ok(tally);
-            }
-            let key = keys.next(i);
+        self.each_key(self.pickers(id).0, id, stop, |_, key, key_text| {
             // Processing in place rather than `get` spares a copy of every value.
             let mut found = None;
-            db.process(formatter.format(key), false, &mut |value| {
+            db.process(key_text, false, &mut |value| {
                 if let Some(value) = value {
                     found =
                         Some(self.expected.as_ref().is_none_or(|e| e.holds(&self.pattern, key, Some(value))));
@@ -183,9 +190,8 @@ impl Plan<'_> {
                 Action::Keep
             })?;
             tally.record(key, found);
-            progress.tick(i + 1);
-        }
-        progress.finish();
+            Ok(())
+        })?;
         Ok(tally)
     }
 
@@ -208,28 +214,18 @@ impl Plan<'_> {
     /// The reference's iterate phase: each operation jumps an iterator to a key
     /// and reads the record there; a fresh iterator every hundred operations.
     fn jump_to_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<Tally> {
-        let iter = self.args.common.iter;
-        let (mut keys, _) = self.pickers(id);
-        let mut formatter = KeyFormatter::default();
         let mut tally = Tally::default();
-        let mut progress = Progress::new(iter, id == 0);
         let mut cursor = db.iter()?;
-        for i in 0..iter {
-            if stop.is_set() {
-                return Ok(tally);
-            }
+        self.each_key(self.pickers(id).0, id, stop, |i, key, key_text| {
             if i > 0 && i % JUMPS_PER_ITERATOR == 0 {
                 cursor = db.iter()?;
             }
-            let key = keys.next(i);
-            let key_text = formatter.format(key);
             // An unordered database refuses to jump to a key it lacks: a miss, tallied
             // with the others so the error counts them all.
             match cursor.jump(key_text) {
                 Err(err) if err.kind() == ErrorKind::NotFound => {
                     tally.record(key, None);
-                    progress.tick(i + 1);
-                    continue;
+                    return Ok(());
                 }
                 other => other?,
             }
@@ -243,9 +239,8 @@ impl Plan<'_> {
                 }
             });
             tally.record(key, found);
-            progress.tick(i + 1);
-        }
-        progress.finish();
+            Ok(())
+        })?;
         Ok(tally)
     }
 
@@ -306,20 +301,11 @@ impl Plan<'_> {
     }
 
     fn remove_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<Tally> {
-        let iter = self.args.common.iter;
-        let (mut keys, _) = self.pickers(id);
-        let mut formatter = KeyFormatter::default();
         let mut tally = Tally::default();
-        let mut progress = Progress::new(iter, id == 0);
-        for i in 0..iter {
-            if stop.is_set() {
-                return Ok(tally);
-            }
-            let key = keys.next(i);
-            tally.removed += u64::from(db.remove(formatter.format(key))?);
-            progress.tick(i + 1);
-        }
-        progress.finish();
+        self.each_key(self.pickers(id).0, id, stop, |_, _, key_text| {
+            tally.removed += u64::from(db.remove(key_text)?);
+            Ok(())
+        })?;
         Ok(tally)
     }
 
