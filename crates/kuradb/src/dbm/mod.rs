@@ -87,6 +87,12 @@ pub trait Dbm: Send + Sync {
     /// Makes every change so far reach the OS (`hard == false`) or the device.
     fn synchronize(&self, hard: bool) -> Result<()>;
 
+    /// Writes a consistent copy of the database's file to `dest` while the
+    /// database stays open: updates wait while it is taken, and the copy opens
+    /// as a cleanly closed database. With `hard` the copy is made durable
+    /// before this returns. Databases without a file refuse.
+    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()>;
+
     /// Name/value pairs of internal figures.
     fn inspect(&self) -> Result<Vec<(String, String)>>;
 
@@ -98,6 +104,17 @@ pub trait Dbm: Send + Sync {
 
     /// An iterator over the records, not yet positioned.
     fn iter(&self) -> Result<Box<dyn Cursor + '_>>;
+
+    /// Whether `key` has a record. Databases that store values apart from
+    /// keys answer without reading the value.
+    fn contains(&self, key: &[u8]) -> Result<bool> {
+        let mut found = false;
+        self.process(key, false, &mut |value| {
+            found = value.is_some();
+            Action::Keep
+        })?;
+        Ok(found)
+    }
 
     /// The value of `key`, or `None`.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -312,7 +329,7 @@ pub trait Dbm: Send + Sync {
     }
 }
 
-fn duplication(key: &[u8]) -> Error {
+pub(crate) fn duplication(key: &[u8]) -> Error {
     Error::new(
         ErrorKind::Duplication,
         format!("record {} exists and overwriting was not asked for", show_key(key)),

@@ -76,6 +76,9 @@ impl Dbm for Model {
     fn synchronize(&self, _hard: bool) -> Result<()> {
         Ok(())
     }
+    fn copy_file_data(&self, _dest: &Path, _hard: bool) -> Result<()> {
+        Err(Error::new(ErrorKind::NotImplemented, "the test model has no file"))
+    }
     fn inspect(&self) -> Result<Vec<(String, String)>> {
         Ok(vec![])
     }

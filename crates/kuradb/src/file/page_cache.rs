@@ -36,6 +36,8 @@ const NIL: u32 = u32::MAX;
 /// Reads longer than this many blocks bypass the cache.
 const LARGE_READ_BLOCKS: usize = 16;
 const MAX_SHARDS: usize = 16;
+/// The fewest blocks a shard holds (but for a smaller cache).
+const MIN_SHARD_BLOCKS: usize = 128;
 
 /// Block indexes are already well spread; one multiplication mixes the high bits in.
 #[derive(Default)]
@@ -75,7 +77,18 @@ struct Shard {
     /// Slots emptied by truncation, reused before growing.
     free: Vec<u32>,
     stats: PageCacheStats,
+    /// Where an evicted block's dirty neighbours are gathered to be written
+    /// with it in one call (allocated at the first such eviction).
+    cluster: Option<AlignedBuf>,
+    align: usize,
 }
+
+/// Consecutive blocks map to the same shard in groups of 2^GROUP_BITS, so an
+/// eviction can write a dirty block's dirty neighbours with it (the blocks an
+/// append filled one after another, above all).
+const GROUP_BITS: u32 = 4;
+/// The most blocks one eviction writes.
+const MAX_CLUSTER: u64 = 1 << GROUP_BITS;
 
 /// The page cache of one file.
 pub(crate) struct PageCache {
@@ -91,7 +104,9 @@ impl PageCache {
     /// A cache of `capacity` blocks of `block_size` bytes aligned to `align`, for
     /// a file now `file_len` bytes long on disk.
     pub(crate) fn new(capacity: usize, block_size: u64, align: usize, file_len: u64) -> PageCache {
-        let count = capacity.clamp(1, MAX_SHARDS);
+        // Each shard is an LRU of its own: shards too small would evict hot
+        // blocks (the tail that appends fill) that one large LRU keeps.
+        let count = (capacity / MIN_SHARD_BLOCKS).clamp(1, MAX_SHARDS);
         let count = if count.is_power_of_two() { count } else { count.next_power_of_two() / 2 };
         let shards = (0..count)
             .map(|i| {
@@ -105,6 +120,8 @@ impl PageCache {
                     tail: NIL,
                     free: Vec::new(),
                     stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
+                    cluster: None,
+                    align,
                 })
             })
             .collect();
@@ -120,7 +137,7 @@ impl PageCache {
         if self.shard_bits == 0 {
             return &self.shards[0];
         }
-        let h = block.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
+        let h = (block >> GROUP_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
         &self.shards[h as usize]
     }
 
@@ -184,8 +201,41 @@ impl PageCache {
     }
 
     /// Copies `data` into the cache at `offset`, marking its blocks dirty. A block
-    /// the write covers whole is not read from the device first.
+    /// the write covers whole is not read from the device first. A write of many
+    /// blocks goes to the device in one call instead, but for its edges.
     pub(crate) fn write(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
+        if data.len() > LARGE_READ_BLOCKS * self.block_size {
+            return self.write_through(device, offset, data);
+        }
+        self.write_cached(device, offset, data)
+    }
+
+    /// Writes the whole blocks of a large range to the device, dropping the
+    /// cache's copies of them first (the write replaces them whole, dirty or
+    /// not; dropped after, a write-back of a stale copy could land on top),
+    /// and the partly covered blocks at its edges through the cache.
+    fn write_through(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
+        let bs = self.block_size as u64;
+        let end = offset + data.len() as u64;
+        let inner_start = offset.div_ceil(bs) * bs;
+        let inner_end = end / bs * bs;
+        let head = (inner_start - offset) as usize;
+        let inner = (inner_end - offset) as usize;
+        if head > 0 {
+            self.write_cached(device, offset, &data[..head])?;
+        }
+        if inner < data.len() {
+            self.write_cached(device, inner_end, &data[inner..])?;
+        }
+        for block in inner_start / bs..inner_end / bs {
+            self.shard(block).lock().remove(block);
+        }
+        device.write(inner_start, &data[head..inner])?;
+        self.extent.fetch_max(inner_end, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn write_cached(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
         let bs = self.block_size;
         for (block, skip, n, done) in self.pieces(offset, data.len()) {
             let mut shard = self.shard(block).lock();
@@ -200,21 +250,45 @@ impl PageCache {
         Ok(())
     }
 
-    /// Writes every dirty block back to the device, in offset order.
+    /// Writes every dirty block back to the device, in offset order, each run
+    /// of consecutive blocks in one call.
     pub(crate) fn flush(&self, device: &Device) -> Result<()> {
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            let mut dirty: Vec<(u64, u32)> = shard
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| n.dirty && n.block != u64::MAX)
-                .map(|(i, n)| (n.block, i as u32))
-                .collect();
-            dirty.sort_unstable();
-            for (_, slot) in dirty {
-                shard.write_back(device, slot, self.block_size)?;
+        /// The most bytes one call writes.
+        const MAX_RUN: usize = 1 << 20;
+        let bs = self.block_size;
+        // Every shard locked (in index order, as nothing else locks two) so
+        // that runs can span them: neighbouring blocks live in different shards.
+        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
+        let mut dirty: Vec<(u64, usize, u32)> = Vec::new();
+        for (s, shard) in shards.iter().enumerate() {
+            let nodes = shard.nodes.iter().enumerate();
+            dirty.extend(
+                nodes.filter(|(_, n)| n.dirty && n.block != u64::MAX).map(|(i, n)| (n.block, s, i as u32)),
+            );
+        }
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        dirty.sort_unstable();
+        let mut run = AlignedBuf::new(MAX_RUN.max(bs), device.align());
+        let mut i = 0;
+        while i < dirty.len() {
+            let first = dirty[i].0;
+            let mut j = i;
+            let mut len = 0;
+            while j < dirty.len() && dirty[j].0 == first + (j - i) as u64 && len + bs <= run.as_slice().len()
+            {
+                let (_, s, slot) = dirty[j];
+                run.as_mut_slice()[len..len + bs].copy_from_slice(shards[s].data(slot, bs));
+                len += bs;
+                j += 1;
             }
+            device.write_blocks(first * bs as u64, &run.as_slice()[..len])?;
+            for &(_, s, slot) in &dirty[i..j] {
+                shards[s].stats.device_writes += 1;
+                shards[s].nodes[slot as usize].dirty = false;
+            }
+            i = j;
         }
         Ok(())
     }
@@ -284,7 +358,7 @@ impl Shard {
             let victim = self.tail;
             // Written back before it is unlinked, so a failed write loses nothing.
             if self.nodes[victim as usize].dirty {
-                self.write_back(device, victim, bs)?;
+                self.write_back_cluster(device, victim, bs)?;
             }
             let old = self.nodes[victim as usize].block;
             self.table.remove(&old);
@@ -309,6 +383,43 @@ impl Shard {
         self.table.insert(block, slot);
         self.push_front(slot);
         Ok(slot)
+    }
+
+    /// Writes back the dirty block in `slot` together with the dirty blocks
+    /// next to it in the same group, in one call.
+    fn write_back_cluster(&mut self, device: &Device, slot: u32, bs: usize) -> Result<()> {
+        let block = self.nodes[slot as usize].block;
+        let group = block >> GROUP_BITS;
+        let dirty_at = |shard: &Shard, b: u64| {
+            b >> GROUP_BITS == group && shard.table.get(&b).is_some_and(|&s| shard.nodes[s as usize].dirty)
+        };
+        let mut first = block;
+        while first > 0 && dirty_at(self, first - 1) {
+            first -= 1;
+        }
+        let mut end = block + 1;
+        while end - first < MAX_CLUSTER && dirty_at(self, end) {
+            end += 1;
+        }
+        if end - first == 1 {
+            return self.write_back(device, slot, bs);
+        }
+        let mut cluster =
+            self.cluster.take().unwrap_or_else(|| AlignedBuf::new(MAX_CLUSTER as usize * bs, self.align));
+        let len = (end - first) as usize * bs;
+        for (i, b) in (first..end).enumerate() {
+            let s = self.table[&b];
+            cluster.as_mut_slice()[i * bs..(i + 1) * bs].copy_from_slice(self.data(s, bs));
+        }
+        let written = device.write_blocks(first * bs as u64, &cluster.as_slice()[..len]);
+        self.cluster = Some(cluster);
+        written?;
+        for b in first..end {
+            let s = self.table[&b];
+            self.nodes[s as usize].dirty = false;
+            self.stats.device_writes += 1;
+        }
+        Ok(())
     }
 
     fn write_back(&mut self, device: &Device, slot: u32, bs: usize) -> Result<()> {

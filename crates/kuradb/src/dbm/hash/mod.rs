@@ -8,10 +8,10 @@
 //! A record written since the last hard synchronization (the current *epoch*)
 //! may be overwritten in place; an older one never is: a new version goes to
 //! fresh space and the chain is relinked. A crash therefore never tears a
-//! synchronized record. A removed record is marked void at once (it keeps its
-//! key and epoch, so the removal outranks what it removed); a replaced one is
-//! marked void by the next hard synchronization, after its replacement is
-//! durable, and older space is reused only once its mark is durable. On
+//! synchronized record. A removed or replaced record is marked void (keeping
+//! its key and epoch, so the mark outranks the version it ends) by the next
+//! hard synchronization, after whatever replaced it is durable, in one pass
+//! in file order; older space is reused only once its mark is durable. On
 //! opening a file that was not closed cleanly, the index is rebuilt by
 //! scanning every record: torn records fail their checksum, and of the
 //! versions of a key the latest epoch wins, a live one before a void one.
@@ -22,7 +22,7 @@ mod record;
 mod restore;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
@@ -75,10 +75,13 @@ struct State {
     count: AtomicU64,
     data_size: AtomicU64,
     slots: Box<[RwLock<()>]>,
-    /// The bucket array in memory (with `cache_buckets`), written to the file
-    /// only at hard synchronization and close: a crash loses nothing by it,
-    /// because a restore rebuilds the index from the records alone.
-    buckets: Option<Box<[AtomicU64]>>,
+    /// The bucket array in memory (with `cache_buckets`), as on disk (`width`
+    /// bytes a bucket), written to the file only at hard synchronization and
+    /// close: a crash loses nothing by it, because a restore rebuilds the
+    /// index from the records alone. A bucket's bytes are read and written
+    /// under its slot lock, which orders them; they are atomic only so that
+    /// sharing them needs no unsafe code.
+    buckets: Option<Box<[AtomicU8]>>,
     buckets_dirty: AtomicBool,
     free: Mutex<FreePool>,
     healthy: AtomicBool,
@@ -86,6 +89,10 @@ struct State {
     min_read_size: usize,
     /// Pad the file to whole blocks at synchronize and close (for direct I/O).
     padding: bool,
+    /// The file caches blocks itself: a first read of a record stops at the
+    /// end of its block, since a further block costs a device read of its own
+    /// whether it is read now or later (and often is not needed).
+    cached_blocks: bool,
 }
 
 /// Space that later records may reuse.
@@ -94,17 +101,20 @@ struct FreePool {
     /// Reusable now: size -> offsets.
     ready: std::collections::BTreeMap<u64, Vec<u64>>,
     ready_len: usize,
-    /// Records no chain reaches that still look live on disk: offset ->
-    /// (size, whether it is in `ready` already). Each is marked void at the next
-    /// hard synchronization, after the data that replaced it is durable (a
-    /// restore would otherwise take it for the latest version of its key),
-    /// unless reused first.
-    doomed: std::collections::HashMap<u64, (u64, bool)>,
-    /// Removed records of older epochs, marked void already: reusable once
-    /// the next hard synchronization made the marks durable.
-    doomed_marked: Vec<(u64, u64)>,
+    /// Records no chain reaches that still look live on disk, each as its
+    /// offset and its size (with [`REUSABLE`] set if it went to `ready` at
+    /// once). Each is marked void at the next hard synchronization, after the
+    /// data that replaced it is durable (a restore would otherwise take it for
+    /// the latest version of its key), unless reused first.
+    doomed: Vec<(u64, u64)>,
+    /// Offsets of doomed records that were reused since the last marking:
+    /// they hold new records now, which a void mark would destroy.
+    reused: std::collections::HashSet<u64>,
     cap: usize,
 }
+
+/// The flag on a doomed record's size saying its space was reusable at once.
+const REUSABLE: u64 = 1 << 63;
 
 impl FreePool {
     fn put(&mut self, offset: u64, size: u64) {
@@ -122,8 +132,31 @@ impl FreePool {
             self.ready.remove(&found);
         }
         self.ready_len -= 1;
-        self.doomed.remove(&offset);
+        self.reused.insert(offset);
         Some((offset, found))
+    }
+
+    fn doom(&mut self, offset: u64, size: u64, reusable: bool) {
+        // Dead again: whatever reused the space is doomed in its turn.
+        self.reused.remove(&offset);
+        self.doomed.push((offset, if reusable { size | REUSABLE } else { size }));
+    }
+
+    /// The doomed records still to be marked, in file order, each once.
+    fn take_doomed(&mut self) -> Vec<(u64, u64)> {
+        let mut doomed = std::mem::take(&mut self.doomed);
+        let reused = std::mem::take(&mut self.reused);
+        doomed.retain(|(offset, _)| !reused.contains(offset));
+        doomed.sort_unstable();
+        doomed.dedup_by_key(|(offset, _)| *offset);
+        doomed
+    }
+
+    fn clear(&mut self) {
+        self.ready.clear();
+        self.ready_len = 0;
+        self.doomed = Vec::new();
+        self.reused = Default::default();
     }
 }
 
@@ -139,7 +172,8 @@ struct Found {
     link: Link,
     offset: u64,
     header: record::Header,
-    /// The record as read, holding the value at `value_at`.
+    /// The record as read, holding the value at `value_at` unless it was
+    /// found without its value (then [`Found::value`] must not be called).
     buf: Vec<u8>,
     value_at: usize,
 }
@@ -258,6 +292,7 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
         record_crc: o.record_crc,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
+        cached_blocks: o.file.pagecache,
         file,
     };
     let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
@@ -303,8 +338,7 @@ impl State {
     fn with_cached_buckets(mut self) -> Result<State> {
         let mut raw = vec![0u8; (self.num_buckets as usize) * self.width];
         self.file.read(header::SIZE as u64, &mut raw)?;
-        let cached = raw.chunks(self.width).map(|c| AtomicU64::new(self.decode_offset(c))).collect();
-        self.buckets = Some(cached);
+        self.buckets = Some(raw.into_iter().map(AtomicU8::new).collect());
         Ok(self)
     }
 
@@ -323,10 +357,14 @@ impl State {
     }
 
     fn read_bucket(&self, index: u64) -> Result<u64> {
-        if let Some(cached) = &self.buckets {
-            return Ok(cached[index as usize].load(Ordering::Acquire));
-        }
         let mut b = [0u8; 8];
+        if let Some(cached) = &self.buckets {
+            let at = index as usize * self.width;
+            for (byte, cell) in b.iter_mut().zip(&cached[at..at + self.width]) {
+                *byte = cell.load(Ordering::Relaxed);
+            }
+            return Ok(self.decode_offset(&b[..self.width]));
+        }
         self.file.read(self.bucket_offset(index), &mut b[..self.width])?;
         Ok(self.decode_offset(&b[..self.width]))
     }
@@ -336,7 +374,10 @@ impl State {
         match link {
             Link::Bucket(index) => match &self.buckets {
                 Some(cached) => {
-                    cached[index as usize].store(target, Ordering::Release);
+                    let at = index as usize * self.width;
+                    for (cell, &byte) in cached[at..at + self.width].iter().zip(&bytes) {
+                        cell.store(byte, Ordering::Relaxed);
+                    }
                     self.buckets_dirty.store(true, Ordering::Release);
                     Ok(())
                 }
@@ -352,14 +393,12 @@ impl State {
         if !self.buckets_dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let per_chunk = (1 << 20) / self.width;
-        let mut bytes = Vec::with_capacity(per_chunk * self.width);
-        for (i, chunk) in cached.chunks(per_chunk).enumerate() {
+        const CHUNK: usize = 1 << 20;
+        let mut bytes = Vec::with_capacity(CHUNK);
+        for (i, chunk) in cached.chunks(CHUNK).enumerate() {
             bytes.clear();
-            for b in chunk {
-                bytes.extend_from_slice(&self.encode_offset(b.load(Ordering::Acquire))[..self.width]);
-            }
-            let at = self.bucket_offset((i * per_chunk) as u64);
+            bytes.extend(chunk.iter().map(|b| b.load(Ordering::Relaxed)));
+            let at = header::SIZE as u64 + (i * CHUNK) as u64;
             if let Err(e) = self.file.write(at, &bytes) {
                 self.buckets_dirty.store(true, Ordering::Release);
                 return Err(e);
@@ -372,23 +411,27 @@ impl State {
         &self.slots[(bucket % SLOT_LOCKS as u64) as usize]
     }
 
-    /// Reads the record at `offset`: its header and, if `want` says so for its
-    /// key, its value too.
-    fn read_record(&self, offset: u64, key: Option<&[u8]>) -> Result<(record::Header, Vec<u8>)> {
+    /// Reads the record at `offset`: its header and key and, if `value` says
+    /// so, its value too (if `key` is given, only when the record is `key`'s).
+    fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
         let size = self.file.size();
         if offset < self.records_start || offset >= size {
             return Err(self.broken(offset, "a chain points outside the records"));
         }
-        // With block I/O the whole block is read anyway: take all of it.
+        // A value is most often wanted with its header, so read enough for
+        // both; without it, just what the header and key take. With block I/O
+        // the whole block is read anyway: take all of it.
+        let value = value || self.record_crc;
+        let least = if value { self.min_read_size } else { MAX_HEADER };
         let block = self.file.block_size();
-        let wanted = offset + (self.min_read_size + key.map_or(0, <[u8]>::len)) as u64;
+        let needed = offset + (MAX_HEADER + key.map_or(0, <[u8]>::len)) as u64;
+        let wanted = offset + (least + key.map_or(0, <[u8]>::len)) as u64;
+        let wanted = if self.cached_blocks { needed.max((offset / block + 1) * block) } else { wanted };
         let first = (wanted.div_ceil(block) * block).min(size) - offset;
-        let first = first as usize;
-        let mut buf = vec![0u8; first];
+        let mut buf = vec![0u8; first as usize];
         self.file.read(offset, &mut buf)?;
         let header =
             record::parse_header(&buf, self.width, self.align_pow).map_err(|why| self.broken(offset, why))?;
-        let body_end = header.header_size + header.key_size + header.value_size;
         if offset + header.size > size {
             return Err(self.broken(offset, "the record runs past the end of the file"));
         }
@@ -400,9 +443,10 @@ impl State {
                 return Ok((header, buf));
             }
         }
-        if buf.len() < body_end {
+        let end = if value { key_end + header.value_size } else { key_end };
+        if buf.len() < end {
             let more = buf.len();
-            buf.resize(body_end, 0);
+            buf.resize(end, 0);
             self.file.read(offset + more as u64, &mut buf[more..])?;
         }
         if self.record_crc && !record::crc_matches(&header, &buf, self.width) {
@@ -421,11 +465,16 @@ impl State {
 
     /// Walks `key`'s chain.
     fn find(&self, key: &[u8], bucket: u64) -> Result<Option<Found>> {
+        self.find_record(key, bucket, true)
+    }
+
+    /// Walks `key`'s chain, reading the value of the record found if `value` says so.
+    fn find_record(&self, key: &[u8], bucket: u64, value: bool) -> Result<Option<Found>> {
         let mut link = Link::Bucket(bucket);
         let mut offset = self.read_bucket(bucket)?;
         let mut steps = 0u64;
         while offset != 0 {
-            let (header, buf) = self.read_record(offset, Some(key))?;
+            let (header, buf) = self.read_record(offset, Some(key), value)?;
             let key_end = header.header_size + header.key_size;
             if header.key_size == key.len()
                 && buf.len() >= key_end
@@ -457,43 +506,61 @@ impl State {
             record::encode(buf, self.width, self.align_pow, &rec);
             match reused {
                 Some((offset, _)) => self.file.write(offset, buf).map(|_| offset),
-                None => self.file.append(buf),
+                None => {
+                    let offset = self.file.append(buf)?;
+                    if u128::from(offset + size) > self.max_file_size() {
+                        // Unreachable by any chain; void so a restore skips it too.
+                        self.file.write(offset, &[record::MAGIC_VOID])?;
+                        return Err(self.full());
+                    }
+                    Ok(offset)
+                }
             }
         })
     }
 
-    /// Frees the space of a record that no chain reaches any more. A removed
-    /// record is marked void at once: a crash may keep the mark or not, and
-    /// either state (present, absent) existed. A replaced one is marked only
-    /// after its replacement is durable (see [`State::make_durable`]): marked
-    /// sooner, a crash could leave neither version. Space of the current epoch
-    /// is reusable at once, since no hard synchronization has covered it; older
-    /// space once its void mark is durable.
-    fn release(&self, offset: u64, header: &record::Header, removed: bool) -> Result<()> {
-        if removed {
-            self.file.write(offset, &[record::MAGIC_VOID])?;
-        }
+    /// The largest file the offsets of this database address.
+    fn max_file_size(&self) -> u128 {
+        (1u128 << (8 * self.width)) << self.align_pow
+    }
+
+    fn full(&self) -> Error {
+        Error::new(
+            ErrorKind::Infeasible,
+            format!(
+                "{} is full: offset_width {} with align_pow {} addresses {} bytes; rebuild it with a larger offset_width or align_pow",
+                self.file.path().display(),
+                self.width,
+                self.align_pow,
+                self.max_file_size()
+            ),
+        )
+    }
+
+    /// Frees the space of a record that no chain reaches any more (replaced
+    /// or removed). It is marked void only after what replaced it is durable
+    /// (see [`State::make_durable`]): marked sooner, a crash could leave
+    /// neither version; left live, a crash before the next hard
+    /// synchronization brings back a version that was written, which is
+    /// allowed. Space of the current epoch is reusable at once, since no hard
+    /// synchronization has covered it; older space once its void mark is
+    /// durable.
+    fn release(&self, offset: u64, header: &record::Header) {
         let mut free = self.free.lock();
         let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
-        if !removed {
-            free.doomed.insert(offset, (header.size, reusable));
-        } else if !reusable && !self.appending {
-            free.doomed_marked.push((offset, header.size));
-        }
+        free.doom(offset, header.size, reusable);
         if reusable {
             free.put(offset, header.size);
         }
-        Ok(())
     }
 
     /// Marks void every doomed record; answers them, to be reused once the
     /// marks are durable (those not reusable already).
-    fn mark_doomed(&self) -> Result<Vec<(u64, (u64, bool))>> {
-        let mut doomed: Vec<(u64, (u64, bool))> = self.free.lock().doomed.drain().collect();
-        doomed.sort_unstable();
+    fn mark_doomed(&self) -> Result<Vec<(u64, u64)>> {
+        let doomed = self.free.lock().take_doomed();
         for (i, &(offset, _)) in doomed.iter().enumerate() {
             if let Err(e) = self.file.write(offset, &[record::MAGIC_VOID]) {
-                self.free.lock().doomed.extend(doomed[i..].iter().copied());
+                self.free.lock().doomed.extend_from_slice(&doomed[i..]);
                 return Err(e);
             }
         }
@@ -508,14 +575,10 @@ impl State {
         self.file.synchronize(true)?;
         if !self.appending {
             let mut free = self.free.lock();
-            let removed = std::mem::take(&mut free.doomed_marked);
-            for (offset, (size, reusable)) in marked {
-                if !reusable {
+            for (offset, size) in marked {
+                if size & REUSABLE == 0 {
                     free.put(offset, size);
                 }
-            }
-            for (offset, size) in removed {
-                free.put(offset, size);
             }
         }
         Ok(())
@@ -529,7 +592,8 @@ impl State {
                 self.write_link(f.link, f.header.next)?;
                 self.count.fetch_sub(1, Ordering::AcqRel);
                 self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
-                self.release(f.offset, &f.header, true)
+                self.release(f.offset, &f.header);
+                Ok(())
             }
             (Action::Set(value), found) => {
                 if key.len() as u64 > MAX_ITEM || value.len() as u64 > MAX_ITEM {
@@ -570,7 +634,8 @@ impl State {
                 }
                 let offset = self.put_new(key, &value, f.header.next)?;
                 self.write_link(f.link, offset)?;
-                self.release(f.offset, &f.header, false)
+                self.release(f.offset, &f.header);
+                Ok(())
             }
         }
     }
@@ -598,13 +663,30 @@ impl State {
         }
     }
 
+    /// Like a writable [`State::process`] whose function needs only to know
+    /// whether the record exists: the old value is not read.
+    fn update_blind<'v>(&self, key: &[u8], decide: impl FnOnce(bool) -> Action<'v>) -> Result<()> {
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        let bucket = bucket_of(key, self.num_buckets);
+        let _slot = self.slot(bucket).write();
+        let found = self.find_record(key, bucket, false)?;
+        let action = decide(found.is_some());
+        self.apply(key, bucket, found, action)
+    }
+
     fn read_only(&self) -> Error {
         Error::new(ErrorKind::Infeasible, format!("{} is open for reading only", self.file.path().display()))
     }
 
     /// Writes the header; `open` says whether the file stays open for writing.
     fn write_header(&self, open: bool) -> Result<()> {
-        let header = Header {
+        self.file.write(header::SIZE as u64 / 2, &self.header(open).encode_state())
+    }
+
+    fn header(&self, open: bool) -> Header {
+        Header {
             appending: self.appending,
             width: self.width as u8,
             align_pow: self.align_pow as u8,
@@ -614,8 +696,37 @@ impl State {
             data_size: self.data_size.load(Ordering::Acquire),
             epoch: self.epoch.load(Ordering::Acquire),
             records_start: self.records_start,
-        };
-        self.file.write(header::SIZE as u64 / 2, &header.encode_state())
+        }
+    }
+
+    /// Copies the file to `dest` as a cleanly closed database. The caller
+    /// keeps every other operation out.
+    fn copy_file(&self, dest: &Path, hard: bool) -> Result<()> {
+        if self.writable {
+            // Every replaced version marked void first, so the copy holds one
+            // live version of each key even for a restore.
+            self.synchronize(true)?;
+        }
+        let mut out = std::fs::File::create(dest).map_err(|e| Error::io("creation of the copy", dest, e))?;
+        let size = self.file.size();
+        let mut buf = vec![0u8; (1 << 20).min(size as usize)];
+        let mut at = 0u64;
+        while at < size {
+            let n = (size - at).min(buf.len() as u64) as usize;
+            self.file.read(at, &mut buf[..n])?;
+            if at == 0 {
+                // The copy is closed cleanly whatever this file's state says.
+                let clean = self.header(false).encode_state();
+                buf[header::SIZE / 2..header::SIZE].copy_from_slice(&clean);
+            }
+            std::io::Write::write_all(&mut out, &buf[..n])
+                .map_err(|e| Error::io("writing the copy", dest, e))?;
+            at += n as u64;
+        }
+        if hard {
+            out.sync_all().map_err(|e| Error::io("synchronizing the copy", dest, e))?;
+        }
+        Ok(())
     }
 
     /// Pads the file to a whole number of blocks with a filler record, where the
@@ -684,7 +795,7 @@ impl State {
         let mut keys = Vec::new();
         let mut offset = self.read_bucket(bucket)?;
         while offset != 0 {
-            let (header, buf) = self.read_record(offset, None)?;
+            let (header, buf) = self.read_record(offset, None, false)?;
             keys.push(buf[header.header_size..header.header_size + header.key_size].to_vec());
             offset = header.next;
             if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
@@ -700,7 +811,7 @@ impl State {
         for bucket in 0..self.num_buckets {
             let mut offset = self.read_bucket(bucket)?;
             while offset != 0 {
-                let (header, buf) = self.read_record(offset, None)?;
+                let (header, buf) = self.read_record(offset, None, true)?;
                 let key_end = header.header_size + header.key_size;
                 f(&buf[header.header_size..key_end], &buf[key_end..key_end + header.value_size])?;
                 offset = header.next;
@@ -719,25 +830,35 @@ impl State {
         }
         self.file.truncate(self.records_start)?;
         if let Some(cached) = &self.buckets {
-            cached.iter().for_each(|b| b.store(0, Ordering::Release));
+            cached.iter().for_each(|b| b.store(0, Ordering::Relaxed));
             self.buckets_dirty.store(false, Ordering::Release);
         }
         self.count.store(0, Ordering::Release);
         self.data_size.store(0, Ordering::Release);
-        let mut free = self.free.lock();
-        free.ready.clear();
-        free.ready_len = 0;
-        free.doomed.clear();
-        free.doomed_marked.clear();
+        self.free.lock().clear();
         Ok(())
     }
 }
 
+/// Tuning parameters a rebuild may change; `None` keeps the file's own
+/// (for `num_buckets`: twice the record count).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RebuildParams {
+    /// Buckets of the new hash table.
+    pub num_buckets: Option<u64>,
+    /// Records aligned to 2^align_pow bytes.
+    pub align_pow: Option<u8>,
+    /// Bytes of an offset.
+    pub offset_width: Option<u8>,
+    /// In-place or appending updates.
+    pub update_mode: Option<UpdateMode>,
+}
+
 impl HashDbm {
-    /// Rewrites the database into a compact new file with `num_buckets` (or,
-    /// if 0, twice the record count), then replaces the old file with it
-    /// atomically: a crash leaves either the old or the new file.
-    pub fn rebuild_with(&self, num_buckets: u64) -> Result<()> {
+    /// Rewrites the database into a compact new file with the tuning of
+    /// `params`, then replaces the old file with it atomically: a crash leaves
+    /// either the old or the new file.
+    pub fn rebuild_with(&self, params: &RebuildParams) -> Result<()> {
         let mut guard = self.state.write();
         let state = guard
             .take()
@@ -749,10 +870,15 @@ impl HashDbm {
         }
         let count = state.count.load(Ordering::Acquire);
         let mut options = self.options.clone();
-        options.num_buckets = if num_buckets > 0 { num_buckets } else { (count * 2 + 1).max(1021) };
-        options.offset_width = state.width as u8;
-        options.align_pow = state.align_pow as u8;
-        options.update_mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+        options.num_buckets = params.num_buckets.unwrap_or((count * 2 + 1).max(1021));
+        options.offset_width = params.offset_width.unwrap_or(state.width as u8);
+        options.align_pow = params.align_pow.unwrap_or(state.align_pow as u8);
+        let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+        options.update_mode = params.update_mode.unwrap_or(mode);
+        if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
+            *guard = Some(state);
+            return Err(e);
+        }
         let temp = sibling(&self.path, "rebuild");
         let built = restore::copy_into(&temp, &options, |put| state.for_each(|k, v| put(k, v)));
         let result = built.and_then(|_| state.close()).and_then(|_| {
@@ -777,6 +903,27 @@ impl HashDbm {
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &HashOptions) -> Result<u64> {
         restore::restore(src.as_ref(), dest.as_ref(), options)
     }
+}
+
+/// Refuses a rebuild whose offsets could not address the records it copies.
+fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
+    let max_file = (1u128 << (8 * u32::from(o.offset_width))) << o.align_pow;
+    // Each record grows by at most its alignment and a few header bytes.
+    let needed = u128::from(state.file.size())
+        + u128::from(state.count.load(Ordering::Acquire)) * ((1u128 << o.align_pow) + 16)
+        + u128::from(o.num_buckets) * u128::from(o.offset_width);
+    if needed > max_file {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "offset_width {} with align_pow {} addresses {max_file} bytes, too few for the records of {}",
+                o.offset_width,
+                o.align_pow,
+                state.file.path().display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The same options, opening the file as it is rather than emptying it.
@@ -857,6 +1004,44 @@ impl Dbm for HashDbm {
         Ok(())
     }
 
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(()) };
+        let mut existed = false;
+        s.update_blind(key, |exists| {
+            existed = exists;
+            if exists && !overwrite {
+                Action::Keep
+            } else {
+                Action::set(value)
+            }
+        })?;
+        if existed && !overwrite {
+            return Err(super::duplication(key));
+        }
+        Ok(())
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<bool> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(false) };
+        let mut existed = false;
+        s.update_blind(key, |exists| {
+            existed = exists;
+            Action::Remove
+        })?;
+        Ok(existed)
+    }
+
+    fn contains(&self, key: &[u8]) -> Result<bool> {
+        let guard = self.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(false) };
+        let bucket = bucket_of(key, s.num_buckets);
+        let _slot = s.slot(bucket).read();
+        // The value is not read: a lookup costs the header and key alone.
+        Ok(s.find_record(key, bucket, false)?.is_some())
+    }
+
     fn count(&self) -> Result<u64> {
         Ok(self.state()?.as_ref().map_or(0, |s| s.count.load(Ordering::Acquire)))
     }
@@ -879,7 +1064,7 @@ impl Dbm for HashDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_with(0)
+        self.rebuild_with(&RebuildParams::default())
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -901,10 +1086,25 @@ impl Dbm for HashDbm {
         }
     }
 
+    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+        // Exclusive, so the copy is one consistent state.
+        let guard = self.state.write();
+        let Some(s) = guard.as_ref() else {
+            return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));
+        };
+        if dest == self.path {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} cannot be copied onto itself", self.path.display()),
+            ));
+        }
+        s.copy_file(dest, hard)
+    }
+
     fn inspect(&self) -> Result<Vec<(String, String)>> {
         let guard = self.state()?;
         let Some(s) = guard.as_ref() else { return Ok(Vec::new()) };
-        let max_file = (1u128 << (8 * s.width)) << s.align_pow;
+        let max_file = s.max_file_size();
         let mut out = vec![
             ("class".to_string(), "HashDbm".to_string()),
             ("num_records".into(), s.count.load(Ordering::Acquire).to_string()),

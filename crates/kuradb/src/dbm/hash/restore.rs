@@ -113,17 +113,55 @@ fn read_at(file: &dyn File, offset: u64, width: usize, align_pow: u32) -> Result
     Ok((h, buf))
 }
 
+/// A window of the file read in large pieces, so a scan makes one read per
+/// megabyte rather than one per record (or, over garbage, per alignment unit).
+struct Window<'a> {
+    file: &'a dyn File,
+    start: u64,
+    buf: Vec<u8>,
+}
+
+impl Window<'_> {
+    const SIZE: u64 = 1 << 20;
+
+    /// The bytes from `offset`, at least `len` of them unless the file ends first.
+    fn at(&mut self, offset: u64, len: usize) -> Result<&[u8]> {
+        let end = self.file.size();
+        let want_end = (offset + len as u64).min(end);
+        if offset < self.start || want_end > self.start + self.buf.len() as u64 {
+            let n = (end - offset).min(Self::SIZE.max(len as u64)) as usize;
+            self.buf.resize(n, 0);
+            self.file.read(offset, &mut self.buf)?;
+            self.start = offset;
+        }
+        let from = (offset - self.start) as usize;
+        Ok(&self.buf[from..])
+    }
+}
+
 fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
     let end = file.size();
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
+    let mut window = Window { file, start: 0, buf: Vec::new() };
     let mut offset = header.records_start;
     while offset < end {
-        let Ok((h, buf)) = read_at(file, offset, width, u32::from(header.align_pow)) else {
+        let head = window.at(offset, record::MAX_HEADER)?;
+        let Ok(h) = record::parse_header(head, width, u32::from(header.align_pow)) else {
             offset += align;
             continue;
         };
+        let body = h.header_size + h.key_size + h.value_size;
+        if h.size == 0 || h.size > end - offset {
+            offset += align;
+            continue;
+        }
+        let buf = window.at(offset, body)?;
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
+            offset += align;
+            continue;
+        }
         let magic = buf[0];
         let key = &buf[h.header_size..h.header_size + h.key_size];
         if magic != MAGIC_PAD {
