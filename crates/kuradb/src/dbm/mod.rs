@@ -8,6 +8,7 @@
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
 pub mod hash;
+pub mod tree;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -362,6 +363,34 @@ pub trait Cursor {
     fn set(&mut self, value: &[u8]) -> Result<()>;
     /// Removes the record at the position; the position moves to the next record.
     fn remove(&mut self) -> Result<()>;
+
+    /// Moves to the last record (ordered databases only).
+    fn last(&mut self) -> Result<()> {
+        Err(unordered("last"))
+    }
+    /// Moves to the last record whose key is below `key`, or equal to it if
+    /// `inclusive` (ordered databases only).
+    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        let _ = (key, inclusive);
+        Err(unordered("jump_lower"))
+    }
+    /// Moves to the first record whose key is above `key`, or equal to it if
+    /// `inclusive` (ordered databases only).
+    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        let _ = (key, inclusive);
+        Err(unordered("jump_upper"))
+    }
+    /// Moves to the previous record (ordered databases only).
+    fn previous(&mut self) -> Result<()> {
+        Err(unordered("previous"))
+    }
+}
+
+fn unordered(what: &str) -> Error {
+    Error::new(
+        ErrorKind::NotImplemented,
+        format!("{what} needs an ordered database; this one keeps no key order"),
+    )
 }
 
 #[cfg(test)]

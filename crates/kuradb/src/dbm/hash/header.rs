@@ -11,6 +11,7 @@
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
+//! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
 //! | 60 | CRC-32 of bytes 0 to 59 |
@@ -18,6 +19,7 @@
 //! | 72 | record count (u64, exact after a clean close) |
 //! | 80 | bytes of keys and values (u64, exact after a clean close) |
 //! | 88 | epoch: hard synchronizations so far (u32) |
+//! | 92 | the last epoch whose hard synchronization completed (u32) |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
 //! Integers are little-endian.
@@ -40,7 +42,30 @@ pub(crate) struct Header {
     pub count: u64,
     pub data_size: u64,
     pub epoch: u32,
+    /// The last epoch whose hard synchronization completed: what a snapshot
+    /// restore goes back to.
+    pub synced_epoch: u32,
+    pub kind: Kind,
     pub records_start: u64,
+}
+
+/// What a file of the hash format holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A hash database's records.
+    Hash,
+    /// The nodes of a tree database: only whole synchronized states are
+    /// consistent, so a restore goes back to the last one.
+    TreeNodes,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Hash => "a hash database",
+            Kind::TreeNodes => "a tree database",
+        }
+    }
 }
 
 impl Header {
@@ -51,6 +76,10 @@ impl Header {
         b[9] = u8::from(self.appending);
         b[10] = self.width;
         b[11] = self.align_pow;
+        b[12] = match self.kind {
+            Kind::Hash => 0,
+            Kind::TreeNodes => 1,
+        };
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -66,6 +95,7 @@ impl Header {
         b[8..16].copy_from_slice(&self.count.to_le_bytes());
         b[16..24].copy_from_slice(&self.data_size.to_le_bytes());
         b[24..28].copy_from_slice(&self.epoch.to_le_bytes());
+        b[28..32].copy_from_slice(&self.synced_epoch.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
         b[60..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -100,6 +130,12 @@ impl Header {
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
         // A torn second half reads as a file not closed cleanly.
         let state_ok = crc_at(124) == crc32fast::hash(&b[64..124]);
+        let kind = match b[12] {
+            0 => Kind::Hash,
+            1 => Kind::TreeNodes,
+            other => return Err(bad(&format!("unknown kind {other}"))),
+        };
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let header = Header {
             appending: b[9] & 1 != 0,
             width: b[10],
@@ -108,7 +144,10 @@ impl Header {
             num_buckets: u64_at(16),
             count: if state_ok { u64_at(72) } else { 0 },
             data_size: if state_ok { u64_at(80) } else { 0 },
-            epoch: if state_ok { u32::from_le_bytes(b[88..92].try_into().unwrap_or_default()) } else { 0 },
+            epoch: if state_ok { u32_at(88) } else { 0 },
+            // Unknown when torn: a snapshot restore then keeps every epoch.
+            synced_epoch: if state_ok { u32_at(92) } else { u32::MAX },
+            kind,
             records_start: u64_at(24),
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
@@ -136,6 +175,8 @@ mod tests {
             count: 7,
             data_size: 99,
             epoch: 4,
+            synced_epoch: 3,
+            kind: Kind::TreeNodes,
             records_start: 5248,
         }
     }

@@ -29,6 +29,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 pub use options::{FileWrapper, HashOptions, RestoreMode, UpdateMode};
 
 use self::header::Header;
+pub(crate) use self::header::Kind;
 use self::record::{Record, MAX_HEADER, MAX_ITEM};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -57,6 +58,7 @@ const SLOT_LOCKS: usize = 1024;
 pub struct HashDbm {
     path: PathBuf,
     options: HashOptions,
+    kind: Kind,
     /// `None` once closed. Operations on records hold it shared; those that
     /// replace the file or need it quiet (rebuild, clear, hard sync, close) hold
     /// it exclusively.
@@ -72,6 +74,9 @@ struct State {
     num_buckets: u64,
     records_start: u64,
     epoch: AtomicU32,
+    /// The last epoch whose hard synchronization completed.
+    synced_epoch: AtomicU32,
+    kind: Kind,
     count: AtomicU64,
     data_size: AtomicU64,
     slots: Box<[RwLock<()>]>,
@@ -190,9 +195,20 @@ impl HashDbm {
     /// closed cleanly is restored first if `options.restore` allows.
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &HashOptions) -> Result<HashDbm> {
         let path = path.as_ref().to_path_buf();
+        HashDbm::open_kind(path, writable, options, Kind::Hash)
+    }
+
+    /// Opens or creates a file of the hash format holding `kind`; a file
+    /// holding another kind is refused.
+    pub(crate) fn open_kind(
+        path: PathBuf,
+        writable: bool,
+        options: &HashOptions,
+        kind: Kind,
+    ) -> Result<HashDbm> {
         check_options(options)?;
-        let state = open_state(&path, writable, options)?;
-        let db = HashDbm { path, options: options.clone(), state: RwLock::new(Some(state)) };
+        let state = open_state(&path, writable, options, kind)?;
+        let db = HashDbm { path, options: options.clone(), kind, state: RwLock::new(Some(state)) };
         Ok(db)
     }
 
@@ -236,7 +252,7 @@ fn check_options(o: &HashOptions) -> Result<()> {
     o.file.validate()
 }
 
-fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
+fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kind) -> Result<State> {
     let mut open = o.open.clone();
     open.writable = writable;
     let file = o.open_file(path, &open)?;
@@ -247,11 +263,17 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
                 format!("{} is empty: not a database", path.display()),
             ));
         }
-        create(file.as_ref(), o)?;
+        create(file.as_ref(), o, kind)?;
     }
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
     let header = Header::decode(&head, path)?;
+    if header.kind != kind {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{} holds {}, not {}: open it as one", path.display(), header.kind.name(), kind.name()),
+        ));
+    }
     if header.open_for_writing && writable {
         match o.restore {
             RestoreMode::Refuse => {
@@ -263,7 +285,7 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
             RestoreMode::Automatic => {
                 drop(file);
                 restore::restore_in_place(path, o)?;
-                return open_state(path, writable, &keeping(o));
+                return open_state(path, writable, &keeping(o), kind);
             }
         }
     }
@@ -282,6 +304,8 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
         num_buckets: header.num_buckets,
         records_start: header.records_start,
         epoch: AtomicU32::new(header.epoch.wrapping_add(1)),
+        synced_epoch: AtomicU32::new(header.synced_epoch),
+        kind,
         count: AtomicU64::new(header.count),
         data_size: AtomicU64::new(header.data_size),
         slots: (0..SLOT_LOCKS).map(|_| RwLock::new(())).collect(),
@@ -306,7 +330,7 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions) -> Result<State> {
 }
 
 /// Writes the header and an empty bucket array of a new database.
-fn create(file: &dyn File, o: &HashOptions) -> Result<()> {
+fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()> {
     let align = 1u64 << o.align_pow;
     let unit = align.max(file.block_size());
     let table_end = header::SIZE as u64 + o.num_buckets * u64::from(o.offset_width);
@@ -320,6 +344,8 @@ fn create(file: &dyn File, o: &HashOptions) -> Result<()> {
         count: 0,
         data_size: 0,
         epoch: 0,
+        synced_epoch: 0,
+        kind,
         records_start,
     };
     file.truncate(records_start)?;
@@ -336,9 +362,16 @@ thread_local! {
 
 impl State {
     fn with_cached_buckets(mut self) -> Result<State> {
-        let mut raw = vec![0u8; (self.num_buckets as usize) * self.width];
-        self.file.read(header::SIZE as u64, &mut raw)?;
-        self.buckets = Some(raw.into_iter().map(AtomicU8::new).collect());
+        let len = (self.num_buckets as usize) * self.width;
+        let cached: Box<[AtomicU8]> = (0..len).map(|_| AtomicU8::new(0)).collect();
+        // In pieces, so no second copy of the whole array is ever allocated.
+        let mut piece = vec![0u8; len.min(1 << 20)];
+        for (i, cells) in cached.chunks(piece.len()).enumerate() {
+            let bytes = &mut piece[..cells.len()];
+            self.file.read(header::SIZE as u64 + (i << 20) as u64, bytes)?;
+            cells.iter().zip(bytes.iter()).for_each(|(cell, &b)| cell.store(b, Ordering::Relaxed));
+        }
+        self.buckets = Some(cached);
         Ok(self)
     }
 
@@ -695,6 +728,8 @@ impl State {
             count: self.count.load(Ordering::Acquire),
             data_size: self.data_size.load(Ordering::Acquire),
             epoch: self.epoch.load(Ordering::Acquire),
+            synced_epoch: self.synced_epoch.load(Ordering::Acquire),
+            kind: self.kind,
             records_start: self.records_start,
         }
     }
@@ -769,6 +804,14 @@ impl State {
             return self.file.synchronize(hard);
         }
         self.make_durable()?;
+        let epoch = self.epoch.load(Ordering::Acquire);
+        self.synced_epoch.store(epoch, Ordering::Release);
+        if self.kind == Kind::TreeNodes {
+            // A restore of a tree goes back to this epoch: the header must
+            // say it is complete before this returns.
+            self.write_header(true)?;
+            self.file.synchronize(true)?;
+        }
         // Records written from now on may be torn by a crash; older ones may not.
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -782,7 +825,10 @@ impl State {
                 .flush_buckets()
                 .and_then(|_| self.pad())
                 .and_then(|_| self.make_durable())
-                .and_then(|_| self.write_header(false))
+                .and_then(|_| {
+                    self.synced_epoch.store(self.epoch.load(Ordering::Acquire), Ordering::Release);
+                    self.write_header(false)
+                })
                 .and_then(|_| self.file.synchronize(true));
         }
         result.and(self.file.close())
@@ -880,14 +926,14 @@ impl HashDbm {
             return Err(e);
         }
         let temp = sibling(&self.path, "rebuild");
-        let built = restore::copy_into(&temp, &options, |put| state.for_each(|k, v| put(k, v)));
+        let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)));
         let result = built.and_then(|_| state.close()).and_then(|_| {
             std::fs::rename(&temp, &self.path)
                 .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
         });
         // Whatever happened, the database goes on with the file at its path
         // (kept as it is, whatever the options said at the first open).
-        let reopened = open_state(&self.path, true, &keeping(&self.options));
+        let reopened = open_state(&self.path, true, &keeping(&self.options), self.kind);
         match reopened {
             Ok(state) => {
                 *guard = Some(state);

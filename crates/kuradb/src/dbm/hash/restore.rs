@@ -7,13 +7,18 @@
 //! versions of a key the one with the latest epoch wins, a live one before a
 //! void one within an epoch, and if the winner is a removed record the key
 //! stays removed.
+//!
+//! The nodes of a tree database are restored as of the last completed hard
+//! synchronization instead (versions of later epochs are left out): no
+//! version of an earlier epoch is overwritten, marked void or reused before
+//! the next hard synchronization completes, so that state is on disk whole.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use super::header::{self, Header};
 use super::record::{self, MAGIC_PAD};
-use super::{bucket_of, create, open_state, sibling, HashOptions, UpdateMode};
+use super::{bucket_of, create, open_state, sibling, HashOptions, Kind, UpdateMode};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{File, OpenOptions};
@@ -23,16 +28,17 @@ use crate::file::{File, OpenOptions};
 pub(super) fn copy_into(
     dest: &Path,
     options: &HashOptions,
+    kind: Kind,
     fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
 ) -> Result<()> {
     let mut o = options.clone();
     o.open = OpenOptions::writer().truncating();
     {
         let file = o.open_file(dest, &o.open)?;
-        create(file.as_ref(), &o)?;
+        create(file.as_ref(), &o, kind)?;
     }
     o.open = OpenOptions::writer();
-    let state = open_state(dest, true, &o)?;
+    let state = open_state(dest, true, &o, kind)?;
     let mut put = |key: &[u8], value: &[u8]| {
         let bucket = bucket_of(key, state.num_buckets);
         let found = state.find(key, bucket)?;
@@ -64,7 +70,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
     o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
     let width = header.width as usize;
     let mut kept = 0u64;
-    copy_into(dest, &o, |put| {
+    copy_into(dest, &o, header.kind, |put| {
         for (key, version) in &versions {
             if !version.live {
                 continue;
@@ -145,6 +151,9 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
     let end = file.size();
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
+    // A tree's nodes are consistent only as of a completed hard
+    // synchronization: later versions are left out.
+    let last_epoch = if header.kind == Kind::TreeNodes { header.synced_epoch } else { u32::MAX };
     let mut offset = header.records_start;
     while offset < end {
         let head = window.at(offset, record::MAX_HEADER)?;
@@ -164,7 +173,7 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
         }
         let magic = buf[0];
         let key = &buf[h.header_size..h.header_size + h.key_size];
-        if magic != MAGIC_PAD {
+        if magic != MAGIC_PAD && h.epoch <= last_epoch {
             // Within an epoch a live version beats a void one: a completed hard
             // synchronization leaves every replaced version marked void, so
             // of a synchronized state only the current version looks live.

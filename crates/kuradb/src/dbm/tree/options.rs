@@ -1,0 +1,34 @@
+//! The tuning parameters of a tree database.
+
+use super::KeyComparator;
+use crate::dbm::hash::HashOptions;
+
+/// Everything [`TreeDbm::open`](super::TreeDbm::open) takes. `max_page_size`,
+/// `max_branches` and `comparator` apply when the file is created; a reopen
+/// reads them from the file. The node store's tuning (`hash`) likewise.
+#[derive(Clone, Debug)]
+pub struct TreeOptions {
+    /// The file, locking and tuning of the hash database the nodes are stored in.
+    pub hash: HashOptions,
+    /// A leaf whose records take more bytes than this splits (tuning, at creation).
+    pub max_page_size: usize,
+    /// An inner node with more children than this splits (tuning, at creation).
+    pub max_branches: usize,
+    /// Nodes kept in memory; the least recently used beyond this are written
+    /// back (if changed) and dropped.
+    pub max_cached_pages: usize,
+    /// The order of the keys (tuning, at creation).
+    pub comparator: KeyComparator,
+}
+
+impl Default for TreeOptions {
+    fn default() -> TreeOptions {
+        TreeOptions {
+            hash: HashOptions { num_buckets: 131_101, align_pow: 10, ..HashOptions::default() },
+            max_page_size: 8130,
+            max_branches: 256,
+            max_cached_pages: 10_000,
+            comparator: KeyComparator::Lexical,
+        }
+    }
+}
