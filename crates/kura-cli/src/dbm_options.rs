@@ -3,12 +3,14 @@
 //!
 //! The names follow `tkrzw_dbm_perf` (`--dbm`, `--buckets`, `--align_pow`, …) so
 //! a command line written for the reference runs unchanged. Only flags of
-//! databases kuradb has are accepted; each later database adds its own.
+//! databases kuradb has are accepted; each later database adds its own, and a
+//! flag of one database given with another is refused with its name.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
+use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
 use kuradb::dbm::Dbm;
 use kuradb::file::OpenOptions;
 use kuradb::{Error, ErrorKind, Result};
@@ -62,7 +64,7 @@ impl DbmName {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
             "tkh" => DbmName::Hash,
-            "tkt" => DbmName::Tree,
+            "tkt" | "tree" => DbmName::Tree,
             "tks" => DbmName::Skip,
             "tkmt" | "flat" => DbmName::Tiny,
             "tkmb" => DbmName::Baby,
@@ -86,12 +88,13 @@ fn parse_dbm_name(name: &str) -> std::result::Result<DbmName, String> {
 /// Flags choosing the database, its file, how it is opened and its tuning.
 #[derive(Args, Clone, Debug)]
 pub struct DbmOptions {
-    /// The database implementation: auto (by the path's extension: .tkh is hash) or
-    /// hash. (tree, skip, tiny, baby, cache, stdhash and stdtree are not implemented yet.)
+    /// The database implementation: auto (by the path's extension: .tkh is hash,
+    /// .tkt or .tree is tree), hash or tree. (skip, tiny, baby, cache, stdhash and
+    /// stdtree are not implemented yet.)
     #[arg(long = "dbm", value_name = "IMPL", default_value = "auto", value_parser = parse_dbm_name)]
     pub dbm: DbmName,
 
-    /// The path of the database file (required by file databases such as hash).
+    /// The path of the database file (required by file databases such as hash and tree).
     #[arg(long = "path", value_name = "PATH")]
     pub path: Option<PathBuf>,
 
@@ -113,10 +116,15 @@ pub struct DbmOptions {
 
     #[command(flatten)]
     pub hash: HashFlags,
+
+    #[command(flatten)]
+    pub tree: TreeFlags,
 }
 
-/// The tuning flags of the hash database. A negative number (the reference's
-/// way of saying "unset") or an absent flag keeps kuradb's default.
+/// The tuning flags of the hash database, which also tune a tree's node store.
+/// A negative number (the reference's way of saying "unset") or an absent flag
+/// keeps kuradb's default for the database chosen (a tree's node store has its
+/// own: 131101 buckets, 2^10 alignment).
 #[derive(Args, Clone, Debug)]
 pub struct HashFlags {
     /// Uses the appending update mode (every update appended, the crash-safest)
@@ -135,12 +143,12 @@ pub struct HashFlags {
           hide_default_value = true)]
     pub offset_width: i64,
 
-    /// Records are aligned to 2^NUM bytes [default: kuradb's].
+    /// Records are aligned to 2^NUM bytes [default: kuradb's, for hash or tree].
     #[arg(long = "align_pow", value_name = "NUM", default_value_t = -1, allow_negative_numbers = true,
           hide_default_value = true)]
     pub align_pow: i64,
 
-    /// The number of hash buckets [default: kuradb's].
+    /// The number of hash buckets [default: kuradb's, for hash or tree].
     #[arg(long = "buckets", value_name = "NUM", default_value_t = -1, allow_negative_numbers = true,
           hide_default_value = true)]
     pub buckets: i64,
@@ -161,9 +169,9 @@ pub struct HashFlags {
 }
 
 impl HashFlags {
-    /// The hash database's options: kuradb's defaults, overridden by the flags given.
-    fn options(&self) -> Result<HashOptions> {
-        let mut options = HashOptions::default();
+    /// Overrides `options` (kuradb's defaults for a hash database, or for a
+    /// tree's node store) with the flags given.
+    fn apply(&self, options: &mut HashOptions) -> Result<()> {
         if self.append {
             options.update_mode = UpdateMode::Appending;
         }
@@ -184,8 +192,75 @@ impl HashFlags {
             options.min_read_size = size as usize;
         }
         options.cache_buckets = self.cache_buckets;
-        Ok(options)
+        Ok(())
     }
+}
+
+/// The tuning flags of the tree database, as the reference names them. A
+/// negative number or an absent flag keeps kuradb's default; any of them
+/// given with another database is refused.
+#[derive(Args, Clone, Debug)]
+pub struct TreeFlags {
+    /// (tree) A leaf whose records take more bytes than this splits [default: 8130].
+    #[arg(long = "max_page_size", value_name = "NUM", allow_negative_numbers = true)]
+    pub max_page_size: Option<i64>,
+
+    /// (tree) An inner node with more children than this splits [default: 256].
+    #[arg(long = "max_branches", value_name = "NUM", allow_negative_numbers = true)]
+    pub max_branches: Option<i64>,
+
+    /// (tree) Nodes kept in memory; the least recently used beyond are written
+    /// back and dropped [default: 10000].
+    #[arg(long = "max_cached_pages", value_name = "NUM", allow_negative_numbers = true)]
+    pub max_cached_pages: Option<i64>,
+
+    /// (tree) The order of the keys: lexical, decimal, hex, real, or one of them
+    /// followed by _reverse; the reference's names (SignedDecimalKeyComparator, …)
+    /// are accepted too [default: lexical].
+    #[arg(long = "key_comparator", value_name = "NAME", value_parser = parse_comparator)]
+    pub key_comparator: Option<KeyComparator>,
+}
+
+impl TreeFlags {
+    /// The flags given, by name, so that another database can refuse them.
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        for (flag, present) in [
+            ("--max_page_size", self.max_page_size.is_some()),
+            ("--max_branches", self.max_branches.is_some()),
+            ("--max_cached_pages", self.max_cached_pages.is_some()),
+            ("--key_comparator", self.key_comparator.is_some()),
+        ] {
+            if present {
+                given.push(flag);
+            }
+        }
+        given
+    }
+
+    /// Overrides the tree's own tuning in `options` with the flags given.
+    fn apply(&self, options: &mut TreeOptions) -> Result<()> {
+        let limit = usize::MAX as u64;
+        if let Some(size) = tuning("max_page_size", self.max_page_size.unwrap_or(-1), limit)? {
+            options.max_page_size = size as usize;
+        }
+        if let Some(branches) = tuning("max_branches", self.max_branches.unwrap_or(-1), limit)? {
+            options.max_branches = branches as usize;
+        }
+        if let Some(pages) = tuning("max_cached_pages", self.max_cached_pages.unwrap_or(-1), limit)? {
+            options.max_cached_pages = pages as usize;
+        }
+        if let Some(comparator) = self.key_comparator {
+            options.comparator = comparator;
+        }
+        Ok(())
+    }
+}
+
+/// Lets clap report an unknown comparator with the library's own message,
+/// which names the value and lists the valid ones.
+fn parse_comparator(name: &str) -> std::result::Result<KeyComparator, String> {
+    KeyComparator::from_name(name.trim()).map_err(|e| e.message().to_string())
 }
 
 /// A tuning number: `None` if negative (unset, as in the reference), an error
@@ -225,10 +300,17 @@ impl OpenDbm for HashDbm {
     }
 }
 
+impl OpenDbm for TreeDbm {
+    fn close_dbm(self: Box<Self>) -> Result<()> {
+        (*self).close()
+    }
+}
+
 /// The implementations kuradb has; [`DbmOptions::opener`] refuses the others.
 #[derive(Clone, Debug)]
 enum Implementation {
     Hash(HashOptions),
+    Tree(TreeOptions),
 }
 
 /// Everything needed to open the chosen database, checked once before any phase.
@@ -247,20 +329,22 @@ impl DbmOptions {
             (DbmName::Auto, Some(path)) => DbmName::from_extension(path).ok_or_else(|| {
                 invalid(format!(
                     "--dbm auto cannot tell the database from the extension of {}: give --dbm hash \
-                     or a path ending in .tkh",
+                     or --dbm tree, or a path ending in .tkh or .tkt",
                     path.display()
                 ))
             })?,
             (DbmName::Auto, None) => {
-                return Err(invalid("give --dbm hash and a --path for the database file".to_string()))
+                return Err(invalid(
+                    "give --dbm hash (or tree) and a --path for the database file".to_string(),
+                ))
             }
             (name, _) => name,
         };
-        if name != DbmName::Hash {
+        if !matches!(name, DbmName::Hash | DbmName::Tree) {
             return Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!(
-                    "the {} database (--dbm {}) is not implemented yet in kuradb: only hash is",
+                    "the {} database (--dbm {}) is not implemented yet in kuradb: only hash and tree are",
                     name.name(),
                     name.name()
                 ),
@@ -269,14 +353,46 @@ impl DbmOptions {
         let path = self.path.clone().ok_or_else(|| {
             invalid(format!("--dbm {} is a file database: give the file's --path", name.name()))
         })?;
-        let mut options = self.hash.options()?;
-        options.file = self.file.spec()?;
+        if name != DbmName::Tree {
+            if let Some(flag) = self.tree.given().first() {
+                return Err(invalid(format!(
+                    "{flag} is a flag of the tree database, not of the {} database (--dbm {})",
+                    name.name(),
+                    name.name()
+                )));
+            }
+        }
+        // The node store of a tree has its own defaults, which flags override
+        // as they override a hash database's.
+        let mut store =
+            if name == DbmName::Tree { TreeOptions::default().hash } else { HashOptions::default() };
+        self.hash.apply(&mut store)?;
+        store.file = self.file.spec()?;
         let mut open = OpenOptions::writer();
         open.no_wait = self.no_wait;
         open.no_lock = self.no_lock;
-        options.open = open;
-        Ok(DbmOpener { implementation: Implementation::Hash(options), path, sync_hard: self.sync_hard })
+        store.open = open;
+        let implementation = if name == DbmName::Tree {
+            let mut tree = TreeOptions { hash: store, ..TreeOptions::default() };
+            self.tree.apply(&mut tree)?;
+            Implementation::Tree(tree)
+        } else {
+            Implementation::Hash(store)
+        };
+        Ok(DbmOpener { implementation, path, sync_hard: self.sync_hard })
     }
+}
+
+/// The node store's open options for a phase: `mode`'s, keeping the locking flags.
+fn phase_open(options: &mut HashOptions, mode: OpenMode) {
+    let (no_wait, no_lock) = (options.open.no_wait, options.open.no_lock);
+    options.open = match mode {
+        OpenMode::Create => OpenOptions::writer().truncating(),
+        OpenMode::Write => OpenOptions::writer(),
+        OpenMode::Read => OpenOptions::reader(),
+    };
+    options.open.no_wait = no_wait;
+    options.open.no_lock = no_lock;
 }
 
 impl DbmOpener {
@@ -284,6 +400,7 @@ impl DbmOpener {
     pub fn name(&self) -> &'static str {
         match self.implementation {
             Implementation::Hash(_) => "hash",
+            Implementation::Tree(_) => "tree",
         }
     }
 
@@ -292,15 +409,13 @@ impl DbmOpener {
         match &self.implementation {
             Implementation::Hash(options) => {
                 let mut options = options.clone();
-                let (no_wait, no_lock) = (options.open.no_wait, options.open.no_lock);
-                options.open = match mode {
-                    OpenMode::Create => OpenOptions::writer().truncating(),
-                    OpenMode::Write => OpenOptions::writer(),
-                    OpenMode::Read => OpenOptions::reader(),
-                };
-                options.open.no_wait = no_wait;
-                options.open.no_lock = no_lock;
+                phase_open(&mut options, mode);
                 Ok(Box::new(HashDbm::open(&self.path, mode != OpenMode::Read, &options)?))
+            }
+            Implementation::Tree(options) => {
+                let mut options = options.clone();
+                phase_open(&mut options.hash, mode);
+                Ok(Box::new(TreeDbm::open(&self.path, mode != OpenMode::Read, &options)?))
             }
         }
     }
@@ -327,6 +442,7 @@ mod tests {
     fn auto_follows_the_extension_as_the_reference() {
         assert_eq!(DbmName::from_extension(Path::new("/tmp/a.TKH")), Some(DbmName::Hash));
         assert_eq!(DbmName::from_extension(Path::new("casket.tkt")), Some(DbmName::Tree));
+        assert_eq!(DbmName::from_extension(Path::new("casket.Tree")), Some(DbmName::Tree));
         assert_eq!(DbmName::from_extension(Path::new("casket.flat")), Some(DbmName::Tiny));
         assert_eq!(DbmName::from_extension(Path::new("casket")), None);
         assert_eq!(parse_dbm_name("Hash"), Ok(DbmName::Hash));
@@ -340,5 +456,87 @@ mod tests {
         assert_eq!(tuning("align_pow", 8, 63).unwrap(), Some(8));
         let err = tuning("align_pow", 64, 63).unwrap_err();
         assert!(err.message().contains("--align_pow 64"), "{err}");
+    }
+
+    #[derive(clap::Parser)]
+    struct Flags {
+        #[command(flatten)]
+        dbm: DbmOptions,
+    }
+
+    fn opener(args: &[&str]) -> Result<DbmOpener> {
+        use clap::Parser;
+        let flags = Flags::try_parse_from(std::iter::once("kura").chain(args.iter().copied()))
+            .map_err(|e| invalid(e.to_string()))?;
+        flags.dbm.opener()
+    }
+
+    fn tree_options(args: &[&str]) -> TreeOptions {
+        match opener(args).unwrap().implementation {
+            Implementation::Tree(options) => options,
+            other => panic!("{args:?} opened {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tree_defaults_are_the_trees_and_flags_override_them() {
+        let defaults = TreeOptions::default();
+        let found = tree_options(&["--dbm", "tree", "--path", "x"]);
+        assert_eq!(found.hash.num_buckets, defaults.hash.num_buckets);
+        assert_eq!(found.hash.align_pow, defaults.hash.align_pow);
+        assert_eq!(found.max_page_size, defaults.max_page_size);
+        assert_eq!(found.max_branches, defaults.max_branches);
+        assert_eq!(found.max_cached_pages, defaults.max_cached_pages);
+        assert_eq!(found.comparator, defaults.comparator);
+        // auto picks tree for .tkt and .tree, with the same defaults.
+        for path in ["x.tkt", "x.tree"] {
+            assert_eq!(tree_options(&["--path", path]).hash.num_buckets, 131_101);
+        }
+        let found = tree_options(&[
+            "--dbm",
+            "tree",
+            "--path",
+            "x",
+            "--buckets",
+            "1000",
+            "--align_pow",
+            "-1",
+            "--append",
+            "--max_page_size",
+            "4000",
+            "--max_branches",
+            "-1",
+            "--max_cached_pages",
+            "50",
+            "--key_comparator",
+            "SignedDecimalKeyComparator",
+        ]);
+        assert_eq!(found.hash.num_buckets, 1000);
+        assert_eq!(found.hash.align_pow, defaults.hash.align_pow);
+        assert_eq!(found.hash.update_mode, UpdateMode::Appending);
+        assert_eq!((found.max_page_size, found.max_branches, found.max_cached_pages), (4000, 256, 50));
+        assert_eq!(found.comparator, KeyComparator::Decimal);
+        // The hash database keeps its own defaults.
+        match opener(&["--dbm", "hash", "--path", "x"]).unwrap().implementation {
+            Implementation::Hash(options) => {
+                assert_eq!(options.num_buckets, HashOptions::default().num_buckets)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tree_flags_are_refused_for_other_databases() {
+        for flag in ["--max_page_size", "--max_branches", "--max_cached_pages", "--key_comparator"] {
+            let value = if flag == "--key_comparator" { "decimal" } else { "-1" };
+            let err = opener(&["--dbm", "hash", "--path", "x.tkh", flag, value]).unwrap_err();
+            assert!(err.message().contains(flag) && err.message().contains("tree"), "{err}");
+            let err = opener(&["--path", "x.tkh", flag, value]).unwrap_err();
+            assert!(err.message().contains(flag), "{err}");
+        }
+        let err = opener(&["--dbm", "tree", "--path", "x", "--key_comparator", "alpha"]).unwrap_err();
+        assert!(err.message().contains("unknown key comparator \"alpha\""), "{err}");
+        let err = opener(&["--dbm", "tree", "--path", "x", "--max_branches", "-"]).unwrap_err();
+        assert!(err.message().contains("--max_branches"), "{err}");
     }
 }

@@ -38,8 +38,14 @@ fn failure(args: &[&str], path: Option<&Path>) -> (i32, String) {
     (output.status.code().unwrap_or(-1), text(&output.stderr))
 }
 
-/// Checks the four phases of a sequence run of `records` distinct keys.
+/// Checks the four phases of a sequence run of `records` distinct keys on a
+/// hash database.
 fn check_sequence(found: &[Value], records: u64, what: &str) {
+    check_sequence_of("hash", found, records, what);
+}
+
+/// Checks the four phases of a sequence run of `records` distinct keys on `dbm`.
+fn check_sequence_of(dbm: &str, found: &[Value], records: u64, what: &str) {
     let names: Vec<&str> = found.iter().map(|p| p["phase"].as_str().unwrap()).collect();
     assert_eq!(names, ["set", "get", "iterate", "remove"], "{what}");
     for phase in found {
@@ -47,7 +53,7 @@ fn check_sequence(found: &[Value], records: u64, what: &str) {
         assert!(phase["elapsed"].as_f64().unwrap() >= 0.0, "{what}: {phase}");
         assert!(phase["mem"].is_i64(), "{what}: {phase}");
         assert!(phase["file_size"].as_u64().unwrap() > 0, "{what}: {phase}");
-        assert_eq!(phase["dbm"], "hash", "{what}: {phase}");
+        assert_eq!(phase["dbm"], dbm, "{what}: {phase}");
     }
     for phase in &found[..3] {
         assert_eq!(phase["num_records"], records, "{what}: {phase}");
@@ -236,7 +242,7 @@ fn bad_input_fails_clearly() {
     let path = dir.path().join("bad.tkh");
     let cases: [(&[&str], Option<&Path>, i32, &str); 13] = [
         (&["sequence", "--dbm", "poly"], Some(&path), 2, "unknown DBM implementation \"poly\""),
-        (&["sequence", "--dbm", "tree"], Some(&path), 1, "not implemented yet"),
+        (&["sequence", "--dbm", "skip"], Some(&path), 1, "not implemented yet"),
         (&["parallel", "--dbm", "tiny"], None, 1, "the tiny database (--dbm tiny) is not implemented yet"),
         (&["sequence", "--dbm", "hash"], None, 1, "give the file's --path"),
         (&["sequence"], None, 1, "give --dbm hash"),
@@ -259,4 +265,140 @@ fn bad_input_fails_clearly() {
     let (code, stderr) = failure(&["sequence", "--dbm", "hash", "--get_only"], Some(&missing));
     assert_eq!(code, 1);
     assert!(stderr.contains("missing.tkh"), "{stderr}");
+}
+
+const TREE_SMALL: [&str; 6] = ["--dbm", "tree", "--buckets", "1000", "--max_page_size", "512"];
+
+#[test]
+fn tree_sequence_validates_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkt");
+    for threads in ["1", "3"] {
+        let mut args = vec!["sequence", "--json", "--iter", "1500", "--threads", threads, "--validate"];
+        args.extend(["--random_key", "--random_value", "--size", "40", "--random_seed", "7"]);
+        args.extend(TREE_SMALL);
+        let found = phases(&args, &path);
+        let records = found[0]["num_records"].as_u64().unwrap();
+        let drawn = 1500 * threads.parse::<u64>().unwrap();
+        assert!(records > drawn / 2 && records < drawn, "{threads} threads: {records} of {drawn}");
+        check_sequence_of("tree", &found, records, threads);
+    }
+    // Sequential keys, every phase's count exact; auto picks tree for .tkt.
+    let found = phases(&["sequence", "--json", "--iter", "1000", "--threads", "2", "--validate"], &path);
+    check_sequence_of("tree", &found, 2000, "auto");
+}
+
+#[test]
+fn tree_flags_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 4] = [
+        &["--max_page_size", "200", "--max_branches", "3", "--max_cached_pages", "2"],
+        &["--key_comparator", "decimal", "--max_page_size", "-1", "--max_branches", "-1"],
+        &["--key_comparator", "RealNumberKeyComparator", "--append", "--record_crc", "32", "--fbp_cap", "10"],
+        &[
+            "--key_comparator",
+            "lexical_reverse",
+            "--file",
+            "pos-atom",
+            "--block_size",
+            "512",
+            "--align_pow",
+            "9",
+            "--padding",
+            "--pagecache",
+            "--cache_buckets",
+            "--buckets",
+            "500",
+            "--offset_width",
+            "4",
+            "--min_read_size",
+            "64",
+        ],
+    ];
+    for (i, extra) in runs.iter().enumerate() {
+        let path = dir.path().join(format!("flags-{i}.tree"));
+        let mut args = vec!["sequence", "--json", "--iter", "600", "--threads", "2", "--validate"];
+        args.extend(["--random_key", "--verbose"]);
+        args.extend(*extra);
+        let output = kura(&args, Some(&path));
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{extra:?}: {}\n{stdout}", text(&output.stderr));
+        let comparator =
+            extra.iter().position(|f| *f == "--key_comparator").map(|i| extra[i + 1].to_ascii_lowercase());
+        let expected = match comparator.as_deref() {
+            Some("decimal") => "decimal",
+            Some("realnumberkeycomparator") => "real",
+            Some("lexical_reverse") => "lexical_reverse",
+            _ => "lexical",
+        };
+        assert!(stdout.contains(&format!("  key_comparator={expected}\n")), "{extra:?}: {stdout}");
+        if i == 0 {
+            assert!(
+                stdout.contains("  max_page_size=200\n") && stdout.contains("  max_branches=3\n"),
+                "{stdout}"
+            );
+        }
+        if extra.contains(&"--buckets") {
+            assert!(stdout.contains("  store_num_buckets=500\n"), "{stdout}");
+        } else {
+            // Absent, the node store's buckets are the tree's default, not the hash's.
+            assert!(stdout.contains("  store_num_buckets=131101\n"), "{extra:?}: {stdout}");
+        }
+    }
+    for workload in [
+        &["parallel", "--iter", "2000", "--threads", "4", "--validate", "--random_key", "--keys", "300"][..],
+        &["parallel", "--iter", "1000", "--threads", "2", "--validate", "--rebuild"][..],
+        &["wicked", "--iter", "2000", "--threads", "4", "--iterator", "--clear", "--rebuild", "--validate"][..],
+        &["wicked", "--iter", "2000", "--threads", "3", "--iterator", "--rebuild", "--validate", "--append"]
+            [..],
+    ] {
+        let path = dir.path().join("mixed.tkt");
+        let mut args = workload.to_vec();
+        args.extend(TREE_SMALL);
+        args.extend(["--max_branches", "4", "--key_comparator", "hex"]);
+        let output = kura(&args, Some(&path));
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{workload:?}: {}\n{stdout}", text(&output.stderr));
+        if workload[0] == "wicked" {
+            assert!(stdout.contains("Validated after reopening: "), "{workload:?}: {stdout}");
+        }
+    }
+}
+
+#[test]
+fn tree_flags_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("bad.tkt");
+    let hash = dir.path().join("bad.tkh");
+    let cases: [(&[&str], &Path, i32, &str); 8] = [
+        (
+            &["sequence", "--dbm", "tree", "--key_comparator", "alphabetical"],
+            &tree,
+            2,
+            "unknown key comparator \"alphabetical\": use one of lexical, decimal",
+        ),
+        (&["wicked", "--key_comparator", "numeric"], &tree, 2, "--key_comparator"),
+        (&["sequence", "--dbm", "tree", "--max_branches", "2"], &tree, 1, "max_branches must be at least 3"),
+        (&["sequence", "--dbm", "tree", "--max_page_size", "x"], &tree, 2, "--max_page_size"),
+        (
+            &["sequence", "--dbm", "hash", "--max_page_size", "4096"],
+            &hash,
+            1,
+            "--max_page_size is a flag of the tree database, not of the hash database",
+        ),
+        (
+            &["parallel", "--dbm", "hash", "--max_branches", "8"],
+            &hash,
+            1,
+            "--max_branches is a flag of the tree",
+        ),
+        (&["wicked", "--max_cached_pages", "8"], &hash, 1, "--max_cached_pages is a flag of the tree"),
+        (&["sequence", "--key_comparator", "decimal"], &hash, 1, "--key_comparator is a flag of the tree"),
+    ];
+    for (args, path, code, message) in cases {
+        let (found_code, stderr) = failure(args, Some(path));
+        assert_eq!(found_code, code, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    assert!(!hash.exists(), "a refused flag creates no file");
 }
