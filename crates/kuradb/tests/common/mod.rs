@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod hash;
+pub mod tree;
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};

@@ -740,7 +740,7 @@ impl Tree {
             Some(k) => self.descend(k, None)?.0,
             None => self.meta.lock().first,
         };
-        for _ in 0..=self.count.load(Ordering::Acquire) + 2 {
+        for _ in 0..self.leaf_bound() {
             let cell = self.load(id)?;
             let slot = cell.slot.read();
             let Node::Leaf(leaf) = &slot.node else {
@@ -772,7 +772,7 @@ impl Tree {
             Some(k) => self.descend(k, None)?.0,
             None => self.meta.lock().last,
         };
-        for _ in 0..=self.count.load(Ordering::Acquire) + 2 {
+        for _ in 0..self.leaf_bound() {
             let cell = self.load(id)?;
             let slot = cell.slot.read();
             let Node::Leaf(leaf) = &slot.node else {
@@ -797,6 +797,12 @@ impl Tree {
         Err(self.broken("the leaves' links loop".into()))
     }
 
+    /// More steps than there are leaves (every leaf id is below `next_leaf`):
+    /// a walk along the links that takes this many loops.
+    fn leaf_bound(&self) -> u64 {
+        self.meta.lock().next_leaf + 1
+    }
+
     /// Calls `f` with every leaf, first to last. The caller holds the tree exclusively.
     fn each_leaf(&self, mut f: impl FnMut(&mut Slot) -> Result<()>) -> Result<()> {
         let mut id = self.meta.lock().first;
@@ -810,7 +816,7 @@ impl Tree {
                 Node::Inner(_) => return Err(self.broken("a leaf link is an inner node".into())),
             };
             steps += 1;
-            if steps > self.count.load(Ordering::Acquire) + 2 {
+            if steps > self.leaf_bound() {
                 return Err(self.broken("the leaves' links loop".into()));
             }
         }
@@ -904,18 +910,22 @@ impl Dbm for TreeDbm {
             }
             t.each_leaf(|slot| {
                 let Node::Leaf(leaf) = &mut slot.node else { return Ok(()) };
-                let mut kept = Vec::with_capacity(leaf.records.len());
-                let mut changed = false;
-                for (key, value) in std::mem::take(&mut leaf.records) {
-                    match f(&key, &value) {
-                        Action::Keep => kept.push((key, value)),
-                        _ if !writable => {
-                            leaf.records = kept;
+                if !writable {
+                    for (key, value) in &leaf.records {
+                        if f(key, value) != Action::Keep {
                             return Err(Error::new(
                                 ErrorKind::InvalidArgument,
                                 "a read-only process asked to change a record",
                             ));
                         }
+                    }
+                    return Ok(());
+                }
+                let mut kept = Vec::with_capacity(leaf.records.len());
+                let mut changed = false;
+                for (key, value) in std::mem::take(&mut leaf.records) {
+                    match f(&key, &value) {
+                        Action::Keep => kept.push((key, value)),
                         Action::Remove => {
                             changed = true;
                             t.count.fetch_sub(1, Ordering::AcqRel);

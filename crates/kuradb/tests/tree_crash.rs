@@ -1,0 +1,499 @@
+//! A crash leaves a tree database exactly as its last hard synchronization
+//! (or clean close, clear or rebuild) made it: after a simulated power cut,
+//! which undoes every write since, and after a SIGKILL of a writer process,
+//! the automatic restore at the next open must give back exactly that tree.
+//!
+//! The SIGKILL writer is this test binary run again for the ignored test
+//! [`tree_crash_writer`]: it applies numbered batches (each step determined
+//! by the seed, the batch and its position) and prints "synced N" on stdout
+//! only after `synchronize(true)` for batch N returned. The parent kills it
+//! after a random 5 to 150 ms; the restored tree must then be the state
+//! after the last reported batch, or after the next one (synchronized but
+//! not yet reported), or the state at a clear or rebuild inside that next
+//! batch (both make their state durable at once).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::hash::{show, Model};
+use common::tree as t;
+use kuradb::dbm::hash::FileWrapper;
+use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
+use kuradb::dbm::Dbm;
+use kuradb::file::{FaultControl, FaultFile, FileKind, FileSpec};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+// ---------------------------------------------------------------- power cut
+
+#[derive(Clone, Debug)]
+enum Op {
+    Set(u16, usize),
+    Remove(u16),
+    HardSync,
+    SoftSync,
+    Clear,
+    Rebuild,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (0u16..120, 0usize..40).prop_map(|(k, n)| Op::Set(k, n)),
+        5 => (0u16..120).prop_map(Op::Remove),
+        1 => Just(Op::HardSync),
+        1 => Just(Op::SoftSync),
+        // Rare: each is durable at once.
+        1 => (0u8..10).prop_filter_map("rare", |n| (n == 0).then_some(Op::Clear)),
+        1 => (0u8..6).prop_filter_map("rare", |n| (n == 0).then_some(Op::Rebuild)),
+    ]
+}
+
+fn pkey(k: u16, cmp: KeyComparator) -> Vec<u8> {
+    match cmp {
+        KeyComparator::Lexical => format!("key{k:03}").into_bytes(),
+        _ => format!("{}", i32::from(k) - 60).into_bytes(),
+    }
+}
+
+fn pvalue(k: u16, n: usize, step: usize) -> Vec<u8> {
+    let mut v = format!("{k}:{step}:").into_bytes();
+    v.resize(n.max(v.len()), b'a' + (step % 26) as u8);
+    v
+}
+
+/// The fault controls of every file opened, with its path.
+type Controls = Arc<Mutex<Vec<(std::path::PathBuf, Arc<FaultControl>)>>>;
+
+fn power_cut(
+    spec: &FileSpec,
+    cmp: KeyComparator,
+    tuning: (usize, usize, usize),
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cut.kt");
+    let controls: Controls = Arc::default();
+    let seen = Arc::clone(&controls);
+    let mut options = t::options(spec, cmp, tuning.0, tuning.1, tuning.2, 7);
+    options.hash.wrap_file = Some(FileWrapper(Arc::new(move |inner| {
+        let file_path = inner.path().to_path_buf();
+        let file = FaultFile::new(inner);
+        seen.lock().expect("controls").push((file_path, file.control()));
+        Box::new(file)
+    })));
+    let db = TreeDbm::open(&path, true, &options).expect("open");
+    let mut live = Model::new();
+    let mut synced = live.clone();
+    for (step, op) in ops.iter().enumerate() {
+        match *op {
+            Op::Set(k, n) => {
+                let v = pvalue(k, n, step);
+                db.set(&pkey(k, cmp), &v, true).expect("set");
+                live.insert(pkey(k, cmp), v);
+            }
+            Op::Remove(k) => {
+                db.remove(&pkey(k, cmp)).expect("remove");
+                live.remove(&pkey(k, cmp));
+            }
+            Op::HardSync => {
+                db.synchronize(true).expect("hard sync");
+                synced = live.clone();
+            }
+            Op::SoftSync => db.synchronize(false).expect("soft sync"),
+            Op::Clear => {
+                db.clear().expect("clear");
+                live.clear();
+                synced.clear();
+            }
+            Op::Rebuild => {
+                db.rebuild().expect("rebuild");
+                synced = live.clone();
+            }
+        }
+    }
+    // The file the database has open now is the last one opened at `path`.
+    let control = controls
+        .lock()
+        .expect("controls")
+        .iter()
+        .rev()
+        .find(|(p, _)| p.file_name() == path.file_name())
+        .map(|(_, c)| c.clone())
+        .expect("a file was opened");
+    control.power_cut().expect("power cut");
+    drop(db);
+    let plain = TreeOptions {
+        hash: kuradb::dbm::hash::HashOptions { wrap_file: None, ..options.hash.clone() },
+        ..options
+    };
+    let db = TreeDbm::open(&path, true, &plain)
+        .map_err(|e| TestCaseError::fail(format!("[{spec} {}] reopen after the cut: {e}", cmp.name())))?;
+    t::compare(&db, &synced, cmp)
+        .map_err(|e| TestCaseError::fail(format!("[{spec} {}] after {} ops: {e}", cmp.name(), ops.len())))?;
+    db.set(&pkey(1, cmp), b"after", true).expect("the restored tree takes writes");
+    synced.insert(pkey(1, cmp), b"after".to_vec());
+    db.close().expect("close");
+    let db = TreeDbm::open(&path, false, &plain).expect("reopen");
+    t::compare(&db, &synced, cmp).map_err(|e| TestCaseError::fail(format!("[{spec}] reopened: {e}")))?;
+    Ok(())
+}
+
+fn cut_specs() -> Vec<FileSpec> {
+    let mut block = FileSpec::new(FileKind::PositionalAtomic);
+    block.block_size = 512;
+    block.pagecache = true;
+    block.page_cache_capacity = 4;
+    vec![FileSpec::new(FileKind::MmapParallel), FileSpec::new(FileKind::PositionalParallel), block]
+}
+
+/// After a power cut the tree is exactly as last synchronized, on every
+/// spec, in a lexical and a numeric order, with tiny pages.
+#[test]
+fn a_power_cut_keeps_exactly_the_synchronized_tree() {
+    for spec in cut_specs() {
+        for cmp in [KeyComparator::Lexical, KeyComparator::Real] {
+            let mut runner =
+                TestRunner::new(Config { cases: 40, failure_persistence: None, ..Config::default() });
+            let strategy = ((64usize..300, 3usize..6, 1usize..12), proptest::collection::vec(op(), 1..150));
+            if let Err(e) = runner.run(&strategy, |(tuning, ops)| power_cut(&spec, cmp, tuning, &ops)) {
+                panic!("[{spec} {}] {e}", cmp.name());
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- SIGKILL
+
+const ENV_PATH: &str = "KURADB_TREE_CRASH_PATH";
+const ENV_CONFIG: &str = "KURADB_TREE_CRASH_CONFIG";
+const ENV_FIRST: &str = "KURADB_TREE_CRASH_FIRST_BATCH";
+const ENV_SEED: &str = "KURADB_TREE_CRASH_SEED";
+/// Set to reproduce a run.
+const ENV_REPLAY: &str = "KURADB_TREE_CRASH_REPLAY";
+const KILLS: usize = 12;
+const KEYS: usize = 300;
+
+fn config(index: usize) -> (&'static str, TreeOptions) {
+    match index {
+        0 => (
+            "mmap-para, decimal",
+            t::options(&FileSpec::new(FileKind::MmapParallel), KeyComparator::Decimal, 128, 4, 8, 31),
+        ),
+        _ => (
+            "pos-atom block 512 page cache, lexical",
+            t::options(
+                &common::spec(FileKind::PositionalAtomic, |s| {
+                    s.block_size = 512;
+                    s.pagecache = true;
+                    s.page_cache_capacity = 4;
+                }),
+                KeyComparator::Lexical,
+                200,
+                5,
+                3,
+                7,
+            ),
+        ),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Set(Vec<u8>, Vec<u8>),
+    Remove(Vec<u8>),
+    Rebuild,
+    Clear,
+}
+
+fn skey(k: usize) -> Vec<u8> {
+    format!("{k}").into_bytes()
+}
+
+/// Batch `batch`: 1 to 40 sets and removals; about one batch in 20 also
+/// rebuilds, one in 80 clears.
+fn plan(seed: u64, batch: u64) -> Vec<Step> {
+    let mut rng = SmallRng::seed_from_u64(seed ^ batch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut steps = Vec::new();
+    for _ in 0..rng.gen_range(1..=40) {
+        if rng.gen_ratio(1, 20 * 20) {
+            steps.push(Step::Rebuild);
+        }
+        if rng.gen_ratio(1, 80 * 20) {
+            steps.push(Step::Clear);
+        }
+        let k = skey(rng.gen_range(0..KEYS));
+        if rng.gen_ratio(1, 3) {
+            steps.push(Step::Remove(k));
+        } else {
+            let mut v = format!("b{batch}:s{}:", steps.len()).into_bytes();
+            v.extend((0..rng.gen_range(0..60)).map(|i| (i as u64 + batch) as u8));
+            steps.push(Step::Set(k, v));
+        }
+    }
+    steps
+}
+
+fn apply(model: &mut Model, step: &Step) {
+    match step {
+        Step::Set(k, v) => drop(model.insert(k.clone(), v.clone())),
+        Step::Remove(k) => drop(model.remove(k)),
+        Step::Rebuild => {}
+        Step::Clear => model.clear(),
+    }
+}
+
+/// Not a test by itself: the writer process of the SIGKILL test.
+#[test]
+#[ignore = "the child process of the tree crash tests"]
+fn tree_crash_writer() {
+    let Ok(path) = std::env::var(ENV_PATH) else { return };
+    let number = |name: &str| -> u64 { std::env::var(name).expect("set").parse().expect("a number") };
+    let (_, options) = config(number(ENV_CONFIG) as usize);
+    let seed = number(ENV_SEED);
+    let db = TreeDbm::open(&path, true, &options).expect("the writer opens the tree");
+    let mut out = std::io::stdout().lock();
+    for batch in number(ENV_FIRST).. {
+        for step in plan(seed, batch) {
+            match step {
+                Step::Set(k, v) => db.set(&k, &v, true).expect("set"),
+                Step::Remove(k) => drop(db.remove(&k).expect("remove")),
+                Step::Rebuild => db.rebuild().expect("rebuild"),
+                Step::Clear => db.clear().expect("clear"),
+            }
+        }
+        db.synchronize(true).expect("synchronize");
+        out.write_all(format!("synced {batch}\n").as_bytes()).expect("report");
+        out.flush().expect("flush");
+    }
+}
+
+struct Writer {
+    child: Child,
+    output: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Writer {
+    fn start(path: &Path, config: usize, first: u64, seed: u64) -> Writer {
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "tree_crash_writer", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(ENV_PATH, path)
+            .env(ENV_CONFIG, config.to_string())
+            .env(ENV_FIRST, first.to_string())
+            .env(ENV_SEED, seed.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the writer");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let output = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout.read_to_string(&mut text);
+            text
+        });
+        Writer { child, output: Some(output) }
+    }
+
+    fn kill(mut self) -> (bool, String) {
+        let running = matches!(self.child.try_wait(), Ok(None));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let text = self.output.take().map(|o| o.join().expect("reader")).unwrap_or_default();
+        (running, format!("{text}{err}"))
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn last_synced(output: &str) -> Option<u64> {
+    output.lines().filter_map(|l| l.strip_prefix("synced ")).filter_map(|n| n.trim().parse().ok()).max()
+}
+
+fn kill_and_check(index: usize) {
+    let (name, options) = config(index);
+    let cmp = options.comparator;
+    let seed: u64 = std::env::var(ENV_REPLAY).ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    let what = format!("[{name}] (seed {seed}; {ENV_REPLAY}={seed} replays it)");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.kt");
+    TreeDbm::open(&path, true, &options).expect("create").close().expect("close");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut base = Model::new();
+    let mut first = 0u64;
+    let mut with_syncs = 0;
+    for kill in 0..KILLS {
+        let what = format!("{what} kill {kill}");
+        let writer = Writer::start(&path, index, first, seed);
+        std::thread::sleep(Duration::from_millis(rng.gen_range(5..=150)));
+        let (running, output) = writer.kill();
+        assert!(running, "{what}: the writer stopped before it was killed:\n{output}");
+        let synced = last_synced(&output);
+        let mut expected = base.clone();
+        for batch in first..synced.map_or(first, |s| s + 1) {
+            for step in plan(seed, batch) {
+                apply(&mut expected, &step);
+            }
+        }
+        // The states the restore may give: the last reported one, one at a
+        // clear or rebuild in the next batch, or the whole next batch.
+        let open_batch = synced.map_or(first, |s| s + 1);
+        let mut allowed = vec![("the last reported batch".to_string(), expected.clone())];
+        let mut during = expected.clone();
+        for (i, step) in plan(seed, open_batch).iter().enumerate() {
+            apply(&mut during, step);
+            if matches!(step, Step::Clear | Step::Rebuild) {
+                allowed.push((format!("{step:?} at step {i} of batch {open_batch}"), during.clone()));
+            }
+        }
+        allowed.push((format!("batch {open_batch} synchronized, unreported"), during.clone()));
+        let db = TreeDbm::open(&path, true, &options).unwrap_or_else(|e| {
+            panic!(
+                "{what}: open after the kill (synced {synced:?}; the open batch {open_batch} clears or \
+                 rebuilds at {:?}): {e}",
+                allowed.iter().skip(1).map(|(n, _)| n).collect::<Vec<_>>()
+            )
+        });
+        let found: Model = t::self_consistent(&db, cmp)
+            .unwrap_or_else(|e| panic!("{what}: after the kill: {e}"))
+            .into_iter()
+            .collect();
+        let Some(which) = allowed.iter().position(|(_, m)| *m == found) else {
+            let (_, last) = &allowed[0];
+            let differ = found.iter().find(|(k, v)| last.get(*k) != Some(*v)).map(|(k, _)| show(k));
+            let missing = last.keys().find(|k| !found.contains_key(*k)).map(|k| show(k));
+            panic!(
+                "{what}: after batch {synced:?} was reported synchronized the tree holds {} records, none of \
+                 the allowed states ({}); vs the reported state: first differing {differ:?}, first missing \
+                 {missing:?}",
+                found.len(),
+                allowed.iter().map(|(n, m)| format!("{n}: {} records", m.len())).collect::<Vec<_>>().join("; ")
+            );
+        };
+        if synced.is_some() {
+            with_syncs += 1;
+        }
+        let mut now = found;
+        let marker = skey(KEYS + kill);
+        db.set(&marker, b"still working", true)
+            .unwrap_or_else(|e| panic!("{what}: set after the restore: {e}"));
+        now.insert(marker, b"still working".to_vec());
+        t::compare(&db, &now, cmp).unwrap_or_else(|e| panic!("{what}: after the restore: {e}"));
+        db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
+        let db = TreeDbm::open(&path, false, &options).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+        t::compare(&db, &now, cmp).unwrap_or_else(|e| panic!("{what}: reopened: {e}"));
+        db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
+        let _ = which;
+        base = now;
+        first = open_batch + 1;
+    }
+    assert!(with_syncs * 3 >= KILLS, "{what}: only {with_syncs} of {KILLS} writers synchronized a batch");
+}
+
+/// Killed writers on a memory-mapped tree in decimal order lose nothing synchronized.
+#[test]
+#[ignore = "bug: a kill inside synchronize(true) can leave 'has nodes but not the tree's figures' (see a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree)"]
+fn killed_writer_on_mmap() {
+    kill_and_check(0);
+}
+
+/// Killed writers through atomic block I/O and a tiny page cache lose nothing synchronized.
+#[test]
+#[ignore = "bug: a kill inside synchronize(true) can leave 'has nodes but not the tree's figures' (see a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree)"]
+fn killed_writer_on_block_io_with_page_cache() {
+    kill_and_check(1);
+}
+
+/// What a process killed between hard synchronizations leaves: the tree
+/// written and synchronized hard, more records written (nodes evicted to
+/// the file), and the file copied while open. Its restore must give the
+/// tree as of the hard synchronization.
+#[test]
+fn a_crash_between_synchronizations_restores_the_last_hard_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.kt");
+    let copy = dir.path().join("copy.kt");
+    let options =
+        t::options(&FileSpec::new(FileKind::PositionalParallel), KeyComparator::Lexical, 128, 4, 8, 31);
+    let db = TreeDbm::open(&path, true, &options).expect("open");
+    let mut model = Model::new();
+    for i in 0..100 {
+        let k = format!("{i:03}").into_bytes();
+        db.set(&k, b"first", true).expect("set");
+        model.insert(k, b"first".to_vec());
+    }
+    db.synchronize(true).expect("hard sync");
+    for i in 50..150 {
+        db.set(format!("{i:03}").as_bytes(), b"second", true).expect("set");
+    }
+    std::fs::copy(&path, &copy).expect("copy the open file");
+    drop(db);
+    let db = TreeDbm::open(&copy, true, &options).expect("open the crashed copy");
+    t::compare(&db, &model, KeyComparator::Lexical).expect("the hard-synchronized tree");
+}
+
+/// A hard synchronization that fails at its k-th file operation, then a
+/// power cut: for every k, the tree must reopen as it was synchronized
+/// before, or as the failed synchronization would have made it.
+#[test]
+#[ignore = "bug: a hard synchronization interrupted after its void marks are durable loses the tree's figures"]
+fn a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree() {
+    let spec = FileSpec::new(FileKind::PositionalParallel);
+    for k in 0..40u64 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.kt");
+        let controls: Arc<Mutex<Vec<Arc<FaultControl>>>> = Arc::default();
+        let seen = Arc::clone(&controls);
+        let mut options = t::options(&spec, KeyComparator::Lexical, 128, 4, 8, 31);
+        options.hash.wrap_file = Some(FileWrapper(Arc::new(move |inner| {
+            let file = FaultFile::new(inner);
+            seen.lock().expect("controls").push(file.control());
+            Box::new(file)
+        })));
+        let db = TreeDbm::open(&path, true, &options).expect("open");
+        let (mut before, mut after) = (Model::new(), Model::new());
+        for i in 0..60 {
+            let key = format!("{i:03}").into_bytes();
+            db.set(&key, b"first", true).expect("set");
+            before.insert(key, b"first".to_vec());
+        }
+        db.synchronize(true).expect("hard sync");
+        after.clone_from(&before);
+        for i in 30..90 {
+            let key = format!("{i:03}").into_bytes();
+            db.set(&key, b"second", true).expect("set");
+            after.insert(key, b"second".to_vec());
+        }
+        let control = controls.lock().expect("controls").last().cloned().expect("a file");
+        control.fail_nth_operation(control.operations() + k, kuradb::file::FaultKind::Io);
+        let failed = db.synchronize(true).is_err();
+        control.power_cut().expect("power cut");
+        drop(db);
+        let plain = TreeOptions {
+            hash: kuradb::dbm::hash::HashOptions { wrap_file: None, ..options.hash.clone() },
+            ..options
+        };
+        let db = TreeDbm::open(&path, true, &plain)
+            .unwrap_or_else(|e| panic!("fault at operation {k} of the sync (failed {failed}): reopen: {e}"));
+        let found: Model = t::self_consistent(&db, KeyComparator::Lexical)
+            .unwrap_or_else(|e| panic!("fault at operation {k}: {e}"))
+            .into_iter()
+            .collect();
+        assert!(found == before || found == after, "fault at operation {k}: {} records", found.len());
+        db.close().expect("close");
+    }
+}
