@@ -733,43 +733,13 @@ impl Tree {
         self.shrink_inner(path, parent)
     }
 
-    /// The first record at or after `key` (after it only, unless `inclusive`);
-    /// from the start without a key.
-    fn seek_forward(&self, key: Option<&[u8]>, inclusive: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    /// Forward: the first record at or after `key` (after it only, unless
+    /// `inclusive`), from the start without a key. Backward: the last record
+    /// before `key` (or at it, if `inclusive`), from the end without a key.
+    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut id = match key {
             Some(k) => self.descend(k, None)?.0,
-            None => self.meta.lock().first,
-        };
-        for _ in 0..self.leaf_bound() {
-            let cell = self.load(id)?;
-            let slot = cell.slot.read();
-            let Node::Leaf(leaf) = &slot.node else {
-                return Err(self.broken("a leaf link is an inner node".into()));
-            };
-            let at = match key {
-                None => 0,
-                Some(k) => leaf.records.partition_point(|(rk, _)| match self.cmp.compare(rk, k) {
-                    std::cmp::Ordering::Less => true,
-                    std::cmp::Ordering::Equal => !inclusive,
-                    std::cmp::Ordering::Greater => false,
-                }),
-            };
-            if let Some(record) = leaf.records.get(at) {
-                return Ok(Some(record.clone()));
-            }
-            if leaf.next == 0 {
-                return Ok(None);
-            }
-            id = leaf.next;
-        }
-        Err(self.broken("the leaves' links loop".into()))
-    }
-
-    /// The last record before `key` (or at it, if `inclusive`); from the end
-    /// without a key.
-    fn seek_backward(&self, key: Option<&[u8]>, inclusive: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let mut id = match key {
-            Some(k) => self.descend(k, None)?.0,
+            None if forward => self.meta.lock().first,
             None => self.meta.lock().last,
         };
         for _ in 0..self.leaf_bound() {
@@ -778,21 +748,28 @@ impl Tree {
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
-            let end = match key {
+            // The records that come before the answer's position.
+            let before = match key {
+                None if forward => 0,
                 None => leaf.records.len(),
                 Some(k) => leaf.records.partition_point(|(rk, _)| match self.cmp.compare(rk, k) {
                     std::cmp::Ordering::Less => true,
-                    std::cmp::Ordering::Equal => inclusive,
+                    std::cmp::Ordering::Equal => inclusive != forward,
                     std::cmp::Ordering::Greater => false,
                 }),
             };
-            if end > 0 {
-                return Ok(Some(leaf.records[end - 1].clone()));
+            let found = if forward {
+                leaf.records.get(before)
+            } else {
+                before.checked_sub(1).map(|i| &leaf.records[i])
+            };
+            if let Some(record) = found {
+                return Ok(Some(record.clone()));
             }
-            if leaf.prev == 0 {
+            id = if forward { leaf.next } else { leaf.prev };
+            if id == 0 {
                 return Ok(None);
             }
-            id = leaf.prev;
         }
         Err(self.broken("the leaves' links loop".into()))
     }
@@ -1057,7 +1034,7 @@ impl TreeCursor<'_> {
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
         let guard = self.db.shared()?;
         let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-        let found = if forward { t.seek_forward(key, inclusive)? } else { t.seek_backward(key, inclusive)? };
+        let found = t.seek(forward, key, inclusive)?;
         self.key = found.map(|(k, _)| k);
         Ok(())
     }
@@ -1087,7 +1064,7 @@ impl Cursor for TreeCursor<'_> {
         let Some(key) = self.key.take() else { return Ok(None) };
         let guard = self.db.shared()?;
         let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-        let found = t.seek_forward(Some(&key), true)?;
+        let found = t.seek(true, Some(&key), true)?;
         self.key = found.as_ref().map(|(k, _)| k.clone());
         Ok(found)
     }
@@ -1149,9 +1126,9 @@ impl Iterator for TreeRange<'_> {
             let guard = self.db.shared()?;
             let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
             let found = match &self.next {
-                Bound::Included(k) => t.seek_forward(Some(k), true)?,
-                Bound::Excluded(k) => t.seek_forward(Some(k), false)?,
-                Bound::Unbounded => t.seek_forward(None, true)?,
+                Bound::Included(k) => t.seek(true, Some(k), true)?,
+                Bound::Excluded(k) => t.seek(true, Some(k), false)?,
+                Bound::Unbounded => t.seek(true, None, true)?,
             };
             Ok(found.filter(|(k, _)| match &self.end {
                 Bound::Included(end) => t.cmp.compare(k, end) != std::cmp::Ordering::Greater,
