@@ -127,12 +127,19 @@ pub trait Dbm: Send + Sync {
         Ok(found)
     }
 
+    /// Like a writable [`Dbm::process`] whose function is shown only whether
+    /// the record exists. Databases that store values apart from keys
+    /// override it to skip reading the old value; `set` and `remove` use it.
+    fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
+        self.process(key, true, &mut |old| f(old.is_some()))
+    }
+
     /// Stores `value` under `key`. If the key exists and `overwrite` is false,
     /// nothing changes and the error has kind [`ErrorKind::Duplication`].
     fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
         let mut existed = false;
-        self.process(key, true, &mut |old| {
-            existed = old.is_some();
+        self.process_presence(key, &mut |exists| {
+            existed = exists;
             if existed && !overwrite {
                 Action::Keep
             } else {
@@ -148,8 +155,8 @@ pub trait Dbm: Send + Sync {
     /// Removes `key`; answers whether it existed.
     fn remove(&self, key: &[u8]) -> Result<bool> {
         let mut existed = false;
-        self.process(key, true, &mut |old| {
-            existed = old.is_some();
+        self.process_presence(key, &mut |exists| {
+            existed = exists;
             Action::Remove
         })?;
         Ok(existed)
@@ -330,7 +337,7 @@ pub trait Dbm: Send + Sync {
     }
 }
 
-pub(crate) fn duplication(key: &[u8]) -> Error {
+fn duplication(key: &[u8]) -> Error {
     Error::new(
         ErrorKind::Duplication,
         format!("record {} exists and overwriting was not asked for", show_key(key)),

@@ -698,14 +698,14 @@ impl State {
 
     /// Like a writable [`State::process`] whose function needs only to know
     /// whether the record exists: the old value is not read.
-    fn update_blind<'v>(&self, key: &[u8], decide: impl FnOnce(bool) -> Action<'v>) -> Result<()> {
+    fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
         if !self.writable {
             return Err(self.read_only());
         }
         let bucket = bucket_of(key, self.num_buckets);
         let _slot = self.slot(bucket).write();
         let found = self.find_record(key, bucket, false)?;
-        let action = decide(found.is_some());
+        let action = f(found.is_some());
         self.apply(key, bucket, found, action)
     }
 
@@ -1050,33 +1050,9 @@ impl Dbm for HashDbm {
         Ok(())
     }
 
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+    fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
         let guard = self.state()?;
-        let Some(s) = guard.as_ref() else { return Ok(()) };
-        let mut existed = false;
-        s.update_blind(key, |exists| {
-            existed = exists;
-            if exists && !overwrite {
-                Action::Keep
-            } else {
-                Action::set(value)
-            }
-        })?;
-        if existed && !overwrite {
-            return Err(super::duplication(key));
-        }
-        Ok(())
-    }
-
-    fn remove(&self, key: &[u8]) -> Result<bool> {
-        let guard = self.state()?;
-        let Some(s) = guard.as_ref() else { return Ok(false) };
-        let mut existed = false;
-        s.update_blind(key, |exists| {
-            existed = exists;
-            Action::Remove
-        })?;
-        Ok(existed)
+        guard.as_ref().map_or(Ok(()), |s| s.process_presence(key, f))
     }
 
     fn contains(&self, key: &[u8]) -> Result<bool> {
