@@ -406,14 +406,12 @@ fn kill_and_check(index: usize) {
 
 /// Killed writers on a memory-mapped tree in decimal order lose nothing synchronized.
 #[test]
-#[ignore = "bug: a kill inside synchronize(true) can leave 'has nodes but not the tree's figures' (see a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree)"]
 fn killed_writer_on_mmap() {
     kill_and_check(0);
 }
 
 /// Killed writers through atomic block I/O and a tiny page cache lose nothing synchronized.
 #[test]
-#[ignore = "bug: a kill inside synchronize(true) can leave 'has nodes but not the tree's figures' (see a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree)"]
 fn killed_writer_on_block_io_with_page_cache() {
     kill_and_check(1);
 }
@@ -450,7 +448,6 @@ fn a_crash_between_synchronizations_restores_the_last_hard_one() {
 /// power cut: for every k, the tree must reopen as it was synchronized
 /// before, or as the failed synchronization would have made it.
 #[test]
-#[ignore = "bug: a hard synchronization interrupted after its void marks are durable loses the tree's figures"]
 fn a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree() {
     let spec = FileSpec::new(FileKind::PositionalParallel);
     for k in 0..40u64 {

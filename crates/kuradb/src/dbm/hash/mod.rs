@@ -587,28 +587,52 @@ impl State {
         }
     }
 
-    /// Marks void every doomed record; answers them, to be reused once the
-    /// marks are durable (those not reusable already).
-    fn mark_doomed(&self) -> Result<Vec<(u64, u64)>> {
-        let doomed = self.free.lock().take_doomed();
-        for (i, &(offset, _)) in doomed.iter().enumerate() {
+    /// Writes the void marks of `marks`. On failure every record not yet
+    /// marked, and every one of `later`, is doomed again for the next try.
+    fn mark_void(&self, marks: &[(u64, u64)], later: &[(u64, u64)]) -> Result<()> {
+        for (i, &(offset, _)) in marks.iter().enumerate() {
             if let Err(e) = self.file.write(offset, &[record::MAGIC_VOID]) {
-                self.free.lock().doomed.extend_from_slice(&doomed[i..]);
+                let mut free = self.free.lock();
+                free.doomed.extend_from_slice(&marks[i..]);
+                free.doomed.extend_from_slice(later);
                 return Err(e);
             }
         }
-        Ok(doomed)
+        Ok(())
     }
 
     /// Makes everything written durable, then every doomed record's void mark,
-    /// so that a crash at any moment leaves a file a restore reads right.
+    /// so that a crash at any moment leaves a file a restore reads right; the
+    /// current epoch is synchronized from then on.
+    ///
+    /// A tree's restore goes back to the epoch its header names and needs
+    /// every version that epoch used, so a tree's store marks in two steps:
+    /// versions replaced within this epoch first, then the header names this
+    /// epoch, and only then are versions of older epochs marked. A crash
+    /// before the header is durable restores the previous epoch whole; one
+    /// after it restores this one (a node removed in it may come back as an
+    /// orphan no link reaches, which costs space and nothing else).
     fn make_durable(&self) -> Result<()> {
         self.file.synchronize(true)?;
-        let marked = self.mark_doomed()?;
+        let doomed = self.free.lock().take_doomed();
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if self.kind == Kind::TreeNodes {
+            let (current, older): (Vec<_>, Vec<_>) =
+                doomed.iter().partition(|(_, size)| size & REUSABLE != 0);
+            self.mark_void(&current, &older)?;
+            self.file.synchronize(true)?;
+            self.synced_epoch.store(epoch, Ordering::Release);
+            self.write_header(true)?;
+            self.file.synchronize(true)?;
+            self.mark_void(&older, &[])?;
+        } else {
+            self.mark_void(&doomed, &[])?;
+        }
         self.file.synchronize(true)?;
+        self.synced_epoch.store(epoch, Ordering::Release);
         if !self.appending {
             let mut free = self.free.lock();
-            for (offset, size) in marked {
+            for (offset, size) in doomed {
                 if size & REUSABLE == 0 {
                     free.put(offset, size);
                 }
@@ -804,14 +828,6 @@ impl State {
             return self.file.synchronize(hard);
         }
         self.make_durable()?;
-        let epoch = self.epoch.load(Ordering::Acquire);
-        self.synced_epoch.store(epoch, Ordering::Release);
-        if self.kind == Kind::TreeNodes {
-            // A restore of a tree goes back to this epoch: the header must
-            // say it is complete before this returns.
-            self.write_header(true)?;
-            self.file.synchronize(true)?;
-        }
         // Records written from now on may be torn by a crash; older ones may not.
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -825,10 +841,7 @@ impl State {
                 .flush_buckets()
                 .and_then(|_| self.pad())
                 .and_then(|_| self.make_durable())
-                .and_then(|_| {
-                    self.synced_epoch.store(self.epoch.load(Ordering::Acquire), Ordering::Release);
-                    self.write_header(false)
-                })
+                .and_then(|_| self.write_header(false))
                 .and_then(|_| self.file.synchronize(true));
         }
         result.and(self.file.close())

@@ -9,9 +9,10 @@
 //! stays removed.
 //!
 //! The nodes of a tree database are restored as of the last completed hard
-//! synchronization instead (versions of later epochs are left out): no
-//! version of an earlier epoch is overwritten, marked void or reused before
-//! the next hard synchronization completes, so that state is on disk whole.
+//! synchronization instead, the epoch the header names (versions of later
+//! epochs are left out): no version of an earlier epoch is overwritten,
+//! marked void or reused before the header names the next epoch, so that
+//! state is on disk whole.
 
 use std::collections::HashMap;
 use std::path::Path;
