@@ -93,7 +93,7 @@ impl V {
 /// larger than a page leave empty leaves that trip a false "links loop"
 /// error (see leaves_of_records_larger_than_a_page_do_not_look_like_a_loop).
 fn val() -> impl Strategy<Value = V> {
-    (any::<u8>(), prop_oneof![3 => 0u16..8, 2 => 8u16..21]).prop_map(|(s, l)| V(s, l))
+    (any::<u8>(), prop_oneof![3 => 0u16..8, 2 => 8u16..21, 1 => 21u16..300]).prop_map(|(s, l)| V(s, l))
 }
 
 #[derive(Clone, Debug)]
@@ -115,6 +115,8 @@ enum CursorOp {
     Get,
     Set(V),
     Remove,
+    /// A write through the database, not the cursor, while it stands.
+    Elsewhere(K, Option<V>),
 }
 
 #[derive(Clone, Debug)]
@@ -159,6 +161,7 @@ fn cursor_op() -> impl Strategy<Value = CursorOp> {
         2 => Just(CursorOp::Get),
         1 => val().prop_map(CursorOp::Set),
         2 => Just(CursorOp::Remove),
+        3 => (key(), prop::option::of(val())).prop_map(|(k, v)| CursorOp::Elsewhere(k, v)),
     ]
 }
 
@@ -593,6 +596,19 @@ fn cursor_walk(
                     None => {
                         run.eq(r.map_err(|e| e.kind()), Err(ErrorKind::NotFound), &what)?;
                         pos = None;
+                    }
+                }
+            }
+            CursorOp::Elsewhere(k, v) => {
+                let key = k.bytes(cmp);
+                match v {
+                    Some(v) => {
+                        run.ok(db.set(&key, &v.bytes(), true), &what)?;
+                        model.insert(key, v.bytes());
+                    }
+                    None => {
+                        run.ok(db.remove(&key), &what)?;
+                        model.remove(&key);
                     }
                 }
             }

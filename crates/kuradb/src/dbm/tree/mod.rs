@@ -42,6 +42,9 @@ use crate::error::{Error, ErrorKind, Result};
 /// Shards of the node cache, each an LRU with its own lock.
 const SHARDS: usize = 16;
 const META_MAGIC: &[u8; 8] = b"KuraTDB\n";
+/// The largest record, and the largest max_page_size: a leaf, at most one
+/// of each, stays under 4 GiB, as the offsets within it need.
+const MAX_RECORD: usize = (1 << 31) - 1;
 /// Deeper than any tree of 2^64 records: a path longer than this loops.
 const MAX_DEPTH: usize = 64;
 
@@ -83,6 +86,8 @@ struct Tree {
     cache: Vec<Mutex<LruCache<u64, Arc<Cell>>>>,
     per_shard: usize,
     healthy: AtomicBool,
+    /// The source of [`Slot::version`]s.
+    versions: AtomicU64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -95,14 +100,42 @@ struct Meta {
     level: u32,
 }
 
-/// A cached node; `dirty` when it differs from the store.
+/// A record as a seek found it, and where: record `index` of leaf `leaf`
+/// at `version`.
+struct Spot {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    leaf: u64,
+    version: u64,
+    index: usize,
+}
+
+impl Spot {
+    fn of(leaf: &Leaf, id: u64, version: u64, index: usize) -> Spot {
+        let (key, value) = leaf.record(index);
+        Spot { key: key.to_vec(), value: value.to_vec(), leaf: id, version, index }
+    }
+}
+
+/// A cached node.
 struct Cell {
     slot: RwLock<Slot>,
 }
 
 struct Slot {
     node: Node,
+    /// The node differs from the store.
     dirty: bool,
+    /// Changes with every change of the node and is never the same for two
+    /// loads of it, so a cursor that saw this version may trust what it saw.
+    version: u64,
+}
+
+impl Slot {
+    fn changed(&mut self) {
+        self.dirty = true;
+        self.version += 1;
+    }
 }
 
 fn node_key(id: u64) -> [u8; 8] {
@@ -148,16 +181,17 @@ impl TreeDbm {
             Bound::Unbounded => Bound::Unbounded,
         };
         Ok(TreeRange {
-            db: self,
-            next: owned(range.start_bound()),
+            cursor: self.cursor(),
+            start: Some(owned(range.start_bound())),
             end: owned(range.end_bound()),
+            last: None,
             done: false,
         })
     }
 
     /// An ordered cursor, not yet positioned.
     pub fn cursor(&self) -> TreeCursor<'_> {
-        TreeCursor { db: self, key: None }
+        TreeCursor { db: self, at: None }
     }
 
     fn shared(&self) -> Result<RwLockReadGuard<'_, Option<Tree>>> {
@@ -196,8 +230,8 @@ impl Drop for TreeDbm {
 
 fn check_options(o: &TreeOptions) -> Result<()> {
     let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
-    if o.max_page_size < 64 {
-        return bad(format!("max_page_size must be at least 64, not {}", o.max_page_size));
+    if o.max_page_size < 64 || o.max_page_size > MAX_RECORD {
+        return bad(format!("max_page_size must be from 64 to {MAX_RECORD}, not {}", o.max_page_size));
     }
     if o.max_branches < 3 {
         return bad(format!("max_branches must be at least 3, not {}", o.max_branches));
@@ -296,6 +330,7 @@ impl Tree {
             cache: (0..SHARDS).map(|_| Mutex::new(LruCache::unbounded())).collect(),
             per_shard,
             healthy: AtomicBool::new(true),
+            versions: AtomicU64::new(1),
         };
         match stored {
             Some(s) => {
@@ -333,6 +368,16 @@ impl Tree {
         &self.cache[(id % SHARDS as u64) as usize]
     }
 
+    /// A version no node has had: each load starts a new range of 2^32.
+    fn fresh_version(&self) -> u64 {
+        self.versions.fetch_add(1, Ordering::Relaxed) << 32
+    }
+
+    /// The node `id` if it is cached.
+    fn cached(&self, id: u64) -> Option<Arc<Cell>> {
+        self.shard(id).lock().get(&id).cloned()
+    }
+
     /// The node `id`, from the cache or the store.
     fn load(&self, id: u64) -> Result<Arc<Cell>> {
         let mut shard = self.shard(id).lock();
@@ -344,7 +389,8 @@ impl Tree {
         let path = self.store.path().unwrap_or(Path::new(""));
         let node =
             Node::decode(id, &bytes, path).inspect_err(|_| self.healthy.store(false, Ordering::Release))?;
-        let cell = Arc::new(Cell { slot: RwLock::new(Slot { node, dirty: false }) });
+        let cell =
+            Arc::new(Cell { slot: RwLock::new(Slot { node, dirty: false, version: self.fresh_version() }) });
         shard.put(id, cell.clone());
         self.evict(&mut shard)?;
         Ok(cell)
@@ -352,7 +398,7 @@ impl Tree {
 
     /// Puts a new node in the cache.
     fn insert(&self, id: u64, node: Node, dirty: bool) -> Result<Arc<Cell>> {
-        let cell = Arc::new(Cell { slot: RwLock::new(Slot { node, dirty }) });
+        let cell = Arc::new(Cell { slot: RwLock::new(Slot { node, dirty, version: self.fresh_version() }) });
         let mut shard = self.shard(id).lock();
         shard.put(id, cell.clone());
         self.evict(&mut shard)?;
@@ -445,8 +491,8 @@ impl Tree {
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf is an inner node".into()));
             };
-            let found = leaf.records.binary_search_by(|(k, _)| self.cmp.compare(k, key));
-            return match f(found.ok().map(|i| leaf.records[i].1.as_slice())) {
+            let found = leaf.find(key, |a, b| self.cmp.compare(a, b));
+            return match f(found.ok().map(|i| leaf.record(i).1)) {
                 Action::Keep => Ok(false),
                 _ => Err(Error::new(
                     ErrorKind::InvalidArgument,
@@ -459,37 +505,45 @@ impl Tree {
         let Node::Leaf(leaf) = &mut slot.node else {
             return Err(self.broken("a leaf is an inner node".into()));
         };
-        let found = leaf.records.binary_search_by(|(k, _)| self.cmp.compare(k, key));
-        let action = f(found.ok().map(|i| leaf.records[i].1.as_slice()));
+        let found = leaf.find(key, |a, b| self.cmp.compare(a, b));
+        let action = f(found.ok().map(|i| leaf.record(i).1));
+        if let Action::Set(value) = &action {
+            if record_size(key, value) > MAX_RECORD {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "a record of {} bytes is too large for a tree database (at most {MAX_RECORD})",
+                        record_size(key, value)
+                    ),
+                ));
+            }
+        }
         let changed = match (action, found) {
             (Action::Keep, _) | (Action::Remove, Err(_)) => false,
             (Action::Remove, Ok(i)) => {
-                let (k, v) = leaf.records.remove(i);
-                leaf.bytes -= record_size(&k, &v);
+                leaf.remove(i);
                 self.count.fetch_sub(1, Ordering::AcqRel);
                 true
             }
             (Action::Set(value), Ok(i)) => {
-                let old = &mut leaf.records[i].1;
-                leaf.bytes = leaf.bytes + value.len() - old.len();
-                *old = value.into_owned();
+                leaf.set_value(i, &value);
                 true
             }
             (Action::Set(value), Err(i)) => {
-                leaf.bytes += record_size(key, &value);
-                leaf.records.insert(i, (key.to_vec(), value.into_owned()));
+                leaf.insert(i, key, &value);
                 self.count.fetch_add(1, Ordering::AcqRel);
                 true
             }
         };
+        let unbalanced = changed && self.unbalanced(leaf);
         if changed {
-            slot.dirty = true;
+            slot.changed();
         }
-        Ok(changed && self.unbalanced(leaf))
+        Ok(unbalanced)
     }
 
     fn unbalanced(&self, leaf: &Leaf) -> bool {
-        (leaf.bytes > self.max_page_size && leaf.records.len() > 1) || leaf.bytes < self.max_page_size / 4
+        (leaf.size() > self.max_page_size && leaf.len() > 1) || leaf.size() < self.max_page_size / 4
     }
 
     /// Splits or merges the leaf of `key` (and its ancestors) as its size
@@ -499,10 +553,9 @@ impl Tree {
             let mut path = Vec::new();
             let (id, cell) = self.descend(key, Some(&mut path))?;
             let (over, under) = match &cell.slot.read().node {
-                Node::Leaf(leaf) => (
-                    leaf.bytes > self.max_page_size && leaf.records.len() > 1,
-                    leaf.bytes < self.max_page_size / 4,
-                ),
+                Node::Leaf(leaf) => {
+                    (leaf.size() > self.max_page_size && leaf.len() > 1, leaf.size() < self.max_page_size / 4)
+                }
                 Node::Inner(_) => return Err(self.broken("a leaf is an inner node".into())),
             };
             drop(cell);
@@ -525,16 +578,15 @@ impl Tree {
         let Node::Leaf(leaf) = &mut slot.node else {
             return Err(self.broken("a leaf is an inner node".into()));
         };
-        let n = leaf.records.len();
+        let n = leaf.len();
         // Records arriving in order fill leaves whole: the last leaf, grown at
         // its end, gives up just its last record.
-        let at = if leaf.next == 0 && leaf.records.last().is_some_and(|(k, _)| k.as_slice() == key) {
+        let at = if leaf.next == 0 && leaf.key(n - 1) == key {
             n - 1
         } else {
             let mut taken = 0;
-            let half = leaf.bytes / 2;
-            leaf.records
-                .iter()
+            let half = leaf.size() / 2;
+            leaf.records()
                 .position(|(k, v)| {
                     taken += record_size(k, v);
                     taken > half
@@ -545,13 +597,13 @@ impl Tree {
         let mut meta = self.meta.lock();
         let new_id = meta.next_leaf;
         meta.next_leaf += 1;
-        let mut right = Leaf { records: leaf.records.split_off(at), prev: id, next: leaf.next, bytes: 0 };
-        right.recount();
-        leaf.recount();
+        let mut right = leaf.split_off(at);
+        right.prev = id;
+        right.next = leaf.next;
         let old_next = leaf.next;
         leaf.next = new_id;
-        slot.dirty = true;
-        let separator = right.records[0].0.clone();
+        slot.changed();
+        let separator = right.key(0).to_vec();
         drop(guard);
         if old_next == 0 {
             meta.last = new_id;
@@ -571,7 +623,7 @@ impl Tree {
             Node::Leaf(leaf) => f(leaf),
             Node::Inner(_) => return Err(self.broken(format!("leaf link {id} is an inner node"))),
         }
-        slot.dirty = true;
+        slot.changed();
         Ok(())
     }
 
@@ -595,10 +647,10 @@ impl Tree {
         let cell = self.load(parent)?;
         let mut guard = cell.slot.write();
         let slot = &mut *guard;
+        slot.changed();
         let Node::Inner(inner) = &mut slot.node else { return Err(self.broken("a parent is a leaf".into())) };
         inner.keys.insert(i, key);
         inner.children.insert(i + 1, right);
-        slot.dirty = true;
         if inner.children.len() <= self.max_branches {
             return Ok(());
         }
@@ -637,13 +689,12 @@ impl Tree {
             let (Node::Leaf(l), Node::Leaf(r)) = (&mut ls.node, &mut rs.node) else {
                 return Err(self.broken("a leaf's neighbour is an inner node".into()));
             };
-            if l.bytes + r.bytes > self.max_page_size {
+            if l.size() + r.size() > self.max_page_size {
                 return Ok(());
             }
-            l.records.append(&mut r.records);
-            l.bytes += r.bytes;
+            l.append(r);
             l.next = r.next;
-            ls.dirty = true;
+            ls.changed();
         }
         let next = match &right_cell.slot.read().node {
             Node::Leaf(r) => r.next,
@@ -662,7 +713,7 @@ impl Tree {
                 inner.keys.remove(sep);
                 inner.children.remove(sep + 1);
             }
-            slot.dirty = true;
+            slot.changed();
         }
         drop(parent_cell);
         path.pop();
@@ -716,7 +767,7 @@ impl Tree {
             l.keys.push(sep);
             l.keys.append(&mut r.keys);
             l.children.append(&mut r.children);
-            ls.dirty = true;
+            ls.changed();
         }
         drop((left_cell, right_cell));
         self.discard(right)?;
@@ -726,7 +777,7 @@ impl Tree {
                 p.keys.remove(sep_at);
                 p.children.remove(sep_at + 1);
             }
-            slot.dirty = true;
+            slot.changed();
         }
         drop(parent_cell);
         path.pop();
@@ -736,7 +787,7 @@ impl Tree {
     /// Forward: the first record at or after `key` (after it only, unless
     /// `inclusive`), from the start without a key. Backward: the last record
     /// before `key` (or at it, if `inclusive`), from the end without a key.
-    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<Option<Spot>> {
         let mut id = match key {
             Some(k) => self.descend(k, None)?.0,
             None if forward => self.meta.lock().first,
@@ -751,20 +802,16 @@ impl Tree {
             // The records that come before the answer's position.
             let before = match key {
                 None if forward => 0,
-                None => leaf.records.len(),
-                Some(k) => leaf.records.partition_point(|(rk, _)| match self.cmp.compare(rk, k) {
+                None => leaf.len(),
+                Some(k) => leaf.partition_point(|rk| match self.cmp.compare(rk, k) {
                     std::cmp::Ordering::Less => true,
                     std::cmp::Ordering::Equal => inclusive != forward,
                     std::cmp::Ordering::Greater => false,
                 }),
             };
-            let found = if forward {
-                leaf.records.get(before)
-            } else {
-                before.checked_sub(1).map(|i| &leaf.records[i])
-            };
-            if let Some(record) = found {
-                return Ok(Some(record.clone()));
+            let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
+            if let Some(index) = found {
+                return Ok(Some(Spot::of(leaf, id, slot.version, index)));
             }
             id = if forward { leaf.next } else { leaf.prev };
             if id == 0 {
@@ -772,6 +819,25 @@ impl Tree {
             }
         }
         Err(self.broken("the leaves' links loop".into()))
+    }
+
+    /// The record `step` places from `spot` (-1, 0 or 1), if `spot`'s leaf
+    /// is cached and unchanged since and the record is in it; `None` when
+    /// only a seek can tell.
+    fn step_in_leaf(&self, spot: &Spot, step: isize) -> Option<Spot> {
+        let cell = self.cached(spot.leaf)?;
+        let slot = cell.slot.read();
+        let Node::Leaf(leaf) = &slot.node else { return None };
+        if slot.version != spot.version {
+            return None;
+        }
+        let index = spot.index.checked_add_signed(step).filter(|&i| i < leaf.len())?;
+        // Only in order: a broken leaf must not send a walk round in a loop.
+        let wanted = if step > 0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+        if step != 0 && self.cmp.compare(leaf.key(index), &spot.key) != wanted {
+            return None;
+        }
+        Some(Spot::of(leaf, spot.leaf, spot.version, index))
     }
 
     /// More steps than there are leaves (every leaf id is below `next_leaf`):
@@ -826,7 +892,7 @@ impl TreeDbm {
         let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
             tree.each_leaf(|slot| {
                 if let Node::Leaf(leaf) = &slot.node {
-                    for (k, v) in &leaf.records {
+                    for (k, v) in leaf.records() {
                         copy.set(k, v, true)?;
                     }
                 }
@@ -888,7 +954,7 @@ impl Dbm for TreeDbm {
             t.each_leaf(|slot| {
                 let Node::Leaf(leaf) = &mut slot.node else { return Ok(()) };
                 if !writable {
-                    for (key, value) in &leaf.records {
+                    for (key, value) in leaf.records() {
                         if f(key, value) != Action::Keep {
                             return Err(Error::new(
                                 ErrorKind::InvalidArgument,
@@ -898,25 +964,15 @@ impl Dbm for TreeDbm {
                     }
                     return Ok(());
                 }
-                let mut kept = Vec::with_capacity(leaf.records.len());
-                let mut changed = false;
-                for (key, value) in std::mem::take(&mut leaf.records) {
-                    match f(&key, &value) {
-                        Action::Keep => kept.push((key, value)),
-                        Action::Remove => {
-                            changed = true;
-                            t.count.fetch_sub(1, Ordering::AcqRel);
-                        }
-                        Action::Set(v) => {
-                            changed = true;
-                            kept.push((key, v.into_owned()));
-                        }
+                let changed = leaf.rewrite(|key, value| {
+                    let action = f(key, value);
+                    if matches!(action, Action::Remove) {
+                        t.count.fetch_sub(1, Ordering::AcqRel);
                     }
-                }
-                leaf.records = kept;
+                    action
+                });
                 if changed {
-                    leaf.recount();
-                    slot.dirty = true;
+                    slot.changed();
                 }
                 Ok(())
             })
@@ -1023,19 +1079,45 @@ impl Dbm for TreeDbm {
 }
 
 /// A position in a tree database: the key of its record. Every move looks the
-/// key up afresh, so concurrent updates never invalidate it; a record removed
-/// under it leaves the position at the next one.
+/// key up afresh, unless the record's leaf is unchanged since it was seen, so
+/// concurrent updates never invalidate it; a record removed under it leaves
+/// the position at the next one.
 pub struct TreeCursor<'a> {
     db: &'a TreeDbm,
-    key: Option<Vec<u8>>,
+    at: Option<Spot>,
 }
 
 impl TreeCursor<'_> {
+    /// Moves by a seek, or by `step` within the leaf when `step` is given and
+    /// the leaf allows.
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
+        self.at = self.find(forward, key, inclusive, None)?;
+        Ok(())
+    }
+
+    fn find(
+        &self,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        step: Option<isize>,
+    ) -> Result<Option<Spot>> {
         let guard = self.db.shared()?;
         let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-        let found = t.seek(forward, key, inclusive)?;
-        self.key = found.map(|(k, _)| k);
+        if let (Some(step), Some(at)) = (step, &self.at) {
+            if let Some(spot) = t.step_in_leaf(at, step) {
+                return Ok(Some(spot));
+            }
+        }
+        t.seek(forward, key, inclusive)
+    }
+
+    /// Moves from the current record: `step` 1 to the next, -1 to the
+    /// previous, 0 to the record itself or, if it is gone, the next one.
+    fn step(&mut self, step: isize) -> Result<()> {
+        let Some(at) = &self.at else { return Ok(()) };
+        let key = at.key.clone();
+        self.at = self.find(step >= 0, Some(&key), step == 0, Some(step))?;
         Ok(())
     }
 
@@ -1054,19 +1136,12 @@ impl Cursor for TreeCursor<'_> {
     }
 
     fn next(&mut self) -> Result<()> {
-        match self.key.take() {
-            Some(key) => self.seek(true, Some(&key), false),
-            None => Ok(()),
-        }
+        self.step(1)
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let Some(key) = self.key.take() else { return Ok(None) };
-        let guard = self.db.shared()?;
-        let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-        let found = t.seek(true, Some(&key), true)?;
-        self.key = found.as_ref().map(|(k, _)| k.clone());
-        Ok(found)
+        self.step(0)?;
+        Ok(self.at.as_ref().map(|at| (at.key.clone(), at.value.clone())))
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
@@ -1100,18 +1175,17 @@ impl Cursor for TreeCursor<'_> {
     }
 
     fn previous(&mut self) -> Result<()> {
-        match self.key.take() {
-            Some(key) => self.seek(false, Some(&key), false),
-            None => Ok(()),
-        }
+        self.step(-1)
     }
 }
 
 /// The records of a key range, in order (see [`TreeDbm::range`]).
 pub struct TreeRange<'a> {
-    db: &'a TreeDbm,
-    next: Bound<Vec<u8>>,
+    cursor: TreeCursor<'a>,
+    start: Option<Bound<Vec<u8>>>,
     end: Bound<Vec<u8>>,
+    /// The key last answered: each must come after it.
+    last: Option<Vec<u8>>,
     done: bool,
 }
 
@@ -1122,14 +1196,22 @@ impl Iterator for TreeRange<'_> {
         if self.done {
             return None;
         }
-        let step = || -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-            let guard = self.db.shared()?;
-            let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-            let found = match &self.next {
-                Bound::Included(k) => t.seek(true, Some(k), true)?,
-                Bound::Excluded(k) => t.seek(true, Some(k), false)?,
-                Bound::Unbounded => t.seek(true, None, true)?,
-            };
+        let mut step = || -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+            match self.start.take() {
+                Some(Bound::Included(k)) => self.cursor.jump_upper(&k, true)?,
+                Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, false)?,
+                Some(Bound::Unbounded) => self.cursor.first()?,
+                None => self.cursor.next()?,
+            }
+            let found = self.cursor.get()?;
+            let guard = self.cursor.db.shared()?;
+            let Some(t) = guard.as_ref() else { return Err(self.cursor.db.closed()) };
+            if let (Some((key, _)), Some(last)) = (&found, &self.last) {
+                if t.cmp.compare(key, last) != std::cmp::Ordering::Greater {
+                    return Err(t.broken("its keys are out of order".into()));
+                }
+            }
+            self.last = found.as_ref().map(|(k, _)| k.clone());
             Ok(found.filter(|(k, _)| match &self.end {
                 Bound::Included(end) => t.cmp.compare(k, end) != std::cmp::Ordering::Greater,
                 Bound::Excluded(end) => t.cmp.compare(k, end) == std::cmp::Ordering::Less,
@@ -1137,10 +1219,7 @@ impl Iterator for TreeRange<'_> {
             }))
         };
         match step() {
-            Ok(Some(record)) => {
-                self.next = Bound::Excluded(record.0.clone());
-                Some(Ok(record))
-            }
+            Ok(Some(record)) => Some(Ok(record)),
             Ok(None) => {
                 self.done = true;
                 None

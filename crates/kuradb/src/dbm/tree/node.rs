@@ -5,14 +5,11 @@
 //! child count, the first child's id, then for each further child its
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
+use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Ids of inner nodes start here; leaves count from 1, so the two never meet.
 pub(crate) const INNER_BASE: u64 = 1 << 48;
-
-/// The bytes of a record in a leaf besides its key and value (an estimate of
-/// the varints, used to size leaves).
-const RECORD_OVERHEAD: usize = 3;
 
 #[derive(Clone, Debug)]
 pub(crate) enum Node {
@@ -20,13 +17,17 @@ pub(crate) enum Node {
     Inner(Inner),
 }
 
+/// A leaf's records packed one after another in one buffer, in key order,
+/// each as key length and value length (varints), key, value: the same bytes
+/// the node store holds, so loading a leaf is one copy and one walk, not an
+/// allocation per key and value.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Leaf {
-    pub records: Vec<(Vec<u8>, Vec<u8>)>,
+    data: Vec<u8>,
+    /// Where each record starts in `data`.
+    starts: Vec<u32>,
     pub prev: u64,
     pub next: u64,
-    /// The bytes the records take, as [`record_size`] counts them.
-    pub bytes: usize,
 }
 
 /// `keys[i]` is the least key of `children[i + 1]`'s subtree (or a bound
@@ -37,13 +38,197 @@ pub(crate) struct Inner {
     pub children: Vec<u64>,
 }
 
+fn varint_len(mut n: u64) -> usize {
+    let mut len = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        len += 1;
+    }
+    len
+}
+
+/// The bytes a record takes in a leaf.
 pub(crate) fn record_size(key: &[u8], value: &[u8]) -> usize {
-    key.len() + value.len() + RECORD_OVERHEAD
+    varint_len(key.len() as u64) + varint_len(value.len() as u64) + key.len() + value.len()
+}
+
+/// Reads a varint that a leaf's own walk has already checked.
+fn known_varint(data: &[u8], at: &mut usize) -> usize {
+    let mut n = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = data[*at];
+        *at += 1;
+        n |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return n;
+        }
+        shift += 7;
+    }
 }
 
 impl Leaf {
-    pub(crate) fn recount(&mut self) {
-        self.bytes = self.records.iter().map(|(k, v)| record_size(k, v)).sum();
+    /// A leaf of `records`, which must be in order.
+    #[cfg(test)]
+    pub(crate) fn of<'r>(
+        records: impl IntoIterator<Item = (&'r [u8], &'r [u8])>,
+        prev: u64,
+        next: u64,
+    ) -> Leaf {
+        let mut leaf = Leaf { prev, next, ..Leaf::default() };
+        for (k, v) in records {
+            leaf.push(k, v);
+        }
+        leaf
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The bytes the records take.
+    pub(crate) fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Record `i`'s key and value.
+    pub(crate) fn record(&self, i: usize) -> (&[u8], &[u8]) {
+        let mut at = self.starts[i] as usize;
+        let klen = known_varint(&self.data, &mut at);
+        let vlen = known_varint(&self.data, &mut at);
+        (&self.data[at..at + klen], &self.data[at + klen..at + klen + vlen])
+    }
+
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        self.record(i).0
+    }
+
+    pub(crate) fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        (0..self.len()).map(|i| self.record(i))
+    }
+
+    /// Where `key` is (`Ok`) or would go (`Err`), in the order of `cmp`.
+    pub(crate) fn find(
+        &self,
+        key: &[u8],
+        cmp: impl Fn(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> std::result::Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match cmp(self.key(mid), key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// The number of records for which `pred` holds, which must hold for a
+    /// prefix of them.
+    pub(crate) fn partition_point(&self, pred: impl Fn(&[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn encode_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+        put_varint(out, key.len() as u64);
+        put_varint(out, value.len() as u64);
+        out.extend_from_slice(key);
+        out.extend_from_slice(value);
+    }
+
+    /// Adds a record after all the others.
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.starts.push(self.data.len() as u32);
+        Leaf::encode_record(&mut self.data, key, value);
+    }
+
+    /// Where record `i` starts, or the end for `i == len()`.
+    fn start(&self, i: usize) -> usize {
+        self.starts.get(i).map_or(self.data.len(), |&s| s as usize)
+    }
+
+    /// Replaces the `len` bytes at `at` with `bytes`, moving the starts of
+    /// records `moved..` by the difference.
+    fn splice(&mut self, at: usize, len: usize, bytes: &[u8], moved: usize) {
+        self.data.splice(at..at + len, bytes.iter().copied());
+        let grown = bytes.len() as i64 - len as i64;
+        for s in &mut self.starts[moved..] {
+            *s = (i64::from(*s) + grown) as u32;
+        }
+    }
+
+    fn encoded(key: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(record_size(key, value));
+        Leaf::encode_record(&mut bytes, key, value);
+        bytes
+    }
+
+    pub(crate) fn insert(&mut self, i: usize, key: &[u8], value: &[u8]) {
+        let at = self.start(i);
+        self.splice(at, 0, &Leaf::encoded(key, value), i);
+        self.starts.insert(i, at as u32);
+    }
+
+    pub(crate) fn remove(&mut self, i: usize) {
+        let at = self.start(i);
+        self.splice(at, self.start(i + 1) - at, &[], i + 1);
+        self.starts.remove(i);
+    }
+
+    pub(crate) fn set_value(&mut self, i: usize, value: &[u8]) {
+        let (at, end) = (self.start(i), self.start(i + 1));
+        let (key, old) = self.record(i);
+        if old.len() == value.len() {
+            self.data[end - value.len()..end].copy_from_slice(value);
+            return;
+        }
+        let bytes = Leaf::encoded(key, value);
+        self.splice(at, end - at, &bytes, i + 1);
+    }
+
+    /// Moves the records from `at` on into a new leaf.
+    pub(crate) fn split_off(&mut self, at: usize) -> Leaf {
+        let cut = self.starts[at] as usize;
+        let data = self.data.split_off(cut);
+        let starts = self.starts.split_off(at).into_iter().map(|s| s - cut as u32).collect();
+        Leaf { data, starts, prev: 0, next: 0 }
+    }
+
+    /// Moves every record of `other`, whose keys all come after these, to the end.
+    pub(crate) fn append(&mut self, other: &mut Leaf) {
+        let base = self.data.len() as u32;
+        self.data.append(&mut other.data);
+        self.starts.extend(other.starts.drain(..).map(|s| s + base));
+    }
+
+    /// Keeps, changes or drops each record as `f` says; answers whether any changed.
+    pub(crate) fn rewrite<'a>(&mut self, mut f: impl FnMut(&[u8], &[u8]) -> Action<'a>) -> bool {
+        let old = std::mem::take(self);
+        let mut changed = false;
+        for (key, value) in old.records() {
+            match f(key, value) {
+                Action::Keep => self.push(key, value),
+                Action::Set(new) => {
+                    changed = true;
+                    self.push(key, &new);
+                }
+                Action::Remove => changed = true,
+            }
+        }
+        self.prev = old.prev;
+        self.next = old.next;
+        changed
     }
 }
 
@@ -107,13 +292,8 @@ impl Node {
                 out.push(0);
                 put_varint(out, leaf.prev);
                 put_varint(out, leaf.next);
-                put_varint(out, leaf.records.len() as u64);
-                for (k, v) in &leaf.records {
-                    put_varint(out, k.len() as u64);
-                    put_varint(out, v.len() as u64);
-                    out.extend_from_slice(k);
-                    out.extend_from_slice(v);
-                }
+                put_varint(out, leaf.len() as u64);
+                out.extend_from_slice(&leaf.data);
             }
             Node::Inner(inner) => {
                 out.push(1);
@@ -142,17 +322,20 @@ impl Node {
                 let prev = r.varint()?;
                 let next = r.varint()?;
                 let n = r.varint()?;
-                let mut records = Vec::with_capacity(n.min(bytes.len() as u64) as usize);
+                let base = r.at;
+                let data = &bytes[base..];
+                if u32::try_from(data.len()).is_err() {
+                    return Err("a leaf is too large");
+                }
+                let mut starts = Vec::with_capacity(n.min(data.len() as u64) as usize);
                 for _ in 0..n {
+                    starts.push((r.at - base) as u32);
                     let klen = r.varint()?;
                     let vlen = r.varint()?;
-                    let key = r.bytes(klen)?.to_vec();
-                    let value = r.bytes(vlen)?.to_vec();
-                    records.push((key, value));
+                    r.bytes(klen)?;
+                    r.bytes(vlen)?;
                 }
-                let mut leaf = Leaf { records, prev, next, bytes: 0 };
-                leaf.recount();
-                Node::Leaf(leaf)
+                Node::Leaf(Leaf { data: data.to_vec(), starts, prev, next })
             }
             1 if id >= INNER_BASE => {
                 let n = r.varint()?;
@@ -184,12 +367,8 @@ mod tests {
 
     #[test]
     fn nodes_round_trip_and_damage_is_an_error() {
-        let leaf = Node::Leaf(Leaf {
-            records: vec![(b"a".to_vec(), b"1".to_vec()), (Vec::new(), vec![0u8; 300])],
-            prev: 3,
-            next: 1 << 40,
-            bytes: 0,
-        });
+        let big = [0u8; 300];
+        let leaf = Node::Leaf(Leaf::of([(&b"a"[..], &b"1"[..]), (&b""[..], &big[..])], 3, 1 << 40));
         let inner = Node::Inner(Inner { keys: vec![b"m".to_vec()], children: vec![1, INNER_BASE + 7] });
         let path = std::path::Path::new("t.kt");
         for (id, node) in [(5, &leaf), (INNER_BASE + 1, &inner)] {
@@ -207,5 +386,75 @@ mod tests {
         let mut bytes = Vec::new();
         leaf.encode(&mut bytes);
         assert!(Node::decode(INNER_BASE + 1, &bytes, path).is_err());
+    }
+
+    #[derive(Debug, Clone)]
+    enum LeafOp {
+        Insert(u8, usize),
+        Remove(u8),
+        Set(u8, usize),
+        SplitAndAppend(u8),
+    }
+
+    fn leaf_op() -> impl proptest::strategy::Strategy<Value = LeafOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<u8>(), 0..300usize).prop_map(|(k, n)| LeafOp::Insert(k, n)),
+            any::<u8>().prop_map(LeafOp::Remove),
+            (any::<u8>(), 0..300usize).prop_map(|(k, n)| LeafOp::Set(k, n)),
+            any::<u8>().prop_map(LeafOp::SplitAndAppend),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every change to a packed leaf matches the same change to a list of
+        /// pairs, and the leaf's bytes decode back to it.
+        #[test]
+        fn a_packed_leaf_follows_a_list(ops in proptest::collection::vec(leaf_op(), 1..120)) {
+            let mut leaf = Leaf::default();
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let cmp = |a: &[u8], b: &[u8]| a.cmp(b);
+            for op in ops {
+                match op {
+                    LeafOp::Insert(k, n) | LeafOp::Set(k, n) => {
+                        let (key, value) = (vec![k; usize::from(k % 5)], vec![k; n]);
+                        match (leaf.find(&key, cmp), model.binary_search_by(|(mk, _)| mk.as_slice().cmp(&key))) {
+                            (Ok(i), Ok(j)) => {
+                                assert_eq!(i, j);
+                                leaf.set_value(i, &value);
+                                model[j].1 = value;
+                            }
+                            (Err(i), Err(j)) => {
+                                assert_eq!(i, j);
+                                leaf.insert(i, &key, &value);
+                                model.insert(j, (key, value));
+                            }
+                            other => panic!("find disagrees: {other:?}"),
+                        }
+                    }
+                    LeafOp::Remove(k) => {
+                        let key = vec![k; usize::from(k % 5)];
+                        if let Ok(i) = leaf.find(&key, cmp) {
+                            leaf.remove(i);
+                            model.remove(i);
+                        }
+                    }
+                    LeafOp::SplitAndAppend(at) => {
+                        if !model.is_empty() {
+                            let mut right = leaf.split_off(usize::from(at) % model.len());
+                            leaf.append(&mut right);
+                        }
+                    }
+                }
+                let got: Vec<(Vec<u8>, Vec<u8>)> = leaf.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+                assert_eq!(&got, &model);
+                assert_eq!(leaf.size(), model.iter().map(|(k, v)| record_size(k, v)).sum::<usize>());
+            }
+            let mut bytes = Vec::new();
+            Node::Leaf(leaf).encode(&mut bytes);
+            let Ok(Node::Leaf(back)) = Node::decode(1, &bytes, std::path::Path::new("t.kt")) else { panic!("decode") };
+            let got: Vec<(Vec<u8>, Vec<u8>)> = back.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            assert_eq!(got, model);
+        }
     }
 }
