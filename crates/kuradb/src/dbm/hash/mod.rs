@@ -212,6 +212,15 @@ impl HashDbm {
         Ok(db)
     }
 
+    /// Makes the first read of a record take at least `size` bytes, so that
+    /// a caller who knows its records' usual size reads each in one call.
+    pub(crate) fn set_min_read_size(&mut self, size: usize) {
+        self.options.min_read_size = size;
+        if let Some(state) = self.state.get_mut() {
+            state.min_read_size = size.max(MAX_HEADER);
+        }
+    }
+
     /// Writes everything back, marks the file closed cleanly and closes it.
     pub fn close(self) -> Result<()> {
         let mut guard = self.state.write();

@@ -45,6 +45,9 @@ const META_MAGIC: &[u8; 8] = b"KuraTDB\n";
 /// The largest record, and the largest max_page_size: a leaf, at most one
 /// of each, stays under 4 GiB, as the offsets within it need.
 const MAX_RECORD: usize = (1 << 31) - 1;
+/// What a node's record takes besides its page: the record's header and key
+/// and the node's own header.
+const NODE_READ_SLACK: usize = 64;
 /// Deeper than any tree of 2^64 records: a path longer than this loops.
 const MAX_DEPTH: usize = 64;
 
@@ -345,6 +348,10 @@ impl Tree {
                 tree.insert(1, Node::Leaf(Leaf::default()), writable)?;
             }
         }
+        // A node is read in one call: the first read takes a whole page,
+        // with room for the record's and the node's headers.
+        let page_read = tree.max_page_size + NODE_READ_SLACK;
+        tree.store.set_min_read_size(o.hash.min_read_size.max(page_read));
         Ok(tree)
     }
 
@@ -384,11 +391,16 @@ impl Tree {
         if let Some(cell) = shard.get(&id) {
             return Ok(cell.clone());
         }
-        let bytes =
-            self.store.get(&node_key(id))?.ok_or_else(|| self.broken(format!("node {id} is missing")))?;
         let path = self.store.path().unwrap_or(Path::new(""));
-        let node =
-            Node::decode(id, &bytes, path).inspect_err(|_| self.healthy.store(false, Ordering::Release))?;
+        let mut decoded = None;
+        // Decoded straight from the store's read buffer: no copy of the bytes between.
+        self.store.process(&node_key(id), false, &mut |bytes| {
+            decoded = bytes.map(|b| Node::decode(id, b, path));
+            Action::Keep
+        })?;
+        let node = decoded
+            .ok_or_else(|| self.broken(format!("node {id} is missing")))?
+            .inspect_err(|_| self.healthy.store(false, Ordering::Release))?;
         let cell =
             Arc::new(Cell { slot: RwLock::new(Slot { node, dirty: false, version: self.fresh_version() }) });
         shard.put(id, cell.clone());
