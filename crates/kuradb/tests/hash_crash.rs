@@ -15,11 +15,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::child::{ChildTest, Killed};
 use common::hash::{self as h, show, show_opt, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
@@ -171,49 +171,17 @@ fn crash_writer() {
     }
 }
 
-/// A writer process; killed on drop if still running.
-struct Writer {
-    child: Child,
-    output: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Writer {
-    fn start(path: &Path, config: usize, first: u64, seed: u64) -> Writer {
-        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "crash_writer", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(ENV_PATH, path)
-            .env(ENV_CONFIG, config.to_string())
-            .env(ENV_FIRST, first.to_string())
-            .env(ENV_SEED, seed.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the writer");
-        let mut stderr = child.stderr.take().expect("the writer's stderr");
-        let output = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
-        Writer { child, output: Some(output) }
-    }
-
-    /// Kills the writer (if it is still running) and answers whether it was
-    /// running, with everything it wrote on stderr.
-    fn kill(mut self) -> (bool, String) {
-        let running = matches!(self.child.try_wait(), Ok(None));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let text = self.output.take().map(|o| o.join().expect("the reader thread")).unwrap_or_default();
-        (running, text)
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts a writer process on `path`.
+fn start_writer(path: &Path, config: usize, first: u64, seed: u64) -> ChildTest {
+    ChildTest::start(
+        "crash_writer",
+        [
+            (ENV_PATH, path.as_os_str().to_owned()),
+            (ENV_CONFIG, config.to_string().into()),
+            (ENV_FIRST, first.to_string().into()),
+            (ENV_SEED, seed.to_string().into()),
+        ],
+    )
 }
 
 /// The last batch a writer reported synchronized, if any.
@@ -237,9 +205,10 @@ fn crash_and_check(index: usize) {
     let mut cycles_with_syncs = 0;
     for kill in 0..KILLS {
         let what = format!("{what} kill {kill}");
-        let writer = Writer::start(&path, index, first, seed);
+        let writer = start_writer(&path, index, first, seed);
         std::thread::sleep(Duration::from_millis(rng.gen_range(5..=200)));
-        let (running, output) = writer.kill();
+        // The writer reports on stderr.
+        let Killed { running, stderr: output, .. } = writer.kill();
         assert!(running, "{what}: the writer stopped before it was killed:\n{output}");
         let synced = last_synced(&output);
         // After the last report the writer was inside the next batch, at most.

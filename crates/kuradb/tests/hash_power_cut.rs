@@ -3,12 +3,14 @@
 //! restore at the next open must find every synchronized record with its
 //! synchronized value, and nothing else.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+mod common;
 
-use kuradb::dbm::hash::{FileWrapper, HashDbm, HashOptions, UpdateMode};
+use std::collections::BTreeMap;
+
+use common::power_cut::{self as cut, Controls};
+use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
 use kuradb::dbm::Dbm;
-use kuradb::file::{FaultControl, FaultFile, FileKind, FileSpec};
+use kuradb::file::FileSpec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -41,20 +43,15 @@ fn value(k: u8, n: usize, step: usize) -> Vec<u8> {
 fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cut.kh");
-    let controls: Arc<Mutex<Vec<Arc<FaultControl>>>> = Arc::default();
-    let seen = Arc::clone(&controls);
-    let mut options = HashOptions {
+    let controls = Controls::default();
+    let options = HashOptions {
         file: spec.clone(),
         num_buckets: buckets,
         update_mode: mode,
         align_pow: 4,
+        wrap_file: Some(controls.wrapper()),
         ..HashOptions::default()
     };
-    options.wrap_file = Some(FileWrapper(Arc::new(move |inner| {
-        let file = FaultFile::new(inner);
-        seen.lock().expect("controls").push(file.control());
-        Box::new(file)
-    })));
     let db = HashDbm::open(&path, true, &options).expect("open");
     let mut live: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut synced = live.clone();
@@ -75,8 +72,7 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
             }
         }
     }
-    let control = controls.lock().expect("controls").last().cloned().expect("a file was opened");
-    control.power_cut().expect("power cut");
+    controls.last().power_cut().expect("power cut");
     drop(db);
     let plain = HashOptions { wrap_file: None, ..options };
     let db = HashDbm::open(&path, true, &plain).expect("reopen after the power cut");
@@ -92,19 +88,11 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
     Ok(())
 }
 
-fn specs() -> Vec<FileSpec> {
-    let mut block = FileSpec::new(FileKind::PositionalAtomic);
-    block.block_size = 512;
-    block.pagecache = true;
-    block.page_cache_capacity = 4;
-    vec![FileSpec::new(FileKind::MmapParallel), FileSpec::new(FileKind::PositionalParallel), block]
-}
-
 /// Every synchronized record survives a power cut with its value, and nothing
 /// written after the last hard synchronization does.
 #[test]
 fn a_power_cut_keeps_exactly_the_synchronized_state() {
-    for spec in specs() {
+    for spec in cut::specs() {
         for mode in [UpdateMode::InPlace, UpdateMode::Appending] {
             for buckets in [1u64, 7, 1021] {
                 let mut runner = TestRunner::new(Config { cases: 16, ..Config::default() });

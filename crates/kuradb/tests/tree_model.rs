@@ -253,45 +253,47 @@ impl Run<'_> {
     }
 }
 
-/// The model's record list position of the first key at or after `key`
-/// (after only, unless `inclusive`).
+/// The first of `records` beyond `key` in the direction where keys compare
+/// as `beyond` to it (at `key` too if `inclusive`), or the first of all
+/// without a key.
+fn seek<'a>(
+    mut records: impl Iterator<Item = &'a Record>,
+    cmp: KeyComparator,
+    key: Option<&[u8]>,
+    inclusive: bool,
+    beyond: std::cmp::Ordering,
+) -> Option<Record> {
+    records
+        .find(|(k, _)| match key {
+            None => true,
+            Some(key) => match cmp.compare(k, key) {
+                std::cmp::Ordering::Equal => inclusive,
+                order => order == beyond,
+            },
+        })
+        .cloned()
+}
+
+/// The record a cursor moving forward finds first from `key` in the
+/// model's sorted records (at `key` only if `inclusive`; the first without a key).
 fn seek_forward(
     sorted: &[Record],
     cmp: KeyComparator,
     key: Option<&[u8]>,
     inclusive: bool,
 ) -> Option<Record> {
-    sorted
-        .iter()
-        .find(|(k, _)| match key {
-            None => true,
-            Some(key) => match cmp.compare(k, key) {
-                std::cmp::Ordering::Greater => true,
-                std::cmp::Ordering::Equal => inclusive,
-                std::cmp::Ordering::Less => false,
-            },
-        })
-        .cloned()
+    seek(sorted.iter(), cmp, key, inclusive, std::cmp::Ordering::Greater)
 }
 
+/// The record a cursor moving backward finds first from `key` in the
+/// model's sorted records (at `key` only if `inclusive`; the last without a key).
 fn seek_backward(
     sorted: &[Record],
     cmp: KeyComparator,
     key: Option<&[u8]>,
     inclusive: bool,
 ) -> Option<Record> {
-    sorted
-        .iter()
-        .rev()
-        .find(|(k, _)| match key {
-            None => true,
-            Some(key) => match cmp.compare(k, key) {
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Equal => inclusive,
-                std::cmp::Ordering::Greater => false,
-            },
-        })
-        .cloned()
+    seek(sorted.iter().rev(), cmp, key, inclusive, std::cmp::Ordering::Less)
 }
 
 /// What a writable process_each does with a record under `seed`.

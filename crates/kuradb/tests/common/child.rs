@@ -1,0 +1,75 @@
+//! A test run again as a child process of its own test binary, to be killed
+//! with SIGKILL at a moment of the parent's choosing: what the crash tests use
+//! to leave behind the files of a process that died mid-write.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+/// A running child test process; killed on drop if still running.
+pub struct ChildTest {
+    child: Child,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// What a killed child test left.
+pub struct Killed {
+    /// Whether it was still running when it was killed.
+    pub running: bool,
+    /// Everything it wrote on stdout.
+    pub stdout: String,
+    /// Everything it wrote on stderr.
+    pub stderr: String,
+}
+
+/// Reads all of `pipe` on a thread of its own, so that a child writing more
+/// than a pipe holds never blocks before it is killed.
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+impl ChildTest {
+    /// Runs the ignored test `test` of this test binary alone, uncaptured, in a
+    /// child process with `envs` added to its environment.
+    pub fn start<K, V>(test: &str, envs: impl IntoIterator<Item = (K, V)>) -> ChildTest
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", test, "--ignored", "--nocapture", "--test-threads=1"])
+            .envs(envs)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start the child test {test}: {e}"));
+        let stdout = drain(child.stdout.take().expect("the child's stdout"));
+        let stderr = drain(child.stderr.take().expect("the child's stderr"));
+        ChildTest { child, stdout: Some(stdout), stderr: Some(stderr) }
+    }
+
+    /// Kills the child with SIGKILL (if it is still running) and answers what
+    /// it left.
+    pub fn kill(mut self) -> Killed {
+        let running = matches!(self.child.try_wait(), Ok(None));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let join = |h: Option<JoinHandle<String>>| {
+            h.map(|h| h.join().expect("the reader thread")).unwrap_or_default()
+        };
+        Killed { running, stdout: join(self.stdout.take()), stderr: join(self.stderr.take()) }
+    }
+}
+
+impl Drop for ChildTest {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
