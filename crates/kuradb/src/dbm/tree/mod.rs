@@ -174,8 +174,9 @@ impl TreeDbm {
         Ok(count)
     }
 
-    /// The records whose keys fall in `range`, in order. Each step looks its
-    /// record up afresh, so concurrent updates never invalidate the iterator.
+    /// The records whose keys fall in `range`, in order. Each step moves
+    /// within its leaf if the leaf is unchanged and looks its key up afresh
+    /// otherwise, so concurrent updates never invalidate the iterator.
     pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<TreeRange<'_>> {
         drop(self.shared()?);
         let owned = |b: Bound<&K>| match b {
