@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
+use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
 use kuradb::dbm::Dbm;
 use kuradb::file::OpenOptions;
@@ -65,7 +66,7 @@ impl DbmName {
         Some(match ext.as_str() {
             "tkh" => DbmName::Hash,
             "tkt" | "tree" => DbmName::Tree,
-            "tks" => DbmName::Skip,
+            "tks" | "skip" => DbmName::Skip,
             "tkmt" | "flat" => DbmName::Tiny,
             "tkmb" => DbmName::Baby,
             "tkmc" => DbmName::Cache,
@@ -89,8 +90,8 @@ fn parse_dbm_name(name: &str) -> std::result::Result<DbmName, String> {
 #[derive(Args, Clone, Debug)]
 pub struct DbmOptions {
     /// The database implementation: auto (by the path's extension: .tkh is hash,
-    /// .tkt or .tree is tree), hash or tree. (skip, tiny, baby, cache, stdhash and
-    /// stdtree are not implemented yet.)
+    /// .tkt or .tree is tree, .tks or .skip is skip), hash, tree or skip. (tiny,
+    /// baby, cache, stdhash and stdtree are not implemented yet.)
     #[arg(long = "dbm", value_name = "IMPL", default_value = "auto", value_parser = parse_dbm_name)]
     pub dbm: DbmName,
 
@@ -119,6 +120,9 @@ pub struct DbmOptions {
 
     #[command(flatten)]
     pub tree: TreeFlags,
+
+    #[command(flatten)]
+    pub skip: SkipFlags,
 }
 
 /// The tuning flags of the hash database, which also tune a tree's node store.
@@ -257,6 +261,101 @@ impl TreeFlags {
     }
 }
 
+/// The tuning flags of the skip database, as the reference names them. An
+/// absent flag keeps kuradb's default; any of them given with another
+/// database is refused. (`--offset_width` of the hash flags applies too.)
+#[derive(Args, Clone, Debug)]
+pub struct SkipFlags {
+    /// (skip) Each level's pointers skip this many times the records of the
+    /// level below's [default: 4].
+    #[arg(long = "step_unit", value_name = "NUM", allow_negative_numbers = true)]
+    pub step_unit: Option<i64>,
+
+    /// (skip) Levels of skip pointers, 1 to 31 [default: 14].
+    #[arg(long = "max_level", value_name = "NUM", allow_negative_numbers = true)]
+    pub max_level: Option<i64>,
+
+    /// (skip) Records of the upper levels kept in memory [default: 65536].
+    #[arg(long = "max_cached_records", value_name = "NUM", allow_negative_numbers = true)]
+    pub max_cached_records: Option<i64>,
+
+    /// (skip) Bytes of updates held in memory before they are sorted and
+    /// spilled to a temporary file [default: 268435456].
+    #[arg(long = "sort_mem_size", value_name = "NUM", allow_negative_numbers = true)]
+    pub sort_mem_size: Option<i64>,
+
+    /// (skip) Updates come in ascending key order: they are checked, not sorted.
+    #[arg(long = "insert_in_order")]
+    pub insert_in_order: bool,
+
+    /// (skip) How each synchronization reduces a key's records: none, first,
+    /// last, concat, concat_null, concat_tab, concat_line or total [default: none].
+    #[arg(long = "reducer", value_name = "NAME", value_parser = parse_reducer)]
+    pub reducer: Option<Reducer>,
+}
+
+impl SkipFlags {
+    /// The flags given, by name, so that another database can refuse them.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--step_unit", self.step_unit.is_some()),
+            ("--max_level", self.max_level.is_some()),
+            ("--max_cached_records", self.max_cached_records.is_some()),
+            ("--sort_mem_size", self.sort_mem_size.is_some()),
+            ("--insert_in_order", self.insert_in_order),
+            ("--reducer", self.reducer.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, present)| present.then_some(flag))
+        .collect()
+    }
+
+    /// Overrides the skip database's defaults in `options` with the flags given.
+    fn apply(&self, options: &mut SkipOptions) -> Result<()> {
+        if let Some(step) = tuning("step_unit", self.step_unit.unwrap_or(-1), u32::MAX.into())? {
+            options.step_unit = step as u32;
+        }
+        if let Some(level) = tuning("max_level", self.max_level.unwrap_or(-1), u8::MAX.into())? {
+            options.max_level = level as u8;
+        }
+        let limit = usize::MAX as u64;
+        if let Some(records) = tuning("max_cached_records", self.max_cached_records.unwrap_or(-1), limit)? {
+            options.max_cached_records = records as usize;
+        }
+        if let Some(size) = tuning("sort_mem_size", self.sort_mem_size.unwrap_or(-1), limit)? {
+            options.sort_mem_size = size as usize;
+        }
+        options.insert_in_order = self.insert_in_order;
+        if let Some(reducer) = &self.reducer {
+            options.reducer = reducer.clone();
+        }
+        Ok(())
+    }
+}
+
+fn parse_reducer(name: &str) -> std::result::Result<Reducer, String> {
+    Reducer::from_name(name).map_err(|e| e.message().to_string())
+}
+
+impl HashFlags {
+    /// The flags given that tune only a hash table (a hash database or a
+    /// tree's node store), by name, so that the skip database can refuse them.
+    fn given_for_tables(&self) -> Vec<&'static str> {
+        [
+            ("--append", self.append),
+            ("--record_crc", !matches!(self.record_crc.as_str(), "0" | "-1")),
+            ("--align_pow", self.align_pow >= 0),
+            ("--buckets", self.buckets >= 0),
+            ("--fbp_cap", self.fbp_cap >= 0),
+            ("--min_read_size", self.min_read_size >= 0),
+            ("--cache_buckets", self.cache_buckets),
+        ]
+        .into_iter()
+        .filter_map(|(flag, present)| present.then_some(flag))
+        .collect()
+    }
+}
+
 /// Lets clap report an unknown comparator with the library's own message,
 /// which names the value and lists the valid ones.
 fn parse_comparator(name: &str) -> std::result::Result<KeyComparator, String> {
@@ -306,11 +405,18 @@ impl OpenDbm for TreeDbm {
     }
 }
 
+impl OpenDbm for SkipDbm {
+    fn close_dbm(self: Box<Self>) -> Result<()> {
+        (*self).close()
+    }
+}
+
 /// The implementations kuradb has; [`DbmOptions::opener`] refuses the others.
 #[derive(Clone, Debug)]
 enum Implementation {
     Hash(HashOptions),
     Tree(TreeOptions),
+    Skip(SkipOptions),
 }
 
 /// Everything needed to open the chosen database, checked once before any phase.
@@ -328,23 +434,23 @@ impl DbmOptions {
         let name = match (self.dbm, &self.path) {
             (DbmName::Auto, Some(path)) => DbmName::from_extension(path).ok_or_else(|| {
                 invalid(format!(
-                    "--dbm auto cannot tell the database from the extension of {}: give --dbm hash \
-                     or --dbm tree, or a path ending in .tkh or .tkt",
+                    "--dbm auto cannot tell the database from the extension of {}: give --dbm hash, \
+                     tree or skip, or a path ending in .tkh, .tkt or .tks",
                     path.display()
                 ))
             })?,
             (DbmName::Auto, None) => {
                 return Err(invalid(
-                    "give --dbm hash (or tree) and a --path for the database file".to_string(),
+                    "give --dbm hash (or tree or skip) and a --path for the database file".to_string(),
                 ))
             }
             (name, _) => name,
         };
-        if !matches!(name, DbmName::Hash | DbmName::Tree) {
+        if !matches!(name, DbmName::Hash | DbmName::Tree | DbmName::Skip) {
             return Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!(
-                    "the {} database (--dbm {}) is not implemented yet in kuradb: only hash and tree are",
+                    "the {} database (--dbm {}) is not implemented yet in kuradb: only hash, tree and skip are",
                     name.name(),
                     name.name()
                 ),
@@ -362,15 +468,41 @@ impl DbmOptions {
                 )));
             }
         }
+        if name != DbmName::Skip {
+            if let Some(flag) = self.skip.given().first() {
+                return Err(invalid(format!(
+                    "{flag} is a flag of the skip database, not of the {} database (--dbm {})",
+                    name.name(),
+                    name.name()
+                )));
+            }
+        }
+        let mut open = OpenOptions::writer();
+        open.no_wait = self.no_wait;
+        open.no_lock = self.no_lock;
+        if name == DbmName::Skip {
+            if let Some(flag) = self.hash.given_for_tables().first() {
+                return Err(invalid(format!(
+                    "{flag} is a flag of the hash and tree databases, not of the skip database (--dbm skip)"
+                )));
+            }
+            let mut skip = SkipOptions { file: self.file.spec()?, open, ..SkipOptions::default() };
+            if let Some(width) = tuning("offset_width", self.hash.offset_width, u8::MAX.into())? {
+                skip.offset_width = width as u8;
+            }
+            self.skip.apply(&mut skip)?;
+            return Ok(DbmOpener {
+                implementation: Implementation::Skip(skip),
+                path,
+                sync_hard: self.sync_hard,
+            });
+        }
         // The node store of a tree has its own defaults, which flags override
         // as they override a hash database's.
         let mut store =
             if name == DbmName::Tree { TreeOptions::default().hash } else { HashOptions::default() };
         self.hash.apply(&mut store)?;
         store.file = self.file.spec()?;
-        let mut open = OpenOptions::writer();
-        open.no_wait = self.no_wait;
-        open.no_lock = self.no_lock;
         store.open = open;
         let implementation = if name == DbmName::Tree {
             let mut tree = TreeOptions { hash: store, ..TreeOptions::default() };
@@ -383,16 +515,16 @@ impl DbmOptions {
     }
 }
 
-/// The node store's open options for a phase: `mode`'s, keeping the locking flags.
-fn phase_open(options: &mut HashOptions, mode: OpenMode) {
-    let (no_wait, no_lock) = (options.open.no_wait, options.open.no_lock);
-    options.open = match mode {
+/// The open options for a phase: `mode`'s, keeping the locking flags.
+fn phase_open(options: &mut OpenOptions, mode: OpenMode) {
+    let (no_wait, no_lock) = (options.no_wait, options.no_lock);
+    *options = match mode {
         OpenMode::Create => OpenOptions::writer().truncating(),
         OpenMode::Write => OpenOptions::writer(),
         OpenMode::Read => OpenOptions::reader(),
     };
-    options.open.no_wait = no_wait;
-    options.open.no_lock = no_lock;
+    options.no_wait = no_wait;
+    options.no_lock = no_lock;
 }
 
 impl DbmOpener {
@@ -401,6 +533,7 @@ impl DbmOpener {
         match self.implementation {
             Implementation::Hash(_) => "hash",
             Implementation::Tree(_) => "tree",
+            Implementation::Skip(_) => "skip",
         }
     }
 
@@ -409,13 +542,18 @@ impl DbmOpener {
         match &self.implementation {
             Implementation::Hash(options) => {
                 let mut options = options.clone();
-                phase_open(&mut options, mode);
+                phase_open(&mut options.open, mode);
                 Ok(Box::new(HashDbm::open(&self.path, mode != OpenMode::Read, &options)?))
             }
             Implementation::Tree(options) => {
                 let mut options = options.clone();
-                phase_open(&mut options.hash, mode);
+                phase_open(&mut options.hash.open, mode);
                 Ok(Box::new(TreeDbm::open(&self.path, mode != OpenMode::Read, &options)?))
+            }
+            Implementation::Skip(options) => {
+                let mut options = options.clone();
+                phase_open(&mut options.open, mode);
+                Ok(Box::new(SkipDbm::open(&self.path, mode != OpenMode::Read, &options)?))
             }
         }
     }

@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Benchmarks and checks the databases (flags of tkrzw_dbm_perf).
-    Perf(perf::PerfArgs),
+    Perf(Box<perf::PerfArgs>),
     /// Benchmarks and checks the file layer (flags of tkrzw_file_perf).
     FilePerf(file_perf::FilePerfArgs),
 }

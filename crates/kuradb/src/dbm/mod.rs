@@ -8,7 +8,9 @@
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
 pub mod hash;
+pub mod skip;
 pub mod tree;
+mod varint;
 
 use std::borrow::Cow;
 use std::path::Path;

@@ -142,3 +142,13 @@ pub(crate) fn punch_hole(file: &fs::File, offset: u64, len: u64) -> io::Result<(
         Err(io::Error::new(io::ErrorKind::Unsupported, "no hole punching on this platform"))
     }
 }
+
+/// Makes the directory holding `path` durable, so a rename into it survives
+/// a power cut.
+pub(crate) fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    fs::File::open(dir)?.sync_all()
+}

@@ -1002,7 +1002,7 @@ fn keeping(options: &HashOptions) -> HashOptions {
 }
 
 /// A temporary file beside `path`, for a file that will replace it.
-fn sibling(path: &Path, what: &str) -> PathBuf {
+pub(crate) fn sibling(path: &Path, what: &str) -> PathBuf {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(format!(".{what}-tmp"));
     path.with_file_name(name)

@@ -16,6 +16,8 @@
 //! record fails its checksum, and of two versions of one key the later epoch
 //! wins (see `restore.rs`).
 
+use crate::dbm::varint::{get_varint, put_varint, varint_len};
+
 /// The first byte of a record that holds data.
 pub(crate) const MAGIC_LIVE: u8 = 0xC8;
 /// The first byte of a removed record: it still names its key and epoch, so a
@@ -56,31 +58,6 @@ pub(crate) struct Header {
     pub header_size: usize,
     /// The whole record's size in bytes.
     pub size: u64,
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut n = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        n |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(n);
-        }
-    }
-    None
-}
-
-fn varint_len(n: u64) -> usize {
-    (64 - (n | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// The size a record of these sizes needs, rounded up to the alignment.

@@ -34,9 +34,10 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 pub use comparator::KeyComparator;
 pub use options::TreeOptions;
 
-use self::node::{record_size, Inner, Leaf, Node, Reader, INNER_BASE};
+use self::node::{record_size, Inner, Leaf, Node, INNER_BASE};
 use super::hash::{HashDbm, Kind};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::varint::{put_varint, Reader};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Shards of the node cache, each an LRU with its own lock.
@@ -261,7 +262,7 @@ impl Meta {
             u64::from(self.level),
             t.count.load(Ordering::Acquire),
         ] {
-            node::put_varint(&mut out, n);
+            put_varint(&mut out, n);
         }
         out
     }

@@ -5,6 +5,7 @@
 //! child count, the first child's id, then for each further child its
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
+use crate::dbm::varint::{put_varint, varint_len, Reader};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -36,15 +37,6 @@ pub(crate) struct Leaf {
 pub(crate) struct Inner {
     pub keys: Vec<Vec<u8>>,
     pub children: Vec<u64>,
-}
-
-fn varint_len(mut n: u64) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
 }
 
 /// The bytes a record takes in a leaf.
@@ -232,58 +224,6 @@ impl Leaf {
     }
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Reads what a node's bytes hold, failing with a message on anything short
-/// or malformed.
-pub(crate) struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
-        Reader { bytes, at: 0 }
-    }
-
-    pub(crate) fn varint(&mut self) -> std::result::Result<u64, &'static str> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = *self.bytes.get(self.at).ok_or("it ends inside a number")?;
-            self.at += 1;
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err("a number is too long")
-    }
-
-    pub(crate) fn bytes(&mut self, len: u64) -> std::result::Result<&'a [u8], &'static str> {
-        let end =
-            usize::try_from(len).ok().and_then(|n| self.at.checked_add(n)).ok_or("a length is impossible")?;
-        let out = self.bytes.get(self.at..end).ok_or("it ends inside a key or value")?;
-        self.at = end;
-        Ok(out)
-    }
-
-    pub(crate) fn byte(&mut self) -> std::result::Result<u8, &'static str> {
-        let b = *self.bytes.get(self.at).ok_or("it is empty")?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    pub(crate) fn done(&self) -> bool {
-        self.at == self.bytes.len()
-    }
-}
-
 impl Node {
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.clear();
@@ -322,14 +262,14 @@ impl Node {
                 let prev = r.varint()?;
                 let next = r.varint()?;
                 let n = r.varint()?;
-                let base = r.at;
+                let base = r.position();
                 let data = &bytes[base..];
                 if u32::try_from(data.len()).is_err() {
                     return Err("a leaf is too large");
                 }
                 let mut starts = Vec::with_capacity(n.min(data.len() as u64) as usize);
                 for _ in 0..n {
-                    starts.push((r.at - base) as u32);
+                    starts.push((r.position() - base) as u32);
                     let klen = r.varint()?;
                     let vlen = r.varint()?;
                     r.bytes(klen)?;
