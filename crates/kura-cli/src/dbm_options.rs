@@ -419,6 +419,17 @@ enum Implementation {
     Skip(SkipOptions),
 }
 
+/// When a database's updates show to its readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Updates {
+    /// At once: a set key is found, a removed one is not.
+    Immediate,
+    /// At the next synchronization (closing the phase's database): within a
+    /// phase, every remove of a key that was there finds it. With
+    /// `duplicates`, every set adds a record beside the key's others.
+    Deferred { duplicates: bool },
+}
+
 /// Everything needed to open the chosen database, checked once before any phase.
 #[derive(Clone, Debug)]
 pub struct DbmOpener {
@@ -534,6 +545,16 @@ impl DbmOpener {
             Implementation::Hash(_) => "hash",
             Implementation::Tree(_) => "tree",
             Implementation::Skip(_) => "skip",
+        }
+    }
+
+    /// How updates show, for the checks of `--validate`.
+    pub fn updates(&self) -> Updates {
+        match &self.implementation {
+            Implementation::Skip(options) => {
+                Updates::Deferred { duplicates: options.reducer == Reducer::All }
+            }
+            _ => Updates::Immediate,
         }
     }
 

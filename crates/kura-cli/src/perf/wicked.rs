@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Args;
 use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
-use kuradb::{ErrorKind, Result};
+use kuradb::{Error, ErrorKind, Result};
 use parking_lot::RwLock;
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -27,7 +27,7 @@ use super::keys::{parse_key, KeyFormatter, ValuePattern};
 use super::model::{grow_or_drop, trim, Model, Outcome};
 use super::phase::{validating, Bench, Phase};
 use super::CommonArgs;
-use crate::dbm_options::OpenMode;
+use crate::dbm_options::{OpenMode, Updates};
 use crate::report::{say, thread_rng, Progress, Stop};
 
 /// Arguments of `kura perf wicked`.
@@ -123,6 +123,16 @@ struct Plan<'a> {
 pub fn run(args: &WickedArgs) -> Result<()> {
     let common = &args.common;
     let bench = Bench::new(common)?;
+    if args.validate && bench.opener.updates() != Updates::Immediate {
+        return Err(Error::new(
+            ErrorKind::NotImplemented,
+            format!(
+                "wicked --validate checks every operation as it happens, but the {} database shows \
+                 updates only at its next synchronization: validate it with `kura perf sequence --validate`",
+                bench.opener.name()
+            ),
+        ));
+    }
     let plan = Plan {
         bench: &bench,
         args,

@@ -325,14 +325,24 @@ impl Window {
         &self.buf[at..at + record.value_len]
     }
 
-    /// The record's skip pointer of `level` (1 or more, at most its level):
-    /// the offset of the record step_unit^level positions on, or 0.
-    pub(crate) fn pointer(&self, record: &Record, level: u8, width: usize) -> u64 {
-        debug_assert!(level >= 1 && level <= record.level);
+    /// The record's skip pointer of `level` (1 or more): the offset of the
+    /// record step_unit^level positions on, or 0 for none. A record without
+    /// that level, or a pointer that does not lead forward within the
+    /// records (`end`), is damage: following it could loop.
+    pub(crate) fn pointer(&self, record: &Record, level: u8, width: usize, end: u64) -> Result<u64> {
+        let broken =
+            |what: &str| Error::new(ErrorKind::BrokenData, format!("the record at {} {what}", record.offset));
+        if level == 0 || level > record.level {
+            return Err(broken(&format!("lacks the skip pointer of level {level} that its position needs")));
+        }
         let at = self.base(record) + record.pointers_at + usize::from(level - 1) * width;
         let mut bytes = [0u8; 8];
         bytes[..width].copy_from_slice(&self.buf[at..at + width]);
-        u64::from_le_bytes(bytes)
+        let target = u64::from_le_bytes(bytes);
+        if target != 0 && (target <= record.offset || target >= end) {
+            return Err(broken("has a skip pointer that does not lead forward within the records"));
+        }
+        Ok(target)
     }
 }
 

@@ -256,9 +256,12 @@ impl Snapshot {
             loop {
                 // Read again: the window may have moved to a rejected target.
                 let record = self.read(window, at.offset, false)?;
-                let next = window.pointer(&record, level, self.width());
+                let next = window.pointer(&record, level, self.width(), self.header.records_end)?;
                 if next == 0 {
                     break;
+                }
+                if at.index.saturating_add(stride) >= self.header.count {
+                    return Err(self.broken("a skip pointer leads past the last record"));
                 }
                 let target = self.read(window, next, false)?;
                 if !before(window.key(&target)) {
@@ -295,7 +298,7 @@ impl Snapshot {
         for level in (1..index.level.min(self.header.max_level + 1)).rev() {
             let stride = format::stride(self.step(), level);
             while at.index + stride <= target {
-                let next = window.pointer(&record, level, self.width());
+                let next = window.pointer(&record, level, self.width(), self.header.records_end)?;
                 if next == 0 {
                     return Err(self.broken("a skip pointer is missing"));
                 }
