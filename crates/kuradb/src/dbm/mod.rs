@@ -8,6 +8,7 @@
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
 pub mod hash;
+pub mod poly;
 pub mod skip;
 pub mod tree;
 mod varint;

@@ -25,6 +25,8 @@ pub(crate) struct UpperIndex {
     pub level: u8,
     pub stride: u64,
     pub offsets: Vec<u64>,
+    /// The first eight bytes of each key, big-endian (see [`prefix_of`]).
+    pub prefixes: Vec<u64>,
     key_ends: Vec<usize>,
     keys: Vec<u8>,
 }
@@ -45,6 +47,7 @@ impl UpperIndex {
 
     fn push(&mut self, offset: u64, key: &[u8]) {
         self.offsets.push(offset);
+        self.prefixes.push(prefix_of(key));
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len());
     }
@@ -69,7 +72,8 @@ impl UpperIndex {
 
     /// Bytes in memory.
     pub(crate) fn memory(&self) -> usize {
-        self.keys.capacity() + self.offsets.capacity() * 8 + self.key_ends.capacity() * 8
+        self.keys.capacity()
+            + (self.offsets.capacity() + self.prefixes.capacity() + self.key_ends.capacity()) * 8
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -306,7 +310,10 @@ const REMOVE: u32 = u32::MAX;
 /// The largest key or value an update may carry.
 pub(crate) const MAX_ITEM: usize = (u32::MAX - 1) as usize;
 
-fn prefix_of(key: &[u8]) -> u64 {
+/// The first eight bytes of `key`, big-endian, zeros after a shorter key: a
+/// number whose order agrees with the keys' (a smaller number, a smaller
+/// key; equal numbers say nothing).
+pub(crate) fn prefix_of(key: &[u8]) -> u64 {
     let mut bytes = [0u8; 8];
     let n = key.len().min(8);
     bytes[..n].copy_from_slice(&key[..n]);

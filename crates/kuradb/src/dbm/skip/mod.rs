@@ -238,14 +238,20 @@ impl Snapshot {
         (average.saturating_mul(self.step() + 1) + 64).min(1 << 16) as usize
     }
 
-    /// The first record for which `before` is false (`before` holds for a
-    /// prefix of the records, like "its key is below k"), or `None`.
-    fn seek(&self, window: &mut Window, before: &dyn Fn(&[u8]) -> bool) -> Result<Option<Position>> {
+    /// The first record `below` does not hold for, or `None`.
+    fn seek(&self, window: &mut Window, below: Below<'_>) -> Result<Option<Position>> {
         if self.header.count == 0 {
             return Ok(None);
         }
+        let before = |k: &[u8]| below.holds(k);
         let index = &self.index;
-        let p = partition_point(index.len(), |i| before(index.key(i)));
+        // Most comparisons end at the first eight bytes, kept apart so the
+        // search reads one compact array.
+        let prefix = build::prefix_of(below.key);
+        let p = partition_point(index.len(), |i| match index.prefixes[i].cmp(&prefix) {
+            std::cmp::Ordering::Equal => before(index.key(i)),
+            order => order == std::cmp::Ordering::Less,
+        });
         if p == 0 {
             return Ok(Some(Position { index: 0, offset: HEADER_SIZE }));
         }
@@ -316,7 +322,7 @@ impl Snapshot {
 
     /// The first record of `key`'s, with its value.
     fn get(&self, window: &mut Window, key: &[u8]) -> Result<Option<Record>> {
-        let Some(at) = self.seek(window, &|k| k < key)? else { return Ok(None) };
+        let Some(at) = self.seek(window, Below { key, or_equal: false })? else { return Ok(None) };
         let record = self.read(window, at.offset, true)?;
         Ok((window.key(&record) == key).then_some(record))
     }
@@ -326,6 +332,24 @@ impl Snapshot {
             ErrorKind::BrokenData,
             format!("the skip database {} is damaged: {what}", self.file.path().display()),
         )
+    }
+}
+
+/// The records a seek passes over: those whose keys are below `key`, or
+/// not above it (`or_equal`).
+#[derive(Clone, Copy)]
+struct Below<'k> {
+    key: &'k [u8],
+    or_equal: bool,
+}
+
+impl Below<'_> {
+    fn holds(&self, k: &[u8]) -> bool {
+        if self.or_equal {
+            k <= self.key
+        } else {
+            k < self.key
+        }
     }
 }
 
@@ -706,13 +730,27 @@ impl SkipDbm {
     }
 
     fn lookup(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>)) -> Result<()> {
-        let snapshot = self.snapshot()?;
-        let mut window = Window::new(256);
-        match snapshot.get(&mut window, key)? {
-            Some(record) => f(Some(window.value(&record))),
-            None => f(None),
+        thread_local! {
+            /// A lookup's buffer, kept for the thread's next (emptied first:
+            /// it may hold bytes of another file).
+            static WINDOW: std::cell::RefCell<Window> = std::cell::RefCell::new(Window::new(256));
         }
-        Ok(())
+        let snapshot = self.snapshot()?;
+        WINDOW.with(|cell| {
+            let mut guard = cell.try_borrow_mut();
+            let mut own = None;
+            // A processor that looks up again from inside gets a buffer of its own.
+            let window = match guard.as_deref_mut() {
+                Ok(window) => window,
+                Err(_) => own.insert(Window::new(256)),
+            };
+            window.reset();
+            match snapshot.get(window, key)? {
+                Some(record) => f(Some(window.value(&record))),
+                None => f(None),
+            }
+            Ok(())
+        })
     }
 
     /// Carries out a processor's answer for `key` as updates.
@@ -1003,7 +1041,7 @@ impl SkipCursor<'_> {
                 self.window.reset();
                 if self.at.is_some() {
                     let key = std::mem::take(&mut self.key);
-                    let at = current.seek(&mut self.window, &|k| k < key.as_slice())?;
+                    let at = current.seek(&mut self.window, Below { key: &key, or_equal: false })?;
                     self.place(&current, at)?;
                 }
             }
@@ -1026,17 +1064,17 @@ impl SkipCursor<'_> {
         Error::new(ErrorKind::NotFound, "the cursor is past the last record")
     }
 
-    fn seek_by(&mut self, before: &dyn Fn(&[u8]) -> bool) -> Result<()> {
+    fn seek_by(&mut self, below: Below<'_>) -> Result<()> {
         let snapshot = self.fresh()?;
         self.window.set_chunk(1 << 12);
-        let at = snapshot.seek(&mut self.window, before)?;
+        let at = snapshot.seek(&mut self.window, below)?;
         self.place(&snapshot, at)
     }
 
-    /// Moves to the record before the first for which `before` is false.
-    fn seek_before(&mut self, before: &dyn Fn(&[u8]) -> bool) -> Result<()> {
+    /// Moves to the last record `below` holds for.
+    fn seek_before(&mut self, below: Below<'_>) -> Result<()> {
         let snapshot = self.fresh()?;
-        let at = snapshot.seek(&mut self.window, before)?;
+        let at = snapshot.seek(&mut self.window, below)?;
         let target = match at {
             Some(at) if at.index == 0 => return self.place(&snapshot, None),
             Some(at) => at.index - 1,
@@ -1056,7 +1094,7 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.seek_by(&|k| k < key)
+        self.seek_by(Below { key, or_equal: false })
     }
 
     fn next(&mut self) -> Result<()> {
@@ -1114,19 +1152,11 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        if inclusive {
-            self.seek_before(&|k| k <= key)
-        } else {
-            self.seek_before(&|k| k < key)
-        }
+        self.seek_before(Below { key, or_equal: inclusive })
     }
 
     fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        if inclusive {
-            self.seek_by(&|k| k < key)
-        } else {
-            self.seek_by(&|k| k <= key)
-        }
+        self.seek_by(Below { key, or_equal: !inclusive })
     }
 
     fn previous(&mut self) -> Result<()> {
