@@ -391,9 +391,9 @@ fn options_for(class: DbmClass, params: &Params) -> Result<Options> {
 
 /// The database a [`PolyDbm`] opened.
 enum Inner {
-    Hash(HashDbm),
-    Tree(TreeDbm),
-    Skip(SkipDbm),
+    Hash(Box<HashDbm>),
+    Tree(Box<TreeDbm>),
+    Skip(Box<SkipDbm>),
 }
 
 /// Any database, opened from a path and parameters.
@@ -437,9 +437,9 @@ impl PolyDbm {
         let class = PolyDbm::class_of(&path, params)?;
         let options = options_for(class, params)?;
         let inner = match &options {
-            Options::Hash(o) => Inner::Hash(HashDbm::open(&path, writable, o)?),
-            Options::Tree(o) => Inner::Tree(TreeDbm::open(&path, writable, o)?),
-            Options::Skip(o) => Inner::Skip(SkipDbm::open(&path, writable, o)?),
+            Options::Hash(o) => Inner::Hash(Box::new(HashDbm::open(&path, writable, o)?)),
+            Options::Tree(o) => Inner::Tree(Box::new(TreeDbm::open(&path, writable, o)?)),
+            Options::Skip(o) => Inner::Skip(Box::new(SkipDbm::open(&path, writable, o)?)),
         };
         Ok(PolyDbm { inner, class, path, options })
     }
@@ -480,18 +480,18 @@ impl PolyDbm {
 
     fn dbm(&self) -> &dyn Dbm {
         match &self.inner {
-            Inner::Hash(db) => db,
-            Inner::Tree(db) => db,
-            Inner::Skip(db) => db,
+            Inner::Hash(db) => db.as_ref(),
+            Inner::Tree(db) => db.as_ref(),
+            Inner::Skip(db) => db.as_ref(),
         }
     }
 
     /// Closes the database, reporting what closing it found.
     pub fn close(self) -> Result<()> {
         match self.inner {
-            Inner::Hash(db) => db.close(),
-            Inner::Tree(db) => db.close(),
-            Inner::Skip(db) => db.close(),
+            Inner::Hash(db) => (*db).close(),
+            Inner::Tree(db) => (*db).close(),
+            Inner::Skip(db) => (*db).close(),
         }
     }
 
