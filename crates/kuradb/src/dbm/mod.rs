@@ -9,6 +9,7 @@
 
 pub mod hash;
 pub mod poly;
+pub mod shard;
 pub mod skip;
 pub mod tree;
 mod varint;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::hash::{HashDbm, HashOptions, RebuildParams, RestoreMode, UpdateMode};
+use super::shard::ShardDbm;
 use super::skip::{Reducer, SkipDbm, SkipOptions};
 use super::tree::{KeyComparator, TreeDbm, TreeOptions};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
@@ -394,6 +395,7 @@ enum Inner {
     Hash(Box<HashDbm>),
     Tree(Box<TreeDbm>),
     Skip(Box<SkipDbm>),
+    Shard(Box<ShardDbm>),
 }
 
 /// Any database, opened from a path and parameters.
@@ -426,22 +428,54 @@ pub struct PolyDbm {
     inner: Inner,
     class: DbmClass,
     path: PathBuf,
-    options: Options,
+    /// What a skip database reduces with when rebuilt.
+    reducer: Reducer,
 }
 
 impl PolyDbm {
     /// Opens or creates the database at `path` as `params` say (see the
-    /// module's documentation for how the class is chosen).
+    /// module's documentation for how the class is chosen). With
+    /// `num_shards`, or where a set of shard files exists at `path` (and no
+    /// file does), it opens a [`ShardDbm`].
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref().to_path_buf();
+        if params.get("num_shards").is_some()
+            || (!path.exists() && ShardDbm::existing_count(&path)?.is_some())
+        {
+            let db = ShardDbm::open(&path, writable, params)?;
+            let first = &db.shards()[0];
+            let (class, reducer) = (first.class, first.reducer.clone());
+            return Ok(PolyDbm { inner: Inner::Shard(Box::new(db)), class, path, reducer });
+        }
         let class = PolyDbm::class_of(&path, params)?;
-        let options = options_for(class, params)?;
-        let inner = match &options {
-            Options::Hash(o) => Inner::Hash(Box::new(HashDbm::open(&path, writable, o)?)),
-            Options::Tree(o) => Inner::Tree(Box::new(TreeDbm::open(&path, writable, o)?)),
-            Options::Skip(o) => Inner::Skip(Box::new(SkipDbm::open(&path, writable, o)?)),
+        let mut reducer = Reducer::All;
+        let inner = match options_for(class, params)? {
+            Options::Hash(o) => Inner::Hash(Box::new(HashDbm::open(&path, writable, &o)?)),
+            Options::Tree(o) => Inner::Tree(Box::new(TreeDbm::open(&path, writable, &o)?)),
+            Options::Skip(o) => {
+                reducer = o.reducer.clone();
+                Inner::Skip(Box::new(SkipDbm::open(&path, writable, &o)?))
+            }
         };
-        Ok(PolyDbm { inner, class, path, options })
+        Ok(PolyDbm { inner, class, path, reducer })
+    }
+
+    /// The order of the keys of an ordered database (`None` for a hash one).
+    pub fn key_order(&self) -> Result<Option<KeyComparator>> {
+        Ok(match &self.inner {
+            Inner::Hash(_) => None,
+            Inner::Skip(_) => Some(KeyComparator::Lexical),
+            Inner::Shard(db) => db.key_order(),
+            Inner::Tree(db) => {
+                let named = db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
+                Some(named.map_or(Ok(KeyComparator::Lexical), |(_, name)| KeyComparator::from_name(&name))?)
+            }
+        })
+    }
+
+    /// Whether the database is a set of shards.
+    pub fn is_sharded(&self) -> bool {
+        matches!(self.inner, Inner::Shard(_))
     }
 
     /// The class `open` would choose for `path` with `params`: the file's
@@ -483,6 +517,7 @@ impl PolyDbm {
             Inner::Hash(db) => db.as_ref(),
             Inner::Tree(db) => db.as_ref(),
             Inner::Skip(db) => db.as_ref(),
+            Inner::Shard(db) => db.as_ref(),
         }
     }
 
@@ -492,6 +527,7 @@ impl PolyDbm {
             Inner::Hash(db) => (*db).close(),
             Inner::Tree(db) => (*db).close(),
             Inner::Skip(db) => (*db).close(),
+            Inner::Shard(db) => (*db).close(),
         }
     }
 
@@ -528,13 +564,17 @@ impl PolyDbm {
             Inner::Skip(db) => {
                 let reducer = match t.take(&["reducer"]) {
                     Some((_, value)) => Reducer::from_name(value)?,
-                    None => match &self.options {
-                        Options::Skip(o) => o.reducer.clone(),
-                        _ => Reducer::All,
-                    },
+                    None => self.reducer.clone(),
                 };
                 t.finish()?;
                 db.rebuild_with(&reducer)
+            }
+            Inner::Shard(db) => {
+                // Shard by shard, each checking the parameters as above.
+                for shard in db.shards() {
+                    shard.rebuild_with(params)?;
+                }
+                Ok(())
             }
         };
         result
@@ -545,6 +585,18 @@ impl PolyDbm {
     /// records kept.
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, params: &Params) -> Result<u64> {
         let src = src.as_ref();
+        if !src.exists() {
+            if let Some(n) = ShardDbm::existing_count(src)? {
+                let params = params.without("num_shards");
+                let mut kept = 0;
+                for i in 0..n {
+                    let (from, to) =
+                        (ShardDbm::shard_path(src, i, n), ShardDbm::shard_path(dest.as_ref(), i, n));
+                    kept += PolyDbm::restore(from, to, &params)?;
+                }
+                return Ok(kept);
+            }
+        }
         let class = PolyDbm::class_of(src, params)?;
         match options_for(class, params)? {
             Options::Hash(o) => HashDbm::restore(src, dest, &o),
@@ -742,5 +794,32 @@ mod tests {
         let db = open("c.tks", "").unwrap();
         assert_eq!((db.count().unwrap(), db.get(b"a").unwrap()), (1, Some(b"2".to_vec())));
         db.close().unwrap();
+    }
+
+    #[test]
+    fn shard_sets_open_by_num_shards_and_reopen_by_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tks");
+        let db = PolyDbm::open(&path, true, &Params::parse("num_shards=2,step_unit=2,reducer=last").unwrap())
+            .unwrap();
+        assert!(db.is_sharded() && db.class() == DbmClass::Skip && db.is_ordered());
+        for k in ["b", "a", "c", "a"] {
+            db.set(k.as_bytes(), k.as_bytes(), true).unwrap();
+        }
+        db.close().unwrap();
+        assert!(!path.exists());
+        let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+        assert_eq!(db.count().unwrap(), 3);
+        let mut cursor = db.iter().unwrap();
+        cursor.last().unwrap();
+        assert_eq!(cursor.get().unwrap().unwrap().0, b"c");
+        drop(cursor);
+        db.close().unwrap();
+        let kept = PolyDbm::restore(&path, dir.path().join("copy.tks"), &Params::new()).unwrap();
+        assert_eq!(kept, 3);
+        let err = PolyDbm::open(&path, true, &Params::parse("num_shards=2,max_page_size=9").unwrap())
+            .err()
+            .unwrap();
+        assert!(err.message().contains("unknown parameter max_page_size for a skip database"), "{err}");
     }
 }

@@ -1,0 +1,613 @@
+//! One logical database over several shard files: [`ShardDbm`].
+//!
+//! Shard `i` of `n` lives at `PATH-0000i-of-0000n`; a key belongs to the
+//! shard its stable hash names (the XXH3 hash, which does not change between
+//! runs or versions, modulo `n`), so operations on keys of different shards
+//! run in parallel, each under its own shard's locks. Every shard is a
+//! [`PolyDbm`] of the same class and parameters. Ordered classes iterate in
+//! the global key order, merging the shards' cursors.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use parking_lot::RwLock;
+
+use super::poly::{Params, PolyDbm};
+use super::tree::KeyComparator;
+use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The most shards a set may have.
+pub const MAX_SHARDS: usize = 99_999;
+
+/// A database spread over shard files by the hash of the key.
+pub struct ShardDbm {
+    path: PathBuf,
+    shards: Vec<PolyDbm>,
+    /// The order of keys for merging cursors; `None` for unordered classes.
+    order: Option<KeyComparator>,
+    /// Shared by single-key operations, taken alone by those spanning shards,
+    /// so that those are atomic across shards too.
+    gate: RwLock<()>,
+}
+
+impl ShardDbm {
+    /// The file of shard `index` of `count` for the set at `path`.
+    pub fn shard_path(path: &Path, index: usize, count: usize) -> PathBuf {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(format!("-{index:05}-of-{count:05}"));
+        PathBuf::from(name)
+    }
+
+    /// The number of shards of the set existing at `path`, if any file of
+    /// one exists; an error if the set is not whole.
+    pub fn existing_count(path: &Path) -> Result<Option<usize>> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(None) };
+        let Ok(entries) = std::fs::read_dir(dir) else { return Ok(None) };
+        let mut counts = Vec::new();
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(name)) else { continue };
+            let parsed = rest.strip_prefix('-').and_then(|r| r.split_once("-of-")).and_then(|(i, n)| {
+                let ok = i.len() == 5 && n.len() == 5;
+                ok.then(|| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?))).flatten()
+            });
+            if let Some((_, count)) = parsed {
+                counts.push(count);
+            }
+        }
+        counts.sort_unstable();
+        counts.dedup();
+        match counts.as_slice() {
+            [] => Ok(None),
+            [count] => {
+                let missing: Vec<String> = (0..*count)
+                    .map(|i| ShardDbm::shard_path(path, i, *count))
+                    .filter(|p| !p.exists())
+                    .map(|p| p.display().to_string())
+                    .collect();
+                if missing.is_empty() {
+                    Ok(Some(*count))
+                } else {
+                    Err(Error::new(
+                        ErrorKind::BrokenData,
+                        format!(
+                            "the shard set {} is incomplete: {} missing",
+                            path.display(),
+                            missing.join(", ")
+                        ),
+                    ))
+                }
+            }
+            _ => Err(Error::new(
+                ErrorKind::BrokenData,
+                format!(
+                    "{} has shard files of several sets ({}): remove the ones that do not belong",
+                    path.display(),
+                    counts.iter().map(|c| format!("-of-{c:05}")).collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// Opens the shard set at `path`, or creates one of `num_shards` shards
+    /// (a parameter, which must match an existing set's count if given); the
+    /// other parameters open each shard.
+    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<ShardDbm> {
+        let path = path.as_ref().to_path_buf();
+        let asked = match params.get("num_shards") {
+            None => None,
+            Some(text) => match text.trim().parse::<usize>() {
+                Ok(n) if (1..=MAX_SHARDS).contains(&n) => Some(n),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("parameter num_shards must be a number from 1 to {MAX_SHARDS}, not {text:?}"),
+                    ))
+                }
+            },
+        };
+        let truncating =
+            params.get("truncate").is_some_and(|t| matches!(t.trim(), "true" | "1" | "yes" | "on"));
+        let count = match (ShardDbm::existing_count(&path)?, asked) {
+            (Some(found), Some(asked)) if found != asked && !(writable && truncating) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the shard set {} has {found} shards, not {asked}", path.display()),
+                ))
+            }
+            (Some(found), None) => found,
+            (_, Some(asked)) => asked,
+            (None, None) => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("no shard set {} exists: give num_shards to create one", path.display()),
+                ))
+            }
+        };
+        let shard_params = params.without("num_shards");
+        let mut shards = Vec::with_capacity(count);
+        for i in 0..count {
+            let shard = ShardDbm::shard_path(&path, i, count);
+            if !writable && !shard.exists() {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "the shard set {} does not exist: {} is missing",
+                        path.display(),
+                        shard.display()
+                    ),
+                ));
+            }
+            // Shards named by the set's path: their extension is the set's.
+            let mut params = shard_params.clone();
+            if params.get("dbm").is_none() {
+                if let Some(class) = super::poly::DbmClass::from_extension(&path) {
+                    params.insert("dbm", class.name())?;
+                }
+            }
+            shards.push(PolyDbm::open(&shard, writable, &params)?);
+        }
+        let classes: Vec<_> = shards.iter().map(PolyDbm::class).collect();
+        if classes.windows(2).any(|w| w[0] != w[1]) {
+            return Err(Error::new(
+                ErrorKind::BrokenData,
+                format!("the shards of {} are of different classes", path.display()),
+            ));
+        }
+        let order = shards[0].key_order()?;
+        Ok(ShardDbm { path, shards, order, gate: RwLock::new(()) })
+    }
+
+    /// The number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard databases, in order.
+    pub fn shards(&self) -> &[PolyDbm] {
+        &self.shards
+    }
+
+    fn shard_of(&self, key: &[u8]) -> &PolyDbm {
+        let n = self.shards.len() as u64;
+        &self.shards[(xxhash_rust::xxh3::xxh3_64(key) % n) as usize]
+    }
+
+    /// Closes every shard, reporting the first error after closing them all.
+    pub fn close(self) -> Result<()> {
+        let mut result = Ok(());
+        for shard in self.shards {
+            let closed = shard.close();
+            if result.is_ok() {
+                result = closed;
+            }
+        }
+        result
+    }
+
+    /// Applies `f` to every shard in turn, reporting the first error after
+    /// trying them all.
+    fn each(&self, f: impl Fn(&PolyDbm) -> Result<()>) -> Result<()> {
+        let mut result = Ok(());
+        for shard in &self.shards {
+            let done = f(shard);
+            if result.is_ok() {
+                result = done;
+            }
+        }
+        result
+    }
+
+    /// The key order of the set: the shards', or `None` for unordered ones.
+    pub fn key_order(&self) -> Option<KeyComparator> {
+        self.order
+    }
+}
+
+impl Dbm for ShardDbm {
+    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+        let _gate = self.gate.read();
+        self.shard_of(key).process(key, writable, f)
+    }
+
+    /// Atomic across shards: no other operation runs meanwhile.
+    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+        let _gate = self.gate.write();
+        for (i, &key) in keys.iter().enumerate() {
+            self.shard_of(key).process(key, writable, &mut |value| f(i, key, value))?;
+        }
+        Ok(())
+    }
+
+    /// Shard by shard (not in the global key order).
+    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+        let _gate = self.gate.write();
+        for shard in &self.shards {
+            shard.process_each(writable, f)?;
+        }
+        Ok(())
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.shards.iter().map(|s| s.count()).sum()
+    }
+
+    fn file_size(&self) -> Result<u64> {
+        self.shards.iter().map(|s| s.file_size()).sum()
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    fn clear(&self) -> Result<()> {
+        let _gate = self.gate.write();
+        self.each(|s| s.clear())
+    }
+
+    fn rebuild(&self) -> Result<()> {
+        self.each(|s| s.rebuild())
+    }
+
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        for shard in &self.shards {
+            if shard.should_be_rebuilt()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        self.each(|s| s.synchronize(hard))
+    }
+
+    /// Copies every shard to the shard files of a set at `dest`; the copy
+    /// is consistent across shards (updates wait until it is taken).
+    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+        let _gate = self.gate.write();
+        let n = self.shards.len();
+        for (i, shard) in self.shards.iter().enumerate() {
+            shard.copy_file_data(&ShardDbm::shard_path(dest, i, n), hard)?;
+        }
+        Ok(())
+    }
+
+    fn inspect(&self) -> Result<Vec<(String, String)>> {
+        let mut out = vec![
+            ("class".to_string(), "ShardDbm".to_string()),
+            ("path".to_string(), self.path.display().to_string()),
+            ("num_shards".to_string(), self.shards.len().to_string()),
+            ("num_records".to_string(), self.count()?.to_string()),
+            ("file_size".to_string(), self.file_size()?.to_string()),
+        ];
+        for (i, shard) in self.shards.iter().enumerate() {
+            out.extend(shard.inspect()?.into_iter().map(|(k, v)| (format!("shard{i}_{k}"), v)));
+        }
+        Ok(out)
+    }
+
+    fn is_healthy(&self) -> bool {
+        self.shards.iter().all(PolyDbm::is_healthy)
+    }
+
+    fn is_ordered(&self) -> bool {
+        self.order.is_some()
+    }
+
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        let cursors = self.shards.iter().map(|s| s.iter()).collect::<Result<Vec<_>>>()?;
+        Ok(match self.order {
+            Some(order) => {
+                Box::new(MergeCursor { cursors, heads: Vec::new(), current: None, order, forward: true })
+            }
+            None => Box::new(ChainCursor { db: self, cursors, current: 0 }),
+        })
+    }
+}
+
+/// A cursor over an ordered set: each shard's cursor, merged.
+///
+/// Moving forward, every shard's cursor but the current one stands on its
+/// first record after the current key; moving backward, on its last record
+/// before it. A key lives in one shard, so the shards never tie.
+struct MergeCursor<'a> {
+    cursors: Vec<Box<dyn Cursor + 'a>>,
+    /// What each cursor stands on.
+    heads: Vec<Option<(Vec<u8>, Vec<u8>)>>,
+    current: Option<usize>,
+    order: KeyComparator,
+    forward: bool,
+}
+
+impl MergeCursor<'_> {
+    /// Reads every cursor's record and picks the least (forward) or the
+    /// greatest.
+    fn pick(&mut self, forward: bool) -> Result<()> {
+        self.heads = self.cursors.iter_mut().map(|c| c.get()).collect::<Result<_>>()?;
+        self.forward = forward;
+        self.current = None;
+        for (i, head) in self.heads.iter().enumerate() {
+            let Some((key, _)) = head else { continue };
+            let better = match self.current.and_then(|c| self.heads[c].as_ref()) {
+                None => true,
+                Some((best, _)) => {
+                    let order = self.order.compare(key, best);
+                    if forward {
+                        order == Ordering::Less
+                    } else {
+                        order == Ordering::Greater
+                    }
+                }
+            };
+            if better {
+                self.current = Some(i);
+            }
+        }
+        Ok(())
+    }
+
+    fn all(&mut self, forward: bool, f: impl Fn(&mut dyn Cursor) -> Result<()>) -> Result<()> {
+        for cursor in &mut self.cursors {
+            f(cursor.as_mut())?;
+        }
+        self.pick(forward)
+    }
+
+    fn current_key(&self) -> Option<Vec<u8>> {
+        self.current.and_then(|c| self.heads[c].as_ref()).map(|(k, _)| k.clone())
+    }
+}
+
+impl Cursor for MergeCursor<'_> {
+    fn first(&mut self) -> Result<()> {
+        self.all(true, |c| c.first())
+    }
+
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        self.all(true, |c| c.jump(key))
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let (Some(current), Some(key)) = (self.current, self.current_key()) else { return Ok(()) };
+        if !self.forward {
+            for (i, cursor) in self.cursors.iter_mut().enumerate() {
+                if i != current {
+                    cursor.jump_upper(&key, false)?;
+                }
+            }
+        }
+        self.cursors[current].next()?;
+        self.pick(true)
+    }
+
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        match self.current {
+            // The shard's own cursor answers: it sees the record as it is now.
+            Some(current) => self.cursors[current].get(),
+            None => Ok(None),
+        }
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        match self.current {
+            Some(current) => self.cursors[current].set(value),
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        let (Some(current), Some(key)) = (self.current, self.current_key()) else {
+            return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record"));
+        };
+        self.cursors[current].remove()?;
+        // On to the first record after the removed one, in every shard.
+        self.all(true, |c| c.jump_upper(&key, false))
+    }
+
+    fn last(&mut self) -> Result<()> {
+        self.all(false, |c| c.last())
+    }
+
+    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        self.all(false, |c| c.jump_lower(key, inclusive))
+    }
+
+    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        self.all(true, |c| c.jump_upper(key, inclusive))
+    }
+
+    fn previous(&mut self) -> Result<()> {
+        let (Some(current), Some(key)) = (self.current, self.current_key()) else { return Ok(()) };
+        if self.forward {
+            for (i, cursor) in self.cursors.iter_mut().enumerate() {
+                if i != current {
+                    cursor.jump_lower(&key, false)?;
+                }
+            }
+        }
+        self.cursors[current].previous()?;
+        self.pick(false)
+    }
+}
+
+/// A cursor over an unordered set: the shards one after another.
+struct ChainCursor<'a> {
+    db: &'a ShardDbm,
+    cursors: Vec<Box<dyn Cursor + 'a>>,
+    current: usize,
+}
+
+impl ChainCursor<'_> {
+    /// Moves on to the next shard with a record while the current one has none.
+    fn settle(&mut self) -> Result<()> {
+        while self.current < self.cursors.len() && self.cursors[self.current].get()?.is_none() {
+            self.current += 1;
+            if self.current < self.cursors.len() {
+                self.cursors[self.current].first()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Cursor for ChainCursor<'_> {
+    fn first(&mut self) -> Result<()> {
+        self.current = 0;
+        if let Some(cursor) = self.cursors.first_mut() {
+            cursor.first()?;
+        }
+        self.settle()
+    }
+
+    /// Moves to `key` itself, in its shard; then on through the shards after it.
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        let n = self.db.shards.len() as u64;
+        self.current = (xxhash_rust::xxh3::xxh3_64(key) % n) as usize;
+        self.cursors[self.current].jump(key)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.current >= self.cursors.len() {
+            return Ok(());
+        }
+        self.cursors[self.current].next()?;
+        self.settle()
+    }
+
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        match self.cursors.get_mut(self.current) {
+            Some(cursor) => cursor.get(),
+            None => Ok(None),
+        }
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        match self.cursors.get_mut(self.current) {
+            Some(cursor) => cursor.set(value),
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        match self.cursors.get_mut(self.current) {
+            Some(cursor) => cursor.remove()?,
+            None => return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+        self.settle()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn params(text: &str) -> Params {
+        Params::parse(text).unwrap()
+    }
+
+    #[test]
+    fn keys_spread_over_the_shards_and_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tkt");
+        let db = ShardDbm::open(&path, true, &params("num_shards=4,key_comparator=decimal")).unwrap();
+        let mut model = BTreeMap::new();
+        for i in 0..500u32 {
+            let key = (i * 7919 % 1000).to_string();
+            db.set(key.as_bytes(), format!("v{i}").as_bytes(), true).unwrap();
+            model.insert(key.parse::<u32>().unwrap(), format!("v{i}"));
+        }
+        assert!(db.shards().iter().all(|s| s.count().unwrap() > 50), "every shard takes its share");
+        assert_eq!(db.count().unwrap(), model.len() as u64);
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        let mut walked = Vec::new();
+        while let Some((k, v)) = cursor.get().unwrap() {
+            walked
+                .push((String::from_utf8(k).unwrap().parse::<u32>().unwrap(), String::from_utf8(v).unwrap()));
+            cursor.next().unwrap();
+        }
+        assert_eq!(walked, model.clone().into_iter().collect::<Vec<_>>());
+        // Backward from the last, turning around in the middle.
+        cursor.last().unwrap();
+        let last = *model.keys().last().unwrap();
+        assert_eq!(cursor.get().unwrap().unwrap().0, last.to_string().into_bytes());
+        cursor.jump(b"500").unwrap();
+        let at: Vec<u32> = model.range(500..).map(|(k, _)| *k).take(3).collect();
+        assert_eq!(cursor.get().unwrap().unwrap().0, at[0].to_string().into_bytes());
+        cursor.next().unwrap();
+        cursor.previous().unwrap();
+        cursor.previous().unwrap();
+        let before = *model.range(..500).next_back().unwrap().0;
+        assert_eq!(cursor.get().unwrap().unwrap().0, before.to_string().into_bytes());
+        cursor.next().unwrap();
+        cursor.next().unwrap();
+        assert_eq!(cursor.get().unwrap().unwrap().0, at[1].to_string().into_bytes());
+        cursor.jump_lower(b"500", true).unwrap();
+        assert_eq!(
+            cursor.get().unwrap().unwrap().0,
+            model.range(..=500).next_back().unwrap().0.to_string().into_bytes()
+        );
+        cursor.remove().unwrap();
+        drop(cursor);
+        db.close().unwrap();
+        let db = ShardDbm::open(&path, false, &Params::new()).unwrap();
+        assert_eq!((db.num_shards(), db.count().unwrap()), (4, model.len() as u64 - 1));
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn a_set_must_be_whole_and_of_one_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tkh");
+        let db = ShardDbm::open(&path, true, &params("num_shards=3")).unwrap();
+        db.set(b"a", b"1", true).unwrap();
+        db.close().unwrap();
+        let err = ShardDbm::open(&path, true, &params("num_shards=5")).err().unwrap();
+        assert!(err.message().contains("has 3 shards, not 5"), "{err}");
+        std::fs::remove_file(ShardDbm::shard_path(&path, 1, 3)).unwrap();
+        let err = ShardDbm::open(&path, false, &Params::new()).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::BrokenData);
+        assert!(
+            err.message().contains("incomplete") && err.message().contains("casket.tkh-00001-of-00003"),
+            "{err}"
+        );
+        let err = ShardDbm::open(dir.path().join("none.tkh"), false, &Params::new()).err().unwrap();
+        assert!(err.message().contains("give num_shards"), "{err}");
+        let err = ShardDbm::open(&path, true, &params("num_shards=0")).err().unwrap();
+        assert!(err.message().contains("num_shards must be a number from 1"), "{err}");
+    }
+
+    #[test]
+    fn an_unordered_set_walks_shard_after_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tkh");
+        let db = ShardDbm::open(&path, true, &params("num_shards=3,num_buckets=17")).unwrap();
+        for i in 0..100u32 {
+            db.set(&i.to_be_bytes(), b"x", true).unwrap();
+        }
+        assert!(!db.is_ordered());
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        let mut seen = Vec::new();
+        while let Some((k, _)) = cursor.get().unwrap() {
+            seen.push(u32::from_be_bytes(k.try_into().unwrap()));
+            cursor.next().unwrap();
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..100).collect::<Vec<_>>());
+        cursor.jump(&7u32.to_be_bytes()).unwrap();
+        assert_eq!(cursor.get().unwrap().unwrap().0, 7u32.to_be_bytes());
+        assert!(db.get_multi(&[&1u32.to_be_bytes(), b"none"]).unwrap()[0].is_some());
+        drop(cursor);
+        db.clear().unwrap();
+        assert_eq!(db.count().unwrap(), 0);
+        db.close().unwrap();
+    }
+}
