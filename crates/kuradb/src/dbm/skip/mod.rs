@@ -232,7 +232,8 @@ impl Snapshot {
     }
 
     /// Bytes a lookup's last step reads at once: the level-0 records between
-    /// two level-1 records, by the file's average record size.
+    /// two level-1 records, by the file's average record size. From a memory
+    /// map, only what each record's key needs: reading ahead there is copying.
     fn span(&self) -> usize {
         let average = (self.header.records_end - HEADER_SIZE) / self.header.count.max(1);
         (average.saturating_mul(self.step() + 1) + 64).min(1 << 16) as usize
@@ -248,7 +249,7 @@ impl Snapshot {
         // Most comparisons end at the first eight bytes, kept apart so the
         // search reads one compact array.
         let prefix = build::prefix_of(below.key);
-        let p = partition_point(index.len(), |i| match index.prefixes[i].cmp(&prefix) {
+        let p = index.partition_point(|i| match index.prefixes[i].cmp(&prefix) {
             std::cmp::Ordering::Equal => before(index.key(i)),
             order => order == std::cmp::Ordering::Less,
         });
@@ -351,20 +352,6 @@ impl Below<'_> {
             k < self.key
         }
     }
-}
-
-/// The first `i` in `0..n` for which `pred(i)` is false (`pred` is true for a prefix).
-fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut low, mut high) = (0, n);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        if pred(mid) {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
-    }
-    low
 }
 
 /// Updates since the last synchronization.
