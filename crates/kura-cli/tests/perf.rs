@@ -240,9 +240,22 @@ fn locking_and_closing_flags_are_accepted() {
 fn bad_input_fails_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.tkh");
-    let cases: [(&[&str], Option<&Path>, i32, &str); 13] = [
+    let cases: [(&[&str], Option<&Path>, i32, &str); 16] = [
         (&["sequence", "--dbm", "poly"], Some(&path), 2, "unknown DBM implementation \"poly\""),
-        (&["sequence", "--dbm", "skip"], Some(&path), 1, "not implemented yet"),
+        (
+            &["sequence", "--dbm", "skip", "--buckets", "9"],
+            Some(&path),
+            1,
+            "--buckets is a flag of the hash and tree",
+        ),
+        (
+            &["sequence", "--dbm", "hash", "--step_unit", "4"],
+            Some(&path),
+            1,
+            "--step_unit is a flag of the skip",
+        ),
+        (&["sequence", "--dbm", "skip", "--reducer", "second"], Some(&path), 2, "unknown reducer \"second\""),
+        (&["wicked", "--dbm", "skip", "--validate"], Some(&path), 1, "validate it with `kura perf sequence"),
         (&["parallel", "--dbm", "tiny"], None, 1, "the tiny database (--dbm tiny) is not implemented yet"),
         (&["sequence", "--dbm", "hash"], None, 1, "give the file's --path"),
         (&["sequence"], None, 1, "give --dbm hash"),
@@ -286,6 +299,27 @@ fn tree_sequence_validates_with_json() {
     // Sequential keys, every phase's count exact; auto picks tree for .tkt.
     let found = phases(&["sequence", "--json", "--iter", "1000", "--threads", "2", "--validate"], &path);
     check_sequence_of("tree", &found, 2000, "auto");
+}
+
+#[test]
+fn skip_sequence_validates_duplicates_and_reducers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tks");
+    let base = ["sequence", "--json", "--iter", "1500", "--random_key", "--size", "30", "--validate"];
+    let small =
+        ["--step_unit", "3", "--max_level", "4", "--sort_mem_size", "4096", "--max_cached_records", "10"];
+    for threads in ["1", "3"] {
+        // Every set adds a record: the count is the number of sets.
+        let mut args = vec![base.as_slice(), &small, &["--threads", threads]].concat();
+        let found = phases(&args, &path);
+        check_sequence_of("skip", &found, 1500 * threads.parse::<u64>().unwrap(), threads);
+        // With a reducer, one record a key.
+        args.extend(["--reducer", "last", "--file", "pos-para", "--block_size", "512", "--padding"]);
+        let found = phases(&args, &path);
+        let records = found[0]["num_records"].as_u64().unwrap();
+        assert!(records < 1500 * threads.parse::<u64>().unwrap(), "{threads} threads: {records}");
+        check_sequence_of("skip", &found, records, threads);
+    }
 }
 
 #[test]

@@ -160,16 +160,43 @@ impl PageCache {
     }
 
     /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing
-    /// blocks. A read of many blocks goes to the device in one call instead
-    /// (it would evict the whole cache for blocks read once).
+    /// blocks; consecutive missing blocks of one shard come from the device
+    /// in one call. A read of many blocks goes to the device in one call
+    /// instead (it would evict the whole cache for blocks read once).
     pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
         let bs = self.block_size;
         if buf.len() > LARGE_READ_BLOCKS * bs {
             return self.read_through(device, offset, buf);
         }
-        for (block, skip, n, done) in self.pieces(offset, buf.len()) {
+        let mut pieces = self.pieces(offset, buf.len()).peekable();
+        while let Some((block, skip, n, done)) = pieces.next() {
             let mut shard = self.shard(block).lock();
             let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
+            if load && !shard.table.contains_key(&block) {
+                // The missing blocks after this one in the same shard, read
+                // with it under the shard's lock (as a single block would be),
+                // so no write-back can slip between the read and the insert.
+                let group = block >> GROUP_BITS;
+                let mut run = vec![(block, skip, n, done)];
+                while let Some(&(next, ..)) = pieces.peek() {
+                    let more = next >> GROUP_BITS == group
+                        && !shard.table.contains_key(&next)
+                        && next * (bs as u64) < self.extent.load(Ordering::Acquire);
+                    if !more {
+                        break;
+                    }
+                    run.push(pieces.next().expect("peeked"));
+                }
+                let loaded = run.len() > 1 && shard.load_run(device, block, run.len(), bs)?;
+                for (block, skip, n, done) in run {
+                    let slot = match loaded {
+                        true => shard.table[&block],
+                        false => shard.get(device, block, true, bs)?,
+                    };
+                    buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
+                }
+                continue;
+            }
             let slot = shard.get(device, block, load, bs)?;
             buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
         }
@@ -349,22 +376,7 @@ impl Shard {
             return Ok(slot);
         }
         self.stats.misses += 1;
-        let slot = if let Some(slot) = self.free.pop() {
-            slot
-        } else if self.nodes.len() < self.capacity {
-            self.nodes.push(Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false });
-            (self.nodes.len() - 1) as u32
-        } else {
-            let victim = self.tail;
-            // Written back before it is unlinked, so a failed write loses nothing.
-            if self.nodes[victim as usize].dirty {
-                self.write_back_cluster(device, victim, bs)?;
-            }
-            let old = self.nodes[victim as usize].block;
-            self.table.remove(&old);
-            self.unlink(victim);
-            victim
-        };
+        let slot = self.vacant_slot(device, bs)?;
         let offset = block * bs as u64;
         let loaded = if load {
             self.stats.device_reads += 1;
@@ -379,10 +391,54 @@ impl Shard {
             self.free.push(slot);
             return Err(e);
         }
+        self.install(slot, block);
+        Ok(slot)
+    }
+
+    /// A slot for a new block: a free one, a new one, or the least recently
+    /// used one's (written back first if dirty, so a failed write loses nothing).
+    fn vacant_slot(&mut self, device: &Device, bs: usize) -> Result<u32> {
+        if let Some(slot) = self.free.pop() {
+            return Ok(slot);
+        }
+        if self.nodes.len() < self.capacity {
+            self.nodes.push(Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false });
+            return Ok((self.nodes.len() - 1) as u32);
+        }
+        let victim = self.tail;
+        if self.nodes[victim as usize].dirty {
+            self.write_back_cluster(device, victim, bs)?;
+        }
+        let old = self.nodes[victim as usize].block;
+        self.table.remove(&old);
+        self.unlink(victim);
+        Ok(victim)
+    }
+
+    fn install(&mut self, slot: u32, block: u64) {
         self.nodes[slot as usize] = Node { block, prev: NIL, next: NIL, dirty: false };
         self.table.insert(block, slot);
         self.push_front(slot);
-        Ok(slot)
+    }
+
+    /// Reads `count` consecutive blocks from `first`, none of them cached, in
+    /// one device call and caches them all; answers whether it did. A run
+    /// longer than the shard holds is left to block-by-block loading (its
+    /// own blocks would evict each other).
+    fn load_run(&mut self, device: &Device, first: u64, count: usize, bs: usize) -> Result<bool> {
+        if count > self.capacity {
+            return Ok(false);
+        }
+        let mut run = AlignedBuf::new(count * bs, self.align);
+        device.read_blocks(first * bs as u64, run.as_mut_slice())?;
+        self.stats.device_reads += 1;
+        self.stats.misses += count as u64;
+        for i in 0..count {
+            let slot = self.vacant_slot(device, bs)?;
+            self.data_mut(slot, bs).copy_from_slice(&run.as_slice()[i * bs..(i + 1) * bs]);
+            self.install(slot, first + i as u64);
+        }
+        Ok(true)
     }
 
     /// Writes back the dirty block in `slot` together with the dirty blocks
