@@ -59,10 +59,10 @@ pub struct SetArgs {
     #[arg(long = "no_overwrite", conflicts_with_all = ["append", "incr"])]
     no_overwrite: bool,
 
-    /// Appends VALUE to the existing value, after the delimiter given as
-    /// --append=DELIM (none by default).
-    #[arg(long = "append", value_name = "DELIM", num_args = 0..=1, require_equals = true,
-          default_missing_value = "", conflicts_with = "incr")]
+    /// Appends VALUE to the existing value after DELIM ("" for none), as the
+    /// reference does. DELIM is required so that a FILE after --append is
+    /// never taken for it.
+    #[arg(long = "append", value_name = "DELIM", conflicts_with = "incr")]
     append: Option<OsString>,
 
     /// Adds N to the key's number (8 bytes, big-endian) and prints the result;
