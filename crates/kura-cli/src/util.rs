@@ -155,8 +155,26 @@ fn must_exist(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(()),
         Ok(_) => Err(Error::new(ErrorKind::InvalidArgument, format!("{} is not a file", path.display()))),
+        Err(_) if is_shard_set(path) => Ok(()),
         Err(_) => Err(Error::new(ErrorKind::NotFound, format!("no database file {}", path.display()))),
     }
+}
+
+/// Whether `path` names a set of shard files (`NAME-00000-of-00004` …),
+/// which PolyDbm opens by the set's name; whether the set is whole is its check.
+fn is_shard_set(path: &Path) -> bool {
+    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), path.parent()) else {
+        return false;
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let prefix = format!("{name}-");
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix) && n[prefix.len()..].contains("-of-"))
+        })
+    })
 }
 
 fn explain_open_error(path: &Path, e: Error) -> Error {
