@@ -10,6 +10,7 @@ mod file_options;
 mod file_perf;
 mod perf;
 mod report;
+mod util;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,8 @@ enum Command {
     Perf(Box<perf::PerfArgs>),
     /// Benchmarks and checks the file layer (flags of tkrzw_file_perf).
     FilePerf(file_perf::FilePerfArgs),
+    /// Administers a database file: create, inspect, get, set, list, export, import, rebuild, ….
+    Util(util::UtilArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Perf(args) => perf::run(args),
         Command::FilePerf(args) => file_perf::run(args),
+        Command::Util(args) => util::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,247 @@
+//! `kura util`: the administrator's everyday operations on a database file,
+//! in the spirit of the reference's `tkrzw_dbm_util` and with its argument
+//! order (`kura util SUBCOMMAND [options] FILE [KEY [VALUE]]`).
+//!
+//! Every database is opened through [`PolyDbm`], from the file's path and a
+//! parameter string built from `--dbm`, `--file` and `--params`, so each class
+//! PolyDbm learns is served here without a change. One function per
+//! subcommand, in `records` (get, set, remove, list), `transfer` (export,
+//! import) and `admin` (the rest).
+//!
+//! A command fails at once on a database another process holds locked
+//! (`no_wait`), rather than hanging with no word: an administrator running a
+//! command by hand expects an answer. `--wait` waits instead.
+
+mod admin;
+mod codec;
+mod flat;
+mod progress;
+mod records;
+mod transfer;
+
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::{Error, ErrorKind, Result};
+
+pub use codec::Codec;
+
+/// Arguments of `kura util`.
+#[derive(Args, Debug)]
+pub struct UtilArgs {
+    #[command(subcommand)]
+    command: UtilCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum UtilCommand {
+    /// Creates a database file.
+    Create(admin::CreateArgs),
+    /// Prints the class, parameters, record count, health and size of a database.
+    Inspect(admin::InspectArgs),
+    /// Prints the value of a key.
+    Get(records::GetArgs),
+    /// Sets, appends to or increments the value of a key.
+    Set(records::SetArgs),
+    /// Removes a key.
+    Remove(records::RemoveArgs),
+    /// Prints records, all or a range, one a line: key TAB value.
+    List(records::ListArgs),
+    /// Writes every record to a TSV file (or a flat record file with --flat).
+    Export(transfer::ExportArgs),
+    /// Adds every record of a TSV file (or a flat record file with --flat).
+    Import(transfer::ImportArgs),
+    /// Rewrites a database compactly, optionally with new tuning parameters.
+    Rebuild(admin::RebuildArgs),
+    /// Recovers what a crashed or damaged database holds into a new file.
+    Restore(admin::RestoreArgs),
+    /// Copies the records of several databases into one.
+    Merge(admin::MergeArgs),
+    /// Removes every record.
+    Clear(admin::ClearArgs),
+    /// Writes a consistent copy of a database to a new file.
+    Backup(admin::BackupArgs),
+}
+
+/// Runs `kura util`.
+pub fn run(args: &UtilArgs) -> Result<()> {
+    match &args.command {
+        UtilCommand::Create(a) => admin::create(a),
+        UtilCommand::Inspect(a) => admin::inspect(a),
+        UtilCommand::Get(a) => records::get(a),
+        UtilCommand::Set(a) => records::set(a),
+        UtilCommand::Remove(a) => records::remove(a),
+        UtilCommand::List(a) => records::list(a),
+        UtilCommand::Export(a) => transfer::export(a),
+        UtilCommand::Import(a) => transfer::import(a),
+        UtilCommand::Rebuild(a) => admin::rebuild(a),
+        UtilCommand::Restore(a) => admin::restore(a),
+        UtilCommand::Merge(a) => admin::merge(a),
+        UtilCommand::Clear(a) => admin::clear(a),
+        UtilCommand::Backup(a) => admin::backup(a),
+    }
+}
+
+/// The flags that say which database a file holds and how to open it.
+#[derive(Args, Debug, Clone)]
+pub struct DbFlags {
+    /// The database class (hash, tree, skip, …); by default the file's header,
+    /// or for a new file its extension, decides.
+    #[arg(long = "dbm", value_name = "CLASS")]
+    dbm: Option<String>,
+
+    /// The file implementation: mmap-para, mmap-atom, pos-para or pos-atom.
+    #[arg(long = "file", id = "file_impl", value_name = "IMPL")]
+    file: Option<String>,
+
+    /// More parameters, as PolyDbm takes them: "name=value,name=value".
+    #[arg(long = "params", value_name = "PARAMS", default_value = "")]
+    params: String,
+
+    /// Waits for a lock another process holds instead of failing at once.
+    #[arg(long = "wait")]
+    wait: bool,
+}
+
+/// How a command opens its database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Read only; the file must exist.
+    Read,
+    /// Read and write; the file must exist.
+    Write,
+    /// Read and write, creating the file if it is missing.
+    Create,
+}
+
+impl DbFlags {
+    /// The PolyDbm parameters these flags stand for. A name given both as a
+    /// flag and in --params is refused by [`Params::insert`].
+    fn params(&self) -> Result<Params> {
+        let mut params = Params::parse(&self.params).map_err(|e| in_flag("--params", e))?;
+        if let Some(dbm) = self.dbm.as_deref().filter(|d| !d.eq_ignore_ascii_case("auto")) {
+            params.insert("dbm", dbm).map_err(|e| in_flag("--dbm", e))?;
+        }
+        if let Some(file) = &self.file {
+            params.insert("file", file).map_err(|e| in_flag("--file", e))?;
+        }
+        if params.get("no_wait").is_none() {
+            params.insert("no_wait", if self.wait { "false" } else { "true" })?;
+        }
+        Ok(params)
+    }
+
+    /// Opens the database at `path`.
+    fn open(&self, path: &Path, access: Access) -> Result<PolyDbm> {
+        open_with(path, access, &self.params()?)
+    }
+}
+
+fn in_flag(flag: &str, e: Error) -> Error {
+    Error::new(e.kind(), format!("{flag}: {}", e.message()))
+}
+
+/// Opens the database at `path` with `params`, with messages that say what a
+/// user can do about a missing or locked file.
+fn open_with(path: &Path, access: Access, params: &Params) -> Result<PolyDbm> {
+    if access != Access::Create {
+        must_exist(path)?;
+    }
+    PolyDbm::open(path, access != Access::Read, params).map_err(|e| explain_open_error(path, e))
+}
+
+fn must_exist(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(Error::new(ErrorKind::InvalidArgument, format!("{} is not a file", path.display()))),
+        Err(_) if is_shard_set(path) => Ok(()),
+        Err(_) => Err(Error::new(ErrorKind::NotFound, format!("no database file {}", path.display()))),
+    }
+}
+
+/// Whether `path` names a set of shard files (`NAME-00000-of-00004` …),
+/// which PolyDbm opens by the set's name; whether the set is whole is its check.
+fn is_shard_set(path: &Path) -> bool {
+    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), path.parent()) else {
+        return false;
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let prefix = format!("{name}-");
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix) && n[prefix.len()..].contains("-of-"))
+        })
+    })
+}
+
+fn explain_open_error(path: &Path, e: Error) -> Error {
+    if e.kind() == ErrorKind::WouldBlock {
+        return Error::new(
+            ErrorKind::WouldBlock,
+            format!(
+                "{} is locked by another process that has it open; try again when it closes it, or give \
+                 --wait to wait for it",
+                path.display()
+            ),
+        );
+    }
+    e
+}
+
+/// Fails unless `path` is free for a new file.
+fn must_not_exist(path: &Path, what: &str) -> Result<()> {
+    if path.exists() {
+        return Err(Error::new(
+            ErrorKind::Duplication,
+            format!("{} exists; {what} writes a new file: remove it or name another", path.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// The flags that choose how keys and values are written as text.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct CodecFlags {
+    /// Keys and values are hexadecimal, in arguments and in output.
+    #[arg(long = "hex", conflicts_with = "base64")]
+    hex: bool,
+
+    /// Keys and values are base64, in arguments and in output.
+    #[arg(long = "base64")]
+    base64: bool,
+}
+
+impl CodecFlags {
+    fn codec(self) -> Codec {
+        match (self.hex, self.base64) {
+            (true, _) => Codec::Hex,
+            (_, true) => Codec::Base64,
+            _ => Codec::Text,
+        }
+    }
+}
+
+/// Closes `db`, keeping the first of `result`'s error and closing's.
+fn finish<T>(db: PolyDbm, result: Result<T>) -> Result<T> {
+    let closed = db.close();
+    let value = result?;
+    closed?;
+    Ok(value)
+}
+
+/// Writes to stdout, or to the file at `path` ("-" is stdout).
+fn output(path: &Path) -> Result<Box<dyn std::io::Write>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock())));
+    }
+    let file = std::fs::File::create(path).map_err(|e| Error::io("creating", path, e))?;
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, file)))
+}
+
+/// A write error of stdout or an output file as a kuradb error.
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io("writing", path, e)
+}

@@ -1,0 +1,275 @@
+//! `kura util get|set|remove|list`: one record, or a run of them.
+
+use std::cmp::Ordering;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use kuradb::dbm::tree::KeyComparator;
+use kuradb::dbm::Dbm;
+use kuradb::{Error, ErrorKind, Result};
+
+use super::{finish, progress, Access, Codec, CodecFlags, DbFlags};
+
+/// Arguments of `kura util get`.
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    codec: CodecFlags,
+    /// The database file.
+    file: PathBuf,
+    /// The key.
+    key: OsString,
+}
+
+/// Prints the value of a key and a line feed; a missing key is an error.
+pub fn get(args: &GetArgs) -> Result<()> {
+    let codec = args.codec.codec();
+    let key = codec.decode_arg(&args.key, "key")?;
+    let db = args.db.open(&args.file, Access::Read)?;
+    let found = db.get(&key);
+    let value = finish(db, found)?.ok_or_else(|| not_found(&args.file, &args.key))?;
+    let mut line = Vec::with_capacity(value.len() + 1);
+    codec.encode_alone(&value, &mut line);
+    line.push(b'\n');
+    print_bytes(&line)
+}
+
+fn not_found(path: &Path, key: &OsString) -> Error {
+    Error::new(ErrorKind::NotFound, format!("no record of key {key:?} in {}", path.display()))
+}
+
+fn print_bytes(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(super::write_error(Path::new("stdout")))
+}
+
+/// Arguments of `kura util set`.
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    codec: CodecFlags,
+
+    /// Fails if the key exists, instead of replacing its value.
+    #[arg(long = "no_overwrite", conflicts_with_all = ["append", "incr"])]
+    no_overwrite: bool,
+
+    /// Appends VALUE to the existing value after DELIM ("" for none), as the
+    /// reference does. DELIM is required so that a FILE after --append is
+    /// never taken for it.
+    #[arg(long = "append", value_name = "DELIM", conflicts_with = "incr")]
+    append: Option<OsString>,
+
+    /// Adds N to the key's number (8 bytes, big-endian) and prints the result;
+    /// takes no VALUE.
+    #[arg(long = "incr", value_name = "N", allow_negative_numbers = true)]
+    incr: Option<i64>,
+
+    /// The number an absent key starts from with --incr.
+    #[arg(
+        long = "initial",
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        requires = "incr"
+    )]
+    initial: i64,
+
+    /// The database file; created if it does not exist.
+    file: PathBuf,
+    /// The key.
+    key: OsString,
+    /// The value (not with --incr).
+    value: Option<OsString>,
+}
+
+/// Sets, appends to or increments a record.
+pub fn set(args: &SetArgs) -> Result<()> {
+    let codec = args.codec.codec();
+    let key = codec.decode_arg(&args.key, "key")?;
+    let value = match (&args.value, args.incr) {
+        (Some(_), Some(_)) => return Err(usage("set --incr adds N to the key's number and takes no VALUE")),
+        (None, None) => return Err(usage("set needs a VALUE after the key (or --incr N)")),
+        (Some(v), None) => codec.decode_arg(v, "value")?,
+        (None, Some(_)) => Vec::new(),
+    };
+    let delimiter = args.append.as_ref().map(|d| codec.decode_arg(d, "delimiter")).transpose()?;
+    let db = args.db.open(&args.file, Access::Create)?;
+    let result = match (args.incr, delimiter) {
+        (Some(delta), _) => db.increment(&key, delta, args.initial).map(Some),
+        (None, Some(delimiter)) => db.append(&key, &value, &delimiter).map(|()| None),
+        (None, None) => db.set(&key, &value, !args.no_overwrite).map(|()| None),
+    };
+    if let Some(number) = finish(db, result)? {
+        print_bytes(format!("{number}\n").as_bytes())?;
+    }
+    Ok(())
+}
+
+fn usage(message: &str) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
+/// Arguments of `kura util remove`.
+#[derive(Args, Debug)]
+pub struct RemoveArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    codec: CodecFlags,
+    /// The database file.
+    file: PathBuf,
+    /// The key.
+    key: OsString,
+}
+
+/// Removes a record; a missing key is an error.
+pub fn remove(args: &RemoveArgs) -> Result<()> {
+    let key = args.codec.codec().decode_arg(&args.key, "key")?;
+    let db = args.db.open(&args.file, Access::Write)?;
+    let removed = db.remove(&key);
+    if !finish(db, removed)? {
+        return Err(not_found(&args.file, &args.key));
+    }
+    Ok(())
+}
+
+/// Arguments of `kura util list`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    codec: CodecFlags,
+
+    /// Starts at the first key at or after KEY (ordered databases).
+    #[arg(long = "jump", value_name = "KEY")]
+    jump: Option<OsString>,
+
+    /// Stops before the first key at or after KEY (ordered databases).
+    #[arg(long = "upper", value_name = "KEY")]
+    upper: Option<OsString>,
+
+    /// With --upper, includes KEY itself.
+    #[arg(long = "upper_inclusive", requires = "upper")]
+    upper_inclusive: bool,
+
+    /// Prints at most N records.
+    #[arg(long = "items", value_name = "N")]
+    items: Option<u64>,
+
+    /// Prints keys only.
+    #[arg(long = "keys")]
+    keys: bool,
+
+    /// Prints one JSON object a line: {"key": …, "value": …}. A key or value
+    /// that is not UTF-8 text is given as "key_hex"/"value_hex" instead;
+    /// with --hex or --base64 every one is encoded.
+    #[arg(long = "json")]
+    json: bool,
+
+    /// The database file.
+    file: PathBuf,
+}
+
+/// Prints records in the database's order, from --jump to --upper.
+pub fn list(args: &ListArgs) -> Result<()> {
+    let codec = args.codec.codec();
+    let jump = args.jump.as_ref().map(|k| codec.decode_arg(k, "--jump key")).transpose()?;
+    let upper = args.upper.as_ref().map(|k| codec.decode_arg(k, "--upper key")).transpose()?;
+    let db = args.db.open(&args.file, Access::Read)?;
+    let result = list_records(&db, args, codec, jump.as_deref(), upper.as_deref());
+    finish(db, result)
+}
+
+fn list_records(
+    db: &dyn Dbm,
+    args: &ListArgs,
+    codec: Codec,
+    jump: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<()> {
+    if (jump.is_some() || upper.is_some()) && !db.is_ordered() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "--jump and --upper need an ordered database (tree or skip); this one keeps no key order",
+        ));
+    }
+    let order = key_order(db)?;
+    let total = db.count()?.min(args.items.unwrap_or(u64::MAX));
+    let bar = progress::bar("listing", total, false);
+    let mut cursor = db.iter()?;
+    match jump {
+        Some(key) => cursor.jump(key)?,
+        None => cursor.first()?,
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut line = Vec::new();
+    let mut printed = 0u64;
+    while printed < args.items.unwrap_or(u64::MAX) {
+        let Some((key, value)) = cursor.get()? else { break };
+        if let Some(upper) = upper {
+            match order.compare(&key, upper) {
+                Ordering::Greater => break,
+                Ordering::Equal if !args.upper_inclusive => break,
+                _ => {}
+            }
+        }
+        line.clear();
+        if args.json {
+            json_line(&key, (!args.keys).then_some(&value[..]), codec, &mut line);
+        } else {
+            codec.encode_field(&key, &mut line);
+            if !args.keys {
+                line.push(b'\t');
+                codec.encode_field(&value, &mut line);
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line).map_err(super::write_error(Path::new("stdout")))?;
+        printed += 1;
+        bar.inc(1);
+        cursor.next()?;
+    }
+    bar.finish_and_clear();
+    out.flush().map_err(super::write_error(Path::new("stdout")))
+}
+
+/// The order the database keeps its keys in, for --upper: the comparator its
+/// inspection names (a tree's), or byte order, which every other ordered
+/// database keeps.
+fn key_order(db: &dyn Dbm) -> Result<KeyComparator> {
+    match db.inspect()?.into_iter().find(|(name, _)| name == "key_comparator") {
+        Some((_, name)) => KeyComparator::from_name(&name),
+        None => Ok(KeyComparator::Lexical),
+    }
+}
+
+fn json_line(key: &[u8], value: Option<&[u8]>, codec: Codec, out: &mut Vec<u8>) {
+    let mut object = serde_json::Map::new();
+    let mut put = |name: &str, data: &[u8]| match (codec, std::str::from_utf8(data)) {
+        (Codec::Text, Ok(text)) => {
+            object.insert(name.to_string(), text.into());
+        }
+        (Codec::Text, Err(_)) => {
+            let mut hex = Vec::new();
+            Codec::Hex.encode_field(data, &mut hex);
+            object.insert(format!("{name}_hex"), String::from_utf8_lossy(&hex).into_owned().into());
+        }
+        _ => {
+            let mut encoded = Vec::new();
+            codec.encode_field(data, &mut encoded);
+            object.insert(name.to_string(), String::from_utf8_lossy(&encoded).into_owned().into());
+        }
+    };
+    put("key", key);
+    if let Some(value) = value {
+        put("value", value);
+    }
+    out.extend_from_slice(serde_json::Value::Object(object).to_string().as_bytes());
+}

@@ -1,0 +1,424 @@
+//! `kura util`, run as a user runs it: the built binary on databases in a
+//! temporary directory, judged by its exit status, its output and what the
+//! database holds afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::dbm::Dbm;
+
+const CLASSES: [&str; 3] = ["hash", "tree", "skip"];
+
+fn kura(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kura")).arg("util").args(args).output().expect("the kura binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let output = kura(args);
+    assert!(output.status.success(), "{args:?} failed: {}", text(&output.stderr));
+    text(&output.stdout)
+}
+
+/// Runs a command that must fail and returns its exit code and stderr.
+fn fails(args: &[&str]) -> (i32, String) {
+    let output = kura(args);
+    assert!(!output.status.success(), "{args:?} succeeded: {}", text(&output.stdout));
+    (output.status.code().unwrap_or(-1), text(&output.stderr))
+}
+
+/// Asserts that a command fails with exit status 1 and a `kura: ` message
+/// holding `expected`.
+fn fails_with(args: &[&str], expected: &str) {
+    let (code, stderr) = fails(args);
+    assert_eq!(code, 1, "{args:?}: {stderr}");
+    assert!(stderr.starts_with("kura: ") && stderr.contains(expected), "{args:?}: {stderr:?}");
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+fn db_path(dir: &Path, name: &str, class: &str) -> PathBuf {
+    dir.join(format!("{name}.{class}"))
+}
+
+#[test]
+fn every_subcommand_on_every_class() {
+    let dir = tempfile::tempdir().unwrap();
+    for class in CLASSES {
+        let db = db_path(dir.path(), "casket", class);
+        let db = path_str(&db);
+        ok(&["create", db]);
+        fails_with(&["create", db], "exists; give --truncate");
+        ok(&["set", db, "japan", "tokyo"]);
+        ok(&["set", db, "france", "paris"]);
+        ok(&["set", "--no_overwrite", db, "china", "beijing"]);
+        fails_with(&["set", "--no_overwrite", db, "china", "shanghai"], "duplication");
+        assert_eq!(ok(&["get", db, "japan"]), "tokyo\n");
+        assert_eq!(ok(&["get", "--hex", db, "6a6170616e"]), "746f6b796f\n");
+        assert_eq!(ok(&["get", "--base64", db, "amFwYW4="]), "dG9reW8=\n");
+        ok(&["set", "--append=/", db, "france", "lyon"]);
+        ok(&["set", "--append", "", db, "france", "!"]);
+        assert_eq!(ok(&["get", db, "france"]), "paris/lyon!\n", "{class}");
+        assert_eq!(ok(&["set", "--incr", "5", db, "hits"]), "5\n");
+        assert_eq!(ok(&["set", "--incr=-7", db, "hits"]), "-2\n");
+        assert_eq!(ok(&["set", "--incr", "1", "--initial", "100", db, "other"]), "101\n");
+        ok(&["remove", db, "other"]);
+        fails_with(&["remove", db, "other"], "no record of key \"other\"");
+        fails_with(&["get", db, "other"], "not found: no record of key \"other\"");
+
+        let listed = ok(&["list", db]);
+        let mut lines: Vec<&str> = listed.lines().collect();
+        if class == "hash" {
+            lines.sort();
+        }
+        let hits = "hits\t\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xfe";
+        assert_eq!(lines, ["china\tbeijing", "france\tparis/lyon!", hits, "japan\ttokyo"], "{class}");
+        assert_eq!(ok(&["list", "--items", "2", db]).lines().count(), 2);
+        assert!(ok(&["list", "--keys", db]).lines().any(|l| l == "japan"));
+        let json = ok(&["list", "--json", db]);
+        let objects: Vec<serde_json::Value> =
+            json.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(objects.iter().any(|o| o["key"] == "japan" && o["value"] == "tokyo"), "{json}");
+        assert!(objects.iter().any(|o| o["key"] == "hits" && o["value_hex"] == "fffffffffffffffe"), "{json}");
+        if class == "hash" {
+            fails_with(&["list", "--jump", "d", db], "need an ordered database");
+        } else {
+            assert_eq!(ok(&["list", "--keys", "--jump", "d", "--upper", "japan", db]), "france\nhits\n");
+            let inclusive =
+                ok(&["list", "--keys", "--jump", "d", "--upper", "japan", "--upper_inclusive", db]);
+            assert_eq!(inclusive, "france\nhits\njapan\n");
+            assert_eq!(ok(&["list", "--keys", "--jump", "g", db]), "hits\njapan\n");
+        }
+
+        let inspect = ok(&["inspect", db]);
+        assert!(inspect.contains(&format!("dbm: {class}\n")) && inspect.contains("count: 4\n"), "{inspect}");
+        assert!(inspect.contains("healthy: true\n") && inspect.contains("should_be_rebuilt: "), "{inspect}");
+        assert_eq!(ok(&["inspect", db, "count"]), "4\n");
+        let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--json", db])).unwrap();
+        assert_eq!(json["dbm"], class);
+
+        let tsv = dir.path().join(format!("{class}.tsv"));
+        ok(&["export", db, path_str(&tsv)]);
+        let copy = db_path(dir.path(), "copy", class);
+        ok(&["import", path_str(&copy), path_str(&tsv)]);
+        assert_eq!(ok(&["get", path_str(&copy), "france"]), "paris/lyon!\n");
+
+        ok(&["rebuild", db]);
+        let backup = db_path(dir.path(), "backup", class);
+        ok(&["backup", db, path_str(&backup)]);
+        assert_eq!(ok(&["inspect", path_str(&backup), "count"]), "4\n");
+        fails_with(&["backup", db, path_str(&backup)], "exists");
+
+        let restored = db_path(dir.path(), "restored", class);
+        let out = ok(&["restore", db, path_str(&restored)]);
+        assert_eq!(out, format!("4 records restored into {}\n", path_str(&restored)));
+        assert_eq!(ok(&["get", path_str(&restored), "japan"]), "tokyo\n");
+
+        let other = db_path(dir.path(), "other", class);
+        ok(&["set", path_str(&other), "japan", "kyoto"]);
+        ok(&["set", path_str(&other), "italy", "rome"]);
+        let merged = db_path(dir.path(), "merged", class);
+        ok(&["merge", path_str(&merged), db, path_str(&other)]);
+        assert_eq!(ok(&["get", path_str(&merged), "italy"]), "rome\n");
+        if class != "skip" {
+            // A skip database keeps every record of a repeated key.
+            assert_eq!(ok(&["inspect", path_str(&merged), "count"]), "5\n");
+            assert_eq!(ok(&["get", path_str(&merged), "japan"]), "kyoto\n");
+            let kept = db_path(dir.path(), "kept", class);
+            ok(&["merge", "--no_overwrite", path_str(&kept), db, path_str(&other)]);
+            assert_eq!(ok(&["get", path_str(&kept), "japan"]), "tokyo\n");
+        }
+
+        ok(&["clear", db]);
+        assert_eq!(ok(&["inspect", db, "count"]), "0\n");
+        assert_eq!(ok(&["list", db]), "");
+        ok(&["create", "--truncate", path_str(&copy)]);
+        assert_eq!(ok(&["inspect", path_str(&copy), "count"]), "0\n");
+    }
+}
+
+#[test]
+fn classes_come_from_flags_headers_and_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.dat");
+    let plain = path_str(&plain);
+    fails_with(&["create", plain], "cannot tell which database");
+    ok(&["create", "--dbm", "tree", "--file", "pos-para", "--params", "max_page_size=1000", plain]);
+    ok(&["set", plain, "k", "v"]);
+    assert_eq!(ok(&["inspect", plain, "dbm"]), "tree\n");
+    assert_eq!(ok(&["inspect", plain, "max_page_size"]), "1000\n");
+    fails_with(&["get", "--dbm", "hash", plain, "k"], "holds a tree database, not a hash one");
+    fails_with(&["get", "--file", "pos-atom", "--params", "file=pos-para", plain, "k"], "given twice");
+    let hash = db_path(dir.path(), "tuned", "hash");
+    ok(&["create", "--params", "num_buckets=123", path_str(&hash)]);
+    assert_eq!(ok(&["inspect", path_str(&hash), "num_buckets"]), "123\n");
+    ok(&["rebuild", "--file", "pos-atom", "--params", "num_buckets=777", path_str(&hash)]);
+    assert_eq!(ok(&["inspect", path_str(&hash), "num_buckets"]), "777\n");
+    fails_with(&["rebuild", "--params", "max_page_size=9", plain], "unknown parameter max_page_size");
+}
+
+#[test]
+fn bad_input_fails_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = db_path(dir.path(), "missing", "hash");
+    let missing = path_str(&missing);
+    for command in ["get", "remove"] {
+        fails_with(&[command, missing, "k"], "no database file");
+    }
+    for command in ["list", "inspect", "clear", "rebuild"] {
+        fails_with(&[command, missing], "no database file");
+    }
+    fails_with(&["export", missing, "out.tsv"], "no database file");
+    fails_with(&["restore", missing, "new.hash"], "no database file");
+    assert!(!Path::new(missing).exists(), "a failed command created the file");
+
+    let db = db_path(dir.path(), "casket", "hash");
+    let db = path_str(&db);
+    ok(&["set", db, "k", "v"]);
+    fails_with(&["get", "--params", "num_buckets=lots", db, "k"], "num_buckets must be a number");
+    fails_with(&["get", "--params", "colour=blue", db, "k"], "unknown parameter colour for a hash database");
+    fails_with(&["get", "--params", "padding", db, "k"], "has no value");
+    fails_with(&["get", "--dbm", "btree", db, "k"], "unknown database class");
+    fails_with(&["get", "--file", "floppy", db, "k"], "floppy");
+    fails_with(&["get", "--hex", db, "xyz"], "the key is not valid hex");
+    fails_with(&["set", db, "k"], "needs a VALUE");
+    fails_with(&["set", "--incr", "1", db, "k", "v"], "takes no VALUE");
+    fails_with(&["set", "--incr", "1", db, "k"], "not an 8-byte number");
+    fails_with(&["inspect", db, "no_such_attribute"], "has no attribute");
+    for args in
+        [&["get", "--frobnicate", db, "k"][..], &["set", "--incr", "many", db, "k"], &["list"], &["fly"]]
+    {
+        let (code, stderr) = fails(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("error:"), "{stderr}");
+    }
+    let (_, stderr) = fails(&["set", "--no_overwrite", "--incr", "1", db, "k"]);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+
+    let junk = db_path(dir.path(), "junk", "tree");
+    std::fs::write(&junk, b"this is not a database, just some text").unwrap();
+    fails_with(&["get", path_str(&junk), "k"], "not a kuradb database");
+    fails_with(&["restore", path_str(&junk), path_str(&dir.path().join("r.tree"))], "not a kuradb database");
+    let reference = db_path(dir.path(), "old", "tkh");
+    std::fs::write(&reference, b"TkrzwHDB\n\x01\x02\x03\x04\x05\x06\x07").unwrap();
+    fails_with(&["list", path_str(&reference)], "kura util import");
+
+    let tsv = dir.path().join("bad.tsv");
+    std::fs::write(&tsv, "a\t1\nb 2\n").unwrap();
+    fails_with(&["import", db, path_str(&tsv)], "bad.tsv line 2: no tab between key and value");
+    std::fs::write(&tsv, "a\t1\nb\t\\q\n").unwrap();
+    fails_with(&["import", db, path_str(&tsv)], "line 2: the value has an unknown escape \\q");
+    fails_with(&["import", "--flat", db, path_str(&tsv)], "damaged at byte 0");
+    fails_with(&["import", db, path_str(&dir.path().join("none.tsv"))], "none.tsv");
+    let restored = db_path(dir.path(), "restored", "hash");
+    std::fs::write(&restored, b"").unwrap();
+    fails_with(&["restore", db, path_str(&restored)], "exists; restore writes a new file");
+}
+
+#[test]
+fn a_locked_file_fails_at_once_unless_asked_to_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    for class in CLASSES {
+        let path = db_path(dir.path(), "locked", class);
+        ok(&["set", path_str(&path), "k", "v"]);
+        let holder = PolyDbm::open(&path, true, &Params::new()).unwrap();
+        let started = Instant::now();
+        for args in [
+            &["get", path_str(&path), "k"][..],
+            &["set", path_str(&path), "k", "w"],
+            &["list", path_str(&path)],
+        ] {
+            fails_with(args, "is locked by another process");
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{class}: a command waited for the lock");
+        let waiter = Command::new(env!("CARGO_BIN_EXE_kura"))
+            .args(["util", "get", "--wait", path_str(&path), "k"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        holder.close().unwrap();
+        let output = waiter.wait_with_output().unwrap();
+        assert!(output.status.success(), "{class}: --wait failed");
+        assert_eq!(text(&output.stdout), "v\n");
+    }
+}
+
+/// Records no text format could hold without escaping: every byte value,
+/// tabs, line ends, backslashes, invalid UTF-8, empty keys and values.
+fn awkward_records() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let all: Vec<u8> = (0..=255).collect();
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> = (0..=255u8).map(|b| (vec![b, b'k'], vec![b])).collect();
+    records.push((b"".to_vec(), b"empty key".to_vec()));
+    records.push((b"empty value".to_vec(), b"".to_vec()));
+    records.push((all.clone(), all.iter().rev().copied().collect()));
+    records.push((b"a\tb\nc\r\n\\".to_vec(), b"\\x41\\\t\n".to_vec()));
+    records.push(("東京\u{7f}".as_bytes().to_vec(), b"\xe6\x9d\xff\x00".to_vec()));
+    records
+}
+
+/// Every record of the database at `path`, read with the library, sorted.
+fn contents(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let db = PolyDbm::open(path, false, &Params::new()).unwrap();
+    let mut records = Vec::new();
+    let mut cursor = db.iter().unwrap();
+    cursor.first().unwrap();
+    while let Some(record) = cursor.get().unwrap() {
+        records.push(record);
+        cursor.next().unwrap();
+    }
+    drop(cursor);
+    db.close().unwrap();
+    records.sort();
+    records
+}
+
+/// Asserts that two record lists are equal, showing the first difference
+/// rather than every record.
+fn same_records(found: &[(Vec<u8>, Vec<u8>)], expected: &[(Vec<u8>, Vec<u8>)], what: &str) {
+    let first_difference = found.iter().zip(expected).position(|(a, b)| a != b);
+    assert!(
+        found.len() == expected.len() && first_difference.is_none(),
+        "{what}: {} records, {} expected; first difference at {first_difference:?}",
+        found.len(),
+        expected.len()
+    );
+}
+
+#[test]
+fn export_and_import_round_trip_every_byte_in_every_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = awkward_records();
+    expected.sort();
+    for class in CLASSES {
+        let source = db_path(dir.path(), "source", class);
+        {
+            let db = PolyDbm::open(&source, true, &Params::new()).unwrap();
+            for (key, value) in &expected {
+                db.set(key, value, true).unwrap();
+            }
+            db.close().unwrap();
+        }
+        same_records(&contents(&source), &expected, class);
+        for (f, format) in [&[][..], &["--hex"], &["--base64"], &["--flat"]].into_iter().enumerate() {
+            let what = format!("{class} {format:?}");
+            let exported = dir.path().join(format!("{class}-{f}.out"));
+            let exported = path_str(&exported);
+            ok(&[&["export"], format, &[path_str(&source), exported]].concat());
+            if format.is_empty() {
+                let tsv = std::fs::read(exported).unwrap();
+                assert!(std::str::from_utf8(&tsv).is_ok(), "{what}: escaped TSV is UTF-8");
+                assert_eq!(tsv.iter().filter(|&&b| b == b'\n').count(), expected.len(), "{what}");
+                assert!(tsv.split(|&b| b == b'\n').all(|l| l.iter().filter(|&&b| b == b'\t').count() < 2));
+            }
+            for target_class in CLASSES {
+                let target = dir.path().join(format!("target-{class}-{f}.{target_class}"));
+                ok(&[&["import"], format, &[path_str(&target), exported]].concat());
+                same_records(&contents(&target), &expected, &format!("{what} into {target_class}"));
+                let again = dir.path().join(format!("again-{class}-{f}-{target_class}.out"));
+                ok(&[&["export"], format, &[path_str(&target), path_str(&again)]].concat());
+                if class == target_class {
+                    // The same class lists records in the same order: the same bytes.
+                    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(exported).unwrap(), "{what}");
+                }
+            }
+        }
+        // list prints what the TSV export holds, in the same order.
+        let exported = std::fs::read(dir.path().join(format!("{class}-0.out"))).unwrap();
+        assert_eq!(ok(&["list", path_str(&source)]).into_bytes(), exported, "{class}");
+        let key = "a\tb\nc\r\n\\";
+        assert_eq!(ok(&["get", path_str(&source), key]).into_bytes(), b"\\x41\\\t\n\n", "{class}");
+    }
+}
+
+#[test]
+fn a_tsv_export_of_the_reference_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    // As `tkrzw_dbm_util export --tsv --escape` writes them.
+    let tsv = dir.path().join("reference.tsv");
+    std::fs::write(&tsv, b"a\\tb\tx\\x01y\\\\z\r\nnul\t\\0\\a\\b\\v\\f\\x7F\n").unwrap();
+    let db = db_path(dir.path(), "from-reference", "tree");
+    ok(&["import", path_str(&db), path_str(&tsv)]);
+    let expected = vec![
+        (b"a\tb".to_vec(), b"x\x01y\\z".to_vec()),
+        (b"nul".to_vec(), b"\0\x07\x08\x0b\x0c\x7f".to_vec()),
+    ];
+    assert_eq!(contents(&db), expected);
+    let stdin_db = db_path(dir.path(), "stdin", "hash");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["util", "import", path_str(&stdin_db), "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"k\tv\n").unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ok(&["export", path_str(&stdin_db), "-"]), "k\tv\n");
+}
+
+/// Writes a TSV of `n` records, keys in order, and answers them.
+fn big_tsv(path: &Path, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+        .map(|i| (format!("key{i:08}").into_bytes(), format!("value{i}-{}", "x".repeat(i % 97)).into_bytes()))
+        .collect();
+    let mut out = Vec::new();
+    for (k, v) in &records {
+        out.extend_from_slice(k);
+        out.push(b'\t');
+        out.extend_from_slice(v);
+        out.push(b'\n');
+    }
+    std::fs::write(path, out).unwrap();
+    records
+}
+
+#[test]
+fn restore_recovers_an_import_killed_mid_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let tsv = dir.path().join("big.tsv");
+    let records = big_tsv(&tsv, 300_000);
+    const SYNC_EVERY: usize = 2000;
+    for class in CLASSES {
+        let db = db_path(dir.path(), "killed", class);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
+            .args(["util", "import", "--sync_every", &SYNC_EVERY.to_string(), path_str(&db), path_str(&tsv)])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Killed after it has had time to synchronize some records (the
+        // whole import takes seconds), while it is still writing.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !db.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+        if child.try_wait().unwrap().is_some() {
+            let output = child.wait_with_output().unwrap();
+            panic!("{class}: the import ended before it was killed: {}", text(&output.stderr));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let restored = db_path(dir.path(), "restored", class);
+        let out = ok(&["restore", path_str(&db), path_str(&restored)]);
+        let found = contents(&restored);
+        assert!(out.starts_with(&format!("{} records restored", found.len())), "{class}: {out}");
+        assert!(!found.is_empty(), "{class}: nothing restored");
+        // Records are imported in key order, so what a crash keeps is the
+        // first records of the file, each with its own value.
+        same_records(&found, &records[..found.len().min(records.len())], &format!("{class}: a prefix"));
+        if class != "hash" {
+            // These restore to a synchronization point.
+            assert_eq!(found.len() % SYNC_EVERY, 0, "{class}: {} records", found.len());
+        }
+        assert_eq!(ok(&["inspect", path_str(&restored), "healthy"]), "true\n");
+    }
+}
