@@ -310,7 +310,7 @@ fn skip_sequence_validates_duplicates_and_reducers() {
         ["--step_unit", "3", "--max_level", "4", "--sort_mem_size", "4096", "--max_cached_records", "10"];
     for threads in ["1", "3"] {
         // Every set adds a record: the count is the number of sets.
-        let mut args = vec![base.as_slice(), &small, &["--threads", threads]].concat();
+        let mut args = [base.as_slice(), &small, &["--threads", threads]].concat();
         let found = phases(&args, &path);
         check_sequence_of("skip", &found, 1500 * threads.parse::<u64>().unwrap(), threads);
         // With a reducer, one record a key.
