@@ -422,3 +422,29 @@ fn restore_recovers_an_import_killed_mid_write() {
         assert_eq!(ok(&["inspect", path_str(&restored), "healthy"]), "true\n");
     }
 }
+
+#[test]
+fn shard_sets_work_through_every_command_and_a_missing_shard_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("casket.tkt");
+    let set_str = path_str(&set);
+    ok(&["create", "--params", "num_shards=3,key_comparator=decimal", set_str]);
+    for shard in 0..3 {
+        assert!(dir.path().join(format!("casket.tkt-{shard:05}-of-00003")).exists());
+    }
+    for n in [10, 9, 100, 42] {
+        ok(&["set", set_str, &n.to_string(), &format!("v{n}")]);
+    }
+    assert_eq!(ok(&["get", set_str, "42"]), "v42\n");
+    // The shards' records merge in the decimal order across the set.
+    assert_eq!(ok(&["list", "--keys", set_str]), "9\n10\n42\n100\n");
+    let tsv = dir.path().join("all.tsv");
+    ok(&["export", set_str, path_str(&tsv)]);
+    let copy = dir.path().join("copy.tkh");
+    ok(&["import", path_str(&copy), path_str(&tsv)]);
+    assert_eq!(ok(&["get", path_str(&copy), "100"]), "v100\n");
+    std::fs::remove_file(dir.path().join("casket.tkt-00001-of-00003")).unwrap();
+    let (code, stderr) = fails(&["get", set_str, "42"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("incomplete") && stderr.contains("casket.tkt-00001-of-00003"), "{stderr}");
+}
