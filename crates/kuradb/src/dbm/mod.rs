@@ -348,6 +348,32 @@ fn duplication(key: &[u8]) -> Error {
     )
 }
 
+/// Copies every byte of `file` to a new file at `dest`, letting `patch` change
+/// each piece (given its offset) before it is written; with `hard` the copy is
+/// on the device before this returns.
+pub(crate) fn copy_file_to(
+    file: &dyn crate::file::File,
+    dest: &Path,
+    hard: bool,
+    mut patch: impl FnMut(u64, &mut [u8]),
+) -> Result<()> {
+    let mut out = std::fs::File::create(dest).map_err(|e| Error::io("creation of the copy", dest, e))?;
+    let size = file.size();
+    let mut buf = vec![0u8; (1 << 20).min(size as usize)];
+    let mut at = 0u64;
+    while at < size {
+        let n = (size - at).min(buf.len() as u64) as usize;
+        file.read(at, &mut buf[..n])?;
+        patch(at, &mut buf[..n]);
+        std::io::Write::write_all(&mut out, &buf[..n]).map_err(|e| Error::io("writing the copy", dest, e))?;
+        at += n as u64;
+    }
+    if hard {
+        out.sync_all().map_err(|e| Error::io("synchronizing the copy", dest, e))?;
+    }
+    Ok(())
+}
+
 /// A key as a message shows it: quoted text, or hex for binary keys, cut short.
 pub(crate) fn show_key(key: &[u8]) -> String {
     const MAX: usize = 64;

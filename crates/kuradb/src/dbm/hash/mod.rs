@@ -775,26 +775,13 @@ impl State {
             // live version of each key even for a restore.
             self.synchronize(true)?;
         }
-        let mut out = std::fs::File::create(dest).map_err(|e| Error::io("creation of the copy", dest, e))?;
-        let size = self.file.size();
-        let mut buf = vec![0u8; (1 << 20).min(size as usize)];
-        let mut at = 0u64;
-        while at < size {
-            let n = (size - at).min(buf.len() as u64) as usize;
-            self.file.read(at, &mut buf[..n])?;
+        crate::dbm::copy_file_to(self.file.as_ref(), dest, hard, |at, buf| {
             if at == 0 {
                 // The copy is closed cleanly whatever this file's state says.
                 let clean = self.header(false).encode_state();
                 buf[header::SIZE / 2..header::SIZE].copy_from_slice(&clean);
             }
-            std::io::Write::write_all(&mut out, &buf[..n])
-                .map_err(|e| Error::io("writing the copy", dest, e))?;
-            at += n as u64;
-        }
-        if hard {
-            out.sync_all().map_err(|e| Error::io("synchronizing the copy", dest, e))?;
-        }
-        Ok(())
+        })
     }
 
     /// Pads the file to a whole number of blocks with a filler record, where the

@@ -740,8 +740,15 @@ impl SkipDbm {
         })
     }
 
-    /// Carries out a processor's answer for `key` as updates.
-    fn answer(&self, pending: &mut Pending, key: &[u8], action: Action<'_>) -> Result<()> {
+    /// Carries out a processor's answer for `key` as updates; `pending` is
+    /// `None` for a read-only process, which may answer only [`Action::Keep`].
+    fn answer(&self, pending: Option<&mut Pending>, key: &[u8], action: Action<'_>) -> Result<()> {
+        let Some(pending) = pending else {
+            if action == Action::Keep {
+                return Ok(());
+            }
+            return Err(Error::new(ErrorKind::InvalidArgument, "a read-only process answered a change"));
+        };
         match action {
             Action::Keep => Ok(()),
             Action::Remove => self.queue(pending, key, None),
@@ -778,7 +785,7 @@ impl Dbm for SkipDbm {
         let mut pending = self.pending.lock();
         let mut action = Action::Keep;
         self.lookup(key, |value| action = f(value))?;
-        self.answer(&mut pending, key, action)
+        self.answer(Some(&mut pending), key, action)
     }
 
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
@@ -798,24 +805,13 @@ impl Dbm for SkipDbm {
                     action
                 }
             };
-            match (&mut pending, action) {
-                (_, Action::Keep) => {}
-                (None, _) => {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        "a read-only process answered a change",
-                    ))
-                }
-                (Some(pending), action) => {
-                    answered.insert(
-                        key,
-                        match &action {
-                            Action::Set(v) => Some(v.to_vec()),
-                            _ => None,
-                        },
-                    );
-                    self.answer(pending, key, action)?;
-                }
+            if action != Action::Keep {
+                let value = match &action {
+                    Action::Set(v) => Some(v.to_vec()),
+                    _ => None,
+                };
+                self.answer(pending.as_deref_mut(), key, action)?;
+                answered.insert(key, value);
             }
         }
         Ok(())
@@ -833,18 +829,9 @@ impl Dbm for SkipDbm {
             let record = snapshot.read(&mut window, at, true)?;
             at = record.end();
             let action = f(window.key(&record), window.value(&record));
-            match (&mut pending, action) {
-                (_, Action::Keep) => {}
-                (None, _) => {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        "a read-only process answered a change",
-                    ))
-                }
-                (Some(pending), action) => {
-                    let key = window.key(&record).to_vec();
-                    self.answer(pending, &key, action)?;
-                }
+            if action != Action::Keep {
+                let key = window.key(&record).to_vec();
+                self.answer(pending.as_deref_mut(), &key, action)?;
             }
         }
         Ok(())
@@ -950,21 +937,7 @@ impl Dbm for SkipDbm {
     /// not in the copy.
     fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
         let snapshot = self.snapshot()?;
-        let mut out = std::fs::File::create(dest).map_err(|e| Error::io("creation of the copy", dest, e))?;
-        let size = snapshot.file.size();
-        let mut buf = vec![0u8; (1 << 20).min(size as usize)];
-        let mut at = 0u64;
-        while at < size {
-            let n = (size - at).min(buf.len() as u64) as usize;
-            snapshot.file.read(at, &mut buf[..n])?;
-            std::io::Write::write_all(&mut out, &buf[..n])
-                .map_err(|e| Error::io("writing the copy", dest, e))?;
-            at += n as u64;
-        }
-        if hard {
-            out.sync_all().map_err(|e| Error::io("synchronizing the copy", dest, e))?;
-        }
-        Ok(())
+        super::copy_file_to(snapshot.file.as_ref(), dest, hard, |_, _| {})
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {
@@ -1108,7 +1081,7 @@ impl Cursor for SkipCursor<'_> {
         match self.get()? {
             Some((key, _)) => {
                 let mut pending = self.db.pending.lock();
-                self.db.answer(&mut pending, &key, Action::Set(Cow::Borrowed(value)))
+                self.db.answer(Some(&mut pending), &key, Action::Set(Cow::Borrowed(value)))
             }
             None => Err(Self::past_end()),
         }
