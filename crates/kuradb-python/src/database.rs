@@ -331,7 +331,8 @@ impl Database {
     /// gets the value as bytes, or None if there is no record, and returns
     /// None (or True) to leave the record as it is, False to remove it, or
     /// bytes or str to set it. An exception from `func` leaves the record
-    /// and is raised by `process`. `func` must not close the database.
+    /// and is raised by `process`. `func` runs under the record's lock, so it
+    /// must not use the database (that may wait for the lock forever).
     #[pyo3(signature = (key, func, writable = true))]
     fn process(
         &self,
