@@ -1,0 +1,47 @@
+"""kuradb: an embedded key-value database of the DBM family, written in Rust.
+
+``kuradb.DBM`` opens a database of any class (hash, tree, skip, …) from a path
+and keyword parameters; it answers the dict protocol and releases the GIL while
+it works. ``kuradb.dbm`` is the standard library's dbm interface and
+``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
+
+    >>> import kuradb
+    >>> with kuradb.DBM("/tmp/casket.kh", True, truncate=True) as db:
+    ...     db["japan"] = "tokyo"
+    ...     db["japan"]
+    b'tokyo'
+"""
+
+from ._kuradb import (
+    DBM,
+    BrokenDataError,
+    CanceledError,
+    DuplicationError,
+    Error,
+    InfeasibleError,
+    InvalidArgumentError,
+    Iterator,
+    NotFoundError,
+    OperatingSystemError,
+    RecordIterator,
+    UnsupportedError,
+    WouldBlockError,
+    __version__,
+)
+
+__all__ = [
+    "DBM",
+    "Iterator",
+    "RecordIterator",
+    "Error",
+    "NotFoundError",
+    "DuplicationError",
+    "InvalidArgumentError",
+    "InfeasibleError",
+    "BrokenDataError",
+    "WouldBlockError",
+    "OperatingSystemError",
+    "UnsupportedError",
+    "CanceledError",
+    "__version__",
+]

@@ -1,0 +1,1 @@
+"""Modules shaped like other databases' Python APIs, over kuradb."""

@@ -1,0 +1,465 @@
+"""The Python API of the reference implementation (Tkrzw's ``tkrzw`` module)
+over kuradb, so that a program written for it runs by changing its import::
+
+    from kuradb.compat import tkrzw
+
+    dbm = tkrzw.DBM()
+    dbm.Open("casket.tkh", True, truncate=True, num_buckets=100).OrDie()
+    dbm.Set("hello", "world").OrDie()
+    print(dbm.GetStr("hello"))
+    dbm.Close().OrDie()
+
+Methods return a ``Status`` where the reference does, and a value or None
+(with an optional ``Status`` argument to receive the outcome) where it does.
+Parameters keep the reference's names and values (``dbm="TreeDBM"``,
+``file="PositionalParallelFile"``, ``key_comparator="DecimalKeyComparator"``,
+``update_mode="UPDATE_APPENDING"``, …). ``concurrent`` is accepted and
+ignored (kuradb always releases the GIL and is always thread-safe), and so is
+``num_shards`` (kuradb does not shard). The database files are kuradb's, not
+the reference's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional, Tuple, Union
+
+from .. import _kuradb
+
+__all__ = ["Status", "StatusException", "DBM", "Iterator"]
+
+Data = Union[bytes, str]
+_IGNORED_PARAMS = ("concurrent", "num_shards")
+_CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM"}
+
+
+class Status:
+    """The outcome of an operation: a code and a message."""
+
+    SUCCESS = 0
+    UNKNOWN_ERROR = 1
+    SYSTEM_ERROR = 2
+    NOT_IMPLEMENTED_ERROR = 3
+    PRECONDITION_ERROR = 4
+    INVALID_ARGUMENT_ERROR = 5
+    CANCELED_ERROR = 6
+    NOT_FOUND_ERROR = 7
+    PERMISSION_ERROR = 8
+    INFEASIBLE_ERROR = 9
+    DUPLICATION_ERROR = 10
+    BROKEN_DATA_ERROR = 11
+    NETWORK_ERROR = 12
+    APPLICATION_ERROR = 13
+
+    _NAMES = {
+        0: "SUCCESS",
+        1: "UNKNOWN_ERROR",
+        2: "SYSTEM_ERROR",
+        3: "NOT_IMPLEMENTED_ERROR",
+        4: "PRECONDITION_ERROR",
+        5: "INVALID_ARGUMENT_ERROR",
+        6: "CANCELED_ERROR",
+        7: "NOT_FOUND_ERROR",
+        8: "PERMISSION_ERROR",
+        9: "INFEASIBLE_ERROR",
+        10: "DUPLICATION_ERROR",
+        11: "BROKEN_DATA_ERROR",
+        12: "NETWORK_ERROR",
+        13: "APPLICATION_ERROR",
+    }
+
+    def __init__(self, code: int = 0, message: str = "") -> None:
+        self._code = code
+        self._message = message
+
+    def Set(self, code: int = 0, message: str = "") -> None:
+        """Sets the code and the message."""
+        self._code = code
+        self._message = message
+
+    def Join(self, rhs: Status) -> None:
+        """Takes `rhs`'s code and message if this is a success."""
+        if self._code == Status.SUCCESS:
+            self._code, self._message = rhs._code, rhs._message
+
+    def GetCode(self) -> int:
+        return self._code
+
+    def GetMessage(self) -> str:
+        return self._message
+
+    def IsOK(self) -> bool:
+        return self._code == Status.SUCCESS
+
+    def OrDie(self) -> None:
+        """Raises StatusException unless this is a success."""
+        if self._code != Status.SUCCESS:
+            raise StatusException(self)
+
+    @staticmethod
+    def CodeName(code: int) -> str:
+        return Status._NAMES.get(code, "unknown")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Status):
+            return self._code == other._code
+        if isinstance(other, int):
+            return self._code == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+    def __str__(self) -> str:
+        name = Status.CodeName(self._code)
+        return f"{name}: {self._message}" if self._message else name
+
+    def __repr__(self) -> str:
+        return f"<tkrzw.Status: {self}>"
+
+
+class StatusException(RuntimeError):
+    """An exception carrying a Status."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(str(status))
+        self.status = status
+
+    def GetStatus(self) -> Status:
+        return self.status
+
+    def __repr__(self) -> str:
+        return f"<tkrzw.StatusException: {self.status}>"
+
+
+_CODES = {
+    _kuradb.NotFoundError: Status.NOT_FOUND_ERROR,
+    _kuradb.DuplicationError: Status.DUPLICATION_ERROR,
+    _kuradb.InvalidArgumentError: Status.INVALID_ARGUMENT_ERROR,
+    _kuradb.InfeasibleError: Status.INFEASIBLE_ERROR,
+    _kuradb.BrokenDataError: Status.BROKEN_DATA_ERROR,
+    _kuradb.WouldBlockError: Status.INFEASIBLE_ERROR,
+    _kuradb.OperatingSystemError: Status.SYSTEM_ERROR,
+    _kuradb.UnsupportedError: Status.NOT_IMPLEMENTED_ERROR,
+    _kuradb.CanceledError: Status.CANCELED_ERROR,
+}
+_SUCCESS = Status()
+
+
+def _status_of(error: BaseException) -> Status:
+    if isinstance(error, _kuradb.Error):
+        message = str(error)
+        name, _, rest = message.partition(": ")
+        code = _CODES.get(type(error), Status.UNKNOWN_ERROR)
+        if code == Status.INFEASIBLE_ERROR and "for reading only" in message:
+            code = Status.PRECONDITION_ERROR  # as the reference says of a write to a reader
+        return Status(code, rest or name)
+    if isinstance(error, (TypeError, ValueError)):
+        return Status(Status.INVALID_ARGUMENT_ERROR, str(error))
+    return Status(Status.APPLICATION_ERROR, str(error))
+
+
+def _report(status: Optional[Status], outcome: Status) -> None:
+    if status is not None:
+        status.Set(outcome.GetCode(), outcome.GetMessage())
+
+
+def _bytes(data: Any) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode()
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    return str(data).encode()
+
+
+def _params(params: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in params.items() if k not in _IGNORED_PARAMS}
+
+
+class DBM:
+    """Polymorphic database manager, as the reference's ``tkrzw.DBM``."""
+
+    ANY_DATA = b"\x00[ANY]\x00"
+
+    def __init__(self) -> None:
+        self._db: Optional[_kuradb.DBM] = None
+
+    @property
+    def _open(self) -> _kuradb.DBM:
+        if self._db is None:
+            raise TypeError("invalid arguments: not opened database")
+        return self._db
+
+    def _call(self, action: Callable[[_kuradb.DBM], Any]) -> Status:
+        try:
+            action(self._open)
+            return Status()
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            if self._db is None:
+                raise
+            return _status_of(e)
+
+    def Open(self, path: str, writable: bool, **params: Any) -> Status:
+        """Opens a database file; every parameter of the reference is a keyword."""
+        if self._db is not None:
+            return Status(Status.PRECONDITION_ERROR, "opened database")
+        try:
+            self._db = _kuradb.DBM(path, writable, **_params(params))
+            return Status()
+        except (_kuradb.Error, TypeError) as e:
+            return _status_of(e)
+
+    def Close(self) -> Status:
+        db = self._open
+        self._db = None
+        try:
+            db.close()
+            return Status()
+        except _kuradb.Error as e:
+            return _status_of(e)
+
+    def Process(self, key: Data, func: Callable[[bytes, Optional[bytes]], Any], writable: bool) -> Status:
+        """Calls func(key, value or None) under the record's lock: it returns
+        None to keep the record, False to remove it, or bytes/str to set it."""
+        raw = _bytes(key)
+        return self._call(lambda db: db.process(raw, lambda value: func(raw, value), writable))
+
+    def Get(self, key: Data, status: Optional[Status] = None) -> Optional[bytes]:
+        try:
+            value = self._open.get(_bytes(key))
+        except _kuradb.Error as e:
+            _report(status, _status_of(e))
+            return None
+        _report(status, _SUCCESS if value is not None else Status(Status.NOT_FOUND_ERROR))
+        return value
+
+    def GetStr(self, key: Data, status: Optional[Status] = None) -> Optional[str]:
+        value = self.Get(key, status)
+        return None if value is None else value.decode("utf-8", "replace")
+
+    def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
+        found = self._open.get_multi([_bytes(k) for k in keys])
+        return {k: v for k, v in found.items()}
+
+    def GetMultiStr(self, *keys: Data) -> Dict[str, str]:
+        return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
+
+    def Set(self, key: Data, value: Data, overwrite: bool = True) -> Status:
+        return self._call(lambda db: db.set(_bytes(key), _bytes(value), overwrite))
+
+    def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
+        return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
+
+    def Remove(self, key: Data) -> Status:
+        def remove(db: _kuradb.DBM) -> None:
+            if not db.remove(_bytes(key)):
+                raise _kuradb.NotFoundError("not found: no record")
+
+        return self._call(remove)
+
+    def RemoveMulti(self, keys: List[Data]) -> Status:
+        def remove(db: _kuradb.DBM) -> None:
+            wanted = [_bytes(k) for k in keys]
+            if db.remove_multi(wanted) < len(set(wanted)):
+                raise _kuradb.NotFoundError("not found: some records are missing")
+
+        return self._call(remove)
+
+    def Append(self, key: Data, value: Data, delim: Data = b"") -> Status:
+        return self._call(lambda db: db.append(_bytes(key), _bytes(value), _bytes(delim)))
+
+    def CompareExchange(self, key: Data, expected: Optional[Data], desired: Optional[Data]) -> Status:
+        def exchange(db: _kuradb.DBM) -> None:
+            old = None if expected is None else _bytes(expected)
+            new = None if desired is None else _bytes(desired)
+            if not db.compare_exchange(_bytes(key), old, new):
+                raise _kuradb.InfeasibleError("infeasible: the value does not match")
+
+        return self._call(exchange)
+
+    def Increment(
+        self, key: Data, inc: int = 1, init: int = 0, status: Optional[Status] = None
+    ) -> Optional[int]:
+        try:
+            value = self._open.increment(_bytes(key), inc, init)
+        except _kuradb.Error as e:
+            _report(status, _status_of(e))
+            return None
+        _report(status, _SUCCESS)
+        return value
+
+    def Count(self) -> Optional[int]:
+        return self._open.count()
+
+    def GetFileSize(self) -> Optional[int]:
+        return self._open.file_size()
+
+    def GetFilePath(self) -> Optional[str]:
+        return str(self._open.path())
+
+    def Clear(self) -> Status:
+        return self._call(lambda db: db.clear())
+
+    def Rebuild(self, **params: Any) -> Status:
+        return self._call(lambda db: db.rebuild(**_params(params)))
+
+    def ShouldBeRebuilt(self) -> Optional[bool]:
+        return self._open.should_be_rebuilt()
+
+    def Synchronize(self, hard: bool, **params: Any) -> Status:
+        return self._call(lambda db: db.synchronize(hard))
+
+    def CopyFileData(self, dest_path: str, sync_hard: bool = False) -> Status:
+        return self._call(lambda db: db.copy_file_data(dest_path, sync_hard))
+
+    def Export(self, dest_dbm: DBM) -> Status:
+        return self._call(lambda db: db.export(dest_dbm._open))
+
+    def Inspect(self) -> Dict[str, str]:
+        return self._open.inspect()
+
+    def IsOpen(self) -> bool:
+        return self._db is not None
+
+    def IsWritable(self) -> bool:
+        return self._open.inspect().get("file_writable", "true") == "true"
+
+    def IsHealthy(self) -> bool:
+        return self._open.is_healthy()
+
+    def IsOrdered(self) -> bool:
+        return self._open.is_ordered()
+
+    def MakeIterator(self) -> Iterator:
+        return Iterator(self)
+
+    def _class_name(self) -> str:
+        name = self._open.dbm_class()
+        return _CLASS_NAMES.get(name, name)
+
+    def __len__(self) -> int:
+        return self._open.count()
+
+    def __contains__(self, key: Data) -> bool:
+        return _bytes(key) in self._open
+
+    def __getitem__(self, key: Data) -> Data:
+        value = self._open.get(_bytes(key))
+        if value is None:
+            raise StatusException(Status(Status.NOT_FOUND_ERROR))
+        return value.decode("utf-8", "replace") if isinstance(key, str) else value
+
+    def __setitem__(self, key: Data, value: Data) -> None:
+        self.Set(key, value).OrDie()
+
+    def __delitem__(self, key: Data) -> None:
+        self.Remove(key).OrDie()
+
+    def __iter__(self) -> _PyIterator[Tuple[bytes, bytes]]:
+        return iter(self._open.items())
+
+    def __repr__(self) -> str:
+        if self._db is None:
+            return "<tkrzw.DBM: unopened>"
+        return f"<tkrzw.DBM: class={self._class_name()} path={self._db.path()} num_records={len(self._db)}>"
+
+    def __str__(self) -> str:
+        if self._db is None:
+            return "unopened"
+        return f"{self._class_name()}:{self._db.path()}:{len(self._db)}"
+
+
+class Iterator:
+    """A cursor over a DBM's records, as the reference's ``tkrzw.Iterator``."""
+
+    def __init__(self, dbm: DBM) -> None:
+        self._cursor = dbm._open.make_iterator()
+
+    def _call(self, action: Callable[[_kuradb.Iterator], Any], located: bool = False) -> Status:
+        try:
+            if located and self._cursor.get_key() is None:
+                return Status(Status.NOT_FOUND_ERROR)
+            action(self._cursor)
+            return Status()
+        except _kuradb.Error as e:
+            return _status_of(e)
+
+    def First(self) -> Status:
+        return self._call(lambda c: c.first())
+
+    def Last(self) -> Status:
+        return self._call(lambda c: c.last())
+
+    def Jump(self, key: Data) -> Status:
+        return self._call(lambda c: c.jump(_bytes(key)))
+
+    def JumpLower(self, key: Data, inclusive: bool = False) -> Status:
+        return self._call(lambda c: c.jump_lower(_bytes(key), inclusive))
+
+    def JumpUpper(self, key: Data, inclusive: bool = False) -> Status:
+        return self._call(lambda c: c.jump_upper(_bytes(key), inclusive))
+
+    def Next(self) -> Status:
+        return self._call(lambda c: c.next(), located=True)
+
+    def Previous(self) -> Status:
+        return self._call(lambda c: c.previous(), located=True)
+
+    def Get(self, status: Optional[Status] = None) -> Optional[Tuple[bytes, bytes]]:
+        try:
+            record = self._cursor.get()
+        except _kuradb.Error as e:
+            _report(status, _status_of(e))
+            return None
+        _report(status, _SUCCESS if record is not None else Status(Status.NOT_FOUND_ERROR))
+        return record
+
+    def GetStr(self, status: Optional[Status] = None) -> Optional[Tuple[str, str]]:
+        record = self.Get(status)
+        return None if record is None else (record[0].decode("utf-8", "replace"), record[1].decode("utf-8", "replace"))
+
+    def GetKey(self, status: Optional[Status] = None) -> Optional[bytes]:
+        record = self.Get(status)
+        return None if record is None else record[0]
+
+    def GetKeyStr(self, status: Optional[Status] = None) -> Optional[str]:
+        key = self.GetKey(status)
+        return None if key is None else key.decode("utf-8", "replace")
+
+    def GetValue(self, status: Optional[Status] = None) -> Optional[bytes]:
+        record = self.Get(status)
+        return None if record is None else record[1]
+
+    def GetValueStr(self, status: Optional[Status] = None) -> Optional[str]:
+        value = self.GetValue(status)
+        return None if value is None else value.decode("utf-8", "replace")
+
+    def Step(self, status: Optional[Status] = None) -> Optional[Tuple[bytes, bytes]]:
+        """The record at the cursor, moving past it."""
+        record = self.Get(status)
+        if record is not None:
+            self._cursor.next()
+        return record
+
+    def StepStr(self, status: Optional[Status] = None) -> Optional[Tuple[str, str]]:
+        record = self.Step(status)
+        return None if record is None else (record[0].decode("utf-8", "replace"), record[1].decode("utf-8", "replace"))
+
+    def Set(self, value: Data) -> Status:
+        return self._call(lambda c: c.set(_bytes(value)), located=True)
+
+    def Remove(self) -> Status:
+        return self._call(lambda c: c.remove(), located=True)
+
+    def __repr__(self) -> str:
+        key = self._cursor.get_key()
+        return f"<tkrzw.Iterator: {'(unlocated)' if key is None else key!r}>"
+
+    def __str__(self) -> str:
+        key = self._cursor.get_key()
+        return "(unlocated)" if key is None else key.decode("utf-8", "replace")

@@ -1,0 +1,72 @@
+//! Python values to bytes and parameters: str is encoded as UTF-8, bytes are
+//! borrowed without copying, and keyword parameters become a [`Params`].
+
+use std::borrow::Cow;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyString};
+
+use kuradb::dbm::poly::Params;
+
+use crate::error::to_py;
+
+/// The bytes of a key or value: bytes borrowed, str as UTF-8, or any other
+/// buffer (bytearray, memoryview) copied.
+pub fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
+    if let Ok(b) = obj.downcast::<PyBytes>() {
+        return Ok(Cow::Borrowed(b.as_bytes()));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(match s.to_cow()? {
+            Cow::Borrowed(s) => Cow::Owned(s.as_bytes().to_vec()),
+            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+        });
+    }
+    if let Ok(b) = obj.downcast::<PyByteArray>() {
+        return Ok(Cow::Owned(b.to_vec()));
+    }
+    if obj.get_type().name()? == "memoryview" {
+        let b = obj.call_method0("tobytes")?;
+        return Ok(Cow::Owned(b.downcast::<PyBytes>()?.as_bytes().to_vec()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be bytes or str, not {}",
+        obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+    )))
+}
+
+/// An optional key or value: None is absence.
+pub fn opt_bytes_of<'a>(obj: &'a Option<Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Cow<'a, [u8]>>> {
+    match obj {
+        Some(o) if !o.is_none() => bytes_of(o, what).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Keyword parameters as a [`Params`]: bool becomes true/false, int and float
+/// their decimal text, str itself; any other type is refused naming the
+/// parameter.
+pub fn params_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
+    let mut params = Params::new();
+    let Some(kwargs) = kwargs else { return Ok(params) };
+    for (name, value) in kwargs.iter() {
+        let name: String = name.extract()?;
+        let text = if value.is_instance_of::<PyBool>() {
+            if value.is_truthy()? { "true" } else { "false" }.to_string()
+        } else if value.is_instance_of::<PyInt>() {
+            value.str()?.to_string()
+        } else if value.is_instance_of::<PyFloat>() {
+            value.repr()?.to_string()
+        } else if let Ok(s) = value.downcast::<PyString>() {
+            s.to_cow()?.into_owned()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "parameter {name} must be a str, int, float or bool, not {}",
+                value.get_type().name()?
+            )));
+        };
+        params.insert(&name, &text).map_err(to_py)?;
+    }
+    Ok(params)
+}

@@ -1,0 +1,233 @@
+//! Cursors for Python: `kuradb.Iterator` (the cursor's own methods) and
+//! `kuradb.RecordIterator` (what `for k in db`, `keys()`, `values()`,
+//! `items()` and `range()` return).
+//!
+//! A cursor borrows its database, but a Python object cannot hold a borrow,
+//! so [`Live`] holds the cursor together with an `Arc` of the database it
+//! borrows. The database keeps a weak reference to every [`Slot`] and empties
+//! them all when it closes, so no cursor outlives an open database.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::tree::KeyComparator;
+use kuradb::dbm::{Cursor, Dbm};
+
+use crate::convert::bytes_of;
+use crate::error::{not_open, to_py};
+
+/// A cursor and the database it borrows.
+pub struct Live {
+    // Declared before `_db` so that it is dropped first: it borrows `*_db`.
+    cursor: Box<dyn Cursor + 'static>,
+    _db: Arc<PolyDbm>,
+}
+
+// SAFETY: kuradb's cursors hold references into their database (which is
+// `Sync`) and buffers they own; none keeps thread-affine state (a lock guard
+// or a thread-local) between calls, so moving one to another thread is sound.
+// A `Live` is only used under its `Slot`'s mutex, never by two threads at once.
+#[allow(unsafe_code)]
+unsafe impl Send for Live {}
+
+impl Live {
+    pub fn new(db: Arc<PolyDbm>) -> kuradb::Result<Live> {
+        let cursor: Box<dyn Cursor + '_> = db.iter()?;
+        // SAFETY: the cursor borrows the `PolyDbm` inside the `Arc`, whose heap
+        // address is fixed while any `Arc` to it lives. `Live` owns such an
+        // `Arc` and drops the cursor before it (field order), so the borrow
+        // never outlives the database. Only the lifetime changes here.
+        #[allow(unsafe_code)]
+        let cursor: Box<dyn Cursor + 'static> = unsafe { std::mem::transmute(cursor) };
+        Ok(Live { cursor, _db: db })
+    }
+
+    pub fn cursor(&mut self) -> &mut dyn Cursor {
+        self.cursor.as_mut()
+    }
+}
+
+/// Where a Python cursor object keeps its cursor; `None` once the database
+/// closed.
+pub type Slot = Mutex<Option<Live>>;
+
+/// Runs `f` on the cursor of `slot` with the GIL released.
+fn with_cursor<R: Send>(
+    py: Python<'_>,
+    slot: &Slot,
+    f: impl FnOnce(&mut dyn Cursor) -> kuradb::Result<R> + Send,
+) -> PyResult<R> {
+    py.allow_threads(|| {
+        let mut guard = slot.lock();
+        let live = guard.as_mut().ok_or_else(not_open)?;
+        f(live.cursor())
+    })
+    .map_err(to_py)
+}
+
+/// A cursor over the records of a database: position it with `first`,
+/// `last`, `jump`, `jump_lower` or `jump_upper`, move with `next` and
+/// `previous`, read with `get`, change with `set` and `remove`. Iterating it
+/// yields `(key, value)` pairs from the current position on.
+///
+/// `last`, `jump_lower`, `jump_upper` and `previous` need an ordered database
+/// (tree, skip); a hash database jumps only to existing keys.
+#[pyclass(name = "Iterator", module = "kuradb", frozen)]
+pub struct PyCursor {
+    slot: Arc<Slot>,
+}
+
+impl PyCursor {
+    pub fn new(slot: Arc<Slot>) -> PyCursor {
+        PyCursor { slot }
+    }
+}
+
+#[pymethods]
+impl PyCursor {
+    /// Moves to the first record.
+    fn first(&self, py: Python<'_>) -> PyResult<()> {
+        with_cursor(py, &self.slot, |c| c.first())
+    }
+
+    /// Moves to the last record.
+    fn last(&self, py: Python<'_>) -> PyResult<()> {
+        with_cursor(py, &self.slot, |c| c.last())
+    }
+
+    /// Moves to the record of `key` (in an ordered database, the first
+    /// record at or after it).
+    fn jump(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        with_cursor(py, &self.slot, |c| c.jump(&key))
+    }
+
+    /// Moves to the last record before `key` (or at it, if `inclusive`).
+    #[pyo3(signature = (key, inclusive = false))]
+    fn jump_lower(&self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        with_cursor(py, &self.slot, |c| c.jump_lower(&key, inclusive))
+    }
+
+    /// Moves to the first record after `key` (or at it, if `inclusive`).
+    #[pyo3(signature = (key, inclusive = false))]
+    fn jump_upper(&self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        with_cursor(py, &self.slot, |c| c.jump_upper(&key, inclusive))
+    }
+
+    /// Moves to the next record.
+    fn next(&self, py: Python<'_>) -> PyResult<()> {
+        with_cursor(py, &self.slot, |c| c.next())
+    }
+
+    /// Moves to the previous record.
+    fn previous(&self, py: Python<'_>) -> PyResult<()> {
+        with_cursor(py, &self.slot, |c| c.previous())
+    }
+
+    /// The record at the cursor as `(key, value)`, or None past the end.
+    fn get<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let record = with_cursor(py, &self.slot, |c| c.get())?;
+        record.map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])).transpose()
+    }
+
+    /// The key at the cursor, or None past the end.
+    fn get_key<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let record = with_cursor(py, &self.slot, |c| c.get())?;
+        Ok(record.map(|(k, _)| PyBytes::new(py, &k)))
+    }
+
+    /// The value at the cursor, or None past the end.
+    fn get_value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let record = with_cursor(py, &self.slot, |c| c.get())?;
+        Ok(record.map(|(_, v)| PyBytes::new(py, &v)))
+    }
+
+    /// Replaces the value of the record at the cursor.
+    fn set(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = bytes_of(value, "value")?;
+        with_cursor(py, &self.slot, |c| c.set(&value))
+    }
+
+    /// Removes the record at the cursor; the cursor moves to the next one.
+    fn remove(&self, py: Python<'_>) -> PyResult<()> {
+        with_cursor(py, &self.slot, |c| c.remove())
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let record = with_cursor(py, &self.slot, step)?;
+        record.map(|(k, v)| PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])).transpose()
+    }
+
+    fn __repr__(&self) -> String {
+        let open = self.slot.lock().is_some();
+        format!("<kuradb.Iterator{}>", if open { "" } else { " (database closed)" })
+    }
+}
+
+/// Reads the record at the cursor and moves past it.
+fn step(c: &mut dyn Cursor) -> kuradb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let record = c.get()?;
+    if record.is_some() {
+        c.next()?;
+    }
+    Ok(record)
+}
+
+/// What a [`RecordIterator`] yields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Yield {
+    Keys,
+    Values,
+    Items,
+}
+
+/// An iterator over keys, values or `(key, value)` items, from the first
+/// record or a range's start, to the end or a range's end.
+#[pyclass(name = "RecordIterator", module = "kuradb", frozen)]
+pub struct RecordIterator {
+    slot: Arc<Slot>,
+    yields: Yield,
+    /// The exclusive end of a range and the database's key order.
+    end: Option<(Vec<u8>, KeyComparator)>,
+}
+
+impl RecordIterator {
+    pub fn new(slot: Arc<Slot>, yields: Yield, end: Option<(Vec<u8>, KeyComparator)>) -> RecordIterator {
+        RecordIterator { slot, yields, end }
+    }
+}
+
+#[pymethods]
+impl RecordIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let end = &self.end;
+        let record = with_cursor(py, &self.slot, |c| {
+            let record = step(c)?;
+            Ok(match (record, end) {
+                (Some((k, _)), Some((end, cmp))) if cmp.compare(&k, end) != Ordering::Less => None,
+                (record, _) => record,
+            })
+        })?;
+        let Some((k, v)) = record else { return Ok(None) };
+        Ok(Some(match self.yields {
+            Yield::Keys => PyBytes::new(py, &k).into_any(),
+            Yield::Values => PyBytes::new(py, &v).into_any(),
+            Yield::Items => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])?.into_any(),
+        }))
+    }
+}

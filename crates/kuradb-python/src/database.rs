@@ -1,0 +1,699 @@
+//! `kuradb.DBM`: a [`PolyDbm`] for Python, with the `Dbm` methods one to one
+//! and the dict protocol on top.
+//!
+//! The GIL is released around every call into the database, so Python
+//! threads use one database in parallel; callbacks (`process`) take it back.
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
+
+use kuradb::dbm::poly::{DbmClass, PolyDbm};
+use kuradb::dbm::tree::KeyComparator;
+use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
+use kuradb::{ErrorKind, Result};
+
+use crate::convert::{bytes_of, opt_bytes_of, params_of};
+use crate::cursor::{Live, PyCursor, RecordIterator, Slot, Yield};
+use crate::error::{not_open, to_py};
+
+thread_local! {
+    /// How many Python callbacks this thread is inside: closing the database
+    /// there would wait for the call that runs the callback.
+    static CALLBACK_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A database of any class (hash, tree, skip, …), chosen when it is opened.
+#[pyclass(name = "DBM", module = "kuradb", frozen, subclass)]
+pub struct Database {
+    /// The open database; operations hold the read lock, `open` and `close`
+    /// the write lock.
+    db: RwLock<Option<Arc<PolyDbm>>>,
+    /// Every cursor made since opening, emptied on close.
+    cursors: Mutex<Vec<Weak<Slot>>>,
+}
+
+impl Database {
+    /// Runs `f` on the open database with the GIL released.
+    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&PolyDbm) -> Result<R> + Send) -> PyResult<R> {
+        py.allow_threads(|| self.with(f)).map_err(to_py)
+    }
+
+    /// Runs `f` on the open database, keeping the GIL.
+    fn with<R>(&self, f: impl FnOnce(&PolyDbm) -> Result<R>) -> Result<R> {
+        let guard = self.db.read_recursive();
+        f(guard.as_deref().ok_or_else(not_open)?)
+    }
+
+    /// A new cursor's slot, registered so `close` can empty it.
+    fn new_slot(&self, py: Python<'_>) -> PyResult<Arc<Slot>> {
+        py.allow_threads(|| {
+            let guard = self.db.read_recursive();
+            let db = guard.as_ref().ok_or_else(not_open)?;
+            let slot = Arc::new(Mutex::new(Some(Live::new(Arc::clone(db))?)));
+            let mut cursors = self.cursors.lock();
+            if cursors.len() >= 64 && cursors.len().is_power_of_two() {
+                cursors.retain(|w| w.strong_count() > 0);
+            }
+            cursors.push(Arc::downgrade(&slot));
+            Ok(slot)
+        })
+        .map_err(to_py)
+    }
+
+    /// A record iterator from the first record.
+    fn records_from_first(&self, py: Python<'_>, yields: Yield) -> PyResult<RecordIterator> {
+        let slot = self.new_slot(py)?;
+        let start = Arc::clone(&slot);
+        py.allow_threads(move || match start.lock().as_mut() {
+            Some(live) => live.cursor().first(),
+            None => Err(not_open()),
+        })
+        .map_err(to_py)?;
+        Ok(RecordIterator::new(slot, yields, None))
+    }
+}
+
+/// The value a Python callback returned, as what to do with the record.
+fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> {
+    if result.is_none() {
+        return Ok(Action::Keep);
+    }
+    if let Ok(b) = result.downcast::<PyBool>() {
+        return Ok(if b.is_true() { Action::Keep } else { Action::Remove });
+    }
+    Ok(Action::Set(bytes_of(result, "the callback's result")?.into_owned().into()))
+}
+
+/// Calls a Python callback from inside the database with the GIL taken back;
+/// an exception is kept in `failure` and the record left as it was.
+fn call_back(
+    failure: &mut Option<PyErr>,
+    f: impl FnOnce(Python<'_>) -> PyResult<Action<'static>>,
+) -> Action<'static> {
+    if failure.is_some() {
+        return Action::Keep;
+    }
+    Python::with_gil(|py| {
+        CALLBACK_DEPTH.with(|d| d.set(d.get() + 1));
+        let result = f(py);
+        CALLBACK_DEPTH.with(|d| d.set(d.get() - 1));
+        result.unwrap_or_else(|e| {
+            *failure = Some(e);
+            Action::Keep
+        })
+    })
+}
+
+#[pymethods]
+impl Database {
+    /// A database object; `open` opens it, or give the same arguments here.
+    #[new]
+    #[pyo3(signature = (path = None, writable = false, **params))]
+    fn new(
+        py: Python<'_>,
+        path: Option<PathBuf>,
+        writable: bool,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Database> {
+        let db = Database { db: RwLock::new(None), cursors: Mutex::new(Vec::new()) };
+        if let Some(path) = path {
+            db.open(py, path, writable, params)?;
+        }
+        Ok(db)
+    }
+
+    /// Opens or creates the database at `path`. Every parameter of PolyDbm
+    /// is a keyword: dbm (hash, tree, skip, …), file, block_size,
+    /// access_options, num_buckets, align_pow, cache_buckets, update_mode,
+    /// max_page_size, max_cached_pages, key_comparator, step_unit, max_level,
+    /// reducer, no_wait, no_lock, truncate, …; bools become true/false and
+    /// numbers their decimal text. An unknown parameter, or a value of the
+    /// wrong type, raises InvalidArgumentError naming it.
+    #[pyo3(signature = (path, writable = false, **params))]
+    fn open(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        writable: bool,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let params = params_of(params)?;
+        py.allow_threads(|| {
+            let mut guard = self.db.write();
+            if guard.is_some() {
+                return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
+            }
+            *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
+            Ok(())
+        })
+        .map_err(to_py)
+    }
+
+    /// Closes the database (a closed one stays closed); its iterators stop
+    /// working. Not allowed inside a `process` callback.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if CALLBACK_DEPTH.with(Cell::get) > 0 {
+            return Err(to_py(kuradb::Error::new(
+                ErrorKind::Infeasible,
+                "a database cannot be closed inside one of its callbacks",
+            )));
+        }
+        py.allow_threads(|| {
+            let Some(db) = self.db.write().take() else { return Ok(()) };
+            for slot in self.cursors.lock().drain(..) {
+                if let Some(slot) = slot.upgrade() {
+                    slot.lock().take();
+                }
+            }
+            match Arc::try_unwrap(db) {
+                Ok(db) => db.close(),
+                // Unreachable: only the lock and the emptied slots held it.
+                Err(_) => Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is still in use")),
+            }
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether the database is open.
+    fn is_open(&self) -> bool {
+        self.db.read_recursive().is_some()
+    }
+
+    /// The value of `key` as bytes, or `default` if there is none.
+    #[pyo3(signature = (key, default = None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let key = bytes_of(key, "key")?;
+        let value = self.run(py, |db| db.get(&key))?;
+        Ok(match value {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    /// The value of `key` decoded as UTF-8, or `default` if there is none.
+    #[pyo3(signature = (key, default = None))]
+    fn get_str<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let key = bytes_of(key, "key")?;
+        let value = self.run(py, |db| db.get(&key))?;
+        Ok(match value {
+            Some(v) => Some(
+                PyString::new(py, std::str::from_utf8(&v).map_err(|e| PyValueError::new_err(e.to_string()))?)
+                    .into_any(),
+            ),
+            None => default,
+        })
+    }
+
+    /// Sets the value of `key`; with `overwrite=False` an existing record is
+    /// kept and DuplicationError raised.
+    #[pyo3(signature = (key, value, overwrite = true))]
+    fn set(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        overwrite: bool,
+    ) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        let value = bytes_of(value, "value")?;
+        self.run(py, |db| db.set(&key, &value, overwrite))
+    }
+
+    /// Removes the record of `key`; answers whether there was one.
+    fn remove(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = bytes_of(key, "key")?;
+        self.run(py, |db| db.remove(&key))
+    }
+
+    /// Appends `value` to the value of `key` with `delim` between (or sets
+    /// it, if there is no record).
+    #[pyo3(signature = (key, value, delim = None))]
+    fn append(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        delim: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        let value = bytes_of(value, "value")?;
+        let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default();
+        self.run(py, |db| db.append(&key, &value, &delim))
+    }
+
+    /// Sets `key` to `desired` if its value is `expected` (None: absent;
+    /// a desired None removes it); answers whether it did.
+    #[pyo3(signature = (key, expected, desired))]
+    fn compare_exchange(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        expected: Option<Bound<'_, PyAny>>,
+        desired: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let key = bytes_of(key, "key")?;
+        let expected = opt_bytes_of(&expected, "expected")?;
+        let desired = opt_bytes_of(&desired, "desired")?;
+        self.run(py, |db| db.compare_exchange(&key, expected.as_deref(), desired.as_deref()))
+    }
+
+    /// Adds `delta` to the 8-byte big-endian number of `key` (starting from
+    /// `initial` if absent) and answers the sum; `delta=None` only reads it.
+    #[pyo3(signature = (key, delta = Some(1), initial = 0))]
+    fn increment(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        delta: Option<i64>,
+        initial: i64,
+    ) -> PyResult<i64> {
+        let key = bytes_of(key, "key")?;
+        let delta = delta.unwrap_or(INCREMENT_UNCHANGED);
+        self.run(py, |db| db.increment(&key, delta, initial))
+    }
+
+    /// The values of `keys` that exist, as a dict from each key as given.
+    fn get_multi<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let objects: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+        let bytes = objects.iter().map(|k| bytes_of(k, "key")).collect::<PyResult<Vec<_>>>()?;
+        let refs: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
+        let values = self.run(py, |db| db.get_multi(&refs))?;
+        let out = PyDict::new(py);
+        for (key, value) in objects.iter().zip(values) {
+            if let Some(v) = value {
+                out.set_item(key, PyBytes::new(py, &v))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sets every record of `records` (a mapping, or pairs) and of the
+    /// keyword arguments, atomically; with `overwrite=False` nothing is set
+    /// if any key exists.
+    #[pyo3(signature = (records = None, overwrite = true, **kwargs))]
+    fn set_multi(
+        &self,
+        py: Python<'_>,
+        records: Option<&Bound<'_, PyAny>>,
+        overwrite: bool,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let pairs = pairs_of(records, kwargs)?;
+        let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+        self.run(py, |db| db.set_multi(&refs, overwrite))
+    }
+
+    /// Removes the records of `keys`, atomically; answers how many existed.
+    fn remove_multi(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let objects: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+        let bytes = objects.iter().map(|k| bytes_of(k, "key")).collect::<PyResult<Vec<_>>>()?;
+        let refs: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
+        self.run(py, |db| db.remove_multi(&refs))
+    }
+
+    /// Applies `func` to the record of `key` under its lock. `func(value)`
+    /// gets the value as bytes, or None if there is no record, and returns
+    /// None (or True) to leave the record as it is, False to remove it, or
+    /// bytes or str to set it. An exception from `func` leaves the record
+    /// and is raised by `process`. `func` runs under the record's lock, so it
+    /// must not use the database (that may wait for the lock forever).
+    #[pyo3(signature = (key, func, writable = true))]
+    fn process(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        func: PyObject,
+        writable: bool,
+    ) -> PyResult<()> {
+        let key = bytes_of(key, "key")?;
+        let mut failure = None;
+        self.run(py, |db| {
+            db.process(&key, writable, &mut |old| {
+                call_back(&mut failure, |py| {
+                    let arg = old.map(|v| PyBytes::new(py, v));
+                    action_of(&func.call1(py, (arg,))?.into_bound(py))
+                })
+            })
+        })?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Applies `func(key, value)` to every record, with the same return
+    /// convention as `process`.
+    #[pyo3(signature = (func, writable = true))]
+    fn process_each(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<()> {
+        let mut failure = None;
+        self.run(py, |db| {
+            db.process_each(writable, &mut |key, value| {
+                call_back(&mut failure, |py| {
+                    let args = (PyBytes::new(py, key), PyBytes::new(py, value));
+                    action_of(&func.call1(py, args)?.into_bound(py))
+                })
+            })
+        })?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// The number of records.
+    fn count(&self, py: Python<'_>) -> PyResult<u64> {
+        self.run(py, |db| db.count())
+    }
+
+    /// The size of the database's file in bytes.
+    fn file_size(&self, py: Python<'_>) -> PyResult<u64> {
+        self.run(py, |db| db.file_size())
+    }
+
+    /// The path of the database's file.
+    fn path(&self) -> PyResult<PathBuf> {
+        self.with(|db| Ok(db.file_path().to_path_buf())).map_err(to_py)
+    }
+
+    /// Removes every record.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |db| db.clear())
+    }
+
+    /// Rebuilds the database into a compact file, with what the keyword
+    /// parameters change of its tuning (num_buckets, align_pow, offset_width,
+    /// update_mode of a hash database; reducer of a skip database).
+    #[pyo3(signature = (**params))]
+    fn rebuild(&self, py: Python<'_>, params: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let params = params_of(params)?;
+        self.run(py, |db| db.rebuild_with(&params))
+    }
+
+    /// Whether rebuilding would make the database notably smaller or faster.
+    fn should_be_rebuilt(&self, py: Python<'_>) -> PyResult<bool> {
+        self.run(py, |db| db.should_be_rebuilt())
+    }
+
+    /// Writes what is in memory to the file; `hard=True` also waits until the
+    /// device holds it (it survives a power cut). A skip database shows its
+    /// updates after this.
+    #[pyo3(signature = (hard = false))]
+    fn synchronize(&self, py: Python<'_>, hard: bool) -> PyResult<()> {
+        self.run(py, |db| db.synchronize(hard))
+    }
+
+    /// Writes a consistent, cleanly closed copy of the database's file to
+    /// `dest` while it stays open.
+    #[pyo3(signature = (dest, hard = false))]
+    fn copy_file_data(&self, py: Python<'_>, dest: PathBuf, hard: bool) -> PyResult<()> {
+        self.run(py, |db| db.copy_file_data(&dest, hard))
+    }
+
+    /// Sets every record of this database in `dest`, another open DBM.
+    fn export(slf: &Bound<'_, Self>, dest: &Bound<'_, Database>) -> PyResult<()> {
+        if slf.is(dest) {
+            return Err(PyValueError::new_err("a database cannot be exported to itself"));
+        }
+        let (this, other) = (slf.get(), dest.get());
+        slf.py().allow_threads(|| this.with(|db| other.with(|dest| db.export(dest)))).map_err(to_py)
+    }
+
+    /// What the database says of itself (class, path, record count and its
+    /// tuning) as a dict of strings.
+    fn inspect(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, String>> {
+        self.run(py, |db| {
+            let mut out: std::collections::BTreeMap<String, String> = db.inspect()?.into_iter().collect();
+            out.insert("dbm".into(), db.class().name().into());
+            Ok(out)
+        })
+    }
+
+    /// Whether the database keeps its keys in order (tree, skip).
+    fn is_ordered(&self) -> PyResult<bool> {
+        self.with(|db| Ok(db.is_ordered())).map_err(to_py)
+    }
+
+    /// Whether the database is in good condition (no failed write or sync).
+    fn is_healthy(&self) -> PyResult<bool> {
+        self.with(|db| Ok(db.is_healthy())).map_err(to_py)
+    }
+
+    /// Restores the damaged or crashed database at `src` into a new one at
+    /// `dest`; answers the number of records kept.
+    #[staticmethod]
+    #[pyo3(signature = (src, dest, **params))]
+    fn restore(
+        py: Python<'_>,
+        src: PathBuf,
+        dest: PathBuf,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let params = params_of(params)?;
+        py.allow_threads(|| PolyDbm::restore(&src, &dest, &params)).map_err(to_py)
+    }
+
+    /// The class a new database at `path` gets from its extension (`hash`,
+    /// `tree`, …), or None if the extension names none.
+    #[staticmethod]
+    fn class_for_path(path: PathBuf) -> Option<&'static str> {
+        DbmClass::from_extension(&path).map(DbmClass::name)
+    }
+
+    /// The class of the open database (`hash`, `tree`, `skip`, …).
+    fn dbm_class(&self) -> PyResult<&'static str> {
+        self.with(|db| Ok(db.class().name())).map_err(to_py)
+    }
+
+    /// A new cursor, not yet positioned: call `first`, `last` or a jump.
+    fn make_iterator(&self, py: Python<'_>) -> PyResult<PyCursor> {
+        Ok(PyCursor::new(self.new_slot(py)?))
+    }
+
+    /// The keys, in the database's order.
+    fn keys(&self, py: Python<'_>) -> PyResult<RecordIterator> {
+        self.records_from_first(py, Yield::Keys)
+    }
+
+    /// The values, in the database's order.
+    fn values(&self, py: Python<'_>) -> PyResult<RecordIterator> {
+        self.records_from_first(py, Yield::Values)
+    }
+
+    /// The `(key, value)` pairs, in the database's order.
+    fn items(&self, py: Python<'_>) -> PyResult<RecordIterator> {
+        self.records_from_first(py, Yield::Items)
+    }
+
+    /// The `(key, value)` pairs of an ordered database with `lo <= key < hi`
+    /// in its key order (None: no bound).
+    #[pyo3(signature = (lo = None, hi = None))]
+    fn range(
+        &self,
+        py: Python<'_>,
+        lo: Option<Bound<'_, PyAny>>,
+        hi: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<RecordIterator> {
+        let lo = opt_bytes_of(&lo, "lo")?.map(|b| b.into_owned());
+        let hi = opt_bytes_of(&hi, "hi")?.map(|b| b.into_owned());
+        let order = self.run(py, |db| {
+            if !db.is_ordered() {
+                return Err(kuradb::Error::new(
+                    ErrorKind::NotImplemented,
+                    "range needs an ordered database (tree, skip); this one keeps no key order",
+                ));
+            }
+            let named = db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator").map(|(_, v)| v);
+            named.map_or(Ok(KeyComparator::default()), |name| KeyComparator::from_name(&name))
+        })?;
+        let slot = self.new_slot(py)?;
+        let start = Arc::clone(&slot);
+        py.allow_threads(move || match start.lock().as_mut() {
+            Some(live) => match &lo {
+                Some(lo) => live.cursor().jump_upper(lo, true),
+                None => live.cursor().first(),
+            },
+            None => Err(not_open()),
+        })
+        .map_err(to_py)?;
+        Ok(RecordIterator::new(slot, Yield::Items, hi.map(|hi| (hi, order))))
+    }
+
+    // The dict protocol.
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.count(py)? as usize)
+    }
+
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.count(py)? > 0)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = bytes_of(key, "key")?;
+        self.run(py, |db| db.contains(&key))
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = bytes_of(key, "key")?;
+        match self.run(py, |db| db.get(&bytes))? {
+            Some(v) => Ok(PyBytes::new(py, &v)),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set(py, key, value, true)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.remove(py, key)? {
+            Ok(())
+        } else {
+            Err(PyKeyError::new_err(key.clone().unbind()))
+        }
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<RecordIterator> {
+        self.records_from_first(py, Yield::Keys)
+    }
+
+    /// The value of `key` if there is one; else sets it to `default` and
+    /// answers that, atomically.
+    #[pyo3(signature = (key, default = None))]
+    fn setdefault<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = bytes_of(key, "key")?;
+        let Some(default) = default.filter(|d| !d.is_none()) else {
+            return Err(PyTypeError::new_err(
+                "setdefault needs a default value: records hold bytes, not None",
+            ));
+        };
+        let new = bytes_of(&default, "default")?;
+        let mut old = None;
+        self.run(py, |db| {
+            db.process(&key, true, &mut |value| match value {
+                Some(v) => {
+                    old = Some(v.to_vec());
+                    Action::Keep
+                }
+                None => Action::set(&new),
+            })
+        })?;
+        Ok(match old {
+            Some(v) => PyBytes::new(py, &v).into_any(),
+            None => PyBytes::new(py, &new).into_any(),
+        })
+    }
+
+    /// Removes the record of `key` and answers its value, atomically; if
+    /// there is none, answers `default` or raises KeyError.
+    #[pyo3(signature = (key, *default))]
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if default.len() > 1 {
+            return Err(PyTypeError::new_err(format!(
+                "pop expected at most 2 arguments, got {}",
+                default.len() + 1
+            )));
+        }
+        let default = default.get_item(0).ok();
+        let bytes = bytes_of(key, "key")?;
+        let mut old = None;
+        self.run(py, |db| {
+            db.process(&bytes, true, &mut |value| {
+                old = value.map(<[u8]>::to_vec);
+                if value.is_some() {
+                    Action::Remove
+                } else {
+                    Action::Keep
+                }
+            })
+        })?;
+        match (old, default) {
+            (Some(v), _) => Ok(PyBytes::new(py, &v).into_any()),
+            (None, Some(d)) => Ok(d),
+            (None, None) => Err(PyKeyError::new_err(key.clone().unbind())),
+        }
+    }
+
+    /// Sets every record of `records` (a mapping, or pairs) and of the
+    /// keyword arguments, like `dict.update`.
+    #[pyo3(signature = (records = None, **kwargs))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        records: Option<&Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let pairs = pairs_of(records, kwargs)?;
+        let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+        self.run(py, |db| refs.iter().try_for_each(|(k, v)| db.set(k, v, true)))
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        match self.db.read_recursive().as_deref() {
+            Some(db) => format!(
+                "<kuradb.DBM dbm={} path={:?}>",
+                db.class().name(),
+                db.file_path().display().to_string()
+            ),
+            None => "<kuradb.DBM (closed)>".to_string(),
+        }
+    }
+}
+
+/// The pairs of a mapping, an iterable of pairs and keyword arguments.
+fn pairs_of(
+    records: Option<&Bound<'_, PyAny>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut pairs = Vec::new();
+    if let Some(records) = records.filter(|r| !r.is_none()) {
+        if records.hasattr("keys")? {
+            for key in records.call_method0("keys")?.try_iter()? {
+                let key = key?;
+                let value = records.get_item(&key)?;
+                pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+            }
+        } else {
+            for pair in records.try_iter()? {
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
+                pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+            }
+        }
+    }
+    if let Some(kwargs) = kwargs {
+        for (key, value) in kwargs.iter() {
+            pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+        }
+    }
+    Ok(pairs)
+}

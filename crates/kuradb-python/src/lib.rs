@@ -1,0 +1,26 @@
+//! The Python binding of kuradb: the native module `kuradb._kuradb`, which
+//! the `kuradb` package re-exports (see `python/kuradb/`).
+//!
+//! It maps the Rust API one to one ([`database`]: `kuradb.DBM` over a
+//! `PolyDbm`; [`cursor`]: its iterators; [`error`]: one exception per error
+//! kind) and adds only what Python idiom needs (the dict protocol, str keys,
+//! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
+
+#![deny(unsafe_code)]
+
+mod convert;
+mod cursor;
+mod database;
+mod error;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<database::Database>()?;
+    m.add_class::<cursor::PyCursor>()?;
+    m.add_class::<cursor::RecordIterator>()?;
+    error::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,80 @@
+"""kuradb.compat.tkrzw against the reference's own module: one program run
+by both must print the same."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from kuradb.compat import tkrzw
+
+PROGRAM = pathlib.Path(__file__).with_name("compat_program.py")
+REFERENCE_PYTHON = os.environ.get("KURADB_REFERENCE_PYTHON", "/usr/bin/python3")
+
+
+def run(python: str, module: str, directory: pathlib.Path) -> str:
+    directory.mkdir()
+    done = subprocess.run([python, str(PROGRAM), module, str(directory)], capture_output=True, check=True)
+    return done.stdout.decode("utf-8", "replace")
+
+
+def test_program_runs(tmp_path: pathlib.Path) -> None:
+    out = run(sys.executable, "kuradb.compat.tkrzw", tmp_path / "ours")
+    assert out.startswith("tkh SUCCESS") and "OrDie NOT_FOUND_ERROR: x" in out
+
+
+def _has_reference() -> bool:
+    if not os.path.exists(REFERENCE_PYTHON):
+        return False
+    return subprocess.run([REFERENCE_PYTHON, "-c", "import tkrzw"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _has_reference(), reason="the reference's module (python3-tkrzw) is not installed")
+def test_same_output_as_the_reference(tmp_path: pathlib.Path) -> None:
+    assert run(sys.executable, "kuradb.compat.tkrzw", tmp_path / "ours") == run(
+        REFERENCE_PYTHON, "tkrzw", tmp_path / "reference"
+    )
+
+
+def test_status() -> None:
+    status = tkrzw.Status(tkrzw.Status.NOT_FOUND_ERROR, "gone")
+    assert not status.IsOK() and status == 7 and status.GetMessage() == "gone"
+    assert str(status) == "NOT_FOUND_ERROR: gone" and repr(status) == "<tkrzw.Status: NOT_FOUND_ERROR: gone>"
+    with pytest.raises(tkrzw.StatusException) as raised:
+        status.OrDie()
+    assert raised.value.GetStatus() == status and isinstance(raised.value, RuntimeError)
+    status.Join(tkrzw.Status(2))
+    assert status == tkrzw.Status.NOT_FOUND_ERROR
+    ok = tkrzw.Status()
+    ok.Join(tkrzw.Status(2, "sys"))
+    assert ok.GetCode() == tkrzw.Status.SYSTEM_ERROR
+    tkrzw.Status().OrDie()
+
+
+def test_parameters_and_errors(tmp_path: pathlib.Path) -> None:
+    dbm = tkrzw.DBM()
+    status = dbm.Open(str(tmp_path / "a.tkh"), True, bogus=1)
+    assert status == tkrzw.Status.INVALID_ARGUMENT_ERROR and "bogus" in status.GetMessage()
+    assert dbm.Open(str(tmp_path / "a.tkt"), True, dbm="TreeDBM", file="PositionalParallelFile",
+                    num_shards=0, concurrent=True, update_mode="UPDATE_IN_PLACE", fbp_capacity=64,
+                    key_comparator="RealNumberKeyComparator").IsOK()
+    assert dbm.Inspect()["key_comparator"] == "real"
+    assert dbm.Open(str(tmp_path / "b.tkt"), True) == tkrzw.Status.PRECONDITION_ERROR
+    assert dbm.Set("1.5", "x").IsOK() and dbm.Set("10", "y").IsOK() and dbm.Set("2", "z").IsOK()
+    it = dbm.MakeIterator()
+    it.First()
+    assert [it.Step()[0] for _ in range(3)] == [b"1.5", b"2", b"10"] and it.Step() is None
+    assert str(dbm).startswith("TreeDBM:") and "num_records=3" in repr(dbm)
+    status = tkrzw.Status()
+    assert dbm.Increment("2", 1, 0, status) is None and status == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    other = tkrzw.DBM()
+    other.Open(str(tmp_path / "c.tkh"), True).OrDie()
+    assert dbm.Export(other).IsOK() and other.Count() == 3
+    assert dbm.CopyFileData(str(tmp_path / "copy.tkt")).IsOK()
+    assert other.Close().IsOK() and dbm.Close().IsOK()
+    with pytest.raises(TypeError):
+        dbm.Get("x")
