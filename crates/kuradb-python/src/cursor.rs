@@ -28,12 +28,8 @@ pub struct Live {
     _db: Arc<PolyDbm>,
 }
 
-// SAFETY: kuradb's cursors hold references into their database (which is
-// `Sync`) and buffers they own; none keeps thread-affine state (a lock guard
-// or a thread-local) between calls, so moving one to another thread is sound.
-// A `Live` is only used under its `Slot`'s mutex, never by two threads at once.
-#[allow(unsafe_code)]
-unsafe impl Send for Live {}
+// `Live` is `Send` because kuradb's `Cursor` trait requires it of every
+// cursor; a `Live` is only used under its `Slot`'s mutex.
 
 impl Live {
     pub fn new(db: Arc<PolyDbm>) -> kuradb::Result<Live> {

@@ -386,7 +386,9 @@ pub(crate) fn show_key(key: &[u8]) -> String {
 }
 
 /// A position among a database's records that survives concurrent updates.
-pub trait Cursor {
+/// A cursor may move to another thread between calls (a Python iterator
+/// does), so it keeps no thread-bound state.
+pub trait Cursor: Send {
     /// Moves to the first record.
     fn first(&mut self) -> Result<()>;
     /// Moves to the first record whose key is at least `key` (ordered databases;
