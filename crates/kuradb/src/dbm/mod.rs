@@ -7,7 +7,12 @@
 //! methods (get, set, remove, append, compare_exchange, increment and the
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
+pub mod baby;
+pub mod cache;
+pub mod flat;
 pub mod hash;
+pub mod std_map;
+pub mod tiny;
 pub mod tree;
 
 use std::borrow::Cow;

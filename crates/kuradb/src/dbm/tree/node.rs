@@ -197,6 +197,18 @@ impl Leaf {
         self.splice(at, end - at, &bytes, i + 1);
     }
 
+    /// Gives back the room the buffers hold beyond the records (an
+    /// in-memory leaf keeps no slack after a split).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.data.shrink_to_fit();
+        self.starts.shrink_to_fit();
+    }
+
+    /// The heap bytes the leaf's buffers take.
+    pub(crate) fn heap_size(&self) -> usize {
+        self.data.capacity() + self.starts.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// Moves the records from `at` on into a new leaf.
     pub(crate) fn split_off(&mut self, at: usize) -> Leaf {
         let cut = self.starts[at] as usize;
