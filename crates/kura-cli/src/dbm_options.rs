@@ -418,7 +418,10 @@ impl MemorySetup {
                 }
             }
             DbmName::StdHash | DbmName::StdTree => {
-                let num_buckets = self.buckets.unwrap_or(0).try_into().unwrap_or(usize::MAX);
+                let num_buckets = match self.buckets {
+                    Some(b) => b.try_into().unwrap_or(usize::MAX),
+                    None => StdOptions::default().num_buckets,
+                };
                 let o = StdOptions { num_buckets, truncate };
                 match (self.name, path) {
                     (DbmName::StdHash, Some(p)) => Box::new(StdHashDbm::open(p, writable, &o)?),

@@ -573,3 +573,26 @@ fn a_cache_evicts_by_memory() {
     assert!(db.get(&99u32.to_be_bytes()).unwrap().is_some(), "the newest stays");
     assert!(db.get(&0u32.to_be_bytes()).unwrap().is_none(), "the oldest goes");
 }
+
+/// A cursor of a hash database that jumped to a record sees later changes
+/// of it: what it read at the jump is trusted only while nothing changed.
+#[test]
+fn hash_cursors_see_changes_after_a_jump() {
+    let dbs: Vec<Box<dyn Dbm>> = vec![
+        Box::new(StdHashDbm::new(&StdOptions::default())),
+        Box::new(TinyDbm::new(&TinyOptions::default())),
+        Box::new(CacheDbm::new(&CacheOptions::default()).unwrap()),
+    ];
+    for db in dbs {
+        db.set(b"a", b"1", true).unwrap();
+        db.set(b"b", b"2", true).unwrap();
+        let mut c = db.iter().unwrap();
+        c.jump(b"a").unwrap();
+        assert_eq!(c.get().unwrap(), Some((b"a".to_vec(), b"1".to_vec())));
+        db.set(b"a", b"9", true).unwrap();
+        assert_eq!(c.get().unwrap(), Some((b"a".to_vec(), b"9".to_vec())));
+        c.jump(b"a").unwrap();
+        db.remove(b"a").unwrap();
+        assert_ne!(c.get().unwrap().map(|(k, _)| k), Some(b"a".to_vec()));
+    }
+}

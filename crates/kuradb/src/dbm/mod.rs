@@ -342,7 +342,7 @@ pub trait Dbm: Send + Sync {
     }
 }
 
-fn duplication(key: &[u8]) -> Error {
+pub(crate) fn duplication(key: &[u8]) -> Error {
     Error::new(
         ErrorKind::Duplication,
         format!("record {} exists and overwriting was not asked for", show_key(key)),

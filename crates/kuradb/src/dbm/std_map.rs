@@ -16,7 +16,7 @@ use std::path::Path;
 use parking_lot::RwLock;
 
 use super::flat::{self, refused_change, Persistence};
-use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::{duplication, show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record packed in one allocation: key length (varint), key, value.
@@ -102,8 +102,10 @@ impl Ord for Packed {
 trait StdSet: Default + Send + Sync {
     const CLASS: &'static str;
     fn find(&self, key: &[u8]) -> Option<&Packed>;
-    fn put(&mut self, record: Packed);
-    fn take(&mut self, key: &[u8]) -> bool;
+    /// Stores `record`, answering the one it replaced.
+    fn put(&mut self, record: Packed) -> Option<Packed>;
+    /// Removes `key`'s record, answering it.
+    fn take(&mut self, key: &[u8]) -> Option<Packed>;
     fn count(&self) -> usize;
     fn each(&self) -> Box<dyn Iterator<Item = &Packed> + '_>;
     fn wipe(&mut self);
@@ -135,11 +137,11 @@ impl StdSet for HashSet<Packed, KeyHashBuilder> {
     fn find(&self, key: &[u8]) -> Option<&Packed> {
         self.get(key)
     }
-    fn put(&mut self, record: Packed) {
-        self.replace(record);
+    fn put(&mut self, record: Packed) -> Option<Packed> {
+        self.replace(record)
     }
-    fn take(&mut self, key: &[u8]) -> bool {
-        self.remove(key)
+    fn take(&mut self, key: &[u8]) -> Option<Packed> {
+        self.take(key)
     }
     fn count(&self) -> usize {
         self.len()
@@ -165,11 +167,11 @@ impl StdSet for BTreeSet<Packed> {
     fn find(&self, key: &[u8]) -> Option<&Packed> {
         self.get(key)
     }
-    fn put(&mut self, record: Packed) {
-        self.replace(record);
+    fn put(&mut self, record: Packed) -> Option<Packed> {
+        self.replace(record)
     }
-    fn take(&mut self, key: &[u8]) -> bool {
-        self.remove(key)
+    fn take(&mut self, key: &[u8]) -> Option<Packed> {
+        self.take(key)
     }
     fn count(&self) -> usize {
         self.len()
@@ -198,19 +200,21 @@ struct Inner<S> {
     set: S,
     /// The records' heap bytes.
     bytes: usize,
+    /// Bumped by every change, so that a cursor knows when what it saw still holds.
+    version: u64,
 }
 
 impl<S: StdSet> Core<S> {
     fn new() -> Core<S> {
         Core {
-            set: RwLock::new(Inner { set: S::default(), bytes: 0 }),
+            set: RwLock::new(Inner { set: S::default(), bytes: 0, version: 0 }),
             persistence: Persistence::none(),
             closed: false,
         }
     }
 
     fn open(path: &Path, writable: bool, truncate: bool) -> Result<Core<S>> {
-        let mut inner = Inner { set: S::default(), bytes: 0 };
+        let mut inner = Inner { set: S::default(), bytes: 0, version: 0 };
         let persistence = Persistence::open(path, writable, truncate, |k, v| {
             inner.store(k, v);
             Ok(())
@@ -233,10 +237,10 @@ impl<S: StdSet> Inner<S> {
     fn store(&mut self, key: &[u8], value: &[u8]) {
         let record = Packed::new(key, value);
         self.bytes += record.heap_size();
-        if let Some(old) = self.set.find(key) {
+        self.version += 1;
+        if let Some(old) = self.set.put(record) {
             self.bytes -= old.heap_size();
         }
-        self.set.put(record);
     }
 
     fn apply(&mut self, key: &[u8], action: Action<'_>) {
@@ -244,12 +248,16 @@ impl<S: StdSet> Inner<S> {
             Action::Keep => {}
             Action::Set(value) => self.store(key, &value),
             Action::Remove => {
-                if let Some(old) = self.set.find(key) {
-                    self.bytes -= old.heap_size();
-                    self.set.take(key);
-                }
+                self.remove(key);
             }
         }
+    }
+
+    fn remove(&mut self, key: &[u8]) -> bool {
+        let Some(old) = self.set.take(key) else { return false };
+        self.bytes -= old.heap_size();
+        self.version += 1;
+        true
     }
 
     fn process(&mut self, key: &[u8], f: &mut Processor<'_>) {
@@ -322,14 +330,20 @@ impl<S: StdSet> Core<S> {
 }
 
 /// Options of [`StdHashDbm`] and [`StdTreeDbm`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StdOptions {
     /// Records to make room for at once (StdHashDbm only; 0 for none): the
-    /// reference's bucket count.
+    /// reference's bucket count, 1048583 by default as there.
     pub num_buckets: usize,
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+}
+
+impl Default for StdOptions {
+    fn default() -> StdOptions {
+        StdOptions { num_buckets: 1_048_583, truncate: false }
+    }
 }
 
 macro_rules! std_dbm {
@@ -404,6 +418,20 @@ macro_rules! std_dbm {
             fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
                 self.core.process_each(writable, f)
             }
+            // One walk of the container instead of a look and then a change.
+            fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+                self.core.persistence.check_writable(true)?;
+                let mut inner = self.core.set.write();
+                if !overwrite && inner.set.find(key).is_some() {
+                    return Err(duplication(key));
+                }
+                inner.store(key, value);
+                Ok(())
+            }
+            fn remove(&self, key: &[u8]) -> Result<bool> {
+                self.core.persistence.check_writable(true)?;
+                Ok(self.core.set.write().remove(key))
+            }
             fn count(&self) -> Result<u64> {
                 Ok(self.core.set.read().set.count() as u64)
             }
@@ -419,6 +447,7 @@ macro_rules! std_dbm {
                 let mut inner = self.core.set.write();
                 inner.set.wipe();
                 inner.bytes = 0;
+                inner.version += 1;
                 Ok(())
             }
             fn rebuild(&self) -> Result<()> {
@@ -498,7 +527,7 @@ impl StdHashDbm {
     /// A cursor, not yet positioned. It visits the keys present when it is
     /// moved to the first record (a snapshot of keys), skipping those removed since.
     pub fn cursor(&self) -> StdHashCursor<'_> {
-        StdHashCursor { db: self, keys: Vec::new(), pos: 0, after_jump: false }
+        StdHashCursor { db: self, keys: Vec::new(), pos: 0, after_jump: false, seen: None }
     }
 }
 
@@ -509,6 +538,8 @@ pub struct StdHashCursor<'a> {
     pos: usize,
     /// `keys` holds only the key jumped to: the walk on from it needs the rest.
     after_jump: bool,
+    /// The value at the position and the set's version when it was read.
+    seen: Option<(Vec<u8>, u64)>,
 }
 
 impl StdHashCursor<'_> {
@@ -519,6 +550,12 @@ impl StdHashCursor<'_> {
     /// The record at the position, moving past keys removed meanwhile.
     fn current(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
         let inner = self.db.core.set.read();
+        if let (Some((value, version)), Some(key)) = (&self.seen, self.keys.get(self.pos)) {
+            if *version == inner.version {
+                return Some((key.clone(), value.clone()));
+            }
+        }
+        self.seen = None;
         while let Some(key) = self.keys.get(self.pos) {
             if let Some(r) = inner.set.get(key.as_slice()) {
                 return Some((r.key().to_vec(), r.value().to_vec()));
@@ -531,6 +568,7 @@ impl StdHashCursor<'_> {
 
 impl Cursor for StdHashCursor<'_> {
     fn first(&mut self) -> Result<()> {
+        self.seen = None;
         self.keys = self.snapshot();
         self.pos = 0;
         self.after_jump = false;
@@ -538,7 +576,12 @@ impl Cursor for StdHashCursor<'_> {
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        if !self.db.contains(key)? {
+        let found = {
+            let inner = self.db.core.set.read();
+            inner.set.get(key).map(|r| (r.value().to_vec(), inner.version))
+        };
+        self.seen = found;
+        if self.seen.is_none() {
             self.keys.clear();
             return Err(Error::new(
                 ErrorKind::NotFound,
@@ -555,6 +598,7 @@ impl Cursor for StdHashCursor<'_> {
     }
 
     fn next(&mut self) -> Result<()> {
+        self.seen = None;
         if self.after_jump {
             self.after_jump = false;
             let key = self.keys.pop().unwrap_or_default();
@@ -591,9 +635,14 @@ impl StdTreeDbm {
         StdTreeCursor { db: self, at: None }
     }
 
+    /// The version of the set now.
+    fn version(&self) -> u64 {
+        self.core.set.read().version
+    }
+
     /// Forward: the first record at or after `key` (after only unless
     /// `inclusive`), the first of all without a key; backward likewise.
-    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<Seen> {
         let inner = self.core.set.read();
         let set = &inner.set;
         let found = match (forward, key) {
@@ -602,26 +651,37 @@ impl StdTreeDbm {
             (true, Some(k)) => set.range::<[u8], _>((bound(k, inclusive), Bound::Unbounded)).next(),
             (false, Some(k)) => set.range::<[u8], _>((Bound::Unbounded, bound(k, inclusive))).next_back(),
         };
-        found.map(|r| (r.key().to_vec(), r.value().to_vec()))
+        found.map(|r| Seen { key: r.key().to_vec(), value: r.value().to_vec(), version: inner.version })
     }
+}
+
+/// A record as a cursor saw it, and the set's version then.
+struct Seen {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    version: u64,
 }
 
 /// A position in a [`StdTreeDbm`]: the key of its record.
 pub struct StdTreeCursor<'a> {
     db: &'a StdTreeDbm,
-    at: Option<Vec<u8>>,
+    at: Option<Seen>,
 }
 
 impl StdTreeCursor<'_> {
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<(Vec<u8>, Vec<u8>)> {
-        let found = self.db.seek(forward, key, inclusive);
-        self.at = found.as_ref().map(|(k, _)| k.clone());
-        found
+        self.at = self.db.seek(forward, key, inclusive);
+        self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()))
     }
 
     fn step(&mut self, step: isize) -> Option<(Vec<u8>, Vec<u8>)> {
-        let key = self.at.take()?;
-        self.seek(step >= 0, Some(key.as_slice()), step == 0)
+        let seen = self.at.take()?;
+        if step == 0 && seen.version == self.db.version() {
+            // Nothing changed since the record was seen: it is still there as it was.
+            self.at = Some(seen);
+            return self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()));
+        }
+        self.seek(step >= 0, Some(seen.key.as_slice()), step == 0)
     }
 }
 

@@ -246,10 +246,12 @@ impl BabyDbm {
                 true
             }
             (Action::Set(value), Ok(i)) => {
+                leaf.reserve_gently(value.len().saturating_sub(leaf.record(i).1.len()) + 8);
                 leaf.set_value(i, &value);
                 true
             }
             (Action::Set(value), Err(i)) => {
+                leaf.reserve_gently(record_size(key, &value));
                 leaf.insert(i, key, &value);
                 self.count.fetch_add(1, Ordering::Relaxed);
                 true
@@ -712,6 +714,11 @@ impl BabyCursor<'_> {
     /// previous, 0 to the record itself or, if it is gone, the next one.
     fn step(&mut self, step: isize) {
         let Some(at) = self.at.take() else { return };
+        if step == 0 && at.leaf.slot.read().version == at.version {
+            // The leaf is as it was seen: so is the record.
+            self.at = Some(at);
+            return;
+        }
         self.at = match self.db.step_in_leaf(&at, step) {
             Some(spot) => Some(spot),
             None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0),

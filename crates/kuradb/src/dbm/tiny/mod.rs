@@ -56,6 +56,16 @@ impl<const L: usize> Table<L> {
         f(self.lock(hash).read().get(hash, key))
     }
 
+    /// The value of `key` and the version of its shard.
+    fn read_versioned(&self, hash: u64, key: &[u8]) -> (Option<Vec<u8>>, u64) {
+        let shard = self.lock(hash).read();
+        (shard.get(hash, key).map(<[u8]>::to_vec), shard.version())
+    }
+
+    fn version(&self, hash: u64) -> u64 {
+        self.lock(hash).read().version()
+    }
+
     /// Carries out `f`'s answer for `key` under the shard's lock, then lets
     /// `after` see the shard (a cache evicts there).
     pub(crate) fn write<'a>(
@@ -371,15 +381,25 @@ pub struct HashCursor<'a, const L: usize> {
     table: &'a Table<L>,
     db: &'a dyn Dbm,
     at: Option<(u64, Vec<u8>)>,
+    /// The value at the position and its shard's version when it was read.
+    seen: Option<(Vec<u8>, u64)>,
 }
 
 impl<'a, const L: usize> HashCursor<'a, L> {
     pub(crate) fn new(table: &'a Table<L>, db: &'a dyn Dbm) -> HashCursor<'a, L> {
-        HashCursor { table, db, at: None }
+        HashCursor { table, db, at: None, seen: None }
     }
 
     fn step(&mut self, inclusive: bool) -> Option<(Vec<u8>, Vec<u8>)> {
         let (hash, key) = self.at.take()?;
+        if let Some((value, version)) = self.seen.take().filter(|_| inclusive) {
+            if version == self.table.version(hash) {
+                // The shard is as it was when the record was read: so is the record.
+                self.at = Some((hash, key.clone()));
+                self.seen = Some((value.clone(), version));
+                return Some((key, value));
+            }
+        }
         let (h, k, v) = self.table.seek(Some((hash, key.as_slice())), inclusive)?;
         self.at = Some((h, k.clone()));
         Some((k, v))
@@ -392,13 +412,17 @@ impl<'a, const L: usize> HashCursor<'a, L> {
 
 impl<const L: usize> Cursor for HashCursor<'_, L> {
     fn first(&mut self) -> Result<()> {
+        self.seen = None;
         self.at = self.table.seek(None, true).map(|(h, k, _)| (h, k));
         Ok(())
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        if !self.table.read(key, |v| v.is_some()) {
+        let hash = key_hash(key);
+        let (value, version) = self.table.read_versioned(hash, key);
+        let Some(value) = value else {
             self.at = None;
+            self.seen = None;
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!(
@@ -406,8 +430,9 @@ impl<const L: usize> Cursor for HashCursor<'_, L> {
                     show_key(key)
                 ),
             ));
-        }
-        self.at = Some((key_hash(key), key.to_vec()));
+        };
+        self.at = Some((hash, key.to_vec()));
+        self.seen = Some((value, version));
         Ok(())
     }
 

@@ -186,6 +186,8 @@ pub(crate) struct Shard<const L: usize> {
     /// Most and least recently used (`L == 3`).
     head: Option<Rec>,
     tail: Option<Rec>,
+    /// Bumped by every change of a record, so that a cursor knows when what it saw still holds.
+    version: u64,
 }
 
 // SAFETY: a shard owns its records exclusively (no block is reachable from
@@ -204,7 +206,12 @@ impl<const L: usize> Shard<L> {
             bytes: 0,
             head: None,
             tail: None,
+            version: 0,
         }
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 
     /// The hash's bits below the shard's: what orders and places records here.
@@ -270,6 +277,9 @@ impl<const L: usize> Shard<L> {
             cur = r.link(0);
         }
         let action = f(cur.map(|r| r.record(L).1));
+        if !matches!(action, Action::Keep) {
+            self.version += 1;
+        }
         Ok(match (action, cur) {
             (Action::Keep, Some(r)) => {
                 self.touch(r);
@@ -383,6 +393,7 @@ impl<const L: usize> Shard<L> {
         }
         self.unchain(b, prev, r);
         self.drop_record(r);
+        self.version += 1;
         true
     }
 
@@ -462,6 +473,7 @@ impl<const L: usize> Shard<L> {
         }
         self.count = 0;
         self.bytes = 0;
+        self.version += 1;
         self.head = None;
         self.tail = None;
     }

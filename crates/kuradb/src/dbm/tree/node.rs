@@ -204,6 +204,18 @@ impl Leaf {
         self.starts.shrink_to_fit();
     }
 
+    /// Makes room for `extra` more bytes and one more record, growing the
+    /// buffers by an eighth rather than doubling them: an in-memory leaf's
+    /// slack is memory the database holds for good.
+    pub(crate) fn reserve_gently(&mut self, extra: usize) {
+        if self.data.capacity() - self.data.len() < extra {
+            self.data.reserve_exact(extra + self.data.len() / 8);
+        }
+        if self.starts.capacity() == self.starts.len() {
+            self.starts.reserve_exact(1 + self.starts.len() / 8);
+        }
+    }
+
     /// The heap bytes the leaf's buffers take.
     pub(crate) fn heap_size(&self) -> usize {
         self.data.capacity() + self.starts.capacity() * std::mem::size_of::<u32>()
