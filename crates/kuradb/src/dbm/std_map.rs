@@ -645,7 +645,10 @@ impl StdTreeDbm {
     fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<Seen> {
         let inner = self.core.set.read();
         let set = &inner.set;
+        let exact = key.filter(|_| inclusive).and_then(|k| set.get(k));
         let found = match (forward, key) {
+            // A key that is there is found in one descent; a range walks both of its edges.
+            _ if exact.is_some() => exact,
             (true, None) => set.first(),
             (false, None) => set.last(),
             (true, Some(k)) => set.range::<[u8], _>((bound(k, inclusive), Bound::Unbounded)).next(),
