@@ -7,14 +7,20 @@
 //! flag of one database given with another is refused with its name.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
+use kuradb::dbm::baby::{BabyDbm, BabyOptions};
+use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
+use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
+use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
 use kuradb::dbm::Dbm;
 use kuradb::file::OpenOptions;
 use kuradb::{Error, ErrorKind, Result};
+use parking_lot::Mutex;
 
 use crate::file_options::FileOptions;
 
@@ -90,12 +96,14 @@ fn parse_dbm_name(name: &str) -> std::result::Result<DbmName, String> {
 #[derive(Args, Clone, Debug)]
 pub struct DbmOptions {
     /// The database implementation: auto (by the path's extension: .tkh is hash,
-    /// .tkt or .tree is tree, .tks or .skip is skip), hash, tree or skip. (tiny,
-    /// baby, cache, stdhash and stdtree are not implemented yet.)
+    /// .tkt or .tree is tree, .tks or .skip is skip, .flat or .tkmt is tiny,
+    /// .tkmb baby, .tkmc cache, .tksh stdhash, .tkst stdtree), hash, tree,
+    /// skip, or the on-memory tiny, baby, cache, stdhash and stdtree.
     #[arg(long = "dbm", value_name = "IMPL", default_value = "auto", value_parser = parse_dbm_name)]
     pub dbm: DbmName,
 
-    /// The path of the database file (required by file databases such as hash and tree).
+    /// The path of the database file (required by file databases such as hash and
+    /// tree; an on-memory database reads and writes its flat file there, if given).
     #[arg(long = "path", value_name = "PATH")]
     pub path: Option<PathBuf>,
 
@@ -123,6 +131,9 @@ pub struct DbmOptions {
 
     #[command(flatten)]
     pub skip: SkipFlags,
+
+    #[command(flatten)]
+    pub cache: CacheFlags,
 }
 
 /// The tuning flags of the hash database, which also tune a tree's node store.
@@ -362,6 +373,29 @@ fn parse_comparator(name: &str) -> std::result::Result<KeyComparator, String> {
     KeyComparator::from_name(name.trim()).map_err(|e| e.message().to_string())
 }
 
+/// The caps of the cache database. An absent flag or a negative number keeps
+/// kuradb's default; either given with another database is refused.
+#[derive(Args, Clone, Debug)]
+pub struct CacheFlags {
+    /// (cache) The most records kept; more evict the least recently used [default: 1048576].
+    #[arg(long = "cap_rec_num", value_name = "NUM", allow_negative_numbers = true)]
+    pub cap_rec_num: Option<i64>,
+
+    /// (cache) The most bytes of records kept; more evict the least recently
+    /// used [default: no cap].
+    #[arg(long = "cap_mem_size", value_name = "NUM", allow_negative_numbers = true)]
+    pub cap_mem_size: Option<i64>,
+}
+
+impl CacheFlags {
+    /// The flags given, by name, so that another database can refuse them.
+    fn given(&self) -> Vec<&'static str> {
+        let flags =
+            [("--cap_rec_num", self.cap_rec_num.is_some()), ("--cap_mem_size", self.cap_mem_size.is_some())];
+        flags.into_iter().filter(|(_, present)| *present).map(|(flag, _)| flag).collect()
+    }
+}
+
 /// A tuning number: `None` if negative (unset, as in the reference), an error
 /// naming the flag if above `max`. Finer checks are the database's, at open.
 fn tuning(flag: &str, value: i64, max: u64) -> Result<Option<u64>> {
@@ -405,11 +439,17 @@ impl OpenDbm for TreeDbm {
     }
 }
 
-impl OpenDbm for SkipDbm {
-    fn close_dbm(self: Box<Self>) -> Result<()> {
-        (*self).close()
-    }
+macro_rules! open_dbm {
+    ($($name:ty),*) => {$(
+        impl OpenDbm for $name {
+            fn close_dbm(self: Box<Self>) -> Result<()> {
+                (*self).close()
+            }
+        }
+    )*};
 }
+
+open_dbm!(SkipDbm, TinyDbm, BabyDbm, CacheDbm, StdHashDbm, StdTreeDbm);
 
 /// The implementations kuradb has; [`DbmOptions::opener`] refuses the others.
 #[derive(Clone, Debug)]
@@ -417,6 +457,7 @@ enum Implementation {
     Hash(HashOptions),
     Tree(TreeOptions),
     Skip(SkipOptions),
+    Memory(MemorySetup),
 }
 
 /// When a database's updates show to its readers.
@@ -428,6 +469,157 @@ pub enum Updates {
     /// phase, every remove of a key that was there finds it. With
     /// `duplicates`, every set adds a record beside the key's others.
     Deferred { duplicates: bool },
+}
+
+/// An on-memory database's choice and tuning. Without a path the database
+/// lives between phases in the opener, as the reference keeps its object.
+#[derive(Clone, Debug)]
+struct MemorySetup {
+    name: DbmName,
+    path: Option<PathBuf>,
+    buckets: Option<u64>,
+    baby: BabyOptions,
+    cache: CacheOptions,
+    kept: Kept,
+}
+
+/// The database of a run without a path, between its phases.
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Option<Box<dyn OpenDbm>>>>);
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.lock().is_some() { "Kept(database)" } else { "Kept(none)" })
+    }
+}
+
+impl MemorySetup {
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn OpenDbm>> {
+        let Some(path) = &self.path else {
+            let kept = if mode == OpenMode::Create { None } else { self.kept.0.lock().take() };
+            return kept.map_or_else(|| self.build(None, true, true), Ok);
+        };
+        self.build(Some(path), mode != OpenMode::Read, mode == OpenMode::Create)
+    }
+
+    fn build(&self, path: Option<&Path>, writable: bool, truncate: bool) -> Result<Box<dyn OpenDbm>> {
+        Ok(match self.name {
+            DbmName::Tiny => {
+                let mut o = TinyOptions { truncate, ..TinyOptions::default() };
+                if let Some(b) = self.buckets {
+                    o.num_buckets = b;
+                }
+                match path {
+                    Some(p) => Box::new(TinyDbm::open(p, writable, &o)?),
+                    None => Box::new(TinyDbm::new(&o)),
+                }
+            }
+            DbmName::Baby => {
+                let o = BabyOptions { truncate, ..self.baby.clone() };
+                match path {
+                    Some(p) => Box::new(BabyDbm::open(p, writable, &o)?),
+                    None => Box::new(BabyDbm::new(&o)?),
+                }
+            }
+            DbmName::Cache => {
+                let o = CacheOptions { truncate, ..self.cache.clone() };
+                match path {
+                    Some(p) => Box::new(CacheDbm::open(p, writable, &o)?),
+                    None => Box::new(CacheDbm::new(&o)?),
+                }
+            }
+            DbmName::StdHash | DbmName::StdTree => {
+                let num_buckets = match self.buckets {
+                    Some(b) => b.try_into().unwrap_or(usize::MAX),
+                    None => StdOptions::default().num_buckets,
+                };
+                let o = StdOptions { num_buckets, truncate };
+                match (self.name, path) {
+                    (DbmName::StdHash, Some(p)) => Box::new(StdHashDbm::open(p, writable, &o)?),
+                    (DbmName::StdHash, None) => Box::new(StdHashDbm::new(&o)),
+                    (_, Some(p)) => Box::new(StdTreeDbm::open(p, writable, &o)?),
+                    (_, None) => Box::new(StdTreeDbm::new(&o)),
+                }
+            }
+            other => return Err(invalid(format!("{} is not an on-memory database", other.name()))),
+        })
+    }
+}
+
+impl DbmOptions {
+    /// The opener of an on-memory database, refusing the flags of others.
+    fn memory_opener(&self, name: DbmName) -> Result<DbmOpener> {
+        let mut refused: Vec<&'static str> = Vec::new();
+        let tree_given = self.tree.given();
+        refused.extend(tree_given.iter().filter(|f| name != DbmName::Baby || **f == "--max_cached_pages"));
+        if name != DbmName::Cache {
+            refused.extend(self.cache.given());
+        }
+        refused.extend(self.skip.given());
+        let h = &self.hash;
+        let hash_only = [
+            ("--append", h.append),
+            ("--record_crc", !matches!(h.record_crc.as_str(), "0" | "-1")),
+            ("--offset_width", h.offset_width >= 0),
+            ("--align_pow", h.align_pow >= 0),
+            ("--fbp_cap", h.fbp_cap >= 0),
+            ("--min_read_size", h.min_read_size >= 0),
+            ("--cache_buckets", h.cache_buckets),
+            ("--buckets", h.buckets >= 0 && matches!(name, DbmName::Baby | DbmName::StdTree)),
+        ];
+        let f = &self.file;
+        let file_only = [
+            ("--block_size", f.block_size != 1),
+            ("--head_buffer", f.head_buffer != 0),
+            ("--direct_io", f.direct_io),
+            ("--sync_io", f.sync_io),
+            ("--padding", f.padding),
+            ("--pagecache", f.pagecache),
+            ("--page_cache_capacity", f.page_cache_capacity.is_some()),
+            ("--alloc_init", f.alloc_init.is_some()),
+            ("--alloc_inc", f.alloc_inc.is_some()),
+        ];
+        refused.extend(hash_only.iter().chain(&file_only).filter(|(_, given)| *given).map(|(flag, _)| *flag));
+        if let Some(flag) = refused.first() {
+            return Err(invalid(format!(
+                "{flag} is not a flag of the {} database (--dbm {}), which lives in memory",
+                name.name(),
+                name.name()
+            )));
+        }
+        let mut baby = BabyOptions::default();
+        let mut tree = TreeOptions {
+            max_page_size: baby.max_page_size,
+            max_branches: baby.max_branches,
+            ..TreeOptions::default()
+        };
+        self.tree.apply(&mut tree)?;
+        baby.max_page_size = tree.max_page_size;
+        baby.max_branches = tree.max_branches;
+        baby.comparator = tree.comparator;
+        let mut cache = CacheOptions::default();
+        if let Some(n) = tuning("cap_rec_num", self.cache.cap_rec_num.unwrap_or(-1), u64::MAX)? {
+            cache.cap_rec_num = n;
+        }
+        if let Some(n) = tuning("cap_mem_size", self.cache.cap_mem_size.unwrap_or(-1), u64::MAX)? {
+            cache.cap_mem_size = n;
+        }
+        let setup = MemorySetup {
+            name,
+            path: self.path.clone(),
+            buckets: tuning("buckets", h.buckets, u64::MAX)?,
+            baby,
+            cache,
+            kept: Kept::default(),
+        };
+        // Checks the tuning now rather than at the first phase.
+        drop(setup.build(None, true, true)?);
+        Ok(DbmOpener {
+            implementation: Implementation::Memory(setup),
+            path: PathBuf::new(),
+            sync_hard: self.sync_hard,
+        })
+    }
 }
 
 /// Everything needed to open the chosen database, checked once before any phase.
@@ -457,11 +649,24 @@ impl DbmOptions {
             }
             (name, _) => name,
         };
+        if matches!(
+            name,
+            DbmName::Tiny | DbmName::Baby | DbmName::Cache | DbmName::StdHash | DbmName::StdTree
+        ) {
+            return self.memory_opener(name);
+        }
+        if let Some(flag) = self.cache.given().first() {
+            return Err(invalid(format!(
+                "{flag} is a flag of the cache database, not of the {} database (--dbm {})",
+                name.name(),
+                name.name()
+            )));
+        }
         if !matches!(name, DbmName::Hash | DbmName::Tree | DbmName::Skip) {
             return Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!(
-                    "the {} database (--dbm {}) is not implemented yet in kuradb: only hash, tree and skip are",
+                    "the {} database (--dbm {}) is not implemented yet in kuradb",
                     name.name(),
                     name.name()
                 ),
@@ -545,6 +750,7 @@ impl DbmOpener {
             Implementation::Hash(_) => "hash",
             Implementation::Tree(_) => "tree",
             Implementation::Skip(_) => "skip",
+            Implementation::Memory(ref m) => m.name.name(),
         }
     }
 
@@ -576,12 +782,18 @@ impl DbmOpener {
                 phase_open(&mut options.open, mode);
                 Ok(Box::new(SkipDbm::open(&self.path, mode != OpenMode::Read, &options)?))
             }
+            Implementation::Memory(setup) => setup.open(mode),
         }
     }
 
     /// Closes a database after a phase, first synchronizing it with the device
     /// if it was opened for writing and `--sync_hard` was given.
     pub fn close(&self, db: Box<dyn OpenDbm>, mode: OpenMode) -> Result<()> {
+        if let Implementation::Memory(MemorySetup { path: None, kept, .. }) = &self.implementation {
+            // Nothing to write: the database waits in memory for the next phase.
+            *kept.0.lock() = Some(db);
+            return Ok(());
+        }
         if self.sync_hard && mode != OpenMode::Read {
             db.synchronize(true)?;
         }
@@ -697,5 +909,69 @@ mod tests {
         assert!(err.message().contains("unknown key comparator \"alpha\""), "{err}");
         let err = opener(&["--dbm", "tree", "--path", "x", "--max_branches", "-"]).unwrap_err();
         assert!(err.message().contains("--max_branches"), "{err}");
+    }
+
+    #[test]
+    fn memory_databases_live_between_phases_without_a_path() {
+        for name in ["tiny", "baby", "cache", "stdhash", "stdtree"] {
+            let o = opener(&["--dbm", name]).unwrap();
+            assert_eq!(o.name(), name);
+            let db = o.open(OpenMode::Create).unwrap();
+            db.set(b"k", b"v", true).unwrap();
+            o.close(db, OpenMode::Create).unwrap();
+            let db = o.open(OpenMode::Read).unwrap();
+            assert_eq!(db.get(b"k").unwrap().unwrap(), b"v", "{name}: kept between phases");
+            o.close(db, OpenMode::Read).unwrap();
+            let db = o.open(OpenMode::Create).unwrap();
+            assert_eq!(db.count().unwrap(), 0, "{name}: a new run starts empty");
+            o.close(db, OpenMode::Create).unwrap();
+        }
+    }
+
+    #[test]
+    fn memory_databases_with_a_path_keep_a_flat_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tkmb");
+        let path = path.to_str().unwrap();
+        let o = opener(&["--path", path, "--key_comparator", "decimal"]).unwrap();
+        assert_eq!(o.name(), "baby");
+        let db = o.open(OpenMode::Create).unwrap();
+        db.set(b"10", b"x", true).unwrap();
+        db.set(b"9", b"y", true).unwrap();
+        o.close(db, OpenMode::Create).unwrap();
+        let db = o.open(OpenMode::Read).unwrap();
+        let mut c = db.iter().unwrap();
+        c.first().unwrap();
+        assert_eq!(c.get().unwrap().unwrap().0, b"9", "the comparator orders the keys");
+        assert!(db.set(b"1", b"z", true).is_err(), "a reading phase opens for reading");
+        drop(c);
+        o.close(db, OpenMode::Read).unwrap();
+    }
+
+    #[test]
+    fn memory_flags_are_checked_and_others_refused() {
+        opener(&["--dbm", "cache", "--cap_rec_num", "10", "--cap_mem_size", "1000"]).unwrap();
+        opener(&["--dbm", "tiny", "--buckets", "100"]).unwrap();
+        opener(&["--dbm", "stdhash", "--buckets", "100"]).unwrap();
+        opener(&["--dbm", "baby", "--key_comparator", "decimal", "--max_page_size", "1000"]).unwrap();
+        assert!(opener(&["--dbm", "cache", "--cap_rec_num", "0"]).is_err());
+        assert!(opener(&["--dbm", "baby", "--max_branches", "2"]).is_err());
+        for (dbm, flag, value) in [
+            ("tiny", "--cap_rec_num", "5"),
+            ("hash", "--cap_mem_size", "5"),
+            ("baby", "--buckets", "5"),
+            ("stdtree", "--buckets", "5"),
+            ("tiny", "--max_page_size", "100"),
+            ("baby", "--max_cached_pages", "5"),
+            ("cache", "--align_pow", "3"),
+            ("tiny", "--block_size", "512"),
+        ] {
+            let mut args = vec!["--dbm", dbm, flag, value];
+            if dbm == "hash" {
+                args.extend(["--path", "x.tkh"]);
+            }
+            let err = opener(&args).unwrap_err();
+            assert!(err.message().contains(flag), "{err}");
+        }
     }
 }

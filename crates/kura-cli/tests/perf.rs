@@ -256,7 +256,12 @@ fn bad_input_fails_clearly() {
         ),
         (&["sequence", "--dbm", "skip", "--reducer", "second"], Some(&path), 2, "unknown reducer \"second\""),
         (&["wicked", "--dbm", "skip", "--validate"], Some(&path), 1, "validate it with `kura perf sequence"),
-        (&["parallel", "--dbm", "tiny"], None, 1, "the tiny database (--dbm tiny) is not implemented yet"),
+        (
+            &["parallel", "--dbm", "tiny", "--align_pow", "3"],
+            None,
+            1,
+            "--align_pow is not a flag of the tiny database",
+        ),
         (&["sequence", "--dbm", "hash"], None, 1, "give the file's --path"),
         (&["sequence"], None, 1, "give --dbm hash"),
         (&["sequence"], Some(&dir.path().join("x.dat")), 1, "cannot tell the database"),
@@ -435,4 +440,45 @@ fn tree_flags_fail_clearly() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
     assert!(!hash.exists(), "a refused flag creates no file");
+}
+
+const MEMORY_DBMS: [&str; 5] = ["tiny", "baby", "cache", "stdhash", "stdtree"];
+
+/// The JSON phase objects of a run that must succeed, with no --path.
+fn phases_in_memory(args: &[&str]) -> Vec<Value> {
+    let output = kura(args, None);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{args:?} failed: {}\n{stdout}", text(&output.stderr));
+    stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn memory_databases_run_and_validate_every_workload() {
+    let dir = tempfile::tempdir().unwrap();
+    for dbm in MEMORY_DBMS {
+        let args = ["sequence", "--json", "--iter", "1000", "--threads", "2", "--validate", "--dbm", dbm];
+        // Without a path the database lives in memory between the phases.
+        check_sequence_of(dbm, &phases_in_memory(&args), 2000, &format!("{dbm} in memory"));
+        // With one, each phase reads the flat file and the writing ones write it.
+        let path = dir.path().join(format!("{dbm}.flat"));
+        check_sequence_of(dbm, &phases(&args, &path), 2000, &format!("{dbm} with a flat file"));
+        let mut random = args.to_vec();
+        random.extend(["--random_key", "--random_value", "--size", "30"]);
+        let found = phases_in_memory(&random);
+        assert_eq!(found.len(), 4, "{dbm}");
+        for mode in ["parallel", "wicked"] {
+            let found = phases_in_memory(&[
+                mode,
+                "--json",
+                "--iter",
+                "2000",
+                "--threads",
+                "3",
+                "--validate",
+                "--dbm",
+                dbm,
+            ]);
+            assert_eq!(found.len(), 1, "{dbm} {mode}");
+        }
+    }
 }

@@ -7,10 +7,15 @@
 //! methods (get, set, remove, append, compare_exchange, increment and the
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
+pub mod baby;
+pub mod cache;
+pub mod flat;
 pub mod hash;
 pub mod poly;
 pub mod shard;
 pub mod skip;
+pub mod std_map;
+pub mod tiny;
 pub mod tree;
 mod varint;
 
@@ -341,7 +346,7 @@ pub trait Dbm: Send + Sync {
     }
 }
 
-fn duplication(key: &[u8]) -> Error {
+pub(crate) fn duplication(key: &[u8]) -> Error {
     Error::new(
         ErrorKind::Duplication,
         format!("record {} exists and overwriting was not asked for", show_key(key)),

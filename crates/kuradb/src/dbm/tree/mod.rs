@@ -20,7 +20,7 @@
 //! the automatic restore, exactly the tree as it was synchronized last.
 
 mod comparator;
-mod node;
+pub(crate) mod node;
 mod options;
 
 use std::ops::{Bound, RangeBounds};

@@ -189,6 +189,30 @@ impl Leaf {
         self.splice(at, end - at, &bytes, i + 1);
     }
 
+    /// Gives back the room the buffers hold beyond the records (an
+    /// in-memory leaf keeps no slack after a split).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.data.shrink_to_fit();
+        self.starts.shrink_to_fit();
+    }
+
+    /// Makes room for `extra` more bytes and one more record, growing the
+    /// buffers by an eighth rather than doubling them: an in-memory leaf's
+    /// slack is memory the database holds for good.
+    pub(crate) fn reserve_gently(&mut self, extra: usize) {
+        if self.data.capacity() - self.data.len() < extra {
+            self.data.reserve_exact(extra + self.data.len() / 8);
+        }
+        if self.starts.capacity() == self.starts.len() {
+            self.starts.reserve_exact(1 + self.starts.len() / 8);
+        }
+    }
+
+    /// The heap bytes the leaf's buffers take.
+    pub(crate) fn heap_size(&self) -> usize {
+        self.data.capacity() + self.starts.capacity() * std::mem::size_of::<u32>()
+    }
+
     /// Moves the records from `at` on into a new leaf.
     pub(crate) fn split_off(&mut self, at: usize) -> Leaf {
         let cut = self.starts[at] as usize;
