@@ -11,9 +11,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::baby::{BabyDbm, BabyOptions};
+use super::cache::{CacheDbm, CacheOptions};
 use super::hash::{HashDbm, HashOptions, RebuildParams, RestoreMode, UpdateMode};
 use super::shard::ShardDbm;
 use super::skip::{Reducer, SkipDbm, SkipOptions};
+use super::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
+use super::tiny::{TinyDbm, TinyOptions};
 use super::tree::{KeyComparator, TreeDbm, TreeOptions};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -28,16 +32,37 @@ pub enum DbmClass {
     Tree,
     /// [`SkipDbm`].
     Skip,
+    /// [`TinyDbm`], on memory.
+    Tiny,
+    /// [`BabyDbm`], on memory.
+    Baby,
+    /// [`CacheDbm`], on memory.
+    Cache,
+    /// [`StdHashDbm`], on memory.
+    StdHash,
+    /// [`StdTreeDbm`], on memory.
+    StdTree,
 }
 
 impl DbmClass {
     /// Every class, with its short name, the reference's class name and the
     /// extensions that choose it for a new file.
-    const ALL: [(DbmClass, &'static str, &'static str, &'static [&'static str]); 3] = [
+    const ALL: [(DbmClass, &'static str, &'static str, &'static [&'static str]); 8] = [
         (DbmClass::Hash, "hash", "HashDBM", &["hash", "tkh", "kh"]),
         (DbmClass::Tree, "tree", "TreeDBM", &["tree", "tkt", "kt"]),
         (DbmClass::Skip, "skip", "SkipDBM", &["skip", "tks", "ks"]),
+        (DbmClass::Tiny, "tiny", "TinyDBM", &["tiny", "flat", "tkmt"]),
+        (DbmClass::Baby, "baby", "BabyDBM", &["baby", "tkmb"]),
+        (DbmClass::Cache, "cache", "CacheDBM", &["cache", "tkmc"]),
+        (DbmClass::StdHash, "stdhash", "StdHashDBM", &["stdhash", "tksh"]),
+        (DbmClass::StdTree, "stdtree", "StdTreeDBM", &["stdtree", "tkst"]),
     ];
+
+    /// Whether the class keeps its records in memory (and its file, if it
+    /// has one, is a flat file any of these classes reads).
+    pub fn is_on_memory(self) -> bool {
+        !matches!(self, DbmClass::Hash | DbmClass::Tree | DbmClass::Skip)
+    }
 
     /// The short name (`hash`, `tree`, `skip`).
     pub fn name(self) -> &'static str {
@@ -55,7 +80,10 @@ impl DbmClass {
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::InvalidArgument,
-                    format!("unknown database class {name:?}: expected hash, tree or skip"),
+                    format!(
+                        "unknown database class {name:?}: expected hash, tree, skip, tiny, baby, cache, \
+                         stdhash or stdtree"
+                    ),
                 )
             })
     }
@@ -67,7 +95,9 @@ impl DbmClass {
     }
 
     /// The class of an existing file, from its first bytes; `None` for an
-    /// empty file.
+    /// empty file. A flat file, which every on-memory class reads, answers
+    /// [`DbmClass::Tiny`]; [`PolyDbm::class_of`] lets `dbm=` or the extension
+    /// choose another on-memory class for it.
     pub fn of_file(path: &Path) -> Result<Option<DbmClass>> {
         let mut head = [0u8; 16];
         let n = {
@@ -92,6 +122,9 @@ impl DbmClass {
         }
         if head.starts_with(b"KuraSkp\n") {
             return Ok(Some(DbmClass::Skip));
+        }
+        if head.starts_with(b"KuraFlat") {
+            return Ok(Some(DbmClass::Tiny));
         }
         if head.starts_with(b"Tkrzw") {
             return Err(Error::new(
@@ -272,6 +305,11 @@ enum Options {
     Hash(HashOptions),
     Tree(TreeOptions),
     Skip(SkipOptions),
+    Tiny(TinyOptions),
+    Baby(BabyOptions),
+    Cache(CacheOptions),
+    StdHash(StdOptions),
+    StdTree(StdOptions),
 }
 
 fn file_and_open(t: &mut Taker<'_>) -> Result<(FileSpec, OpenOptions)> {
@@ -385,9 +423,59 @@ fn options_for(class: DbmClass, params: &Params) -> Result<Options> {
             }
             Options::Skip(o)
         }
+        DbmClass::Tiny => {
+            let mut o = TinyOptions { truncate: memory_truncate(&mut t)?, ..TinyOptions::default() };
+            if let Some(n) = t.number(&["num_buckets", "buckets"])? {
+                o.num_buckets = n;
+            }
+            Options::Tiny(o)
+        }
+        DbmClass::Baby => {
+            let mut o = BabyOptions { truncate: memory_truncate(&mut t)?, ..BabyOptions::default() };
+            if let Some(n) = t.number(&["max_page_size"])? {
+                o.max_page_size = n;
+            }
+            if let Some(n) = t.number(&["max_branches"])? {
+                o.max_branches = n;
+            }
+            if let Some((_, value)) = t.take(&["key_comparator"]) {
+                o.comparator = KeyComparator::from_name(value)?;
+            }
+            Options::Baby(o)
+        }
+        DbmClass::Cache => {
+            let mut o = CacheOptions { truncate: memory_truncate(&mut t)?, ..CacheOptions::default() };
+            if let Some(n) = t.number(&["cap_rec_num"])? {
+                o.cap_rec_num = n;
+            }
+            if let Some(n) = t.number(&["cap_mem_size"])? {
+                o.cap_mem_size = n;
+            }
+            Options::Cache(o)
+        }
+        DbmClass::StdHash | DbmClass::StdTree => {
+            let mut o = StdOptions { truncate: memory_truncate(&mut t)?, ..StdOptions::default() };
+            if let Some(n) = t.number(&["num_buckets", "buckets"])? {
+                o.num_buckets = n;
+            }
+            if class == DbmClass::StdHash {
+                Options::StdHash(o)
+            } else {
+                Options::StdTree(o)
+            }
+        }
     };
     t.finish()?;
     Ok(options)
+}
+
+/// The open parameters an on-memory database takes: `truncate` (and the
+/// locking ones, which it accepts and has no use for: its flat file is read
+/// at open and replaced whole, never held).
+fn memory_truncate(t: &mut Taker<'_>) -> Result<bool> {
+    t.flag(&["no_wait"])?;
+    t.flag(&["no_lock"])?;
+    Ok(t.flag(&["truncate"])?.unwrap_or(false))
 }
 
 /// The database a [`PolyDbm`] opened.
@@ -396,6 +484,11 @@ enum Inner {
     Tree(Box<TreeDbm>),
     Skip(Box<SkipDbm>),
     Shard(Box<ShardDbm>),
+    Tiny(Box<TinyDbm>),
+    Baby(Box<BabyDbm>),
+    Cache(Box<CacheDbm>),
+    StdHash(Box<StdHashDbm>),
+    StdTree(Box<StdTreeDbm>),
 }
 
 /// Any database, opened from a path and parameters.
@@ -456,6 +549,11 @@ impl PolyDbm {
                 reducer = o.reducer.clone();
                 Inner::Skip(Box::new(SkipDbm::open(&path, writable, &o)?))
             }
+            Options::Tiny(o) => Inner::Tiny(Box::new(TinyDbm::open(&path, writable, &o)?)),
+            Options::Baby(o) => Inner::Baby(Box::new(BabyDbm::open(&path, writable, &o)?)),
+            Options::Cache(o) => Inner::Cache(Box::new(CacheDbm::open(&path, writable, &o)?)),
+            Options::StdHash(o) => Inner::StdHash(Box::new(StdHashDbm::open(&path, writable, &o)?)),
+            Options::StdTree(o) => Inner::StdTree(Box::new(StdTreeDbm::open(&path, writable, &o)?)),
         };
         Ok(PolyDbm { inner, class, path, reducer })
     }
@@ -463,11 +561,11 @@ impl PolyDbm {
     /// The order of the keys of an ordered database (`None` for a hash one).
     pub fn key_order(&self) -> Result<Option<KeyComparator>> {
         Ok(match &self.inner {
-            Inner::Hash(_) => None,
-            Inner::Skip(_) => Some(KeyComparator::Lexical),
+            Inner::Hash(_) | Inner::Tiny(_) | Inner::Cache(_) | Inner::StdHash(_) => None,
+            Inner::Skip(_) | Inner::StdTree(_) => Some(KeyComparator::Lexical),
             Inner::Shard(db) => db.key_order(),
-            Inner::Tree(db) => {
-                let named = db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
+            Inner::Tree(_) | Inner::Baby(_) => {
+                let named = self.dbm().inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
                 Some(named.map_or(Ok(KeyComparator::Lexical), |(_, name)| KeyComparator::from_name(&name))?)
             }
         })
@@ -487,6 +585,15 @@ impl PolyDbm {
             Ok(meta) if meta.len() > 0 => DbmClass::of_file(path)?,
             _ => None,
         };
+        // A flat file serves every on-memory class: dbm= or the extension
+        // says which.
+        let found = match found {
+            Some(found) if found.is_on_memory() => {
+                let wanted = named.or_else(|| DbmClass::from_extension(path));
+                Some(wanted.filter(|c| c.is_on_memory()).unwrap_or(found))
+            }
+            found => found,
+        };
         match (found, named) {
             (Some(found), Some(named)) if found != named => Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -498,8 +605,9 @@ impl PolyDbm {
                 Error::new(
                     ErrorKind::InvalidArgument,
                     format!(
-                        "cannot tell which database {} should be: give dbm=hash, tree or skip, or use the \
-                         extension .hash, .tree or .skip (or .tkh, .tkt, .tks)",
+                        "cannot tell which database {} should be: give dbm=hash, tree, skip, tiny, baby, \
+                         cache, stdhash or stdtree, or use such an extension (or the reference's: .tkh, \
+                         .tkt, .tks, .tkmt, .tkmb, .tkmc, .tksh, .tkst)",
                         path.display()
                     ),
                 )
@@ -518,6 +626,11 @@ impl PolyDbm {
             Inner::Tree(db) => db.as_ref(),
             Inner::Skip(db) => db.as_ref(),
             Inner::Shard(db) => db.as_ref(),
+            Inner::Tiny(db) => db.as_ref(),
+            Inner::Baby(db) => db.as_ref(),
+            Inner::Cache(db) => db.as_ref(),
+            Inner::StdHash(db) => db.as_ref(),
+            Inner::StdTree(db) => db.as_ref(),
         }
     }
 
@@ -528,6 +641,11 @@ impl PolyDbm {
             Inner::Tree(db) => (*db).close(),
             Inner::Skip(db) => (*db).close(),
             Inner::Shard(db) => (*db).close(),
+            Inner::Tiny(db) => (*db).close(),
+            Inner::Baby(db) => (*db).close(),
+            Inner::Cache(db) => (*db).close(),
+            Inner::StdHash(db) => (*db).close(),
+            Inner::StdTree(db) => (*db).close(),
         }
     }
 
@@ -569,6 +687,10 @@ impl PolyDbm {
                 t.finish()?;
                 db.rebuild_with(&reducer)
             }
+            Inner::Tiny(_) | Inner::Baby(_) | Inner::Cache(_) | Inner::StdHash(_) | Inner::StdTree(_) => {
+                t.finish()?;
+                self.dbm().rebuild()
+            }
             Inner::Shard(db) => {
                 // Shard by shard, each checking the parameters as above.
                 for shard in db.shards() {
@@ -602,6 +724,18 @@ impl PolyDbm {
             Options::Hash(o) => HashDbm::restore(src, dest, &o),
             Options::Tree(o) => TreeDbm::restore(src, dest, &o),
             Options::Skip(o) => SkipDbm::restore(src, dest, &o),
+            // A flat file is written whole and renamed into place: it is
+            // either whole, and copied, or damaged, and refused by name.
+            _ => {
+                let db = PolyDbm::open(src, false, &params.without("truncate"))?;
+                let dest_params = params.without("truncate");
+                let out = PolyDbm::open(dest.as_ref(), true, &dest_params)?;
+                db.export(&out)?;
+                let count = out.count()?;
+                out.close()?;
+                db.close()?;
+                Ok(count)
+            }
         }
     }
 
@@ -728,7 +862,13 @@ mod tests {
     fn classes_come_from_names_extensions_and_headers() {
         assert_eq!(DbmClass::from_name("TreeDBM").unwrap(), DbmClass::Tree);
         assert_eq!(DbmClass::from_name(" skip ").unwrap(), DbmClass::Skip);
-        assert!(DbmClass::from_name("poly").unwrap_err().message().contains("expected hash, tree or skip"));
+        assert!(DbmClass::from_name("poly")
+            .unwrap_err()
+            .message()
+            .contains("expected hash, tree, skip, tiny"));
+        assert_eq!(DbmClass::from_name("BabyDBM").unwrap(), DbmClass::Baby);
+        assert_eq!(DbmClass::from_extension(Path::new("a.tkmc")), Some(DbmClass::Cache));
+        assert_eq!(DbmClass::from_extension(Path::new("a.flat")), Some(DbmClass::Tiny));
         assert_eq!(DbmClass::from_extension(Path::new("a.TKH")), Some(DbmClass::Hash));
         assert_eq!(DbmClass::from_extension(Path::new("a.skip")), Some(DbmClass::Skip));
         assert_eq!(DbmClass::from_extension(Path::new("a")), None);
@@ -743,9 +883,13 @@ mod tests {
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
         assert_eq!(PolyDbm::open(&junk, false, &Params::new()).err().unwrap().kind(), ErrorKind::BrokenData);
         let err = PolyDbm::open(dir.path().join("noext"), true, &Params::new()).err().unwrap();
-        assert!(err.message().contains("give dbm=hash, tree or skip"), "{err}");
-        for (class, name) in [(DbmClass::Hash, "h.dat"), (DbmClass::Tree, "t.dat"), (DbmClass::Skip, "s.dat")]
-        {
+        assert!(err.message().contains("give dbm=hash, tree, skip"), "{err}");
+        for (class, name) in [
+            (DbmClass::Hash, "h.dat"),
+            (DbmClass::Tree, "t.dat"),
+            (DbmClass::Skip, "s.dat"),
+            (DbmClass::Tiny, "m.dat"),
+        ] {
             let path = dir.path().join(name);
             let params = Params::parse(&format!("dbm={}", class.name())).unwrap();
             let db = PolyDbm::open(&path, true, &params).unwrap();
@@ -794,6 +938,35 @@ mod tests {
         let db = open("c.tks", "").unwrap();
         assert_eq!((db.count().unwrap(), db.get(b"a").unwrap()), (1, Some(b"2".to_vec())));
         db.close().unwrap();
+    }
+
+    #[test]
+    fn on_memory_classes_share_the_flat_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.tkmb");
+        let db =
+            PolyDbm::open(&path, true, &Params::parse("key_comparator=decimal,max_page_size=64").unwrap())
+                .unwrap();
+        assert_eq!(db.class(), DbmClass::Baby);
+        for n in [10, 9, 100] {
+            db.set(n.to_string().as_bytes(), b"v", true).unwrap();
+        }
+        assert_eq!(db.key_order().unwrap(), Some(KeyComparator::Decimal));
+        db.close().unwrap();
+        // The same flat file, read as each on-memory class by dbm=.
+        for class in ["tiny", "baby", "cache", "stdhash", "stdtree"] {
+            let db = PolyDbm::open(&path, false, &Params::parse(&format!("dbm={class}")).unwrap()).unwrap();
+            assert_eq!((db.class().name(), db.count().unwrap()), (class, 3));
+            db.close().unwrap();
+        }
+        let err = PolyDbm::open(&path, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        assert!(err.message().contains("not a hash one"), "{err}");
+        let err = PolyDbm::open(dir.path().join("c.tkmc"), true, &Params::parse("cap_rec_num=x").unwrap())
+            .err()
+            .unwrap();
+        assert!(err.message().contains("cap_rec_num must be a number"), "{err}");
+        let copied = PolyDbm::restore(&path, dir.path().join("copy.tkst"), &Params::new()).unwrap();
+        assert_eq!(copied, 3);
     }
 
     #[test]
