@@ -672,19 +672,26 @@ pub struct StdTreeCursor<'a> {
 }
 
 impl StdTreeCursor<'_> {
-    fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<(Vec<u8>, Vec<u8>)> {
+    fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
         self.at = self.db.seek(forward, key, inclusive);
-        self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()))
     }
 
-    fn step(&mut self, step: isize) -> Option<(Vec<u8>, Vec<u8>)> {
-        let seen = self.at.take()?;
+    /// Moves by `step` records (0: stays, finding the key again if the set
+    /// changed since it was seen).
+    fn step(&mut self, step: isize) {
+        let Some(seen) = self.at.take() else { return };
         if step == 0 && seen.version == self.db.version() {
             // Nothing changed since the record was seen: it is still there as it was.
             self.at = Some(seen);
-            return self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()));
+            return;
         }
-        self.seek(step >= 0, Some(seen.key.as_slice()), step == 0)
+        self.seek(step >= 0, Some(seen.key.as_slice()), step == 0);
+    }
+
+    /// The record at the position, as it is now.
+    fn current(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.step(0);
+        self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()))
     }
 }
 
@@ -702,16 +709,16 @@ impl Cursor for StdTreeCursor<'_> {
         Ok(())
     }
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        Ok(self.step(0))
+        Ok(self.current())
     }
     fn set(&mut self, value: &[u8]) -> Result<()> {
-        match self.step(0) {
+        match self.current() {
             Some((key, _)) => self.db.set(&key, value, true),
             None => Err(past_end()),
         }
     }
     fn remove(&mut self) -> Result<()> {
-        match self.step(0) {
+        match self.current() {
             Some((key, _)) => self.db.remove(&key).map(|_| ()),
             None => Err(past_end()),
         }
