@@ -2,7 +2,7 @@
 //! behind one reader-writer lock, the baselines of the on-memory databases.
 //!
 //! Each record is one allocation holding the key's length, the key and the
-//! value ([`Packed`]), and the set compares records by key: the standard
+//! value (`Packed`), and the set compares records by key: the standard
 //! containers with a pair of `Vec`s would take three times the memory.
 //! Readers share the lock and use only `&self` methods of the containers;
 //! writers hold it exclusively.

@@ -5,7 +5,7 @@
 //! with its own lock and its own buckets: operations on different shards run
 //! in parallel, and a shard that grows past two records a bucket doubles its
 //! buckets alone, holding up only the operations on that shard. The shards
-//! ([`shard`]) also carry [`CacheDbm`](crate::dbm::cache::CacheDbm)'s records.
+//! (`shard`) also carry [`CacheDbm`](crate::dbm::cache::CacheDbm)'s records.
 
 pub(crate) mod shard;
 
