@@ -2,6 +2,7 @@
 //! temporary directory, judged by its exit status, its output and what the
 //! database holds afterwards.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -390,24 +391,24 @@ fn restore_recovers_an_import_killed_mid_write() {
     const SYNC_EVERY: usize = 2000;
     for class in CLASSES {
         let db = db_path(dir.path(), "killed", class);
+        // The import reads standard input, which stays open: it cannot end
+        // before it is killed, however fast it runs.
         let mut child = Command::new(env!("CARGO_BIN_EXE_kura"))
-            .args(["util", "import", "--sync_every", &SYNC_EVERY.to_string(), path_str(&db), path_str(&tsv)])
+            .args(["util", "import", "--sync_every", &SYNC_EVERY.to_string(), path_str(&db), "-"])
+            .stdin(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Killed after it has had time to synchronize some records (the
-        // whole import takes seconds), while it is still writing.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !db.exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(1000));
-        if child.try_wait().unwrap().is_some() {
-            let output = child.wait_with_output().unwrap();
-            panic!("{class}: the import ended before it was killed: {}", text(&output.stderr));
-        }
+        let text = std::fs::read(&tsv).unwrap();
+        let half = text.iter().enumerate().filter(|(_, &b)| b == b'\n').nth(records.len() / 2).unwrap().0 + 1;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&text[..half]).unwrap();
+        // Time to take in what the pipe still holds and synchronize it.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(child.try_wait().unwrap().is_none(), "{class}: the import ended on its own");
         child.kill().unwrap();
         child.wait().unwrap();
+        drop(stdin);
 
         let restored = db_path(dir.path(), "restored", class);
         let out = ok(&["restore", path_str(&db), path_str(&restored)]);
