@@ -269,14 +269,7 @@ impl<'a> Taker<'a> {
     fn flag(&mut self, names: &[&str]) -> Result<Option<bool>> {
         match self.take(names) {
             None => Ok(None),
-            Some((name, value)) => match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" | "" => Ok(Some(true)),
-                "false" | "0" | "no" | "off" => Ok(Some(false)),
-                _ => Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("parameter {name} must be true or false, not {value:?}"),
-                )),
-            },
+            Some((name, value)) => parse_flag(name, value).map(Some),
         }
     }
 
@@ -296,6 +289,18 @@ impl<'a> Taker<'a> {
                 self.class.name()
             ),
         ))
+    }
+}
+
+/// A true-or-false parameter's value.
+pub(crate) fn parse_flag(name: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("parameter {name} must be true or false, not {value:?}"),
+        )),
     }
 }
 
@@ -347,12 +352,8 @@ fn hash_options(t: &mut Taker<'_>, mut o: HashOptions) -> Result<HashOptions> {
     if let Some(b) = t.flag(&["cache_buckets"])? {
         o.cache_buckets = b;
     }
-    if let Some((name, value)) = t.take(&["update_mode"]) {
-        o.update_mode = match value.trim().to_ascii_lowercase().trim_start_matches("update_") {
-            "in_place" | "inplace" => UpdateMode::InPlace,
-            "appending" | "append" => UpdateMode::Appending,
-            _ => return Err(bad_value(name, value, "in_place or appending")),
-        };
+    if let Some(mode) = update_mode(t)? {
+        o.update_mode = mode;
     }
     if let Some((name, value)) = t.take(&["record_crc_mode", "record_crc"]) {
         o.record_crc = match value.trim().to_ascii_lowercase().trim_start_matches("record_crc_") {
@@ -369,6 +370,17 @@ fn hash_options(t: &mut Taker<'_>, mut o: HashOptions) -> Result<HashOptions> {
         };
     }
     Ok(o)
+}
+
+/// The `update_mode` parameter, in kuradb's words or the reference's
+/// (`UPDATE_IN_PLACE`, `UPDATE_APPENDING`).
+fn update_mode(t: &mut Taker<'_>) -> Result<Option<UpdateMode>> {
+    let Some((name, value)) = t.take(&["update_mode"]) else { return Ok(None) };
+    match value.trim().to_ascii_lowercase().trim_start_matches("update_") {
+        "in_place" | "inplace" => Ok(Some(UpdateMode::InPlace)),
+        "appending" | "append" => Ok(Some(UpdateMode::Appending)),
+        _ => Err(bad_value(name, value, "in_place or appending")),
+    }
 }
 
 fn bad_value(name: &str, value: &str, expected: &str) -> Error {
@@ -658,20 +670,12 @@ impl PolyDbm {
         let mut t = Taker { params, taken: vec![], class: self.class };
         let result = match &self.inner {
             Inner::Hash(db) => {
-                let mut rebuild = RebuildParams {
+                let rebuild = RebuildParams {
                     num_buckets: t.number(&["num_buckets", "buckets"])?,
                     align_pow: t.number(&["align_pow"])?,
                     offset_width: t.number(&["offset_width"])?,
-                    update_mode: None,
+                    update_mode: update_mode(&mut t)?,
                 };
-                if let Some((name, value)) = t.take(&["update_mode"]) {
-                    rebuild.update_mode =
-                        Some(match value.trim().to_ascii_lowercase().trim_start_matches("update_") {
-                            "in_place" | "inplace" => UpdateMode::InPlace,
-                            "appending" | "append" => UpdateMode::Appending,
-                            _ => return Err(bad_value(name, value, "in_place or appending")),
-                        });
-                }
                 t.finish()?;
                 db.rebuild_with(&rebuild)
             }

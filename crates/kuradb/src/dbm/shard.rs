@@ -111,8 +111,10 @@ impl ShardDbm {
                 }
             },
         };
-        let truncating =
-            params.get("truncate").is_some_and(|t| matches!(t.trim(), "true" | "1" | "yes" | "on"));
+        let truncating = match params.get("truncate") {
+            Some(value) => super::poly::parse_flag("truncate", value)?,
+            None => false,
+        };
         let count = match (ShardDbm::existing_count(&path)?, asked) {
             (Some(found), Some(asked)) if found != asked && !(writable && truncating) => {
                 return Err(Error::new(
