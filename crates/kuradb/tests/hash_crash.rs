@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::child::{ChildTest, Killed};
+use common::child::{last_synced, ChildTest, Killed};
 use common::hash::{self as h, show, show_opt, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
@@ -182,11 +182,6 @@ fn start_writer(path: &Path, config: usize, first: u64, seed: u64) -> ChildTest 
             (ENV_SEED, seed.to_string().into()),
         ],
     )
-}
-
-/// The last batch a writer reported synchronized, if any.
-fn last_synced(output: &str) -> Option<u64> {
-    output.lines().filter_map(|l| l.split("synced ").nth(1)).filter_map(|n| n.trim().parse().ok()).max()
 }
 
 /// Runs [`KILLS`] writers on one database of configuration `index`, killing

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::child::{ChildTest, Killed};
+use common::child::{last_synced, ChildTest, Killed};
 use kuradb::dbm::hash::FileWrapper;
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::Dbm;
@@ -170,8 +170,14 @@ fn skip_crash_writer() {
     }
 }
 
-fn last_synced(output: &str) -> Option<u64> {
-    output.lines().filter_map(|l| l.strip_prefix("synced ")).filter_map(|n| n.trim().parse().ok()).max()
+/// A child's first report shares the line its test harness began; a later
+/// one has a line of its own.
+#[test]
+fn reports_are_read_wherever_they_are() {
+    let output = "\nrunning 1 test\ntest skip_crash_writer ... synced 36\nbatch 36: built\nsynced 37\n";
+    assert_eq!(last_synced(output), Some(37));
+    assert_eq!(last_synced("\nrunning 1 test\ntest skip_crash_writer ... synced 36\n"), Some(36));
+    assert_eq!(last_synced("\nrunning 1 test\ntest skip_crash_writer ... "), None);
 }
 
 fn kill_and_check(index: usize) {
@@ -225,9 +231,21 @@ fn kill_and_check(index: usize) {
             unreported += 1;
             next
         } else {
+            // Which later batch the file holds, if any, tells a lost report
+            // from a torn build.
+            let mut later = next.clone();
+            let mut matches = None;
+            for batch in open_batch + 1..open_batch + 5 {
+                apply(&mut later, &plan(seed, batch), &reducer);
+                if flat(&later) == found {
+                    matches = Some(batch);
+                    break;
+                }
+            }
             panic!(
                 "{what}: after batch {synced:?} was reported the database is neither that state ({}) nor \
-                 the next batch's ({})",
+                 the next batch's ({}); it is the state after batch {matches:?}; the writer's output:\n\
+                 {stdout}{stderr}",
                 difference(&found, &last_records),
                 difference(&found, &next_records)
             );
@@ -263,30 +281,18 @@ fn kill_and_check(index: usize) {
 
 /// Killed writers on memory-mapped files, every record of a key kept.
 #[test]
-#[ignore = "known intermittent bug: a kill before the first report can leave neither state (see killed_writer_synchronizing_hard)"]
 fn killed_writer_on_mmap() {
     kill_and_check(0);
 }
 
 /// Killed writers on positional files, the last record of a key kept.
 #[test]
-#[ignore = "known intermittent bug: a kill before the first report can leave neither state (see killed_writer_synchronizing_hard)"]
 fn killed_writer_on_positional_files() {
     kill_and_check(1);
 }
 
 /// Killed writers that synchronize hard.
-///
-/// Known intermittent failure of all three SIGKILL tests here, not yet
-/// explained (about one run in three on a loaded machine): a kill before the
-/// child reported any batch leaves a database that is neither the last state
-/// nor the next batch's (seed 1914146673916992048 kill 3: 13070 records for
-/// 13071 or 13082; seed 13079955233888212103 kill 8 on positional files:
-/// 13423 for 13337 or 13379); replays of those seeds pass. The tree's page-cache
-/// SIGKILL test fails the same way ("after batch None"), which points at
-/// something shared by the two harnesses or at the first build of a child.
 #[test]
-#[ignore = "known intermittent bug: a kill before the first report can leave neither state (see the comment)"]
 fn killed_writer_synchronizing_hard() {
     kill_and_check(2);
 }

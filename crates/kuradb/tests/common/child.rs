@@ -73,3 +73,18 @@ impl Drop for ChildTest {
         let _ = self.child.wait();
     }
 }
+
+/// The last batch a child reported with "synced N".
+///
+/// A report is found anywhere in a line, not only at its start: the test
+/// harness of the child writes "test NAME ... " and ends that line only when
+/// the test ends, so a child's first report shares the harness's line.
+/// (Missing it once made the crash tests take a database a child had
+/// synchronized twice for one it had never reported.)
+pub fn last_synced(output: &str) -> Option<u64> {
+    output
+        .lines()
+        .filter_map(|line| line.rsplit_once("synced "))
+        .filter_map(|(_, number)| number.trim().parse().ok())
+        .max()
+}
