@@ -181,6 +181,39 @@ fn a_writer_excludes_other_processes() {
     }
 }
 
+/// Closing a file releases its lock even while another process holds a copy
+/// of the descriptor, as a process forked by another thread does until its
+/// exec: without the explicit release, a no-wait open here fails (and a
+/// multithreaded program that spawns processes sees its own closed database
+/// locked for a moment).
+#[test]
+fn a_closed_file_releases_its_lock_while_a_copy_of_its_descriptor_lives() {
+    use std::os::fd::BorrowedFd;
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for spec in plain_specs() {
+        let path = dir.path().join(format!("{}.dat", spec.kind));
+        let mut file = common::open(&spec, &path, &OpenOptions::writer());
+        let fds = common::descriptors(&path);
+        assert_eq!(fds.len(), 1, "[{spec}] descriptors on the file: {fds:?}");
+        // SAFETY: the descriptor belongs to `file`, which is open until after
+        // the copy is made.
+        let copy = unsafe { BorrowedFd::borrow_raw(fds[0]) }.try_clone_to_owned().expect("dup");
+        let mut holder = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::from(copy))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start sleep");
+        file.close().expect_spec(&spec, "close");
+        let reopened = spec.open(&path, &OpenOptions::writer().without_waiting());
+        let _ = holder.kill();
+        let _ = holder.wait();
+        let mut reopened =
+            reopened.unwrap_or_else(|e| panic!("[{spec}] a no-wait open after the close: {e}"));
+        reopened.close().expect_spec(&spec, "close the reopened file");
+    }
+}
+
 /// Readers in two processes hold the file at once, and exclude a writer.
 #[test]
 fn readers_share_across_processes() {

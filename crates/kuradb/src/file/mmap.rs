@@ -311,6 +311,9 @@ impl File for MmapFile {
                 .set_len(size)
                 .map_err(|e| Error::io(format_args!("truncate to {size} bytes"), &self.path, e));
         }
+        // Released explicitly, as the positional file does: a process forked
+        // by another thread may hold a copy of the descriptor.
+        let _ = sys::unlock(&file);
         result
     }
 }

@@ -322,7 +322,11 @@ impl File for PositionalFile {
             let resized = state.device.set_len(state.size.load(Ordering::Acquire));
             result = result.and(resized);
         }
-        // Closing the descriptor releases the advisory lock.
+        // The lock is released explicitly: closing our descriptor does not
+        // release it while a process forked by another thread (not yet at
+        // its exec) holds a copy. Its failure cannot matter, as the close
+        // releases it too once no copy is left.
+        let _ = crate::sys::unlock(state.device.file());
         drop(state);
         result
     }

@@ -297,18 +297,26 @@ pub fn assert_content(spec: &FileSpec, file: &dyn File, expected: &[u8], when: &
     }
 }
 
-/// The open-file flags (as in `/proc/self/fdinfo`) of every descriptor this
-/// process holds on `path`.
-pub fn open_flags(path: &Path) -> Vec<i32> {
+/// Every descriptor this process holds on `path`.
+pub fn descriptors(path: &Path) -> Vec<i32> {
     let target = path.canonicalize().expect("canonicalize the path");
-    let mut flags = Vec::new();
+    let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc/self/fd").expect("list /proc/self/fd") {
         let fd = entry.expect("read /proc/self/fd").file_name();
         let Ok(link) = std::fs::read_link(Path::new("/proc/self/fd").join(&fd)) else { continue };
-        if link != target {
-            continue;
+        if link == target {
+            found.push(fd.to_string_lossy().parse().expect("descriptors are numbers"));
         }
-        let Ok(info) = std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&fd)) else { continue };
+    }
+    found
+}
+
+/// The open-file flags (as in `/proc/self/fdinfo`) of every descriptor this
+/// process holds on `path`.
+pub fn open_flags(path: &Path) -> Vec<i32> {
+    let mut flags = Vec::new();
+    for fd in descriptors(path) {
+        let Ok(info) = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")) else { continue };
         let line = info.lines().find_map(|l| l.strip_prefix("flags:")).expect("fdinfo has flags");
         flags.push(i32::from_str_radix(line.trim(), 8).expect("flags are octal"));
     }
