@@ -1,30 +1,62 @@
 //! StdHashDbm and StdTreeDbm: the standard library's hash set and ordered set
 //! behind one reader-writer lock, the baselines of the on-memory databases.
 //!
-//! Each record is one allocation holding the key's length, the key and the
-//! value (`Packed`), and the set compares records by key: the standard
-//! containers with a pair of `Vec`s would take three times the memory.
+//! Each record is one value of the set (`Packed`): a small record sits in
+//! the set's own slot, a larger one is one allocation holding the key's
+//! length, the key and the value; the set compares records by key. The
+//! standard containers with a pair of `Vec`s would take three times the
+//! memory.
+//!
 //! Readers share the lock and use only `&self` methods of the containers;
-//! writers hold it exclusively.
+//! writers hold it exclusively and bump a version as they take it, so a
+//! cursor can tell without the lock that the record it read still holds.
 
 use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockWriteGuard};
+use ref_cast::RefCast;
 
 use super::flat::{self, refused_change, Persistence};
 use super::{duplication, show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
-/// A record packed in one allocation: key length (varint), key, value.
-struct Packed(Box<[u8]>);
+/// A record in the set's own slot when it is small (as C++'s short strings
+/// are), else in one allocation holding the key's length, the key and the
+/// value.
+enum Packed {
+    Inline(InlineRecord),
+    Heap(Box<[u8]>),
+}
+
+/// The most key and value bytes a record keeps in its slot: what fits beside
+/// the two lengths and the variant's tag in the 24 bytes the heap variant
+/// takes anyway.
+const INLINE: usize = 21;
+
+#[derive(Clone, Copy)]
+struct InlineRecord {
+    key_len: u8,
+    len: u8,
+    bytes: [u8; INLINE],
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 24);
 
 impl Packed {
     fn new(key: &[u8], value: &[u8]) -> Packed {
-        let mut bytes = Vec::with_capacity(key.len() + value.len() + 5);
+        let len = key.len() + value.len();
+        if len <= INLINE {
+            let mut bytes = [0u8; INLINE];
+            bytes[..key.len()].copy_from_slice(key);
+            bytes[key.len()..len].copy_from_slice(value);
+            return Packed::Inline(InlineRecord { key_len: key.len() as u8, len: len as u8, bytes });
+        }
+        let mut bytes = Vec::with_capacity(len + 5);
         let mut n = key.len();
         while n >= 0x80 {
             bytes.push((n as u8) | 0x80);
@@ -33,42 +65,98 @@ impl Packed {
         bytes.push(n as u8);
         bytes.extend_from_slice(key);
         bytes.extend_from_slice(value);
-        Packed(bytes.into_boxed_slice())
+        Packed::Heap(bytes.into_boxed_slice())
     }
 
-    /// Where the key starts and its length.
-    fn key_span(&self) -> (usize, usize) {
-        let (mut n, mut shift, mut at) = (0usize, 0, 0);
-        loop {
-            let b = self.0[at];
-            at += 1;
-            n |= usize::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return (at, n);
+    /// The key and the value.
+    #[inline]
+    fn parts(&self) -> (&[u8], &[u8]) {
+        match self {
+            Packed::Inline(r) => r.bytes[..usize::from(r.len)].split_at(usize::from(r.key_len)),
+            Packed::Heap(bytes) => {
+                let (mut n, mut shift, mut at) = (0usize, 0, 0);
+                loop {
+                    let b = bytes[at];
+                    at += 1;
+                    n |= usize::from(b & 0x7f) << shift;
+                    if b & 0x80 == 0 {
+                        break;
+                    }
+                    shift += 7;
+                }
+                bytes[at..].split_at(n)
             }
-            shift += 7;
         }
     }
 
+    #[inline]
     fn key(&self) -> &[u8] {
-        let (at, len) = self.key_span();
-        &self.0[at..at + len]
+        self.parts().0
     }
 
     fn value(&self) -> &[u8] {
-        let (at, len) = self.key_span();
-        &self.0[at + len..]
+        self.parts().1
     }
 
-    /// Heap bytes, with the allocator's header.
+    /// Heap bytes, with the allocator's header: none for a record in its slot.
     fn heap_size(&self) -> usize {
-        (self.0.len() + 8).next_multiple_of(16).max(32)
+        match self {
+            Packed::Inline(_) => 0,
+            Packed::Heap(bytes) => (bytes.len() + 8).next_multiple_of(16).max(32),
+        }
     }
 }
 
-impl Borrow<[u8]> for Packed {
-    fn borrow(&self) -> &[u8] {
-        self.key()
+/// A key as the sets order and hash it: the byte order of `[u8]`, decided
+/// by the first eight bytes as one integer when they differ, which spares a
+/// call to `memcmp` for most comparisons of a search.
+#[derive(RefCast)]
+#[repr(transparent)]
+struct Key([u8]);
+
+impl Key {
+    fn of(bytes: &[u8]) -> &Key {
+        Key::ref_cast(bytes)
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    #[inline]
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        let (a, b) = (&self.0, &other.0);
+        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+        a.cmp(b)
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl Borrow<Key> for Packed {
+    fn borrow(&self) -> &Key {
+        Key::of(self.key())
     }
 }
 
@@ -82,7 +170,7 @@ impl Eq for Packed {}
 
 impl Hash for Packed {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.key().hash(state)
+        Key::of(self.key()).hash(state)
     }
 }
 
@@ -94,7 +182,7 @@ impl PartialOrd for Packed {
 
 impl Ord for Packed {
     fn cmp(&self, other: &Packed) -> std::cmp::Ordering {
-        self.key().cmp(other.key())
+        Key::of(self.key()).cmp(Key::of(other.key()))
     }
 }
 
@@ -135,13 +223,13 @@ type KeyHashBuilder = std::hash::BuildHasherDefault<KeyHasher>;
 impl StdSet for HashSet<Packed, KeyHashBuilder> {
     const CLASS: &'static str = "StdHashDbm";
     fn find(&self, key: &[u8]) -> Option<&Packed> {
-        self.get(key)
+        self.get(Key::of(key))
     }
     fn put(&mut self, record: Packed) -> Option<Packed> {
         self.replace(record)
     }
     fn take(&mut self, key: &[u8]) -> Option<Packed> {
-        self.take(key)
+        self.take(Key::of(key))
     }
     fn count(&self) -> usize {
         self.len()
@@ -165,13 +253,13 @@ impl StdSet for HashSet<Packed, KeyHashBuilder> {
 impl StdSet for BTreeSet<Packed> {
     const CLASS: &'static str = "StdTreeDbm";
     fn find(&self, key: &[u8]) -> Option<&Packed> {
-        self.get(key)
+        self.get(Key::of(key))
     }
     fn put(&mut self, record: Packed) -> Option<Packed> {
         self.replace(record)
     }
     fn take(&mut self, key: &[u8]) -> Option<Packed> {
-        self.take(key)
+        self.take(Key::of(key))
     }
     fn count(&self) -> usize {
         self.len()
@@ -192,6 +280,10 @@ impl StdSet for BTreeSet<Packed> {
 /// What both databases are: a set behind a lock, and its flat file.
 struct Core<S> {
     set: RwLock<Inner<S>>,
+    /// Bumped by every writer as it takes the lock, before it changes
+    /// anything: a cursor that reads the number it saw with its record knows
+    /// that record still holds, without taking the lock.
+    version: AtomicU64,
     persistence: Persistence,
     closed: bool,
 }
@@ -200,26 +292,37 @@ struct Inner<S> {
     set: S,
     /// The records' heap bytes.
     bytes: usize,
-    /// Bumped by every change, so that a cursor knows when what it saw still holds.
-    version: u64,
 }
 
 impl<S: StdSet> Core<S> {
     fn new() -> Core<S> {
         Core {
-            set: RwLock::new(Inner { set: S::default(), bytes: 0, version: 0 }),
+            set: RwLock::new(Inner { set: S::default(), bytes: 0 }),
+            version: AtomicU64::new(0),
             persistence: Persistence::none(),
             closed: false,
         }
     }
 
     fn open(path: &Path, writable: bool, truncate: bool) -> Result<Core<S>> {
-        let mut inner = Inner { set: S::default(), bytes: 0, version: 0 };
+        let mut inner = Inner { set: S::default(), bytes: 0 };
         let persistence = Persistence::open(path, writable, truncate, |k, v| {
             inner.store(k, v);
             Ok(())
         })?;
-        Ok(Core { set: RwLock::new(inner), persistence, closed: false })
+        Ok(Core { set: RwLock::new(inner), version: AtomicU64::new(0), persistence, closed: false })
+    }
+
+    /// The set, for a change.
+    fn write(&self) -> RwLockWriteGuard<'_, Inner<S>> {
+        let inner = self.set.write();
+        self.version.fetch_add(1, Ordering::AcqRel);
+        inner
+    }
+
+    /// The version now: see [`Core::version`].
+    fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
     }
 
     fn save(&self, hard: bool) -> Result<()> {
@@ -237,7 +340,6 @@ impl<S: StdSet> Inner<S> {
     fn store(&mut self, key: &[u8], value: &[u8]) {
         let record = Packed::new(key, value);
         self.bytes += record.heap_size();
-        self.version += 1;
         if let Some(old) = self.set.put(record) {
             self.bytes -= old.heap_size();
         }
@@ -256,7 +358,6 @@ impl<S: StdSet> Inner<S> {
     fn remove(&mut self, key: &[u8]) -> bool {
         let Some(old) = self.set.take(key) else { return false };
         self.bytes -= old.heap_size();
-        self.version += 1;
         true
     }
 
@@ -276,13 +377,13 @@ impl<S: StdSet> Core<S> {
             };
         }
         self.persistence.check_writable(true)?;
-        self.set.write().process(key, f);
+        self.write().process(key, f);
         Ok(())
     }
 
     fn process_multi(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'_>) -> Result<()> {
         self.persistence.check_writable(writable)?;
-        let mut inner = self.set.write();
+        let mut inner = self.write();
         for (i, key) in keys.iter().enumerate() {
             let action = f(i, key, inner.set.find(key).map(Packed::value));
             if !writable && action != Action::Keep {
@@ -295,7 +396,7 @@ impl<S: StdSet> Core<S> {
 
     fn process_each(&self, writable: bool, f: &mut EachProcessor<'_>) -> Result<()> {
         self.persistence.check_writable(writable)?;
-        let mut inner = self.set.write();
+        let mut inner = self.write();
         // Changes wait until the walk is over: the set cannot change under its iterator.
         let mut changes: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
         for record in inner.set.each() {
@@ -421,7 +522,7 @@ macro_rules! std_dbm {
             // One walk of the container instead of a look and then a change.
             fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
                 self.core.persistence.check_writable(true)?;
-                let mut inner = self.core.set.write();
+                let mut inner = self.core.write();
                 if !overwrite && inner.set.find(key).is_some() {
                     return Err(duplication(key));
                 }
@@ -430,7 +531,7 @@ macro_rules! std_dbm {
             }
             fn remove(&self, key: &[u8]) -> Result<bool> {
                 self.core.persistence.check_writable(true)?;
-                Ok(self.core.set.write().remove(key))
+                Ok(self.core.write().remove(key))
             }
             fn count(&self) -> Result<u64> {
                 Ok(self.core.set.read().set.count() as u64)
@@ -444,15 +545,14 @@ macro_rules! std_dbm {
             }
             fn clear(&self) -> Result<()> {
                 self.core.persistence.check_writable(true)?;
-                let mut inner = self.core.set.write();
+                let mut inner = self.core.write();
                 inner.set.wipe();
                 inner.bytes = 0;
-                inner.version += 1;
                 Ok(())
             }
             fn rebuild(&self) -> Result<()> {
                 self.core.persistence.check_writable(true)?;
-                self.core.set.write().set.compact();
+                self.core.write().set.compact();
                 Ok(())
             }
             fn should_be_rebuilt(&self) -> Result<bool> {
@@ -511,11 +611,11 @@ std_dbm!(
     "use kuradb::dbm::std_map::{StdTreeDbm, StdOptions};"
 );
 
-fn bound(key: &[u8], inclusive: bool) -> Bound<&[u8]> {
+fn bound(key: &[u8], inclusive: bool) -> Bound<&Key> {
     if inclusive {
-        Bound::Included(key)
+        Bound::Included(Key::of(key))
     } else {
-        Bound::Excluded(key)
+        Bound::Excluded(Key::of(key))
     }
 }
 
@@ -523,11 +623,43 @@ fn past_end() -> Error {
     Error::new(ErrorKind::NotFound, "the cursor is past the last record")
 }
 
+/// A record as a cursor saw it, in buffers kept from move to move, and the
+/// set's version then.
+#[derive(Default)]
+struct Seen {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    version: u64,
+    /// Whether the buffers hold a record (else the cursor has none).
+    valid: bool,
+}
+
+impl Seen {
+    fn fill(&mut self, record: &Packed, version: u64) {
+        let (key, value) = record.parts();
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.version = version;
+        self.valid = true;
+    }
+
+    /// Whether the record seen is there as it was: nothing changed since.
+    fn holds(&self, version: u64) -> bool {
+        self.valid && self.version == version
+    }
+
+    fn record(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.valid.then(|| (self.key.clone(), self.value.clone()))
+    }
+}
+
 impl StdHashDbm {
     /// A cursor, not yet positioned. It visits the keys present when it is
     /// moved to the first record (a snapshot of keys), skipping those removed since.
     pub fn cursor(&self) -> StdHashCursor<'_> {
-        StdHashCursor { db: self, keys: Vec::new(), pos: 0, after_jump: false, seen: None }
+        StdHashCursor { db: self, keys: Vec::new(), pos: 0, after_jump: false, seen: Seen::default() }
     }
 }
 
@@ -536,10 +668,11 @@ pub struct StdHashCursor<'a> {
     db: &'a StdHashDbm,
     keys: Vec<Vec<u8>>,
     pos: usize,
-    /// `keys` holds only the key jumped to: the walk on from it needs the rest.
+    /// The cursor stands on the key jumped to (`seen.key`), outside `keys`:
+    /// the walk on from it needs a snapshot.
     after_jump: bool,
-    /// The value at the position and the set's version when it was read.
-    seen: Option<(Vec<u8>, u64)>,
+    /// The record at the position as last read.
+    seen: Seen,
 }
 
 impl StdHashCursor<'_> {
@@ -549,26 +682,34 @@ impl StdHashCursor<'_> {
 
     /// The record at the position, moving past keys removed meanwhile.
     fn current(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let inner = self.db.core.set.read();
-        if let (Some((value, version)), Some(key)) = (&self.seen, self.keys.get(self.pos)) {
-            if *version == inner.version {
-                return Some((key.clone(), value.clone()));
-            }
+        if self.seen.holds(self.db.core.version()) {
+            return self.seen.record();
         }
-        self.seen = None;
+        let inner = self.db.core.set.read();
+        let version = self.db.core.version();
+        if self.after_jump {
+            // The key stays in `seen` even when its record is gone: `next` walks on from it.
+            match inner.set.find(&self.seen.key) {
+                Some(r) => self.seen.fill(r, version),
+                None => self.seen.valid = false,
+            }
+            return self.seen.record();
+        }
+        self.seen.valid = false;
         while let Some(key) = self.keys.get(self.pos) {
-            if let Some(r) = inner.set.get(key.as_slice()) {
-                return Some((r.key().to_vec(), r.value().to_vec()));
+            if let Some(r) = inner.set.find(key) {
+                self.seen.fill(r, version);
+                break;
             }
             self.pos += 1;
         }
-        None
+        self.seen.record()
     }
 }
 
 impl Cursor for StdHashCursor<'_> {
     fn first(&mut self) -> Result<()> {
-        self.seen = None;
+        self.seen.valid = false;
         self.keys = self.snapshot();
         self.pos = 0;
         self.after_jump = false;
@@ -576,34 +717,35 @@ impl Cursor for StdHashCursor<'_> {
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        let found = {
-            let inner = self.db.core.set.read();
-            inner.set.get(key).map(|r| (r.value().to_vec(), inner.version))
-        };
-        self.seen = found;
-        if self.seen.is_none() {
-            self.keys.clear();
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "no record {} to jump to (a hash database jumps only to existing keys)",
-                    show_key(key)
-                ),
-            ));
+        let inner = self.db.core.set.read();
+        match inner.set.find(key) {
+            Some(r) => {
+                self.seen.fill(r, self.db.core.version());
+                self.after_jump = true;
+                Ok(())
+            }
+            None => {
+                self.seen.valid = false;
+                self.after_jump = false;
+                self.keys.clear();
+                self.pos = 0;
+                Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "no record {} to jump to (a hash database jumps only to existing keys)",
+                        show_key(key)
+                    ),
+                ))
+            }
         }
-        self.keys = vec![key.to_vec()];
-        self.pos = 0;
-        self.after_jump = true;
-        Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
-        self.seen = None;
+        self.seen.valid = false;
         if self.after_jump {
             self.after_jump = false;
-            let key = self.keys.pop().unwrap_or_default();
             self.keys = self.snapshot();
-            self.pos = self.keys.iter().position(|k| *k == key).unwrap_or(self.keys.len());
+            self.pos = self.keys.iter().position(|k| *k == self.seen.key).unwrap_or(self.keys.len());
         }
         self.pos = (self.pos + 1).min(self.keys.len());
         Ok(())
@@ -632,66 +774,58 @@ impl StdTreeDbm {
     /// An ordered cursor, not yet positioned. Each move looks its key up
     /// afresh, so concurrent updates never invalidate it.
     pub fn cursor(&self) -> StdTreeCursor<'_> {
-        StdTreeCursor { db: self, at: None }
-    }
-
-    /// The version of the set now.
-    fn version(&self) -> u64 {
-        self.core.set.read().version
+        StdTreeCursor { db: self, seen: Seen::default(), spare: Seen::default() }
     }
 
     /// Forward: the first record at or after `key` (after only unless
     /// `inclusive`), the first of all without a key; backward likewise.
-    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<Seen> {
+    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool, out: &mut Seen) {
         let inner = self.core.set.read();
         let set = &inner.set;
-        let exact = key.filter(|_| inclusive).and_then(|k| set.get(k));
+        let exact = key.filter(|_| inclusive).and_then(|k| set.get(Key::of(k)));
         let found = match (forward, key) {
             // A key that is there is found in one descent; a range walks both of its edges.
             _ if exact.is_some() => exact,
             (true, None) => set.first(),
             (false, None) => set.last(),
-            (true, Some(k)) => set.range::<[u8], _>((bound(k, inclusive), Bound::Unbounded)).next(),
-            (false, Some(k)) => set.range::<[u8], _>((Bound::Unbounded, bound(k, inclusive))).next_back(),
+            (true, Some(k)) => set.range::<Key, _>((bound(k, inclusive), Bound::Unbounded)).next(),
+            (false, Some(k)) => set.range::<Key, _>((Bound::Unbounded, bound(k, inclusive))).next_back(),
         };
-        found.map(|r| Seen { key: r.key().to_vec(), value: r.value().to_vec(), version: inner.version })
+        match found {
+            Some(r) => out.fill(r, self.core.version()),
+            None => out.valid = false,
+        }
     }
-}
-
-/// A record as a cursor saw it, and the set's version then.
-struct Seen {
-    key: Vec<u8>,
-    value: Vec<u8>,
-    version: u64,
 }
 
 /// A position in a [`StdTreeDbm`]: the key of its record.
 pub struct StdTreeCursor<'a> {
     db: &'a StdTreeDbm,
-    at: Option<Seen>,
+    /// The record at the position as last read; none if the cursor has none.
+    seen: Seen,
+    /// The buffers the next move fills while it reads `seen`'s key.
+    spare: Seen,
 }
 
 impl StdTreeCursor<'_> {
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
-        self.at = self.db.seek(forward, key, inclusive);
+        self.db.seek(forward, key, inclusive, &mut self.seen);
     }
 
     /// Moves by `step` records (0: stays, finding the key again if the set
     /// changed since it was seen).
     fn step(&mut self, step: isize) {
-        let Some(seen) = self.at.take() else { return };
-        if step == 0 && seen.version == self.db.version() {
-            // Nothing changed since the record was seen: it is still there as it was.
-            self.at = Some(seen);
+        if !self.seen.valid || (step == 0 && self.seen.holds(self.db.core.version())) {
             return;
         }
-        self.seek(step >= 0, Some(seen.key.as_slice()), step == 0);
+        self.db.seek(step >= 0, Some(&self.seen.key), step == 0, &mut self.spare);
+        std::mem::swap(&mut self.seen, &mut self.spare);
     }
 
     /// The record at the position, as it is now.
     fn current(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
         self.step(0);
-        self.at.as_ref().map(|s| (s.key.clone(), s.value.clone()))
+        self.seen.record()
     }
 }
 
@@ -747,9 +881,47 @@ mod tests {
 
     #[test]
     fn packed_records_answer_key_and_value() {
-        for (k, v) in [(&b""[..], &b""[..]), (b"a", b"xyz"), (&[7u8; 300][..], b"")] {
+        let long = [7u8; 300];
+        let cases: [(&[u8], &[u8], bool); 7] = [
+            (b"", b"", true),
+            (b"a", b"xyz", true),
+            (&long[..21], b"", true),
+            (b"", &long[..21], true),
+            (&long[..10], &long[..12], false),
+            (&long[..22], b"", false),
+            (&long, b"v", false),
+        ];
+        for (k, v, inline) in cases {
             let r = Packed::new(k, v);
             assert_eq!((r.key(), r.value()), (k, v));
+            assert_eq!(matches!(r, Packed::Inline(_)), inline, "{} + {} bytes", k.len(), v.len());
+            assert_eq!(r.heap_size() == 0, inline);
+        }
+    }
+
+    #[test]
+    fn keys_order_as_their_bytes() {
+        let samples: Vec<Vec<u8>> = [
+            &b""[..],
+            b"a",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"abcdefghij",
+            b"abcdefghik",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"\x00\x00\x00\x00\x00\x00\x00\x00\x01",
+            b"\x80",
+        ]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+        for a in &samples {
+            for b in &samples {
+                assert_eq!(Key::of(a).cmp(Key::of(b)), a.cmp(b), "{a:?} vs {b:?}");
+                assert_eq!(Packed::new(a, b"x").cmp(&Packed::new(b, b"yy")), a.cmp(b));
+            }
         }
     }
 
