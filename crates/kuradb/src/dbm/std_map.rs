@@ -22,6 +22,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use ref_cast::RefCast;
 
 use super::flat::{self, refused_change, Persistence};
+use super::tree::comparator::compare_bytes;
 use super::{duplication, show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -107,9 +108,8 @@ impl Packed {
     }
 }
 
-/// A key as the sets order and hash it: the byte order of `[u8]`, decided
-/// by the first eight bytes as one integer when they differ, which spares a
-/// call to `memcmp` for most comparisons of a search.
+/// A key as the sets order and hash it: the byte order of `[u8]`, by the
+/// comparison that spares most calls to `memcmp`.
 #[derive(RefCast)]
 #[repr(transparent)]
 struct Key([u8]);
@@ -137,14 +137,7 @@ impl PartialOrd for Key {
 impl Ord for Key {
     #[inline]
     fn cmp(&self, other: &Key) -> std::cmp::Ordering {
-        let (a, b) = (&self.0, &other.0);
-        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-            if x != y {
-                return x.cmp(&y);
-            }
-        }
-        a.cmp(b)
+        compare_bytes(&self.0, &other.0)
     }
 }
 

@@ -213,7 +213,7 @@ impl BabyDbm {
     fn read(&self, key: &[u8], f: &mut Processor<'_>) -> Result<()> {
         let root = self.root.read();
         let slot = self.leaf_of(&root, key).slot.read();
-        let found = slot.leaf.find(key, |a, b| self.cmp.compare(a, b));
+        let found = slot.leaf.find_in(key, self.cmp);
         match f(found.ok().map(|i| slot.leaf.record(i).1)) {
             Action::Keep => Ok(()),
             _ => Err(refused_change()),
@@ -235,7 +235,7 @@ impl BabyDbm {
     /// Carries out `f`'s answer in the leaf; answers whether the leaf needs rebalancing.
     fn apply(&self, slot: &mut Slot, key: &[u8], f: &mut Processor<'_>) -> bool {
         let leaf = &mut slot.leaf;
-        let found = leaf.find(key, |a, b| self.cmp.compare(a, b));
+        let found = leaf.find_in(key, self.cmp);
         let mut removed = false;
         let changed = match (f(found.ok().map(|i| leaf.record(i).1)), found) {
             (Action::Keep, _) | (Action::Remove, Err(_)) => false,

@@ -100,12 +100,14 @@ impl KeyComparator {
     /// Compares two keys in this order.
     pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
         let ordered = match self {
-            KeyComparator::Lexical | KeyComparator::LexicalReverse => return self.orient(a.cmp(b)),
+            KeyComparator::Lexical | KeyComparator::LexicalReverse => {
+                return self.orient(compare_bytes(a, b))
+            }
             KeyComparator::Decimal | KeyComparator::DecimalReverse => compare_integers(a, b, 10),
             KeyComparator::Hex | KeyComparator::HexReverse => compare_integers(a, b, 16),
             KeyComparator::Real | KeyComparator::RealReverse => real(a).total_cmp(&real(b)),
         };
-        self.orient(ordered.then_with(|| a.cmp(b)))
+        self.orient(ordered.then_with(|| compare_bytes(a, b)))
     }
 
     fn orient(self, ordering: Ordering) -> Ordering {
@@ -117,6 +119,20 @@ impl KeyComparator {
             _ => ordering,
         }
     }
+}
+
+/// The byte order of `[u8]`, decided by the first eight bytes as one
+/// integer when they differ: most comparisons of a search end there without
+/// a call to `memcmp`.
+#[inline]
+pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.cmp(b)
 }
 
 /// A key read as an integer: its sign and its significant digits.

@@ -19,7 +19,7 @@
 //! writes every changed node and the tree's figures: a crash leaves, after
 //! the automatic restore, exactly the tree as it was synchronized last.
 
-mod comparator;
+pub(crate) mod comparator;
 pub(crate) mod node;
 mod options;
 
@@ -505,7 +505,7 @@ impl Tree {
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf is an inner node".into()));
             };
-            let found = leaf.find(key, |a, b| self.cmp.compare(a, b));
+            let found = leaf.find_in(key, self.cmp);
             return match f(found.ok().map(|i| leaf.record(i).1)) {
                 Action::Keep => Ok(false),
                 _ => Err(Error::new(
@@ -519,7 +519,7 @@ impl Tree {
         let Node::Leaf(leaf) = &mut slot.node else {
             return Err(self.broken("a leaf is an inner node".into()));
         };
-        let found = leaf.find(key, |a, b| self.cmp.compare(a, b));
+        let found = leaf.find_in(key, self.cmp);
         let action = f(found.ok().map(|i| leaf.record(i).1));
         if let Action::Set(value) = &action {
             if record_size(key, value) > MAX_RECORD {

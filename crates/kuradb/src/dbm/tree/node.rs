@@ -5,6 +5,8 @@
 //! child count, the first child's id, then for each further child its
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
+use super::comparator::compare_bytes;
+use super::KeyComparator;
 use crate::dbm::varint::{put_varint, varint_len, Reader};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
@@ -27,6 +29,9 @@ pub(crate) struct Leaf {
     data: Vec<u8>,
     /// Where each record starts in `data`.
     starts: Vec<u32>,
+    /// Each record's key head (see [`head`]): a search in byte order reads
+    /// these, one array, and a key itself only when two heads are equal.
+    heads: Vec<u64>,
     pub prev: u64,
     pub next: u64,
 }
@@ -42,6 +47,20 @@ pub(crate) struct Inner {
 /// The bytes a record takes in a leaf.
 pub(crate) fn record_size(key: &[u8], value: &[u8]) -> usize {
     varint_len(key.len() as u64) + varint_len(value.len() as u64) + key.len() + value.len()
+}
+
+/// A key's first eight bytes as a big-endian integer, zeros after a shorter
+/// key: heads order as their keys do in byte order, and two keys with
+/// different heads differ.
+fn head(key: &[u8]) -> u64 {
+    match key.first_chunk::<8>() {
+        Some(first) => u64::from_be_bytes(*first),
+        None => {
+            let mut bytes = [0u8; 8];
+            bytes[..key.len()].copy_from_slice(key);
+            u64::from_be_bytes(bytes)
+        }
+    }
 }
 
 /// Reads a varint that a leaf's own walk has already checked.
@@ -105,10 +124,51 @@ impl Leaf {
         key: &[u8],
         cmp: impl Fn(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> std::result::Result<usize, usize> {
-        let (mut lo, mut hi) = (0, self.len());
+        self.search(|i| cmp(self.key(i), key))
+    }
+
+    /// [`Leaf::find`] in `cmp`'s order, by the key heads when that is byte
+    /// order (or its reverse).
+    pub(crate) fn find_in(&self, key: &[u8], cmp: KeyComparator) -> std::result::Result<usize, usize> {
+        let reverse = match cmp {
+            KeyComparator::Lexical => false,
+            KeyComparator::LexicalReverse => true,
+            _ => return self.find(key, |a, b| cmp.compare(a, b)),
+        };
+        let h = head(key);
+        self.search(|i| {
+            let order = self.heads[i].cmp(&h).then_with(|| compare_bytes(self.key(i), key));
+            if reverse {
+                order.reverse()
+            } else {
+                order
+            }
+        })
+    }
+
+    /// A binary search by `order`, which tells how record `i` compares
+    /// with the key sought.
+    fn search(&self, order: impl Fn(usize) -> std::cmp::Ordering) -> std::result::Result<usize, usize> {
+        let n = self.len();
+        if n == 0 {
+            return Err(0);
+        }
+        // Keys arriving in order meet the last record (appends) or the first
+        // (removals from the front): one comparison instead of a search.
+        match order(n - 1) {
+            std::cmp::Ordering::Less => return Err(n),
+            std::cmp::Ordering::Equal => return Ok(n - 1),
+            std::cmp::Ordering::Greater => {}
+        }
+        match order(0) {
+            std::cmp::Ordering::Greater => return Err(0),
+            std::cmp::Ordering::Equal => return Ok(0),
+            std::cmp::Ordering::Less => {}
+        }
+        let (mut lo, mut hi) = (1, n - 1);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match cmp(self.key(mid), key) {
+            match order(mid) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -142,6 +202,7 @@ impl Leaf {
     /// Adds a record after all the others.
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
         self.starts.push(self.data.len() as u32);
+        self.heads.push(head(key));
         Leaf::encode_record(&mut self.data, key, value);
     }
 
@@ -150,32 +211,54 @@ impl Leaf {
         self.starts.get(i).map_or(self.data.len(), |&s| s as usize)
     }
 
-    /// Replaces the `len` bytes at `at` with `bytes`, moving the starts of
-    /// records `moved..` by the difference.
-    fn splice(&mut self, at: usize, len: usize, bytes: &[u8], moved: usize) {
-        self.data.splice(at..at + len, bytes.iter().copied());
-        let grown = bytes.len() as i64 - len as i64;
+    /// Replaces the `len` bytes at `at` with `size` bytes (their content
+    /// left to the caller), moving the bytes after and the starts of records
+    /// `moved..` by the difference: one move of the tail, no copy of the rest.
+    fn resize_span(&mut self, at: usize, len: usize, size: usize, moved: usize) {
+        let end = self.data.len();
+        if size > len {
+            self.data.resize(end + size - len, 0);
+        }
+        self.data.copy_within(at + len..end, at + size);
+        if size < len {
+            self.data.truncate(end - (len - size));
+        }
         for s in &mut self.starts[moved..] {
-            *s = (i64::from(*s) + grown) as u32;
+            *s = (*s as usize + size - len) as u32;
         }
     }
 
-    fn encoded(key: &[u8], value: &[u8]) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(record_size(key, value));
-        Leaf::encode_record(&mut bytes, key, value);
-        bytes
+    /// Replaces the `len` bytes at `at` with record (`key`, `value`).
+    fn put_record(&mut self, at: usize, len: usize, key: &[u8], value: &[u8], moved: usize) {
+        let size = record_size(key, value);
+        self.resize_span(at, len, size, moved);
+        let mut w = at;
+        for n in [key.len(), value.len()] {
+            let mut n = n as u64;
+            while n >= 0x80 {
+                self.data[w] = (n as u8) | 0x80;
+                n >>= 7;
+                w += 1;
+            }
+            self.data[w] = n as u8;
+            w += 1;
+        }
+        self.data[w..w + key.len()].copy_from_slice(key);
+        self.data[w + key.len()..at + size].copy_from_slice(value);
     }
 
     pub(crate) fn insert(&mut self, i: usize, key: &[u8], value: &[u8]) {
         let at = self.start(i);
-        self.splice(at, 0, &Leaf::encoded(key, value), i);
+        self.put_record(at, 0, key, value, i);
         self.starts.insert(i, at as u32);
+        self.heads.insert(i, head(key));
     }
 
     pub(crate) fn remove(&mut self, i: usize) {
         let at = self.start(i);
-        self.splice(at, self.start(i + 1) - at, &[], i + 1);
+        self.resize_span(at, self.start(i + 1) - at, 0, i + 1);
         self.starts.remove(i);
+        self.heads.remove(i);
     }
 
     pub(crate) fn set_value(&mut self, i: usize, value: &[u8]) {
@@ -185,8 +268,8 @@ impl Leaf {
             self.data[end - value.len()..end].copy_from_slice(value);
             return;
         }
-        let bytes = Leaf::encoded(key, value);
-        self.splice(at, end - at, &bytes, i + 1);
+        let key = key.to_vec();
+        self.put_record(at, end - at, &key, value, i + 1);
     }
 
     /// Gives back the room the buffers hold beyond the records (an
@@ -194,6 +277,7 @@ impl Leaf {
     pub(crate) fn shrink_to_fit(&mut self) {
         self.data.shrink_to_fit();
         self.starts.shrink_to_fit();
+        self.heads.shrink_to_fit();
     }
 
     /// Makes room for `extra` more bytes and one more record, growing the
@@ -206,11 +290,16 @@ impl Leaf {
         if self.starts.capacity() == self.starts.len() {
             self.starts.reserve_exact(1 + self.starts.len() / 8);
         }
+        if self.heads.capacity() == self.heads.len() {
+            self.heads.reserve_exact(1 + self.heads.len() / 8);
+        }
     }
 
     /// The heap bytes the leaf's buffers take.
     pub(crate) fn heap_size(&self) -> usize {
-        self.data.capacity() + self.starts.capacity() * std::mem::size_of::<u32>()
+        self.data.capacity()
+            + self.starts.capacity() * std::mem::size_of::<u32>()
+            + self.heads.capacity() * std::mem::size_of::<u64>()
     }
 
     /// Moves the records from `at` on into a new leaf.
@@ -218,7 +307,8 @@ impl Leaf {
         let cut = self.starts[at] as usize;
         let data = self.data.split_off(cut);
         let starts = self.starts.split_off(at).into_iter().map(|s| s - cut as u32).collect();
-        Leaf { data, starts, prev: 0, next: 0 }
+        let heads = self.heads.split_off(at);
+        Leaf { data, starts, heads, prev: 0, next: 0 }
     }
 
     /// Moves every record of `other`, whose keys all come after these, to the end.
@@ -226,6 +316,7 @@ impl Leaf {
         let base = self.data.len() as u32;
         self.data.append(&mut other.data);
         self.starts.extend(other.starts.drain(..).map(|s| s + base));
+        self.heads.append(&mut other.heads);
     }
 
     /// Keeps, changes or drops each record as `f` says; answers whether any changed.
@@ -292,14 +383,15 @@ impl Node {
                     return Err("a leaf is too large");
                 }
                 let mut starts = Vec::with_capacity(n.min(data.len() as u64) as usize);
+                let mut heads = Vec::with_capacity(starts.capacity());
                 for _ in 0..n {
                     starts.push((r.position() - base) as u32);
                     let klen = r.varint()?;
                     let vlen = r.varint()?;
-                    r.bytes(klen)?;
+                    heads.push(head(r.bytes(klen)?));
                     r.bytes(vlen)?;
                 }
-                Node::Leaf(Leaf { data: data.to_vec(), starts, prev, next })
+                Node::Leaf(Leaf { data: data.to_vec(), starts, heads, prev, next })
             }
             1 if id >= INNER_BASE => {
                 let n = r.varint()?;
@@ -381,7 +473,7 @@ mod tests {
             for op in ops {
                 match op {
                     LeafOp::Insert(k, n) | LeafOp::Set(k, n) => {
-                        let (key, value) = (vec![k; usize::from(k % 5)], vec![k; n]);
+                        let (key, value) = (key_of(k), vec![k; n]);
                         match (leaf.find(&key, cmp), model.binary_search_by(|(mk, _)| mk.as_slice().cmp(&key))) {
                             (Ok(i), Ok(j)) => {
                                 assert_eq!(i, j);
@@ -397,7 +489,7 @@ mod tests {
                         }
                     }
                     LeafOp::Remove(k) => {
-                        let key = vec![k; usize::from(k % 5)];
+                        let key = key_of(k);
                         if let Ok(i) = leaf.find(&key, cmp) {
                             leaf.remove(i);
                             model.remove(i);
@@ -413,12 +505,37 @@ mod tests {
                 let got: Vec<(Vec<u8>, Vec<u8>)> = leaf.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
                 assert_eq!(&got, &model);
                 assert_eq!(leaf.size(), model.iter().map(|(k, v)| record_size(k, v)).sum::<usize>());
+                assert_heads_hold(&leaf);
             }
             let mut bytes = Vec::new();
             Node::Leaf(leaf).encode(&mut bytes);
             let Ok(Node::Leaf(back)) = Node::decode(1, &bytes, std::path::Path::new("t.kt")) else { panic!("decode") };
             let got: Vec<(Vec<u8>, Vec<u8>)> = back.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(got, model);
+            assert_heads_hold(&back);
+        }
+    }
+
+    /// Keys of 0 to 11 bytes, many sharing their first eight bytes, so that
+    /// searches by heads meet equal heads of different keys.
+    fn key_of(k: u8) -> Vec<u8> {
+        let mut key = b"prefix".to_vec();
+        key.extend_from_slice(&[k; 6]);
+        key.truncate(usize::from(k % 12));
+        key
+    }
+
+    /// Each head is its key's, and a search by heads finds what a search by
+    /// whole keys finds, for keys there and between them.
+    fn assert_heads_hold(leaf: &Leaf) {
+        assert_eq!(leaf.heads.len(), leaf.len());
+        for i in 0..leaf.len() {
+            assert_eq!(leaf.heads[i], head(leaf.key(i)), "head {i}");
+        }
+        let cmp = |a: &[u8], b: &[u8]| a.cmp(b);
+        for k in 0..=255u8 {
+            let key = key_of(k);
+            assert_eq!(leaf.find_in(&key, KeyComparator::Lexical), leaf.find(&key, cmp), "{key:?}");
         }
     }
 }
