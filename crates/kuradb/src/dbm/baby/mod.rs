@@ -74,9 +74,15 @@ struct Spot {
 }
 
 impl Spot {
-    fn of(slot: &Slot, cell: &Arc<LeafCell>, index: usize) -> Spot {
+    /// Record `index` of the leaf, in the buffers of `recycled` if given.
+    fn of(slot: &Slot, cell: &Arc<LeafCell>, index: usize, recycled: Option<Spot>) -> Spot {
         let (key, value) = slot.leaf.record(index);
-        Spot { key: key.to_vec(), value: value.to_vec(), leaf: cell.clone(), version: slot.version, index }
+        let (mut k, mut v) = recycled.map_or_else(Default::default, |s| (s.key, s.value));
+        k.clear();
+        k.extend_from_slice(key);
+        v.clear();
+        v.extend_from_slice(value);
+        Spot { key: k, value: v, leaf: cell.clone(), version: slot.version, index }
     }
 }
 
@@ -170,7 +176,7 @@ impl BabyDbm {
 
     /// An ordered cursor, not yet positioned.
     pub fn cursor(&self) -> BabyCursor<'_> {
-        BabyCursor { db: self, at: None }
+        BabyCursor { db: self, at: None, spare: None }
     }
 
     /// The records whose keys fall in `range`, in order. Each step moves
@@ -399,7 +405,14 @@ impl BabyDbm {
     /// Forward: the first record at or after `key` (after it only, unless
     /// `inclusive`), from the start without a key. Backward: the last record
     /// before `key` (or at it, if `inclusive`), from the end without a key.
-    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Option<Spot> {
+    /// The answer comes in the buffers of `recycled` if given.
+    fn seek(
+        &self,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        recycled: Option<Spot>,
+    ) -> Option<Spot> {
         let root = self.root.read();
         // The inner nodes above the current leaf and the child taken in each.
         let mut path: Vec<(&Inner, usize)> = Vec::new();
@@ -418,15 +431,11 @@ impl BabyDbm {
             let before = match key {
                 None if forward => 0,
                 None => leaf.len(),
-                Some(k) => leaf.partition_point(|rk| match self.cmp.compare(rk, k) {
-                    std::cmp::Ordering::Less => true,
-                    std::cmp::Ordering::Equal => inclusive != forward,
-                    std::cmp::Ordering::Greater => false,
-                }),
+                Some(k) => leaf.records_before(k, self.cmp, forward, inclusive),
             };
             let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
             if let Some(index) = found {
-                return Some(Spot::of(&slot, cell, index));
+                return Some(Spot::of(&slot, cell, index, recycled));
             }
             drop(slot);
             // The neighbouring leaf: up to the first ancestor with a child
@@ -450,13 +459,13 @@ impl BabyDbm {
 
     /// The record `step` places from `spot` (-1, 0 or 1) if its leaf is
     /// unchanged since and the record is in it; `None` when only a seek can tell.
-    fn step_in_leaf(&self, spot: &Spot, step: isize) -> Option<Spot> {
+    fn step_in_leaf(&self, spot: &Spot, step: isize, recycled: &mut Option<Spot>) -> Option<Spot> {
         let slot = spot.leaf.slot.read();
         if slot.version != spot.version {
             return None;
         }
         let index = spot.index.checked_add_signed(step).filter(|&i| i < slot.leaf.len())?;
-        Some(Spot::of(&slot, &spot.leaf, index))
+        Some(Spot::of(&slot, &spot.leaf, index, recycled.take()))
     }
 
     /// Refills the leaves whole and rebuilds the inner nodes above them.
@@ -703,11 +712,14 @@ impl Dbm for BabyDbm {
 pub struct BabyCursor<'a> {
     db: &'a BabyDbm,
     at: Option<Spot>,
+    /// A spot whose buffers the next move fills: a walk allocates nothing.
+    spare: Option<Spot>,
 }
 
 impl BabyCursor<'_> {
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
-        self.at = self.db.seek(forward, key, inclusive);
+        let recycled = self.at.take().or_else(|| self.spare.take());
+        self.at = self.db.seek(forward, key, inclusive, recycled);
     }
 
     /// Moves from the current record: `step` 1 to the next, -1 to the
@@ -719,10 +731,11 @@ impl BabyCursor<'_> {
             self.at = Some(at);
             return;
         }
-        self.at = match self.db.step_in_leaf(&at, step) {
+        self.at = match self.db.step_in_leaf(&at, step, &mut self.spare) {
             Some(spot) => Some(spot),
-            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0),
+            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take()),
         };
+        self.spare = Some(at);
     }
 
     fn past_end() -> Error {

@@ -817,11 +817,7 @@ impl Tree {
             let before = match key {
                 None if forward => 0,
                 None => leaf.len(),
-                Some(k) => leaf.partition_point(|rk| match self.cmp.compare(rk, k) {
-                    std::cmp::Ordering::Less => true,
-                    std::cmp::Ordering::Equal => inclusive != forward,
-                    std::cmp::Ordering::Greater => false,
-                }),
+                Some(k) => leaf.records_before(k, self.cmp, forward, inclusive),
             };
             let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
             if let Some(index) = found {

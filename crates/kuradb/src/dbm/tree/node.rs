@@ -177,19 +177,21 @@ impl Leaf {
         Err(lo)
     }
 
-    /// The number of records for which `pred` holds, which must hold for a
-    /// prefix of them.
-    pub(crate) fn partition_point(&self, pred: impl Fn(&[u8]) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(self.key(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+    /// How many records come before the position a seek for `key` in
+    /// `cmp`'s order lands on: one past those below `key`, and past `key`
+    /// itself too when it is there and the seek goes forward exclusively or
+    /// backward inclusively.
+    pub(crate) fn records_before(
+        &self,
+        key: &[u8],
+        cmp: KeyComparator,
+        forward: bool,
+        inclusive: bool,
+    ) -> usize {
+        match self.find_in(key, cmp) {
+            Ok(i) if inclusive != forward => i + 1,
+            Ok(i) | Err(i) => i,
         }
-        lo
     }
 
     fn encode_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
@@ -536,6 +538,14 @@ mod tests {
         for k in 0..=255u8 {
             let key = key_of(k);
             assert_eq!(leaf.find_in(&key, KeyComparator::Lexical), leaf.find(&key, cmp), "{key:?}");
+            for (forward, inclusive) in [(true, true), (true, false), (false, true), (false, false)] {
+                let before = leaf
+                    .records()
+                    .filter(|(k, _)| *k < key.as_slice() || (*k == key.as_slice() && inclusive != forward))
+                    .count();
+                let found = leaf.records_before(&key, KeyComparator::Lexical, forward, inclusive);
+                assert_eq!(found, before, "{key:?} forward {forward} inclusive {inclusive}");
+            }
         }
     }
 }
