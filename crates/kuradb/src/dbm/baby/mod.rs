@@ -26,7 +26,7 @@ use parking_lot::RwLock;
 pub use options::BabyOptions;
 
 use super::flat::{self, refused_change, FlatWriter, Persistence};
-use super::tree::node::{record_size, Leaf};
+use super::tree::node::{head, record_size, Leaf, Probe};
 use super::tree::KeyComparator;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -42,8 +42,79 @@ enum Node {
 /// `keys[i]` is at or below the least key of `children[i + 1]`'s subtree
 /// and above every key of `children[i]`'s.
 struct Inner {
-    keys: Vec<Box<[u8]>>,
+    keys: Separators,
     children: Vec<Node>,
+}
+
+/// An inner node's separator keys with their heads (as a leaf keeps them),
+/// so that a descent compares integers in one array and reads a key, a
+/// separate allocation, only on a tie.
+#[derive(Default)]
+struct Separators {
+    keys: Vec<Box<[u8]>>,
+    heads: Vec<u64>,
+}
+
+impl Separators {
+    fn of(keys: Vec<Box<[u8]>>) -> Separators {
+        let heads = keys.iter().map(|k| head(k)).collect();
+        Separators { keys, heads }
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn insert(&mut self, i: usize, key: Box<[u8]>) {
+        self.heads.insert(i, head(&key));
+        self.keys.insert(i, key);
+    }
+
+    fn remove(&mut self, i: usize) -> Box<[u8]> {
+        self.heads.remove(i);
+        self.keys.remove(i)
+    }
+
+    fn push(&mut self, key: Box<[u8]>) {
+        self.heads.push(head(&key));
+        self.keys.push(key);
+    }
+
+    fn pop(&mut self) -> Option<Box<[u8]>> {
+        self.heads.pop();
+        self.keys.pop()
+    }
+
+    fn split_off(&mut self, at: usize) -> Separators {
+        Separators { keys: self.keys.split_off(at), heads: self.heads.split_off(at) }
+    }
+
+    fn append(&mut self, other: &mut Separators) {
+        self.keys.append(&mut other.keys);
+        self.heads.append(&mut other.heads);
+    }
+
+    /// How many separators are at or below the key `probe` seeks: the
+    /// index of the child whose subtree holds it.
+    fn child_index(&self, probe: &Probe<'_>) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if probe.order(self.heads[mid], &self.keys[mid]) == std::cmp::Ordering::Greater {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Heap bytes, with the allocator's header for each key.
+    fn heap_size(&self) -> usize {
+        self.keys.iter().map(|k| k.len() + 16).sum::<usize>()
+            + self.keys.capacity() * std::mem::size_of::<Box<[u8]>>()
+            + self.heads.capacity() * std::mem::size_of::<u64>()
+    }
 }
 
 #[derive(Default)]
@@ -197,7 +268,7 @@ impl BabyDbm {
     }
 
     fn child_index(&self, inner: &Inner, key: &[u8]) -> usize {
-        inner.keys.partition_point(|k| self.cmp.compare(k, key) != std::cmp::Ordering::Greater)
+        inner.keys.child_index(&Probe::new(key, self.cmp))
     }
 
     fn leaf_of<'n>(&self, mut node: &'n Node, key: &[u8]) -> &'n Arc<LeafCell> {
@@ -275,9 +346,14 @@ impl BabyDbm {
         for _ in 0..MAX_FIXES {
             let mut changed = self.fix(root, key, true);
             if let Some((sep, right)) = self.split(root, key, true) {
-                let left =
-                    std::mem::replace(root, Node::Inner(Box::new(Inner { keys: vec![], children: vec![] })));
-                *root = Node::Inner(Box::new(Inner { keys: vec![sep], children: vec![left, right] }));
+                let left = std::mem::replace(
+                    root,
+                    Node::Inner(Box::new(Inner { keys: Separators::default(), children: vec![] })),
+                );
+                *root = Node::Inner(Box::new(Inner {
+                    keys: Separators::of(vec![sep]),
+                    children: vec![left, right],
+                }));
                 changed = true;
             }
             if let Node::Inner(inner) = root {
@@ -511,7 +587,7 @@ impl BabyDbm {
                     children.push(n);
                 }
                 let first = keys.remove(0);
-                upper.push((first, Node::Inner(Box::new(Inner { keys, children }))));
+                upper.push((first, Node::Inner(Box::new(Inner { keys: Separators::of(keys), children }))));
             }
             level = upper;
         }
@@ -525,7 +601,7 @@ impl BabyDbm {
             match node {
                 Node::Leaf(cell) => cell.slot.read().leaf.heap_size() + std::mem::size_of::<LeafCell>() + 16,
                 Node::Inner(inner) => {
-                    let keys: usize = inner.keys.iter().map(|k| k.len() + 16).sum();
+                    let keys = inner.keys.heap_size();
                     let own = std::mem::size_of::<Inner>()
                         + inner.children.capacity() * std::mem::size_of::<Node>();
                     keys + own + inner.children.iter().map(walk).sum::<usize>()
