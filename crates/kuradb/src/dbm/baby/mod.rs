@@ -26,7 +26,7 @@ use parking_lot::RwLock;
 pub use options::BabyOptions;
 
 use super::flat::{self, refused_change, FlatWriter, Persistence};
-use super::tree::node::{head, record_size, Leaf, Probe};
+use super::tree::node::{record_size, Leaf, Probe, Separators};
 use super::tree::KeyComparator;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -42,79 +42,8 @@ enum Node {
 /// `keys[i]` is at or below the least key of `children[i + 1]`'s subtree
 /// and above every key of `children[i]`'s.
 struct Inner {
-    keys: Separators,
+    keys: Separators<Box<[u8]>>,
     children: Vec<Node>,
-}
-
-/// An inner node's separator keys with their heads (as a leaf keeps them),
-/// so that a descent compares integers in one array and reads a key, a
-/// separate allocation, only on a tie.
-#[derive(Default)]
-struct Separators {
-    keys: Vec<Box<[u8]>>,
-    heads: Vec<u64>,
-}
-
-impl Separators {
-    fn of(keys: Vec<Box<[u8]>>) -> Separators {
-        let heads = keys.iter().map(|k| head(k)).collect();
-        Separators { keys, heads }
-    }
-
-    fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    fn insert(&mut self, i: usize, key: Box<[u8]>) {
-        self.heads.insert(i, head(&key));
-        self.keys.insert(i, key);
-    }
-
-    fn remove(&mut self, i: usize) -> Box<[u8]> {
-        self.heads.remove(i);
-        self.keys.remove(i)
-    }
-
-    fn push(&mut self, key: Box<[u8]>) {
-        self.heads.push(head(&key));
-        self.keys.push(key);
-    }
-
-    fn pop(&mut self) -> Option<Box<[u8]>> {
-        self.heads.pop();
-        self.keys.pop()
-    }
-
-    fn split_off(&mut self, at: usize) -> Separators {
-        Separators { keys: self.keys.split_off(at), heads: self.heads.split_off(at) }
-    }
-
-    fn append(&mut self, other: &mut Separators) {
-        self.keys.append(&mut other.keys);
-        self.heads.append(&mut other.heads);
-    }
-
-    /// How many separators are at or below the key `probe` seeks: the
-    /// index of the child whose subtree holds it.
-    fn child_index(&self, probe: &Probe<'_>) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if probe.order(self.heads[mid], &self.keys[mid]) == std::cmp::Ordering::Greater {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        lo
-    }
-
-    /// Heap bytes, with the allocator's header for each key.
-    fn heap_size(&self) -> usize {
-        self.keys.iter().map(|k| k.len() + 16).sum::<usize>()
-            + self.keys.capacity() * std::mem::size_of::<Box<[u8]>>()
-            + self.heads.capacity() * std::mem::size_of::<u64>()
-    }
 }
 
 #[derive(Default)]

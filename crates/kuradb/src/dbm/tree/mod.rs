@@ -34,7 +34,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 pub use comparator::KeyComparator;
 pub use options::TreeOptions;
 
-use self::node::{record_size, Inner, Leaf, Node, INNER_BASE};
+use self::node::{record_size, Inner, Leaf, Node, Probe, Separators, INNER_BASE};
 use super::hash::{HashDbm, Kind};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::dbm::varint::{put_varint, Reader};
@@ -468,7 +468,7 @@ impl Tree {
     }
 
     fn child_index(&self, inner: &Inner, key: &[u8]) -> usize {
-        inner.keys.partition_point(|k| self.cmp.compare(k, key) != std::cmp::Ordering::Greater)
+        inner.keys.child_index(&Probe::new(key, self.cmp))
     }
 
     /// The leaf where `key` belongs, with the inner nodes above it (and the
@@ -655,7 +655,11 @@ impl Tree {
             meta.root = id;
             meta.level += 1;
             drop(meta);
-            self.insert(id, Node::Inner(Inner { keys: vec![key], children: vec![left, right] }), true)?;
+            self.insert(
+                id,
+                Node::Inner(Inner { keys: Separators::of(vec![key]), children: vec![left, right] }),
+                true,
+            )?;
             return Ok(());
         };
         let cell = self.load(parent)?;

@@ -40,8 +40,90 @@ pub(crate) struct Leaf {
 /// below it): a key at or above it goes right.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Inner {
-    pub keys: Vec<Vec<u8>>,
+    pub keys: Separators<Vec<u8>>,
     pub children: Vec<u64>,
+}
+
+/// An inner node's separator keys with their heads (as a leaf keeps them),
+/// so that a descent compares integers in one array and reads a key, a
+/// separate allocation, only on a tie.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Separators<K> {
+    keys: Vec<K>,
+    heads: Vec<u64>,
+}
+
+impl<K: AsRef<[u8]>> Separators<K> {
+    pub(crate) fn of(keys: Vec<K>) -> Separators<K> {
+        let heads = keys.iter().map(|k| head(k.as_ref())).collect();
+        Separators { keys, heads }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, K> {
+        self.keys.iter()
+    }
+
+    pub(crate) fn insert(&mut self, i: usize, key: K) {
+        self.heads.insert(i, head(key.as_ref()));
+        self.keys.insert(i, key);
+    }
+
+    pub(crate) fn remove(&mut self, i: usize) -> K {
+        self.heads.remove(i);
+        self.keys.remove(i)
+    }
+
+    pub(crate) fn push(&mut self, key: K) {
+        self.heads.push(head(key.as_ref()));
+        self.keys.push(key);
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<K> {
+        self.heads.pop();
+        self.keys.pop()
+    }
+
+    pub(crate) fn split_off(&mut self, at: usize) -> Separators<K> {
+        Separators { keys: self.keys.split_off(at), heads: self.heads.split_off(at) }
+    }
+
+    pub(crate) fn append(&mut self, other: &mut Separators<K>) {
+        self.keys.append(&mut other.keys);
+        self.heads.append(&mut other.heads);
+    }
+
+    /// How many separators are at or below the key `probe` seeks: the
+    /// index of the child whose subtree holds it.
+    pub(crate) fn child_index(&self, probe: &Probe<'_>) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if probe.order(self.heads[mid], self.keys[mid].as_ref()) == std::cmp::Ordering::Greater {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+
+    /// Heap bytes, with the allocator's header for each key.
+    pub(crate) fn heap_size(&self) -> usize {
+        self.keys.iter().map(|k| k.as_ref().len() + 16).sum::<usize>()
+            + self.keys.capacity() * std::mem::size_of::<K>()
+            + self.heads.capacity() * std::mem::size_of::<u64>()
+    }
+}
+
+impl<K> std::ops::Index<usize> for Separators<K> {
+    type Output = K;
+    fn index(&self, i: usize) -> &K {
+        &self.keys[i]
+    }
 }
 
 /// The bytes a record takes in a leaf.
@@ -424,7 +506,7 @@ impl Node {
                     keys.push(r.bytes(klen)?.to_vec());
                     children.push(r.varint()?);
                 }
-                Node::Inner(Inner { keys, children })
+                Node::Inner(Inner { keys: Separators::of(keys), children })
             }
             _ => return Err("its kind does not match its id"),
         };
@@ -443,7 +525,10 @@ mod tests {
     fn nodes_round_trip_and_damage_is_an_error() {
         let big = [0u8; 300];
         let leaf = Node::Leaf(Leaf::of([(&b"a"[..], &b"1"[..]), (&b""[..], &big[..])], 3, 1 << 40));
-        let inner = Node::Inner(Inner { keys: vec![b"m".to_vec()], children: vec![1, INNER_BASE + 7] });
+        let inner = Node::Inner(Inner {
+            keys: Separators::of(vec![b"m".to_vec()]),
+            children: vec![1, INNER_BASE + 7],
+        });
         let path = std::path::Path::new("t.kt");
         for (id, node) in [(5, &leaf), (INNER_BASE + 1, &inner)] {
             let mut bytes = Vec::new();
@@ -531,6 +616,26 @@ mod tests {
             let got: Vec<(Vec<u8>, Vec<u8>)> = back.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(got, model);
             assert_heads_hold(&back);
+        }
+    }
+
+    #[test]
+    fn separators_lead_to_the_child_a_whole_key_comparison_does() {
+        for cmp in [KeyComparator::Lexical, KeyComparator::LexicalReverse, KeyComparator::Decimal] {
+            let mut keys: Vec<Vec<u8>> = (0..=255u8).step_by(7).map(key_of).collect();
+            keys.extend((0..40).map(|n| format!("{}", n * 13).into_bytes()));
+            keys.sort_by(|a, b| cmp.compare(a, b));
+            keys.dedup();
+            let mut separators = Separators::of(keys.clone());
+            let extra = separators.split_off(keys.len() / 2);
+            separators.append(&mut { extra });
+            let probes = (0..=255u8).map(key_of).chain((0..600).map(|n| format!("{n}").into_bytes()));
+            for probe in probes {
+                let expected =
+                    keys.iter().filter(|k| cmp.compare(k, &probe) != std::cmp::Ordering::Greater).count();
+                let found = separators.child_index(&Probe::new(&probe, cmp));
+                assert_eq!(found, expected, "{} {probe:?}", cmp.name());
+            }
         }
     }
 
