@@ -1,5 +1,7 @@
 //! BabyDbm: an on-memory B+ tree whose leaves pack their records in one
-//! buffer each (the tree database's leaf format: lengths, key, value).
+//! buffer each (the tree database's leaf format: lengths, key, value), with
+//! each key's first eight bytes as an integer beside it, in leaves and inner
+//! nodes alike, so that searches compare integers and read keys only on ties.
 //!
 //! # Concurrency
 //! The tree's shape (inner nodes and which leaves hang where) is behind one
