@@ -204,10 +204,11 @@ struct Snapshot {
     file: Box<dyn File>,
     header: Header,
     index: UpperIndex,
-    /// Whether the file is known to be on the device (it was there when
-    /// opened, or its build was synchronized hard): replacing it then
-    /// requires the new file to be on the device first.
-    durable: bool,
+    /// Whether the file is known to be on the device, name and all (it was
+    /// there when opened, or it was synchronized hard, at its build or
+    /// later): replacing it then requires the new file to be on the device
+    /// first.
+    durable: AtomicBool,
     generation: u64,
 }
 
@@ -430,14 +431,14 @@ impl SkipDbm {
             // A new file: it holds no records yet, so nothing is lost if
             // this first build does not reach the device.
             let (file, header, index) = db.builder(file).finish()?;
-            Snapshot { file, header, index, durable: false, generation: 0 }
+            Snapshot { file, header, index, durable: AtomicBool::new(false), generation: 0 }
         } else {
             let mut head = vec![0u8; (HEADER_SIZE.min(file.size())) as usize];
             file.read(0, &mut head)?;
             let header = Header::decode(&head, file.size(), &db.path)?;
             let mut index = UpperIndex::load(file.as_ref(), &header, &db.path)?;
             index.fit(options.max_cached_records, u64::from(header.step_unit), header.max_level);
-            Snapshot { file, header, index, durable: true, generation: 0 }
+            Snapshot { file, header, index, durable: AtomicBool::new(true), generation: 0 }
         };
         if writable {
             db.remove_leftovers();
@@ -579,7 +580,17 @@ impl SkipDbm {
             (std::mem::take(&mut pending.spills), std::mem::take(&mut pending.memory))
         };
         if spills.is_empty() && memory.is_empty() && !force {
-            return old.file.synchronize(hard);
+            old.file.synchronize(hard)?;
+            if hard && !old.durable.load(Ordering::Acquire) {
+                // A soft build renamed this file in place without making the
+                // name durable; from now on it is the state a power cut must
+                // keep, so the next build has to reach the device before it
+                // replaces it.
+                crate::sys::sync_parent_dir(&self.path)
+                    .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
+                old.durable.store(true, Ordering::Release);
+            }
+            return Ok(());
         }
         if !self.options.insert_in_order {
             memory.sort();
@@ -587,7 +598,7 @@ impl SkipDbm {
         let mut runs: Vec<Run> = spills.iter().cloned().map(Run::Spill).collect();
         runs.push(Run::Memory(memory));
         let temp = sibling(&self.path, "build");
-        let durable = hard || (old.durable && old.header.count > 0);
+        let durable = hard || (old.durable.load(Ordering::Acquire) && old.header.count > 0);
         let built = self.build_file(Some(&old), &runs, reducer, &temp, durable);
         let memory = match runs.pop() {
             Some(Run::Memory(memory)) => memory,
@@ -642,7 +653,7 @@ impl SkipDbm {
                 .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
         }
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        Ok(Snapshot { file, header, index, durable, generation })
+        Ok(Snapshot { file, header, index, durable: AtomicBool::new(durable), generation })
     }
 
     /// Rebuilds the file with the options' step, levels and offset width,
@@ -900,7 +911,7 @@ impl Dbm for SkipDbm {
             let _ = std::fs::remove_file(path);
         }
         let temp = sibling(&self.path, "build");
-        let durable = old.durable && old.header.count > 0;
+        let durable = old.durable.load(Ordering::Acquire) && old.header.count > 0;
         match self.build_file(None, &[], &Reducer::All, &temp, durable) {
             Ok(snapshot) => {
                 *self.current.write() = Some(Arc::new(snapshot));
