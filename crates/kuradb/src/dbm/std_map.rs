@@ -35,8 +35,8 @@ enum Packed {
 }
 
 /// The most key and value bytes a record keeps in its slot: what fits beside
-/// the two lengths and the variant's tag in the 24 bytes the heap variant
-/// takes anyway.
+/// the two lengths and the variant's tag in 24 bytes, which a boxed slice
+/// with a tag, aligned, takes anyway.
 const INLINE: usize = 21;
 
 #[derive(Clone, Copy)]
