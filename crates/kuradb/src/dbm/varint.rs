@@ -11,6 +11,19 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
+/// Writes `n` as a varint at the start of `out`, which must hold
+/// [`varint_len`] bytes; answers how many it wrote.
+pub(crate) fn write_varint(out: &mut [u8], mut n: u64) -> usize {
+    let mut at = 0;
+    while n >= 0x80 {
+        out[at] = (n as u8) | 0x80;
+        n >>= 7;
+        at += 1;
+    }
+    out[at] = n as u8;
+    at + 1
+}
+
 /// The bytes `n` takes as a varint.
 pub(crate) fn varint_len(n: u64) -> usize {
     (64 - (n | 1).leading_zeros() as usize).div_ceil(7)
@@ -84,6 +97,9 @@ mod tests {
             let mut out = Vec::new();
             put_varint(&mut out, n);
             assert_eq!(out.len(), varint_len(n), "{n}");
+            let mut slice = [0u8; 10];
+            assert_eq!(write_varint(&mut slice, n), out.len(), "{n}");
+            assert_eq!(&slice[..out.len()], &out[..], "{n}");
             let mut at = 0;
             assert_eq!(get_varint(&out, &mut at), Some(n));
             assert_eq!(at, out.len());

@@ -7,7 +7,7 @@
 
 use super::comparator::compare_bytes;
 use super::KeyComparator;
-use crate::dbm::varint::{put_varint, varint_len, Reader};
+use crate::dbm::varint::{put_varint, varint_len, write_varint, Reader};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -333,16 +333,8 @@ impl Leaf {
         let size = record_size(key, value);
         self.resize_span(at, len, size, moved);
         let mut w = at;
-        for n in [key.len(), value.len()] {
-            let mut n = n as u64;
-            while n >= 0x80 {
-                self.data[w] = (n as u8) | 0x80;
-                n >>= 7;
-                w += 1;
-            }
-            self.data[w] = n as u8;
-            w += 1;
-        }
+        w += write_varint(&mut self.data[w..], key.len() as u64);
+        w += write_varint(&mut self.data[w..], value.len() as u64);
         self.data[w..w + key.len()].copy_from_slice(key);
         self.data[w + key.len()..at + size].copy_from_slice(value);
     }
