@@ -462,13 +462,20 @@ impl State {
         }
         // A value is most often wanted with its header, so read enough for
         // both; without it, just what the header and key take. With block I/O
-        // the whole block is read anyway: take all of it.
+        // the whole block is read anyway: take all of it. Through a page
+        // cache, each block more is one more to load and evict, so a first
+        // read stops at the first block, unless the least read size asks for
+        // more blocks than one: then the records are that large (tree nodes),
+        // and a read that stopped short would cost a second call.
         let value = value || self.record_crc;
         let least = if value { self.min_read_size } else { MAX_HEADER };
         let block = self.file.block_size();
         let needed = offset + (MAX_HEADER + key.map_or(0, <[u8]>::len)) as u64;
         let wanted = offset + (least + key.map_or(0, <[u8]>::len)) as u64;
-        let wanted = if self.cached_blocks { needed.max((offset / block + 1) * block) } else { wanted };
+        let wanted = match self.cached_blocks {
+            true if (least as u64) < block => needed.max((offset / block + 1) * block),
+            _ => wanted,
+        };
         let first = (wanted.div_ceil(block) * block).min(size) - offset;
         let mut buf = vec![0u8; first as usize];
         self.file.read(offset, &mut buf)?;
