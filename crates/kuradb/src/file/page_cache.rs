@@ -80,6 +80,9 @@ struct Shard {
     /// Where an evicted block's dirty neighbours are gathered to be written
     /// with it in one call (allocated at the first such eviction).
     cluster: Option<AlignedBuf>,
+    /// Where a run of missing blocks is read before it is cached (allocated
+    /// at the first such read).
+    run: Option<AlignedBuf>,
     align: usize,
 }
 
@@ -121,6 +124,7 @@ impl PageCache {
                     free: Vec::new(),
                     stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
                     cluster: None,
+                    run: None,
                     align,
                 })
             })
@@ -173,27 +177,28 @@ impl PageCache {
             let mut shard = self.shard(block).lock();
             let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
             if load && !shard.table.contains_key(&block) {
-                // The missing blocks after this one in the same shard, read
+                // The missing blocks after this one of the same shard, read
                 // with it under the shard's lock (as a single block would be),
                 // so no write-back can slip between the read and the insert.
-                let group = block >> GROUP_BITS;
-                let mut run = vec![(block, skip, n, done)];
-                while let Some(&(next, ..)) = pieces.peek() {
-                    let more = next >> GROUP_BITS == group
+                let home = self.shard(block);
+                let (mut count, mut end) = (1, done + n);
+                while let Some(&(next, _, next_n, _)) = pieces.peek() {
+                    let more = std::ptr::eq(self.shard(next), home)
                         && !shard.table.contains_key(&next)
                         && next * (bs as u64) < self.extent.load(Ordering::Acquire);
                     if !more {
                         break;
                     }
-                    run.push(pieces.next().expect("peeked"));
+                    pieces.next();
+                    count += 1;
+                    end += next_n;
                 }
-                let loaded = run.len() > 1 && shard.load_run(device, block, run.len(), bs)?;
-                for (block, skip, n, done) in run {
-                    let slot = match loaded {
-                        true => shard.table[&block],
-                        false => shard.get(device, block, true, bs)?,
-                    };
-                    buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
+                if count > 1 && shard.load_run(device, block, count, bs, skip, &mut buf[done..end])? {
+                    continue;
+                }
+                for (block, skip, n, at) in self.pieces(offset + done as u64, end - done) {
+                    let slot = shard.get(device, block, true, bs)?;
+                    buf[done + at..done + at + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
                 }
                 continue;
             }
@@ -422,23 +427,53 @@ impl Shard {
     }
 
     /// Reads `count` consecutive blocks from `first`, none of them cached, in
-    /// one device call and caches them all; answers whether it did. A run
-    /// longer than the shard holds is left to block-by-block loading (its
-    /// own blocks would evict each other).
-    fn load_run(&mut self, device: &Device, first: u64, count: usize, bs: usize) -> Result<bool> {
+    /// one device call, caches them all and copies their bytes from `skip`
+    /// on into `out`; answers whether it did. A run longer than the shard
+    /// holds is left to block-by-block loading (its own blocks would evict
+    /// each other).
+    fn load_run(
+        &mut self,
+        device: &Device,
+        first: u64,
+        count: usize,
+        bs: usize,
+        skip: usize,
+        out: &mut [u8],
+    ) -> Result<bool> {
         if count > self.capacity {
             return Ok(false);
         }
-        let mut run = AlignedBuf::new(count * bs, self.align);
-        device.read_blocks(first * bs as u64, run.as_mut_slice())?;
-        self.stats.device_reads += 1;
+        let mut run = match self.run.take() {
+            Some(run) if run.as_slice().len() >= count * bs => run,
+            // Reads of more blocks than this go past the cache: one size serves all.
+            _ => AlignedBuf::new((LARGE_READ_BLOCKS + 1).max(count) * bs, self.align),
+        };
+        let loaded = self.cache_run(device, first, count, bs, &mut run);
+        if loaded.is_ok() {
+            out.copy_from_slice(&run.as_slice()[skip..skip + out.len()]);
+        }
+        self.run = Some(run);
+        loaded.map(|()| true)
+    }
+
+    fn cache_run(
+        &mut self,
+        device: &Device,
+        first: u64,
+        count: usize,
+        bs: usize,
+        run: &mut AlignedBuf,
+    ) -> Result<()> {
+        let run = &mut run.as_mut_slice()[..count * bs];
+        device.read_blocks(first * bs as u64, run)?;
+        self.stats.device_reads += count as u64;
         self.stats.misses += count as u64;
         for i in 0..count {
             let slot = self.vacant_slot(device, bs)?;
-            self.data_mut(slot, bs).copy_from_slice(&run.as_slice()[i * bs..(i + 1) * bs]);
+            self.data_mut(slot, bs).copy_from_slice(&run[i * bs..(i + 1) * bs]);
             self.install(slot, first + i as u64);
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Writes back the dirty block in `slot` together with the dirty blocks
