@@ -115,9 +115,17 @@ struct Spot {
 }
 
 impl Spot {
-    fn of(leaf: &Leaf, id: u64, version: u64, index: usize) -> Spot {
+    /// Record `index` of leaf `id`, written into `spare`'s buffers if given
+    /// (a cursor moving from record to record allocates nothing then).
+    fn of(leaf: &Leaf, id: u64, version: u64, index: usize, spare: Option<Spot>) -> Spot {
         let (key, value) = leaf.record(index);
-        Spot { key: key.to_vec(), value: value.to_vec(), leaf: id, version, index }
+        let mut spot =
+            spare.unwrap_or(Spot { key: Vec::new(), value: Vec::new(), leaf: 0, version: 0, index: 0 });
+        spot.key.clear();
+        spot.key.extend_from_slice(key);
+        spot.value.clear();
+        spot.value.extend_from_slice(value);
+        Spot { leaf: id, version, index, ..spot }
     }
 }
 
@@ -196,7 +204,7 @@ impl TreeDbm {
 
     /// An ordered cursor, not yet positioned.
     pub fn cursor(&self) -> TreeCursor<'_> {
-        TreeCursor { db: self, at: None }
+        TreeCursor { db: self, at: None, spare: None }
     }
 
     fn shared(&self) -> Result<RwLockReadGuard<'_, Option<Tree>>> {
@@ -805,14 +813,27 @@ impl Tree {
     /// Forward: the first record at or after `key` (after it only, unless
     /// `inclusive`), from the start without a key. Backward: the last record
     /// before `key` (or at it, if `inclusive`), from the end without a key.
-    fn seek(&self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<Option<Spot>> {
-        let mut id = match key {
-            Some(k) => self.descend(k, None)?.0,
-            None if forward => self.meta.lock().first,
-            None => self.meta.lock().last,
+    /// The answer is written into `spare`'s buffers, if given.
+    fn seek(
+        &self,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        spare: Option<Spot>,
+    ) -> Result<Option<Spot>> {
+        let (mut id, mut found_leaf) = match key {
+            Some(k) => {
+                let (id, cell) = self.descend(k, None)?;
+                (id, Some(cell))
+            }
+            None if forward => (self.meta.lock().first, None),
+            None => (self.meta.lock().last, None),
         };
         for _ in 0..self.leaf_bound() {
-            let cell = self.load(id)?;
+            let cell = match found_leaf.take() {
+                Some(cell) => cell,
+                None => self.load(id)?,
+            };
             let slot = cell.slot.read();
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf link is an inner node".into()));
@@ -825,7 +846,7 @@ impl Tree {
             };
             let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
             if let Some(index) = found {
-                return Ok(Some(Spot::of(leaf, id, slot.version, index)));
+                return Ok(Some(Spot::of(leaf, id, slot.version, index, spare)));
             }
             id = if forward { leaf.next } else { leaf.prev };
             if id == 0 {
@@ -835,23 +856,37 @@ impl Tree {
         Err(self.broken("the leaves' links loop".into()))
     }
 
-    /// The record `step` places from `spot` (-1, 0 or 1), if `spot`'s leaf
-    /// is cached and unchanged since and the record is in it; `None` when
-    /// only a seek can tell.
-    fn step_in_leaf(&self, spot: &Spot, step: isize) -> Option<Spot> {
-        let cell = self.cached(spot.leaf)?;
+    /// Whether `spot`'s leaf is cached and unchanged since, so that the
+    /// record it saw is still there, as it saw it.
+    fn unchanged(&self, spot: &Spot) -> bool {
+        self.cached(spot.leaf).is_some_and(|cell| cell.slot.read().version == spot.version)
+    }
+
+    /// Moves `spot` `step` places (-1 or 1) within its leaf, if the leaf is
+    /// cached and unchanged since and the record is in it; false when only a
+    /// seek can tell.
+    fn step_in_leaf(&self, spot: &mut Spot, step: isize) -> bool {
+        let Some(cell) = self.cached(spot.leaf) else { return false };
         let slot = cell.slot.read();
-        let Node::Leaf(leaf) = &slot.node else { return None };
+        let Node::Leaf(leaf) = &slot.node else { return false };
         if slot.version != spot.version {
-            return None;
+            return false;
         }
-        let index = spot.index.checked_add_signed(step).filter(|&i| i < leaf.len())?;
+        let Some(index) = spot.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
+            return false;
+        };
         // Only in order: a broken leaf must not send a walk round in a loop.
         let wanted = if step > 0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
-        if step != 0 && self.cmp.compare(leaf.key(index), &spot.key) != wanted {
-            return None;
+        let (key, value) = leaf.record(index);
+        if self.cmp.compare(key, &spot.key) != wanted {
+            return false;
         }
-        Some(Spot::of(leaf, spot.leaf, spot.version, index))
+        spot.key.clear();
+        spot.key.extend_from_slice(key);
+        spot.value.clear();
+        spot.value.extend_from_slice(value);
+        spot.index = index;
+        true
     }
 
     /// More steps than there are leaves (every leaf id is below `next_leaf`):
@@ -1099,39 +1134,34 @@ impl Dbm for TreeDbm {
 pub struct TreeCursor<'a> {
     db: &'a TreeDbm,
     at: Option<Spot>,
+    /// The buffers of a position left behind, for the next seek to fill.
+    spare: Option<Spot>,
 }
 
 impl TreeCursor<'_> {
-    /// Moves by a seek, or by `step` within the leaf when `step` is given and
-    /// the leaf allows.
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
-        self.at = self.find(forward, key, inclusive, None)?;
+        let db = self.db;
+        let guard = db.shared()?;
+        let Some(t) = guard.as_ref() else { return Err(db.closed()) };
+        let spare = self.spare.take().or_else(|| self.at.take());
+        self.at = t.seek(forward, key, inclusive, spare)?;
         Ok(())
-    }
-
-    fn find(
-        &self,
-        forward: bool,
-        key: Option<&[u8]>,
-        inclusive: bool,
-        step: Option<isize>,
-    ) -> Result<Option<Spot>> {
-        let guard = self.db.shared()?;
-        let Some(t) = guard.as_ref() else { return Err(self.db.closed()) };
-        if let (Some(step), Some(at)) = (step, &self.at) {
-            if let Some(spot) = t.step_in_leaf(at, step) {
-                return Ok(Some(spot));
-            }
-        }
-        t.seek(forward, key, inclusive)
     }
 
     /// Moves from the current record: `step` 1 to the next, -1 to the
     /// previous, 0 to the record itself or, if it is gone, the next one.
+    /// Within an unchanged leaf it needs no search.
     fn step(&mut self, step: isize) -> Result<()> {
-        let Some(at) = &self.at else { return Ok(()) };
-        let key = at.key.clone();
-        self.at = self.find(step >= 0, Some(&key), step == 0, Some(step))?;
+        let db = self.db;
+        let guard = db.shared()?;
+        let Some(t) = guard.as_ref() else { return Err(db.closed()) };
+        let Some(at) = &mut self.at else { return Ok(()) };
+        let moved = if step == 0 { t.unchanged(at) } else { t.step_in_leaf(at, step) };
+        if moved {
+            return Ok(());
+        }
+        let found = t.seek(step >= 0, Some(&at.key), step == 0, self.spare.take())?;
+        self.spare = std::mem::replace(&mut self.at, found);
         Ok(())
     }
 
