@@ -1143,8 +1143,9 @@ impl TreeCursor<'_> {
         let db = self.db;
         let guard = db.shared()?;
         let Some(t) = guard.as_ref() else { return Err(db.closed()) };
-        let spare = self.spare.take().or_else(|| self.at.take());
-        self.at = t.seek(forward, key, inclusive, spare)?;
+        // On an error the cursor stays where it was.
+        let found = t.seek(forward, key, inclusive, self.spare.take())?;
+        self.spare = std::mem::replace(&mut self.at, found);
         Ok(())
     }
 
