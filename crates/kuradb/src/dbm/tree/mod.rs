@@ -121,11 +121,16 @@ impl Spot {
         let (key, value) = leaf.record(index);
         let mut spot =
             spare.unwrap_or(Spot { key: Vec::new(), value: Vec::new(), leaf: 0, version: 0, index: 0 });
-        spot.key.clear();
-        spot.key.extend_from_slice(key);
-        spot.value.clear();
-        spot.value.extend_from_slice(value);
+        spot.hold(key, value);
         Spot { leaf: id, version, index, ..spot }
+    }
+
+    /// Copies `key` and `value` into the spot's own buffers.
+    fn hold(&mut self, key: &[u8], value: &[u8]) {
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.value.clear();
+        self.value.extend_from_slice(value);
     }
 }
 
@@ -881,10 +886,7 @@ impl Tree {
         if self.cmp.compare(key, &spot.key) != wanted {
             return false;
         }
-        spot.key.clear();
-        spot.key.extend_from_slice(key);
-        spot.value.clear();
-        spot.value.extend_from_slice(value);
+        spot.hold(key, value);
         spot.index = index;
         true
     }
