@@ -86,12 +86,17 @@ struct Shard {
     align: usize,
 }
 
-/// Consecutive blocks map to the same shard in groups of 2^GROUP_BITS, so an
-/// eviction can write a dirty block's dirty neighbours with it (the blocks an
-/// append filled one after another, above all).
+/// An eviction writes a dirty block's dirty neighbours with it (the blocks an
+/// append filled one after another, above all) within aligned groups of
+/// 2^GROUP_BITS blocks.
 const GROUP_BITS: u32 = 4;
 /// The most blocks one eviction writes.
 const MAX_CLUSTER: u64 = 1 << GROUP_BITS;
+/// Consecutive blocks map to the same shard in aligned runs of
+/// 2^SHARD_RUN_BITS: whole write-back groups, and long enough that a read of
+/// a few blocks (a tree node, say) seldom straddles two shards, which would
+/// cost it a device call in each.
+const SHARD_RUN_BITS: u32 = 6;
 
 /// The page cache of one file.
 pub(crate) struct PageCache {
@@ -141,7 +146,7 @@ impl PageCache {
         if self.shard_bits == 0 {
             return &self.shards[0];
         }
-        let h = (block >> GROUP_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
+        let h = (block >> SHARD_RUN_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
         &self.shards[h as usize]
     }
 
