@@ -2,6 +2,7 @@
 //! the node store's buckets), with block I/O and with a page cache under it
 //! too: counted by the kernel (`syscr` of /proc/self/io), so this file holds
 //! one test and nothing else reads meanwhile.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -464,9 +464,9 @@ impl State {
         // both; without it, just what the header and key take. With block I/O
         // the whole block is read anyway: take all of it. Through a page
         // cache, each block more is one more to load and evict, so a first
-        // read stops at the first block, unless the least read size asks for
-        // more blocks than one: then the records are that large (tree nodes),
-        // and a read that stopped short would cost a second call.
+        // read stops at the first block, unless the least read size is a
+        // block or more: then the records are that large (tree nodes), and a
+        // read that stopped short would cost a second call.
         let value = value || self.record_crc;
         let least = if value { self.min_read_size } else { MAX_HEADER };
         let block = self.file.block_size();
