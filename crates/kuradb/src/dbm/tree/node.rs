@@ -5,7 +5,6 @@
 //! child count, the first child's id, then for each further child its
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
-use super::comparator::compare_bytes;
 use super::KeyComparator;
 use crate::dbm::varint::{put_varint, varint_len, write_varint, Reader};
 use crate::dbm::Action;
@@ -162,7 +161,9 @@ impl<'k> Probe<'k> {
     /// reverse, reading the key only on a tie.
     #[inline]
     pub(crate) fn order(&self, stored_head: u64, key: &[u8]) -> std::cmp::Ordering {
-        let by_bytes = || stored_head.cmp(&self.head).then_with(|| compare_bytes(key, self.key));
+        // Equal heads mean equal first eight bytes (or zero-padded shorter
+        // keys): a comparison by the prefix first would tie again.
+        let by_bytes = || stored_head.cmp(&self.head).then_with(|| key.cmp(self.key));
         match self.cmp {
             KeyComparator::Lexical => by_bytes(),
             KeyComparator::LexicalReverse => by_bytes().reverse(),
