@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use lru::LruCache;
-use parking_lot::{Mutex, RwLock, RwLockReadGuard};
+use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
 
 pub use comparator::KeyComparator;
 pub use options::TreeOptions;
@@ -212,12 +212,9 @@ impl TreeDbm {
         TreeCursor { db: self, at: None, spare: None }
     }
 
-    fn shared(&self) -> Result<RwLockReadGuard<'_, Option<Tree>>> {
-        let guard = self.tree.read();
-        if guard.is_none() {
-            return Err(self.closed());
-        }
-        Ok(guard)
+    /// The open tree, held shared; an error once the database is closed.
+    fn shared(&self) -> Result<MappedRwLockReadGuard<'_, Tree>> {
+        RwLockReadGuard::try_map(self.tree.read(), Option::as_ref).map_err(|_| self.closed())
     }
 
     fn closed(&self) -> Error {
@@ -969,13 +966,12 @@ impl TreeDbm {
 
 impl Dbm for TreeDbm {
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        let guard = self.shared()?;
-        let Some(t) = guard.as_ref() else { return Err(self.closed()) };
+        let t = self.shared()?;
         if writable && !t.writable {
             return Err(t.read_only());
         }
         let unbalanced = t.apply(key, writable, f)?;
-        drop(guard);
+        drop(t);
         if unbalanced {
             self.rebalance_after(key)?;
         }
@@ -1031,11 +1027,11 @@ impl Dbm for TreeDbm {
     }
 
     fn count(&self) -> Result<u64> {
-        Ok(self.shared()?.as_ref().map_or(0, |t| t.count.load(Ordering::Acquire)))
+        Ok(self.shared()?.count.load(Ordering::Acquire))
     }
 
     fn file_size(&self) -> Result<u64> {
-        self.shared()?.as_ref().map_or(Ok(0), |t| t.store.file_size())
+        self.shared()?.store.file_size()
     }
 
     fn path(&self) -> Option<&Path> {
@@ -1065,9 +1061,7 @@ impl Dbm for TreeDbm {
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
-        let guard = self.shared()?;
-        let Some(t) = guard.as_ref() else { return Ok(false) };
-        t.store.should_be_rebuilt()
+        self.shared()?.store.should_be_rebuilt()
     }
 
     fn synchronize(&self, hard: bool) -> Result<()> {
@@ -1089,8 +1083,7 @@ impl Dbm for TreeDbm {
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {
-        let guard = self.shared()?;
-        let Some(t) = guard.as_ref() else { return Ok(Vec::new()) };
+        let t = self.shared()?;
         let meta = *t.meta.lock();
         let cached: usize = t.cache.iter().map(|s| s.lock().len()).sum();
         let mut out = vec![
@@ -1142,9 +1135,7 @@ pub struct TreeCursor<'a> {
 
 impl TreeCursor<'_> {
     fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
-        let db = self.db;
-        let guard = db.shared()?;
-        let Some(t) = guard.as_ref() else { return Err(db.closed()) };
+        let t = self.db.shared()?;
         // On an error the cursor stays where it was.
         let found = t.seek(forward, key, inclusive, self.spare.take())?;
         self.spare = std::mem::replace(&mut self.at, found);
@@ -1155,9 +1146,7 @@ impl TreeCursor<'_> {
     /// previous, 0 to the record itself or, if it is gone, the next one.
     /// Within an unchanged leaf it needs no search.
     fn step(&mut self, step: isize) -> Result<()> {
-        let db = self.db;
-        let guard = db.shared()?;
-        let Some(t) = guard.as_ref() else { return Err(db.closed()) };
+        let t = self.db.shared()?;
         let Some(at) = &mut self.at else { return Ok(()) };
         let moved = if step == 0 { t.unchanged(at) } else { t.step_in_leaf(at, step) };
         if moved {
@@ -1251,8 +1240,7 @@ impl Iterator for TreeRange<'_> {
                 None => self.cursor.next()?,
             }
             let found = self.cursor.get()?;
-            let guard = self.cursor.db.shared()?;
-            let Some(t) = guard.as_ref() else { return Err(self.cursor.db.closed()) };
+            let t = self.cursor.db.shared()?;
             if let (Some((key, _)), Some(last)) = (&found, &self.last) {
                 if t.cmp.compare(key, last) != std::cmp::Ordering::Greater {
                     return Err(t.broken("its keys are out of order".into()));
