@@ -128,11 +128,15 @@ impl Database {
         Ok(db)
     }
 
-    /// Opens or creates the database at `path`. Every parameter of PolyDbm
+    /// Opens or creates the database at `path`. A file this process already
+    /// holds open for writing (or holds open at all, to open it for writing)
+    /// raises WouldBlockError at once; a file another process holds is
+    /// waited for, up to lock_timeout seconds if given, and Ctrl-C ends the
+    /// wait. Every parameter of PolyDbm
     /// is a keyword: dbm (hash, tree, skip, …), file, block_size,
     /// access_options, num_buckets, align_pow, cache_buckets, update_mode,
     /// max_page_size, max_cached_pages, key_comparator, step_unit, max_level,
-    /// reducer, no_wait, no_lock, truncate, …; bools become true/false and
+    /// reducer, no_wait, no_lock, lock_timeout (seconds), truncate, …; bools become true/false and
     /// numbers their decimal text. An unknown parameter, or a value of the
     /// wrong type, raises InvalidArgumentError naming it.
     #[pyo3(signature = (path, writable = false, **params))]
@@ -144,15 +148,34 @@ impl Database {
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         let params = params_of(params)?;
-        py.allow_threads(|| {
-            let mut guard = self.db.write();
-            if guard.is_some() {
-                return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
-            }
-            *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
-            Ok(())
-        })
-        .map_err(to_py)
+        // A wait for another process's lock ends on Ctrl-C: between tries it
+        // runs Python's signal handlers, and the exception they raise is the
+        // one this call raises.
+        let raised: Arc<Mutex<Option<PyErr>>> = Arc::default();
+        let slot = raised.clone();
+        let opened = py.allow_threads(|| {
+            let interrupted = move || {
+                Python::with_gil(|py| match py.check_signals() {
+                    Ok(()) => false,
+                    Err(err) => {
+                        *slot.lock() = Some(err);
+                        true
+                    }
+                })
+            };
+            kuradb::file::with_lock_interrupt(interrupted, || {
+                let mut guard = self.db.write();
+                if guard.is_some() {
+                    return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
+                }
+                *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
+                Ok(())
+            })
+        });
+        if let Some(err) = raised.lock().take() {
+            return Err(err);
+        }
+        opened.map_err(to_py)
     }
 
     /// Closes the database (a closed one stays closed); its iterators stop

@@ -10,7 +10,9 @@
 //! "synced N" on stderr only after `synchronize(true)` for batch N returned.
 //! The parent kills it with SIGKILL after a random 5 to 200 ms, reads every
 //! report it made, works out what each key may hold, checks the restored
-//! file, and starts the next writer on the same file.
+//! file, and starts the next writer on the same file. Before the restore,
+//! two readers open the crashed file: they must see exactly what the
+//! restore then makes of it.
 
 mod common;
 
@@ -222,9 +224,14 @@ fn crash_and_check(index: usize) {
                 allowed.entry(k).or_default().insert(now);
             }
         }
+        let viewed = h::crash_view(|| HashDbm::open(&path, false, &options))
+            .unwrap_or_else(|e| panic!("{what}: read-only after the kill (synced {synced:?}): {e}"));
         let db = HashDbm::open(&path, true, &options)
             .unwrap_or_else(|e| panic!("{what}: open after the kill (synced {synced:?}): {e}"));
         let actual = h::records(&db).unwrap_or_else(|e| panic!("{what}: walk after the kill: {e}"));
+        if let Some(diff) = h::difference(&viewed, &actual) {
+            panic!("{what}: readers saw the crashed file otherwise than its restore made it: {diff}");
+        }
         let keys: BTreeSet<&Vec<u8>> = actual.keys().chain(expected.keys()).collect();
         for k in keys {
             let got = actual.get(k);

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::child::{last_synced, ChildTest, Killed};
-use common::hash::{show, Model};
+use common::hash::{self as h, show, Model};
 use common::power_cut::{self as cut, Controls};
 use common::tree as t;
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
@@ -295,6 +295,8 @@ fn kill_and_check(index: usize) {
             }
         }
         allowed.push((format!("batch {open_batch} synchronized, unreported"), during.clone()));
+        let viewed = h::crash_view(|| TreeDbm::open(&path, false, &options))
+            .unwrap_or_else(|e| panic!("{what}: read-only after the kill (synced {synced:?}): {e}"));
         let db = TreeDbm::open(&path, true, &options).unwrap_or_else(|e| {
             panic!(
                 "{what}: open after the kill (synced {synced:?}; the open batch {open_batch} clears or \
@@ -306,6 +308,9 @@ fn kill_and_check(index: usize) {
             .unwrap_or_else(|e| panic!("{what}: after the kill: {e}"))
             .into_iter()
             .collect();
+        if let Some(diff) = h::difference(&viewed, &found) {
+            panic!("{what}: readers saw the crashed tree otherwise than its restore made it: {diff}");
+        }
         let Some(which) = allowed.iter().position(|(_, m)| *m == found) else {
             let (_, last) = &allowed[0];
             let differ = found.iter().find(|(k, v)| last.get(*k) != Some(*v)).map(|(k, _)| show(k));

@@ -162,6 +162,7 @@ impl Dbm for CacheDbm {
     }
 
     fn count(&self) -> Result<u64> {
+        self.persistence.check_process()?;
         Ok(self.table.count())
     }
 
@@ -221,6 +222,7 @@ impl Dbm for CacheDbm {
     }
 
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.persistence.check_process()?;
         Ok(Box::new(self.cursor()))
     }
 }

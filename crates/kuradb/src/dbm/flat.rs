@@ -21,6 +21,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::{FileKey, Owner};
 
 const MAGIC: &[u8; 8] = b"KuraFlat";
 const VERSION: u32 = 1;
@@ -218,18 +219,21 @@ fn sync_directory(path: &Path) -> Result<()> {
     handle.sync_all().map_err(|e| Error::io("synchronization of the directory", dir, e))
 }
 
-/// What an on-memory database keeps about its flat file: where it is and
-/// whether the database may change it.
+/// What an on-memory database keeps about its flat file: where it is,
+/// whether the database may change it, and the process that opened it (in
+/// whose table of open files it is entered, and outside which it writes
+/// nothing).
 #[derive(Debug)]
 pub(crate) struct Persistence {
     pub path: Option<PathBuf>,
     pub writable: bool,
+    owner: Option<Owner>,
 }
 
 impl Persistence {
     /// No file: purely in memory, always writable.
     pub(crate) fn none() -> Persistence {
-        Persistence { path: None, writable: true }
+        Persistence { path: None, writable: true, owner: None }
     }
 
     /// Reads the flat file at `path` into `load` unless `truncate`. A
@@ -240,6 +244,9 @@ impl Persistence {
         truncate: bool,
         load: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<Persistence> {
+        // Readers may open beside a writer: the file is only ever replaced
+        // whole, so they read one complete synchronized state.
+        let owner = Owner::claim(FileKey::for_path(path), writable, true, path)?;
         let exists = path.exists();
         if !exists && !writable {
             return Err(Error::new(
@@ -253,7 +260,7 @@ impl Persistence {
         if exists && !truncate {
             read(path, load)?;
         }
-        Ok(Persistence { path: Some(path.to_path_buf()), writable })
+        Ok(Persistence { path: Some(path.to_path_buf()), writable, owner: Some(owner) })
     }
 
     /// The error of a write to a database opened for reading.
@@ -262,12 +269,23 @@ impl Persistence {
         Error::new(ErrorKind::Infeasible, format!("the database {name} is open for reading only"))
     }
 
-    /// Checks that a writing operation may go on.
+    /// Checks that an operation may go on: in the process that opened the
+    /// database, and if `writable`, on a database open for writing.
     pub(crate) fn check_writable(&self, writable: bool) -> Result<()> {
+        self.check_process()?;
         if writable && !self.writable {
             return Err(self.read_only());
         }
         Ok(())
+    }
+
+    /// Fails if the database has a file and this is not the process that
+    /// opened it: a forked child must not replace its parent's file.
+    pub(crate) fn check_process(&self) -> Result<()> {
+        match (&self.owner, &self.path) {
+            (Some(owner), Some(path)) => owner.check(path),
+            _ => Ok(()),
+        }
     }
 
     /// Writes the records `fill` puts to the database's file, if it has one
@@ -278,7 +296,10 @@ impl Persistence {
         fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
     ) -> Result<()> {
         match &self.path {
-            Some(path) if self.writable => write(path, hard, fill),
+            Some(path) if self.writable => {
+                self.check_process()?;
+                write(path, hard, fill)
+            }
             _ => Ok(()),
         }
     }

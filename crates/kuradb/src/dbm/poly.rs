@@ -329,7 +329,20 @@ fn file_and_open(t: &mut Taker<'_>) -> Result<(FileSpec, OpenOptions)> {
     open.no_wait = t.flag(&["no_wait"])?.unwrap_or(false);
     open.no_lock = t.flag(&["no_lock"])?.unwrap_or(false);
     open.truncate = t.flag(&["truncate"])?.unwrap_or(false);
+    open.lock_timeout = lock_timeout(t)?;
     Ok((spec, open))
+}
+
+/// The `lock_timeout` parameter: the longest wait, in seconds, for a lock
+/// another process holds.
+fn lock_timeout(t: &mut Taker<'_>) -> Result<Option<std::time::Duration>> {
+    let Some(seconds) = t.number::<f64>(&["lock_timeout"])? else { return Ok(None) };
+    std::time::Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("parameter lock_timeout must be a number of seconds from 0 up, not {seconds}"),
+        )
+    })
 }
 
 fn hash_options(t: &mut Taker<'_>, mut o: HashOptions) -> Result<HashOptions> {
@@ -487,6 +500,7 @@ fn options_for(class: DbmClass, params: &Params) -> Result<Options> {
 fn memory_truncate(t: &mut Taker<'_>) -> Result<bool> {
     t.flag(&["no_wait"])?;
     t.flag(&["no_lock"])?;
+    lock_timeout(t)?;
     Ok(t.flag(&["truncate"])?.unwrap_or(false))
 }
 

@@ -363,6 +363,7 @@ impl<S: StdSet> Inner<S> {
 impl<S: StdSet> Core<S> {
     fn process(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<()> {
         if !writable {
+            self.persistence.check_process()?;
             let inner = self.set.read();
             return match f(inner.set.find(key).map(Packed::value)) {
                 Action::Keep => Ok(()),
@@ -527,6 +528,7 @@ macro_rules! std_dbm {
                 Ok(self.core.write().remove(key))
             }
             fn count(&self) -> Result<u64> {
+                self.core.persistence.check_process()?;
                 Ok(self.core.set.read().set.count() as u64)
             }
             fn file_size(&self) -> Result<u64> {
@@ -568,6 +570,7 @@ macro_rules! std_dbm {
                 $ordered
             }
             fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+                self.core.persistence.check_process()?;
                 Ok(Box::new(self.cursor()))
             }
         }

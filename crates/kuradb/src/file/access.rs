@@ -19,23 +19,28 @@ pub(crate) type FileWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin
 pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
     lock.try_write().unwrap_or_else(|| lock.upgradeable_read().upgrade())
 }
+use std::cell::RefCell;
 use std::io;
 use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
+use super::owner::{FileKey, Owner};
 use super::{FileSpec, LockMode, OpenOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys;
 
-/// Opens `path` and takes the lock the options ask for: exclusive for a writer,
-/// shared for a reader, none with `no_lock`.
-pub(crate) fn open_locked(path: &Path, options: &OpenOptions, direct: bool, sync: bool) -> Result<fs::File> {
-    let flags = sys::OpenFlags {
-        writable: options.writable,
-        create: options.create,
-        truncate: options.truncate,
-        direct,
-        sync,
-    };
+/// Opens `path`, claims it in this process's table of open files and takes
+/// the lock the options ask for: exclusive for a writer, shared for a reader,
+/// none (and no claim) with `no_lock`. A file to be emptied is emptied only
+/// once both are held, so a refused open never touches it.
+pub(crate) fn open_locked(
+    path: &Path,
+    options: &OpenOptions,
+    direct: bool,
+    sync: bool,
+) -> Result<(fs::File, Owner)> {
+    let flags = sys::OpenFlags { writable: options.writable, create: options.create, direct, sync };
     let file = sys::open(path, &flags).map_err(|e| {
         if e.kind() == io::ErrorKind::Unsupported {
             Error::io("open with direct I/O", path, e).with_kind(ErrorKind::NotImplemented)
@@ -44,20 +49,106 @@ pub(crate) fn open_locked(path: &Path, options: &OpenOptions, direct: bool, sync
             Error::io(mode, path, e)
         }
     })?;
-    if !options.no_lock {
+    let owner = if options.no_lock {
+        Owner::unclaimed()
+    } else {
+        let (dev, ino) = sys::file_identity(&file).map_err(|e| Error::io("stat", path, e))?;
+        let owner = Owner::claim(FileKey::Inode(dev, ino), options.writable, false, path)?;
         let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
-        lock(&file, path, mode, !options.no_wait)?;
+        lock(&file, path, mode, !options.no_wait, options.lock_timeout)?;
+        owner
+    };
+    if options.writable && options.truncate {
+        file.set_len(0).map_err(|e| Error::io("truncate to 0 bytes", path, e))?;
     }
-    Ok(file)
+    Ok((file, owner))
 }
 
-/// Takes the inter-process lock of an open file.
-pub(crate) fn lock(file: &fs::File, path: &Path, mode: LockMode, wait: bool) -> Result<()> {
+/// The longest pause between two tries of a lock a waiter makes: how late it
+/// may notice that the lock was released, or that it was interrupted.
+const MAX_LOCK_PAUSE: Duration = Duration::from_millis(20);
+
+thread_local! {
+    /// What [`with_lock_interrupt`] asks while this thread waits for a lock.
+    static INTERRUPT: RefCell<Option<Rc<dyn Fn() -> bool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread; while anything in it waits for an inter-process
+/// lock, `interrupted` is asked between tries (at least every 20 ms) whether
+/// to give up, and if it answers `true` the wait fails with
+/// [`ErrorKind::Canceled`]. A binding uses it to let its language's interrupt
+/// (Python's Ctrl-C) stop an open that waits for another process.
+///
+/// ```
+/// use kuradb::file::with_lock_interrupt;
+/// let answer = with_lock_interrupt(|| false, || 42);
+/// assert_eq!(answer, 42);
+/// ```
+pub fn with_lock_interrupt<T>(interrupted: impl Fn() -> bool + 'static, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Rc<dyn Fn() -> bool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            INTERRUPT.with(|slot| *slot.borrow_mut() = previous);
+        }
+    }
+    let previous = INTERRUPT.with(|slot| slot.borrow_mut().replace(Rc::new(interrupted)));
+    let _restore = Restore(previous);
+    f()
+}
+
+fn interrupted() -> bool {
+    let check = INTERRUPT.with(|slot| slot.borrow().clone());
+    check.is_some_and(|check| check())
+}
+
+/// Takes the inter-process lock of an open file. Without `wait` a conflicting
+/// lock fails at once with a "locked" error; with it the caller waits, up to
+/// `timeout` if one is given, and an interrupt (see [`with_lock_interrupt`])
+/// ends the wait.
+pub(crate) fn lock(
+    file: &fs::File,
+    path: &Path,
+    mode: LockMode,
+    wait: bool,
+    timeout: Option<Duration>,
+) -> Result<()> {
     let what = match mode {
         LockMode::Exclusive => "exclusive lock",
         LockMode::Shared => "shared lock",
     };
-    sys::lock(file, mode == LockMode::Exclusive, wait).map_err(|e| Error::io(what, path, e))
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(200);
+    loop {
+        match sys::try_lock(file, mode == LockMode::Exclusive) {
+            Ok(()) => return Ok(()),
+            Err(e) if wait && e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(Error::io(what, path, e)),
+        }
+        let waited = start.elapsed();
+        if let Some(limit) = timeout {
+            if waited >= limit {
+                return Err(Error::new(
+                    ErrorKind::WouldBlock,
+                    format!(
+                        "gave up waiting for the {what} of {} after {:.3} s: another process holds \
+                         a conflicting lock",
+                        path.display(),
+                        limit.as_secs_f64()
+                    ),
+                ));
+            }
+            pause = pause.min(limit - waited);
+        }
+        if interrupted() {
+            return Err(Error::new(
+                ErrorKind::Canceled,
+                format!("the wait for the {what} of {} was interrupted", path.display()),
+            ));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_LOCK_PAUSE);
+    }
 }
 
 /// Releases the inter-process lock of an open file.

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 use super::access::{self, check_read, check_write, closed, FileLock, FileReadGuard, FileWriteGuard};
 use super::alloc::Allocation;
+use super::owner::Owner;
 use super::{File, FileSpec, LockMode, OpenOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys::{self, MapChain, Mapping};
@@ -54,6 +55,8 @@ pub struct MmapFile {
 }
 
 struct State {
+    /// The process that opened the file, and its claim in the table of open files.
+    owner: Owner,
     file: fs::File,
     spec: FileSpec,
     writable: bool,
@@ -83,7 +86,7 @@ impl MmapFile {
             ));
         }
         let path = path.into();
-        let file = access::open_locked(&path, options, false, false)?;
+        let (file, owner) = access::open_locked(&path, options, false, false)?;
         let size = file.metadata().map_err(|e| Error::io("stat", &path, e))?.len();
         let first = match size {
             0 => None,
@@ -98,6 +101,7 @@ impl MmapFile {
             }
         };
         let state = State {
+            owner,
             file,
             spec: spec.clone(),
             writable: options.writable,
@@ -113,7 +117,9 @@ impl MmapFile {
     }
 
     fn state(&self) -> Result<&State> {
-        self.state.as_ref().ok_or_else(|| closed(&self.path))
+        let state = self.state.as_ref().ok_or_else(|| closed(&self.path))?;
+        state.owner.check(&self.path)?;
+        Ok(state)
     }
 
     fn check_write(&self, state: &State, offset: u64, len: usize) -> Result<u64> {
@@ -266,7 +272,7 @@ impl File for MmapFile {
     }
 
     fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(&self.state()?.file, &self.path, mode, wait)
+        access::lock(&self.state()?.file, &self.path, mode, wait, None)
     }
 
     fn unlock(&self) -> Result<()> {
@@ -301,6 +307,12 @@ impl File for MmapFile {
 
     fn close(&mut self) -> Result<()> {
         let state = self.state.take().ok_or_else(|| closed(&self.path))?;
+        if !state.owner.is_current() {
+            // In a forked child: write back, truncate and unlock nothing, as
+            // all of it is the parent's; only this process's descriptor and
+            // maps go.
+            return state.owner.check(&self.path);
+        }
         let State { file, maps, size, writable, poisoned, .. } = state;
         // Every map goes first: the file must not shrink under a live one.
         drop(maps);

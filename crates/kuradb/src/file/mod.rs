@@ -31,16 +31,20 @@ mod block;
 mod fault;
 mod head_buffer;
 mod mmap;
+mod owner;
 mod page_cache;
 mod positional;
 mod spec;
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::error::Result;
 
+pub use access::with_lock_interrupt;
 pub use fault::{FaultControl, FaultFile, FaultKind};
 pub use mmap::MmapFile;
+pub(crate) use owner::{FileKey, Owner};
 pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
 pub use spec::{FileKind, FileSpec};
@@ -152,19 +156,37 @@ pub struct OpenOptions {
     /// Fail at once with a "locked" error if another process holds a conflicting
     /// lock, instead of waiting.
     pub no_wait: bool,
-    /// Take no inter-process lock at all.
+    /// Take no inter-process lock at all. Such a handle is not entered in the
+    /// process's table of open files either: its caller coordinates access.
     pub no_lock: bool,
+    /// The longest wait for a conflicting lock before failing with a
+    /// "locked" error; `None` waits as long as it takes.
+    pub lock_timeout: Option<Duration>,
 }
 
 impl OpenOptions {
     /// Read and write, creating the file if missing, keeping its content.
     pub fn writer() -> OpenOptions {
-        OpenOptions { writable: true, create: true, truncate: false, no_wait: false, no_lock: false }
+        OpenOptions {
+            writable: true,
+            create: true,
+            truncate: false,
+            no_wait: false,
+            no_lock: false,
+            lock_timeout: None,
+        }
     }
 
     /// Read only; the file must exist.
     pub fn reader() -> OpenOptions {
-        OpenOptions { writable: false, create: false, truncate: false, no_wait: false, no_lock: false }
+        OpenOptions {
+            writable: false,
+            create: false,
+            truncate: false,
+            no_wait: false,
+            no_lock: false,
+            lock_timeout: None,
+        }
     }
 
     /// The same options, emptying the file on open.
@@ -182,6 +204,12 @@ impl OpenOptions {
     /// The same options, taking no inter-process lock.
     pub fn without_lock(mut self) -> OpenOptions {
         self.no_lock = true;
+        self
+    }
+
+    /// The same options, waiting at most `timeout` for a conflicting lock.
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> OpenOptions {
+        self.lock_timeout = Some(timeout);
         self
     }
 }

@@ -14,6 +14,7 @@ use super::access::{self, check_read, check_write, closed, FileLock, FileWriteGu
 use super::alloc::Allocation;
 use super::block::Device;
 use super::head_buffer::HeadBuffer;
+use super::owner::Owner;
 use super::page_cache::{PageCache, PageCacheStats};
 use super::{File, FileSpec, LockMode, OpenOptions};
 use crate::error::Result;
@@ -43,6 +44,8 @@ pub struct PositionalFile {
 }
 
 struct State {
+    /// The process that opened the file, and its claim in the table of open files.
+    owner: Owner,
     device: Device,
     spec: FileSpec,
     writable: bool,
@@ -64,7 +67,7 @@ impl PositionalFile {
     pub fn open(path: impl Into<PathBuf>, options: &OpenOptions, spec: &FileSpec) -> Result<PositionalFile> {
         spec.validate()?;
         let path = path.into();
-        let file = access::open_locked(&path, options, spec.direct, spec.sync)?;
+        let (file, owner) = access::open_locked(&path, options, spec.direct, spec.sync)?;
         let size = file.metadata().map_err(|e| crate::Error::io("stat", &path, e))?.len();
         let device =
             Device::new(file, path.clone(), spec.block_size, spec.direct, spec.kind.is_atomic(), size);
@@ -76,6 +79,7 @@ impl PositionalFile {
             .pagecache
             .then(|| PageCache::new(spec.page_cache_capacity, spec.block_size, device.align(), size));
         let state = State {
+            owner,
             alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: spec.block_size },
             device,
             spec: spec.clone(),
@@ -97,7 +101,9 @@ impl PositionalFile {
     }
 
     fn state(&self) -> Result<&State> {
-        self.state.as_ref().ok_or_else(|| closed(&self.path))
+        let state = self.state.as_ref().ok_or_else(|| closed(&self.path))?;
+        state.owner.check(&self.path)?;
+        Ok(state)
     }
 
     fn check_write(&self, state: &State, offset: u64, len: usize) -> Result<u64> {
@@ -277,7 +283,7 @@ impl File for PositionalFile {
     }
 
     fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(self.state()?.device.file(), &self.path, mode, wait)
+        access::lock(self.state()?.device.file(), &self.path, mode, wait, None)
     }
 
     fn unlock(&self) -> Result<()> {
@@ -317,6 +323,12 @@ impl File for PositionalFile {
 
     fn close(&mut self) -> Result<()> {
         let state = self.state.take().ok_or_else(|| closed(&self.path))?;
+        if !state.owner.is_current() {
+            // In a forked child: write back, truncate and unlock nothing, as
+            // all of it is the parent's; only this process's descriptor and
+            // maps go.
+            return state.owner.check(&self.path);
+        }
         let mut result = state.flush();
         if state.writable && !state.poisoned.load(Ordering::Acquire) {
             let resized = state.device.set_len(state.size.load(Ordering::Acquire));

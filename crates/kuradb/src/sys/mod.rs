@@ -5,18 +5,19 @@
 #![allow(unsafe_code)]
 
 mod mmap;
+mod process;
 
 use std::fs;
 use std::io;
 use std::path::Path;
 
 pub(crate) use mmap::{MapChain, Mapping};
+pub(crate) use process::{file_identity, ProcessStamp};
 
 /// How the file layer wants a file opened.
 pub(crate) struct OpenFlags {
     pub writable: bool,
     pub create: bool,
-    pub truncate: bool,
     pub direct: bool,
     pub sync: bool,
 }
@@ -29,7 +30,7 @@ pub(crate) fn open(path: &Path, flags: &OpenFlags) -> io::Result<fs::File> {
     let mut options = fs::OpenOptions::new();
     options.read(true).write(flags.writable);
     if flags.writable {
-        options.create(flags.create).truncate(flags.truncate);
+        options.create(flags.create);
     }
     let mut custom = 0;
     if flags.sync {
@@ -91,14 +92,12 @@ pub(crate) fn write_at(file: &fs::File, data: &[u8], offset: u64) -> io::Result<
     file.write_all_at(data, offset)
 }
 
-/// Takes the advisory lock of the whole file, shared or exclusive.
-pub(crate) fn lock(file: &fs::File, exclusive: bool, wait: bool) -> io::Result<()> {
-    let result = match (exclusive, wait) {
-        (true, true) => return file.lock(),
-        (false, true) => return file.lock_shared(),
-        (true, false) => file.try_lock(),
-        (false, false) => file.try_lock_shared(),
-    };
+/// Takes the advisory lock of the whole file, shared or exclusive, if no
+/// other open file description holds a conflicting one; else fails with
+/// `WouldBlock`. Waiting is the caller's loop, so that it can time out and
+/// be interrupted.
+pub(crate) fn try_lock(file: &fs::File, exclusive: bool) -> io::Result<()> {
+    let result = if exclusive { file.try_lock() } else { file.try_lock_shared() };
     result.map_err(|e| match e {
         fs::TryLockError::WouldBlock => {
             io::Error::new(io::ErrorKind::WouldBlock, "another process holds a conflicting lock")

@@ -561,6 +561,7 @@ impl Drop for BabyDbm {
 impl Dbm for BabyDbm {
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         if !writable {
+            self.persistence.check_process()?;
             return self.read(key, f);
         }
         self.persistence.check_writable(true)?;
@@ -628,6 +629,7 @@ impl Dbm for BabyDbm {
     }
 
     fn count(&self) -> Result<u64> {
+        self.persistence.check_process()?;
         Ok(self.count.load(Ordering::Relaxed))
     }
 
@@ -708,6 +710,7 @@ impl Dbm for BabyDbm {
     }
 
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.persistence.check_process()?;
         Ok(Box::new(self.cursor()))
     }
 }

@@ -33,7 +33,7 @@ pub(crate) use self::header::Kind;
 use self::record::{Record, MAX_HEADER, MAX_ITEM};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::File;
+use crate::file::{File, Owner};
 
 /// Stripes of record locks: a key's bucket maps to one.
 const SLOT_LOCKS: usize = 1024;
@@ -63,10 +63,16 @@ pub struct HashDbm {
     /// replace the file or need it quiet (rebuild, clear, hard sync, close) hold
     /// it exclusively.
     state: RwLock<Option<State>>,
+    /// The process that opened the database, outside which it works not at all.
+    owner: Owner,
 }
 
 struct State {
     file: Box<dyn File>,
+    /// For a reader of a file not closed cleanly, whose records `file` holds
+    /// restored: the file itself, held open so that its shared lock keeps
+    /// writers (and their restore) out while the view lives.
+    origin: Option<Box<dyn File>>,
     writable: bool,
     appending: bool,
     width: usize,
@@ -208,7 +214,13 @@ impl HashDbm {
     ) -> Result<HashDbm> {
         check_options(options)?;
         let state = open_state(&path, writable, options, kind)?;
-        let db = HashDbm { path, options: options.clone(), kind, state: RwLock::new(Some(state)) };
+        let db = HashDbm {
+            path,
+            options: options.clone(),
+            kind,
+            state: RwLock::new(Some(state)),
+            owner: Owner::unclaimed(),
+        };
         Ok(db)
     }
 
@@ -231,6 +243,7 @@ impl HashDbm {
     }
 
     fn state(&self) -> Result<RwLockReadGuard<'_, Option<State>>> {
+        self.owner.check(&self.path)?;
         let guard = self.state.read();
         if guard.is_none() {
             return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));
@@ -283,6 +296,11 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kind) -> Resul
             format!("{} holds {}, not {}: open it as one", path.display(), header.kind.name(), kind.name()),
         ));
     }
+    if header.open_for_writing && !writable && !open.no_lock {
+        // A reader sees what the next writer's restore will make of the
+        // file, never the half-written chains the crash left.
+        return restore::open_restored_view(path, o, kind, file);
+    }
     if header.open_for_writing && writable {
         match o.restore {
             RestoreMode::Refuse => {
@@ -306,6 +324,7 @@ fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kind) -> Resul
         ));
     }
     let state = State {
+        origin: None,
         writable,
         appending: header.appending,
         width: header.width as usize,
@@ -847,7 +866,9 @@ impl State {
                 .and_then(|_| self.write_header(false))
                 .and_then(|_| self.file.synchronize(true));
         }
-        result.and(self.file.close())
+        let closed = self.file.close();
+        let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());
+        result.and(closed).and(origin_closed)
     }
 }
 
@@ -921,6 +942,7 @@ impl HashDbm {
     /// `params`, then replaces the old file with it atomically: a crash leaves
     /// either the old or the new file.
     pub fn rebuild_with(&self, params: &RebuildParams) -> Result<()> {
+        self.owner.check(&self.path)?;
         let mut guard = self.state.write();
         let state = guard
             .take()
@@ -1041,6 +1063,7 @@ impl Dbm for HashDbm {
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
         // Exclusive: no other operation runs while every record is visited.
+        self.owner.check(&self.path)?;
         let guard = self.state.write();
         let Some(s) = guard.as_ref() else {
             return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));
@@ -1093,6 +1116,7 @@ impl Dbm for HashDbm {
     }
 
     fn clear(&self) -> Result<()> {
+        self.owner.check(&self.path)?;
         let guard = self.state.write();
         match guard.as_ref() {
             Some(s) if s.writable => s.clear(),
@@ -1117,6 +1141,7 @@ impl Dbm for HashDbm {
     fn synchronize(&self, hard: bool) -> Result<()> {
         if hard {
             // Quiet, so that no update straddles the epoch boundary.
+            self.owner.check(&self.path)?;
             let guard = self.state.write();
             guard.as_ref().map_or(Ok(()), |s| s.synchronize(true))
         } else {
@@ -1126,6 +1151,7 @@ impl Dbm for HashDbm {
 
     fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
         // Exclusive, so the copy is one consistent state.
+        self.owner.check(&self.path)?;
         let guard = self.state.write();
         let Some(s) = guard.as_ref() else {
             return Err(Error::new(ErrorKind::Infeasible, format!("{} is closed", self.path.display())));

@@ -16,10 +16,11 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::header::{self, Header};
 use super::record::{self, MAGIC_PAD};
-use super::{bucket_of, create, open_state, sibling, HashOptions, Kind, UpdateMode};
+use super::{bucket_of, create, open_state, sibling, HashOptions, Kind, State, UpdateMode};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{File, OpenOptions};
@@ -84,6 +85,48 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
         Ok(())
     })?;
     Ok(kept)
+}
+
+/// The state of a reader of `path`, a file not closed cleanly, which `origin`
+/// holds open and locked: the database a restore makes of it, built into a
+/// temporary file that is opened and at once removed (its space is freed at
+/// close). The temporary file goes beside the database, or where the
+/// directory cannot take it (a reader without write permission), into the
+/// system's temporary directory.
+pub(super) fn open_restored_view(
+    path: &Path,
+    options: &HashOptions,
+    kind: Kind,
+    origin: Box<dyn File>,
+) -> Result<State> {
+    static VIEWS: AtomicU64 = AtomicU64::new(0);
+    let unique = format!("view-{}-{}", std::process::id(), VIEWS.fetch_add(1, Ordering::Relaxed));
+    let beside = sibling(path, &unique);
+    let mut o = options.clone();
+    o.open = OpenOptions::reader();
+    let build = |temp: &Path| -> Result<State> {
+        let result = restore(path, temp, &o).and_then(|_| open_state(temp, false, &o, kind));
+        let _ = std::fs::remove_file(temp);
+        result
+    };
+    // Where the directory refuses a new file, the system's temporary one.
+    let temp = match std::fs::File::create(&beside) {
+        Ok(_) => beside,
+        Err(_) => std::env::temp_dir().join(beside.file_name().unwrap_or_default()),
+    };
+    let built = build(&temp);
+    let mut state = built.map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!(
+                "{} was not closed cleanly, and a reader sees it as restored, which failed: {e}",
+                path.display()
+            ),
+        )
+    })?;
+    state.origin = Some(origin);
+    state.healthy.store(false, Ordering::Release);
+    Ok(state)
 }
 
 /// Restores the database at `path` through a temporary file that then replaces it.

@@ -38,7 +38,7 @@ use self::format::{Header, Record, Window, HEADER_SIZE};
 use super::hash::{sibling, FileWrapper};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{File, FileSpec, OpenOptions};
+use crate::file::{File, FileSpec, OpenOptions, Owner};
 
 /// How a synchronization reduces the records of each key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -400,6 +400,9 @@ pub struct SkipDbm {
     building: Mutex<()>,
     generation: AtomicU64,
     healthy: AtomicBool,
+    /// The process that opened the database, outside which it works not at
+    /// all (a build there would rename a new file over the parent's).
+    owner: Owner,
 }
 
 impl SkipDbm {
@@ -420,6 +423,7 @@ impl SkipDbm {
             building: Mutex::new(()),
             generation: AtomicU64::new(0),
             healthy: AtomicBool::new(true),
+            owner: Owner::unclaimed(),
         };
         let snapshot = if file.size() == 0 {
             if !writable {
@@ -487,6 +491,7 @@ impl SkipDbm {
     }
 
     fn snapshot(&self) -> Result<Arc<Snapshot>> {
+        self.owner.check(&self.path)?;
         self.current.read().clone().ok_or_else(|| self.closed())
     }
 
@@ -500,6 +505,7 @@ impl SkipDbm {
 
     /// Queues an update: a record (`Some`) or the removal of `key`'s records.
     fn queue(&self, pending: &mut Pending, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        self.owner.check(&self.path)?;
         if !self.writable {
             return Err(self.read_only());
         }
@@ -660,6 +666,7 @@ impl SkipDbm {
     /// reducing each key's records by `reducer` (every pending update
     /// included).
     pub fn rebuild_with(&self, reducer: &Reducer) -> Result<()> {
+        self.owner.check(&self.path)?;
         if !self.writable {
             return Err(self.read_only());
         }
@@ -897,6 +904,7 @@ impl Dbm for SkipDbm {
     /// Removes every record now, pending updates included: the file is
     /// replaced by an empty one.
     fn clear(&self) -> Result<()> {
+        self.owner.check(&self.path)?;
         if !self.writable {
             return Err(self.read_only());
         }

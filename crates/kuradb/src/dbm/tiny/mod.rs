@@ -291,6 +291,7 @@ impl Drop for TinyDbm {
 impl Dbm for TinyDbm {
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         if !writable {
+            self.persistence.check_process()?;
             return self.table.read(key, |v| match f(v) {
                 Action::Keep => Ok(()),
                 _ => Err(refused_change()),
@@ -311,6 +312,7 @@ impl Dbm for TinyDbm {
     }
 
     fn count(&self) -> Result<u64> {
+        self.persistence.check_process()?;
         Ok(self.table.count())
     }
 
@@ -370,6 +372,7 @@ impl Dbm for TinyDbm {
     }
 
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.persistence.check_process()?;
         Ok(Box::new(self.cursor()))
     }
 }

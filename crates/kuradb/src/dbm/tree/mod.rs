@@ -39,6 +39,7 @@ use super::hash::{HashDbm, Kind};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::dbm::varint::{put_varint, Reader};
 use crate::error::{Error, ErrorKind, Result};
+use crate::file::Owner;
 
 /// Shards of the node cache, each an LRU with its own lock.
 const SHARDS: usize = 16;
@@ -76,6 +77,8 @@ pub struct TreeDbm {
     /// `None` once closed. Operations on records hold it shared; those that
     /// change the tree's shape or need it quiet hold it exclusively.
     tree: RwLock<Option<Tree>>,
+    /// The process that opened the database, outside which it works not at all.
+    owner: Owner,
 }
 
 struct Tree {
@@ -168,7 +171,12 @@ impl TreeDbm {
         let path = path.as_ref().to_path_buf();
         check_options(options)?;
         let tree = Tree::open(&path, writable, options)?;
-        Ok(TreeDbm { path, options: options.clone(), tree: RwLock::new(Some(tree)) })
+        Ok(TreeDbm {
+            path,
+            options: options.clone(),
+            tree: RwLock::new(Some(tree)),
+            owner: Owner::unclaimed(),
+        })
     }
 
     /// Writes everything back, marks the file closed cleanly and closes it.
@@ -214,6 +222,7 @@ impl TreeDbm {
 
     /// The open tree, held shared; an error once the database is closed.
     fn shared(&self) -> Result<MappedRwLockReadGuard<'_, Tree>> {
+        self.owner.check(&self.path)?;
         RwLockReadGuard::try_map(self.tree.read(), Option::as_ref).map_err(|_| self.closed())
     }
 
@@ -223,6 +232,7 @@ impl TreeDbm {
 
     /// Runs `f` on the tree held exclusively.
     fn exclusive<R>(&self, f: impl FnOnce(&Tree) -> Result<R>) -> Result<R> {
+        self.owner.check(&self.path)?;
         let guard = self.tree.write();
         match guard.as_ref() {
             Some(tree) => f(tree),
@@ -919,6 +929,7 @@ impl TreeDbm {
     /// Rewrites the tree into a compact new file (leaves filled whole, a fresh
     /// node store sized for them) and replaces the old file atomically.
     fn rebuild_tree(&self) -> Result<()> {
+        self.owner.check(&self.path)?;
         let mut guard = self.tree.write();
         let tree = guard.take().ok_or_else(|| self.closed())?;
         if !tree.writable {

@@ -1,0 +1,162 @@
+"""One handle per file per process, handles after fork, and lock waits.
+
+A second open of a file this process holds for writing raises at once (it
+used to hang, deaf to Ctrl-C); a handle used in a child made by fork (what
+multiprocessing does on Linux) raises and leaves the parent's database
+intact; a wait for another process's lock gives up after lock_timeout and
+ends on Ctrl-C.
+"""
+
+import gc
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import kuradb
+
+
+@pytest.mark.parametrize("name", ["casket.kh", "casket.kt", "casket.tks"])
+def test_a_second_open_beside_a_writer_raises_at_once(tmp_path, name):
+    path = str(tmp_path / name)
+    with kuradb.DBM(path, True) as db:
+        db["k"] = "v"
+        db.synchronize()
+        start = time.monotonic()
+        with pytest.raises(kuradb.WouldBlockError, match="already open for writing in this process"):
+            kuradb.DBM(path, True)
+        with pytest.raises(kuradb.WouldBlockError, match="already open"):
+            kuradb.DBM(path, False)
+        assert time.monotonic() - start < 2
+        assert db["k"] == b"v"
+    with kuradb.DBM(path, True) as again:
+        assert again["k"] == b"v"
+
+
+def test_readers_share_a_file(tmp_path):
+    path = str(tmp_path / "casket.kh")
+    with kuradb.DBM(path, True) as db:
+        db["k"] = "v"
+    with kuradb.DBM(path, False) as a, kuradb.DBM(path, False) as b:
+        assert a["k"] == b["k"] == b"v"
+        with pytest.raises(kuradb.WouldBlockError, match="already open for reading"):
+            kuradb.DBM(path, True)
+
+
+def _use_in_child(db, queue):
+    outcomes = []
+    for name, call in [
+        ("get", lambda: db.get("k")),
+        ("set", lambda: db.set("k", "child")),
+        ("remove", lambda: db.remove("key1")),
+        ("synchronize", lambda: db.synchronize(True)),
+        ("len", lambda: len(db)),
+    ]:
+        try:
+            call()
+            outcomes.append((name, "no error"))
+        except kuradb.InfeasibleError as e:
+            outcomes.append((name, "refused" if "another process" in str(e) else str(e)))
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            outcomes.append((name, repr(e)))
+    # A child that drops its handle before it exits: nothing may reach the file.
+    del db
+    gc.collect()
+    queue.put(outcomes)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is the default start method only on Linux")
+@pytest.mark.parametrize("name", ["casket.kh", "casket.kt", "casket.tks", "casket.flat"])
+def test_a_handle_used_after_fork_raises_and_the_parent_keeps_its_data(tmp_path, name):
+    path = str(tmp_path / name)
+    ctx = multiprocessing.get_context("fork")
+    db = kuradb.DBM(path, True)
+    for i in range(500):
+        db[f"key{i}"] = f"value{i}"
+    db["k"] = "parent"
+    db.synchronize()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    queue = ctx.Queue()
+    child = ctx.Process(target=_use_in_child, args=(db, queue))
+    child.start()
+    outcomes = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert all(outcome == "refused" for _, outcome in outcomes), outcomes
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert db["k"] == b"parent"
+    db["after"] = "fork"
+    db.close()
+    with kuradb.DBM(path, False) as reopened:
+        assert len(reopened) == 502
+        assert reopened["key1"] == b"value1"
+        assert reopened["after"] == b"fork"
+
+
+def _child_opens_its_own(path, queue):
+    with kuradb.DBM(path, False) as db:
+        queue.put(db.get_str("k"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is the default start method only on Linux")
+def test_a_forked_child_opens_the_database_for_itself(tmp_path):
+    path = str(tmp_path / "casket.kh")
+    with kuradb.DBM(path, True) as db:
+        db["k"] = "v"
+    ctx = multiprocessing.get_context("fork")
+    with kuradb.DBM(path, False):
+        queue = ctx.Queue()
+        child = ctx.Process(target=_child_opens_its_own, args=(path, queue))
+        child.start()
+        assert queue.get(timeout=60) == "v"
+        child.join(timeout=60)
+        assert child.exitcode == 0
+
+
+@pytest.fixture
+def held_by_another_process(tmp_path):
+    """A database at a path that another process holds open for writing."""
+    path = str(tmp_path / "casket.kh")
+    kuradb.DBM(path, True).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, kuradb\n"
+         "db = kuradb.DBM(sys.argv[1], True)\n"
+         "print('holding', flush=True)\n"
+         "time.sleep(60)\n",
+         path],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        yield path
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_a_lock_wait_gives_up_after_lock_timeout(held_by_another_process):
+    start = time.monotonic()
+    with pytest.raises(kuradb.WouldBlockError, match="gave up waiting"):
+        kuradb.DBM(held_by_another_process, True, lock_timeout=0.3)
+    assert 0.3 <= time.monotonic() - start < 5
+    with pytest.raises(kuradb.WouldBlockError, match="locked"):
+        kuradb.DBM(held_by_another_process, True, no_wait=True)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_ctrl_c_ends_a_lock_wait(held_by_another_process):
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kuradb.DBM(held_by_another_process, True)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 5
