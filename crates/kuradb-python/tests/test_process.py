@@ -160,3 +160,47 @@ def test_ctrl_c_ends_a_lock_wait(held_by_another_process):
     finally:
         timer.cancel()
     assert time.monotonic() - start < 5
+
+
+_WRITER = """
+import random, sys, kuradb
+path, seed = sys.argv[1], int(sys.argv[2])
+params = dict(p.split("=", 1) for p in sys.argv[3:])
+rng = random.Random(seed)
+db = kuradb.DBM(path, True, **params)
+print("open", flush=True)
+n = 0
+while True:
+    db[str(rng.randrange(5000))] = str(rng.random()) * rng.randrange(1, 20)
+    n += 1
+    if n % 500 == 0:
+        db.synchronize(True)
+"""
+
+
+@pytest.mark.parametrize("name,params", [
+    ("casket.kh", []),
+    ("casket.kh", ["update_mode=appending"]),
+    ("casket.kt", []),
+])
+def test_after_a_crash_every_open_sees_the_same_database(tmp_path, name, params):
+    """The reader of a crashed file sees what the next writer's restore makes."""
+    path = str(tmp_path / name)
+    for cycle in range(6):
+        writer = subprocess.Popen([sys.executable, "-c", _WRITER, path, str(cycle), *params],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert writer.stdout.readline().strip() == "open"
+            time.sleep(0.05 + 0.05 * cycle)
+        finally:
+            writer.send_signal(signal.SIGKILL)
+            writer.wait(timeout=30)
+        with kuradb.DBM(path, False) as reader:
+            seen = dict(reader.items())
+        with kuradb.DBM(path, False) as reader:
+            assert dict(reader.items()) == seen, f"cycle {cycle}: two readers differ"
+        with kuradb.DBM(path, True) as restored:
+            after = dict(restored.items())
+        assert after == seen, (
+            f"cycle {cycle}: {len(set(after.items()) ^ set(seen.items()))} records differ "
+            "between the reader's view and the restore")
