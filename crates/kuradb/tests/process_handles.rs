@@ -191,9 +191,7 @@ fn fork_and_run(db: Box<dyn Dbm>, child: impl FnOnce(&dyn Dbm) -> i32) -> (Box<d
         let code = child(db.as_ref());
         drop(db);
         // SAFETY: ends the child at once, without the parent's atexit work.
-        unsafe {
-            libc::_exit(code)
-        };
+        unsafe { libc::_exit(code) };
     }
     let mut status = 0;
     // SAFETY: waits for the child this call forked.
@@ -297,9 +295,7 @@ fn hold_in_another_process(path: &Path) -> (libc::pid_t, std::fs::File) {
             Err(_) => 1,
         };
         // SAFETY: ends the child at once.
-        unsafe {
-            libc::_exit(code)
-        };
+        unsafe { libc::_exit(code) };
     }
     // SAFETY: the descriptors are ours; each is owned by exactly one File.
     let (mut ready_read, release_write) = unsafe {
@@ -316,9 +312,7 @@ fn finish_holder(pid: libc::pid_t, release: std::fs::File) {
     drop(release);
     let mut status = 0;
     // SAFETY: waits for our own child.
-    unsafe {
-        libc::waitpid(pid, &mut status, 0)
-    };
+    unsafe { libc::waitpid(pid, &mut status, 0) };
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the holder failed: {status}");
 }
 

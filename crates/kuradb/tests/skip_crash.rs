@@ -23,10 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::child::{last_synced, ChildTest, Killed};
-use kuradb::dbm::hash::FileWrapper;
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::Dbm;
-use kuradb::file::{FaultControl, FaultFile, FaultKind, FileSpec};
+use kuradb::file::{FaultControl, FaultFile, FaultKind, FileSpec, FileWrapper};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

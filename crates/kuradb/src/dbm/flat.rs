@@ -21,7 +21,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{FileKey, Owner};
+use crate::file::{temp_beside, FileKey, Owner};
 
 const MAGIC: &[u8; 8] = b"KuraFlat";
 const VERSION: u32 = 1;
@@ -167,7 +167,7 @@ pub(crate) fn write(
     hard: bool,
     fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
 ) -> Result<()> {
-    let temp = temp_path(path);
+    let temp = temp_beside(path, "flat");
     let written = (|| -> std::io::Result<()> {
         let file = File::create(&temp)?;
         let mut w = FlatWriter {
@@ -201,12 +201,6 @@ pub(crate) fn write(
         sync_directory(path)?;
     }
     Ok(())
-}
-
-fn temp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".flat-tmp");
-    path.with_file_name(name)
 }
 
 /// Makes a rename in the directory of `path` durable.

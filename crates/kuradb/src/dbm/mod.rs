@@ -9,6 +9,7 @@
 
 pub mod baby;
 pub mod cache;
+pub mod comparator;
 pub mod flat;
 pub mod hash;
 pub mod poly;
@@ -17,6 +18,7 @@ pub mod skip;
 pub mod std_map;
 pub mod tiny;
 pub mod tree;
+pub(crate) mod tree_node;
 mod varint;
 
 use std::borrow::Cow;

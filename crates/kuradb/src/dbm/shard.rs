@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::RwLock;
 
+use super::comparator::KeyComparator;
 use super::poly::{Params, PolyDbm};
-use super::tree::KeyComparator;
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{RwLock, RwLockWriteGuard};
 use ref_cast::RefCast;
 
+use super::comparator::compare_bytes;
 use super::flat::{self, refused_change, Persistence};
-use super::tree::comparator::compare_bytes;
 use super::{duplication, show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 

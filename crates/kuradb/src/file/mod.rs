@@ -35,8 +35,9 @@ mod owner;
 mod page_cache;
 mod positional;
 mod spec;
+mod wrapper;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::Result;
@@ -48,6 +49,16 @@ pub(crate) use owner::{FileKey, Owner};
 pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
 pub use spec::{FileKind, FileSpec};
+pub(crate) use wrapper::open_wrapped;
+pub use wrapper::{FileWrapper, WrapFn};
+
+/// A temporary file beside `path` (`NAME.WHAT-tmp`), for a file that will
+/// replace it by rename: on the same filesystem, so the rename is atomic.
+pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".{what}-tmp"));
+    path.with_file_name(name)
+}
 
 /// Random access to one open file, shared by any number of threads.
 ///

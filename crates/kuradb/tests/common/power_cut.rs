@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use kuradb::dbm::hash::{FileWrapper, HashOptions};
+use kuradb::dbm::hash::HashOptions;
 use kuradb::dbm::tree::TreeOptions;
+use kuradb::file::FileWrapper;
 use kuradb::file::{FaultControl, FaultFile, FileKind, FileSpec};
 
 /// The specs a power cut is tested on: memory mapping, plain positional

@@ -27,9 +27,9 @@ use parking_lot::RwLock;
 
 pub use options::BabyOptions;
 
+use super::comparator::KeyComparator;
 use super::flat::{self, refused_change, FlatWriter, Persistence};
-use super::tree::node::{record_size, Leaf, Probe, Separators};
-use super::tree::KeyComparator;
+use super::tree_node::{record_size, Leaf, Probe, Separators};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 

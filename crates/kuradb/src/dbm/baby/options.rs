@@ -1,6 +1,6 @@
 //! The tuning of an on-memory B+ tree database.
 
-use crate::dbm::tree::KeyComparator;
+use crate::dbm::comparator::KeyComparator;
 
 /// Everything [`BabyDbm::new`](super::BabyDbm::new) and
 /// [`BabyDbm::open`](super::BabyDbm::open) take.

@@ -26,14 +26,14 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
-pub use options::{FileWrapper, HashOptions, RestoreMode, UpdateMode};
+pub use options::{HashOptions, RestoreMode, UpdateMode};
 
 use self::header::Header;
 pub(crate) use self::header::Kind;
 use self::record::{Record, MAX_HEADER, MAX_ITEM};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{File, Owner};
+use crate::file::{temp_beside, File, Owner};
 
 /// Stripes of record locks: a key's bucket maps to one.
 const SLOT_LOCKS: usize = 1024;
@@ -963,7 +963,7 @@ impl HashDbm {
             *guard = Some(state);
             return Err(e);
         }
-        let temp = sibling(&self.path, "rebuild");
+        let temp = temp_beside(&self.path, "rebuild");
         let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)));
         let result = built.and_then(|_| state.close()).and_then(|_| {
             std::fs::rename(&temp, &self.path)
@@ -1015,13 +1015,6 @@ fn keeping(options: &HashOptions) -> HashOptions {
     let mut o = options.clone();
     o.open.truncate = false;
     o
-}
-
-/// A temporary file beside `path`, for a file that will replace it.
-pub(crate) fn sibling(path: &Path, what: &str) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".{what}-tmp"));
-    path.with_file_name(name)
 }
 
 impl Dbm for HashDbm {

@@ -1,25 +1,6 @@
 //! The tuning parameters of a hash database and how it is opened.
 
-use std::fmt;
-use std::sync::Arc;
-
-use crate::file::{File, FileSpec, OpenOptions};
-
-/// A function every file the database opens passes through, so a test can
-/// wrap it (in a [`FaultFile`](crate::file::FaultFile), say) and keep a
-/// handle to it. Not part of the file's format; applies to the files of the
-/// database itself, its rebuilds and restores.
-#[derive(Clone)]
-pub struct FileWrapper(pub Arc<WrapFn>);
-
-/// The function inside a [`FileWrapper`].
-pub type WrapFn = dyn Fn(Box<dyn File>) -> Box<dyn File> + Send + Sync;
-
-impl fmt::Debug for FileWrapper {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FileWrapper(..)")
-    }
-}
+use crate::file::{File, FileSpec, FileWrapper, OpenOptions};
 
 /// How updates reach the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,11 +60,7 @@ impl HashOptions {
         path: &std::path::Path,
         open: &OpenOptions,
     ) -> crate::Result<Box<dyn File>> {
-        let file = self.file.open(path, open)?;
-        Ok(match &self.wrap_file {
-            Some(wrap) => (wrap.0)(file),
-            None => file,
-        })
+        crate::file::open_wrapped(&self.file, self.wrap_file.as_ref(), path, open)
     }
 }
 

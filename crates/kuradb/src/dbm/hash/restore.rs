@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::header::{self, Header};
 use super::record::{self, MAGIC_PAD};
-use super::{bucket_of, create, open_state, sibling, HashOptions, Kind, State, UpdateMode};
+use super::{bucket_of, create, open_state, HashOptions, Kind, State, UpdateMode};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{File, OpenOptions};
+use crate::file::{temp_beside, File, OpenOptions};
 
 /// Writes a new database at `dest` with `options` (emptying any file there)
 /// and fills it through the `put` callback that `fill` is given.
@@ -101,7 +101,7 @@ pub(super) fn open_restored_view(
 ) -> Result<State> {
     static VIEWS: AtomicU64 = AtomicU64::new(0);
     let unique = format!("view-{}-{}", std::process::id(), VIEWS.fetch_add(1, Ordering::Relaxed));
-    let beside = sibling(path, &unique);
+    let beside = temp_beside(path, &unique);
     let mut o = options.clone();
     o.open = OpenOptions::reader();
     let build = |temp: &Path| -> Result<State> {
@@ -131,7 +131,7 @@ pub(super) fn open_restored_view(
 
 /// Restores the database at `path` through a temporary file that then replaces it.
 pub(super) fn restore_in_place(path: &Path, options: &HashOptions) -> Result<u64> {
-    let temp = sibling(path, "restore");
+    let temp = temp_beside(path, "restore");
     let kept = restore(path, &temp, options)?;
     std::fs::rename(&temp, path).map_err(|e| Error::io("rename of the restored file", path, e))?;
     Ok(kept)

@@ -35,10 +35,9 @@ use parking_lot::{Mutex, RwLock};
 
 use self::build::{Builder, MemoryRun, OldFile, Run, UpperIndex};
 use self::format::{Header, Record, Window, HEADER_SIZE};
-use super::hash::{sibling, FileWrapper};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{File, FileSpec, OpenOptions, Owner};
+use crate::file::{temp_beside, File, FileSpec, FileWrapper, OpenOptions, Owner};
 
 /// How a synchronization reduces the records of each key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -191,11 +190,7 @@ impl SkipOptions {
     }
 
     fn open_file(&self, path: &Path, open: &OpenOptions) -> Result<Box<dyn File>> {
-        let file = self.file.open(path, open)?;
-        Ok(match &self.wrap_file {
-            Some(wrap) => (wrap.0)(file),
-            None => file,
-        })
+        crate::file::open_wrapped(&self.file, self.wrap_file.as_ref(), path, open)
     }
 }
 
@@ -464,7 +459,7 @@ impl SkipDbm {
     }
 
     fn spill_path(&self, n: u64) -> PathBuf {
-        sibling(&self.path, &format!("spill-{n}"))
+        temp_beside(&self.path, &format!("spill-{n}"))
     }
 
     /// Removes the temporary files a crashed writer left. Only a writer, which
@@ -603,7 +598,7 @@ impl SkipDbm {
         }
         let mut runs: Vec<Run> = spills.iter().cloned().map(Run::Spill).collect();
         runs.push(Run::Memory(memory));
-        let temp = sibling(&self.path, "build");
+        let temp = temp_beside(&self.path, "build");
         let durable = hard || (old.durable.load(Ordering::Acquire) && old.header.count > 0);
         let built = self.build_file(Some(&old), &runs, reducer, &temp, durable);
         let memory = match runs.pop() {
@@ -918,7 +913,7 @@ impl Dbm for SkipDbm {
         for path in spills {
             let _ = std::fs::remove_file(path);
         }
-        let temp = sibling(&self.path, "build");
+        let temp = temp_beside(&self.path, "build");
         let durable = old.durable.load(Ordering::Acquire) && old.header.count > 0;
         match self.build_file(None, &[], &Reducer::All, &temp, durable) {
             Ok(snapshot) => {

@@ -19,8 +19,6 @@
 //! writes every changed node and the tree's figures: a crash leaves, after
 //! the automatic restore, exactly the tree as it was synchronized last.
 
-pub(crate) mod comparator;
-pub(crate) mod node;
 mod options;
 
 use std::ops::{Bound, RangeBounds};
@@ -31,11 +29,11 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::{MappedRwLockReadGuard, Mutex, RwLock, RwLockReadGuard};
 
-pub use comparator::KeyComparator;
+pub use super::comparator::KeyComparator;
 pub use options::TreeOptions;
 
-use self::node::{record_size, Inner, Leaf, Node, Probe, Separators, INNER_BASE};
 use super::hash::{HashDbm, Kind};
+use super::tree_node::{record_size, Inner, Leaf, Node, Probe, Separators, INNER_BASE};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::dbm::varint::{put_varint, Reader};
 use crate::error::{Error, ErrorKind, Result};

@@ -1,4 +1,5 @@
-//! The orders a tree database may keep its keys in.
+//! The orders an ordered database (the tree, BabyDbm, a shard set) may keep
+//! its keys in, and the byte comparison every lexical order shares.
 
 use std::cmp::Ordering;
 

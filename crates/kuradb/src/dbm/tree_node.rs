@@ -1,11 +1,12 @@
-//! Nodes of a tree database and their bytes in the node store.
+//! Nodes of a B+ tree, shared by the tree database (whose node store holds
+//! them as these bytes) and BabyDbm (which keeps them in memory).
 //!
 //! A leaf: `0`, the previous and next leaf's ids, the record count, then each
 //! record as key length, value length, key, value. An inner node: `1`, the
 //! child count, the first child's id, then for each further child its
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
-use super::KeyComparator;
+use super::comparator::KeyComparator;
 use crate::dbm::varint::{put_varint, varint_len, write_varint, Reader};
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
