@@ -338,7 +338,7 @@ mod tests {
         ];
         write_all(&path, &records);
         assert_eq!(read_all(&path).unwrap(), records);
-        assert!(!temp_path(&path).exists(), "the temporary file is renamed away");
+        assert!(!temp_beside(&path, "flat").exists(), "the temporary file is renamed away");
         write_all(&path, &Vec::new());
         assert_eq!(read_all(&path).unwrap(), Vec::new());
     }
