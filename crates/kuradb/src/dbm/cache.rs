@@ -128,6 +128,10 @@ impl Drop for CacheDbm {
 }
 
 impl Dbm for CacheDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        CacheDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         self.persistence.check_writable(writable)?;
         // A read is a use: it moves the record in the LRU list, so it too

@@ -117,6 +117,11 @@ pub trait Dbm: Send + Sync {
     /// An iterator over the records, not yet positioned.
     fn iter(&self) -> Result<Box<dyn Cursor + '_>>;
 
+    /// Writes everything back and closes the database, reporting what
+    /// closing found; a program holding `Box<dyn Dbm>` closes it this way.
+    /// Dropping a database closes it too, but cannot report an error.
+    fn close(self: Box<Self>) -> Result<()>;
+
     /// Whether `key` has a record. Databases that store values apart from
     /// keys answer without reading the value.
     fn contains(&self, key: &[u8]) -> Result<bool> {

@@ -764,6 +764,10 @@ impl PolyDbm {
 }
 
 impl Dbm for PolyDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        PolyDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         self.dbm().process(key, writable, f)
     }

@@ -212,6 +212,10 @@ impl ShardDbm {
 }
 
 impl Dbm for ShardDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        ShardDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         let _gate = self.gate.read();
         self.shard_of(key).process(key, writable, f)

@@ -499,6 +499,9 @@ macro_rules! std_dbm {
         }
 
         impl Dbm for $name {
+            fn close(self: Box<Self>) -> Result<()> {
+                $name::close(*self)
+            }
             fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
                 self.core.process(key, writable, f)
             }

@@ -27,6 +27,10 @@ fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: &[u8], action: Action<'_>) {
 }
 
 impl Dbm for Model {
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+
     fn process<'a>(&self, key: &[u8], _writable: bool, f: &mut Processor<'a>) -> Result<()> {
         let mut map = self.map.lock();
         let action = f(map.get(key).map(Vec::as_slice));

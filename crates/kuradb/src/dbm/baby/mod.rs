@@ -559,6 +559,10 @@ impl Drop for BabyDbm {
 }
 
 impl Dbm for BabyDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        BabyDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         if !writable {
             self.persistence.check_process()?;

@@ -1018,6 +1018,10 @@ fn keeping(options: &HashOptions) -> HashOptions {
 }
 
 impl Dbm for HashDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        HashDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         let guard = self.state()?;
         guard.as_ref().map_or(Ok(()), |s| s.process(key, writable, f))

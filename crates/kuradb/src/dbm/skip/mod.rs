@@ -781,6 +781,10 @@ impl Drop for SkipDbm {
 }
 
 impl Dbm for SkipDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        SkipDbm::close(*self)
+    }
+
     /// Shows `key`'s first record as of the last synchronization; an answer
     /// to set replaces every record of the key at the next one.
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {

@@ -289,6 +289,10 @@ impl Drop for TinyDbm {
 }
 
 impl Dbm for TinyDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        TinyDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         if !writable {
             self.persistence.check_process()?;

@@ -974,6 +974,10 @@ impl TreeDbm {
 }
 
 impl Dbm for TreeDbm {
+    fn close(self: Box<Self>) -> Result<()> {
+        TreeDbm::close(*self)
+    }
+
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         let t = self.shared()?;
         if writable && !t.writable {
