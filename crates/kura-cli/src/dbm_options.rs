@@ -2,105 +2,49 @@
 //! the opener that turns them into an open [`Dbm`].
 //!
 //! The names follow `tkrzw_dbm_perf` (`--dbm`, `--buckets`, `--align_pow`, …) so
-//! a command line written for the reference runs unchanged. Only flags of
-//! databases kuradb has are accepted; each later database adds its own, and a
-//! flag of one database given with another is refused with its name.
+//! a command line written for the reference runs unchanged. The flags become
+//! the same [`Params`] `kura util` and the bindings build, and the database
+//! opens through the class registry ([`DbmClass::open`]), which decides the
+//! extensions, the defaults and which class takes which parameter: a flag of
+//! one database given with another is refused with its name.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use kuradb::dbm::baby::{BabyDbm, BabyOptions};
-use kuradb::dbm::cache::{CacheDbm, CacheOptions};
-use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
-use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
-use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
+use kuradb::dbm::poly::{DbmClass, Params};
+use kuradb::dbm::skip::Reducer;
+use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::Dbm;
-use kuradb::file::OpenOptions;
 use kuradb::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 
 use crate::file_options::FileOptions;
 
-/// A database implementation as the reference tools name it.
+/// `--dbm`: a class, or `auto` (`None`): the class the path's extension names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DbmName {
-    /// Chosen by the path's extension.
-    Auto,
-    /// The file hash database.
-    Hash,
-    /// The file B+ tree database.
-    Tree,
-    /// The file skip list database.
-    Skip,
-    /// The on-memory hash database.
-    Tiny,
-    /// The on-memory B+ tree database.
-    Baby,
-    /// The on-memory LRU cache database.
-    Cache,
-    /// The standard library's hash map.
-    StdHash,
-    /// The standard library's ordered map.
-    StdTree,
-}
-
-impl DbmName {
-    /// Every name with its value, in the order the help lists them.
-    const ALL: [(&'static str, DbmName); 9] = [
-        ("auto", DbmName::Auto),
-        ("hash", DbmName::Hash),
-        ("tree", DbmName::Tree),
-        ("skip", DbmName::Skip),
-        ("tiny", DbmName::Tiny),
-        ("baby", DbmName::Baby),
-        ("cache", DbmName::Cache),
-        ("stdhash", DbmName::StdHash),
-        ("stdtree", DbmName::StdTree),
-    ];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        DbmName::ALL.iter().find(|(_, value)| *value == self).map_or("auto", |(name, _)| name)
-    }
-
-    /// The implementation the reference's `auto` picks for a file's extension.
-    fn from_extension(path: &Path) -> Option<DbmName> {
-        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "tkh" => DbmName::Hash,
-            "tkt" | "tree" => DbmName::Tree,
-            "tks" | "skip" => DbmName::Skip,
-            "tkmt" | "flat" => DbmName::Tiny,
-            "tkmb" => DbmName::Baby,
-            "tkmc" => DbmName::Cache,
-            "tksh" => DbmName::StdHash,
-            "tkst" => DbmName::StdTree,
-            _ => return None,
-        })
-    }
-}
+pub struct DbmChoice(pub Option<DbmClass>);
 
 /// Lets clap reject an unknown name with a message listing the valid ones.
-fn parse_dbm_name(name: &str) -> std::result::Result<DbmName, String> {
-    let lower = name.trim().to_ascii_lowercase();
-    DbmName::ALL.iter().find(|(known, _)| *known == lower).map(|(_, value)| *value).ok_or_else(|| {
-        let names: Vec<&str> = DbmName::ALL.iter().map(|(known, _)| *known).collect();
-        format!("unknown DBM implementation {name:?}: expected one of {}", names.join(", "))
+fn parse_dbm_name(name: &str) -> std::result::Result<DbmChoice, String> {
+    if name.trim().eq_ignore_ascii_case("auto") {
+        return Ok(DbmChoice(None));
+    }
+    DbmClass::from_name(name).map(|c| DbmChoice(Some(c))).map_err(|_| {
+        format!("unknown DBM implementation {name:?}: expected one of auto, {}", DbmClass::name_list())
     })
 }
 
 /// Flags choosing the database, its file, how it is opened and its tuning.
 #[derive(Args, Clone, Debug)]
 pub struct DbmOptions {
-    /// The database implementation: auto (by the path's extension: .tkh is hash,
-    /// .tkt or .tree is tree, .tks or .skip is skip, .flat or .tkmt is tiny,
-    /// .tkmb baby, .tkmc cache, .tksh stdhash, .tkst stdtree), hash, tree,
-    /// skip, or the on-memory tiny, baby, cache, stdhash and stdtree.
+    /// The database implementation: auto (by the path's extension, as `kura
+    /// util` reads it: .kh .hash .tkh hash, .kt .tree .tkt tree, .ks .skip .tks
+    /// skip, .flat .tiny .tkmt tiny, .baby .tkmb baby, .cache .tkmc cache,
+    /// .stdhash .tksh stdhash, .stdtree .tkst stdtree), hash, tree, skip, or
+    /// the on-memory tiny, baby, cache, stdhash and stdtree.
     #[arg(long = "dbm", value_name = "IMPL", default_value = "auto", value_parser = parse_dbm_name)]
-    pub dbm: DbmName,
+    pub dbm: DbmChoice,
 
     /// The path of the database file (required by file databases such as hash and
     /// tree; an on-memory database reads and writes its flat file there, if given).
@@ -134,6 +78,31 @@ pub struct DbmOptions {
 
     #[command(flatten)]
     pub cache: CacheFlags,
+}
+
+/// A flag given on the command line, as the parameter it stands for.
+#[derive(Clone, Debug)]
+pub struct Given {
+    /// The flag, as the user wrote it (`--buckets`).
+    pub flag: &'static str,
+    /// The parameter's name (`num_buckets`).
+    pub param: &'static str,
+    /// The parameter's value.
+    pub value: String,
+}
+
+impl Given {
+    /// The flag `flag` given as `param=value`.
+    pub fn new(flag: &'static str, param: &'static str, value: impl ToString) -> Given {
+        Given { flag, param, value: value.to_string() }
+    }
+}
+
+/// The number a flag gives, if given: `None` for an absent or negative one
+/// (the reference's "unset"), an error naming the flag above `max`.
+fn number(flag: &'static str, param: &'static str, value: Option<i64>, max: u64) -> Result<Option<Given>> {
+    let Some(value) = value else { return Ok(None) };
+    Ok(tuning(&flag[2..], value, max)?.map(|n| Given::new(flag, param, n)))
 }
 
 /// The tuning flags of the hash database, which also tune a tree's node store.
@@ -184,30 +153,24 @@ pub struct HashFlags {
 }
 
 impl HashFlags {
-    /// Overrides `options` (kuradb's defaults for a hash database, or for a
-    /// tree's node store) with the flags given.
-    fn apply(&self, options: &mut HashOptions) -> Result<()> {
+    /// The flags given, as parameters.
+    fn given(&self) -> Result<Vec<Given>> {
+        let mut out = Vec::new();
         if self.append {
-            options.update_mode = UpdateMode::Appending;
+            out.push(Given::new("--append", "update_mode", "appending"));
         }
-        options.record_crc = matches!(self.record_crc.as_str(), "8" | "16" | "32");
-        if let Some(width) = tuning("offset_width", self.offset_width, u8::MAX.into())? {
-            options.offset_width = width as u8;
+        if matches!(self.record_crc.as_str(), "8" | "16" | "32") {
+            out.push(Given::new("--record_crc", "record_crc_mode", &self.record_crc));
         }
-        if let Some(pow) = tuning("align_pow", self.align_pow, 63)? {
-            options.align_pow = pow as u8;
+        out.extend(number("--offset_width", "offset_width", Some(self.offset_width), u8::MAX.into())?);
+        out.extend(number("--align_pow", "align_pow", Some(self.align_pow), 63)?);
+        out.extend(number("--buckets", "num_buckets", Some(self.buckets), u64::MAX)?);
+        out.extend(number("--fbp_cap", "fbp_cap", Some(self.fbp_cap), usize::MAX as u64)?);
+        out.extend(number("--min_read_size", "min_read_size", Some(self.min_read_size), usize::MAX as u64)?);
+        if self.cache_buckets {
+            out.push(Given::new("--cache_buckets", "cache_buckets", true));
         }
-        if let Some(buckets) = tuning("buckets", self.buckets, u64::MAX)? {
-            options.num_buckets = buckets;
-        }
-        if let Some(cap) = tuning("fbp_cap", self.fbp_cap, usize::MAX as u64)? {
-            options.fbp_cap = cap as usize;
-        }
-        if let Some(size) = tuning("min_read_size", self.min_read_size, usize::MAX as u64)? {
-            options.min_read_size = size as usize;
-        }
-        options.cache_buckets = self.cache_buckets;
-        Ok(())
+        Ok(out)
     }
 }
 
@@ -237,38 +200,17 @@ pub struct TreeFlags {
 }
 
 impl TreeFlags {
-    /// The flags given, by name, so that another database can refuse them.
-    fn given(&self) -> Vec<&'static str> {
-        let mut given = Vec::new();
-        for (flag, present) in [
-            ("--max_page_size", self.max_page_size.is_some()),
-            ("--max_branches", self.max_branches.is_some()),
-            ("--max_cached_pages", self.max_cached_pages.is_some()),
-            ("--key_comparator", self.key_comparator.is_some()),
-        ] {
-            if present {
-                given.push(flag);
-            }
-        }
-        given
-    }
-
-    /// Overrides the tree's own tuning in `options` with the flags given.
-    fn apply(&self, options: &mut TreeOptions) -> Result<()> {
+    /// The flags given, as parameters.
+    fn given(&self) -> Result<Vec<Given>> {
         let limit = usize::MAX as u64;
-        if let Some(size) = tuning("max_page_size", self.max_page_size.unwrap_or(-1), limit)? {
-            options.max_page_size = size as usize;
-        }
-        if let Some(branches) = tuning("max_branches", self.max_branches.unwrap_or(-1), limit)? {
-            options.max_branches = branches as usize;
-        }
-        if let Some(pages) = tuning("max_cached_pages", self.max_cached_pages.unwrap_or(-1), limit)? {
-            options.max_cached_pages = pages as usize;
-        }
+        let mut out = Vec::new();
+        out.extend(number("--max_page_size", "max_page_size", self.max_page_size, limit)?);
+        out.extend(number("--max_branches", "max_branches", self.max_branches, limit)?);
+        out.extend(number("--max_cached_pages", "max_cached_pages", self.max_cached_pages, limit)?);
         if let Some(comparator) = self.key_comparator {
-            options.comparator = comparator;
+            out.push(Given::new("--key_comparator", "key_comparator", comparator.name()));
         }
-        Ok(())
+        Ok(out)
     }
 }
 
@@ -302,69 +244,32 @@ pub struct SkipFlags {
     /// (skip) How each synchronization reduces a key's records: none, first,
     /// last, concat, concat_null, concat_tab, concat_line or total [default: none].
     #[arg(long = "reducer", value_name = "NAME", value_parser = parse_reducer)]
-    pub reducer: Option<Reducer>,
+    pub reducer: Option<String>,
 }
 
 impl SkipFlags {
-    /// The flags given, by name, so that another database can refuse them.
-    fn given(&self) -> Vec<&'static str> {
-        [
-            ("--step_unit", self.step_unit.is_some()),
-            ("--max_level", self.max_level.is_some()),
-            ("--max_cached_records", self.max_cached_records.is_some()),
-            ("--sort_mem_size", self.sort_mem_size.is_some()),
-            ("--insert_in_order", self.insert_in_order),
-            ("--reducer", self.reducer.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, present)| present.then_some(flag))
-        .collect()
-    }
-
-    /// Overrides the skip database's defaults in `options` with the flags given.
-    fn apply(&self, options: &mut SkipOptions) -> Result<()> {
-        if let Some(step) = tuning("step_unit", self.step_unit.unwrap_or(-1), u32::MAX.into())? {
-            options.step_unit = step as u32;
-        }
-        if let Some(level) = tuning("max_level", self.max_level.unwrap_or(-1), u8::MAX.into())? {
-            options.max_level = level as u8;
-        }
+    /// The flags given, as parameters.
+    fn given(&self) -> Result<Vec<Given>> {
         let limit = usize::MAX as u64;
-        if let Some(records) = tuning("max_cached_records", self.max_cached_records.unwrap_or(-1), limit)? {
-            options.max_cached_records = records as usize;
+        let mut out = Vec::new();
+        out.extend(number("--step_unit", "step_unit", self.step_unit, u32::MAX.into())?);
+        out.extend(number("--max_level", "max_level", self.max_level, u8::MAX.into())?);
+        out.extend(number("--max_cached_records", "max_cached_records", self.max_cached_records, limit)?);
+        out.extend(number("--sort_mem_size", "sort_mem_size", self.sort_mem_size, limit)?);
+        if self.insert_in_order {
+            out.push(Given::new("--insert_in_order", "insert_in_order", true));
         }
-        if let Some(size) = tuning("sort_mem_size", self.sort_mem_size.unwrap_or(-1), limit)? {
-            options.sort_mem_size = size as usize;
-        }
-        options.insert_in_order = self.insert_in_order;
         if let Some(reducer) = &self.reducer {
-            options.reducer = reducer.clone();
+            out.push(Given::new("--reducer", "reducer", reducer));
         }
-        Ok(())
+        Ok(out)
     }
 }
 
-fn parse_reducer(name: &str) -> std::result::Result<Reducer, String> {
-    Reducer::from_name(name).map_err(|e| e.message().to_string())
-}
-
-impl HashFlags {
-    /// The flags given that tune only a hash table (a hash database or a
-    /// tree's node store), by name, so that the skip database can refuse them.
-    fn given_for_tables(&self) -> Vec<&'static str> {
-        [
-            ("--append", self.append),
-            ("--record_crc", !matches!(self.record_crc.as_str(), "0" | "-1")),
-            ("--align_pow", self.align_pow >= 0),
-            ("--buckets", self.buckets >= 0),
-            ("--fbp_cap", self.fbp_cap >= 0),
-            ("--min_read_size", self.min_read_size >= 0),
-            ("--cache_buckets", self.cache_buckets),
-        ]
-        .into_iter()
-        .filter_map(|(flag, present)| present.then_some(flag))
-        .collect()
-    }
+/// Lets clap report an unknown reducer with the library's own message; the
+/// name stays as given, the parameter's value.
+fn parse_reducer(name: &str) -> std::result::Result<String, String> {
+    Reducer::from_name(name).map(|_| name.to_string()).map_err(|e| e.message().to_string())
 }
 
 /// Lets clap report an unknown comparator with the library's own message,
@@ -388,11 +293,12 @@ pub struct CacheFlags {
 }
 
 impl CacheFlags {
-    /// The flags given, by name, so that another database can refuse them.
-    fn given(&self) -> Vec<&'static str> {
-        let flags =
-            [("--cap_rec_num", self.cap_rec_num.is_some()), ("--cap_mem_size", self.cap_mem_size.is_some())];
-        flags.into_iter().filter(|(_, present)| *present).map(|(flag, _)| flag).collect()
+    /// The flags given, as parameters.
+    fn given(&self) -> Result<Vec<Given>> {
+        let mut out = Vec::new();
+        out.extend(number("--cap_rec_num", "cap_rec_num", self.cap_rec_num, u64::MAX)?);
+        out.extend(number("--cap_mem_size", "cap_mem_size", self.cap_mem_size, u64::MAX)?);
+        Ok(out)
     }
 }
 
@@ -420,46 +326,6 @@ pub enum OpenMode {
     Read,
 }
 
-/// A database opened by [`DbmOpener::open`]: any [`Dbm`] that can also be closed
-/// with its errors reported (dropping one closes it too, but silently).
-pub trait OpenDbm: Dbm {
-    /// Closes the database.
-    fn close_dbm(self: Box<Self>) -> Result<()>;
-}
-
-impl OpenDbm for HashDbm {
-    fn close_dbm(self: Box<Self>) -> Result<()> {
-        (*self).close()
-    }
-}
-
-impl OpenDbm for TreeDbm {
-    fn close_dbm(self: Box<Self>) -> Result<()> {
-        (*self).close()
-    }
-}
-
-macro_rules! open_dbm {
-    ($($name:ty),*) => {$(
-        impl OpenDbm for $name {
-            fn close_dbm(self: Box<Self>) -> Result<()> {
-                (*self).close()
-            }
-        }
-    )*};
-}
-
-open_dbm!(SkipDbm, TinyDbm, BabyDbm, CacheDbm, StdHashDbm, StdTreeDbm);
-
-/// The implementations kuradb has; [`DbmOptions::opener`] refuses the others.
-#[derive(Clone, Debug)]
-enum Implementation {
-    Hash(HashOptions),
-    Tree(TreeOptions),
-    Skip(SkipOptions),
-    Memory(MemorySetup),
-}
-
 /// When a database's updates show to its readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Updates {
@@ -471,21 +337,21 @@ pub enum Updates {
     Deferred { duplicates: bool },
 }
 
-/// An on-memory database's choice and tuning. Without a path the database
-/// lives between phases in the opener, as the reference keeps its object.
+/// Everything needed to open the chosen database, checked once before any phase.
 #[derive(Clone, Debug)]
-struct MemorySetup {
-    name: DbmName,
+pub struct DbmOpener {
+    class: DbmClass,
     path: Option<PathBuf>,
-    buckets: Option<u64>,
-    baby: BabyOptions,
-    cache: CacheOptions,
+    params: Params,
+    sync_hard: bool,
+    updates: Updates,
+    /// Without a path, the on-memory database between phases.
     kept: Kept,
 }
 
 /// The database of a run without a path, between its phases.
 #[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Option<Box<dyn OpenDbm>>>>);
+struct Kept(Arc<Mutex<Option<Box<dyn Dbm>>>>);
 
 impl std::fmt::Debug for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -493,311 +359,150 @@ impl std::fmt::Debug for Kept {
     }
 }
 
-impl MemorySetup {
-    fn open(&self, mode: OpenMode) -> Result<Box<dyn OpenDbm>> {
-        let Some(path) = &self.path else {
-            let kept = if mode == OpenMode::Create { None } else { self.kept.0.lock().take() };
-            return kept.map_or_else(|| self.build(None, true, true), Ok);
-        };
-        self.build(Some(path), mode != OpenMode::Read, mode == OpenMode::Create)
-    }
-
-    fn build(&self, path: Option<&Path>, writable: bool, truncate: bool) -> Result<Box<dyn OpenDbm>> {
-        Ok(match self.name {
-            DbmName::Tiny => {
-                let mut o = TinyOptions { truncate, ..TinyOptions::default() };
-                if let Some(b) = self.buckets {
-                    o.num_buckets = b;
-                }
-                match path {
-                    Some(p) => Box::new(TinyDbm::open(p, writable, &o)?),
-                    None => Box::new(TinyDbm::new(&o)),
-                }
-            }
-            DbmName::Baby => {
-                let o = BabyOptions { truncate, ..self.baby.clone() };
-                match path {
-                    Some(p) => Box::new(BabyDbm::open(p, writable, &o)?),
-                    None => Box::new(BabyDbm::new(&o)?),
-                }
-            }
-            DbmName::Cache => {
-                let o = CacheOptions { truncate, ..self.cache.clone() };
-                match path {
-                    Some(p) => Box::new(CacheDbm::open(p, writable, &o)?),
-                    None => Box::new(CacheDbm::new(&o)?),
-                }
-            }
-            DbmName::StdHash | DbmName::StdTree => {
-                let num_buckets = match self.buckets {
-                    Some(b) => b.try_into().unwrap_or(usize::MAX),
-                    None => StdOptions::default().num_buckets,
-                };
-                let o = StdOptions { num_buckets, truncate };
-                match (self.name, path) {
-                    (DbmName::StdHash, Some(p)) => Box::new(StdHashDbm::open(p, writable, &o)?),
-                    (DbmName::StdHash, None) => Box::new(StdHashDbm::new(&o)),
-                    (_, Some(p)) => Box::new(StdTreeDbm::open(p, writable, &o)?),
-                    (_, None) => Box::new(StdTreeDbm::new(&o)),
-                }
-            }
-            other => return Err(invalid(format!("{} is not an on-memory database", other.name()))),
-        })
-    }
-}
-
 impl DbmOptions {
-    /// The opener of an on-memory database, refusing the flags of others.
-    fn memory_opener(&self, name: DbmName) -> Result<DbmOpener> {
-        let mut refused: Vec<&'static str> = Vec::new();
-        let tree_given = self.tree.given();
-        refused.extend(tree_given.iter().filter(|f| name != DbmName::Baby || **f == "--max_cached_pages"));
-        if name != DbmName::Cache {
-            refused.extend(self.cache.given());
-        }
-        refused.extend(self.skip.given());
-        let h = &self.hash;
-        let hash_only = [
-            ("--append", h.append),
-            ("--record_crc", !matches!(h.record_crc.as_str(), "0" | "-1")),
-            ("--offset_width", h.offset_width >= 0),
-            ("--align_pow", h.align_pow >= 0),
-            ("--fbp_cap", h.fbp_cap >= 0),
-            ("--min_read_size", h.min_read_size >= 0),
-            ("--cache_buckets", h.cache_buckets),
-            ("--buckets", h.buckets >= 0 && matches!(name, DbmName::Baby | DbmName::StdTree)),
-        ];
-        let f = &self.file;
-        let file_only = [
-            ("--block_size", f.block_size != 1),
-            ("--head_buffer", f.head_buffer != 0),
-            ("--direct_io", f.direct_io),
-            ("--sync_io", f.sync_io),
-            ("--padding", f.padding),
-            ("--pagecache", f.pagecache),
-            ("--page_cache_capacity", f.page_cache_capacity.is_some()),
-            ("--alloc_init", f.alloc_init.is_some()),
-            ("--alloc_inc", f.alloc_inc.is_some()),
-        ];
-        refused.extend(hash_only.iter().chain(&file_only).filter(|(_, given)| *given).map(|(flag, _)| *flag));
-        if let Some(flag) = refused.first() {
-            return Err(invalid(format!(
-                "{flag} is not a flag of the {} database (--dbm {}), which lives in memory",
-                name.name(),
-                name.name()
-            )));
-        }
-        let mut baby = BabyOptions::default();
-        let mut tree = TreeOptions {
-            max_page_size: baby.max_page_size,
-            max_branches: baby.max_branches,
-            ..TreeOptions::default()
-        };
-        self.tree.apply(&mut tree)?;
-        baby.max_page_size = tree.max_page_size;
-        baby.max_branches = tree.max_branches;
-        baby.comparator = tree.comparator;
-        let mut cache = CacheOptions::default();
-        if let Some(n) = tuning("cap_rec_num", self.cache.cap_rec_num.unwrap_or(-1), u64::MAX)? {
-            cache.cap_rec_num = n;
-        }
-        if let Some(n) = tuning("cap_mem_size", self.cache.cap_mem_size.unwrap_or(-1), u64::MAX)? {
-            cache.cap_mem_size = n;
-        }
-        let setup = MemorySetup {
-            name,
-            path: self.path.clone(),
-            buckets: tuning("buckets", h.buckets, u64::MAX)?,
-            baby,
-            cache,
-            kept: Kept::default(),
-        };
-        // Checks the tuning now rather than at the first phase.
-        drop(setup.build(None, true, true)?);
-        Ok(DbmOpener {
-            implementation: Implementation::Memory(setup),
-            path: PathBuf::new(),
-            sync_hard: self.sync_hard,
-        })
+    /// Every flag given, as the parameter it stands for.
+    fn given(&self) -> Result<Vec<Given>> {
+        let mut given = self.file.given();
+        given.extend(self.hash.given()?);
+        given.extend(self.tree.given()?);
+        given.extend(self.skip.given()?);
+        given.extend(self.cache.given()?);
+        Ok(given)
     }
-}
 
-/// Everything needed to open the chosen database, checked once before any phase.
-#[derive(Clone, Debug)]
-pub struct DbmOpener {
-    implementation: Implementation,
-    path: PathBuf,
-    sync_hard: bool,
-}
-
-impl DbmOptions {
-    /// Resolves `auto`, checks that the implementation exists and has what it
-    /// needs (a path for file databases), and checks the file and tuning flags.
+    /// Resolves `auto`, checks that the database has what it needs (a path
+    /// for file databases) and takes every flag given, and checks the tuning.
     pub fn opener(&self) -> Result<DbmOpener> {
-        let name = match (self.dbm, &self.path) {
-            (DbmName::Auto, Some(path)) => DbmName::from_extension(path).ok_or_else(|| {
+        let class = match (self.dbm.0, &self.path) {
+            (Some(class), _) => class,
+            (None, Some(path)) => DbmClass::from_extension(path).ok_or_else(|| {
                 invalid(format!(
                     "--dbm auto cannot tell the database from the extension of {}: give --dbm hash, \
-                     tree or skip, or a path ending in .tkh, .tkt or .tks",
-                    path.display()
+                     tree or skip, or a path with an extension that names one: {}",
+                    path.display(),
+                    DbmClass::extension_list()
                 ))
             })?,
-            (DbmName::Auto, None) => {
+            (None, None) => {
                 return Err(invalid(
                     "give --dbm hash (or tree or skip) and a --path for the database file".to_string(),
                 ))
             }
-            (name, _) => name,
         };
-        if matches!(
-            name,
-            DbmName::Tiny | DbmName::Baby | DbmName::Cache | DbmName::StdHash | DbmName::StdTree
-        ) {
-            return self.memory_opener(name);
-        }
-        if let Some(flag) = self.cache.given().first() {
+        if !class.is_on_memory() && self.path.is_none() {
             return Err(invalid(format!(
-                "{flag} is a flag of the cache database, not of the {} database (--dbm {})",
-                name.name(),
-                name.name()
+                "--dbm {} is a file database: give the file's --path",
+                class.name()
             )));
         }
-        if !matches!(name, DbmName::Hash | DbmName::Tree | DbmName::Skip) {
-            return Err(Error::new(
-                ErrorKind::NotImplemented,
-                format!(
-                    "the {} database (--dbm {}) is not implemented yet in kuradb",
-                    name.name(),
-                    name.name()
-                ),
-            ));
+        let mut params = Params::new();
+        if !class.is_on_memory() {
+            params.insert("file", self.file.file.name())?;
         }
-        let path = self.path.clone().ok_or_else(|| {
-            invalid(format!("--dbm {} is a file database: give the file's --path", name.name()))
-        })?;
-        if name != DbmName::Tree {
-            if let Some(flag) = self.tree.given().first() {
-                return Err(invalid(format!(
-                    "{flag} is a flag of the tree database, not of the {} database (--dbm {})",
-                    name.name(),
-                    name.name()
-                )));
+        let mut access: Vec<String> = Vec::new();
+        for given in self.given()? {
+            if !class.takes(given.param) {
+                return Err(refusal(&given, class));
+            }
+            if given.param == "access" {
+                access.push(given.value);
+            } else {
+                params.insert(given.param, &given.value)?;
             }
         }
-        if name != DbmName::Skip {
-            if let Some(flag) = self.skip.given().first() {
-                return Err(invalid(format!(
-                    "{flag} is a flag of the skip database, not of the {} database (--dbm {})",
-                    name.name(),
-                    name.name()
-                )));
+        if !access.is_empty() {
+            params.insert("access", &access.join("+"))?;
+        }
+        for (flag, given) in [("no_wait", self.no_wait), ("no_lock", self.no_lock)] {
+            if given {
+                params.insert(flag, "true")?;
             }
         }
-        let mut open = OpenOptions::writer();
-        open.no_wait = self.no_wait;
-        open.no_lock = self.no_lock;
-        if name == DbmName::Skip {
-            if let Some(flag) = self.hash.given_for_tables().first() {
-                return Err(invalid(format!(
-                    "{flag} is a flag of the hash and tree databases, not of the skip database (--dbm skip)"
-                )));
-            }
-            let mut skip = SkipOptions { file: self.file.spec()?, open, ..SkipOptions::default() };
-            if let Some(width) = tuning("offset_width", self.hash.offset_width, u8::MAX.into())? {
-                skip.offset_width = width as u8;
-            }
-            self.skip.apply(&mut skip)?;
-            return Ok(DbmOpener {
-                implementation: Implementation::Skip(skip),
-                path,
-                sync_hard: self.sync_hard,
-            });
-        }
-        // The node store of a tree has its own defaults, which flags override
-        // as they override a hash database's.
-        let mut store =
-            if name == DbmName::Tree { TreeOptions::default().hash } else { HashOptions::default() };
-        self.hash.apply(&mut store)?;
-        store.file = self.file.spec()?;
-        store.open = open;
-        let implementation = if name == DbmName::Tree {
-            let mut tree = TreeOptions { hash: store, ..TreeOptions::default() };
-            self.tree.apply(&mut tree)?;
-            Implementation::Tree(tree)
-        } else {
-            Implementation::Hash(store)
+        let reducer = self.skip.reducer.as_deref().map_or(Ok(Reducer::All), Reducer::from_name)?;
+        let updates = match class {
+            DbmClass::Skip => Updates::Deferred { duplicates: reducer == Reducer::All },
+            _ => Updates::Immediate,
         };
-        Ok(DbmOpener { implementation, path, sync_hard: self.sync_hard })
+        let opener = DbmOpener {
+            class,
+            path: self.path.clone(),
+            params,
+            sync_hard: self.sync_hard,
+            updates,
+            kept: Kept::default(),
+        };
+        opener.check()?;
+        Ok(opener)
     }
 }
 
-/// The open options for a phase: `mode`'s, keeping the locking flags.
-fn phase_open(options: &mut OpenOptions, mode: OpenMode) {
-    let (no_wait, no_lock) = (options.no_wait, options.no_lock);
-    *options = match mode {
-        OpenMode::Create => OpenOptions::writer().truncating(),
-        OpenMode::Write => OpenOptions::writer(),
-        OpenMode::Read => OpenOptions::reader(),
+/// The refusal of a flag `class` does not take, naming the databases that do.
+fn refusal(given: &Given, class: DbmClass) -> Error {
+    let name = class.name();
+    if class.is_on_memory() {
+        return invalid(format!(
+            "{} is not a flag of the {name} database (--dbm {name}), which lives in memory",
+            given.flag
+        ));
+    }
+    // File databases name the file databases that take it, if any does.
+    let takers: Vec<DbmClass> = DbmClass::all().filter(|c| c.takes(given.param)).collect();
+    let files: Vec<&str> = takers.iter().filter(|c| !c.is_on_memory()).map(|c| c.name()).collect();
+    let named = if files.is_empty() { takers.iter().map(|c| c.name()).collect() } else { files };
+    let list = match named.as_slice() {
+        [one] => format!("the {one} database"),
+        [init @ .., last] => format!("the {} and {last} databases", init.join(", ")),
+        [] => "no database".to_string(),
     };
-    options.no_wait = no_wait;
-    options.no_lock = no_lock;
+    invalid(format!("{} is a flag of {list}, not of the {name} database (--dbm {name})", given.flag))
 }
 
 impl DbmOpener {
     /// The implementation's name, as the reports print it (`impl=hash`).
     pub fn name(&self) -> &'static str {
-        match self.implementation {
-            Implementation::Hash(_) => "hash",
-            Implementation::Tree(_) => "tree",
-            Implementation::Skip(_) => "skip",
-            Implementation::Memory(ref m) => m.name.name(),
-        }
+        self.class.name()
     }
 
     /// How updates show, for the checks of `--validate`.
     pub fn updates(&self) -> Updates {
-        match &self.implementation {
-            Implementation::Skip(options) => {
-                Updates::Deferred { duplicates: options.reducer == Reducer::All }
-            }
-            _ => Updates::Immediate,
+        self.updates
+    }
+
+    /// Checks the tuning now rather than at the first phase: an on-memory
+    /// database is made and dropped; a file database's parameters are read.
+    fn check(&self) -> Result<()> {
+        if self.class.is_on_memory() {
+            self.class.open(None, true, &self.params)?.close()
+        } else {
+            self.class.check(&self.params)
         }
     }
 
     /// Opens the database for a phase.
-    pub fn open(&self, mode: OpenMode) -> Result<Box<dyn OpenDbm>> {
-        match &self.implementation {
-            Implementation::Hash(options) => {
-                let mut options = options.clone();
-                phase_open(&mut options.open, mode);
-                Ok(Box::new(HashDbm::open(&self.path, mode != OpenMode::Read, &options)?))
-            }
-            Implementation::Tree(options) => {
-                let mut options = options.clone();
-                phase_open(&mut options.hash.open, mode);
-                Ok(Box::new(TreeDbm::open(&self.path, mode != OpenMode::Read, &options)?))
-            }
-            Implementation::Skip(options) => {
-                let mut options = options.clone();
-                phase_open(&mut options.open, mode);
-                Ok(Box::new(SkipDbm::open(&self.path, mode != OpenMode::Read, &options)?))
-            }
-            Implementation::Memory(setup) => setup.open(mode),
+    pub fn open(&self, mode: OpenMode) -> Result<Box<dyn Dbm>> {
+        let Some(path) = &self.path else {
+            let kept = if mode == OpenMode::Create { None } else { self.kept.0.lock().take() };
+            return kept.map_or_else(|| self.class.open(None, true, &self.params), Ok);
+        };
+        let mut params = self.params.clone();
+        if mode == OpenMode::Create {
+            params.insert("truncate", "true")?;
         }
+        self.class.open(Some(path), mode != OpenMode::Read, &params)
     }
 
     /// Closes a database after a phase, first synchronizing it with the device
     /// if it was opened for writing and `--sync_hard` was given.
-    pub fn close(&self, db: Box<dyn OpenDbm>, mode: OpenMode) -> Result<()> {
-        if let Implementation::Memory(MemorySetup { path: None, kept, .. }) = &self.implementation {
+    pub fn close(&self, db: Box<dyn Dbm>, mode: OpenMode) -> Result<()> {
+        if self.path.is_none() {
             // Nothing to write: the database waits in memory for the next phase.
-            *kept.0.lock() = Some(db);
+            *self.kept.0.lock() = Some(db);
             return Ok(());
         }
         if self.sync_hard && mode != OpenMode::Read {
             db.synchronize(true)?;
         }
-        db.close_dbm()
+        db.close()
     }
 }
 
@@ -807,18 +512,33 @@ fn invalid(message: String) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use kuradb::dbm::tree::TreeOptions;
+
     use super::*;
 
     #[test]
-    fn auto_follows_the_extension_as_the_reference() {
-        assert_eq!(DbmName::from_extension(Path::new("/tmp/a.TKH")), Some(DbmName::Hash));
-        assert_eq!(DbmName::from_extension(Path::new("casket.tkt")), Some(DbmName::Tree));
-        assert_eq!(DbmName::from_extension(Path::new("casket.Tree")), Some(DbmName::Tree));
-        assert_eq!(DbmName::from_extension(Path::new("casket.flat")), Some(DbmName::Tiny));
-        assert_eq!(DbmName::from_extension(Path::new("casket")), None);
-        assert_eq!(parse_dbm_name("Hash"), Ok(DbmName::Hash));
+    fn auto_follows_the_extension_as_kura_util_does() {
+        let auto = |path: &str| DbmClass::from_extension(Path::new(path));
+        assert_eq!(auto("/tmp/a.TKH"), Some(DbmClass::Hash));
+        assert_eq!(auto("casket.tkt"), Some(DbmClass::Tree));
+        assert_eq!(auto("casket.Tree"), Some(DbmClass::Tree));
+        assert_eq!(auto("casket.flat"), Some(DbmClass::Tiny));
+        assert_eq!(auto("casket"), None);
+        assert_eq!(parse_dbm_name("Hash"), Ok(DbmChoice(Some(DbmClass::Hash))));
+        assert_eq!(parse_dbm_name("auto"), Ok(DbmChoice(None)));
         assert!(parse_dbm_name("poly").unwrap_err().contains("expected one of auto, hash, tree"));
-        assert_eq!(DbmName::StdTree.name(), "stdtree");
+        assert_eq!(DbmClass::StdTree.name(), "stdtree");
+        // Every extension kura util accepts picks the same class here.
+        for class in DbmClass::all() {
+            for ext in class.extensions() {
+                let path = format!("x.{ext}");
+                let o = opener(&["--path", &path]).unwrap();
+                assert_eq!(o.name(), class.name(), "{path}");
+            }
+        }
     }
 
     #[test]
@@ -842,28 +562,34 @@ mod tests {
         flags.dbm.opener()
     }
 
-    fn tree_options(args: &[&str]) -> TreeOptions {
-        match opener(args).unwrap().implementation {
-            Implementation::Tree(options) => options,
-            other => panic!("{args:?} opened {other:?}"),
-        }
+    /// What the database the flags open reports of itself, created in a
+    /// temporary directory (the flags' path is replaced by one there).
+    fn figures(args: &[&str]) -> BTreeMap<String, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opener(args).unwrap();
+        let name = o.path.as_ref().and_then(|p| p.file_name()).unwrap().to_owned();
+        o.path = Some(dir.path().join(name));
+        let db = o.open(OpenMode::Create).unwrap();
+        let figures = db.inspect().unwrap().into_iter().collect();
+        o.close(db, OpenMode::Create).unwrap();
+        figures
     }
 
     #[test]
     fn tree_defaults_are_the_trees_and_flags_override_them() {
         let defaults = TreeOptions::default();
-        let found = tree_options(&["--dbm", "tree", "--path", "x"]);
-        assert_eq!(found.hash.num_buckets, defaults.hash.num_buckets);
-        assert_eq!(found.hash.align_pow, defaults.hash.align_pow);
-        assert_eq!(found.max_page_size, defaults.max_page_size);
-        assert_eq!(found.max_branches, defaults.max_branches);
-        assert_eq!(found.max_cached_pages, defaults.max_cached_pages);
-        assert_eq!(found.comparator, defaults.comparator);
+        let found = figures(&["--dbm", "tree", "--path", "x"]);
+        assert_eq!(found["store_num_buckets"], defaults.hash.num_buckets.to_string());
+        assert_eq!(found["store_align_pow"], defaults.hash.align_pow.to_string());
+        assert_eq!(found["max_page_size"], defaults.max_page_size.to_string());
+        assert_eq!(found["max_branches"], defaults.max_branches.to_string());
+        assert_eq!(found["max_cached_pages"], defaults.max_cached_pages.to_string());
+        assert_eq!(found["key_comparator"], defaults.comparator.name());
         // auto picks tree for .tkt and .tree, with the same defaults.
         for path in ["x.tkt", "x.tree"] {
-            assert_eq!(tree_options(&["--path", path]).hash.num_buckets, 131_101);
+            assert_eq!(figures(&["--path", path])["store_num_buckets"], "131101");
         }
-        let found = tree_options(&[
+        let found = figures(&[
             "--dbm",
             "tree",
             "--path",
@@ -882,24 +608,21 @@ mod tests {
             "--key_comparator",
             "SignedDecimalKeyComparator",
         ]);
-        assert_eq!(found.hash.num_buckets, 1000);
-        assert_eq!(found.hash.align_pow, defaults.hash.align_pow);
-        assert_eq!(found.hash.update_mode, UpdateMode::Appending);
-        assert_eq!((found.max_page_size, found.max_branches, found.max_cached_pages), (4000, 256, 50));
-        assert_eq!(found.comparator, KeyComparator::Decimal);
+        assert_eq!(found["store_num_buckets"], "1000");
+        assert_eq!(found["store_align_pow"], defaults.hash.align_pow.to_string());
+        assert_eq!(found["store_update_mode"], "appending");
+        let tuning = (&*found["max_page_size"], &*found["max_branches"], &*found["max_cached_pages"]);
+        assert_eq!(tuning, ("4000", "256", "50"));
+        assert_eq!(found["key_comparator"], KeyComparator::Decimal.name());
         // The hash database keeps its own defaults.
-        match opener(&["--dbm", "hash", "--path", "x"]).unwrap().implementation {
-            Implementation::Hash(options) => {
-                assert_eq!(options.num_buckets, HashOptions::default().num_buckets)
-            }
-            other => panic!("{other:?}"),
-        }
+        let found = figures(&["--dbm", "hash", "--path", "x"]);
+        assert_eq!(found["num_buckets"], kuradb::dbm::hash::HashOptions::default().num_buckets.to_string());
     }
 
     #[test]
     fn tree_flags_are_refused_for_other_databases() {
         for flag in ["--max_page_size", "--max_branches", "--max_cached_pages", "--key_comparator"] {
-            let value = if flag == "--key_comparator" { "decimal" } else { "-1" };
+            let value = if flag == "--key_comparator" { "decimal" } else { "1" };
             let err = opener(&["--dbm", "hash", "--path", "x.tkh", flag, value]).unwrap_err();
             assert!(err.message().contains(flag) && err.message().contains("tree"), "{err}");
             let err = opener(&["--path", "x.tkh", flag, value]).unwrap_err();

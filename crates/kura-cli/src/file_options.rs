@@ -7,6 +7,8 @@ use clap::Args;
 use kuradb::file::{FileKind, FileSpec};
 use kuradb::Result;
 
+use crate::dbm_options::Given;
+
 /// Flags naming a [`FileSpec`]: the implementation and every option of it.
 #[derive(Args, Clone, Debug)]
 pub struct FileOptions {
@@ -72,6 +74,41 @@ impl FileOptions {
         }
         spec.validate()?;
         Ok(spec)
+    }
+}
+
+impl FileOptions {
+    /// The flags given that differ from the defaults, as the parameters
+    /// they stand for (`--file` aside: every file database takes it). Each
+    /// access flag is a word of the one `access` parameter.
+    pub fn given(&self) -> Vec<Given> {
+        let mut out = Vec::new();
+        if let Some(n) = self.alloc_init {
+            out.push(Given::new("--alloc_init", "alloc_init_size", n));
+        }
+        if let Some(f) = self.alloc_inc {
+            out.push(Given::new("--alloc_inc", "alloc_inc_factor", f));
+        }
+        if self.block_size != 1 {
+            out.push(Given::new("--block_size", "block_size", self.block_size));
+        }
+        if self.head_buffer != 0 {
+            out.push(Given::new("--head_buffer", "head_buffer_size", self.head_buffer));
+        }
+        for (flag, word, given) in [
+            ("--direct_io", "direct", self.direct_io),
+            ("--sync_io", "sync", self.sync_io),
+            ("--padding", "padding", self.padding),
+            ("--pagecache", "pagecache", self.pagecache),
+        ] {
+            if given {
+                out.push(Given::new(flag, "access", word));
+            }
+        }
+        if let Some(n) = self.page_cache_capacity {
+            out.push(Given::new("--page_cache_capacity", "page_cache_capacity", n));
+        }
+        out
     }
 }
 

@@ -22,7 +22,8 @@ mod transfer;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::Params;
 use kuradb::{Error, ErrorKind, Result};
 
 pub use codec::Codec;
@@ -133,7 +134,7 @@ impl DbFlags {
     }
 
     /// Opens the database at `path`.
-    fn open(&self, path: &Path, access: Access) -> Result<PolyDbm> {
+    fn open(&self, path: &Path, access: Access) -> Result<AnyDbm> {
         open_with(path, access, &self.params()?)
     }
 }
@@ -144,11 +145,11 @@ fn in_flag(flag: &str, e: Error) -> Error {
 
 /// Opens the database at `path` with `params`, with messages that say what a
 /// user can do about a missing or locked file.
-fn open_with(path: &Path, access: Access, params: &Params) -> Result<PolyDbm> {
+fn open_with(path: &Path, access: Access, params: &Params) -> Result<AnyDbm> {
     if access != Access::Create {
         must_exist(path)?;
     }
-    PolyDbm::open(path, access != Access::Read, params).map_err(|e| explain_open_error(path, e))
+    AnyDbm::open(path, access != Access::Read, params).map_err(|e| explain_open_error(path, e))
 }
 
 fn must_exist(path: &Path) -> Result<()> {
@@ -225,7 +226,7 @@ impl CodecFlags {
 }
 
 /// Closes `db`, keeping the first of `result`'s error and closing's.
-fn finish<T>(db: PolyDbm, result: Result<T>) -> Result<T> {
+fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
     let closed = db.close();
     let value = result?;
     closed?;

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{Cursor, Dbm};
 
@@ -25,16 +25,16 @@ use crate::error::{not_open, to_py};
 pub struct Live {
     // Declared before `_db` so that it is dropped first: it borrows `*_db`.
     cursor: Box<dyn Cursor + 'static>,
-    _db: Arc<PolyDbm>,
+    _db: Arc<AnyDbm>,
 }
 
 // `Live` is `Send` because kuradb's `Cursor` trait requires it of every
 // cursor; a `Live` is only used under its `Slot`'s mutex.
 
 impl Live {
-    pub fn new(db: Arc<PolyDbm>) -> kuradb::Result<Live> {
+    pub fn new(db: Arc<AnyDbm>) -> kuradb::Result<Live> {
         let cursor: Box<dyn Cursor + '_> = db.iter()?;
-        // SAFETY: the cursor borrows the `PolyDbm` inside the `Arc`, whose heap
+        // SAFETY: the cursor borrows the `AnyDbm` inside the `Arc`, whose heap
         // address is fixed while any `Arc` to it lives. `Live` owns such an
         // `Arc` and drops the cursor before it (field order), so the borrow
         // never outlives the database. Only the lifetime changes here.

@@ -1,11 +1,11 @@
-//! `kuradb.DBM`: a [`PolyDbm`] for Python, with the `Dbm` methods one to one
+//! `kuradb.DBM`: an [`AnyDbm`] for Python, with the `Dbm` methods one to one
 //! and the dict protocol on top.
 //!
 //! The GIL is released around every call into the database, so Python
 //! threads use one database in parallel; callbacks (`process`) take it back.
 
 use std::cell::Cell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -13,7 +13,8 @@ use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
 
-use kuradb::dbm::poly::{DbmClass, PolyDbm};
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::DbmClass;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
 use kuradb::{ErrorKind, Result};
@@ -33,19 +34,19 @@ thread_local! {
 pub struct Database {
     /// The open database; operations hold the read lock, `open` and `close`
     /// the write lock.
-    db: RwLock<Option<Arc<PolyDbm>>>,
+    db: RwLock<Option<Arc<AnyDbm>>>,
     /// Every cursor made since opening, emptied on close.
     cursors: Mutex<Vec<Weak<Slot>>>,
 }
 
 impl Database {
     /// Runs `f` on the open database with the GIL released.
-    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&PolyDbm) -> Result<R> + Send) -> PyResult<R> {
+    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&AnyDbm) -> Result<R> + Send) -> PyResult<R> {
         py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 
     /// Runs `f` on the open database, keeping the GIL.
-    fn with<R>(&self, f: impl FnOnce(&PolyDbm) -> Result<R>) -> Result<R> {
+    fn with<R>(&self, f: impl FnOnce(&AnyDbm) -> Result<R>) -> Result<R> {
         let guard = self.db.read_recursive();
         f(guard.as_deref().ok_or_else(not_open)?)
     }
@@ -168,7 +169,7 @@ impl Database {
                 if guard.is_some() {
                     return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
                 }
-                *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
+                *guard = Some(Arc::new(AnyDbm::open(&path, writable, &params)?));
                 Ok(())
             })
         });
@@ -405,7 +406,7 @@ impl Database {
 
     /// The path of the database's file.
     fn path(&self) -> PyResult<PathBuf> {
-        self.with(|db| Ok(db.file_path().to_path_buf())).map_err(to_py)
+        self.with(|db| Ok(db.path().map(Path::to_path_buf).unwrap_or_default())).map_err(to_py)
     }
 
     /// Removes every record.
@@ -482,7 +483,7 @@ impl Database {
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
         let params = params_of(params)?;
-        py.allow_threads(|| PolyDbm::restore(&src, &dest, &params)).map_err(to_py)
+        py.allow_threads(|| AnyDbm::restore(&src, &dest, &params)).map_err(to_py)
     }
 
     /// The class a new database at `path` gets from its extension (`hash`,
@@ -686,7 +687,7 @@ impl Database {
             Some(db) => format!(
                 "<kuradb.DBM dbm={} path={:?}>",
                 db.class().name(),
-                db.file_path().display().to_string()
+                db.path().unwrap_or(Path::new("")).display().to_string()
             ),
             None => "<kuradb.DBM (closed)>".to_string(),
         }

@@ -1,10 +1,11 @@
 //! `kura util create|inspect|rebuild|restore|merge|clear|backup`: the
 //! commands that act on a database as a whole.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::Params;
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
@@ -81,9 +82,9 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
 }
 
 /// The figures of `inspect`: the common ones first, then the database's own.
-fn figures(db: &PolyDbm) -> Result<Vec<(String, String)>> {
+fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
     let mut out = vec![
-        ("path".to_string(), db.file_path().display().to_string()),
+        ("path".to_string(), db.path().unwrap_or(Path::new("")).display().to_string()),
         ("dbm".into(), db.class().name().to_string()),
         ("count".into(), db.count()?.to_string()),
         ("file_size".into(), db.file_size()?.to_string()),
@@ -153,7 +154,7 @@ pub fn restore(args: &RestoreArgs) -> Result<()> {
     must_not_exist(&args.new_file, "restore")?;
     let params = args.db.params()?;
     let spinner = progress::spinner("restoring");
-    let kept = PolyDbm::restore(&args.old_file, &args.new_file, &params);
+    let kept = AnyDbm::restore(&args.old_file, &args.new_file, &params);
     spinner.finish_and_clear();
     println!("{} records restored into {}", kept?, args.new_file.display());
     Ok(())
@@ -195,12 +196,12 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     }
     let dest = args.db.open(&args.dest_file, Access::Create)?;
     let result = merge_into(&dest, &sources, !args.no_overwrite);
-    let closed: Vec<Result<()>> = sources.into_iter().map(PolyDbm::close).collect();
+    let closed: Vec<Result<()>> = sources.into_iter().map(AnyDbm::close).collect();
     finish(dest, result)?;
     closed.into_iter().collect()
 }
 
-fn merge_into(dest: &dyn Dbm, sources: &[PolyDbm], overwrite: bool) -> Result<()> {
+fn merge_into(dest: &dyn Dbm, sources: &[AnyDbm], overwrite: bool) -> Result<()> {
     let total = sources.iter().map(|s| s.count()).sum::<Result<u64>>()?;
     let bar = progress::bar("merging", total, false);
     for src in sources {

@@ -230,3 +230,18 @@ impl Dbm for CacheDbm {
         Ok(Box::new(self.cursor()))
     }
 }
+
+impl CacheOptions {
+    /// `self` with the parameters CacheDbm takes: `truncate`, `cap_rec_num`
+    /// and `cap_mem_size`.
+    pub(crate) fn take_params(mut self, t: &mut crate::dbm::params::Taker<'_>) -> Result<CacheOptions> {
+        self.truncate = t.memory_truncate()?;
+        if let Some(n) = t.number(&["cap_rec_num"])? {
+            self.cap_rec_num = n;
+        }
+        if let Some(n) = t.number(&["cap_mem_size"])? {
+            self.cap_mem_size = n;
+        }
+        Ok(self)
+    }
+}

@@ -28,6 +28,11 @@ const VERSION: u32 = 1;
 const HEADER_SIZE: usize = 24;
 const BUFFER_SIZE: usize = 1 << 20;
 
+/// Whether `head`, a file's first bytes, begins a flat file.
+pub(crate) fn sniff(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
+
 /// Reads the flat file at `path`, calling `f` with each record in file order.
 /// Answers the number of records.
 pub(crate) fn read(path: &Path, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<u64> {

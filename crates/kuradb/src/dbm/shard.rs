@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::RwLock;
 
+use super::class::DbmClass;
 use super::comparator::KeyComparator;
-use super::poly::{Params, PolyDbm};
+use super::params::{parse_flag, Params};
+use super::poly::PolyDbm;
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -112,7 +114,7 @@ impl ShardDbm {
             },
         };
         let truncating = match params.get("truncate") {
-            Some(value) => super::poly::parse_flag("truncate", value)?,
+            Some(value) => parse_flag("truncate", value)?,
             None => false,
         };
         let count = match (ShardDbm::existing_count(&path)?, asked) {
@@ -148,7 +150,7 @@ impl ShardDbm {
             // Shards named by the set's path: their extension is the set's.
             let mut params = shard_params.clone();
             if params.get("dbm").is_none() {
-                if let Some(class) = super::poly::DbmClass::from_extension(&path) {
+                if let Some(class) = DbmClass::from_extension(&path) {
                     params.insert("dbm", class.name())?;
                 }
             }
@@ -205,6 +207,27 @@ impl ShardDbm {
         result
     }
 
+    /// Restores each shard of the damaged or crashed set at `src` into the
+    /// set at `dest` (see [`PolyDbm::restore`]); answers the number of
+    /// records kept in all.
+    pub fn restore(src: &Path, dest: &Path, params: &Params) -> Result<u64> {
+        let n = ShardDbm::existing_count(src)?.ok_or_else(|| {
+            Error::new(ErrorKind::NotFound, format!("no shard set {} exists", src.display()))
+        })?;
+        let params = params.without("num_shards");
+        let mut kept = 0;
+        for i in 0..n {
+            let (from, to) = (ShardDbm::shard_path(src, i, n), ShardDbm::shard_path(dest, i, n));
+            kept += PolyDbm::restore(from, to, &params)?;
+        }
+        Ok(kept)
+    }
+
+    /// The class of the shards.
+    pub fn class(&self) -> DbmClass {
+        self.shards[0].class()
+    }
+
     /// The key order of the set: the shards', or `None` for unordered ones.
     pub fn key_order(&self) -> Option<KeyComparator> {
         self.order
@@ -258,6 +281,14 @@ impl Dbm for ShardDbm {
 
     fn rebuild(&self) -> Result<()> {
         self.each(|s| s.rebuild())
+    }
+
+    /// Shard by shard, each checking the parameters as it does alone.
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        for shard in &self.shards {
+            shard.rebuild_with(params)?;
+        }
+        Ok(())
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {

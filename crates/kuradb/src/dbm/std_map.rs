@@ -874,6 +874,24 @@ impl Cursor for StdTreeCursor<'_> {
     }
 }
 
+impl StdOptions {
+    /// `self` with the parameters StdHashDbm and StdTreeDbm take: `truncate`,
+    /// and with `buckets` (a hash set's), `num_buckets` (or `buckets`).
+    pub(crate) fn take_params(
+        mut self,
+        t: &mut crate::dbm::params::Taker<'_>,
+        buckets: bool,
+    ) -> Result<StdOptions> {
+        self.truncate = t.memory_truncate()?;
+        if buckets {
+            if let Some(n) = t.number(&["num_buckets", "buckets"])? {
+                self.num_buckets = n;
+            }
+        }
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

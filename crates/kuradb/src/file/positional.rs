@@ -44,7 +44,10 @@ pub struct PositionalFile {
 }
 
 struct State {
-    /// The process that opened the file, and its claim in the table of open files.
+    /// The process that opened the file, and its claim in the table of open
+    /// files. First, so it is dropped first: the claim must go before the
+    /// descriptor, whose closing may free an unlinked file's inode number
+    /// for reuse by a file another thread creates.
     owner: Owner,
     device: Device,
     spec: FileSpec,

@@ -17,6 +17,7 @@
 //! afresh otherwise.
 
 mod options;
+mod params;
 
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;

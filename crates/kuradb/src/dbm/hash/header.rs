@@ -161,6 +161,15 @@ impl Header {
     }
 }
 
+/// Whether `head`, a file's first bytes, begins a kuradb hash-format file,
+/// and of which kind.
+pub(crate) fn sniff(head: &[u8]) -> Option<Kind> {
+    if head.len() <= 12 || &head[..8] != MAGIC {
+        return None;
+    }
+    Some(if head[12] == 1 { Kind::TreeNodes } else { Kind::Hash })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

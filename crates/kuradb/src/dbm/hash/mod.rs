@@ -18,6 +18,7 @@
 
 mod header;
 mod options;
+mod params;
 mod record;
 mod restore;
 
@@ -29,8 +30,9 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 pub use options::{HashOptions, RestoreMode, UpdateMode};
 
 use self::header::Header;
-pub(crate) use self::header::Kind;
+pub(crate) use self::header::{sniff, Kind};
 use self::record::{Record, MAX_HEADER, MAX_ITEM};
+use super::params::{Params, Taker};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, Owner};
@@ -1124,6 +1126,13 @@ impl Dbm for HashDbm {
 
     fn rebuild(&self) -> Result<()> {
         self.rebuild_with(&RebuildParams::default())
+    }
+
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a hash database");
+        let rebuild = RebuildParams::take_params(&mut t)?;
+        t.finish()?;
+        self.rebuild_with(&rebuild)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {

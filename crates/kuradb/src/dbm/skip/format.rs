@@ -346,6 +346,11 @@ impl Window {
     }
 }
 
+/// Whether `head`, a file's first bytes, begins a kuradb skip database.
+pub(crate) fn sniff(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

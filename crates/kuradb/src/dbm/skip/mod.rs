@@ -23,6 +23,9 @@
 
 mod build;
 mod format;
+mod params;
+
+pub(crate) use format::sniff;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -35,6 +38,7 @@ use parking_lot::{Mutex, RwLock};
 
 use self::build::{Builder, MemoryRun, OldFile, Run, UpperIndex};
 use self::format::{Header, Record, Window, HEADER_SIZE};
+use super::params::{Params, Taker};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, FileSpec, FileWrapper, OpenOptions, Owner};
@@ -933,6 +937,13 @@ impl Dbm for SkipDbm {
 
     fn rebuild(&self) -> Result<()> {
         self.rebuild_with(&self.options.reducer)
+    }
+
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a skip database");
+        let reducer = params::take_reducer(&mut t)?;
+        t.finish()?;
+        self.rebuild_with(reducer.as_ref().unwrap_or(&self.options.reducer))
     }
 
     /// A skip database's file is always compact: only pending updates make

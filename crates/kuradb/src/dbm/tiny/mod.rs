@@ -7,6 +7,7 @@
 //! buckets alone, holding up only the operations on that shard. The shards
 //! (`shard`) also carry [`CacheDbm`](crate::dbm::cache::CacheDbm)'s records.
 
+mod params;
 pub(crate) mod shard;
 
 use std::path::Path;

@@ -20,6 +20,7 @@
 //! the automatic restore, exactly the tree as it was synchronized last.
 
 mod options;
+mod params;
 
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
@@ -1110,6 +1111,7 @@ impl Dbm for TreeDbm {
             ("max_branches".into(), t.max_branches.to_string()),
             ("key_comparator".into(), t.cmp.name().to_string()),
             ("cached_pages".into(), cached.to_string()),
+            ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
         ];
         out.extend(
             t.store

@@ -1,0 +1,459 @@
+//! The one list of database classes: their names, the extensions that
+//! choose them, how each recognises its files, which parameters each takes,
+//! and how to open or restore one. Every tool and binding opens databases
+//! through [`DbmClass`] (or [`PolyDbm`](super::poly::PolyDbm), which uses
+//! it), so a new class is added here and in its own module, nowhere else.
+
+use std::path::Path;
+
+use super::baby::{BabyDbm, BabyOptions};
+use super::cache::{CacheDbm, CacheOptions};
+use super::hash::{HashDbm, HashOptions, Kind};
+use super::params::{Params, Taker};
+use super::skip::{SkipDbm, SkipOptions};
+use super::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
+use super::tiny::{TinyDbm, TinyOptions};
+use super::tree::{TreeDbm, TreeOptions};
+use super::{flat, Dbm};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A class of database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DbmClass {
+    /// [`HashDbm`].
+    Hash,
+    /// [`TreeDbm`].
+    Tree,
+    /// [`SkipDbm`].
+    Skip,
+    /// [`TinyDbm`], on memory.
+    Tiny,
+    /// [`BabyDbm`], on memory.
+    Baby,
+    /// [`CacheDbm`], on memory.
+    Cache,
+    /// [`StdHashDbm`], on memory.
+    StdHash,
+    /// [`StdTreeDbm`], on memory.
+    StdTree,
+}
+
+/// What the registry knows of a class besides its code.
+struct Entry {
+    class: DbmClass,
+    /// The short name (`dbm=hash`, `--dbm hash`).
+    name: &'static str,
+    /// The reference's class name, accepted as a name too.
+    reference: &'static str,
+    /// The extensions that choose the class for a new file, kuradb's and the
+    /// reference's.
+    extensions: &'static [&'static str],
+    on_memory: bool,
+}
+
+const CLASSES: [Entry; 8] = [
+    Entry {
+        class: DbmClass::Hash,
+        name: "hash",
+        reference: "HashDBM",
+        extensions: &["kh", "hash", "tkh"],
+        on_memory: false,
+    },
+    Entry {
+        class: DbmClass::Tree,
+        name: "tree",
+        reference: "TreeDBM",
+        extensions: &["kt", "tree", "tkt"],
+        on_memory: false,
+    },
+    Entry {
+        class: DbmClass::Skip,
+        name: "skip",
+        reference: "SkipDBM",
+        extensions: &["ks", "skip", "tks"],
+        on_memory: false,
+    },
+    Entry {
+        class: DbmClass::Tiny,
+        name: "tiny",
+        reference: "TinyDBM",
+        extensions: &["flat", "tiny", "tkmt"],
+        on_memory: true,
+    },
+    Entry {
+        class: DbmClass::Baby,
+        name: "baby",
+        reference: "BabyDBM",
+        extensions: &["baby", "tkmb"],
+        on_memory: true,
+    },
+    Entry {
+        class: DbmClass::Cache,
+        name: "cache",
+        reference: "CacheDBM",
+        extensions: &["cache", "tkmc"],
+        on_memory: true,
+    },
+    Entry {
+        class: DbmClass::StdHash,
+        name: "stdhash",
+        reference: "StdHashDBM",
+        extensions: &["stdhash", "tksh"],
+        on_memory: true,
+    },
+    Entry {
+        class: DbmClass::StdTree,
+        name: "stdtree",
+        reference: "StdTreeDBM",
+        extensions: &["stdtree", "tkst"],
+        on_memory: true,
+    },
+];
+
+/// How many bytes of a file's head the classes' sniffs need.
+const HEAD_SIZE: usize = 16;
+
+impl DbmClass {
+    fn entry(self) -> &'static Entry {
+        CLASSES.iter().find(|e| e.class == self).expect("every class has an entry")
+    }
+
+    /// Every class, in the order the help lists them.
+    pub fn all() -> impl Iterator<Item = DbmClass> {
+        CLASSES.iter().map(|e| e.class)
+    }
+
+    /// The short name (`hash`, `tree`, `skip`, …).
+    pub fn name(self) -> &'static str {
+        self.entry().name
+    }
+
+    /// The reference's name of the class (`HashDBM`, …).
+    pub fn reference_name(self) -> &'static str {
+        self.entry().reference
+    }
+
+    /// The extensions that choose the class for a new file, kuradb's first.
+    pub fn extensions(self) -> &'static [&'static str] {
+        self.entry().extensions
+    }
+
+    /// Whether the class keeps its records in memory (and its file, if it
+    /// has one, is a flat file any of these classes reads).
+    pub fn is_on_memory(self) -> bool {
+        self.entry().on_memory
+    }
+
+    /// Every class's extensions, as the help and error messages list them:
+    /// `.kh .hash .tkh (hash), .kt .tree .tkt (tree), …`.
+    pub fn extension_list() -> String {
+        let each = CLASSES.iter().map(|e| {
+            let exts: Vec<String> = e.extensions.iter().map(|x| format!(".{x}")).collect();
+            format!("{} ({})", exts.join(" "), e.name)
+        });
+        each.collect::<Vec<_>>().join(", ")
+    }
+
+    /// Every class's short name, as messages list them: `hash, tree, …, stdtree`.
+    pub fn name_list() -> String {
+        CLASSES.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The class of a name: the short name or the reference's class name, in
+    /// any case.
+    pub fn from_name(name: &str) -> Result<DbmClass> {
+        let lower = name.trim().to_ascii_lowercase();
+        CLASSES
+            .iter()
+            .find(|e| e.name == lower || e.reference.eq_ignore_ascii_case(&lower))
+            .map(|e| e.class)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("unknown database class {name:?}: expected {}", DbmClass::name_list()),
+                )
+            })
+    }
+
+    /// The class a new file of this extension gets.
+    pub fn from_extension(path: &Path) -> Option<DbmClass> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        CLASSES.iter().find(|e| e.extensions.contains(&ext.as_str())).map(|e| e.class)
+    }
+
+    /// The class of an existing file, from its first bytes; `None` for an
+    /// empty file. A flat file, which every on-memory class reads, answers
+    /// [`DbmClass::Tiny`]; [`DbmClass::for_path`] lets `dbm=` or the
+    /// extension choose another on-memory class for it.
+    pub fn of_file(path: &Path) -> Result<Option<DbmClass>> {
+        let mut head = [0u8; HEAD_SIZE];
+        let n = {
+            use std::io::Read;
+            let mut file = std::fs::File::open(path).map_err(|e| Error::io("opening", path, e))?;
+            let mut n = 0;
+            while n < head.len() {
+                match file.read(&mut head[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) => return Err(Error::io("reading the header of", path, e)),
+                }
+            }
+            n
+        };
+        let head = &head[..n];
+        if head.is_empty() {
+            return Ok(None);
+        }
+        if let Some(kind) = super::hash::sniff(head) {
+            return Ok(Some(match kind {
+                Kind::Hash => DbmClass::Hash,
+                Kind::TreeNodes => DbmClass::Tree,
+            }));
+        }
+        if super::skip::sniff(head) {
+            return Ok(Some(DbmClass::Skip));
+        }
+        if flat::sniff(head) {
+            return Ok(Some(DbmClass::Tiny));
+        }
+        if head.starts_with(b"Tkrzw") {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} is a database of the reference implementation (Tkrzw), whose format kuradb does \
+                     not read: export it with `tkrzw_dbm_util export --dbm auto {} data.tsv` and load \
+                     that with `kura util import`",
+                    path.display(),
+                    path.display()
+                ),
+            ));
+        }
+        Err(Error::new(
+            ErrorKind::BrokenData,
+            format!("{} is not a kuradb database: its header is not one kuradb writes", path.display()),
+        ))
+    }
+
+    /// The class a database at `path` opened with `params` has: the file's
+    /// own if it exists and is not empty (a `dbm=` naming another is an
+    /// error), else `dbm=`, else the extension's.
+    pub fn for_path(path: &Path, params: &Params) -> Result<DbmClass> {
+        let named = params.get("dbm").map(DbmClass::from_name).transpose()?;
+        let found = match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > 0 => DbmClass::of_file(path)?,
+            _ => None,
+        };
+        // A flat file serves every on-memory class: dbm= or the extension
+        // says which.
+        let found = match found {
+            Some(found) if found.is_on_memory() => {
+                let wanted = named.or_else(|| DbmClass::from_extension(path));
+                Some(wanted.filter(|c| c.is_on_memory()).unwrap_or(found))
+            }
+            found => found,
+        };
+        match (found, named) {
+            (Some(found), Some(named)) if found != named => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{} holds a {} database, not a {} one", path.display(), found.name(), named.name()),
+            )),
+            (Some(found), _) => Ok(found),
+            (None, Some(named)) => Ok(named),
+            (None, None) => DbmClass::from_extension(path).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "cannot tell which database {} should be: give dbm={}, or use an extension that \
+                         names one: {}",
+                        path.display(),
+                        DbmClass::name_list(),
+                        DbmClass::extension_list()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// What a refusal of a parameter says it was for: "a hash database".
+    fn what(self) -> &'static str {
+        match self {
+            DbmClass::Hash => "a hash database",
+            DbmClass::Tree => "a tree database",
+            DbmClass::Skip => "a skip database",
+            DbmClass::Tiny => "a tiny database",
+            DbmClass::Baby => "a baby database",
+            DbmClass::Cache => "a cache database",
+            DbmClass::StdHash => "a stdhash database",
+            DbmClass::StdTree => "a stdtree database",
+        }
+    }
+
+    /// The class's options read from `t`.
+    fn options(self, t: &mut Taker<'_>) -> Result<Options> {
+        t.take(&["dbm"]);
+        Ok(match self {
+            DbmClass::Hash => Options::Hash(HashOptions::default().take_params(t)?),
+            DbmClass::Tree => Options::Tree(TreeOptions::default().take_params(t)?),
+            DbmClass::Skip => Options::Skip(SkipOptions::default().take_params(t)?),
+            DbmClass::Tiny => Options::Tiny(TinyOptions::default().take_params(t)?),
+            DbmClass::Baby => Options::Baby(BabyOptions::default().take_params(t)?),
+            DbmClass::Cache => Options::Cache(CacheOptions::default().take_params(t)?),
+            DbmClass::StdHash => Options::Std(StdOptions::default().take_params(t, true)?),
+            // An ordered set has no buckets.
+            DbmClass::StdTree => Options::Std(StdOptions::default().take_params(t, false)?),
+        })
+    }
+
+    /// Reads the class's options from `params`, refusing by name any
+    /// parameter the class does not take.
+    fn options_of(self, params: &Params) -> Result<Options> {
+        let mut t = Taker::new(params, self.what());
+        let options = self.options(&mut t)?;
+        t.finish()?;
+        Ok(options)
+    }
+
+    /// Whether the class takes the parameter `name` (at open).
+    pub fn takes(self, name: &str) -> bool {
+        let mut probe = Taker::probe();
+        // A probe takes no value, so reading the options cannot fail on one.
+        let _ = self.options(&mut probe);
+        probe.was_asked(name)
+    }
+
+    /// Checks `params` against the class as an open would, without opening.
+    pub fn check(self, params: &Params) -> Result<()> {
+        self.options_of(params).map(drop)
+    }
+
+    /// Opens a database of this class: at `path`, or for an on-memory class
+    /// without a path, purely in memory. `params` are the class's parameters
+    /// (any other is refused by name).
+    pub fn open(self, path: Option<&Path>, writable: bool, params: &Params) -> Result<Box<dyn Dbm>> {
+        let options = self.options_of(params)?;
+        let needs_path = || {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the {} database keeps its records in a file: give its path", self.name()),
+            )
+        };
+        Ok(match options {
+            Options::Hash(o) => Box::new(HashDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
+            Options::Tree(o) => Box::new(TreeDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
+            Options::Skip(o) => Box::new(SkipDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
+            Options::Tiny(o) => match path {
+                Some(p) => Box::new(TinyDbm::open(p, writable, &o)?),
+                None => Box::new(TinyDbm::new(&o)),
+            },
+            Options::Baby(o) => match path {
+                Some(p) => Box::new(BabyDbm::open(p, writable, &o)?),
+                None => Box::new(BabyDbm::new(&o)?),
+            },
+            Options::Cache(o) => match path {
+                Some(p) => Box::new(CacheDbm::open(p, writable, &o)?),
+                None => Box::new(CacheDbm::new(&o)?),
+            },
+            Options::Std(o) => match (self, path) {
+                (DbmClass::StdHash, Some(p)) => Box::new(StdHashDbm::open(p, writable, &o)?),
+                (DbmClass::StdHash, None) => Box::new(StdHashDbm::new(&o)),
+                (_, Some(p)) => Box::new(StdTreeDbm::open(p, writable, &o)?),
+                (_, None) => Box::new(StdTreeDbm::new(&o)),
+            },
+        })
+    }
+
+    /// Restores the damaged or crashed database of this class at `src` into
+    /// a new one at `dest`, tuned by `params`; answers the number of records
+    /// kept. A hash database keeps every intact record, a tree goes back to
+    /// its last hard synchronization, a skip database keeps the records
+    /// before any damage; a flat file, written whole and renamed into place,
+    /// is either whole and copied or damaged and refused by name.
+    pub fn restore(self, src: &Path, dest: &Path, params: &Params) -> Result<u64> {
+        match self.options_of(params)? {
+            Options::Hash(o) => HashDbm::restore(src, dest, &o),
+            Options::Tree(o) => TreeDbm::restore(src, dest, &o),
+            Options::Skip(o) => SkipDbm::restore(src, dest, &o),
+            _ => {
+                let params = params.without("truncate");
+                let db = self.open(Some(src), false, &params)?;
+                let out = self.open(Some(dest), true, &params)?;
+                let copied = db.export(out.as_ref()).and_then(|_| out.count());
+                let closed = out.close().and(db.close());
+                let count = copied?;
+                closed?;
+                Ok(count)
+            }
+        }
+    }
+}
+
+/// A class's options, as [`DbmClass::options`] reads them.
+enum Options {
+    Hash(HashOptions),
+    Tree(TreeOptions),
+    Skip(SkipOptions),
+    Tiny(TinyOptions),
+    Baby(BabyOptions),
+    Cache(CacheOptions),
+    Std(StdOptions),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_come_from_names_and_extensions() {
+        assert_eq!(DbmClass::from_name("TreeDBM").unwrap(), DbmClass::Tree);
+        assert_eq!(DbmClass::from_name(" skip ").unwrap(), DbmClass::Skip);
+        assert!(DbmClass::from_name("poly")
+            .unwrap_err()
+            .message()
+            .contains("expected hash, tree, skip, tiny"));
+        assert_eq!(DbmClass::from_name("BabyDBM").unwrap(), DbmClass::Baby);
+        assert_eq!(DbmClass::from_extension(Path::new("a.tkmc")), Some(DbmClass::Cache));
+        assert_eq!(DbmClass::from_extension(Path::new("a.flat")), Some(DbmClass::Tiny));
+        assert_eq!(DbmClass::from_extension(Path::new("a.TKH")), Some(DbmClass::Hash));
+        assert_eq!(DbmClass::from_extension(Path::new("a.kh")), Some(DbmClass::Hash));
+        assert_eq!(DbmClass::from_extension(Path::new("a.skip")), Some(DbmClass::Skip));
+        assert_eq!(DbmClass::from_extension(Path::new("a")), None);
+        for class in DbmClass::all() {
+            assert_eq!(DbmClass::from_name(class.name()).unwrap(), class);
+            assert_eq!(DbmClass::from_name(class.reference_name()).unwrap(), class);
+            for ext in class.extensions() {
+                assert_eq!(DbmClass::from_extension(Path::new(&format!("x.{ext}"))), Some(class));
+            }
+        }
+        assert!(DbmClass::extension_list().starts_with(".kh .hash .tkh (hash), .kt .tree .tkt (tree)"));
+    }
+
+    #[test]
+    fn each_class_says_which_parameters_it_takes() {
+        assert!(DbmClass::Hash.takes("num_buckets") && DbmClass::Hash.takes("block_size"));
+        assert!(!DbmClass::Hash.takes("max_page_size") && !DbmClass::Hash.takes("step_unit"));
+        assert!(DbmClass::Tree.takes("max_page_size") && DbmClass::Tree.takes("buckets"));
+        assert!(DbmClass::Skip.takes("reducer") && !DbmClass::Skip.takes("align_pow"));
+        assert!(DbmClass::Baby.takes("key_comparator") && !DbmClass::Baby.takes("block_size"));
+        assert!(DbmClass::Cache.takes("cap_rec_num") && !DbmClass::Tiny.takes("cap_rec_num"));
+        assert!(DbmClass::Tiny.takes("truncate") && DbmClass::StdHash.takes("buckets"));
+        for class in DbmClass::all() {
+            assert!(class.takes("dbm") || class.takes("no_wait"), "{class:?}");
+        }
+    }
+
+    #[test]
+    fn on_memory_classes_open_without_a_path_and_file_classes_refuse() {
+        for class in DbmClass::all() {
+            let opened = class.open(None, true, &Params::new());
+            if class.is_on_memory() {
+                let db = opened.unwrap();
+                db.set(b"k", b"v", true).unwrap();
+                assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+                db.close().unwrap();
+            } else {
+                let err = opened.err().unwrap();
+                assert!(err.message().contains("give its path"), "{err}");
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The hash database's parameters, as [`Params`](crate::dbm::params::Params)
+//! name them: its file, opening and tuning, and what a rebuild may change.
+
+use super::{HashOptions, RebuildParams, RestoreMode, UpdateMode};
+use crate::dbm::params::{bad_value, Taker};
+use crate::error::Result;
+
+impl HashOptions {
+    /// `base` with the parameters a hash database takes (also the node store
+    /// of a tree): the file and its opening, `num_buckets` (or `buckets`),
+    /// `align_pow`, `offset_width`, `fbp_capacity`, `min_read_size`,
+    /// `cache_buckets`, `update_mode`, `record_crc_mode` and `restore_mode`.
+    pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<HashOptions> {
+        (self.file, self.open) = t.file_and_open()?;
+        if let Some(n) = t.number(&["num_buckets", "buckets"])? {
+            self.num_buckets = n;
+        }
+        if let Some(n) = t.number(&["align_pow"])? {
+            self.align_pow = n;
+        }
+        if let Some(n) = t.number(&["offset_width"])? {
+            self.offset_width = n;
+        }
+        if let Some(n) = t.number(&["fbp_capacity", "fbp_cap"])? {
+            self.fbp_cap = n;
+        }
+        if let Some(n) = t.number(&["min_read_size"])? {
+            self.min_read_size = n;
+        }
+        if let Some(b) = t.flag(&["cache_buckets"])? {
+            self.cache_buckets = b;
+        }
+        if let Some(mode) = update_mode(t)? {
+            self.update_mode = mode;
+        }
+        if let Some((name, value)) = t.take(&["record_crc_mode", "record_crc"]) {
+            self.record_crc = match value.trim().to_ascii_lowercase().trim_start_matches("record_crc_") {
+                "none" | "0" | "false" | "default" => false,
+                "8" | "16" | "32" | "true" => true,
+                _ => return Err(bad_value(name, value, "none, 8, 16 or 32")),
+            };
+        }
+        if let Some((name, value)) = t.take(&["restore_mode"]) {
+            self.restore = match value.trim().to_ascii_lowercase().trim_start_matches("restore_") {
+                "default" | "auto" | "automatic" => RestoreMode::Automatic,
+                "noop" | "refuse" | "none" => RestoreMode::Refuse,
+                _ => return Err(bad_value(name, value, "auto or refuse")),
+            };
+        }
+        Ok(self)
+    }
+}
+
+impl RebuildParams {
+    /// What a rebuild's parameters change: `num_buckets`, `align_pow`,
+    /// `offset_width` and `update_mode`.
+    pub(crate) fn take_params(t: &mut Taker<'_>) -> Result<RebuildParams> {
+        Ok(RebuildParams {
+            num_buckets: t.number(&["num_buckets", "buckets"])?,
+            align_pow: t.number(&["align_pow"])?,
+            offset_width: t.number(&["offset_width"])?,
+            update_mode: update_mode(t)?,
+        })
+    }
+}
+
+/// The `update_mode` parameter, in kuradb's words or the reference's
+/// (`UPDATE_IN_PLACE`, `UPDATE_APPENDING`).
+fn update_mode(t: &mut Taker<'_>) -> Result<Option<UpdateMode>> {
+    let Some((name, value)) = t.take(&["update_mode"]) else { return Ok(None) };
+    match value.trim().to_ascii_lowercase().trim_start_matches("update_") {
+        "in_place" | "inplace" => Ok(Some(UpdateMode::InPlace)),
+        "appending" | "append" => Ok(Some(UpdateMode::Appending)),
+        _ => Err(bad_value(name, value, "in_place or appending")),
+    }
+}
