@@ -17,7 +17,7 @@
 //! versions of a key the latest epoch wins, a live one before a void one.
 //!
 //! # One mutation path
-//! Every change to the records goes through `State::apply` (`apply.rs`), as
+//! Every change to the records goes through `State::apply` (`change.rs`), as
 //! a `Change`: one record's processor answer (set, remove or keep), or the
 //! removal of every record. An update log, an index or a statistics counter
 //! attaches there. The functions that write records are private to that
@@ -25,7 +25,8 @@
 //! - `process`, `process_presence`, `process_multi` and `process_each` with
 //!   writable answers, and so by every method built on them: `set`,
 //!   `remove`, `append`, `compare_exchange`, `increment`, their `*_multi`
-//!   forms, and a cursor's `set` and `remove` (which call `set` and `remove`);
+//!   forms, a cursor's `set` and `remove` (which call `set` and `remove`),
+//!   and the node writes of a tree database, whose node store this is;
 //! - `clear` (`Change::Clear`);
 //! - the copy a rebuild or a restore writes into its new file
 //!   (`restore::copy_into`), also behind `rebuild_with`, `rebuild`, `restore`
@@ -44,16 +45,16 @@
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
-//! walks chains; `process.rs` the processors; `apply.rs` the one mutation
+//! walks chains; `process.rs` the processors; `change.rs` the one mutation
 //! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
-//! `durable.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
+//! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor.
 
-mod apply;
 mod buckets;
 mod chain;
+mod change;
 mod cursor;
-mod durable;
+mod durability;
 mod free_pool;
 mod header;
 mod open;
@@ -73,8 +74,8 @@ use parking_lot::{RwLock, RwLockReadGuard};
 pub use options::{HashOptions, RestoreMode, UpdateMode};
 pub use rebuild::RebuildParams;
 
-use self::apply::Change;
 use self::buckets::bucket_of;
+use self::change::Change;
 use self::cursor::HashCursor;
 pub(crate) use self::header::Kind;
 use self::open::{check_options, open_state};

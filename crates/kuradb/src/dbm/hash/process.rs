@@ -2,9 +2,9 @@
 //! their values to the caller's function and hands its answers to
 //! [`State::apply`].
 
-use super::apply::Change;
 use super::buckets::bucket_of;
 use super::chain::Found;
+use super::change::Change;
 use super::state::{slot_index, State};
 use crate::dbm::{Action, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::apply::Change;
 use super::buckets::bucket_of;
+use super::change::Change;
 use super::header::{self, Header, Kind};
 use super::open::{create, open_state};
 use super::options::{HashOptions, UpdateMode};
