@@ -18,9 +18,14 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::header::{self, Header};
+use super::buckets::bucket_of;
+use super::change::Change;
+use super::header::{self, Header, Kind};
+use super::open::{create, open_state};
+use super::options::{HashOptions, UpdateMode};
 use super::record::{self, MAGIC_PAD};
-use super::{bucket_of, create, open_state, HashOptions, Kind, State, UpdateMode};
+use super::state::State;
+use super::value;
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
@@ -44,7 +49,7 @@ pub(super) fn copy_into(
     let mut put = |key: &[u8], value: &[u8]| {
         let bucket = bucket_of(key, state.num_buckets);
         let found = state.find(key, bucket)?;
-        state.apply(key, bucket, found, Action::set(value))
+        state.apply(Change::Record { key, bucket, found, action: Action::set(value) })
     };
     let filled = fill(&mut put);
     let closed = state.close();
@@ -78,8 +83,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
                 continue;
             }
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
-            let key_end = h.header_size + h.key_size;
-            put(key, &buf[key_end..key_end + h.value_size])?;
+            put(key, value::decode(&h, &buf))?;
             kept += 1;
         }
         Ok(())

@@ -1,0 +1,142 @@
+//! Reading records and walking the chains: finding a key's record, listing a
+//! bucket's keys, visiting every record.
+
+use std::sync::atomic::Ordering;
+
+use super::buckets::Link;
+use super::record::{self, MAX_HEADER};
+use super::state::State;
+use super::value;
+use crate::error::Result;
+
+/// A record found in a chain.
+pub(super) struct Found {
+    /// Where the offset of the record is stored.
+    pub(super) link: Link,
+    pub(super) offset: u64,
+    pub(super) header: record::Header,
+    /// The record as read from its start, holding the value unless it was
+    /// found without it (then [`Found::value`] must not be called).
+    pub(super) buf: Vec<u8>,
+}
+
+impl Found {
+    /// The value, as a caller sees it.
+    pub(super) fn value(&self) -> &[u8] {
+        value::decode(&self.header, &self.buf)
+    }
+}
+
+impl State {
+    /// Reads the record at `offset`: its header and key and, if `value` says
+    /// so, its value too (if `key` is given, only when the record is `key`'s).
+    fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
+        let size = self.file.size();
+        if offset < self.records_start || offset >= size {
+            return Err(self.broken(offset, "a chain points outside the records"));
+        }
+        // A value is most often wanted with its header, so read enough for
+        // both; without it, just what the header and key take. With block I/O
+        // the whole block is read anyway: take all of it. Through a page
+        // cache, each block more is one more to load and evict, so a first
+        // read stops at the first block, unless the least read size is a
+        // block or more: then the records are that large (tree nodes), and a
+        // read that stopped short would cost a second call.
+        let value = value || self.record_crc;
+        let least = if value { self.min_read_size } else { MAX_HEADER };
+        let block = self.file.block_size();
+        let needed = offset + (MAX_HEADER + key.map_or(0, <[u8]>::len)) as u64;
+        let wanted = offset + (least + key.map_or(0, <[u8]>::len)) as u64;
+        let wanted = match self.cached_blocks {
+            true if (least as u64) < block => needed.max((offset / block + 1) * block),
+            _ => wanted,
+        };
+        let first = (wanted.div_ceil(block) * block).min(size) - offset;
+        let mut buf = vec![0u8; first as usize];
+        self.file.read(offset, &mut buf)?;
+        let header =
+            record::parse_header(&buf, self.width, self.align_pow).map_err(|why| self.broken(offset, why))?;
+        if offset + header.size > size {
+            return Err(self.broken(offset, "the record runs past the end of the file"));
+        }
+        let key_end = header.header_size + header.key_size;
+        if let Some(key) = key {
+            if key.len() != header.key_size
+                || (buf.len() >= key_end && &buf[header.header_size..key_end] != key)
+            {
+                return Ok((header, buf));
+            }
+        }
+        let end = if value { key_end + header.value_size } else { key_end };
+        if buf.len() < end {
+            let more = buf.len();
+            buf.resize(end, 0);
+            self.file.read(offset + more as u64, &mut buf[more..])?;
+        }
+        if self.record_crc && !record::crc_matches(&header, &buf, self.width) {
+            return Err(self.broken(offset, "its checksum does not match"));
+        }
+        Ok((header, buf))
+    }
+
+    /// Walks `key`'s chain.
+    pub(super) fn find(&self, key: &[u8], bucket: u64) -> Result<Option<Found>> {
+        self.find_record(key, bucket, true)
+    }
+
+    /// Walks `key`'s chain, reading the value of the record found if `value` says so.
+    pub(super) fn find_record(&self, key: &[u8], bucket: u64, value: bool) -> Result<Option<Found>> {
+        let mut link = Link::Bucket(bucket);
+        let mut offset = self.read_bucket(bucket)?;
+        let mut steps = 0u64;
+        while offset != 0 {
+            let (header, buf) = self.read_record(offset, Some(key), value)?;
+            let key_end = header.header_size + header.key_size;
+            if header.key_size == key.len()
+                && buf.len() >= key_end
+                && &buf[header.header_size..key_end] == key
+            {
+                return Ok(Some(Found { link, offset, header, buf }));
+            }
+            link = Link::Record(offset);
+            offset = header.next;
+            steps += 1;
+            if steps > self.count.load(Ordering::Relaxed) + 1024 {
+                return Err(self.broken(offset, "a chain loops"));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The keys of a bucket's chain, in chain order.
+    pub(super) fn chain_keys(&self, bucket: u64) -> Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        let mut offset = self.read_bucket(bucket)?;
+        while offset != 0 {
+            let (header, buf) = self.read_record(offset, None, false)?;
+            keys.push(buf[header.header_size..header.header_size + header.key_size].to_vec());
+            offset = header.next;
+            if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
+                return Err(self.broken(offset, "a chain loops"));
+            }
+        }
+        Ok(keys)
+    }
+
+    /// Calls `f` with every live record, walking the buckets in order. The
+    /// caller keeps other writers out.
+    pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        for bucket in 0..self.num_buckets {
+            let mut offset = self.read_bucket(bucket)?;
+            while offset != 0 {
+                let (header, buf) = self.read_record(offset, None, true)?;
+                f(
+                    &buf[header.header_size..header.header_size + header.key_size],
+                    value::decode(&header, &buf),
+                )?;
+                offset = header.next;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,160 @@
+//! The one mutation path: every change to the records is a [`Change`]
+//! carried out by [`State::apply`]. The writing it takes (new records into
+//! free or appended space, records rewritten in place, chains relinked,
+//! replaced space handed to the free pool, the file emptied) is private to
+//! this file, so nothing else can change a record.
+
+use std::sync::atomic::Ordering;
+
+use super::buckets::Link;
+use super::chain::Found;
+use super::header;
+use super::record::{self, Record, MAX_ITEM};
+use super::state::State;
+use super::value;
+use crate::dbm::{show_key, Action};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A change to the records.
+pub(super) enum Change<'a> {
+    /// A processor's answer about `key`, which hashes to `bucket` and whose
+    /// record is `found` (read with or without its value); the caller holds
+    /// the bucket's slot exclusively.
+    Record { key: &'a [u8], bucket: u64, found: Option<Found>, action: Action<'a> },
+    /// Every record removed; the caller holds the database exclusively.
+    Clear,
+}
+
+thread_local! {
+    /// The record being written, encoded: one buffer a thread, so that a
+    /// write allocates nothing once it has grown.
+    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl State {
+    /// Carries out `change`: the one function through which the records change.
+    #[inline]
+    pub(super) fn apply(&self, change: Change<'_>) -> Result<()> {
+        match change {
+            Change::Record { key, bucket, found, action } => match (action, found) {
+                (Action::Keep, _) | (Action::Remove, None) => Ok(()),
+                (Action::Remove, Some(found)) => self.remove_record(key, found),
+                (Action::Set(value), found) => self.set_record(key, bucket, found, value::encode(&value)),
+            },
+            Change::Clear => self.remove_all(),
+        }
+    }
+
+    fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {
+        self.write_link(f.link, f.header.next)?;
+        self.count.fetch_sub(1, Ordering::AcqRel);
+        self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
+        self.release(f.offset, &f.header);
+        Ok(())
+    }
+
+    /// Stores `value`, encoded already, as `key`'s record.
+    fn set_record(&self, key: &[u8], bucket: u64, found: Option<Found>, value: &[u8]) -> Result<()> {
+        if key.len() as u64 > MAX_ITEM || value.len() as u64 > MAX_ITEM {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the record {} is too large (at most 4 GiB each for key and value)", show_key(key)),
+            ));
+        }
+        let Some(f) = found else {
+            let head = self.read_bucket(bucket)?;
+            let offset = self.put_new(key, value, head)?;
+            self.write_link(Link::Bucket(bucket), offset)?;
+            self.count.fetch_add(1, Ordering::AcqRel);
+            self.data_size.fetch_add((key.len() + value.len()) as u64, Ordering::AcqRel);
+            return Ok(());
+        };
+        self.data_size.fetch_add(value.len() as u64, Ordering::AcqRel);
+        self.data_size.fetch_sub(f.header.value_size as u64, Ordering::AcqRel);
+        let align = 1u64 << self.align_pow;
+        let fits = record::size_for(self.width, align, key.len(), value.len()) <= f.header.size;
+        // Only a record no hard synchronization has covered may be torn by a crash.
+        if !self.appending && fits && f.header.epoch == self.epoch.load(Ordering::Acquire) {
+            return ENCODED.with_borrow_mut(|buf| {
+                let rec = Record {
+                    live: true,
+                    next: f.header.next,
+                    epoch: f.header.epoch,
+                    key,
+                    value,
+                    size: f.header.size,
+                };
+                record::encode(buf, self.width, self.align_pow, &rec);
+                self.file.write(f.offset, buf)
+            });
+        }
+        let offset = self.put_new(key, value, f.header.next)?;
+        self.write_link(f.link, offset)?;
+        self.release(f.offset, &f.header);
+        Ok(())
+    }
+
+    /// Writes a new record, reusing free space if allowed; answers its offset.
+    fn put_new(&self, key: &[u8], value: &[u8], next: u64) -> Result<u64> {
+        let align = 1u64 << self.align_pow;
+        let mut size = record::size_for(self.width, align, key.len(), value.len());
+        let reused = if self.appending { None } else { self.free.lock().take(size) };
+        if let Some((_, whole)) = reused {
+            size = whole;
+        }
+        let epoch = self.epoch.load(Ordering::Acquire);
+        ENCODED.with_borrow_mut(|buf| {
+            let rec = Record { live: true, next, epoch, key, value, size };
+            record::encode(buf, self.width, self.align_pow, &rec);
+            match reused {
+                Some((offset, _)) => self.file.write(offset, buf).map(|_| offset),
+                None => {
+                    let offset = self.file.append(buf)?;
+                    if u128::from(offset + size) > self.max_file_size() {
+                        // Unreachable by any chain; void so a restore skips it too.
+                        self.file.write(offset, &[record::MAGIC_VOID])?;
+                        return Err(self.full());
+                    }
+                    Ok(offset)
+                }
+            }
+        })
+    }
+
+    /// Frees the space of a record that no chain reaches any more (replaced
+    /// or removed). It is marked void only after what replaced it is durable
+    /// (see `State::make_durable`): marked sooner, a crash could leave
+    /// neither version; left live, a crash before the next hard
+    /// synchronization brings back a version that was written, which is
+    /// allowed. Space of the current epoch is reusable at once, since no hard
+    /// synchronization has covered it; older space once its void mark is
+    /// durable.
+    fn release(&self, offset: u64, header: &record::Header) {
+        let mut free = self.free.lock();
+        let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
+        free.doom(offset, header.size, reusable);
+        if reusable {
+            free.put(offset, header.size);
+        }
+    }
+
+    /// Empties the bucket array and cuts the file back to its first record.
+    fn remove_all(&self) -> Result<()> {
+        let zeros = vec![0u8; 1 << 16];
+        let mut at = header::SIZE as u64;
+        while at < self.records_start {
+            let n = (self.records_start - at).min(zeros.len() as u64) as usize;
+            self.file.write(at, &zeros[..n])?;
+            at += n as u64;
+        }
+        self.file.truncate(self.records_start)?;
+        if let Some(cached) = &self.buckets {
+            cached.iter().for_each(|b| b.store(0, Ordering::Relaxed));
+            self.buckets_dirty.store(false, Ordering::Release);
+        }
+        self.count.store(0, Ordering::Release);
+        self.data_size.store(0, Ordering::Release);
+        self.free.lock().clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! The cursor of a hash database, which visits the records bucket by bucket.
+//! It reads and writes through the database's own `get`, `set` and `remove`,
+//! so its reads and changes take the paths every other operation takes.
+
+use std::collections::VecDeque;
+
+use super::buckets::bucket_of;
+use super::HashDbm;
+use crate::dbm::{show_key, Cursor, Dbm};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A cursor over a hash database: it holds the keys of one bucket's chain and
+/// looks each up again when asked, so concurrent updates never invalidate it.
+pub(super) struct HashCursor<'a> {
+    db: &'a HashDbm,
+    bucket: u64,
+    /// The current key first, then the rest of the bucket's chain.
+    keys: VecDeque<Vec<u8>>,
+}
+
+impl HashCursor<'_> {
+    /// A cursor over `db` at no record until it is moved.
+    pub(super) fn new(db: &HashDbm) -> HashCursor<'_> {
+        HashCursor { db, bucket: 0, keys: VecDeque::new() }
+    }
+
+    /// Loads the first non-empty chain at or after `bucket`.
+    fn load_from(&mut self, mut bucket: u64) -> Result<()> {
+        let guard = self.db.state()?;
+        let Some(s) = guard.as_ref() else { return Ok(()) };
+        self.keys.clear();
+        while bucket < s.num_buckets {
+            let _slot = s.slot(bucket).read();
+            let keys = s.chain_keys(bucket)?;
+            if !keys.is_empty() {
+                self.keys.extend(keys);
+                break;
+            }
+            bucket += 1;
+        }
+        self.bucket = bucket;
+        Ok(())
+    }
+}
+
+impl Cursor for HashCursor<'_> {
+    fn first(&mut self) -> Result<()> {
+        self.load_from(0)
+    }
+
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        let num_buckets = self.db.state()?.as_ref().map_or(1, |s| s.num_buckets);
+        self.load_from(bucket_of(key, num_buckets))?;
+        if self.bucket != bucket_of(key, num_buckets) || !self.keys.iter().any(|k| k == key) {
+            self.keys.clear();
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no record {} to jump to (a hash database jumps only to existing keys)",
+                    show_key(key)
+                ),
+            ));
+        }
+        while self.keys.front().is_some_and(|k| k != key) {
+            self.keys.pop_front();
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.keys.pop_front().is_some() && self.keys.is_empty() {
+            self.load_from(self.bucket + 1)?;
+        }
+        Ok(())
+    }
+
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            let Some(key) = self.keys.front().cloned() else { return Ok(None) };
+            if let Some(value) = self.db.get(&key)? {
+                return Ok(Some((key, value)));
+            }
+            // Removed since the chain was read: the position moves on.
+            self.next()?;
+        }
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        match self.get()? {
+            Some((key, _)) => self.db.set(&key, value, true),
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        match self.get()? {
+            Some((key, _)) => {
+                self.db.remove(&key)?;
+                self.next()
+            }
+            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Opening a hash database: checking the options, creating a new file,
+//! reading the header of an existing one (restoring a file not closed
+//! cleanly first) and building the state from it.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::free_pool::FreePool;
+use super::header::{self, Header, Kind};
+use super::options::{HashOptions, RestoreMode, UpdateMode};
+use super::record::MAX_HEADER;
+use super::restore;
+use super::state::{State, SLOT_LOCKS};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::File;
+
+pub(super) fn check_options(o: &HashOptions) -> Result<()> {
+    let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
+    if !(3..=8).contains(&o.offset_width) {
+        return bad(format!("offset_width must be 3 to 8, not {}", o.offset_width));
+    }
+    if o.align_pow > 16 {
+        return bad(format!("align_pow must be at most 16, not {}", o.align_pow));
+    }
+    if o.num_buckets == 0 || o.num_buckets > 1 << 40 {
+        return bad(format!("num_buckets must be 1 to 2^40, not {}", o.num_buckets));
+    }
+    o.file.validate()
+}
+
+pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kind) -> Result<State> {
+    let mut open = o.open.clone();
+    open.writable = writable;
+    let file = o.open_file(path, &open)?;
+    if file.size() == 0 {
+        if !writable {
+            return Err(Error::new(
+                ErrorKind::BrokenData,
+                format!("{} is empty: not a database", path.display()),
+            ));
+        }
+        create(file.as_ref(), o, kind)?;
+    }
+    let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
+    file.read(0, &mut head)?;
+    let header = Header::decode(&head, path)?;
+    if header.kind != kind {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{} holds {}, not {}: open it as one", path.display(), header.kind.name(), kind.name()),
+        ));
+    }
+    if header.open_for_writing && !writable && !open.no_lock {
+        // A reader sees what the next writer's restore will make of the
+        // file, never the half-written chains the crash left.
+        return restore::open_restored_view(path, o, kind, file);
+    }
+    if header.open_for_writing && writable {
+        match o.restore {
+            RestoreMode::Refuse => {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!("{} was not closed cleanly: restore it first", path.display()),
+                ))
+            }
+            RestoreMode::Automatic => {
+                drop(file);
+                restore::restore_in_place(path, o)?;
+                return open_state(path, writable, &keeping(o), kind);
+            }
+        }
+    }
+    let table_end = header::SIZE as u64 + header.num_buckets * u64::from(header.width);
+    if file.size() < table_end {
+        return Err(Error::new(
+            ErrorKind::BrokenData,
+            format!("{} is truncated: shorter than its bucket array", path.display()),
+        ));
+    }
+    let state = State {
+        origin: None,
+        writable,
+        appending: header.appending,
+        width: header.width as usize,
+        align_pow: u32::from(header.align_pow),
+        num_buckets: header.num_buckets,
+        records_start: header.records_start,
+        epoch: AtomicU32::new(header.epoch.wrapping_add(1)),
+        synced_epoch: AtomicU32::new(header.synced_epoch),
+        kind,
+        count: AtomicU64::new(header.count),
+        data_size: AtomicU64::new(header.data_size),
+        slots: (0..SLOT_LOCKS).map(|_| RwLock::new(())).collect(),
+        buckets: None,
+        buckets_dirty: AtomicBool::new(false),
+        free: Mutex::new(FreePool::new(o.fbp_cap)),
+        healthy: AtomicBool::new(!header.open_for_writing),
+        record_crc: o.record_crc,
+        min_read_size: o.min_read_size.max(MAX_HEADER),
+        padding: o.file.padding,
+        cached_blocks: o.file.pagecache,
+        file,
+    };
+    let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
+    if writable {
+        // Marked open and made durable before any record changes, so a crash
+        // from here on is always detected at the next open.
+        state.write_header(true)?;
+        state.file.synchronize(true)?;
+    }
+    Ok(state)
+}
+
+/// Writes the header and an empty bucket array of a new database.
+pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()> {
+    let align = 1u64 << o.align_pow;
+    let unit = align.max(file.block_size());
+    let table_end = header::SIZE as u64 + o.num_buckets * u64::from(o.offset_width);
+    let records_start = table_end.div_ceil(unit) * unit;
+    let header = Header {
+        appending: o.update_mode == UpdateMode::Appending,
+        width: o.offset_width,
+        align_pow: o.align_pow,
+        open_for_writing: false,
+        num_buckets: o.num_buckets,
+        count: 0,
+        data_size: 0,
+        epoch: 0,
+        synced_epoch: 0,
+        kind,
+        records_start,
+    };
+    file.truncate(records_start)?;
+    file.write(0, &header.encode())
+}
+
+/// The same options, opening the file as it is rather than emptying it.
+pub(super) fn keeping(options: &HashOptions) -> HashOptions {
+    let mut o = options.clone();
+    o.open.truncate = false;
+    o
+}

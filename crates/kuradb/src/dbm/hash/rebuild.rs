@@ -1,0 +1,98 @@
+//! Rebuilding a hash database into a compact new file, and restoring one
+//! that was not closed cleanly.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::open::{check_options, keeping, open_state};
+use super::options::{HashOptions, UpdateMode};
+use super::restore;
+use super::state::State;
+use super::HashDbm;
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::temp_beside;
+
+/// Tuning parameters a rebuild may change; `None` keeps the file's own
+/// (for `num_buckets`: twice the record count).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RebuildParams {
+    /// Buckets of the new hash table.
+    pub num_buckets: Option<u64>,
+    /// Records aligned to 2^align_pow bytes.
+    pub align_pow: Option<u8>,
+    /// Bytes of an offset.
+    pub offset_width: Option<u8>,
+    /// In-place or appending updates.
+    pub update_mode: Option<UpdateMode>,
+}
+
+impl HashDbm {
+    /// Rewrites the database into a compact new file with the tuning of
+    /// `params`, then replaces the old file with it atomically: a crash leaves
+    /// either the old or the new file.
+    pub fn rebuild_with(&self, params: &RebuildParams) -> Result<()> {
+        self.owner.check(&self.path)?;
+        let mut guard = self.state.write();
+        let state = guard.take().ok_or_else(|| self.closed())?;
+        if !state.writable {
+            let err = state.read_only();
+            *guard = Some(state);
+            return Err(err);
+        }
+        let count = state.count.load(Ordering::Acquire);
+        let mut options = self.options.clone();
+        options.num_buckets = params.num_buckets.unwrap_or((count * 2 + 1).max(1021));
+        options.offset_width = params.offset_width.unwrap_or(state.width as u8);
+        options.align_pow = params.align_pow.unwrap_or(state.align_pow as u8);
+        let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+        options.update_mode = params.update_mode.unwrap_or(mode);
+        if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
+            *guard = Some(state);
+            return Err(e);
+        }
+        let temp = temp_beside(&self.path, "rebuild");
+        let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)));
+        let result = built.and_then(|_| state.close()).and_then(|_| {
+            std::fs::rename(&temp, &self.path)
+                .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
+        });
+        // Whatever happened, the database goes on with the file at its path
+        // (kept as it is, whatever the options said at the first open).
+        let reopened = open_state(&self.path, true, &keeping(&self.options), self.kind);
+        match reopened {
+            Ok(state) => {
+                *guard = Some(state);
+                result
+            }
+            Err(e) => result.and(Err(e)),
+        }
+    }
+
+    /// Restores the database at `src`, which was not closed cleanly (or is
+    /// damaged), into a new database at `dest`: every record whose checksum
+    /// holds is kept, in its latest version. Answers the number of records kept.
+    pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &HashOptions) -> Result<u64> {
+        restore::restore(src.as_ref(), dest.as_ref(), options)
+    }
+}
+
+/// Refuses a rebuild whose offsets could not address the records it copies.
+fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
+    let max_file = (1u128 << (8 * u32::from(o.offset_width))) << o.align_pow;
+    // Each record grows by at most its alignment and a few header bytes.
+    let needed = u128::from(state.file.size())
+        + u128::from(state.count.load(Ordering::Acquire)) * ((1u128 << o.align_pow) + 16)
+        + u128::from(o.num_buckets) * u128::from(o.offset_width);
+    if needed > max_file {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "offset_width {} with align_pow {} addresses {max_file} bytes, too few for the records of {}",
+                o.offset_width,
+                o.align_pow,
+                state.file.path().display()
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! The state of an open hash database: its file, the layout its header
+//! gave, its counters, locks, bucket array and free pool. The operations on
+//! it sit beside, one concern a file.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::free_pool::FreePool;
+use super::header::{Header, Kind};
+use crate::error::{Error, ErrorKind};
+use crate::file::File;
+
+/// Stripes of record locks: a key's bucket maps to one.
+pub(super) const SLOT_LOCKS: usize = 1024;
+
+pub(super) struct State {
+    pub(super) file: Box<dyn File>,
+    /// For a reader of a file not closed cleanly, whose records `file` holds
+    /// restored: the file itself, held open so that its shared lock keeps
+    /// writers (and their restore) out while the view lives.
+    pub(super) origin: Option<Box<dyn File>>,
+    pub(super) writable: bool,
+    pub(super) appending: bool,
+    pub(super) width: usize,
+    pub(super) align_pow: u32,
+    pub(super) num_buckets: u64,
+    pub(super) records_start: u64,
+    pub(super) epoch: AtomicU32,
+    /// The last epoch whose hard synchronization completed.
+    pub(super) synced_epoch: AtomicU32,
+    pub(super) kind: Kind,
+    pub(super) count: AtomicU64,
+    pub(super) data_size: AtomicU64,
+    pub(super) slots: Box<[RwLock<()>]>,
+    /// The bucket array in memory (with `cache_buckets`), as on disk (`width`
+    /// bytes a bucket), written to the file only at hard synchronization and
+    /// close: a crash loses nothing by it, because a restore rebuilds the
+    /// index from the records alone. A bucket's bytes are read and written
+    /// under its slot lock, which orders them; they are atomic only so that
+    /// sharing them needs no unsafe code.
+    pub(super) buckets: Option<Box<[AtomicU8]>>,
+    pub(super) buckets_dirty: AtomicBool,
+    pub(super) free: Mutex<FreePool>,
+    pub(super) healthy: AtomicBool,
+    pub(super) record_crc: bool,
+    pub(super) min_read_size: usize,
+    /// Pad the file to whole blocks at synchronize and close (for direct I/O).
+    pub(super) padding: bool,
+    /// The file caches blocks itself: a first read of a record stops at the
+    /// end of its block, since a further block costs a device read of its own
+    /// whether it is read now or later (and often is not needed).
+    pub(super) cached_blocks: bool,
+}
+
+impl State {
+    /// The lock of `bucket`'s records.
+    pub(super) fn slot(&self, bucket: u64) -> &RwLock<()> {
+        &self.slots[slot_index(bucket)]
+    }
+
+    /// The largest file the offsets of this database address.
+    pub(super) fn max_file_size(&self) -> u128 {
+        (1u128 << (8 * self.width)) << self.align_pow
+    }
+
+    /// The header describing this state; `open` says whether the file stays
+    /// open for writing.
+    pub(super) fn header(&self, open: bool) -> Header {
+        Header {
+            appending: self.appending,
+            width: self.width as u8,
+            align_pow: self.align_pow as u8,
+            open_for_writing: open,
+            num_buckets: self.num_buckets,
+            count: self.count.load(Ordering::Acquire),
+            data_size: self.data_size.load(Ordering::Acquire),
+            epoch: self.epoch.load(Ordering::Acquire),
+            synced_epoch: self.synced_epoch.load(Ordering::Acquire),
+            kind: self.kind,
+            records_start: self.records_start,
+        }
+    }
+
+    pub(super) fn read_only(&self) -> Error {
+        Error::new(ErrorKind::Infeasible, format!("{} is open for reading only", self.file.path().display()))
+    }
+
+    /// The error of a broken record at `offset`; the database is unhealthy from now on.
+    pub(super) fn broken(&self, offset: u64, what: &str) -> Error {
+        self.healthy.store(false, Ordering::Release);
+        Error::new(
+            ErrorKind::BrokenData,
+            format!("the record at offset {offset} of {} is broken: {what}", self.file.path().display()),
+        )
+    }
+
+    pub(super) fn full(&self) -> Error {
+        Error::new(
+            ErrorKind::Infeasible,
+            format!(
+                "{} is full: offset_width {} with align_pow {} addresses {} bytes; rebuild it with a larger offset_width or align_pow",
+                self.file.path().display(),
+                self.width,
+                self.align_pow,
+                self.max_file_size()
+            ),
+        )
+    }
+}
+
+/// The index of `bucket`'s lock among the stripes.
+pub(super) fn slot_index(bucket: u64) -> usize {
+    (bucket % SLOT_LOCKS as u64) as usize
+}
