@@ -4,7 +4,7 @@
 //! The GIL is released around every call into the database, so Python
 //! threads use one database in parallel; callbacks (`process`) take it back.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
@@ -24,9 +24,20 @@ use crate::cursor::{Live, PyCursor, RecordIterator, Slot, Yield};
 use crate::error::{not_open, to_py};
 
 thread_local! {
-    /// How many Python callbacks this thread is inside: closing the database
-    /// there would wait for the call that runs the callback.
-    static CALLBACK_DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// The databases (by address) whose Python callbacks this thread is
+    /// inside. A call back into such a database would wait for ever for the
+    /// record lock the callback's own call holds, so it is refused instead.
+    static IN_CALLBACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The error of a database used inside one of its own callbacks.
+fn reentered() -> kuradb::Error {
+    kuradb::Error::new(
+        ErrorKind::Infeasible,
+        "a database cannot be used or closed inside one of its callbacks: the callback runs under the \
+         record's lock, which the call would wait for; return the new value instead, or use the \
+         database after process returns",
+    )
 }
 
 /// A database of any class (hash, tree, skip, …), chosen when it is opened.
@@ -45,14 +56,29 @@ impl Database {
         py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 
+    /// The address that marks this database in [`IN_CALLBACK`].
+    fn id(&self) -> usize {
+        self as *const Database as usize
+    }
+
+    /// Fails if this thread is inside one of this database's callbacks.
+    fn check_not_in_callback(&self) -> Result<()> {
+        if IN_CALLBACK.with(|ids| ids.borrow().contains(&self.id())) {
+            return Err(reentered());
+        }
+        Ok(())
+    }
+
     /// Runs `f` on the open database, keeping the GIL.
     fn with<R>(&self, f: impl FnOnce(&AnyDbm) -> Result<R>) -> Result<R> {
+        self.check_not_in_callback()?;
         let guard = self.db.read_recursive();
         f(guard.as_deref().ok_or_else(not_open)?)
     }
 
     /// A new cursor's slot, registered so `close` can empty it.
     fn new_slot(&self, py: Python<'_>) -> PyResult<Arc<Slot>> {
+        self.check_not_in_callback().map_err(to_py)?;
         py.allow_threads(|| {
             let guard = self.db.read_recursive();
             let db = guard.as_ref().ok_or_else(not_open)?;
@@ -91,9 +117,10 @@ fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> {
     Ok(Action::Set(bytes_of(result, "the callback's result")?.into_owned().into()))
 }
 
-/// Calls a Python callback from inside the database with the GIL taken back;
-/// an exception is kept in `failure` and the record left as it was.
+/// Calls a Python callback of the database `id` from inside it with the GIL
+/// taken back; an exception is kept in `failure` and the record left as it was.
 fn call_back(
+    id: usize,
     failure: &mut Option<PyErr>,
     f: impl FnOnce(Python<'_>) -> PyResult<Action<'static>>,
 ) -> Action<'static> {
@@ -101,9 +128,9 @@ fn call_back(
         return Action::Keep;
     }
     Python::with_gil(|py| {
-        CALLBACK_DEPTH.with(|d| d.set(d.get() + 1));
+        IN_CALLBACK.with(|ids| ids.borrow_mut().push(id));
         let result = f(py);
-        CALLBACK_DEPTH.with(|d| d.set(d.get() - 1));
+        IN_CALLBACK.with(|ids| ids.borrow_mut().pop());
         result.unwrap_or_else(|e| {
             *failure = Some(e);
             Action::Keep
@@ -182,12 +209,7 @@ impl Database {
     /// Closes the database (a closed one stays closed); its iterators stop
     /// working. Not allowed inside a `process` callback.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if CALLBACK_DEPTH.with(Cell::get) > 0 {
-            return Err(to_py(kuradb::Error::new(
-                ErrorKind::Infeasible,
-                "a database cannot be closed inside one of its callbacks",
-            )));
-        }
+        self.check_not_in_callback().map_err(to_py)?;
         py.allow_threads(|| {
             let Some(db) = self.db.write().take() else { return Ok(()) };
             for slot in self.cursors.lock().drain(..) {
@@ -356,7 +378,7 @@ impl Database {
     /// None (or True) to leave the record as it is, False to remove it, or
     /// bytes or str to set it. An exception from `func` leaves the record
     /// and is raised by `process`. `func` runs under the record's lock, so it
-    /// must not use the database (that may wait for the lock forever).
+    /// must not use the database: such a call raises InfeasibleError.
     #[pyo3(signature = (key, func, writable = true))]
     fn process(
         &self,
@@ -366,10 +388,10 @@ impl Database {
         writable: bool,
     ) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
-        let mut failure = None;
+        let (mut failure, id) = (None, self.id());
         self.run(py, |db| {
             db.process(&key, writable, &mut |old| {
-                call_back(&mut failure, |py| {
+                call_back(id, &mut failure, |py| {
                     let arg = old.map(|v| PyBytes::new(py, v));
                     action_of(&func.call1(py, (arg,))?.into_bound(py))
                 })
@@ -382,10 +404,10 @@ impl Database {
     /// convention as `process`.
     #[pyo3(signature = (func, writable = true))]
     fn process_each(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<()> {
-        let mut failure = None;
+        let (mut failure, id) = (None, self.id());
         self.run(py, |db| {
             db.process_each(writable, &mut |key, value| {
-                call_back(&mut failure, |py| {
+                call_back(id, &mut failure, |py| {
                     let args = (PyBytes::new(py, key), PyBytes::new(py, value));
                     action_of(&func.call1(py, args)?.into_bound(py))
                 })

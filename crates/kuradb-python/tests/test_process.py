@@ -204,3 +204,24 @@ def test_after_a_crash_every_open_sees_the_same_database(tmp_path, name, params)
         assert after == seen, (
             f"cycle {cycle}: {len(set(after.items()) ^ set(seen.items()))} records differ "
             "between the reader's view and the restore")
+
+
+def test_a_callback_that_uses_its_own_database_raises_instead_of_hanging(tmp_path):
+    with kuradb.DBM(str(tmp_path / "a.kh"), True) as db, kuradb.DBM(str(tmp_path / "b.kh"), True) as other:
+        db["k"] = "v"
+        seen = []
+
+        def reenter(value):
+            seen.append(value)
+            db.get("k")
+
+        with pytest.raises(kuradb.InfeasibleError, match="inside one of its callbacks"):
+            db.process("k", reenter)
+        with pytest.raises(kuradb.InfeasibleError, match="inside one of its callbacks"):
+            db.process_each(lambda k, v: db.set("x", "y"))
+        with pytest.raises(kuradb.InfeasibleError):
+            db.process("k", lambda v: db.close())
+        # Another database is fine inside a callback.
+        db.process("k", lambda v: other.set("copied", v) and None)
+        assert other["copied"] == b"v"
+        assert db["k"] == b"v" and seen == [b"v"]

@@ -226,6 +226,12 @@ pub trait Dbm: Send + Sync {
     /// Shows `key`'s current value to `f` under the record's lock and carries out
     /// its answer. With `writable == false` the answer must be [`Action::Keep`]
     /// (anything else is an error) and readers of the same record run together.
+    ///
+    /// `f` must not call back into the same database (nor `process_multi`'s
+    /// and `process_each`'s functions): it runs under the record's lock, and
+    /// for some classes under the database's, which such a call waits for,
+    /// for ever. Another database may be used. The bindings refuse such a
+    /// call with an error instead of hanging.
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()>;
 
     /// Like [`Dbm::process`] for several keys at once, atomically: every key's
