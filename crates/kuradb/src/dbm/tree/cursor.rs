@@ -217,4 +217,3 @@ impl Cursor for TreeCursor<'_> {
         self.step(-1)
     }
 }
-

@@ -12,6 +12,23 @@
 //! `process` the processors' answers carried out, `rebalance` splits and
 //! merges, `cursor` and `range` ordered reading, `rebuild` the compaction.
 //!
+//! # One mutation path
+//! Every change to the records goes through `Tree::commit` (in `process`):
+//! an update log, an index or a statistics counter attaches there. It sees
+//! each record's key, its value before and the answer about to be carried
+//! out, under the lock that makes the change atomic, and may refuse it; it
+//! sees a clear too. It keeps the record count. The public operations that
+//! reach it:
+//! - `process`, and every provided method built on it (`set`, `remove`,
+//!   `append`, `compare_exchange`, `increment`, ...), and `process_multi`,
+//!   through `Tree::apply`;
+//! - `process_each` with writable answers, through `Tree::apply_each`;
+//! - a cursor's `set` and `remove`, through `process`;
+//! - `clear`, through `Tree::clear`;
+//! - `rebuild`, which changes no record but writes each one into the new
+//!   file through `process` of that file's own tree, and so through its
+//!   `commit`.
+//!
 //! # One page encode point, one decode point
 //! Every page, a node or the tree's figures, goes to the node store through
 //! `Tree::write_page` and comes from it through `Tree::read_page` (in

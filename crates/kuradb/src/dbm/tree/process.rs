@@ -1,4 +1,5 @@
-//! Carrying out processors' answers on the records.
+//! Carrying out processors' answers on the records, and [`Tree::commit`],
+//! which every change to the records passes on its way in.
 
 use std::sync::atomic::Ordering;
 
@@ -9,11 +10,54 @@ use crate::dbm::tree_node::{record_size, Leaf, Node};
 use crate::dbm::{Action, Dbm, EachProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
+/// A change to the records as [`Tree::commit`] sees it, before it takes effect.
+pub(super) enum Change<'c, 'a> {
+    /// Record `key`, whose value is `old` (`None`: there is no such record),
+    /// is to be as `action` says. A [`Action::Keep`], or a removal of a
+    /// record that is not there, changes nothing.
+    Record { key: &'c [u8], old: Option<&'c [u8]>, action: &'c Action<'a> },
+    /// Every record goes.
+    Clear,
+}
+
 fn asked_to_change() -> Error {
     Error::new(ErrorKind::InvalidArgument, "a read-only process asked to change a record")
 }
 
 impl Tree {
+    /// Every change to the records passes here, under the locks that make it
+    /// atomic, before it takes effect: an update log, an index or a
+    /// statistics counter attaches here. It keeps the record count. An error
+    /// refuses the change, which the caller then leaves undone; otherwise
+    /// the caller carries out exactly the change it passed.
+    #[inline]
+    pub(super) fn commit(&self, change: Change<'_, '_>) -> Result<()> {
+        match change {
+            Change::Record { key, old, action } => match (action, old) {
+                (Action::Keep, _) | (Action::Remove, None) => {}
+                (Action::Remove, Some(_)) => {
+                    self.count.fetch_sub(1, Ordering::AcqRel);
+                }
+                (Action::Set(value), old) => {
+                    let size = record_size(key, value);
+                    if size > MAX_RECORD {
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!(
+                                "a record of {size} bytes is too large for a tree database (at most {MAX_RECORD})"
+                            ),
+                        ));
+                    }
+                    if old.is_none() {
+                        self.count.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+            },
+            Change::Clear => self.count.store(0, Ordering::Release),
+        }
+        Ok(())
+    }
+
     /// Carries out `f`'s answer for `key` in its leaf; answers whether the leaf
     /// needs rebalancing.
     pub(super) fn apply(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<bool> {
@@ -35,39 +79,17 @@ impl Tree {
             return Err(self.broken("a leaf is an inner node".into()));
         };
         let found = leaf.find_in(key, self.cmp);
-        let action = f(found.ok().map(|i| leaf.record(i).1));
-        if let Action::Set(value) = &action {
-            if record_size(key, value) > MAX_RECORD {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "a record of {} bytes is too large for a tree database (at most {MAX_RECORD})",
-                        record_size(key, value)
-                    ),
-                ));
-            }
+        let old = found.ok().map(|i| leaf.record(i).1);
+        let action = f(old);
+        self.commit(Change::Record { key, old, action: &action })?;
+        match (action, found) {
+            (Action::Keep, _) | (Action::Remove, Err(_)) => return Ok(false),
+            (Action::Remove, Ok(i)) => leaf.remove(i),
+            (Action::Set(value), Ok(i)) => leaf.set_value(i, &value),
+            (Action::Set(value), Err(i)) => leaf.insert(i, key, &value),
         }
-        let changed = match (action, found) {
-            (Action::Keep, _) | (Action::Remove, Err(_)) => false,
-            (Action::Remove, Ok(i)) => {
-                leaf.remove(i);
-                self.count.fetch_sub(1, Ordering::AcqRel);
-                true
-            }
-            (Action::Set(value), Ok(i)) => {
-                leaf.set_value(i, &value);
-                true
-            }
-            (Action::Set(value), Err(i)) => {
-                leaf.insert(i, key, &value);
-                self.count.fetch_add(1, Ordering::AcqRel);
-                true
-            }
-        };
-        let unbalanced = changed && self.unbalanced(leaf);
-        if changed {
-            slot.changed();
-        }
+        let unbalanced = self.unbalanced(leaf);
+        slot.changed();
         Ok(unbalanced)
     }
 
@@ -85,17 +107,24 @@ impl Tree {
                 }
                 return Ok(());
             }
+            let mut refused = None;
             let changed = leaf.rewrite(|key, value| {
-                let action = f(key, value);
-                if matches!(action, Action::Remove) {
-                    self.count.fetch_sub(1, Ordering::AcqRel);
+                if refused.is_some() {
+                    return Action::Keep;
                 }
-                action
+                let action = f(key, value);
+                match self.commit(Change::Record { key, old: Some(value), action: &action }) {
+                    Ok(()) => action,
+                    Err(e) => {
+                        refused = Some(e);
+                        Action::Keep
+                    }
+                }
             });
             if changed {
                 slot.changed();
             }
-            Ok(())
+            refused.map_or(Ok(()), Err)
         })
     }
 
@@ -103,10 +132,10 @@ impl Tree {
     /// as one empty leaf, made the synchronized state at once (the old nodes
     /// are gone from the file, so a crash must not find neither).
     pub(super) fn clear(&self) -> Result<()> {
+        self.commit(Change::Clear)?;
         self.store.clear()?;
         self.cache.forget_all();
         *self.meta.lock() = Meta::empty();
-        self.count.store(0, Ordering::Release);
         self.insert(1, Node::Leaf(Leaf::default()), true)?;
         self.flush()?;
         self.store.synchronize(true)

@@ -23,6 +23,7 @@ pub(super) struct Tree {
     pub max_branches: usize,
     /// Changed only while the tree is held exclusively.
     pub meta: Mutex<Meta>,
+    /// Changed only by [`Tree::commit`].
     pub count: AtomicU64,
     pub cache: NodeCache,
     pub healthy: AtomicBool,
