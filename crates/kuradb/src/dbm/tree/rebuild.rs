@@ -7,6 +7,7 @@ use super::TreeDbm;
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
 use crate::error::{Error, Result};
+use crate::file::temp_beside;
 
 impl TreeDbm {
     /// Rewrites the tree into a compact new file (leaves filled whole, a fresh
@@ -20,9 +21,7 @@ impl TreeDbm {
             *guard = Some(tree);
             return Err(err);
         }
-        let mut temp_path = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-        temp_path.push(".rebuild-tmp");
-        let temp_path = self.path.with_file_name(temp_path);
+        let temp_path = temp_beside(&self.path, "rebuild");
         let _ = std::fs::remove_file(&temp_path);
         let mut options = self.options.clone();
         options.comparator = tree.cmp;
