@@ -1,0 +1,51 @@
+//! Pages: what the tree keeps under one key of its node store, a node or
+//! the tree's figures. [`Tree::write_page`] is the one place a page is
+//! encoded and stored, [`Tree::read_page`] the one place a page is fetched
+//! and decoded: a page codec (compression, encryption of whole pages) goes
+//! between the two halves of each.
+
+use super::state::Tree;
+use crate::dbm::{Action, Dbm};
+use crate::error::Result;
+
+/// The store's key of the tree's figures.
+pub(super) const FIGURES_KEY: &[u8] = b"";
+
+/// What a node's record takes besides its page: the record's header and key
+/// and the node's own header.
+const NODE_READ_SLACK: usize = 64;
+
+/// The store's key of node `id`.
+pub(super) fn node_key(id: u64) -> [u8; 8] {
+    id.to_be_bytes()
+}
+
+impl Tree {
+    /// Stores under `key` the page that `encode` appends to an empty buffer.
+    #[inline]
+    pub(super) fn write_page(&self, key: &[u8], encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
+        let mut page = Vec::new();
+        encode(&mut page);
+        self.store.set(key, &page, true)
+    }
+
+    /// What `decode` makes of the page under `key`, decoded straight from the
+    /// store's read buffer (no copy of the bytes between); `None` if there
+    /// is no such page.
+    #[inline]
+    pub(super) fn read_page<R>(&self, key: &[u8], mut decode: impl FnMut(&[u8]) -> R) -> Result<Option<R>> {
+        let mut decoded = None;
+        self.store.process(key, false, &mut |page| {
+            decoded = page.map(&mut decode);
+            Action::Keep
+        })?;
+        Ok(decoded)
+    }
+
+    /// Makes a node's first read take a whole page, with room for the
+    /// record's and the node's headers, so that it is one read call; the
+    /// store's reads are at least `least` bytes as before.
+    pub(super) fn read_pages_whole(&mut self, least: usize) {
+        self.store.set_min_read_size(least.max(self.max_page_size + NODE_READ_SLACK));
+    }
+}

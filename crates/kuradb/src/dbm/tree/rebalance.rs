@@ -1,0 +1,267 @@
+//! Rebalancing: a leaf grown past `max_page_size` splits, one shrunk below a
+//! quarter of it merges with a neighbour, and inner nodes split, merge and
+//! collapse as their children come and go. All of it runs with the tree
+//! held exclusively: inner nodes change nowhere else.
+
+use super::state::Tree;
+use super::MAX_DEPTH;
+use crate::dbm::tree_node::{record_size, Inner, Leaf, Node, Separators};
+use crate::error::Result;
+
+impl Tree {
+    /// Whether `leaf` is too large or too small, so that the tree must be
+    /// rebalanced around it.
+    pub(super) fn unbalanced(&self, leaf: &Leaf) -> bool {
+        self.oversized(leaf) || self.undersized(leaf)
+    }
+
+    /// Whether `leaf` must split: a single record stays whole, however large.
+    fn oversized(&self, leaf: &Leaf) -> bool {
+        leaf.size() > self.max_page_size && leaf.len() > 1
+    }
+
+    /// Whether `leaf` should merge with a neighbour.
+    fn undersized(&self, leaf: &Leaf) -> bool {
+        leaf.size() < self.max_page_size / 4
+    }
+
+    /// Splits or merges the leaf of `key` (and its ancestors) as its size
+    /// asks. The caller holds the tree exclusively.
+    pub(super) fn rebalance(&self, key: &[u8]) -> Result<()> {
+        for _ in 0..MAX_DEPTH * 4 {
+            let mut path = Vec::new();
+            let (id, cell) = self.descend(key, Some(&mut path))?;
+            let (over, under) = match &cell.slot.read().node {
+                Node::Leaf(leaf) => (self.oversized(leaf), self.undersized(leaf)),
+                Node::Inner(_) => return Err(self.broken("a leaf is an inner node".into())),
+            };
+            drop(cell);
+            if over {
+                self.split_leaf(&mut path, id, key)?;
+            } else if under {
+                self.merge_leaf(&mut path, id)?;
+                return Ok(());
+            } else {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn split_leaf(&self, path: &mut Vec<(u64, usize)>, id: u64, key: &[u8]) -> Result<()> {
+        let cell = self.load(id)?;
+        let mut guard = cell.slot.write();
+        let slot = &mut *guard;
+        let Node::Leaf(leaf) = &mut slot.node else {
+            return Err(self.broken("a leaf is an inner node".into()));
+        };
+        let n = leaf.len();
+        // Records arriving in order fill leaves whole: the last leaf, grown at
+        // its end, gives up just its last record.
+        let at = if leaf.next == 0 && leaf.key(n - 1) == key {
+            n - 1
+        } else {
+            let mut taken = 0;
+            let half = leaf.size() / 2;
+            leaf.records()
+                .position(|(k, v)| {
+                    taken += record_size(k, v);
+                    taken > half
+                })
+                .unwrap_or(n - 1)
+        };
+        let at = at.clamp(1, n - 1);
+        let mut meta = self.meta.lock();
+        let new_id = meta.next_leaf;
+        meta.next_leaf += 1;
+        let mut right = leaf.split_off(at);
+        right.prev = id;
+        right.next = leaf.next;
+        let old_next = leaf.next;
+        leaf.next = new_id;
+        slot.changed();
+        let separator = right.key(0).to_vec();
+        drop(guard);
+        if old_next == 0 {
+            meta.last = new_id;
+        }
+        drop(meta);
+        if old_next != 0 {
+            self.set_link(old_next, |l| l.prev = new_id)?;
+        }
+        self.insert(new_id, Node::Leaf(right), true)?;
+        self.insert_into_parent(path, id, separator, new_id)
+    }
+
+    fn set_link(&self, id: u64, f: impl FnOnce(&mut Leaf)) -> Result<()> {
+        let cell = self.load(id)?;
+        let mut slot = cell.slot.write();
+        match &mut slot.node {
+            Node::Leaf(leaf) => f(leaf),
+            Node::Inner(_) => return Err(self.broken(format!("leaf link {id} is an inner node"))),
+        }
+        slot.changed();
+        Ok(())
+    }
+
+    fn insert_into_parent(
+        &self,
+        path: &mut Vec<(u64, usize)>,
+        left: u64,
+        key: Vec<u8>,
+        right: u64,
+    ) -> Result<()> {
+        let Some((parent, i)) = path.pop() else {
+            let mut meta = self.meta.lock();
+            let id = meta.next_inner;
+            meta.next_inner += 1;
+            meta.root = id;
+            meta.level += 1;
+            drop(meta);
+            self.insert(
+                id,
+                Node::Inner(Inner { keys: Separators::of(vec![key]), children: vec![left, right] }),
+                true,
+            )?;
+            return Ok(());
+        };
+        let cell = self.load(parent)?;
+        let mut guard = cell.slot.write();
+        let slot = &mut *guard;
+        slot.changed();
+        let Node::Inner(inner) = &mut slot.node else { return Err(self.broken("a parent is a leaf".into())) };
+        inner.keys.insert(i, key);
+        inner.children.insert(i + 1, right);
+        if inner.children.len() <= self.max_branches {
+            return Ok(());
+        }
+        let mid = inner.keys.len() / 2;
+        let right_keys = inner.keys.split_off(mid + 1);
+        let up = inner.keys.pop().unwrap_or_default();
+        let right_children = inner.children.split_off(mid + 1);
+        drop(guard);
+        let mut meta = self.meta.lock();
+        let new_id = meta.next_inner;
+        meta.next_inner += 1;
+        drop(meta);
+        self.insert(new_id, Node::Inner(Inner { keys: right_keys, children: right_children }), true)?;
+        self.insert_into_parent(path, parent, up, new_id)
+    }
+
+    /// Merges a small leaf with a neighbour under the same parent, if the two fit in one.
+    fn merge_leaf(&self, path: &mut Vec<(u64, usize)>, id: u64) -> Result<()> {
+        let Some(&(parent, i)) = path.last() else { return Ok(()) };
+        let parent_cell = self.load(parent)?;
+        let (left, right, sep) = {
+            let slot = parent_cell.slot.read();
+            let Node::Inner(inner) = &slot.node else { return Err(self.broken("a parent is a leaf".into())) };
+            if i > 0 {
+                (inner.children[i - 1], id, i - 1)
+            } else if i + 1 < inner.children.len() {
+                (id, inner.children[i + 1], i)
+            } else {
+                return Ok(());
+            }
+        };
+        let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
+        {
+            let mut ls = left_cell.slot.write();
+            let mut rs = right_cell.slot.write();
+            let (Node::Leaf(l), Node::Leaf(r)) = (&mut ls.node, &mut rs.node) else {
+                return Err(self.broken("a leaf's neighbour is an inner node".into()));
+            };
+            if l.size() + r.size() > self.max_page_size {
+                return Ok(());
+            }
+            l.append(r);
+            l.next = r.next;
+            ls.changed();
+        }
+        let next = match &right_cell.slot.read().node {
+            Node::Leaf(r) => r.next,
+            Node::Inner(_) => 0,
+        };
+        drop((left_cell, right_cell));
+        if next == 0 {
+            self.meta.lock().last = left;
+        } else {
+            self.set_link(next, |l| l.prev = left)?;
+        }
+        self.discard(right)?;
+        {
+            let mut slot = parent_cell.slot.write();
+            if let Node::Inner(inner) = &mut slot.node {
+                inner.keys.remove(sep);
+                inner.children.remove(sep + 1);
+            }
+            slot.changed();
+        }
+        drop(parent_cell);
+        path.pop();
+        self.shrink_inner(path, parent)
+    }
+
+    /// Collapses a root with one child, and merges a small inner node with a
+    /// neighbour under the same parent if the two fit in one.
+    fn shrink_inner(&self, path: &mut Vec<(u64, usize)>, id: u64) -> Result<()> {
+        let cell = self.load(id)?;
+        let (children, only) = match &cell.slot.read().node {
+            Node::Inner(inner) => (inner.children.len(), inner.children[0]),
+            Node::Leaf(_) => return Ok(()),
+        };
+        drop(cell);
+        let Some(&(parent, i)) = path.last() else {
+            if children == 1 {
+                let mut meta = self.meta.lock();
+                meta.root = only;
+                meta.level -= 1;
+                drop(meta);
+                self.discard(id)?;
+            }
+            return Ok(());
+        };
+        if children >= (self.max_branches / 4).max(2) {
+            return Ok(());
+        }
+        let parent_cell = self.load(parent)?;
+        let (left, right, sep_at, sep) = {
+            let slot = parent_cell.slot.read();
+            let Node::Inner(p) = &slot.node else { return Err(self.broken("a parent is a leaf".into())) };
+            if i > 0 {
+                (p.children[i - 1], id, i - 1, p.keys[i - 1].clone())
+            } else if i + 1 < p.children.len() {
+                (id, p.children[i + 1], i, p.keys[i].clone())
+            } else {
+                return Ok(());
+            }
+        };
+        let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
+        {
+            let mut ls = left_cell.slot.write();
+            let mut rs = right_cell.slot.write();
+            let (Node::Inner(l), Node::Inner(r)) = (&mut ls.node, &mut rs.node) else {
+                return Err(self.broken("an inner node's neighbour is a leaf".into()));
+            };
+            if l.children.len() + r.children.len() > self.max_branches {
+                return Ok(());
+            }
+            l.keys.push(sep);
+            l.keys.append(&mut r.keys);
+            l.children.append(&mut r.children);
+            ls.changed();
+        }
+        drop((left_cell, right_cell));
+        self.discard(right)?;
+        {
+            let mut slot = parent_cell.slot.write();
+            if let Node::Inner(p) = &mut slot.node {
+                p.keys.remove(sep_at);
+                p.children.remove(sep_at + 1);
+            }
+            slot.changed();
+        }
+        drop(parent_cell);
+        path.pop();
+        self.shrink_inner(path, parent)
+    }
+}

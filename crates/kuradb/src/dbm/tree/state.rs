@@ -1,0 +1,86 @@
+//! The open tree behind a [`TreeDbm`](super::TreeDbm): its node store, node
+//! cache and figures, and how it opens and closes.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::cache::NodeCache;
+use super::meta::{decode_meta, Meta};
+use super::page::FIGURES_KEY;
+use super::{KeyComparator, TreeOptions};
+use crate::dbm::hash::{HashDbm, Kind};
+use crate::dbm::tree_node::{Leaf, Node};
+use crate::dbm::Dbm;
+use crate::error::{Error, ErrorKind, Result};
+
+pub(super) struct Tree {
+    pub store: HashDbm,
+    pub writable: bool,
+    pub cmp: KeyComparator,
+    pub max_page_size: usize,
+    pub max_branches: usize,
+    /// Changed only while the tree is held exclusively.
+    pub meta: Mutex<Meta>,
+    /// Changed only by [`Tree::commit`].
+    pub count: AtomicU64,
+    pub cache: NodeCache,
+    pub healthy: AtomicBool,
+}
+
+impl Tree {
+    pub(super) fn open(path: &Path, writable: bool, o: &TreeOptions) -> Result<Tree> {
+        let store = HashDbm::open_kind(path.to_path_buf(), writable, &o.hash, Kind::TreeNodes)?;
+        let mut tree = Tree {
+            store,
+            writable,
+            cmp: o.comparator,
+            max_page_size: o.max_page_size,
+            max_branches: o.max_branches,
+            meta: Mutex::new(Meta::empty()),
+            count: AtomicU64::new(0),
+            cache: NodeCache::new(o.max_cached_pages),
+            healthy: AtomicBool::new(true),
+        };
+        match tree.read_page(FIGURES_KEY, |bytes| decode_meta(bytes, path))? {
+            Some(stored) => {
+                let s = stored?;
+                tree.cmp = s.cmp;
+                tree.max_page_size = s.max_page_size;
+                tree.max_branches = s.max_branches;
+                *tree.meta.get_mut() = s.meta;
+                tree.count = AtomicU64::new(s.count);
+            }
+            None if tree.store.count()? > 0 => {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!("{} has nodes but not the tree's figures", path.display()),
+                ))
+            }
+            None => {
+                // A new tree: one empty leaf, written at the first synchronization.
+                tree.insert(1, Node::Leaf(Leaf::default()), writable)?;
+            }
+        }
+        tree.read_pages_whole(o.hash.min_read_size);
+        Ok(tree)
+    }
+
+    pub(super) fn close(self) -> Result<()> {
+        let flushed = if self.writable { self.flush() } else { Ok(()) };
+        flushed.and(self.store.close())
+    }
+
+    /// Marks the tree unhealthy and says what is broken.
+    pub(super) fn broken(&self, what: String) -> Error {
+        self.healthy.store(false, Ordering::Release);
+        let path = self.store.path().map(|p| p.display().to_string()).unwrap_or_default();
+        Error::new(ErrorKind::BrokenData, format!("{path} is broken: {what}"))
+    }
+
+    pub(super) fn read_only(&self) -> Error {
+        let path = self.store.path().map(|p| p.display().to_string()).unwrap_or_default();
+        Error::new(ErrorKind::Infeasible, format!("{path} is open for reading only"))
+    }
+}
