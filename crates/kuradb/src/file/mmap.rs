@@ -313,7 +313,7 @@ impl File for MmapFile {
             // maps go.
             return state.owner.check(&self.path);
         }
-        let State { file, maps, size, writable, poisoned, .. } = state;
+        let State { owner, file, maps, size, writable, poisoned, .. } = state;
         // Every map goes first: the file must not shrink under a live one.
         drop(maps);
         let mut result = Ok(());
@@ -326,6 +326,10 @@ impl File for MmapFile {
         // Released explicitly, as the positional file does: a process forked
         // by another thread may hold a copy of the descriptor.
         let _ = sys::unlock(&file);
+        // The claim goes before the descriptor: once that closes, the inode of
+        // a file renamed over may be reused by a file another thread opens,
+        // which must not find it still claimed.
+        drop(owner);
         result
     }
 }
