@@ -1,3 +1,5 @@
+use super::pending::MAX_SPILLS;
+use super::reducer::total;
 use super::*;
 
 fn open(dir: &tempfile::TempDir, options: &SkipOptions) -> SkipDbm {
