@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::format::{Window, HEADER_SIZE};
+use super::pending::Change;
 use super::search::{Below, Position, Snapshot};
 use super::SkipDbm;
 use crate::dbm::{Action, Cursor};
@@ -131,7 +132,7 @@ impl Cursor for SkipCursor<'_> {
             Some((key, _)) => {
                 {
                     let mut pending = self.db.pending.lock();
-                    self.db.queue(&mut pending, &key, None)?;
+                    self.db.change(&mut pending, Change::Remove { key: &key })?;
                 }
                 self.next()
             }

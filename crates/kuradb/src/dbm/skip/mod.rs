@@ -20,6 +20,31 @@
 //! removes them all, and a [`Reducer`] chosen at synchronization can reduce
 //! each key's records to one (the first, the last, their concatenation or
 //! their sum).
+//!
+//! # Changes
+//!
+//! Every change goes through `SkipDbm::change` (in `pending.rs`), under the
+//! lock of the pending changes and in the order the database applies them:
+//! an update log, an index or a statistics counter attaches there. It sees
+//!
+//! - `Change::Add` from [`Dbm::set`] and [`SkipDbm::restore`] (one per
+//!   record it saves), and `Change::Remove` then `Change::Add` from every
+//!   answer that sets a value, as that replaces the key's records:
+//!   [`Dbm::process`], [`Dbm::process_multi`], [`Dbm::process_each`] (and
+//!   the methods built on them, such as append, compare_exchange, increment
+//!   and the `_multi` forms) and a [`SkipCursor`]'s `set`;
+//! - `Change::Remove` from [`Dbm::remove`], from every answer that removes,
+//!   and from a cursor's `remove`;
+//! - `Change::Clear` from [`Dbm::clear`];
+//! - `Change::Reduce` from every build that reduces by a reducer other than
+//!   [`Reducer::All`], just before it takes the changes queued so far:
+//!   [`Dbm::rebuild`], [`SkipDbm::rebuild_with`],
+//!   [`SkipDbm::synchronize_with`], and [`Dbm::synchronize`] and closing
+//!   when the options' reducer is one.
+//!
+//! A build applies the changes it took, in order. One that fails gives them
+//! back to wait for the next, ahead of newer ones, and its reduction is not
+//! done (its error says so); a clear whose build fails waits likewise.
 
 mod build;
 mod cursor;
@@ -40,11 +65,11 @@ use parking_lot::{Mutex, RwLock};
 
 use self::build::UpperIndex;
 use self::format::{Header, Window, HEADER_SIZE};
-use self::pending::Pending;
+use self::pending::{Change, Pending};
 use self::search::Snapshot;
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{temp_beside, OpenOptions, Owner};
+use crate::file::{OpenOptions, Owner};
 
 pub use self::cursor::SkipCursor;
 pub use self::options::SkipOptions;
@@ -309,7 +334,7 @@ impl Dbm for SkipDbm {
                 ));
             }
         }
-        self.queue(&mut pending, key, Some(value))
+        self.change(&mut pending, Change::Add { key, value })
     }
 
     /// Removes every record of `key` at the next synchronization; answers
@@ -321,7 +346,7 @@ impl Dbm for SkipDbm {
         let mut pending = self.pending.lock();
         let mut existed = false;
         self.lookup(key, |v| existed = v.is_some())?;
-        self.queue(&mut pending, key, None)?;
+        self.change(&mut pending, Change::Remove { key })?;
         Ok(existed)
     }
 
@@ -338,34 +363,19 @@ impl Dbm for SkipDbm {
     }
 
     /// Removes every record now, pending updates included: the file is
-    /// replaced by an empty one.
+    /// replaced by an empty one. If that build fails, the clear waits with
+    /// the updates that follow it for the next synchronization, as any
+    /// change does.
     fn clear(&self) -> Result<()> {
         self.owner.check(&self.path)?;
         if !self.writable {
             return Err(self.read_only());
         }
-        let _building = self.building.lock();
-        let old = self.snapshot()?;
-        let (spills, memory) = {
-            let mut pending = self.pending.lock();
-            (std::mem::take(&mut pending.spills), std::mem::take(&mut pending.memory))
-        };
-        drop(memory);
-        for path in spills {
-            let _ = std::fs::remove_file(path);
-        }
-        let temp = temp_beside(&self.path, "build");
-        let durable = old.durable.load(Ordering::Acquire) && old.header.count > 0;
-        match self.build_file(None, &[], &Reducer::All, &temp, durable) {
-            Ok(snapshot) => {
-                *self.current.write() = Some(Arc::new(snapshot));
-                Ok(())
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(e)
-            }
-        }
+        // Held from the clear to its build, so that no failed build gives
+        // back updates the clear removed.
+        let building = self.building.lock();
+        self.change(&mut self.pending.lock(), Change::Clear)?;
+        self.build_holding(&building, false, &Reducer::All, true)
     }
 
     fn rebuild(&self) -> Result<()> {
@@ -375,8 +385,7 @@ impl Dbm for SkipDbm {
     /// A skip database's file is always compact: only pending updates make
     /// a build worthwhile, and synchronization does that.
     fn should_be_rebuilt(&self) -> Result<bool> {
-        let pending = self.pending.lock();
-        Ok(!pending.memory.is_empty() || !pending.spills.is_empty())
+        Ok(!self.pending.lock().is_empty())
     }
 
     /// Builds a new file with every update since the last one, reduced by the

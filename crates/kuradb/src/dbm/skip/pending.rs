@@ -1,34 +1,111 @@
-//! The updates waiting for the next synchronization: a run in memory, in
+//! The changes waiting for the next synchronization, and [`SkipDbm::change`],
+//! the one way in for every change: updates queue in a run in memory, in
 //! arrival order, sorted and spilled to a temporary file whenever it passes
-//! `sort_mem_size`.
+//! `sort_mem_size`; a clear forgets them and the built file alike.
 
 use std::path::PathBuf;
 
 use super::build::{self, MemoryRun};
-use super::SkipDbm;
+use super::{Reducer, SkipDbm};
 use crate::dbm::{show_key, Action};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::temp_beside;
 
-/// Updates since the last synchronization.
+/// A change to the records, as [`SkipDbm::change`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Change<'a> {
+    /// Adds a record beside the key's others.
+    Add { key: &'a [u8], value: &'a [u8] },
+    /// Removes every record of the key.
+    Remove { key: &'a [u8] },
+    /// Removes every record, built or queued.
+    Clear,
+    /// Reduces each key's records, built or queued, by a reducer other than
+    /// [`Reducer::All`] (which changes nothing).
+    Reduce(&'a Reducer),
+}
+
+/// Changes since the last synchronization.
 #[derive(Default)]
 pub(super) struct Pending {
+    /// Whether a clear came since the last build: the next starts from no
+    /// file. The updates queued before it are gone.
+    pub(super) cleared: bool,
     pub(super) spills: Vec<PathBuf>,
     pub(super) memory: MemoryRun,
     /// Names the next spill file.
     next_spill: u64,
 }
 
+impl Pending {
+    /// Whether a build would change nothing.
+    pub(super) fn is_empty(&self) -> bool {
+        !self.cleared && self.memory.is_empty() && self.spills.is_empty()
+    }
+
+    /// Takes every change for a build: whether it starts from no file, the
+    /// spills, oldest first, and the memory run.
+    pub(super) fn take(&mut self) -> (bool, Vec<PathBuf>, MemoryRun) {
+        (
+            std::mem::take(&mut self.cleared),
+            std::mem::take(&mut self.spills),
+            std::mem::take(&mut self.memory),
+        )
+    }
+
+    /// Gives back the changes of a build that failed, to wait for the next,
+    /// before any that came since. No clear came since: a clear holds the
+    /// building lock, as the failed build did.
+    pub(super) fn restore(&mut self, cleared: bool, spills: Vec<PathBuf>, memory: MemoryRun) {
+        self.cleared = cleared;
+        let newer = std::mem::replace(&mut self.memory, memory);
+        self.memory.append(newer);
+        let newer_spills = std::mem::replace(&mut self.spills, spills);
+        self.spills.extend(newer_spills);
+    }
+
+    fn clear(&mut self) {
+        self.cleared = true;
+        self.memory = MemoryRun::default();
+        for path in self.spills.drain(..) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 /// Spills beyond this many are merged into one before the next is written.
 pub(super) const MAX_SPILLS: usize = 32;
 
 impl SkipDbm {
-    /// Queues an update: a record (`Some`) or the removal of `key`'s records.
-    pub(super) fn queue(&self, pending: &mut Pending, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    /// Makes a change: every change to the records comes here, under the
+    /// lock of the pending changes, in the order the database applies them
+    /// (see the module header of `skip`). Updates queue for the next build;
+    /// a clear forgets the queue and has the next build start from no file;
+    /// a reduction is reported by the build that carries it out, just
+    /// before it takes the changes queued so far.
+    pub(super) fn change(&self, pending: &mut Pending, change: Change<'_>) -> Result<()> {
         self.owner.check(&self.path)?;
         if !self.writable {
             return Err(self.read_only());
         }
+        match change {
+            Change::Add { key, value } => self.queue(pending, key, Some(value)),
+            Change::Remove { key } => self.queue(pending, key, None),
+            Change::Clear => {
+                pending.clear();
+                Ok(())
+            }
+            Change::Reduce(reducer) => {
+                // The build that reports it carries it out; `All` would
+                // change nothing, and is not reported.
+                debug_assert!(*reducer != Reducer::All, "Reducer::All reported as a change");
+                Ok(())
+            }
+        }
+    }
+
+    /// Queues an update: a record (`Some`) or the removal of `key`'s records.
+    fn queue(&self, pending: &mut Pending, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         if key.len() > build::MAX_ITEM || value.is_some_and(|v| v.len() > build::MAX_ITEM) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -84,9 +161,6 @@ impl SkipDbm {
         Ok(())
     }
 
-    /// Builds a new file from the last one and every update since, each
-    /// key's records reduced by `reducer`, and puts it in the old one's
-    /// place. With `hard`, the new file is on the device before this returns.
     fn spill_path(&self, n: u64) -> PathBuf {
         temp_beside(&self.path, &format!("spill-{n}"))
     }
@@ -102,11 +176,11 @@ impl SkipDbm {
         };
         match action {
             Action::Keep => Ok(()),
-            Action::Remove => self.queue(pending, key, None),
+            Action::Remove => self.change(pending, Change::Remove { key }),
             Action::Set(value) => {
                 // Replaces the key's records: they go, then the new one comes.
-                self.queue(pending, key, None)?;
-                self.queue(pending, key, Some(&value))
+                self.change(pending, Change::Remove { key })?;
+                self.change(pending, Change::Add { key, value: &value })
             }
         }
     }

@@ -6,7 +6,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use parking_lot::MutexGuard;
+
 use super::build::{self, Builder, MemoryRun, OldFile, Run};
+use super::pending::Change;
 use super::search::Snapshot;
 use super::{Reducer, SkipDbm};
 use crate::error::{Error, Result};
@@ -40,13 +43,27 @@ impl SkipDbm {
 
     /// Builds a new file even if nothing changed (`force`): a rebuild.
     pub(super) fn build(&self, hard: bool, reducer: &Reducer, force: bool) -> Result<()> {
-        let _building = self.building.lock();
+        let building = self.building.lock();
+        self.build_holding(&building, hard, reducer, force)
+    }
+
+    /// [`build`](Self::build) for a caller that holds the building lock.
+    pub(super) fn build_holding(
+        &self,
+        _building: &MutexGuard<'_, ()>,
+        hard: bool,
+        reducer: &Reducer,
+        force: bool,
+    ) -> Result<()> {
         let old = self.snapshot()?;
-        let (spills, mut memory) = {
+        let (cleared, spills, mut memory) = {
             let mut pending = self.pending.lock();
-            (std::mem::take(&mut pending.spills), std::mem::take(&mut pending.memory))
+            if *reducer != Reducer::All && (force || !pending.is_empty()) {
+                self.change(&mut pending, Change::Reduce(reducer))?;
+            }
+            pending.take()
         };
-        if spills.is_empty() && memory.is_empty() && !force {
+        if !cleared && spills.is_empty() && memory.is_empty() && !force {
             old.file.synchronize(hard)?;
             if hard && !old.durable.load(Ordering::Acquire) {
                 // A soft build renamed this file in place without making the
@@ -66,7 +83,8 @@ impl SkipDbm {
         runs.push(Run::Memory(memory));
         let temp = temp_beside(&self.path, "build");
         let durable = hard || (old.durable.load(Ordering::Acquire) && old.header.count > 0);
-        let built = self.build_file(Some(&old), &runs, reducer, &temp, durable);
+        let base = (!cleared).then_some(&*old);
+        let built = self.build_file(base, &runs, reducer, &temp, durable);
         let memory = match runs.pop() {
             Some(Run::Memory(memory)) => memory,
             _ => MemoryRun::default(),
@@ -81,12 +99,7 @@ impl SkipDbm {
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&temp);
-                // The updates wait for the next attempt, before any newer ones.
-                let mut pending = self.pending.lock();
-                let newer = std::mem::replace(&mut pending.memory, memory);
-                pending.memory.append(newer);
-                let newer_spills = std::mem::replace(&mut pending.spills, spills);
-                pending.spills.extend(newer_spills);
+                self.pending.lock().restore(cleared, spills, memory);
                 Err(e)
             }
         }
@@ -95,7 +108,7 @@ impl SkipDbm {
     /// Writes a file at `temp` from `old`'s records and `runs`, makes it the
     /// database's file and answers its snapshot. With `durable` the file is
     /// on the device before it takes the old one's name, and the name after.
-    pub(super) fn build_file(
+    fn build_file(
         &self,
         old: Option<&Snapshot>,
         runs: &[Run],
