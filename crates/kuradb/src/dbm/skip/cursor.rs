@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::format::{Window, HEADER_SIZE};
 use super::pending::Change;
 use super::search::{Below, Position, Snapshot};
+use super::value::decode_value;
 use super::SkipDbm;
 use crate::dbm::{Action, Cursor};
 use crate::error::{Error, ErrorKind, Result};
@@ -110,7 +111,7 @@ impl Cursor for SkipCursor<'_> {
         let snapshot = self.fresh()?;
         let Some(at) = self.at else { return Ok(None) };
         let record = snapshot.read(&mut self.window, at.offset, true)?;
-        Ok(Some((self.window.key(&record).to_vec(), self.window.value(&record).to_vec())))
+        Ok(Some((self.window.key(&record).to_vec(), decode_value(self.window.value(&record)).to_vec())))
     }
 
     /// Replaces every record of the key at the position with one of `value`,

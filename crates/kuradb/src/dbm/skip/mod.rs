@@ -45,6 +45,18 @@
 //! A build applies the changes it took, in order. One that fails gives them
 //! back to wait for the next, ahead of newer ones, and its reduction is not
 //! done (its error says so); a clear whose build fails waits likewise.
+//!
+//! # Values
+//!
+//! Every value a caller stores passes through `encode_value` (in
+//! `value.rs`) as `SkipDbm::change` queues it, and every stored value handed
+//! out passes through `decode_value`: to lookups ([`Dbm::get`],
+//! [`Dbm::process`] and what is built on them), [`Dbm::process_each`], a
+//! cursor's `get` (and so [`SkipDbm::range`]), [`SkipDbm::restore`] (the
+//! records it reads from a damaged file, which it stores anew) and the
+//! reducers, which read a key's values decoded and encode each one they
+//! write. A codec (compression, encryption) attaches there; both are the
+//! identity today.
 
 mod build;
 mod cursor;
@@ -55,6 +67,7 @@ mod range;
 mod reducer;
 mod search;
 mod synchronize;
+mod value;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,6 +80,7 @@ use self::build::UpperIndex;
 use self::format::{Header, Window, HEADER_SIZE};
 use self::pending::{Change, Pending};
 use self::search::Snapshot;
+use self::value::decode_value;
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{OpenOptions, Owner};
@@ -230,7 +244,8 @@ impl SkipDbm {
         let mut dest_options = options.clone();
         dest_options.open = OpenOptions::writer().truncating();
         let db = SkipDbm::open(dest.as_ref(), true, &dest_options)?;
-        let count = build::salvage(file.as_ref(), end, width, |key, value| db.set(key, value, true))?;
+        let count =
+            build::salvage(file.as_ref(), end, width, |key, value| db.set(key, decode_value(value), true))?;
         db.close()?;
         Ok(count)
     }
@@ -307,7 +322,7 @@ impl Dbm for SkipDbm {
         while at < snapshot.header.records_end {
             let record = snapshot.read(&mut window, at, true)?;
             at = record.end();
-            let action = f(window.key(&record), window.value(&record));
+            let action = f(window.key(&record), decode_value(window.value(&record)));
             if action != Action::Keep {
                 let key = window.key(&record).to_vec();
                 self.answer(pending.as_deref_mut(), &key, action)?;

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use super::build::{self, MemoryRun};
+use super::value::encode_value;
 use super::{Reducer, SkipDbm};
 use crate::dbm::{show_key, Action};
 use crate::error::{Error, ErrorKind, Result};
@@ -89,7 +90,7 @@ impl SkipDbm {
             return Err(self.read_only());
         }
         match change {
-            Change::Add { key, value } => self.queue(pending, key, Some(value)),
+            Change::Add { key, value } => self.queue(pending, key, Some(encode_value(value))),
             Change::Remove { key } => self.queue(pending, key, None),
             Change::Clear => {
                 pending.clear();

@@ -2,6 +2,7 @@
 //! first, into the records the new file keeps.
 
 use super::build::Builder;
+use super::value::{decode_value, encode_value};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a synchronization reduces the records of each key.
@@ -51,20 +52,22 @@ impl Reducer {
         })
     }
 
+    /// Writes the records that `key`'s values reduce to, each encoded.
     pub(super) fn reduce(&self, key: &[u8], group: &Group, out: &mut Builder) -> Result<()> {
         if group.len() == 0 {
             return Ok(());
         }
+        let mut add = |value: &[u8]| out.add(key, encode_value(value));
         match self {
-            Reducer::All => (0..group.len()).try_for_each(|i| out.add(key, group.get(i))),
-            Reducer::First => out.add(key, group.get(0)),
-            Reducer::Last => out.add(key, group.get(group.len() - 1)),
-            Reducer::Concat(delimiter) if delimiter.is_empty() => out.add(key, group.all()),
+            Reducer::All => (0..group.len()).try_for_each(|i| add(group.get(i))),
+            Reducer::First => add(group.get(0)),
+            Reducer::Last => add(group.get(group.len() - 1)),
+            Reducer::Concat(delimiter) if delimiter.is_empty() => add(group.all()),
             Reducer::Concat(delimiter) => {
                 let joined = (0..group.len()).map(|i| group.get(i)).collect::<Vec<_>>().join(&delimiter[..]);
-                out.add(key, &joined)
+                add(&joined)
             }
-            Reducer::Total => out.add(key, total((0..group.len()).map(|i| group.get(i))).as_bytes()),
+            Reducer::Total => add(total((0..group.len()).map(|i| group.get(i))).as_bytes()),
         }
     }
 }
@@ -89,7 +92,7 @@ pub(super) fn total<'a>(values: impl Iterator<Item = &'a [u8]>) -> String {
     }
 }
 
-/// The values of one key, oldest first.
+/// The values of one key, decoded, oldest first.
 #[derive(Default)]
 pub(super) struct Group {
     bytes: Vec<u8>,
@@ -102,8 +105,9 @@ impl Group {
         self.ends.clear();
     }
 
-    pub(super) fn push(&mut self, value: &[u8]) {
-        self.bytes.extend_from_slice(value);
+    /// Adds the value of `stored` bytes.
+    pub(super) fn push(&mut self, stored: &[u8]) {
+        self.bytes.extend_from_slice(decode_value(stored));
         self.ends.push(self.bytes.len());
     }
 

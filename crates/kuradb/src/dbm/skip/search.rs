@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::build::{prefix_of, UpperIndex};
 use super::format::{self, Header, Record, Window, HEADER_SIZE};
+use super::value::decode_value;
 use super::SkipDbm;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
@@ -186,7 +187,7 @@ impl SkipDbm {
             };
             window.reset();
             match snapshot.get(window, key)? {
-                Some(record) => f(Some(window.value(&record))),
+                Some(record) => f(Some(decode_value(window.value(&record)))),
                 None => f(None),
             }
             Ok(())
