@@ -31,7 +31,7 @@ pub(super) enum Change<'a> {
 pub(super) struct Pending {
     /// Whether a clear came since the last build: the next starts from no
     /// file. The updates queued before it are gone.
-    pub(super) cleared: bool,
+    cleared: bool,
     pub(super) spills: Vec<PathBuf>,
     pub(super) memory: MemoryRun,
     /// Names the next spill file.

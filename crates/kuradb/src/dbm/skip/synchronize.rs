@@ -1,6 +1,6 @@
-//! Synchronization: a build merges the last file with the pending updates
-//! into a new file written beside it, then renames it over the old one and
-//! makes it the snapshot readers see.
+//! Synchronization: a build merges the last file (none after a clear) with
+//! the pending updates into a new file written beside it, then renames it
+//! over the old one and makes it the snapshot readers see.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::file::{temp_beside, File};
 
 impl SkipDbm {
+    /// A builder of a file laid out as the options say.
     pub(super) fn builder(&self, file: Box<dyn File>) -> Builder {
         Builder::new(
             file,
