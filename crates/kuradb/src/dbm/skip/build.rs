@@ -7,7 +7,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::format::{encode_offset, encode_record, level_of, stride, Header, Window, HEADER_SIZE};
-use super::Reducer;
+use super::reducer::{Group, Reducer};
 use crate::dbm::varint::{get_varint, put_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
@@ -633,38 +633,6 @@ fn merge_sorted(cursors: &mut [Cursor<'_>], mut f: impl FnMut(&[u8], Item<'_>) -
         f(&key, Item::End)?;
     }
     Ok(())
-}
-
-/// The values of one key, oldest first.
-#[derive(Default)]
-pub(crate) struct Group {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Group {
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
-    }
-
-    fn push(&mut self, value: &[u8]) {
-        self.bytes.extend_from_slice(value);
-        self.ends.push(self.bytes.len());
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub(crate) fn get(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
-    }
-
-    pub(crate) fn all(&self) -> &[u8] {
-        &self.bytes
-    }
 }
 
 /// Merges the oldest spilled runs into one, keeping their order, so that a

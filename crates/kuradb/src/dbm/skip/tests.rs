@@ -1,3 +1,5 @@
+use super::pending::MAX_SPILLS;
+use super::reducer::total;
 use super::*;
 
 fn open(dir: &tempfile::TempDir, options: &SkipOptions) -> SkipDbm {
@@ -207,4 +209,35 @@ fn options_out_of_range_are_named() {
         let err = SkipDbm::open(dir.path().join("x.skip"), true, &options).err().unwrap();
         assert!(err.message().contains(name), "{err}");
     }
+}
+
+#[test]
+fn a_clear_whose_build_fails_waits_for_the_next_synchronization() {
+    use crate::file::{FaultFile, FaultKind, FileWrapper};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let arm = Arc::new(AtomicBool::new(false));
+    let armed = arm.clone();
+    let wrap = FileWrapper(Arc::new(move |inner| {
+        let file = FaultFile::new(inner);
+        if armed.swap(false, Ordering::SeqCst) {
+            file.control().fail_nth_operation(1, FaultKind::Io);
+        }
+        Box::new(file)
+    }));
+    let db = open(&dir, &SkipOptions { wrap_file: Some(wrap), ..SkipOptions::default() });
+    db.set(b"a", b"1", true).unwrap();
+    db.synchronize(false).unwrap();
+    db.set(b"b", b"2", true).unwrap();
+    arm.store(true, Ordering::SeqCst);
+    assert!(db.clear().is_err(), "the armed build failed");
+    assert_eq!(records(&db), [(b"a".to_vec(), b"1".to_vec())], "the old file serves until a build");
+    assert!(db.should_be_rebuilt().unwrap(), "the clear waits");
+    db.set(b"c", b"3", true).unwrap();
+    db.synchronize(false).unwrap();
+    assert_eq!(records(&db), [(b"c".to_vec(), b"3".to_vec())]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    db.close().unwrap();
 }

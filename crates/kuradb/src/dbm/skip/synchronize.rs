@@ -1,0 +1,150 @@
+//! Synchronization: a build merges the last file (none after a clear) with
+//! the pending updates into a new file written beside it, then renames it
+//! over the old one and makes it the snapshot readers see.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::build::{self, Builder, MemoryRun, OldFile, Run};
+use super::pending::Change;
+use super::search::Snapshot;
+use super::{Reducer, SkipDbm};
+use crate::error::{Error, Result};
+use crate::file::{temp_beside, File};
+
+impl SkipDbm {
+    /// A builder of a file laid out as the options say.
+    pub(super) fn builder(&self, file: Box<dyn File>) -> Builder {
+        Builder::new(
+            file,
+            &self.path,
+            self.options.step_unit,
+            self.options.max_level,
+            self.options.offset_width,
+            self.options.max_cached_records,
+            self.options.file.padding || self.options.file.direct,
+        )
+    }
+
+    /// Builds a new file from the last one and every update since, each
+    /// key's records reduced by `reducer`, and puts it in the old one's
+    /// place. With `hard`, the new file is on the device before this returns.
+    /// A reducer other than [`Reducer::All`] rebuilds even if nothing is
+    /// pending; [`Dbm::synchronize`](crate::dbm::Dbm::synchronize) builds
+    /// only if something is, with the options' reducer.
+    pub fn synchronize_with(&self, hard: bool, reducer: &Reducer) -> Result<()> {
+        if !self.writable {
+            return self.snapshot()?.file.synchronize(hard);
+        }
+        self.build(hard, reducer, *reducer != Reducer::All)
+    }
+
+    /// Builds a new file even if nothing changed (`force`): a rebuild.
+    pub(super) fn build(&self, hard: bool, reducer: &Reducer, force: bool) -> Result<()> {
+        let building = self.building.lock();
+        self.build_holding(&building, hard, reducer, force)
+    }
+
+    /// [`build`](Self::build) for a caller that holds the building lock.
+    pub(super) fn build_holding(
+        &self,
+        _building: &MutexGuard<'_, ()>,
+        hard: bool,
+        reducer: &Reducer,
+        force: bool,
+    ) -> Result<()> {
+        let old = self.snapshot()?;
+        let (cleared, spills, mut memory) = {
+            let mut pending = self.pending.lock();
+            if *reducer != Reducer::All && (force || !pending.is_empty()) {
+                self.change(&mut pending, Change::Reduce(reducer))?;
+            }
+            pending.take()
+        };
+        if !cleared && spills.is_empty() && memory.is_empty() && !force {
+            old.file.synchronize(hard)?;
+            if hard && !old.durable.load(Ordering::Acquire) {
+                // A soft build renamed this file in place without making the
+                // name durable; from now on it is the state a power cut must
+                // keep, so the next build has to reach the device before it
+                // replaces it.
+                crate::sys::sync_parent_dir(&self.path)
+                    .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
+                old.durable.store(true, Ordering::Release);
+            }
+            return Ok(());
+        }
+        if !self.options.insert_in_order {
+            memory.sort();
+        }
+        let mut runs: Vec<Run> = spills.iter().cloned().map(Run::Spill).collect();
+        runs.push(Run::Memory(memory));
+        let temp = temp_beside(&self.path, "build");
+        let durable = hard || (old.durable.load(Ordering::Acquire) && old.header.count > 0);
+        let base = (!cleared).then_some(&*old);
+        let built = self.build_file(base, &runs, reducer, &temp, durable);
+        let memory = match runs.pop() {
+            Some(Run::Memory(memory)) => memory,
+            _ => MemoryRun::default(),
+        };
+        match built {
+            Ok(snapshot) => {
+                *self.current.write() = Some(Arc::new(snapshot));
+                for path in &spills {
+                    let _ = std::fs::remove_file(path);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                self.pending.lock().restore(cleared, spills, memory);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes a file at `temp` from `old`'s records and `runs`, makes it the
+    /// database's file and answers its snapshot. With `durable` the file is
+    /// on the device before it takes the old one's name, and the name after.
+    fn build_file(
+        &self,
+        old: Option<&Snapshot>,
+        runs: &[Run],
+        reducer: &Reducer,
+        temp: &Path,
+        durable: bool,
+    ) -> Result<Snapshot> {
+        let mut open = self.options.open.clone();
+        open.writable = true;
+        open.create = true;
+        open.truncate = true;
+        let file = self.options.open_file(temp, &open)?;
+        let mut builder = self.builder(file);
+        let source = old.map(|old| OldFile { file: old.file.as_ref(), header: &old.header });
+        build::merge(source, runs, reducer, &mut builder)?;
+        let (file, header, index) = builder.finish()?;
+        file.synchronize(durable)?;
+        std::fs::rename(temp, &self.path)
+            .map_err(|e| Error::io("rename of the built file", &self.path, e))?;
+        if durable {
+            crate::sys::sync_parent_dir(&self.path)
+                .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
+        }
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        Ok(Snapshot { file, header, index, durable: AtomicBool::new(durable), generation })
+    }
+
+    /// Rebuilds the file with the options' step, levels and offset width,
+    /// reducing each key's records by `reducer` (every pending update
+    /// included).
+    pub fn rebuild_with(&self, reducer: &Reducer) -> Result<()> {
+        self.owner.check(&self.path)?;
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        self.build(false, reducer, true)
+    }
+}
