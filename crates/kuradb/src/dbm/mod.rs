@@ -12,6 +12,7 @@ pub mod cache;
 pub mod comparator;
 pub mod flat;
 pub mod hash;
+pub(crate) mod memory_cursor;
 pub mod poly;
 pub mod shard;
 pub mod skip;
