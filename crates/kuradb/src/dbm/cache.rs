@@ -78,7 +78,8 @@ impl Caps {
     /// Evicts the least recently used records of `shard` until it is within
     /// the caps, keeping the newest however large.
     fn evict(self, shard: &mut Shard<LINKS>) {
-        let over = |s: &Shard<LINKS>| s.count() > self.records || (self.bytes > 0 && s.record_bytes() > self.bytes);
+        let over =
+            |s: &Shard<LINKS>| s.count() > self.records || (self.bytes > 0 && s.record_bytes() > self.bytes);
         while over(shard) && shard.count() > 1 && shard.evict() {}
     }
 }

@@ -14,10 +14,10 @@
 //! only through `shard::encode_value` and handed back only through
 //! `shard::decode_value`: a value codec attaches there.
 
-pub(crate) mod store;
 mod cursor;
 mod record;
 pub(crate) mod shard;
+pub(crate) mod store;
 pub(crate) mod table;
 
 use std::path::Path;
@@ -79,7 +79,10 @@ pub struct TinyDbm {
 impl TinyDbm {
     /// A database purely in memory.
     pub fn new(options: &TinyOptions) -> TinyDbm {
-        TinyDbm { store: Store::new(Table::new(TINY_SHARD_BITS, options.num_buckets)), num_buckets: options.num_buckets }
+        TinyDbm {
+            store: Store::new(Table::new(TINY_SHARD_BITS, options.num_buckets)),
+            num_buckets: options.num_buckets,
+        }
     }
 
     /// Opens the database kept in the flat file at `path`, reading it unless

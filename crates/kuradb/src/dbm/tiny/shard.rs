@@ -173,14 +173,17 @@ impl<const L: usize> Shard<L> {
     pub(crate) fn evict(&mut self) -> bool {
         let buckets = self.buckets;
         match self.records.oldest(|key| buckets.of(key_hash(key))) {
-            Some(entry) => matches!(Shard::change(Change::Record(entry, Action::Remove)), Ok(Outcome::Removed)),
+            Some(entry) => {
+                matches!(Shard::change(Change::Record(entry, Action::Remove)), Ok(Outcome::Removed))
+            }
             None => false,
         }
     }
 
     /// Every record, bucket by bucket.
     pub(crate) fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        (0..self.records.num_buckets()).flat_map(move |b| self.records.chain(b).map(|(k, v)| (k, decode_value(v))))
+        (0..self.records.num_buckets())
+            .flat_map(move |b| self.records.chain(b).map(|(k, v)| (k, decode_value(v))))
     }
 
     /// Keeps, changes or drops every record as `f` says. A failed allocation
