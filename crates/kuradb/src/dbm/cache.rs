@@ -15,10 +15,10 @@
 use std::path::Path;
 
 use super::tiny::shard::Shard;
-use super::tiny::store::Store;
+use super::tiny::store::{dbm_methods_of_store, Store};
 use super::tiny::table::Table;
 use super::tiny::HashCursor;
-use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::{Dbm, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record's links: the bucket's chain and both ways of the LRU list.
@@ -130,6 +130,8 @@ impl CacheDbm {
 }
 
 impl Dbm for CacheDbm {
+    dbm_methods_of_store!();
+
     fn close(self: Box<Self>) -> Result<()> {
         CacheDbm::close(*self)
     }
@@ -144,26 +146,6 @@ impl Dbm for CacheDbm {
         self.store.process_multi(keys, writable, f, |s| self.caps.evict(s))
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        self.store.process_each(writable, f)
-    }
-
-    fn count(&self) -> Result<u64> {
-        self.store.count()
-    }
-
-    fn file_size(&self) -> Result<u64> {
-        Ok(self.store.table.mem_size())
-    }
-
-    fn path(&self) -> Option<&Path> {
-        self.store.path()
-    }
-
-    fn clear(&self) -> Result<()> {
-        self.store.clear()
-    }
-
     fn rebuild(&self) -> Result<()> {
         self.store.rebuild(1)
     }
@@ -172,28 +154,8 @@ impl Dbm for CacheDbm {
         Ok(false)
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.store.synchronize(hard)
-    }
-
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        self.store.copy_file_data(dest, hard)
-    }
-
     fn inspect(&self) -> Result<Vec<(String, String)>> {
         let caps = [("cap_rec_num", self.options.cap_rec_num), ("cap_mem_size", self.options.cap_mem_size)];
         Ok(self.store.inspect("CacheDbm", &caps))
-    }
-
-    fn is_healthy(&self) -> bool {
-        true
-    }
-
-    fn is_ordered(&self) -> bool {
-        false
-    }
-
-    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
-        self.store.iter(self)
     }
 }

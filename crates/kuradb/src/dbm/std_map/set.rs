@@ -40,23 +40,31 @@ impl Hasher for KeyHasher {
 
 pub(super) type KeyHashBuilder = std::hash::BuildHasherDefault<KeyHasher>;
 
+/// The `StdSet` methods both sets answer alike, by methods of the same
+/// names: written once, expanded in each one's impl.
+macro_rules! set_methods {
+    () => {
+        fn find(&self, key: &[u8]) -> Option<&Packed> {
+            self.get(Key::of(key))
+        }
+        fn put(&mut self, record: Packed) -> Option<Packed> {
+            self.replace(record)
+        }
+        fn take(&mut self, key: &[u8]) -> Option<Packed> {
+            self.take(Key::of(key))
+        }
+        fn count(&self) -> usize {
+            self.len()
+        }
+        fn each(&self) -> Box<dyn Iterator<Item = &Packed> + '_> {
+            Box::new(self.iter())
+        }
+    };
+}
+
 impl StdSet for HashSet<Packed, KeyHashBuilder> {
     const CLASS: &'static str = "StdHashDbm";
-    fn find(&self, key: &[u8]) -> Option<&Packed> {
-        self.get(Key::of(key))
-    }
-    fn put(&mut self, record: Packed) -> Option<Packed> {
-        self.replace(record)
-    }
-    fn take(&mut self, key: &[u8]) -> Option<Packed> {
-        self.take(Key::of(key))
-    }
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn each(&self) -> Box<dyn Iterator<Item = &Packed> + '_> {
-        Box::new(self.iter())
-    }
+    set_methods!();
     fn wipe(&mut self) {
         *self = HashSet::default();
     }
@@ -72,21 +80,7 @@ impl StdSet for HashSet<Packed, KeyHashBuilder> {
 
 impl StdSet for BTreeSet<Packed> {
     const CLASS: &'static str = "StdTreeDbm";
-    fn find(&self, key: &[u8]) -> Option<&Packed> {
-        self.get(Key::of(key))
-    }
-    fn put(&mut self, record: Packed) -> Option<Packed> {
-        self.replace(record)
-    }
-    fn take(&mut self, key: &[u8]) -> Option<Packed> {
-        self.take(Key::of(key))
-    }
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn each(&self) -> Box<dyn Iterator<Item = &Packed> + '_> {
-        Box::new(self.iter())
-    }
+    set_methods!();
     fn wipe(&mut self) {
         self.clear();
     }

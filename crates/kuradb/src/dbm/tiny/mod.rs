@@ -23,9 +23,9 @@ pub(crate) mod table;
 use std::path::Path;
 
 pub use self::cursor::HashCursor;
-use self::store::Store;
+use self::store::{dbm_methods_of_store, Store};
 use self::table::Table;
-use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::{Dbm, MultiProcessor, Processor};
 use crate::error::Result;
 
 /// The tuning of a [`TinyDbm`].
@@ -108,6 +108,8 @@ impl TinyDbm {
 }
 
 impl Dbm for TinyDbm {
+    dbm_methods_of_store!();
+
     fn close(self: Box<Self>) -> Result<()> {
         TinyDbm::close(*self)
     }
@@ -123,26 +125,6 @@ impl Dbm for TinyDbm {
         self.store.process_multi(keys, writable, f, |_| {})
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        self.store.process_each(writable, f)
-    }
-
-    fn count(&self) -> Result<u64> {
-        self.store.count()
-    }
-
-    fn file_size(&self) -> Result<u64> {
-        Ok(self.store.table.mem_size())
-    }
-
-    fn path(&self) -> Option<&Path> {
-        self.store.path()
-    }
-
-    fn clear(&self) -> Result<()> {
-        self.store.clear()
-    }
-
     fn rebuild(&self) -> Result<()> {
         self.store.rebuild(self.num_buckets)
     }
@@ -153,27 +135,7 @@ impl Dbm for TinyDbm {
         Ok(buckets > self.num_buckets && self.store.table.count() * 8 < buckets)
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.store.synchronize(hard)
-    }
-
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        self.store.copy_file_data(dest, hard)
-    }
-
     fn inspect(&self) -> Result<Vec<(String, String)>> {
         Ok(self.store.inspect("TinyDbm", &[]))
-    }
-
-    fn is_healthy(&self) -> bool {
-        true
-    }
-
-    fn is_ordered(&self) -> bool {
-        false
-    }
-
-    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
-        self.store.iter(self)
     }
 }

@@ -163,3 +163,55 @@ impl<const L: usize> Drop for Store<L> {
         }
     }
 }
+
+/// The `Dbm` methods TinyDbm and CacheDbm answer alike from their `store`
+/// field: written once here, expanded inside each one's `impl Dbm`.
+macro_rules! dbm_methods_of_store {
+    () => {
+        fn process_each<'a>(
+            &self,
+            writable: bool,
+            f: &mut $crate::dbm::EachProcessor<'a>,
+        ) -> $crate::Result<()> {
+            self.store.process_each(writable, f)
+        }
+
+        fn count(&self) -> $crate::Result<u64> {
+            self.store.count()
+        }
+
+        fn file_size(&self) -> $crate::Result<u64> {
+            Ok(self.store.table.mem_size())
+        }
+
+        fn path(&self) -> Option<&std::path::Path> {
+            self.store.path()
+        }
+
+        fn clear(&self) -> $crate::Result<()> {
+            self.store.clear()
+        }
+
+        fn synchronize(&self, hard: bool) -> $crate::Result<()> {
+            self.store.synchronize(hard)
+        }
+
+        fn copy_file_data(&self, dest: &std::path::Path, hard: bool) -> $crate::Result<()> {
+            self.store.copy_file_data(dest, hard)
+        }
+
+        fn is_healthy(&self) -> bool {
+            true
+        }
+
+        fn is_ordered(&self) -> bool {
+            false
+        }
+
+        fn iter(&self) -> $crate::Result<Box<dyn $crate::dbm::Cursor + '_>> {
+            self.store.iter(self)
+        }
+    };
+}
+
+pub(crate) use dbm_methods_of_store;
