@@ -19,9 +19,9 @@
 //! # One mutation path
 //! Every change to the records (process, process_multi, process_each,
 //! cursor set and remove, clear, the load of the flat file) goes through
-//! one function, [`BabyDbm::change`]: an update log, an index or a
+//! one function, `BabyDbm::change`: an update log, an index or a
 //! statistics counter attaches there. A caller's value is stored only
-//! through [`encode_value`] and handed back only through [`decode_value`]:
+//! through `encode_value` and handed back only through `decode_value`:
 //! a value codec attaches there.
 
 mod cursor;
