@@ -14,8 +14,17 @@
 //!   parameters, and [`dbm::shard`] spreads one over several files.
 //! - [`error`]: the one error type, [`Error`], with an [`ErrorKind`].
 //!
-//! Platform code (system calls, memory mapping) lives in one private module,
-//! `sys`; it is the only place `unsafe` is allowed.
+//! `unsafe` is denied crate-wide and allowed in two places only, each for
+//! one reason:
+//!
+//! - `sys`, the platform code: system calls and memory maps.
+//! - `dbm::tiny::record`, the records of TinyDbm and CacheDbm: each record
+//!   is one heap allocation holding its links, key and value, which safe
+//!   Rust cannot lay out without a second allocation or wider links. The
+//!   module offers a safe API (records are read through borrows and
+//!   changed through an exclusive entry), and each unsafe site in it is
+//!   one small function marked `#[expect(unsafe_code)]` with a `SAFETY`
+//!   comment.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

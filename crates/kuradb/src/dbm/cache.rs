@@ -5,13 +5,20 @@
 //! divided evenly among the shards: eviction is least recently used within
 //! a shard. A small cache (fewer than 512 records) has one shard, so its
 //! order is exact; larger ones have up to 64 shards, so that threads scale.
+//!
+//! The cache is TinyDbm's table with three links a record
+//! ([`tiny`](crate::dbm::tiny)): every change to the records, an eviction
+//! included, goes through `Shard::change` there, where an update log, an
+//! index or a statistics counter attaches; values pass the same
+//! `encode_value` and `decode_value`.
 
 use std::path::Path;
 
-use super::flat::{self, refused_change, Persistence};
 use super::tiny::shard::Shard;
-use super::tiny::{HashCursor, Table};
-use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::tiny::store::{dbm_methods_of_store, Store};
+use super::tiny::table::Table;
+use super::tiny::HashCursor;
+use super::{Dbm, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record's links: the bucket's chain and both ways of the LRU list.
@@ -54,13 +61,27 @@ impl Default for CacheOptions {
 /// # }
 /// ```
 pub struct CacheDbm {
-    table: Table<LINKS>,
-    /// Caps of each shard.
-    shard_records: usize,
-    shard_bytes: usize,
+    store: Store<LINKS>,
+    caps: Caps,
     options: CacheOptions,
-    persistence: Persistence,
-    closed: bool,
+}
+
+/// The caps of each shard.
+#[derive(Clone, Copy)]
+struct Caps {
+    records: usize,
+    /// 0: none.
+    bytes: usize,
+}
+
+impl Caps {
+    /// Evicts the least recently used records of `shard` until it is within
+    /// the caps, keeping the newest however large.
+    fn evict(self, shard: &mut Shard<LINKS>) {
+        let over =
+            |s: &Shard<LINKS>| s.count() > self.records || (self.bytes > 0 && s.record_bytes() > self.bytes);
+        while over(shard) && shard.count() > 1 && shard.evict() {}
+    }
 }
 
 impl CacheDbm {
@@ -76,12 +97,12 @@ impl CacheDbm {
         let shards = 1u64 << shard_bits;
         let buckets = options.cap_rec_num.min(1 << 20);
         Ok(CacheDbm {
-            table: Table::new(shard_bits, buckets),
-            shard_records: options.cap_rec_num.div_ceil(shards) as usize,
-            shard_bytes: (options.cap_mem_size / shards) as usize,
+            store: Store::new(Table::new(shard_bits, buckets)),
+            caps: Caps {
+                records: options.cap_rec_num.div_ceil(shards) as usize,
+                bytes: (options.cap_mem_size / shards) as usize,
+            },
             options: options.clone(),
-            persistence: Persistence::none(),
-            closed: false,
         })
     }
 
@@ -90,144 +111,52 @@ impl CacheDbm {
     /// empty cache for a writer and an error for a reader.
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &CacheOptions) -> Result<CacheDbm> {
         let mut db = CacheDbm::new(options)?;
-        let this = &db;
-        let persistence = Persistence::open(path.as_ref(), writable, options.truncate, |k, v| {
-            this.table.write(k, |_| Action::set(v), |s| this.evict(s)).map(|_| ())
-        })?;
-        db.persistence = persistence;
+        let caps = db.caps;
+        db.store.load(path.as_ref(), writable, options.truncate, |s| caps.evict(s))?;
         Ok(db)
     }
 
     /// Writes the flat file (if the cache has one and is writable) and closes.
     pub fn close(mut self) -> Result<()> {
-        self.closed = true;
-        self.persistence.save(false, |w| self.table.put_all(w))
+        self.store.close()
     }
 
     /// A cursor, not yet positioned, walking the records in hash order as
     /// [`TinyDbm::cursor`](crate::dbm::tiny::TinyDbm::cursor) does. Moving it
     /// does not count as a use.
     pub fn cursor(&self) -> HashCursor<'_, LINKS> {
-        HashCursor::new(&self.table, self)
-    }
-
-    fn evict(&self, shard: &mut Shard<LINKS>) {
-        let over = |s: &Shard<LINKS>| {
-            s.count() > self.shard_records || (self.shard_bytes > 0 && s.record_bytes() > self.shard_bytes)
-        };
-        while over(shard) && shard.count() > 1 && shard.evict() {}
-    }
-}
-
-impl Drop for CacheDbm {
-    fn drop(&mut self) {
-        if !self.closed {
-            let _ = self.persistence.save(false, |w| self.table.put_all(w));
-        }
+        self.store.cursor(self)
     }
 }
 
 impl Dbm for CacheDbm {
+    dbm_methods_of_store!();
+
     fn close(self: Box<Self>) -> Result<()> {
         CacheDbm::close(*self)
     }
 
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
         // A read is a use: it moves the record in the LRU list, so it too
         // takes the shard's lock exclusively.
-        let mut refused = false;
-        self.table.write(
-            key,
-            |v| {
-                let action = f(v);
-                if !writable && action != Action::Keep {
-                    refused = true;
-                    return Action::Keep;
-                }
-                action
-            },
-            |s| self.evict(s),
-        )?;
-        if refused {
-            return Err(refused_change());
-        }
-        Ok(())
+        self.store.write(key, writable, f, |s| self.caps.evict(s))
     }
 
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
-        self.table.write_multi(keys, writable, f, |s| self.evict(s))
-    }
-
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
-        self.table.each(writable, f)
-    }
-
-    fn count(&self) -> Result<u64> {
-        self.persistence.check_process()?;
-        Ok(self.table.count())
-    }
-
-    fn file_size(&self) -> Result<u64> {
-        Ok(self.table.mem_size())
-    }
-
-    fn path(&self) -> Option<&Path> {
-        self.persistence.path.as_deref()
-    }
-
-    fn clear(&self) -> Result<()> {
-        self.persistence.check_writable(true)?;
-        self.table.clear();
-        Ok(())
+        self.store.process_multi(keys, writable, f, |s| self.caps.evict(s))
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.persistence.check_writable(true)?;
-        self.table.fit(1);
-        Ok(())
+        self.store.rebuild(1)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
         Ok(false)
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.persistence.save(hard, |w| self.table.put_all(w))
-    }
-
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        flat::write(dest, hard, |w| self.table.put_all(w))
-    }
-
     fn inspect(&self) -> Result<Vec<(String, String)>> {
-        Ok(vec![
-            ("class".to_string(), "CacheDbm".to_string()),
-            ("num_records".to_string(), self.table.count().to_string()),
-            ("num_buckets".to_string(), self.table.num_buckets().to_string()),
-            ("mem_size".to_string(), self.table.mem_size().to_string()),
-            ("cap_rec_num".to_string(), self.options.cap_rec_num.to_string()),
-            ("cap_mem_size".to_string(), self.options.cap_mem_size.to_string()),
-            (
-                "path".to_string(),
-                self.persistence.path.as_deref().map(|p| p.display().to_string()).unwrap_or_default(),
-            ),
-        ])
-    }
-
-    fn is_healthy(&self) -> bool {
-        true
-    }
-
-    fn is_ordered(&self) -> bool {
-        false
-    }
-
-    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
-        self.persistence.check_process()?;
-        Ok(Box::new(self.cursor()))
+        let caps = [("cap_rec_num", self.options.cap_rec_num), ("cap_mem_size", self.options.cap_mem_size)];
+        Ok(self.store.inspect("CacheDbm", &caps))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod class;
 pub mod comparator;
 pub mod flat;
 pub mod hash;
+pub(crate) mod memory_cursor;
 pub mod params;
 pub mod poly;
 pub mod shard;

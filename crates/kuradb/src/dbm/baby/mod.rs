@@ -12,20 +12,31 @@
 //! Inner nodes change only under the exclusive lock, so they need no lock
 //! of their own: plain owned nodes, read through the shared guard.
 //!
-//! Every change to a leaf bumps its version: a cursor that saw a leaf at a
-//! version may step inside it while the version holds, and looks its key up
-//! afresh otherwise.
+//! Every change to a leaf bumps its version: a cursor (`cursor`) that saw
+//! a leaf at a version may step inside it while the version holds, and
+//! looks its key up afresh otherwise. Splits and merges live in `shape`.
+//!
+//! # One mutation path
+//! Every change to the records (process, process_multi, process_each,
+//! cursor set and remove, clear, the load of the flat file) goes through
+//! one function, `BabyDbm::change`: an update log, an index or a
+//! statistics counter attaches there. A caller's value is stored only
+//! through `encode_value` and handed back only through `decode_value`:
+//! a value codec attaches there.
 
+mod cursor;
 mod options;
 mod params;
+mod shape;
 
-use std::ops::{Bound, RangeBounds};
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+pub use cursor::{BabyCursor, BabyRange};
 pub use options::BabyOptions;
 
 use super::comparator::KeyComparator;
@@ -34,8 +45,19 @@ use super::tree_node::{record_size, Leaf, Probe, Separators};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Rebalancing steps after one change: more than any tree's depth needs.
-const MAX_FIXES: usize = 64;
+/// A caller's value as the tree stores it: the one place a value codec
+/// (compression, encryption) would encode. The identity for now.
+#[inline(always)]
+fn encode_value(value: Cow<'_, [u8]>) -> Cow<'_, [u8]> {
+    value
+}
+
+/// A stored value as a caller sees it: the one place a value codec would
+/// decode. The identity for now.
+#[inline(always)]
+fn decode_value(stored: &[u8]) -> &[u8] {
+    stored
+}
 
 enum Node {
     Leaf(Arc<LeafCell>),
@@ -54,6 +76,13 @@ struct LeafCell {
     slot: RwLock<Slot>,
 }
 
+impl LeafCell {
+    /// A new node of the tree holding `leaf`.
+    fn node(leaf: Leaf) -> Node {
+        Node::Leaf(Arc::new(LeafCell { slot: RwLock::new(Slot { leaf, version: 0 }) }))
+    }
+}
+
 #[derive(Default)]
 struct Slot {
     leaf: Leaf,
@@ -67,26 +96,15 @@ impl Slot {
     }
 }
 
-/// A record as a seek found it, and where.
-struct Spot {
-    key: Vec<u8>,
-    value: Vec<u8>,
-    leaf: Arc<LeafCell>,
-    version: u64,
-    index: usize,
-}
-
-impl Spot {
-    /// Record `index` of the leaf, in the buffers of `recycled` if given.
-    fn of(slot: &Slot, cell: &Arc<LeafCell>, index: usize, recycled: Option<Spot>) -> Spot {
-        let (key, value) = slot.leaf.record(index);
-        let (mut k, mut v) = recycled.map_or_else(Default::default, |s| (s.key, s.value));
-        k.clear();
-        k.extend_from_slice(key);
-        v.clear();
-        v.extend_from_slice(value);
-        Spot { key: k, value: v, leaf: cell.clone(), version: slot.version, index }
-    }
+/// A change to the tree's records, as [`BabyDbm::change`] takes it.
+enum Change<'s, 'a> {
+    /// What a processor answered for `key` in its leaf, where the key is
+    /// (`Ok`) or would go (`Err`).
+    Record { slot: &'s mut Slot, found: std::result::Result<usize, usize>, key: &'s [u8], action: Action<'a> },
+    /// Each record of a leaf as `f` answers.
+    Rewrite { slot: &'s mut Slot, f: &'s mut EachProcessor<'a> },
+    /// Every record goes: the tree under `root` becomes one empty leaf.
+    Clear { root: &'s mut Node },
 }
 
 /// An on-memory B+ tree database, thread-safe, with keys in the order of its
@@ -171,32 +189,10 @@ impl BabyDbm {
         each_leaf(&root, &mut |cell| {
             if result.is_ok() {
                 let slot = cell.slot.read();
-                result = slot.leaf.records().try_for_each(|(k, v)| w.put(k, v));
+                result = slot.leaf.records().try_for_each(|(k, v)| w.put(k, decode_value(v)));
             }
         });
         result
-    }
-
-    /// An ordered cursor, not yet positioned.
-    pub fn cursor(&self) -> BabyCursor<'_> {
-        BabyCursor { db: self, at: None, spare: None }
-    }
-
-    /// The records whose keys fall in `range`, in order. Each step moves
-    /// within its leaf if the leaf is unchanged and looks its key up afresh
-    /// otherwise, so concurrent updates never invalidate the iterator.
-    pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<BabyRange<'_>> {
-        let owned = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        Ok(BabyRange {
-            cursor: self.cursor(),
-            start: Some(owned(range.start_bound())),
-            end: owned(range.end_bound()),
-            done: false,
-        })
     }
 
     fn child_index(&self, inner: &Inner, key: &[u8]) -> usize {
@@ -223,7 +219,7 @@ impl BabyDbm {
         let root = self.root.read();
         let slot = self.leaf_of(&root, key).slot.read();
         let found = slot.leaf.find_in(key, self.cmp);
-        match f(found.ok().map(|i| slot.leaf.record(i).1)) {
+        match f(found.ok().map(|i| decode_value(slot.leaf.record(i).1))) {
             Action::Keep => Ok(()),
             _ => Err(refused_change()),
         }
@@ -233,7 +229,7 @@ impl BabyDbm {
         let unbalanced = {
             let root = self.root.read();
             let mut slot = self.leaf_of(&root, key).slot.write();
-            self.apply(&mut slot, key, f)
+            self.process_in(&mut slot, key, f)
         };
         if unbalanced {
             self.rebalance(&mut self.root.write(), key);
@@ -241,290 +237,76 @@ impl BabyDbm {
         Ok(())
     }
 
-    /// Carries out `f`'s answer in the leaf; answers whether the leaf needs rebalancing.
-    fn apply(&self, slot: &mut Slot, key: &[u8], f: &mut Processor<'_>) -> bool {
-        let leaf = &mut slot.leaf;
-        let found = leaf.find_in(key, self.cmp);
-        let mut removed = false;
-        let changed = match (f(found.ok().map(|i| leaf.record(i).1)), found) {
-            (Action::Keep, _) | (Action::Remove, Err(_)) => false,
-            (Action::Remove, Ok(i)) => {
-                leaf.remove(i);
-                self.count.fetch_sub(1, Ordering::Relaxed);
-                removed = true;
-                true
-            }
-            (Action::Set(value), Ok(i)) => {
-                leaf.reserve_gently(value.len().saturating_sub(leaf.record(i).1.len()) + 8);
-                leaf.set_value(i, &value);
-                true
-            }
-            (Action::Set(value), Err(i)) => {
-                leaf.reserve_gently(record_size(key, &value));
-                leaf.insert(i, key, &value);
-                self.count.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-        };
-        if changed {
-            slot.changed();
-        }
-        changed && self.unbalanced(&slot.leaf, removed)
+    /// Shows `key`'s value in the leaf to `f` and carries out its answer;
+    /// answers whether the leaf needs rebalancing.
+    fn process_in(&self, slot: &mut Slot, key: &[u8], f: &mut Processor<'_>) -> bool {
+        let found = slot.leaf.find_in(key, self.cmp);
+        let action = f(found.ok().map(|i| decode_value(slot.leaf.record(i).1)));
+        self.change(Change::Record { slot, found, key, action })
     }
 
-    /// Splits or merges along `key`'s path until every node there is in
-    /// bounds (or nothing more can be done). The shape is held exclusively.
-    fn rebalance(&self, root: &mut Node, key: &[u8]) {
-        for _ in 0..MAX_FIXES {
-            let mut changed = self.fix(root, key, true);
-            if let Some((sep, right)) = self.split(root, key, true) {
-                let left = std::mem::replace(
-                    root,
-                    Node::Inner(Box::new(Inner { keys: Separators::default(), children: vec![] })),
-                );
-                *root = Node::Inner(Box::new(Inner {
-                    keys: Separators::of(vec![sep]),
-                    children: vec![left, right],
-                }));
-                changed = true;
-            }
-            if let Node::Inner(inner) = root {
-                if inner.children.len() == 1 {
-                    let only = inner.children.pop();
-                    *root = only.unwrap_or_else(|| Node::Leaf(Arc::default()));
-                    changed = true;
-                }
-            }
-            if !changed {
-                return;
-            }
-        }
-    }
-
-    /// Fixes the child of `node` on `key`'s path (after its own children);
-    /// answers whether anything changed.
-    fn fix(&self, node: &mut Node, key: &[u8], rightmost: bool) -> bool {
-        let Node::Inner(inner) = node else { return false };
-        let i = self.child_index(inner, key);
-        let last = i + 1 == inner.children.len();
-        let mut changed = self.fix(&mut inner.children[i], key, rightmost && last);
-        if let Some((sep, right)) = self.split(&mut inner.children[i], key, rightmost && last) {
-            inner.keys.insert(i, sep);
-            inner.children.insert(i + 1, right);
-            return true;
-        }
-        if self.small(&inner.children[i]) && inner.children.len() > 1 {
-            let left = if i > 0 { i - 1 } else { i };
-            changed |= self.merge(inner, left);
-        }
-        changed
-    }
-
-    fn small(&self, node: &Node) -> bool {
-        match node {
-            Node::Leaf(cell) => cell.slot.read().leaf.size() < self.max_page_size / 4,
-            Node::Inner(inner) => inner.children.len() < (self.max_branches / 4).max(2),
-        }
-    }
-
-    /// Splits `node` if it is too large: answers the separator and the new right node.
-    fn split(&self, node: &mut Node, key: &[u8], rightmost: bool) -> Option<(Box<[u8]>, Node)> {
-        match node {
-            Node::Leaf(cell) => {
-                let mut slot = cell.slot.write();
+    /// Carries out a change; answers whether the tree needs rebalancing
+    /// after it. Every change of the records passes here (a process, a
+    /// rewrite, a clear, a load from the flat file), and nothing else changes
+    /// them: an update log, an index or a statistics counter attaches here.
+    fn change(&self, change: Change<'_, '_>) -> bool {
+        match change {
+            Change::Record { slot, found, key, action } => {
                 let leaf = &mut slot.leaf;
-                let n = leaf.len();
-                if leaf.size() <= self.max_page_size || n < 2 {
-                    return None;
-                }
-                // Records arriving in order fill leaves whole: the last leaf,
-                // grown at its end, gives up just its last record.
-                let at = if rightmost && leaf.key(n - 1) == key {
-                    n - 1
-                } else {
-                    let (mut taken, half) = (0, leaf.size() / 2);
-                    leaf.records()
-                        .position(|(k, v)| {
-                            taken += record_size(k, v);
-                            taken > half
-                        })
-                        .unwrap_or(n - 1)
-                };
-                let mut right = leaf.split_off(at.clamp(1, n - 1));
-                leaf.shrink_to_fit();
-                right.shrink_to_fit();
-                slot.changed();
-                let sep: Box<[u8]> = right.key(0).into();
-                Some((
-                    sep,
-                    Node::Leaf(Arc::new(LeafCell { slot: RwLock::new(Slot { leaf: right, version: 0 }) })),
-                ))
-            }
-            Node::Inner(inner) => {
-                if inner.children.len() <= self.max_branches {
-                    return None;
-                }
-                let mid = inner.keys.len() / 2;
-                let keys = inner.keys.split_off(mid + 1);
-                let up = inner.keys.pop()?;
-                let children = inner.children.split_off(mid + 1);
-                Some((up, Node::Inner(Box::new(Inner { keys, children }))))
-            }
-        }
-    }
-
-    /// Merges children `i` and `i + 1` of `inner` if they fit in one.
-    fn merge(&self, inner: &mut Inner, i: usize) -> bool {
-        if i + 1 >= inner.children.len() {
-            return false;
-        }
-        let fits = match (&inner.children[i], &inner.children[i + 1]) {
-            (Node::Leaf(l), Node::Leaf(r)) => {
-                l.slot.read().leaf.size() + r.slot.read().leaf.size() <= self.max_page_size
-            }
-            (Node::Inner(l), Node::Inner(r)) => l.children.len() + r.children.len() <= self.max_branches,
-            _ => false,
-        };
-        if !fits {
-            return false;
-        }
-        let sep = inner.keys.remove(i);
-        let right = inner.children.remove(i + 1);
-        match (&mut inner.children[i], right) {
-            (Node::Leaf(l), Node::Leaf(r)) => {
-                let mut ls = l.slot.write();
-                let mut rs = r.slot.write();
-                ls.leaf.append(&mut rs.leaf);
-                ls.leaf.shrink_to_fit();
-                ls.changed();
-                // A cursor that holds the emptied leaf must look its key up again.
-                rs.changed();
-            }
-            (Node::Inner(l), Node::Inner(mut r)) => {
-                l.keys.push(sep);
-                l.keys.append(&mut r.keys);
-                l.children.append(&mut r.children);
-            }
-            _ => {}
-        }
-        true
-    }
-
-    /// Forward: the first record at or after `key` (after it only, unless
-    /// `inclusive`), from the start without a key. Backward: the last record
-    /// before `key` (or at it, if `inclusive`), from the end without a key.
-    /// The answer comes in the buffers of `recycled` if given.
-    fn seek(
-        &self,
-        forward: bool,
-        key: Option<&[u8]>,
-        inclusive: bool,
-        recycled: Option<Spot>,
-    ) -> Option<Spot> {
-        let root = self.root.read();
-        // The inner nodes above the current leaf and the child taken in each.
-        let mut path: Vec<(&Inner, usize)> = Vec::new();
-        let edge = |inner: &Inner| if forward { 0 } else { inner.children.len() - 1 };
-        let mut node: &Node = &root;
-        while let Node::Inner(inner) = node {
-            let i = key.map_or_else(|| edge(inner), |k| self.child_index(inner, k));
-            path.push((inner, i));
-            node = &inner.children[i];
-        }
-        loop {
-            let Node::Leaf(cell) = node else { return None };
-            let slot = cell.slot.read();
-            let leaf = &slot.leaf;
-            // The records that come before the answer's position.
-            let before = match key {
-                None if forward => 0,
-                None => leaf.len(),
-                Some(k) => leaf.records_before(k, self.cmp, forward, inclusive),
-            };
-            let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
-            if let Some(index) = found {
-                return Some(Spot::of(&slot, cell, index, recycled));
-            }
-            drop(slot);
-            // The neighbouring leaf: up to the first ancestor with a child
-            // further that way, then down its nearest edge.
-            loop {
-                let (inner, i) = path.pop()?;
-                let next = if forward { i + 1 } else { i.wrapping_sub(1) };
-                if next < inner.children.len() {
-                    path.push((inner, next));
-                    node = &inner.children[next];
-                    break;
-                }
-            }
-            while let Node::Inner(inner) = node {
-                let i = edge(inner);
-                path.push((inner, i));
-                node = &inner.children[i];
-            }
-        }
-    }
-
-    /// The record `step` places from `spot` (-1, 0 or 1) if its leaf is
-    /// unchanged since and the record is in it; `None` when only a seek can tell.
-    fn step_in_leaf(&self, spot: &Spot, step: isize, recycled: &mut Option<Spot>) -> Option<Spot> {
-        let slot = spot.leaf.slot.read();
-        if slot.version != spot.version {
-            return None;
-        }
-        let index = spot.index.checked_add_signed(step).filter(|&i| i < slot.leaf.len())?;
-        Some(Spot::of(&slot, &spot.leaf, index, recycled.take()))
-    }
-
-    /// Refills the leaves whole and rebuilds the inner nodes above them.
-    fn compact(&self, root: &mut Node) {
-        let mut leaves: Vec<Leaf> = vec![Leaf::default()];
-        each_leaf(root, &mut |cell| {
-            let mut slot = cell.slot.write();
-            // The old leaves leave the tree: a cursor holding one must look its key up again.
-            slot.changed();
-            for (k, v) in slot.leaf.records() {
-                let last = leaves.last_mut().filter(|l| l.size() + record_size(k, v) <= self.max_page_size);
-                match last {
-                    Some(l) => l.push(k, v),
-                    None => {
-                        let mut l = Leaf::default();
-                        l.push(k, v);
-                        leaves.push(l);
+                let mut removed = false;
+                let changed = match (action, found) {
+                    (Action::Keep, _) | (Action::Remove, Err(_)) => false,
+                    (Action::Remove, Ok(i)) => {
+                        leaf.remove(i);
+                        self.count.fetch_sub(1, Ordering::Relaxed);
+                        removed = true;
+                        true
                     }
+                    (Action::Set(value), Ok(i)) => {
+                        let value = encode_value(value);
+                        leaf.reserve_gently(value.len().saturating_sub(leaf.record(i).1.len()) + 8);
+                        leaf.set_value(i, &value);
+                        true
+                    }
+                    (Action::Set(value), Err(i)) => {
+                        let value = encode_value(value);
+                        leaf.reserve_gently(record_size(key, &value));
+                        leaf.insert(i, key, &value);
+                        self.count.fetch_add(1, Ordering::Relaxed);
+                        true
+                    }
+                };
+                if changed {
+                    slot.changed();
                 }
+                changed && self.unbalanced(&slot.leaf, removed)
             }
-        });
-        if leaves.len() > 1 && leaves[0].len() == 0 {
-            leaves.remove(0);
-        }
-        // Level by level: each node with the least key of its subtree.
-        let mut level: Vec<(Box<[u8]>, Node)> = leaves
-            .into_iter()
-            .map(|mut l| {
-                l.shrink_to_fit();
-                let first: Box<[u8]> = if l.len() > 0 { l.key(0).into() } else { Box::default() };
-                (first, Node::Leaf(Arc::new(LeafCell { slot: RwLock::new(Slot { leaf: l, version: 0 }) })))
-            })
-            .collect();
-        while level.len() > 1 {
-            let mut upper = Vec::new();
-            let mut rest = level.into_iter().peekable();
-            while rest.peek().is_some() {
-                let group: Vec<(Box<[u8]>, Node)> = rest.by_ref().take(self.max_branches).collect();
-                let mut keys = Vec::with_capacity(group.len());
-                let mut children = Vec::with_capacity(group.len());
-                for (k, n) in group {
-                    keys.push(k);
-                    children.push(n);
+            Change::Rewrite { slot, f } => {
+                let mut removed = 0u64;
+                let changed = slot.leaf.rewrite(|k, v| match f(k, decode_value(v)) {
+                    Action::Set(value) => Action::Set(encode_value(value)),
+                    Action::Remove => {
+                        removed += 1;
+                        Action::Remove
+                    }
+                    Action::Keep => Action::Keep,
+                });
+                if changed {
+                    slot.changed();
                 }
-                let first = keys.remove(0);
-                upper.push((first, Node::Inner(Box::new(Inner { keys: Separators::of(keys), children }))));
+                if removed > 0 {
+                    self.count.fetch_sub(removed, Ordering::Relaxed);
+                }
+                // Removals may leave leaves nearly empty anywhere.
+                removed > 0
             }
-            level = upper;
-        }
-        if let Some((_, node)) = level.pop() {
-            *root = node;
+            Change::Clear { root } => {
+                // A cursor holding a leaf of the old tree must look its key up again.
+                each_leaf(root, &mut |cell| cell.slot.write().changed());
+                *root = Node::Leaf(Arc::default());
+                self.count.store(0, Ordering::Relaxed);
+                false
+            }
         }
     }
 
@@ -581,7 +363,7 @@ impl Dbm for BabyDbm {
             let mut refused = false;
             let unbalanced = {
                 let mut slot = self.leaf_of(&root, key).slot.write();
-                self.apply(&mut slot, key, &mut |v| {
+                self.process_in(&mut slot, key, &mut |v| {
                     let action = f(i, key, v);
                     if !writable && action != Action::Keep {
                         refused = true;
@@ -604,29 +386,21 @@ impl Dbm for BabyDbm {
         self.persistence.check_writable(writable)?;
         let mut root = self.root.write();
         let mut result = Ok(());
-        let mut removed = 0u64;
+        let mut unbalanced = false;
         each_leaf(&root, &mut |cell| {
             if result.is_err() {
                 return;
             }
             let mut slot = cell.slot.write();
             if !writable {
-                if slot.leaf.records().any(|(k, v)| f(k, v) != Action::Keep) {
+                if slot.leaf.records().any(|(k, v)| f(k, decode_value(v)) != Action::Keep) {
                     result = Err(refused_change());
                 }
                 return;
             }
-            let changed = slot.leaf.rewrite(|k, v| {
-                let action = f(k, v);
-                removed += u64::from(matches!(action, Action::Remove));
-                action
-            });
-            if changed {
-                slot.changed();
-            }
+            unbalanced |= self.change(Change::Rewrite { slot: &mut slot, f: &mut *f });
         });
-        self.count.fetch_sub(removed, Ordering::Relaxed);
-        if removed > 0 {
+        if unbalanced {
             // Removals may have left leaves nearly empty anywhere: refill them.
             self.compact(&mut root);
         }
@@ -648,10 +422,7 @@ impl Dbm for BabyDbm {
 
     fn clear(&self) -> Result<()> {
         self.persistence.check_writable(true)?;
-        let mut root = self.root.write();
-        each_leaf(&root, &mut |cell| cell.slot.write().changed());
-        *root = Node::Leaf(Arc::default());
-        self.count.store(0, Ordering::Relaxed);
+        self.change(Change::Clear { root: &mut self.root.write() });
         Ok(())
     }
 
@@ -717,137 +488,5 @@ impl Dbm for BabyDbm {
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         self.persistence.check_process()?;
         Ok(Box::new(self.cursor()))
-    }
-}
-
-/// A position in a [`BabyDbm`]: the key of its record, and the leaf where it
-/// was seen. A move steps within that leaf while the leaf is unchanged and
-/// looks the key up afresh otherwise, so concurrent updates never
-/// invalidate it; a record removed under it leaves the position at the next.
-pub struct BabyCursor<'a> {
-    db: &'a BabyDbm,
-    at: Option<Spot>,
-    /// A spot whose buffers the next move fills: a walk allocates nothing.
-    spare: Option<Spot>,
-}
-
-impl BabyCursor<'_> {
-    fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
-        let recycled = self.at.take().or_else(|| self.spare.take());
-        self.at = self.db.seek(forward, key, inclusive, recycled);
-    }
-
-    /// Moves from the current record: `step` 1 to the next, -1 to the
-    /// previous, 0 to the record itself or, if it is gone, the next one.
-    fn step(&mut self, step: isize) {
-        let Some(at) = self.at.take() else { return };
-        if step == 0 && at.leaf.slot.read().version == at.version {
-            // The leaf is as it was seen: so is the record.
-            self.at = Some(at);
-            return;
-        }
-        self.at = match self.db.step_in_leaf(&at, step, &mut self.spare) {
-            Some(spot) => Some(spot),
-            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take()),
-        };
-        self.spare = Some(at);
-    }
-
-    fn past_end() -> Error {
-        Error::new(ErrorKind::NotFound, "the cursor is past the last record")
-    }
-}
-
-impl Cursor for BabyCursor<'_> {
-    fn first(&mut self) -> Result<()> {
-        self.seek(true, None, true);
-        Ok(())
-    }
-
-    fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.seek(true, Some(key), true);
-        Ok(())
-    }
-
-    fn next(&mut self) -> Result<()> {
-        self.step(1);
-        Ok(())
-    }
-
-    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.step(0);
-        Ok(self.at.as_ref().map(|at| (at.key.clone(), at.value.clone())))
-    }
-
-    fn set(&mut self, value: &[u8]) -> Result<()> {
-        match self.get()? {
-            Some((key, _)) => self.db.set(&key, value, true),
-            None => Err(Self::past_end()),
-        }
-    }
-
-    fn remove(&mut self) -> Result<()> {
-        match self.get()? {
-            // The position stays on the removed key: the next get finds the record after it.
-            Some((key, _)) => self.db.remove(&key).map(|_| ()),
-            None => Err(Self::past_end()),
-        }
-    }
-
-    fn last(&mut self) -> Result<()> {
-        self.seek(false, None, true);
-        Ok(())
-    }
-
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(false, Some(key), inclusive);
-        Ok(())
-    }
-
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(true, Some(key), inclusive);
-        Ok(())
-    }
-
-    fn previous(&mut self) -> Result<()> {
-        self.step(-1);
-        Ok(())
-    }
-}
-
-/// The records of a key range, in order (see [`BabyDbm::range`]).
-pub struct BabyRange<'a> {
-    cursor: BabyCursor<'a>,
-    start: Option<Bound<Vec<u8>>>,
-    end: Bound<Vec<u8>>,
-    done: bool,
-}
-
-impl Iterator for BabyRange<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.start.take() {
-            Some(Bound::Included(k)) => self.cursor.seek(true, Some(k.as_slice()), true),
-            Some(Bound::Excluded(k)) => self.cursor.seek(true, Some(k.as_slice()), false),
-            Some(Bound::Unbounded) => self.cursor.seek(true, None, true),
-            None => self.cursor.step(1),
-        }
-        let cmp = self.cursor.db.cmp;
-        let found =
-            self.cursor.at.as_ref().map(|at| (at.key.clone(), at.value.clone())).filter(|(k, _)| match &self
-                .end
-            {
-                Bound::Included(end) => cmp.compare(k, end) != std::cmp::Ordering::Greater,
-                Bound::Excluded(end) => cmp.compare(k, end) == std::cmp::Ordering::Less,
-                Bound::Unbounded => true,
-            });
-        if found.is_none() {
-            self.done = true;
-        }
-        found.map(Ok)
     }
 }

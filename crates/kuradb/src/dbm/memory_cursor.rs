@@ -1,0 +1,199 @@
+//! What the cursors of the on-memory databases share: the ordered cursor of
+//! BabyDbm and StdTreeDbm, written once over what each database tells of
+//! its records ([`Ordered`]), and what `set` and `remove` do at a cursor's
+//! record ([`change_at`]).
+
+use super::{show_key, Cursor, Dbm};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A record as a cursor saw it: copies of its key and value, in buffers a
+/// later move reuses, and where it was seen (`P`), which tells whether it
+/// still holds.
+#[derive(Default)]
+pub struct Spot<P> {
+    pub(crate) key: Vec<u8>,
+    pub(crate) value: Vec<u8>,
+    pub(crate) place: P,
+}
+
+impl<P> Spot<P> {
+    /// `key` and `value` seen at `place`, in the buffers of `recycled` if given.
+    pub(crate) fn fill(recycled: Option<Spot<P>>, key: &[u8], value: &[u8], place: P) -> Spot<P> {
+        match recycled {
+            Some(mut spot) => {
+                spot.refill(key, value, place);
+                spot
+            }
+            None => Spot { key: key.to_vec(), value: value.to_vec(), place },
+        }
+    }
+
+    /// Puts `key` and `value` seen at `place` in these buffers.
+    pub(crate) fn refill(&mut self, key: &[u8], value: &[u8], place: P) {
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.place = place;
+    }
+}
+
+/// What an ordered cursor needs of its database.
+pub trait Ordered: Dbm {
+    /// Where a record was seen: what tells whether it still holds.
+    type Place: Send;
+
+    /// Forward: the first record at or after `key` (after it only, unless
+    /// `inclusive`), from the start without a key. Backward: the last record
+    /// before `key` (or at it, if `inclusive`), from the end without a key.
+    /// The answer comes in the buffers of `recycled` if given.
+    fn seek(
+        &self,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        recycled: Option<Spot<Self::Place>>,
+    ) -> Option<Spot<Self::Place>>;
+
+    /// Whether the record at `spot` is as it was seen: nothing changed there since.
+    fn holds(&self, spot: &Spot<Self::Place>) -> bool;
+
+    /// The record `step` places from `spot` (-1, 0 or 1) when it can be
+    /// found without a seek; `None` when only a seek can tell.
+    fn step_near(
+        &self,
+        spot: &Spot<Self::Place>,
+        step: isize,
+        recycled: &mut Option<Spot<Self::Place>>,
+    ) -> Option<Spot<Self::Place>> {
+        let _ = (spot, step, recycled);
+        None
+    }
+}
+
+/// A position in an ordered on-memory database: the key of its record, as
+/// last seen. A move looks the key up afresh unless the database tells the
+/// record still holds, so concurrent updates never invalidate it; a record
+/// removed under it leaves the position at the next.
+pub struct OrderedCursor<'a, D: Ordered> {
+    db: &'a D,
+    at: Option<Spot<D::Place>>,
+    /// A spot whose buffers the next move fills: a walk allocates nothing.
+    spare: Option<Spot<D::Place>>,
+}
+
+impl<'a, D: Ordered> OrderedCursor<'a, D> {
+    /// A cursor of `db`, not yet positioned.
+    pub(crate) fn new(db: &'a D) -> OrderedCursor<'a, D> {
+        OrderedCursor { db, at: None, spare: None }
+    }
+
+    pub(crate) fn db(&self) -> &'a D {
+        self.db
+    }
+
+    /// Moves to what [`Ordered::seek`] finds.
+    pub(crate) fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
+        let recycled = self.at.take().or_else(|| self.spare.take());
+        self.at = self.db.seek(forward, key, inclusive, recycled);
+    }
+
+    /// Moves from the current record: `step` 1 to the next, -1 to the
+    /// previous, 0 to the record itself or, if it is gone, the next one.
+    pub(crate) fn step(&mut self, step: isize) {
+        let Some(at) = self.at.take() else { return };
+        if step == 0 && self.db.holds(&at) {
+            self.at = Some(at);
+            return;
+        }
+        self.at = match self.db.step_near(&at, step, &mut self.spare) {
+            Some(spot) => Some(spot),
+            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take()),
+        };
+        self.spare = Some(at);
+    }
+
+    /// The record as the last move saw it, without looking again.
+    pub(crate) fn seen(&self) -> Option<(&[u8], &[u8])> {
+        self.at.as_ref().map(|at| (at.key.as_slice(), at.value.as_slice()))
+    }
+
+    /// The key of the record at the position, as it is now.
+    fn current_key(&mut self) -> Option<&[u8]> {
+        self.step(0);
+        self.at.as_ref().map(|at| at.key.as_slice())
+    }
+}
+
+impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
+    fn first(&mut self) -> Result<()> {
+        self.seek(true, None, true);
+        Ok(())
+    }
+
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        self.seek(true, Some(key), true);
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        self.step(1);
+        Ok(())
+    }
+
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.step(0);
+        Ok(self.seen().map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        let db = self.db;
+        change_at(db, self.current_key(), Some(value))
+    }
+
+    fn remove(&mut self) -> Result<()> {
+        // The position stays on the removed key: the next get finds the record after it.
+        let db = self.db;
+        change_at(db, self.current_key(), None)
+    }
+
+    fn last(&mut self) -> Result<()> {
+        self.seek(false, None, true);
+        Ok(())
+    }
+
+    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        self.seek(false, Some(key), inclusive);
+        Ok(())
+    }
+
+    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+        self.seek(true, Some(key), inclusive);
+        Ok(())
+    }
+
+    fn previous(&mut self) -> Result<()> {
+        self.step(-1);
+        Ok(())
+    }
+}
+
+/// What a cursor's `set` (`value` given) or `remove` (none) does to its
+/// record, whose key is `at` (none past the end).
+pub(crate) fn change_at<D: Dbm + ?Sized>(db: &D, at: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
+    let Some(key) = at else {
+        return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record"));
+    };
+    match value {
+        Some(value) => db.set(key, value, true),
+        None => db.remove(key).map(|_| ()),
+    }
+}
+
+/// The error of a hash database's cursor asked to jump to a key it lacks.
+pub(crate) fn no_record_to_jump_to(key: &[u8]) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("no record {} to jump to (a hash database jumps only to existing keys)", show_key(key)),
+    )
+}

@@ -1,0 +1,201 @@
+//! StdHashDbm and StdTreeDbm: the standard library's hash set and ordered set
+//! behind one reader-writer lock, the baselines of the on-memory databases.
+//!
+//! Each record is one value of the set (`packed`): a small record sits in
+//! the set's own slot, a larger one is one allocation holding the key's
+//! length, the key and the value; the set compares records by key. The
+//! standard containers with a pair of `Vec`s would take three times the
+//! memory. The sets and what the databases need of them are in `set`.
+//!
+//! Readers share the lock and use only `&self` methods of the containers;
+//! writers hold it exclusively and bump a version as they take it, so a
+//! cursor (`cursor`) can tell without the lock that the record it read
+//! still holds.
+//!
+//! Every change to the records (process, process_multi, process_each, set,
+//! remove, cursor set and remove, clear, the load of the flat file) goes
+//! through one function, `Records::change` in `store`: an update log, an
+//! index or a statistics counter attaches there. A caller's value is stored
+//! only through `store::encode_value` and handed back only through
+//! `store::decode_value`: a value codec attaches there.
+
+mod cursor;
+mod packed;
+mod set;
+mod store;
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+pub use self::cursor::{StdHashCursor, StdTreeCursor};
+use self::packed::Packed;
+use self::set::{KeyHashBuilder, Reserve};
+use self::store::Store;
+use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::error::Result;
+
+/// Options of [`StdHashDbm`] and [`StdTreeDbm`].
+#[derive(Clone, Debug)]
+pub struct StdOptions {
+    /// Records to make room for at once (StdHashDbm only; 0 for none): the
+    /// reference's bucket count, 1048583 by default as there.
+    pub num_buckets: usize,
+    /// Starts empty instead of reading an existing flat file (which the
+    /// next synchronize or close overwrites).
+    pub truncate: bool,
+}
+
+impl Default for StdOptions {
+    fn default() -> StdOptions {
+        StdOptions { num_buckets: 1_048_583, truncate: false }
+    }
+}
+
+impl StdOptions {
+    /// `self` with the parameters StdHashDbm and StdTreeDbm take: `truncate`,
+    /// and with `buckets` (a hash set's), `num_buckets` (or `buckets`).
+    pub(crate) fn take_params(
+        mut self,
+        t: &mut crate::dbm::params::Taker<'_>,
+        buckets: bool,
+    ) -> Result<StdOptions> {
+        self.truncate = t.memory_truncate()?;
+        if buckets {
+            if let Some(n) = t.number(&["num_buckets", "buckets"])? {
+                self.num_buckets = n;
+            }
+        }
+        Ok(self)
+    }
+}
+
+macro_rules! std_dbm {
+    ($name:ident, $set:ty, $ordered:expr, $doc:literal, $example:literal) => {
+        #[doc = $doc]
+        ///
+        /// Without a path it is purely in memory; with one it reads the flat
+        /// file (see [`crate::dbm::flat`]) at open and writes it whole at
+        /// synchronize and at close.
+        ///
+        /// ```
+        /// use kuradb::dbm::Dbm;
+        #[doc = $example]
+        /// # fn main() -> kuradb::Result<()> {
+        /// let dir = tempfile::tempdir().unwrap();
+        /// let path = dir.path().join("casket.flat");
+        #[doc = concat!("let db = ", stringify!($name), "::open(&path, true, &StdOptions::default())?;")]
+        /// db.set(b"tokyo", b"13", true)?;
+        /// db.close()?;
+        #[doc = concat!("let db = ", stringify!($name), "::open(&path, false, &StdOptions::default())?;")]
+        /// assert_eq!(db.get(b"tokyo")?.as_deref(), Some(&b"13"[..]));
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub struct $name {
+            store: Store<$set>,
+        }
+
+        impl $name {
+            /// A database purely in memory.
+            pub fn new(options: &StdOptions) -> $name {
+                let store = Store::<$set>::new();
+                store.write().set.reserve_for(options.num_buckets);
+                $name { store }
+            }
+
+            /// Opens the database kept in the flat file at `path`, reading it
+            /// unless `options.truncate`. A missing file is an empty database
+            /// for a writer and an error for a reader.
+            pub fn open(path: impl AsRef<Path>, writable: bool, options: &StdOptions) -> Result<$name> {
+                let store = Store::<$set>::open(path.as_ref(), writable, options.truncate)?;
+                store.write().set.reserve_for(options.num_buckets);
+                Ok($name { store })
+            }
+
+            /// Writes the flat file (if the database has one and is writable) and closes.
+            pub fn close(mut self) -> Result<()> {
+                self.store.close()
+            }
+        }
+
+        impl Dbm for $name {
+            fn close(self: Box<Self>) -> Result<()> {
+                $name::close(*self)
+            }
+            fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+                self.store.process(key, writable, f)
+            }
+            fn process_multi<'a>(
+                &self,
+                keys: &[&[u8]],
+                writable: bool,
+                f: &mut MultiProcessor<'a>,
+            ) -> Result<()> {
+                self.store.process_multi(keys, writable, f)
+            }
+            fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+                self.store.process_each(writable, f)
+            }
+            // One walk of the container instead of a look and then a change.
+            fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+                self.store.set(key, value, overwrite)
+            }
+            fn remove(&self, key: &[u8]) -> Result<bool> {
+                self.store.remove(key)
+            }
+            fn count(&self) -> Result<u64> {
+                self.store.count()
+            }
+            fn file_size(&self) -> Result<u64> {
+                Ok(self.store.mem_size() as u64)
+            }
+            fn path(&self) -> Option<&Path> {
+                self.store.persistence.path.as_deref()
+            }
+            fn clear(&self) -> Result<()> {
+                self.store.clear()
+            }
+            fn rebuild(&self) -> Result<()> {
+                self.store.rebuild()
+            }
+            fn should_be_rebuilt(&self) -> Result<bool> {
+                Ok(false)
+            }
+            fn synchronize(&self, hard: bool) -> Result<()> {
+                self.store.synchronize(hard)
+            }
+            fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+                self.store.copy_file_data(dest, hard)
+            }
+            fn inspect(&self) -> Result<Vec<(String, String)>> {
+                Ok(self.store.inspect())
+            }
+            fn is_healthy(&self) -> bool {
+                true
+            }
+            fn is_ordered(&self) -> bool {
+                $ordered
+            }
+            fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+                self.store.persistence.check_process()?;
+                Ok(Box::new(self.cursor()))
+            }
+        }
+    };
+}
+
+std_dbm!(
+    StdHashDbm,
+    HashSet<Packed, KeyHashBuilder>,
+    false,
+    "An on-memory database on the standard hash set, behind one reader-writer lock.",
+    "use kuradb::dbm::std_map::{StdHashDbm, StdOptions};"
+);
+
+std_dbm!(
+    StdTreeDbm,
+    BTreeSet<Packed>,
+    true,
+    "An on-memory database on the standard ordered set, behind one reader-writer lock; keys in byte order.",
+    "use kuradb::dbm::std_map::{StdTreeDbm, StdOptions};"
+);
