@@ -1,0 +1,157 @@
+//! Passing a database's methods on to the database a wrapper holds.
+
+/// Implements the [`Dbm`] methods a wrapper passes on unchanged to the
+/// database `$target` names (given `$this`, the wrapper): every method but
+/// `close`, `path` and `rebuild_with_params`, which a wrapper answers itself.
+/// The provided methods are passed on too, as a database may do them its
+/// own way (a skip database adds records on set rather than replacing them).
+macro_rules! forward_dbm {
+    (|$this:ident| $target:expr) => {
+        fn process<'a>(
+            &self,
+            key: &[u8],
+            writable: bool,
+            f: &mut $crate::dbm::Processor<'a>,
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.process(key, writable, f)
+        }
+        fn process_multi<'a>(
+            &self,
+            keys: &[&[u8]],
+            writable: bool,
+            f: &mut $crate::dbm::MultiProcessor<'a>,
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.process_multi(keys, writable, f)
+        }
+        fn process_each<'a>(
+            &self,
+            writable: bool,
+            f: &mut $crate::dbm::EachProcessor<'a>,
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.process_each(writable, f)
+        }
+        fn count(&self) -> $crate::Result<u64> {
+            let $this = self;
+            $target.count()
+        }
+        fn file_size(&self) -> $crate::Result<u64> {
+            let $this = self;
+            $target.file_size()
+        }
+        fn clear(&self) -> $crate::Result<()> {
+            let $this = self;
+            $target.clear()
+        }
+        fn rebuild(&self) -> $crate::Result<()> {
+            let $this = self;
+            $target.rebuild()
+        }
+        fn should_be_rebuilt(&self) -> $crate::Result<bool> {
+            let $this = self;
+            $target.should_be_rebuilt()
+        }
+        fn synchronize(&self, hard: bool) -> $crate::Result<()> {
+            let $this = self;
+            $target.synchronize(hard)
+        }
+        fn copy_file_data(&self, dest: &std::path::Path, hard: bool) -> $crate::Result<()> {
+            let $this = self;
+            $target.copy_file_data(dest, hard)
+        }
+        fn inspect(&self) -> $crate::Result<Vec<(String, String)>> {
+            let $this = self;
+            $target.inspect()
+        }
+        fn is_healthy(&self) -> bool {
+            let $this = self;
+            $target.is_healthy()
+        }
+        fn is_ordered(&self) -> bool {
+            let $this = self;
+            $target.is_ordered()
+        }
+        fn iter(&self) -> $crate::Result<Box<dyn $crate::dbm::Cursor + '_>> {
+            let $this = self;
+            $target.iter()
+        }
+        fn contains(&self, key: &[u8]) -> $crate::Result<bool> {
+            let $this = self;
+            $target.contains(key)
+        }
+        fn get(&self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
+            let $this = self;
+            $target.get(key)
+        }
+        fn process_presence<'a>(
+            &self,
+            key: &[u8],
+            f: &mut dyn FnMut(bool) -> $crate::dbm::Action<'a>,
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.process_presence(key, f)
+        }
+        fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> $crate::Result<()> {
+            let $this = self;
+            $target.set(key, value, overwrite)
+        }
+        fn remove(&self, key: &[u8]) -> $crate::Result<bool> {
+            let $this = self;
+            $target.remove(key)
+        }
+        fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> $crate::Result<()> {
+            let $this = self;
+            $target.append(key, value, delimiter)
+        }
+        fn compare_exchange(
+            &self,
+            key: &[u8],
+            expected: Option<&[u8]>,
+            desired: Option<&[u8]>,
+        ) -> $crate::Result<bool> {
+            let $this = self;
+            $target.compare_exchange(key, expected, desired)
+        }
+        fn increment(&self, key: &[u8], delta: i64, initial: i64) -> $crate::Result<i64> {
+            let $this = self;
+            $target.increment(key, delta, initial)
+        }
+        fn get_multi(&self, keys: &[&[u8]]) -> $crate::Result<Vec<Option<Vec<u8>>>> {
+            let $this = self;
+            $target.get_multi(keys)
+        }
+        fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> $crate::Result<()> {
+            let $this = self;
+            $target.set_multi(pairs, overwrite)
+        }
+        fn remove_multi(&self, keys: &[&[u8]]) -> $crate::Result<usize> {
+            let $this = self;
+            $target.remove_multi(keys)
+        }
+        fn compare_exchange_multi(
+            &self,
+            expected: &[(&[u8], Option<&[u8]>)],
+            desired: &[(&[u8], Option<&[u8]>)],
+        ) -> $crate::Result<bool> {
+            let $this = self;
+            $target.compare_exchange_multi(expected, desired)
+        }
+        fn rekey(
+            &self,
+            old_key: &[u8],
+            new_key: &[u8],
+            overwrite: bool,
+            copying: bool,
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.rekey(old_key, new_key, overwrite, copying)
+        }
+        fn export(&self, dest: &dyn $crate::dbm::Dbm) -> $crate::Result<()> {
+            let $this = self;
+            $target.export(dest)
+        }
+    };
+}
+pub(crate) use forward_dbm;
