@@ -124,6 +124,8 @@ pub struct Subject {
     pub open: Box<Opener>,
     /// Random sequences to run (`PROPTEST_CASES` overrides it).
     pub cases: u32,
+    /// The most steps a random sequence takes.
+    pub steps: usize,
 }
 
 impl Subject {
@@ -133,12 +135,17 @@ impl Subject {
         caps: Caps,
         open: impl Fn(&Path, bool) -> kuradb::Result<Box<dyn Dbm>> + Send + Sync + 'static,
     ) -> Subject {
-        Subject { name: name.into(), caps, open: Box::new(open), cases: 16 }
+        Subject { name: name.into(), caps, open: Box::new(open), cases: 16, steps: 60 }
     }
 
     /// The subject with `cases` random sequences.
     pub fn cases(self, cases: u32) -> Subject {
         Subject { cases, ..self }
+    }
+
+    /// The subject with random sequences of up to `steps` steps.
+    pub fn steps(self, steps: usize) -> Subject {
+        Subject { steps, ..self }
     }
 
     /// Opens the database at `path`, the error naming the subject.

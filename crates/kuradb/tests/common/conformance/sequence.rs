@@ -53,7 +53,7 @@ pub fn run(subject: &Subject) -> Result<(), String> {
         ..Config::default()
     };
     let mut runner = TestRunner::new(config);
-    let strategy = proptest::collection::vec(step_strategy(subject.caps), 1..60);
+    let strategy = proptest::collection::vec(step_strategy(subject.caps), 1..subject.steps);
     let result = runner.run(&strategy, |steps| {
         let dir = tempfile::tempdir().expect("create a temporary directory");
         sequence(subject, dir.path(), &steps).map_err(TestCaseError::fail)
