@@ -116,7 +116,7 @@ pub fn key_of(n: i16, style: u8, cmp: Option<KeyComparator>) -> Vec<u8> {
         let alphabet = b"ab\x00\xff";
         let len = n % 3;
         let mut s: Vec<u8> = (0..len).map(|i| alphabet[(n / (i + 1) + i) % 4]).collect();
-        if style % 4 == 0 {
+        if style.is_multiple_of(4) {
             s.extend_from_slice(format!("{}", n % 7).as_bytes());
         }
         s
