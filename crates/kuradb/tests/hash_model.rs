@@ -1,14 +1,15 @@
 //! HashDbm behaves like a `BTreeMap` of byte strings, whatever its file and
 //! tuning, across reopening, rebuilding and crashes.
 //!
-//! Random sequences of every `Dbm` operation (single and multi-key updates,
-//! rekey, read-only and writable walks, cursor walks, clear, rebuild,
-//! synchronize, close-and-reopen and a simulated crash after a hard
-//! synchronization) run against a database and a `BTreeMap` side by side. Each
-//! answer must be the model's, and the whole content is compared after every
-//! step that rewrites or reopens the file. Keys come from a tiny alphabet and
-//! the tables have 1 to 7 buckets, so chains are long; values run from 0 to
-//! 300 bytes, so updates both fit their record and do not.
+//! Random sequences of every `Dbm` operation (the conformance suite's, see
+//! `common::conformance::ops`) mixed with what only a hash database does
+//! (a rebuild with new tuning, a copy of the open file opened as a clean
+//! one, a reopen with other tuning, which must be ignored, and a simulated
+//! crash after a hard synchronization) run against a database and a model
+//! side by side. Each answer must be the model's, and the whole content is
+//! compared after every step. Keys come from a tiny pool and the tables
+//! have 1 to 7 buckets, so chains are long; values run from 0 to 300 bytes,
+//! so updates both fit their record and do not.
 //!
 //! One `#[test]` per family of file specs runs a proptest runner per spec; each
 //! case draws its own tuning (update mode, bucket cache, record checksums,
@@ -17,15 +18,16 @@
 
 mod common;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::hash::{self as h, show, show_opt, Model};
+use common::conformance::ops::{self, Bytes};
+use common::conformance::{read, Caps, Model, Storage};
+use common::hash as h;
 use kuradb::dbm::hash::{HashDbm, HashOptions, RebuildParams, RestoreMode, UpdateMode};
-use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
+use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{ErrorKind, Result};
 use proptest::prelude::*;
@@ -35,123 +37,28 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 /// `PROPTEST_CASES` in the environment overrides it, for a longer hunt.
 const CASES: u32 = 24;
 
-/// A value by its length and the byte its pattern starts from.
-#[derive(Clone, Copy)]
-struct Val {
-    len: u16,
-    seed: u8,
-}
-
-impl Val {
-    fn bytes(self) -> Vec<u8> {
-        (0..self.len).map(|i| self.seed.wrapping_add((i as u8).wrapping_mul(7))).collect()
-    }
-}
-
-impl fmt::Debug for Val {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}x{}", self.len, self.seed)
-    }
-}
-
-/// What a compare-exchange expects.
-#[derive(Clone, Debug)]
-enum Expect {
-    /// The key's current value in the model (so the exchange happens).
-    Current,
-    Absent,
-    Value(Val),
-}
-
 #[derive(Clone, Debug)]
 enum Op {
-    Set(String, Val, bool),
-    Get(String),
-    Remove(String),
-    Append(String, Val, String),
-    CompareExchange(String, Expect, Option<Val>),
-    CompareExchangeMulti(Vec<(String, Expect)>, Vec<(String, Option<Val>)>),
-    Increment(String, i64, i64),
-    SetMulti(Vec<(String, Val)>, bool),
-    GetMulti(Vec<String>),
-    RemoveMulti(Vec<String>),
-    Rekey {
-        old: String,
-        new: String,
-        overwrite: bool,
-        copying: bool,
-    },
-    /// A read-only `process_each` that must see exactly the model.
-    Walk,
-    /// A writable `process_each` that keeps, removes or rewrites each record
-    /// as `decide(seed, key)` says.
-    WalkAndUpdate(u64),
-    /// A cursor walk from `first` that keeps, removes or rewrites each record
-    /// as `decide(seed, key)` says and must visit every key once.
-    CursorWalk(u64),
-    Count,
-    Clear,
-    Rebuild,
+    /// An operation every class takes, carried out and checked by the
+    /// conformance suite's step.
+    Common(ops::Op),
     /// A rebuild with new tuning; `None` keeps the file's.
     RebuildWith(RebuildParams),
     /// Copy the open file and open the copy read-only: it must hold the model.
     CopyFileData(bool),
-    Synchronize(bool),
     /// Close and open again, first peeking read-only if asked, with tuning
     /// options that differ from the file's (which must be ignored) if asked.
-    Reopen {
-        peek: bool,
-        other_tuning: bool,
-    },
+    Reopen { peek: bool, other_tuning: bool },
     /// Hard-synchronize, copy the open file, close, put the copy in its place
     /// and open it: the automatic restore must give back the model.
     Crash,
 }
 
-fn key() -> impl Strategy<Value = String> {
-    "[a-d]{0,2}"
-}
-
-fn val() -> impl Strategy<Value = Val> {
-    let len = prop_oneof![3 => 0u16..=300, 1 => 0u16..=12, 1 => Just(8u16)];
-    (len, any::<u8>()).prop_map(|(len, seed)| Val { len, seed })
-}
-
-fn expect() -> impl Strategy<Value = Expect> {
-    prop_oneof![3 => Just(Expect::Current), 1 => Just(Expect::Absent), 1 => val().prop_map(Expect::Value)]
-}
-
 fn op() -> impl Strategy<Value = Op> {
-    let keys = || proptest::collection::vec(key(), 1..5);
     prop_oneof![
-        20 => (key(), val(), prop::bool::weighted(0.8)).prop_map(|(k, v, o)| Op::Set(k, v, o)),
-        4 => key().prop_map(Op::Get),
-        4 => key().prop_map(Op::Remove),
-        2 => (key(), val(), "[,;]{0,2}").prop_map(|(k, v, d)| Op::Append(k, v, d)),
-        2 => (key(), expect(), proptest::option::weighted(0.8, val()))
-            .prop_map(|(k, e, d)| Op::CompareExchange(k, e, d)),
-        1 => (
-            proptest::collection::vec((key(), expect()), 0..3),
-            proptest::collection::vec((key(), proptest::option::weighted(0.7, val())), 1..3)
-        )
-            .prop_map(|(e, d)| Op::CompareExchangeMulti(e, d)),
-        2 => (key(), prop_oneof![-3i64..=3, Just(INCREMENT_UNCHANGED)], -5i64..=5)
-            .prop_map(|(k, d, i)| Op::Increment(k, d, i)),
-        2 => (proptest::collection::vec((key(), val()), 1..5), any::<bool>())
-            .prop_map(|(p, o)| Op::SetMulti(p, o)),
-        1 => keys().prop_map(Op::GetMulti),
-        1 => keys().prop_map(Op::RemoveMulti),
-        2 => (key(), key(), any::<bool>(), any::<bool>())
-            .prop_map(|(old, new, overwrite, copying)| Op::Rekey { old, new, overwrite, copying }),
-        1 => Just(Op::Walk),
-        1 => any::<u64>().prop_map(Op::WalkAndUpdate),
-        1 => any::<u64>().prop_map(Op::CursorWalk),
-        1 => Just(Op::Count),
-        1 => Just(Op::Clear),
-        1 => Just(Op::Rebuild),
+        49 => ops::op(None).prop_map(Op::Common),
         1 => rebuild_params().prop_map(Op::RebuildWith),
         1 => any::<bool>().prop_map(Op::CopyFileData),
-        2 => any::<bool>().prop_map(Op::Synchronize),
         1 => (any::<bool>(), any::<bool>()).prop_map(|(peek, other_tuning)| Op::Reopen { peek, other_tuning }),
         1 => Just(Op::Crash),
     ]
@@ -211,16 +118,6 @@ impl Tuning {
     }
 }
 
-/// What a writable walk does with a record: keep (0), remove (1) or rewrite (2).
-fn decide(seed: u64, key: &[u8]) -> (u8, Val) {
-    let mut x = seed ^ 0x9E37_79B9_7F4A_7C15;
-    for &b in key {
-        x = (x ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3);
-    }
-    x ^= x >> 29;
-    ((x % 3) as u8, Val { len: ((x >> 8) % 301) as u16, seed: (x >> 24) as u8 })
-}
-
 /// A failure of one step, naming the spec, tuning, step and operation.
 struct Ctx<'a> {
     spec: &'a str,
@@ -246,33 +143,13 @@ impl Ctx<'_> {
         result.map_err(|e| self.fail(format!("{what}: {e}")))
     }
 
-    /// The answer must be an error of `kind`.
-    fn expect_err<T: fmt::Debug>(
-        &self,
-        result: Result<T>,
-        kind: ErrorKind,
-    ) -> std::result::Result<(), TestCaseError> {
-        match result {
-            Err(e) if e.kind() == kind => Ok(()),
-            other => Err(self.fail(format!("expected a {kind} error, got {other:?}"))),
-        }
-    }
-
     fn compare(&self, db: &dyn Dbm, model: &Model, when: &str) -> std::result::Result<(), TestCaseError> {
-        h::compare(db, model).map_err(|e| self.fail(format!("{when}: {e}")))?;
+        read::compare(db, model).map_err(|e| self.fail(format!("{when}: {e}")))?;
         if !db.is_healthy() {
             return Err(self.fail(format!("{when}: the database says it is not healthy")));
         }
         Ok(())
     }
-}
-
-fn b(s: &str) -> &[u8] {
-    s.as_bytes()
-}
-
-fn model_set(model: &mut Model, key: &str, value: Vec<u8>) {
-    model.insert(key.as_bytes().to_vec(), value);
 }
 
 /// Runs `ops` on a fresh database at `path` and on a model, checking each step.
@@ -287,276 +164,17 @@ fn check_sequence(
     let open = |o: &HashOptions, writable: bool| HashDbm::open(path, writable, o);
     let mut db = open(&options, true)
         .map_err(|e| TestCaseError::fail(format!("[{name}] {tuning:?}: create {}: {e}", path.display())))?;
-    let mut model = Model::new();
+    let mut model = Model::new(Caps::unordered(Storage::File));
     for (step, op) in ops.iter().enumerate() {
         let ctx = Ctx { spec: name, tuning, step, steps: ops.len(), op };
         match op {
-            Op::Set(k, v, overwrite) => {
-                let result = db.set(b(k), &v.bytes(), *overwrite);
-                if model.contains_key(b(k)) && !overwrite {
-                    ctx.expect_err(result, ErrorKind::Duplication)?;
-                } else {
-                    ctx.ok(result, "set")?;
-                    model_set(&mut model, k, v.bytes());
-                }
-            }
-            Op::Get(k) => {
-                let got = ctx.ok(db.get(b(k)), "get")?;
-                if got.as_ref() != model.get(b(k)) {
-                    return Err(ctx.fail(format!(
-                        "got {}, expected {}",
-                        show_opt(got.as_deref()),
-                        show_opt(model.get(b(k)).map(Vec::as_slice))
-                    )));
-                }
-                let contains = ctx.ok(db.contains(b(k)), "contains")?;
-                if contains != model.contains_key(b(k)) {
-                    return Err(ctx.fail(format!("contains answered {contains}")));
-                }
-            }
-            Op::Remove(k) => {
-                let existed = ctx.ok(db.remove(b(k)), "remove")?;
-                if existed != model.remove(b(k)).is_some() {
-                    return Err(ctx.fail(format!("remove answered existed = {existed}")));
-                }
-            }
-            Op::Append(k, v, delim) => {
-                ctx.ok(db.append(b(k), &v.bytes(), b(delim)), "append")?;
-                let value = match model.get(b(k)) {
-                    Some(old) => [old.as_slice(), b(delim), &v.bytes()].concat(),
-                    None => v.bytes(),
-                };
-                model_set(&mut model, k, value);
-            }
-            Op::CompareExchange(k, e, d) => {
-                let current = model.get(b(k)).cloned();
-                let expected = match e {
-                    Expect::Current => current.clone(),
-                    Expect::Absent => None,
-                    Expect::Value(v) => Some(v.bytes()),
-                };
-                let desired = d.map(Val::bytes);
-                let done = ctx.ok(
-                    db.compare_exchange(b(k), expected.as_deref(), desired.as_deref()),
-                    "compare_exchange",
-                )?;
-                let should = expected == current;
-                if done != should {
-                    return Err(
-                        ctx.fail(format!("answered {done}, current {}", show_opt(current.as_deref())))
-                    );
-                }
-                if should {
-                    match desired {
-                        Some(v) => model_set(&mut model, k, v),
-                        None => {
-                            model.remove(b(k));
-                        }
-                    }
-                }
-            }
-            Op::CompareExchangeMulti(expected, desired) => {
-                let expected: Vec<(&[u8], Option<Vec<u8>>)> = expected
-                    .iter()
-                    .map(|(k, e)| {
-                        let v = match e {
-                            Expect::Current => model.get(b(k)).cloned(),
-                            Expect::Absent => None,
-                            Expect::Value(v) => Some(v.bytes()),
-                        };
-                        (b(k), v)
-                    })
-                    .collect();
-                let desired: Vec<(&[u8], Option<Vec<u8>>)> =
-                    desired.iter().map(|(k, d)| (b(k), d.map(Val::bytes))).collect();
-                let exp_refs: Vec<(&[u8], Option<&[u8]>)> =
-                    expected.iter().map(|(k, v)| (*k, v.as_deref())).collect();
-                let des_refs: Vec<(&[u8], Option<&[u8]>)> =
-                    desired.iter().map(|(k, v)| (*k, v.as_deref())).collect();
-                let done =
-                    ctx.ok(db.compare_exchange_multi(&exp_refs, &des_refs), "compare_exchange_multi")?;
-                let should = expected.iter().all(|(k, v)| model.get(*k) == v.as_ref());
-                if done != should {
-                    return Err(ctx.fail(format!("answered {done}")));
-                }
-                if should {
-                    for (k, v) in desired {
-                        match v {
-                            Some(v) => model.insert(k.to_vec(), v),
-                            None => model.remove(k),
-                        };
-                    }
-                }
-            }
-            Op::Increment(k, delta, initial) => {
-                let result = db.increment(b(k), *delta, *initial);
-                let current = match model.get(b(k)) {
-                    None => Some(*initial),
-                    Some(v) => <[u8; 8]>::try_from(v.as_slice()).ok().map(i64::from_be_bytes),
-                };
-                match current {
-                    None => ctx.expect_err(result, ErrorKind::InvalidArgument)?,
-                    Some(current) => {
-                        let got = ctx.ok(result, "increment")?;
-                        let want = if *delta == INCREMENT_UNCHANGED {
-                            current
-                        } else {
-                            current.wrapping_add(*delta)
-                        };
-                        if got != want {
-                            return Err(ctx.fail(format!("answered {got}, expected {want}")));
-                        }
-                        if *delta != INCREMENT_UNCHANGED {
-                            model_set(&mut model, k, want.to_be_bytes().to_vec());
-                        }
-                    }
-                }
-            }
-            Op::SetMulti(pairs, overwrite) => {
-                let values: Vec<Vec<u8>> = pairs.iter().map(|(_, v)| v.bytes()).collect();
-                let refs: Vec<(&[u8], &[u8])> =
-                    pairs.iter().zip(&values).map(|((k, _), v)| (b(k), v.as_slice())).collect();
-                let result = db.set_multi(&refs, *overwrite);
-                if !overwrite && pairs.iter().any(|(k, _)| model.contains_key(b(k))) {
-                    ctx.expect_err(result, ErrorKind::Duplication)?;
-                } else {
-                    ctx.ok(result, "set_multi")?;
-                    for ((k, _), v) in pairs.iter().zip(values) {
-                        model_set(&mut model, k, v);
-                    }
-                }
-            }
-            Op::GetMulti(keys) => {
-                let refs: Vec<&[u8]> = keys.iter().map(|k| b(k)).collect();
-                let got = ctx.ok(db.get_multi(&refs), "get_multi")?;
-                let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(b(k)).cloned()).collect();
-                if got != want {
-                    return Err(ctx.fail("the values differ from the model's"));
-                }
-            }
-            Op::RemoveMulti(keys) => {
-                let refs: Vec<&[u8]> = keys.iter().map(|k| b(k)).collect();
-                let removed = ctx.ok(db.remove_multi(&refs), "remove_multi")?;
-                let want = keys.iter().filter(|k| model.remove(b(k)).is_some()).count();
-                if removed != want {
-                    return Err(ctx.fail(format!("answered {removed} removed, expected {want}")));
-                }
-            }
-            Op::Rekey { old, new, overwrite, copying } => {
-                let result = db.rekey(b(old), b(new), *overwrite, *copying);
-                match model.get(b(old)).cloned() {
-                    None => ctx.expect_err(result, ErrorKind::NotFound)?,
-                    Some(_) if model.contains_key(b(new)) && !overwrite && old != new => {
-                        ctx.expect_err(result, ErrorKind::Duplication)?
-                    }
-                    Some(value) => {
-                        ctx.ok(result, "rekey")?;
-                        if !copying {
-                            model.remove(b(old));
-                        }
-                        model_set(&mut model, new, value);
-                    }
-                }
-            }
-            Op::Walk => {
-                let walked = h::records(&db).map_err(|e| ctx.fail(e))?;
-                if walked != model {
-                    return Err(ctx.fail("the walk's records differ from the model's"));
-                }
-            }
-            Op::WalkAndUpdate(seed) => {
-                let mut visited = Model::new();
-                let mut replaced = Vec::new();
-                ctx.ok(
-                    db.process_each(true, &mut |key, value| {
-                        visited.insert(key.to_vec(), value.to_vec());
-                        match decide(*seed, key) {
-                            (0, _) => Action::Keep,
-                            (1, _) => Action::Remove,
-                            (_, v) => {
-                                replaced.push(v);
-                                Action::Set(Cow::Owned(v.bytes()))
-                            }
-                        }
-                    }),
-                    "writable process_each",
-                )?;
-                if visited != model {
-                    return Err(ctx.fail("the writable walk was shown records other than the model's"));
-                }
-                for key in visited.keys() {
-                    match decide(*seed, key) {
-                        (0, _) => {}
-                        (1, _) => {
-                            model.remove(key);
-                        }
-                        (_, v) => {
-                            model.insert(key.clone(), v.bytes());
-                        }
-                    }
-                }
-                ctx.compare(&db, &model, "after the writable walk")?;
-            }
-            Op::CursorWalk(seed) => {
-                let before = model.clone();
-                let mut visited = Vec::new();
+            Op::Common(op) => {
+                ops::step(&db, &mut model, op).map_err(|e| ctx.fail(e))?;
+                // The whole content after the steps that touch most of it.
+                if matches!(op, ops::Op::EachWrite(_) | ops::Op::Walk(_) | ops::Op::Clear | ops::Op::Rebuild)
                 {
-                    let mut cursor = ctx.ok(db.iter(), "iter")?;
-                    ctx.ok(cursor.first(), "cursor first")?;
-                    while let Some((key, value)) = ctx.ok(cursor.get(), "cursor get")? {
-                        if visited.contains(&key) {
-                            return Err(ctx.fail(format!("the cursor visited {} twice", show(&key))));
-                        }
-                        if model.get(&key) != Some(&value) {
-                            return Err(ctx.fail(format!(
-                                "the cursor shows {} = {}, the model has {}",
-                                show(&key),
-                                show(&value),
-                                show_opt(model.get(&key).map(Vec::as_slice))
-                            )));
-                        }
-                        match decide(*seed, &key) {
-                            (0, _) => ctx.ok(cursor.next(), "cursor next")?,
-                            (1, _) => {
-                                ctx.ok(cursor.remove(), "cursor remove")?;
-                                model.remove(&key);
-                            }
-                            (_, v) => {
-                                ctx.ok(cursor.set(&v.bytes()), "cursor set")?;
-                                model.insert(key.clone(), v.bytes());
-                                ctx.ok(cursor.next(), "cursor next")?;
-                            }
-                        }
-                        visited.push(key);
-                        if visited.len() > before.len() {
-                            return Err(ctx.fail("the cursor visited more records than there are"));
-                        }
-                    }
+                    ctx.compare(&db, &model, "after the step")?;
                 }
-                visited.sort();
-                if !visited.iter().eq(before.keys()) {
-                    return Err(ctx.fail(format!(
-                        "the cursor visited {} of {} keys, or others",
-                        visited.len(),
-                        before.len()
-                    )));
-                }
-                ctx.compare(&db, &model, "after the cursor walk")?;
-            }
-            Op::Count => {
-                let count = ctx.ok(db.count(), "count")?;
-                if count != model.len() as u64 {
-                    return Err(ctx.fail(format!("count {count}, expected {}", model.len())));
-                }
-            }
-            Op::Clear => {
-                ctx.ok(db.clear(), "clear")?;
-                model.clear();
-                ctx.compare(&db, &model, "after clear")?;
-            }
-            Op::Rebuild => {
-                ctx.ok(db.rebuild(), "rebuild")?;
-                ctx.compare(&db, &model, "after rebuild")?;
             }
             Op::RebuildWith(params) => {
                 ctx.ok(db.rebuild_with(params), "rebuild with new tuning")?;
@@ -606,7 +224,6 @@ fn check_sequence(
                 let _ = std::fs::remove_file(&copy);
                 ctx.compare(&db, &model, "after copying the file")?;
             }
-            Op::Synchronize(hard) => ctx.ok(db.synchronize(*hard), "synchronize")?,
             Op::Reopen { peek, other_tuning } => {
                 ctx.ok(db.close(), "close")?;
                 let mut o = options.clone();
@@ -642,7 +259,7 @@ fn check_sequence(
             return Err(ctx.fail("the database says it is not healthy"));
         }
     }
-    let end = Ctx { spec: name, tuning, step: ops.len(), steps: ops.len(), op: &Op::Count };
+    let end = Ctx { spec: name, tuning, step: ops.len(), steps: ops.len(), op: &Op::Common(ops::Op::Count) };
     end.compare(&db, &model, "at the end")?;
     end.ok(db.close(), "close at the end")?;
     let reader = end.ok(HashDbm::open(path, false, &options), "open read-only at the end")?;
@@ -743,12 +360,13 @@ fn tuned(update_mode: UpdateMode, align_pow: u8, offset_width: u8, num_buckets: 
     Tuning { update_mode, cache_buckets: false, record_crc: false, align_pow, offset_width, num_buckets }
 }
 
-fn v(len: u16) -> Val {
-    Val { len, seed: 0 }
+fn set(key: &str, len: u16) -> Op {
+    let value = Bytes(ops::pattern(len, 0));
+    Op::Common(ops::Op::Set(Bytes(key.as_bytes().to_vec()), value, true))
 }
 
-fn s(key: &str) -> String {
-    key.to_string()
+fn remove(key: &str) -> Op {
+    Op::Common(ops::Op::Remove(Bytes(key.as_bytes().to_vec())))
 }
 
 /// Relinking a record in the middle of a chain keeps the chain readable when
@@ -756,7 +374,8 @@ fn s(key: &str) -> String {
 /// off the records before it.
 #[test]
 fn relinking_keeps_chains_of_aligned_records() {
-    let ops = [Op::SetMulti(vec![(s("c"), v(0)), (s(""), v(0))], false), Op::Set(s("c"), v(0), true)];
+    let pair = |key: &str| (Bytes(key.as_bytes().to_vec()), Bytes(Vec::new()));
+    let ops = [Op::Common(ops::Op::SetMulti(vec![pair("c"), pair("")], false)), set("c", 0)];
     replay("mmap-atom", tuned(UpdateMode::Appending, 1, 3, 1), &ops);
 }
 
@@ -764,13 +383,7 @@ fn relinking_keeps_chains_of_aligned_records() {
 /// freed earlier in the same epoch, below an older version of the key.
 #[test]
 fn a_synchronized_value_in_reused_space_survives_a_crash() {
-    let ops = [
-        Op::Set(s("b"), v(100), true),
-        Op::Set(s("a"), v(10), true),
-        Op::Remove(s("b")),
-        Op::Set(s("a"), v(100), true),
-        Op::Crash,
-    ];
+    let ops = [set("b", 100), set("a", 10), remove("b"), set("a", 100), Op::Crash];
     replay("mmap-para", tuned(UpdateMode::InPlace, 3, 5, 1), &ops);
 }
 
@@ -778,13 +391,7 @@ fn a_synchronized_value_in_reused_space_survives_a_crash() {
 /// the removed record's space in the same epoch: the key does not come back.
 #[test]
 fn a_synchronized_removal_survives_a_crash_after_its_space_is_reused() {
-    let ops = [
-        Op::Set(s("a"), v(2), true),
-        Op::Set(s("a"), v(10), true),
-        Op::Remove(s("a")),
-        Op::Set(s("b"), v(8), true),
-        Op::Crash,
-    ];
+    let ops = [set("a", 2), set("a", 10), remove("a"), set("b", 8), Op::Crash];
     replay("mmap-para", tuned(UpdateMode::InPlace, 0, 3, 1), &ops);
 }
 
@@ -793,7 +400,7 @@ fn a_synchronized_removal_survives_a_crash_after_its_space_is_reused() {
 /// the record's header must give its full size, or the scan loses its step.
 #[test]
 fn a_record_padded_by_128_bytes_does_not_hide_later_ones_from_a_restore() {
-    let ops = [Op::Set(s("a"), v(365), true), Op::Set(s("b"), v(1), true), Op::Crash];
+    let ops = [set("a", 365), set("b", 1), Op::Crash];
     replay("mmap-para", tuned(UpdateMode::Appending, 8, 5, 7), &ops);
 }
 
@@ -803,11 +410,11 @@ fn a_record_padded_by_128_bytes_does_not_hide_later_ones_from_a_restore() {
 #[test]
 fn a_synchronized_removal_survives_a_crash_with_an_older_epoch_version_on_disk() {
     let ops = [
-        Op::Set(s("a"), v(10), true),
-        Op::Synchronize(true),
-        Op::Set(s("a"), v(100), true),
-        Op::Remove(s("a")),
-        Op::Set(s("b"), v(99), true),
+        set("a", 10),
+        Op::Common(ops::Op::Synchronize(true)),
+        set("a", 100),
+        remove("a"),
+        set("b", 99),
         Op::Crash,
     ];
     replay("mmap-para", tuned(UpdateMode::InPlace, 0, 5, 1), &ops);

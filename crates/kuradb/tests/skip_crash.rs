@@ -9,20 +9,21 @@
 //!
 //! The SIGKILL writer is this test binary run again for the ignored test
 //! [`skip_crash_writer`]: it applies numbered batches (each determined by
-//! the seed and its number) and prints "synced N" on stdout only after
-//! `synchronize` for batch N returned. Batches are large and `sort_mem_size`
-//! small, so that a writer spends its time spilling and building.
+//! the seed and its number) and reports each after `synchronize` returned;
+//! the shared loop of `common::crash` kills it. Batches are large and
+//! `sort_mem_size` small, so that a writer spends its time spilling and
+//! building.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use common::child::{last_synced, ChildTest, Killed};
+use common::child::last_synced;
+use common::crash::{self, Crash, Stats};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::Dbm;
 use kuradb::file::{FaultControl, FaultFile, FaultKind, FileSpec, FileWrapper};
@@ -85,10 +86,6 @@ fn leftovers(dir: &Path) -> Vec<String> {
 
 // ---------------------------------------------------------------- SIGKILL
 
-const ENV_PATH: &str = "KURADB_SKIP_CRASH_PATH";
-const ENV_CONFIG: &str = "KURADB_SKIP_CRASH_CONFIG";
-const ENV_FIRST: &str = "KURADB_SKIP_CRASH_FIRST_BATCH";
-const ENV_SEED: &str = "KURADB_SKIP_CRASH_SEED";
 /// Set to replay a run.
 const ENV_REPLAY: &str = "KURADB_SKIP_CRASH_REPLAY";
 const KILLS: usize = 10;
@@ -143,32 +140,6 @@ fn apply(model: &mut Model, steps: &[Step], reducer: &Reducer) {
     reduce(model, reducer);
 }
 
-/// Not a test by itself: the writer process of the SIGKILL tests.
-#[test]
-#[ignore = "the child process of the skip crash tests"]
-fn skip_crash_writer() {
-    let Ok(path) = std::env::var(ENV_PATH) else { return };
-    let number = |name: &str| -> u64 { std::env::var(name).expect("set").parse().expect("a number") };
-    let (_, options, hard) = config(number(ENV_CONFIG) as usize);
-    let seed = number(ENV_SEED);
-    let db = SkipDbm::open(&path, true, &options).expect("the writer opens the database");
-    let mut out = std::io::stdout().lock();
-    for batch in number(ENV_FIRST).. {
-        let start = Instant::now();
-        for (key, value) in plan(seed, batch) {
-            match value {
-                Some(v) => db.set(&key, &v, true).expect("set"),
-                None => drop(db.remove(&key).expect("remove")),
-            }
-        }
-        let queued = start.elapsed();
-        db.synchronize(hard).expect("synchronize");
-        writeln!(out, "synced {batch}").expect("report");
-        out.flush().expect("flush");
-        eprintln!("batch {batch}: queued in {queued:?}, built in {:?}", start.elapsed() - queued);
-    }
-}
-
 /// A child's first report shares the line its test harness began; a later
 /// one has a line of its own.
 #[test]
@@ -179,121 +150,164 @@ fn reports_are_read_wherever_they_are() {
     assert_eq!(last_synced("\nrunning 1 test\ntest skip_crash_writer ... "), None);
 }
 
-fn kill_and_check(index: usize) {
-    let (name, options, _) = config(index);
-    let reducer = options.reducer.clone();
-    let seed: u64 = std::env::var(ENV_REPLAY).ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
-    let what = format!("[{name}] (seed {seed}; {ENV_REPLAY}={seed} replays it)");
-    eprintln!("{what}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("crash.skip");
-    SkipDbm::open(&path, true, &options).expect("create").close().expect("close");
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut base = Model::new();
-    let mut first = 0u64;
-    let (mut reported, mut unreported, mut with_leftovers) = (0, 0, 0);
-    for kill in 0..KILLS {
-        let what = format!("{what} kill {kill}");
-        let writer = ChildTest::start(
-            "skip_crash_writer",
-            [
-                (ENV_PATH, path.as_os_str().to_owned()),
-                (ENV_CONFIG, index.to_string().into()),
-                (ENV_FIRST, first.to_string().into()),
-                (ENV_SEED, seed.to_string().into()),
-            ],
-        );
-        std::thread::sleep(Duration::from_millis(rng.gen_range(20..=400)));
-        let Killed { running, stdout, stderr } = writer.kill();
-        assert!(running, "{what}: the writer stopped before it was killed:\n{stdout}{stderr}");
-        let synced = last_synced(&stdout);
-        let mut last = base.clone();
-        for batch in first..synced.map_or(first, |s| s + 1) {
-            apply(&mut last, &plan(seed, batch), &reducer);
-        }
-        let open_batch = synced.map_or(first, |s| s + 1);
-        let mut next = last.clone();
-        apply(&mut next, &plan(seed, open_batch), &reducer);
-        let (last_records, next_records) = (flat(&last), flat(&next));
+/// A configuration of the database under test.
+struct SkipCrash {
+    name: &'static str,
+    options: SkipOptions,
+    hard: bool,
+}
 
-        // A reader sees the file as the crash left it, temporary files and all.
-        let left = leftovers(dir.path());
-        with_leftovers += usize::from(!left.is_empty());
-        let reader = SkipDbm::open(&path, false, &options)
-            .unwrap_or_else(|e| panic!("{what}: a reader's open after the kill (left {left:?}): {e}"));
-        let found = records(&reader).unwrap_or_else(|e| panic!("{what}: a reader's walk: {e}"));
-        drop(reader);
-        let state = if found == last_records {
-            reported += 1;
-            last
-        } else if found == next_records {
-            unreported += 1;
-            next
-        } else {
-            // Which later batch the file holds, if any, tells a lost report
-            // from a torn build.
-            let mut later = next.clone();
-            let mut matches = None;
-            for batch in open_batch + 1..open_batch + 5 {
-                apply(&mut later, &plan(seed, batch), &reducer);
-                if flat(&later) == found {
-                    matches = Some(batch);
-                    break;
-                }
-            }
-            panic!(
-                "{what}: after batch {synced:?} was reported the database is neither that state ({}) nor \
-                 the next batch's ({}); it is the state after batch {matches:?}; the writer's output:\n\
-                 {stdout}{stderr}",
-                difference(&found, &last_records),
-                difference(&found, &next_records)
-            );
-        };
+impl Crash for SkipCrash {
+    type Db = SkipDbm;
+    type State = Model;
 
-        let db =
-            SkipDbm::open(&path, true, &options).unwrap_or_else(|e| panic!("{what}: the writer's open: {e}"));
-        let still = leftovers(dir.path());
-        assert!(still.is_empty(), "{what}: the writer's open left {still:?} (there were {left:?})");
-        let found = records(&db).unwrap_or_else(|e| panic!("{what}: the writer's walk: {e}"));
-        assert!(found == flat(&state), "{what}: the writer sees another state than the reader did");
-        let mut now = state;
-        let marker = format!("marker{kill}").into_bytes();
-        db.set(&marker, b"still working", true).unwrap_or_else(|e| panic!("{what}: set after the kill: {e}"));
-        db.remove(b"key00000").unwrap_or_else(|e| panic!("{what}: remove after the kill: {e}"));
-        now.insert(marker.clone(), vec![b"still working".to_vec()]);
-        now.remove(&b"key00000"[..]);
-        db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
-        let db = SkipDbm::open(&path, false, &options).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
-        let found = records(&db).unwrap_or_else(|e| panic!("{what}: walk after reopening: {e}"));
-        assert!(found == flat(&now), "{what}: after the writes: {}", difference(&found, &flat(&now)));
-        assert_eq!(db.get(&marker).expect("get").as_deref(), Some(&b"still working"[..]), "{what}");
-        drop(db);
-        base = now;
-        first = open_batch + 1;
+    const WRITER: &'static str = "skip_crash_writer";
+    const REPLAY: &'static str = ENV_REPLAY;
+    const FILE: &'static str = "crash.skip";
+    const KILLS: usize = KILLS;
+    const DELAY_MS: RangeInclusive<u64> = 20..=400;
+
+    fn config(index: usize) -> SkipCrash {
+        let (name, options, hard) = config(index);
+        SkipCrash { name, options, hard }
     }
-    eprintln!(
-        "{what}: {reported} kills left the reported state, {unreported} the next batch's; {with_leftovers} \
-         left temporary files"
-    );
-    assert!(first >= KILLS as u64 + 2, "{what}: the writers synchronized too few batches to test anything");
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, path: &Path, writable: bool) -> kuradb::Result<SkipDbm> {
+        SkipDbm::open(path, writable, &self.options)
+    }
+
+    fn reopen(&self, path: &Path) -> kuradb::Result<SkipDbm> {
+        SkipDbm::open(path, false, &self.options)
+    }
+
+    fn write(&self, db: &SkipDbm, seed: u64, batch: u64) {
+        for (key, value) in plan(seed, batch) {
+            match value {
+                Some(v) => db.set(&key, &v, true).expect("set"),
+                None => drop(db.remove(&key).expect("remove")),
+            }
+        }
+    }
+
+    fn synchronize(&self, db: &SkipDbm) {
+        db.synchronize(self.hard).expect("synchronize");
+    }
+
+    fn empty(&self) -> Model {
+        Model::new()
+    }
+
+    fn apply(&self, state: &mut Model, seed: u64, batch: u64) {
+        apply(state, &plan(seed, batch), &self.options.reducer);
+    }
+
+    fn read(&self, db: &SkipDbm) -> Result<Model, String> {
+        let mut model = Model::new();
+        for (k, v) in records(db).map_err(|e| format!("a walk: {e}"))? {
+            model.entry(k).or_default().push(v);
+        }
+        Ok(model)
+    }
+
+    fn difference(&self, found: &Model, expected: &Model) -> String {
+        difference(&flat(found), &flat(expected))
+    }
+
+    /// The state of the last reported synchronization, or of the one in progress.
+    fn judge(&self, found: &Model, last: &Model, seed: u64, open_batch: u64) -> Result<String, String> {
+        let reducer = &self.options.reducer;
+        let mut next = last.clone();
+        apply(&mut next, &plan(seed, open_batch), reducer);
+        if found == last {
+            return Ok("the reported state".to_string());
+        }
+        if *found == next {
+            return Ok("the next batch's state".to_string());
+        }
+        // Which later batch the file holds, if any, tells a lost report
+        // from a torn build.
+        let mut later = next.clone();
+        let mut matches = None;
+        for batch in open_batch + 1..open_batch + 5 {
+            apply(&mut later, &plan(seed, batch), reducer);
+            if later == *found {
+                matches = Some(batch);
+                break;
+            }
+        }
+        Err(format!(
+            "the database is neither that state ({}) nor the next batch's ({}); it is the state after batch \
+             {matches:?}",
+            self.difference(found, last),
+            self.difference(found, &next)
+        ))
+    }
+
+    /// The writes show only once the close builds the file.
+    fn write_after(&self, db: &SkipDbm, mut state: Model, kill: usize) -> Result<Model, String> {
+        let marker = format!("marker{kill}").into_bytes();
+        db.set(&marker, b"still working", true).map_err(|e| format!("set after the kill: {e}"))?;
+        db.remove(b"key00000").map_err(|e| format!("remove after the kill: {e}"))?;
+        state.insert(marker, vec![b"still working".to_vec()]);
+        state.remove(&b"key00000"[..]);
+        Ok(state)
+    }
+
+    /// Every record by a walk, and each marker by a lookup.
+    fn compare(&self, db: &SkipDbm, state: &Model) -> Result<(), String> {
+        let found = records(db).map_err(|e| format!("a walk: {e}"))?;
+        if found != flat(state) {
+            return Err(format!("after the writes: {}", difference(&found, &flat(state))));
+        }
+        for (key, values) in state.range(b"marker".to_vec()..b"markes".to_vec()) {
+            let got = db.get(key).map_err(|e| format!("get: {e}"))?;
+            if got.as_ref() != values.first() {
+                return Err(format!("get {} answers {got:?}", String::from_utf8_lossy(key)));
+            }
+        }
+        Ok(())
+    }
+
+    fn leftovers(&self, dir: &Path) -> Vec<String> {
+        leftovers(dir)
+    }
+
+    fn enough(&self, stats: &Stats) -> Result<(), String> {
+        if stats.next_batch < KILLS as u64 + 2 {
+            return Err("the writers synchronized too few batches to test anything".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// Not a test by itself: the writer process of the SIGKILL tests (see
+/// `common::crash::writer`).
+#[test]
+#[ignore = "the child process of the skip crash tests"]
+fn skip_crash_writer() {
+    crash::writer::<SkipCrash>();
 }
 
 /// Killed writers on memory-mapped files, every record of a key kept.
 #[test]
 fn killed_writer_on_mmap() {
-    kill_and_check(0);
+    crash::kill_and_check::<SkipCrash>(0);
 }
 
 /// Killed writers on positional files, the last record of a key kept.
 #[test]
 fn killed_writer_on_positional_files() {
-    kill_and_check(1);
+    crash::kill_and_check::<SkipCrash>(1);
 }
 
 /// Killed writers that synchronize hard.
 #[test]
 fn killed_writer_synchronizing_hard() {
-    kill_and_check(2);
+    crash::kill_and_check::<SkipCrash>(2);
 }
 
 // ---------------------------------------------------------------- power cut

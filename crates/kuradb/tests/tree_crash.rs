@@ -5,8 +5,8 @@
 //!
 //! The SIGKILL writer is this test binary run again for the ignored test
 //! [`tree_crash_writer`]: it applies numbered batches (each step determined
-//! by the seed, the batch and its position) and prints "synced N" on stdout
-//! only after `synchronize(true)` for batch N returned. The parent kills it
+//! by the seed, the batch and its position) and reports each after
+//! `synchronize(true)` returned. The shared loop of `common::crash` kills it
 //! after a random 5 to 150 ms; the restored tree must then be the state
 //! after the last reported batch, or after the next one (synchronized but
 //! not yet reported), or the state at a clear or rebuild inside that next
@@ -14,11 +14,10 @@
 
 mod common;
 
-use std::io::Write;
+use std::ops::RangeInclusive;
 use std::path::Path;
-use std::time::Duration;
 
-use common::child::{last_synced, ChildTest, Killed};
+use common::crash::{self, Crash, Stats};
 use common::hash::{self as h, show, Model};
 use common::power_cut::{self as cut, Controls};
 use common::tree as t;
@@ -141,10 +140,6 @@ fn a_power_cut_keeps_exactly_the_synchronized_tree() {
 
 // ---------------------------------------------------------------- SIGKILL
 
-const ENV_PATH: &str = "KURADB_TREE_CRASH_PATH";
-const ENV_CONFIG: &str = "KURADB_TREE_CRASH_CONFIG";
-const ENV_FIRST: &str = "KURADB_TREE_CRASH_FIRST_BATCH";
-const ENV_SEED: &str = "KURADB_TREE_CRASH_SEED";
 /// Set to reproduce a run.
 const ENV_REPLAY: &str = "KURADB_TREE_CRASH_REPLAY";
 const KILLS: usize = 12;
@@ -219,17 +214,40 @@ fn apply(model: &mut Model, step: &Step) {
     }
 }
 
-/// Not a test by itself: the writer process of the SIGKILL test.
-#[test]
-#[ignore = "the child process of the tree crash tests"]
-fn tree_crash_writer() {
-    let Ok(path) = std::env::var(ENV_PATH) else { return };
-    let number = |name: &str| -> u64 { std::env::var(name).expect("set").parse().expect("a number") };
-    let (_, options) = config(number(ENV_CONFIG) as usize);
-    let seed = number(ENV_SEED);
-    let db = TreeDbm::open(&path, true, &options).expect("the writer opens the tree");
-    let mut out = std::io::stdout().lock();
-    for batch in number(ENV_FIRST).. {
+/// A configuration of the tree under test.
+struct TreeCrash {
+    name: &'static str,
+    options: TreeOptions,
+}
+
+impl Crash for TreeCrash {
+    type Db = TreeDbm;
+    type State = Model;
+
+    const WRITER: &'static str = "tree_crash_writer";
+    const REPLAY: &'static str = ENV_REPLAY;
+    const FILE: &'static str = "crash.kt";
+    const KILLS: usize = KILLS;
+    const DELAY_MS: RangeInclusive<u64> = 5..=150;
+
+    fn config(index: usize) -> TreeCrash {
+        let (name, options) = config(index);
+        TreeCrash { name, options }
+    }
+
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn open(&self, path: &Path, writable: bool) -> kuradb::Result<TreeDbm> {
+        TreeDbm::open(path, writable, &self.options)
+    }
+
+    fn reopen(&self, path: &Path) -> kuradb::Result<TreeDbm> {
+        TreeDbm::open(path, false, &self.options)
+    }
+
+    fn write(&self, db: &TreeDbm, seed: u64, batch: u64) {
         for step in plan(seed, batch) {
             match step {
                 Step::Set(k, v) => db.set(&k, &v, true).expect("set"),
@@ -238,121 +256,94 @@ fn tree_crash_writer() {
                 Step::Clear => db.clear().expect("clear"),
             }
         }
-        db.synchronize(true).expect("synchronize");
-        out.write_all(format!("synced {batch}\n").as_bytes()).expect("report");
-        out.flush().expect("flush");
     }
-}
 
-/// Starts a writer process on `path`.
-fn start_writer(path: &Path, config: usize, first: u64, seed: u64) -> ChildTest {
-    ChildTest::start(
-        "tree_crash_writer",
-        [
-            (ENV_PATH, path.as_os_str().to_owned()),
-            (ENV_CONFIG, config.to_string().into()),
-            (ENV_FIRST, first.to_string().into()),
-            (ENV_SEED, seed.to_string().into()),
-        ],
-    )
-}
+    fn synchronize(&self, db: &TreeDbm) {
+        db.synchronize(true).expect("synchronize");
+    }
 
-fn kill_and_check(index: usize) {
-    let (name, options) = config(index);
-    let cmp = options.comparator;
-    let seed: u64 = std::env::var(ENV_REPLAY).ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
-    let what = format!("[{name}] (seed {seed}; {ENV_REPLAY}={seed} replays it)");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("crash.kt");
-    TreeDbm::open(&path, true, &options).expect("create").close().expect("close");
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut base = Model::new();
-    let mut first = 0u64;
-    let mut with_syncs = 0;
-    for kill in 0..KILLS {
-        let what = format!("{what} kill {kill}");
-        let writer = start_writer(&path, index, first, seed);
-        std::thread::sleep(Duration::from_millis(rng.gen_range(5..=150)));
-        let Killed { running, stdout, stderr } = writer.kill();
-        let output = format!("{stdout}{stderr}");
-        assert!(running, "{what}: the writer stopped before it was killed:\n{output}");
-        let synced = last_synced(&output);
-        let mut expected = base.clone();
-        for batch in first..synced.map_or(first, |s| s + 1) {
-            for step in plan(seed, batch) {
-                apply(&mut expected, &step);
-            }
+    fn empty(&self) -> Model {
+        Model::new()
+    }
+
+    fn apply(&self, state: &mut Model, seed: u64, batch: u64) {
+        for step in plan(seed, batch) {
+            apply(state, &step);
         }
-        // The states the restore may give: the last reported one, one at a
-        // clear or rebuild in the next batch, or the whole next batch.
-        let open_batch = synced.map_or(first, |s| s + 1);
-        let mut allowed = vec![("the last reported batch".to_string(), expected.clone())];
-        let mut during = expected.clone();
+    }
+
+    /// Every way of reading the tree agrees, in order.
+    fn read(&self, db: &TreeDbm) -> Result<Model, String> {
+        Ok(t::self_consistent(db, self.options.comparator)?.into_iter().collect())
+    }
+
+    fn difference(&self, found: &Model, expected: &Model) -> String {
+        h::difference(found, expected).unwrap_or_default()
+    }
+
+    /// The states the restore may give: the last reported one, one at a
+    /// clear or rebuild in the next batch, or the whole next batch.
+    fn judge(&self, found: &Model, last: &Model, seed: u64, open_batch: u64) -> Result<String, String> {
+        let mut allowed = vec![("the last reported batch".to_string(), last.clone())];
+        let mut during = last.clone();
         for (i, step) in plan(seed, open_batch).iter().enumerate() {
             apply(&mut during, step);
             if matches!(step, Step::Clear | Step::Rebuild) {
                 allowed.push((format!("{step:?} at step {i} of batch {open_batch}"), during.clone()));
             }
         }
-        allowed.push((format!("batch {open_batch} synchronized, unreported"), during.clone()));
-        let viewed = h::crash_view(|| TreeDbm::open(&path, false, &options))
-            .unwrap_or_else(|e| panic!("{what}: read-only after the kill (synced {synced:?}): {e}"));
-        let db = TreeDbm::open(&path, true, &options).unwrap_or_else(|e| {
-            panic!(
-                "{what}: open after the kill (synced {synced:?}; the open batch {open_batch} clears or \
-                 rebuilds at {:?}): {e}",
-                allowed.iter().skip(1).map(|(n, _)| n).collect::<Vec<_>>()
-            )
-        });
-        let found: Model = t::self_consistent(&db, cmp)
-            .unwrap_or_else(|e| panic!("{what}: after the kill: {e}"))
-            .into_iter()
-            .collect();
-        if let Some(diff) = h::difference(&viewed, &found) {
-            panic!("{what}: readers saw the crashed tree otherwise than its restore made it: {diff}");
+        allowed.push((format!("batch {open_batch} synchronized, unreported"), during));
+        if let Some((name, _)) = allowed.iter().find(|(_, m)| m == found) {
+            return Ok(name.clone());
         }
-        let Some(which) = allowed.iter().position(|(_, m)| *m == found) else {
-            let (_, last) = &allowed[0];
-            let differ = found.iter().find(|(k, v)| last.get(*k) != Some(*v)).map(|(k, _)| show(k));
-            let missing = last.keys().find(|k| !found.contains_key(*k)).map(|k| show(k));
-            panic!(
-                "{what}: after batch {synced:?} was reported synchronized the tree holds {} records, none of \
-                 the allowed states ({}); vs the reported state: first differing {differ:?}, first missing \
-                 {missing:?}",
-                found.len(),
-                allowed.iter().map(|(n, m)| format!("{n}: {} records", m.len())).collect::<Vec<_>>().join("; ")
-            );
-        };
-        if synced.is_some() {
-            with_syncs += 1;
-        }
-        let mut now = found;
-        let marker = skey(KEYS + kill);
-        db.set(&marker, b"still working", true)
-            .unwrap_or_else(|e| panic!("{what}: set after the restore: {e}"));
-        now.insert(marker, b"still working".to_vec());
-        t::compare(&db, &now, cmp).unwrap_or_else(|e| panic!("{what}: after the restore: {e}"));
-        db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
-        let db = TreeDbm::open(&path, false, &options).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
-        t::compare(&db, &now, cmp).unwrap_or_else(|e| panic!("{what}: reopened: {e}"));
-        db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
-        let _ = which;
-        base = now;
-        first = open_batch + 1;
+        let differ = found.iter().find(|(k, v)| last.get(*k) != Some(*v)).map(|(k, _)| show(k));
+        let missing = last.keys().find(|k| !found.contains_key(*k)).map(|k| show(k));
+        Err(format!(
+            "the tree holds {} records, none of the allowed states ({}); vs the reported state: first \
+             differing {differ:?}, first missing {missing:?}",
+            found.len(),
+            allowed.iter().map(|(n, m)| format!("{n}: {} records", m.len())).collect::<Vec<_>>().join("; ")
+        ))
     }
-    assert!(with_syncs * 3 >= KILLS, "{what}: only {with_syncs} of {KILLS} writers synchronized a batch");
+
+    fn write_after(&self, db: &TreeDbm, mut state: Model, kill: usize) -> Result<Model, String> {
+        let marker = skey(KEYS + kill);
+        db.set(&marker, b"still working", true).map_err(|e| format!("set after the restore: {e}"))?;
+        state.insert(marker, b"still working".to_vec());
+        t::compare(db, &state, self.options.comparator)?;
+        Ok(state)
+    }
+
+    fn compare(&self, db: &TreeDbm, state: &Model) -> Result<(), String> {
+        t::compare(db, state, self.options.comparator)
+    }
+
+    fn enough(&self, stats: &Stats) -> Result<(), String> {
+        if stats.with_syncs * 3 < stats.kills {
+            return Err(format!("only {} of {} writers synchronized a batch", stats.with_syncs, stats.kills));
+        }
+        Ok(())
+    }
+}
+
+/// Not a test by itself: the writer process of the SIGKILL test (see
+/// `common::crash::writer`).
+#[test]
+#[ignore = "the child process of the tree crash tests"]
+fn tree_crash_writer() {
+    crash::writer::<TreeCrash>();
 }
 
 /// Killed writers on a memory-mapped tree in decimal order lose nothing synchronized.
 #[test]
 fn killed_writer_on_mmap() {
-    kill_and_check(0);
+    crash::kill_and_check::<TreeCrash>(0);
 }
 
 /// Killed writers through atomic block I/O and a tiny page cache lose nothing synchronized.
 #[test]
 fn killed_writer_on_block_io_with_page_cache() {
-    kill_and_check(1);
+    crash::kill_and_check::<TreeCrash>(1);
 }
 
 /// What a process killed between hard synchronizations leaves: the tree

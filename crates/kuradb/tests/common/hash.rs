@@ -162,22 +162,6 @@ pub fn options(file: &FileSpec) -> HashOptions {
     HashOptions { file: file.clone(), num_buckets: 101, ..HashOptions::default() }
 }
 
-/// What readers see of a database left by a crash, opened by `open_reader`
-/// twice: both see the same records, which are answered. The caller checks
-/// that the next writer's restore makes exactly these, so that no open after
-/// a crash shows a state a later open does not reproduce.
-pub fn crash_view<D: Dbm>(open_reader: impl Fn() -> kuradb::Result<D>) -> Result<Model, String> {
-    let first = open_reader().map_err(|e| format!("the first read-only open: {e}"))?;
-    let seen = records(&first)?;
-    let second = open_reader().map_err(|e| format!("a second read-only open beside it: {e}"))?;
-    let again = records(&second)?;
-    drop((first, second));
-    match difference(&seen, &again) {
-        Some(diff) => Err(format!("two readers of the crashed file disagree: {diff}")),
-        None => Ok(seen),
-    }
-}
-
 /// The first key in which `a` and `b` differ, described; `None` if they are equal.
 pub fn difference(a: &Model, b: &Model) -> Option<String> {
     let keys: std::collections::BTreeSet<&Vec<u8>> = a.keys().chain(b.keys()).collect();

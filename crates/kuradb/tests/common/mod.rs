@@ -1,12 +1,15 @@
 //! What the file-layer tests share: the matrix of file specs every behaviour is
 //! checked against, and helpers that name the spec in every failure. The
-//! database tests' helpers are in [`hash`] and [`tree`], the crash tests' in
-//! [`child`] and [`power_cut`].
+//! database tests' helpers are in [`hash`] and [`tree`], the conformance suite
+//! every class passes in [`conformance`], the crash tests' loop and helpers
+//! in [`crash`], [`child`] and [`power_cut`].
 //!
 //! Each test binary uses only part of this module.
 #![allow(dead_code)]
 
 pub mod child;
+pub mod conformance;
+pub mod crash;
 pub mod hash;
 pub mod power_cut;
 pub mod tree;
