@@ -12,10 +12,11 @@ mod common;
 use std::path::Path;
 
 use common::conformance::{self, Bug, Caps, Storage, Subject};
+use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::dbm::poly::Params;
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
@@ -264,25 +265,17 @@ fn std_tree_with_a_flat_file() {
 fn shards(class: &str, more: &str, caps: Caps) -> Subject {
     let params = Params::parse(&format!("num_shards=3,dbm={class}{more}")).expect("parameters");
     let mut caps = Caps { each_in_order: false, ..caps };
-    caps.known_bugs = match (caps.order.is_some(), caps.duplicates) {
-        (_, true) => &[Bug::SetReplaces, Bug::MultiShowsLastSync, Bug::CursorMissesWritesBeside],
-        (true, false) => &[Bug::CursorMissesWritesBeside],
-        (false, false) => &[],
-    };
+    if caps.order.is_some() {
+        caps.known_bugs = &[Bug::CursorMissesWritesBeside];
+    }
     let subject = Subject::new(format!("ShardDbm of {class}"), caps, move |path, writable| {
-        boxed(PolyDbm::open(path, writable, &params))
+        boxed(AnyDbm::open(path, writable, &params))
     });
     // Three files to write and synchronize at every step.
     subject.cases(if caps.storage == Storage::File { 8 } else { 16 })
 }
 
-/// Ignored while a bug it found stands: now and then (about one run in
-/// three, more under load) an open or rebuild of a shard fails with "locked:
-/// … is already open for writing in this process" on a file just created,
-/// which a stale writer's claim in the table of open files (src/file/owner.rs)
-/// holds by its reused inode. Run it with `--ignored`.
 #[test]
-#[ignore = "a stale claim in the table of open files makes it fail now and then"]
 fn shards_of_hash() {
     conformance::check(&shards("hash", ",num_buckets=3", Caps::unordered(Storage::File)));
 }

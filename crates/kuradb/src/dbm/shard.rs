@@ -8,6 +8,7 @@
 //! the global key order, merging the shards' cursors.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use parking_lot::RwLock;
@@ -16,7 +17,7 @@ use super::class::DbmClass;
 use super::comparator::KeyComparator;
 use super::params::{parse_flag, Params};
 use super::poly::PolyDbm;
-use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most shards a set may have.
@@ -177,9 +178,13 @@ impl ShardDbm {
         &self.shards
     }
 
+    /// The index of the shard `key` lives in: its stable hash modulo the count.
+    fn shard_index(&self, key: &[u8]) -> usize {
+        (xxhash_rust::xxh3::xxh3_64(key) % self.shards.len() as u64) as usize
+    }
+
     fn shard_of(&self, key: &[u8]) -> &PolyDbm {
-        let n = self.shards.len() as u64;
-        &self.shards[(xxhash_rust::xxh3::xxh3_64(key) % n) as usize]
+        &self.shards[self.shard_index(key)]
     }
 
     /// Closes every shard, reporting the first error after closing them all.
@@ -244,13 +249,77 @@ impl Dbm for ShardDbm {
         self.shard_of(key).process(key, writable, f)
     }
 
-    /// Atomic across shards: no other operation runs meanwhile.
+    /// Atomic across shards: no other operation runs meanwhile. Keys are
+    /// shown in the caller's order, each in its shard's own `process`; an
+    /// occurrence of a key answered earlier in the call is shown what that
+    /// answer left, not what its shard shows (a skip database shows its
+    /// file until the next synchronization).
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
         let _gate = self.gate.write();
+        let mut answered: HashMap<&[u8], Option<Vec<u8>>> = HashMap::new();
         for (i, &key) in keys.iter().enumerate() {
-            self.shard_of(key).process(key, writable, &mut |value| f(i, key, value))?;
+            let earlier = answered.get(key).cloned();
+            let mut left = None;
+            self.shard_of(key).process(key, writable, &mut |value| {
+                let shown = match &earlier {
+                    Some(answer) => answer.as_deref(),
+                    None => value,
+                };
+                let action = f(i, key, shown);
+                left = Some(match &action {
+                    Action::Keep => shown.map(<[u8]>::to_vec),
+                    Action::Remove => None,
+                    Action::Set(v) => Some(v.to_vec()),
+                });
+                action
+            })?;
+            if let Some(left) = left {
+                answered.insert(key, left);
+            }
         }
         Ok(())
+    }
+
+    // A key's own operations go to its shard whole, as the shard's class does
+    // them (a skip database adds a record on set rather than replacing them).
+    fn contains(&self, key: &[u8]) -> Result<bool> {
+        let _gate = self.gate.read();
+        self.shard_of(key).contains(key)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let _gate = self.gate.read();
+        self.shard_of(key).get(key)
+    }
+
+    fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
+        let _gate = self.gate.read();
+        self.shard_of(key).process_presence(key, f)
+    }
+
+    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        let _gate = self.gate.read();
+        self.shard_of(key).set(key, value, overwrite)
+    }
+
+    fn remove(&self, key: &[u8]) -> Result<bool> {
+        let _gate = self.gate.read();
+        self.shard_of(key).remove(key)
+    }
+
+    fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
+        let _gate = self.gate.read();
+        self.shard_of(key).append(key, value, delimiter)
+    }
+
+    fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
+        let _gate = self.gate.read();
+        self.shard_of(key).compare_exchange(key, expected, desired)
+    }
+
+    fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
+        let _gate = self.gate.read();
+        self.shard_of(key).increment(key, delta, initial)
     }
 
     /// Shard by shard (not in the global key order).
@@ -442,9 +511,19 @@ impl Cursor for MergeCursor<'_> {
         let (Some(current), Some(key)) = (self.current, self.current_key()) else {
             return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record"));
         };
+        // The shard's own cursor goes on to its next record (another of
+        // the same key, in a class that keeps duplicates); the others, which
+        // hold no record of the key, stand after it already if the cursor
+        // was moving forward.
         self.cursors[current].remove()?;
-        // On to the first record after the removed one, in every shard.
-        self.all(true, |c| c.jump_upper(&key, false))
+        if !self.forward {
+            for (i, cursor) in self.cursors.iter_mut().enumerate() {
+                if i != current {
+                    cursor.jump_upper(&key, false)?;
+                }
+            }
+        }
+        self.pick(true)
     }
 
     fn last(&mut self) -> Result<()> {

@@ -67,13 +67,6 @@ pub struct Caps {
 /// A known departure from the trait's contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bug {
-    /// A set replaces the key's records in a class that keeps duplicates (a
-    /// set of shards does not hand `set` to a skip database's own).
-    SetReplaces,
-    /// A multi-key call shows a repeated key what the last synchronization
-    /// left, not what the call's earlier answers did (a set of shards runs
-    /// each key's processor apart, and a skip database shows its file).
-    MultiShowsLastSync,
     /// A cursor may miss records written beside it: one whose record is
     /// removed shows the next record of its own shard, not the next of all
     /// (a set of shards' merging cursor). The suite writes nothing beside

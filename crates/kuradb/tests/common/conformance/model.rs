@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::{Bug, Caps};
+use super::Caps;
 
 /// A record as the database hands it out.
 pub type Record = (Vec<u8>, Vec<u8>);
@@ -47,7 +47,7 @@ impl Model {
     /// What [`kuradb::dbm::Dbm::set`] does: adds a record beside the key's
     /// others in a class with duplicates, replaces the key's value otherwise.
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
-        if self.caps.duplicates && !self.caps.has(Bug::SetReplaces) {
+        if self.caps.duplicates {
             self.update(key, Some(value));
         } else {
             self.replace(key, value);

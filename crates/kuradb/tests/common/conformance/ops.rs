@@ -12,7 +12,7 @@ use kuradb::ErrorKind;
 use proptest::prelude::*;
 
 use super::cursor::{self, Move};
-use super::{read, Bug, Model};
+use super::{read, Model};
 use crate::common::hash::{show, show_opt};
 
 /// Bytes that print as text where they are text.
@@ -244,7 +244,7 @@ fn shown<'m>(
     key: &[u8],
 ) -> Option<&'m [u8]> {
     match answered.get(key) {
-        Some(value) if !model.caps().has(Bug::MultiShowsLastSync) => value.as_deref(),
+        Some(value) => value.as_deref(),
         _ => model.get(key),
     }
 }
