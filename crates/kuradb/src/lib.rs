@@ -3,21 +3,28 @@
 //! A program links kuradb and gets a fast, thread-safe, persistent map of byte
 //! strings. The library is built in layers, each using only the one below:
 //!
-//! - [`file`]: random access to one file through an interchangeable I/O
+//! - [`mod@file`]: random access to one file through an interchangeable I/O
 //!   strategy (memory mapping or positional calls; block I/O, direct I/O, sync
 //!   I/O, a page cache and a head buffer as options), chosen at run time by a
 //!   [`file::FileSpec`].
 //! - [`dbm`]: the databases behind one trait, [`dbm::Dbm`]: on files the
 //!   hash table ([`dbm::hash`]), the B+ tree ([`dbm::tree`]) and the skip list
 //!   ([`dbm::skip`]); in memory [`dbm::tiny`], [`dbm::baby`], [`dbm::cache`]
-//!   and [`dbm::std_map`]; [`dbm::poly`] opens any of them from a path and
-//!   parameters, and [`dbm::shard`] spreads one over several files.
+//!   and [`dbm::std_map`]; [`dbm::class`] is the one list of them (names,
+//!   extensions, file heads, parameters), [`dbm::poly`] opens any of them
+//!   from a path and parameters, [`dbm::shard`] spreads one over several
+//!   files, and [`dbm::any`] opens whichever a path names.
 //! - [`error`]: the one error type, [`Error`], with an [`ErrorKind`].
 //!
-//! `unsafe` is denied crate-wide and allowed in two places only, each for
-//! one reason:
+//! The main types are re-exported here: `kuradb::{HashDbm, TreeDbm, SkipDbm,
+//! PolyDbm, AnyDbm, Dbm, Cursor, …}`.
 //!
-//! - `sys`, the platform code: system calls and memory maps.
+//! `unsafe` is denied crate-wide and allowed, function by function with
+//! `#[expect(unsafe_code, reason = …)]` and a `SAFETY` comment on each
+//! block, in two places only, each for one reason:
+//!
+//! - `sys`, the platform code: system calls (`fallocate`, `pthread_atfork`,
+//!   `fcntl`) and copies in and out of memory maps.
 //! - `dbm::tiny::record`, the records of TinyDbm and CacheDbm: each record
 //!   is one heap allocation holding its links, key and value, which safe
 //!   Rust cannot lay out without a second allocation or wider links. The
@@ -34,4 +41,19 @@ pub mod error;
 pub mod file;
 mod sys;
 
+pub use dbm::any::AnyDbm;
+pub use dbm::baby::{BabyDbm, BabyOptions};
+pub use dbm::cache::{CacheDbm, CacheOptions};
+pub use dbm::class::DbmClass;
+pub use dbm::comparator::KeyComparator;
+pub use dbm::hash::{HashDbm, HashOptions};
+pub use dbm::params::Params;
+pub use dbm::poly::PolyDbm;
+pub use dbm::shard::ShardDbm;
+pub use dbm::skip::{Reducer, SkipDbm, SkipOptions};
+pub use dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
+pub use dbm::tiny::{TinyDbm, TinyOptions};
+pub use dbm::tree::{TreeDbm, TreeOptions};
+pub use dbm::{Action, Cursor, Dbm};
 pub use error::{Error, ErrorKind, Result};
+pub use file::{File, FileSpec};

@@ -2,7 +2,7 @@
 //! parameter string say which database, file and tuning they want.
 //!
 //! [`Params`] is the map; each database class reads its own parameters from it
-//! with a [`Taker`] (next to its Options), and whatever no reader took is
+//! with a `Taker` (next to its Options), and whatever no reader took is
 //! refused by name.
 
 use std::collections::BTreeMap;

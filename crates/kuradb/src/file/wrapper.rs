@@ -13,10 +13,12 @@ use crate::error::Result;
 /// wrap it (in a [`FaultFile`](crate::file::FaultFile), say) and keep a
 /// handle to it. Not part of any file's format; applies to the files of the
 /// database itself, its rebuilds and restores.
+#[doc(hidden)]
 #[derive(Clone)]
 pub struct FileWrapper(pub Arc<WrapFn>);
 
 /// The function inside a [`FileWrapper`].
+#[doc(hidden)]
 pub type WrapFn = dyn Fn(Box<dyn File>) -> Box<dyn File> + Send + Sync;
 
 impl fmt::Debug for FileWrapper {

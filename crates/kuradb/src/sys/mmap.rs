@@ -39,6 +39,7 @@ impl MapChain {
     }
 
     /// The newest map.
+    #[expect(unsafe_code, reason = "dereferences the pointer to the newest map, which the chain keeps alive")]
     pub(crate) fn current(&self) -> Option<&Mapping> {
         let ptr = self.current.load(Ordering::Acquire);
         // SAFETY: a non-null pointer was stored by `install` from a Box now owned
@@ -94,6 +95,7 @@ impl Mapping {
     ///
     /// Panics if the range is outside the map: callers check it against the
     /// logical size first, so a panic here is a bug in kuradb, not bad input.
+    #[expect(unsafe_code, reason = "copies out of the mapped memory")]
     pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) {
         let start = self.checked_start(offset, buf.len());
         // SAFETY: start + buf.len() <= the mapped length (checked above), the map
@@ -106,6 +108,7 @@ impl Mapping {
 
     /// Copies `data` into the map at `offset`. Panics as [`Mapping::read`] does,
     /// and if the map is read-only.
+    #[expect(unsafe_code, reason = "copies into the mapped memory")]
     pub(crate) fn write(&self, offset: u64, data: &[u8]) {
         assert!(self.writable, "write to a read-only mapping");
         let start = self.checked_start(offset, data.len());
@@ -116,6 +119,7 @@ impl Mapping {
     }
 
     /// Sets `len` bytes at `offset` to zero. Panics as [`Mapping::write`] does.
+    #[expect(unsafe_code, reason = "zeroes the mapped memory")]
     pub(crate) fn zero(&self, offset: u64, len: u64) {
         assert!(self.writable, "write to a read-only mapping");
         let start = self.checked_start(offset, len as usize);

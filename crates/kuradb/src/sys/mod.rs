@@ -2,8 +2,6 @@
 //! locks and memory maps. Everything here speaks `std::io`; the file layer
 //! turns its errors into kuradb errors that name the file and operation.
 
-#![allow(unsafe_code)]
-
 mod mmap;
 mod process;
 
@@ -25,6 +23,7 @@ pub(crate) struct OpenFlags {
 /// Opens `path`; with `direct`, bypassing the OS page cache where the platform
 /// can. Where it cannot, or the filesystem refuses, the error has kind
 /// `Unsupported`.
+#[cfg_attr(target_os = "macos", expect(unsafe_code, reason = "fcntl(F_NOCACHE) for direct I/O"))]
 pub(crate) fn open(path: &Path, flags: &OpenFlags) -> io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut options = fs::OpenOptions::new();
@@ -114,6 +113,7 @@ pub(crate) fn unlock(file: &fs::File) -> io::Result<()> {
 /// Makes `len` bytes at `offset` read as zeros without changing the file's
 /// length, so maps of the file stay valid. Fails with `Unsupported` where the
 /// filesystem cannot punch holes.
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "fallocate(PUNCH_HOLE)"))]
 pub(crate) fn punch_hole(file: &fs::File, offset: u64, len: u64) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {

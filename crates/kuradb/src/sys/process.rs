@@ -31,6 +31,7 @@ pub(crate) struct ProcessStamp {
 impl ProcessStamp {
     /// The current process. The first call installs the fork handler, so
     /// every fork after any handle exists is counted.
+    #[expect(unsafe_code, reason = "pthread_atfork, to count forks")]
     pub(crate) fn now() -> ProcessStamp {
         INSTALL.call_once(|| {
             // SAFETY: pthread_atfork only records the function pointer, which

@@ -50,6 +50,7 @@ pub struct HashOptions {
     /// What to do with a file that was not closed cleanly.
     pub restore: RestoreMode,
     /// Wraps every file the database opens (for tests).
+    #[doc(hidden)]
     pub wrap_file: Option<FileWrapper>,
 }
 

@@ -40,6 +40,7 @@ pub struct SkipOptions {
     /// reduce each key's records.
     pub reducer: Reducer,
     /// Wraps every file the database opens (for tests).
+    #[doc(hidden)]
     pub wrap_file: Option<FileWrapper>,
 }
 

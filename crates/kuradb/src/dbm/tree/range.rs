@@ -7,7 +7,7 @@ use super::TreeCursor;
 use crate::dbm::Cursor;
 use crate::error::Result;
 
-/// The records of a key range, in order (see [`TreeDbm::range`]).
+/// The records of a key range, in order (see [`TreeDbm::range`](super::TreeDbm::range)).
 pub struct TreeRange<'a> {
     cursor: TreeCursor<'a>,
     start: Option<Bound<Vec<u8>>>,
