@@ -67,7 +67,7 @@ class DBM:
         cache_buckets, update_mode, record_crc_mode, fbp_capacity,
         max_page_size, max_branches, max_cached_pages, key_comparator,
         step_unit, max_level, max_cached_records, sort_mem_size,
-        insert_in_order, reducer, no_wait, no_lock, truncate, …)."""
+        insert_in_order, reducer, no_wait, no_lock, lock_timeout, truncate, …)."""
     def close(self) -> None: ...
     def is_open(self) -> bool: ...
     @overload
