@@ -26,6 +26,7 @@ const LINKS: usize = 3;
 
 /// The caps and file of a [`CacheDbm`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CacheOptions {
     /// The most records kept; adding one more evicts the least recently used.
     pub cap_rec_num: u64,
@@ -35,6 +36,26 @@ pub struct CacheOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+}
+
+impl CacheOptions {
+    /// Sets the most records kept.
+    pub fn cap_rec_num(mut self, cap_rec_num: u64) -> CacheOptions {
+        self.cap_rec_num = cap_rec_num;
+        self
+    }
+
+    /// Sets the most bytes of records kept (0: no cap).
+    pub fn cap_mem_size(mut self, cap_mem_size: u64) -> CacheOptions {
+        self.cap_mem_size = cap_mem_size;
+        self
+    }
+
+    /// Starts empty instead of reading an existing flat file, or not.
+    pub fn truncate(mut self, truncate: bool) -> CacheOptions {
+        self.truncate = truncate;
+        self
+    }
 }
 
 impl Default for CacheOptions {
@@ -50,7 +71,7 @@ impl Default for CacheOptions {
 /// use kuradb::dbm::Dbm;
 /// use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 /// # fn main() -> kuradb::Result<()> {
-/// let db = CacheDbm::new(&CacheOptions { cap_rec_num: 2, ..CacheOptions::default() })?;
+/// let db = CacheDbm::new(&CacheOptions::default().cap_rec_num(2))?;
 /// db.set(b"a", b"1", true)?;
 /// db.set(b"b", b"2", true)?;
 /// db.get(b"a")?; // "a" is now used more recently than "b"

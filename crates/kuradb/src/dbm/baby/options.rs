@@ -5,6 +5,7 @@ use crate::dbm::comparator::KeyComparator;
 /// Everything [`BabyDbm::new`](super::BabyDbm::new) and
 /// [`BabyDbm::open`](super::BabyDbm::open) take.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BabyOptions {
     /// A leaf whose records take more bytes than this splits; one below a
     /// quarter of it merges with a neighbour.
@@ -16,6 +17,32 @@ pub struct BabyOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+}
+
+impl BabyOptions {
+    /// Sets the bytes of records past which a leaf splits.
+    pub fn max_page_size(mut self, max_page_size: usize) -> BabyOptions {
+        self.max_page_size = max_page_size;
+        self
+    }
+
+    /// Sets the children past which an inner node splits.
+    pub fn max_branches(mut self, max_branches: usize) -> BabyOptions {
+        self.max_branches = max_branches;
+        self
+    }
+
+    /// Sets the order of the keys.
+    pub fn comparator(mut self, comparator: KeyComparator) -> BabyOptions {
+        self.comparator = comparator;
+        self
+    }
+
+    /// Starts empty instead of reading an existing flat file, or not.
+    pub fn truncate(mut self, truncate: bool) -> BabyOptions {
+        self.truncate = truncate;
+        self
+    }
 }
 
 impl Default for BabyOptions {

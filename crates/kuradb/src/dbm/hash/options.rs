@@ -24,7 +24,32 @@ pub enum RestoreMode {
 
 /// Everything [`HashDbm::open`](super::HashDbm::open) takes. The tuning
 /// parameters apply when the file is created; a reopen reads them from the file.
+///
+/// Built from the defaults by a setter per field, so that a field added later
+/// breaks no caller:
+///
+/// ```
+/// use kuradb::dbm::Dbm;
+/// use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
+/// # fn main() -> kuradb::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("casket.kh");
+/// let options = HashOptions::default().num_buckets(1000).update_mode(UpdateMode::Appending);
+/// let db = HashDbm::open(&path, true, &options)?;
+/// db.set(b"japan", b"tokyo", true)?;
+/// db.close()?;
+///
+/// // A reopen keeps the tuning the file was created with.
+/// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+/// let info = db.inspect()?;
+/// let get = |name: &str| info.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+/// assert_eq!(get("num_buckets"), Some("1000"));
+/// assert_eq!(get("update_mode"), Some("appending"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HashOptions {
     /// The file implementation and its options.
     pub file: FileSpec,
@@ -55,6 +80,79 @@ pub struct HashOptions {
 }
 
 impl HashOptions {
+    /// Sets the file implementation and its options.
+    pub fn file(mut self, file: FileSpec) -> HashOptions {
+        self.file = file;
+        self
+    }
+
+    /// Sets the locking and creation of the file.
+    pub fn open(mut self, open: OpenOptions) -> HashOptions {
+        self.open = open;
+        self
+    }
+
+    /// Sets the buckets of the hash table (tuning, at creation).
+    pub fn num_buckets(mut self, num_buckets: u64) -> HashOptions {
+        self.num_buckets = num_buckets;
+        self
+    }
+
+    /// Aligns records to 2^align_pow bytes (tuning, at creation).
+    pub fn align_pow(mut self, align_pow: u8) -> HashOptions {
+        self.align_pow = align_pow;
+        self
+    }
+
+    /// Sets the bytes of an offset, 3 to 6 (tuning, at creation).
+    pub fn offset_width(mut self, offset_width: u8) -> HashOptions {
+        self.offset_width = offset_width;
+        self
+    }
+
+    /// Sets the capacity of the free block pool.
+    pub fn fbp_cap(mut self, fbp_cap: usize) -> HashOptions {
+        self.fbp_cap = fbp_cap;
+        self
+    }
+
+    /// Chooses in-place or appending updates (tuning, at creation).
+    pub fn update_mode(mut self, update_mode: UpdateMode) -> HashOptions {
+        self.update_mode = update_mode;
+        self
+    }
+
+    /// Keeps a checksum in every record, or not (tuning, at creation).
+    pub fn record_crc(mut self, record_crc: bool) -> HashOptions {
+        self.record_crc = record_crc;
+        self
+    }
+
+    /// Keeps the bucket array in memory, or not.
+    pub fn cache_buckets(mut self, cache_buckets: bool) -> HashOptions {
+        self.cache_buckets = cache_buckets;
+        self
+    }
+
+    /// Sets the fewest bytes read for a record.
+    pub fn min_read_size(mut self, min_read_size: usize) -> HashOptions {
+        self.min_read_size = min_read_size;
+        self
+    }
+
+    /// Sets what to do with a file that was not closed cleanly.
+    pub fn restore(mut self, restore: RestoreMode) -> HashOptions {
+        self.restore = restore;
+        self
+    }
+
+    /// Wraps every file the database opens (for tests).
+    #[doc(hidden)]
+    pub fn wrap_file(mut self, wrap_file: Option<FileWrapper>) -> HashOptions {
+        self.wrap_file = wrap_file;
+        self
+    }
+
     /// Opens a file of the database as `file` and `wrap_file` say.
     pub(crate) fn open_file(
         &self,

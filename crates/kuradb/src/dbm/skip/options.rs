@@ -13,6 +13,7 @@ use crate::file::{File, FileSpec, FileWrapper, OpenOptions};
 /// `max_level` and `offset_width` apply when a file is built; a reopen reads
 /// them from the file until the next rebuild.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SkipOptions {
     /// The file implementation and its options (reads are random; builds
     /// write sequentially through the same implementation).
@@ -62,6 +63,67 @@ impl Default for SkipOptions {
 }
 
 impl SkipOptions {
+    /// Sets the file implementation and its options.
+    pub fn file(mut self, file: FileSpec) -> SkipOptions {
+        self.file = file;
+        self
+    }
+
+    /// Sets the locking and creation of the file.
+    pub fn open(mut self, open: OpenOptions) -> SkipOptions {
+        self.open = open;
+        self
+    }
+
+    /// Sets how many times more records each level skips (tuning, at build).
+    pub fn step_unit(mut self, step_unit: u32) -> SkipOptions {
+        self.step_unit = step_unit;
+        self
+    }
+
+    /// Sets the number of levels of pointers (tuning, at build).
+    pub fn max_level(mut self, max_level: u8) -> SkipOptions {
+        self.max_level = max_level;
+        self
+    }
+
+    /// Sets the bytes of a skip pointer, 3 to 8 (tuning, at build).
+    pub fn offset_width(mut self, offset_width: u8) -> SkipOptions {
+        self.offset_width = offset_width;
+        self
+    }
+
+    /// Sets the most records of the upper levels kept in memory.
+    pub fn max_cached_records(mut self, max_cached_records: usize) -> SkipOptions {
+        self.max_cached_records = max_cached_records;
+        self
+    }
+
+    /// Sets the bytes of updates held in memory before a sorted spill.
+    pub fn sort_mem_size(mut self, sort_mem_size: usize) -> SkipOptions {
+        self.sort_mem_size = sort_mem_size;
+        self
+    }
+
+    /// Promises updates in ascending key order, or not.
+    pub fn insert_in_order(mut self, insert_in_order: bool) -> SkipOptions {
+        self.insert_in_order = insert_in_order;
+        self
+    }
+
+    /// Sets how synchronizing and closing reduce each key's records.
+    pub fn reducer(mut self, reducer: Reducer) -> SkipOptions {
+        self.reducer = reducer;
+        self
+    }
+
+    /// Wraps every file the database opens (for tests).
+    #[doc(hidden)]
+    pub fn wrap_file(mut self, wrap_file: Option<FileWrapper>) -> SkipOptions {
+        self.wrap_file = wrap_file;
+        self
+    }
+
     pub(super) fn check(&self) -> Result<()> {
         let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
         if self.step_unit < 2 {

@@ -36,6 +36,7 @@ use crate::error::Result;
 
 /// Options of [`StdHashDbm`] and [`StdTreeDbm`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StdOptions {
     /// Records to make room for at once (StdHashDbm only; 0 for none): the
     /// reference's bucket count, 1048583 by default as there.
@@ -52,6 +53,18 @@ impl Default for StdOptions {
 }
 
 impl StdOptions {
+    /// Sets the records to make room for at once (StdHashDbm only; 0 for none).
+    pub fn num_buckets(mut self, num_buckets: usize) -> StdOptions {
+        self.num_buckets = num_buckets;
+        self
+    }
+
+    /// Starts empty instead of reading an existing flat file, or not.
+    pub fn truncate(mut self, truncate: bool) -> StdOptions {
+        self.truncate = truncate;
+        self
+    }
+
     /// `self` with the parameters StdHashDbm and StdTreeDbm take: `truncate`,
     /// and with `buckets` (a hash set's), `num_buckets` (or `buckets`).
     pub(crate) fn take_params(

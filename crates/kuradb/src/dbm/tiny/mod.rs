@@ -31,6 +31,7 @@ use crate::error::Result;
 
 /// The tuning of a [`TinyDbm`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TinyOptions {
     /// Buckets at first, across all shards (rounded to a power of two per
     /// shard); a shard doubles its own once it holds two records a bucket.
@@ -38,6 +39,20 @@ pub struct TinyOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+}
+
+impl TinyOptions {
+    /// Sets the buckets at first, across all shards.
+    pub fn num_buckets(mut self, num_buckets: u64) -> TinyOptions {
+        self.num_buckets = num_buckets;
+        self
+    }
+
+    /// Starts empty instead of reading an existing flat file, or not.
+    pub fn truncate(mut self, truncate: bool) -> TinyOptions {
+        self.truncate = truncate;
+        self
+    }
 }
 
 impl Default for TinyOptions {

@@ -7,6 +7,7 @@ use crate::dbm::hash::HashOptions;
 /// `max_branches` and `comparator` apply when the file is created; a reopen
 /// reads them from the file. The node store's tuning (`hash`) likewise.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TreeOptions {
     /// The file, locking and tuning of the hash database the nodes are stored in.
     pub hash: HashOptions,
@@ -19,6 +20,39 @@ pub struct TreeOptions {
     pub max_cached_pages: usize,
     /// The order of the keys (tuning, at creation).
     pub comparator: KeyComparator,
+}
+
+impl TreeOptions {
+    /// Replaces the node store's options; the default ones are tuned for nodes, so
+    /// change `TreeOptions::default().hash` rather than `HashOptions::default()`.
+    pub fn hash(mut self, hash: HashOptions) -> TreeOptions {
+        self.hash = hash;
+        self
+    }
+
+    /// Sets the bytes of records past which a leaf splits (tuning, at creation).
+    pub fn max_page_size(mut self, max_page_size: usize) -> TreeOptions {
+        self.max_page_size = max_page_size;
+        self
+    }
+
+    /// Sets the children past which an inner node splits (tuning, at creation).
+    pub fn max_branches(mut self, max_branches: usize) -> TreeOptions {
+        self.max_branches = max_branches;
+        self
+    }
+
+    /// Sets the nodes kept in memory.
+    pub fn max_cached_pages(mut self, max_cached_pages: usize) -> TreeOptions {
+        self.max_cached_pages = max_cached_pages;
+        self
+    }
+
+    /// Sets the order of the keys (tuning, at creation).
+    pub fn comparator(mut self, comparator: KeyComparator) -> TreeOptions {
+        self.comparator = comparator;
+        self
+    }
 }
 
 impl Default for TreeOptions {
