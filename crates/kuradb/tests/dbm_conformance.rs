@@ -38,8 +38,7 @@ fn boxed<D: Dbm + 'static>(db: kuradb::Result<D>) -> kuradb::Result<Box<dyn Dbm>
 }
 
 fn hash(spec_name: &str, mode: UpdateMode, tune: impl Fn(&mut HashOptions)) -> Subject {
-    let mut options =
-        HashOptions { file: spec(spec_name), num_buckets: 3, update_mode: mode, ..HashOptions::default() };
+    let mut options = HashOptions::default().file(spec(spec_name)).num_buckets(3).update_mode(mode);
     tune(&mut options);
     Subject::new(
         format!("HashDbm {mode:?} on {spec_name}"),
@@ -101,7 +100,7 @@ fn skip_caps() -> Caps {
 
 #[test]
 fn skip_on_mmap() {
-    let options = SkipOptions { step_unit: 2, max_level: 3, max_cached_records: 2, ..SkipOptions::default() };
+    let options = SkipOptions::default().step_unit(2).max_level(3).max_cached_records(2);
     conformance::check(&Subject::new("SkipDbm on mmap-para", skip_caps(), move |path, writable| {
         boxed(SkipDbm::open(path, writable, &options))
     }));
@@ -109,14 +108,12 @@ fn skip_on_mmap() {
 
 #[test]
 fn skip_with_spills_and_no_cache() {
-    let options = SkipOptions {
-        file: spec("pos-para"),
-        step_unit: 3,
-        max_level: 2,
-        max_cached_records: 0,
-        sort_mem_size: 100,
-        ..SkipOptions::default()
-    };
+    let options = SkipOptions::default()
+        .file(spec("pos-para"))
+        .step_unit(3)
+        .max_level(2)
+        .max_cached_records(0)
+        .sort_mem_size(100);
     conformance::check(&Subject::new("SkipDbm spilling on pos-para", skip_caps(), move |path, writable| {
         boxed(SkipDbm::open(path, writable, &options))
     }));
@@ -141,7 +138,7 @@ fn memory<D: Dbm + 'static>(
 
 fn tiny(with_file: bool) -> Subject {
     // One bucket a shard to start with: chains are long and shards resize constantly.
-    let o = TinyOptions { num_buckets: 1, truncate: false };
+    let o = TinyOptions::default().num_buckets(1).truncate(false);
     let o2 = o.clone();
     memory(
         "TinyDbm",
@@ -163,7 +160,7 @@ fn tiny_with_a_flat_file() {
 }
 
 fn baby(cmp: KeyComparator, with_file: bool) -> Subject {
-    let o = BabyOptions { max_page_size: 40, max_branches: 3, comparator: cmp, truncate: false };
+    let o = BabyOptions::default().max_page_size(40).max_branches(3).comparator(cmp).truncate(false);
     let o2 = o.clone();
     let caps = move |storage| Caps::ordered(cmp, storage);
     let subject = memory(
@@ -196,7 +193,7 @@ fn baby_with_a_flat_file_in_every_order() {
 const UNREACHED_CAP: u64 = 10_000;
 
 fn cache(with_file: bool) -> Subject {
-    let o = CacheOptions { cap_rec_num: UNREACHED_CAP, ..CacheOptions::default() };
+    let o = CacheOptions::default().cap_rec_num(UNREACHED_CAP);
     let o2 = o.clone();
     memory(
         "CacheDbm",

@@ -31,7 +31,7 @@ fn specs() -> Vec<(&'static str, FileSpec)> {
 
 /// Seven buckets, so chains are long; the default alignment (8 bytes).
 fn options(file: &FileSpec) -> HashOptions {
-    HashOptions { num_buckets: 7, ..h::options(file) }
+    h::options(file).num_buckets(7)
 }
 
 /// The offset of the first record, from the header (docs of `header.rs`).
@@ -211,7 +211,7 @@ fn foreign_and_damaged_headers_are_refused_and_left_untouched() {
 fn a_file_cut_before_its_records_is_refused() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     for (name, file) in specs() {
-        let o = HashOptions { num_buckets: 1000, ..options(&file) };
+        let o = options(&file).num_buckets(1000);
         let path = dir.path().join(format!("{name}.kh"));
         build(&path, &o, 30);
         let whole = std::fs::read(&path).expect("read");
@@ -243,7 +243,7 @@ fn a_file_cut_inside_its_records_gives_values_or_errors_and_restores() {
     let mut problems = Vec::new();
     for (name, file) in specs() {
         for cache_buckets in [false, true] {
-            let o = HashOptions { cache_buckets, ..options(&file) };
+            let o = options(&file).cache_buckets(cache_buckets);
             let path = dir.path().join(format!("{name}.kh"));
             let model = build(&path, &o, 60);
             let whole = std::fs::read(&path).expect("read");
@@ -314,7 +314,7 @@ fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
     for (name, file) in specs() {
         for cache_buckets in [false, true] {
             for case in ["past the end", "into the bucket array", "into a record"] {
-                let o = HashOptions { cache_buckets, ..options(&file) };
+                let o = options(&file).cache_buckets(cache_buckets);
                 let path = dir.path().join(format!("{name}.kh"));
                 let model = build(&path, &o, 40);
                 let mut bytes = std::fs::read(&path).expect("read");
@@ -371,7 +371,7 @@ fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
 fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     for (name, file) in specs() {
-        let o = HashOptions { record_crc: true, ..options(&file) };
+        let o = options(&file).record_crc(true);
         let path = dir.path().join(format!("{name}.kh"));
         let model = build(&path, &o, 30);
         let victim = key_of(7);
@@ -443,12 +443,12 @@ fn an_unclean_file_is_refused_or_restored_automatically() {
     all.extend(h::direct_specs());
     for (name, file) in all {
         for update_mode in [UpdateMode::InPlace, UpdateMode::Appending] {
-            let o = HashOptions { update_mode, ..options(&file) };
+            let o = options(&file).update_mode(update_mode);
             let what = format!("[{name}] {update_mode:?}");
             let (copies, model) = unclean_copies(dir.path(), name, &o, 1);
             let copy = &copies[0];
             let before = std::fs::read(copy).expect("read");
-            let refuse = HashOptions { restore: RestoreMode::Refuse, ..o.clone() };
+            let refuse = o.clone().restore(RestoreMode::Refuse);
             match HashDbm::open(copy, true, &refuse) {
                 Ok(_) => panic!("{what}: opening an unclean file with RestoreMode::Refuse succeeded"),
                 Err(e) => {
@@ -484,7 +484,7 @@ fn an_explicit_restore_writes_a_clean_copy() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     for (name, file) in specs() {
         for update_mode in [UpdateMode::InPlace, UpdateMode::Appending] {
-            let o = HashOptions { update_mode, ..options(&file) };
+            let o = options(&file).update_mode(update_mode);
             let what = format!("[{name}] {update_mode:?}");
             let (copies, model) = unclean_copies(dir.path(), name, &o, 1);
             let before = std::fs::read(&copies[0]).expect("read");
@@ -496,7 +496,7 @@ fn an_explicit_restore_writes_a_clean_copy() {
                 std::fs::read(&copies[0]).expect("read") == before,
                 "{what}: the restore changed its source"
             );
-            let refuse = HashOptions { restore: RestoreMode::Refuse, ..o.clone() };
+            let refuse = o.clone().restore(RestoreMode::Refuse);
             let db =
                 HashDbm::open(&dest, true, &refuse).unwrap_or_else(|e| panic!("{what}: open the copy: {e}"));
             h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: the restored copy: {e}"));
@@ -516,7 +516,7 @@ fn random_damage_never_panics_or_invents_values() {
     let mut problems = Vec::new();
     for (name, file) in specs() {
         for seed in 0..24u64 {
-            let o = HashOptions { record_crc: seed % 2 == 0, cache_buckets: seed % 3 == 0, ..options(&file) };
+            let o = options(&file).record_crc(seed % 2 == 0).cache_buckets(seed % 3 == 0);
             let what = format!(
                 "[{name}] seed {seed}, record_crc={}, cache_buckets={}",
                 o.record_crc, o.cache_buckets

@@ -36,39 +36,31 @@ const KEYS: usize = 48;
 
 /// A configuration: a file spec and the tuning of the database on it.
 fn config(index: usize) -> (&'static str, HashOptions) {
-    let base = |kind: FileKind| HashOptions { num_buckets: 7, ..h::options(&FileSpec::new(kind)) };
+    let base = |kind: FileKind| h::options(&FileSpec::new(kind)).num_buckets(7);
     match index {
         0 => ("mmap-para, in-place", base(FileKind::MmapParallel)),
         1 => (
             "pos-para, appending, unaligned",
-            HashOptions {
-                align_pow: 0,
-                update_mode: UpdateMode::Appending,
-                ..base(FileKind::PositionalParallel)
-            },
+            base(FileKind::PositionalParallel).align_pow(0).update_mode(UpdateMode::Appending),
         ),
         2 => (
             "pos-atom block 512 page cache, in-place, bucket cache, 512-byte alignment",
-            HashOptions {
-                align_pow: 9,
-                cache_buckets: true,
-                file: common::spec(FileKind::PositionalAtomic, |s| {
+            base(FileKind::PositionalAtomic)
+                .file(common::spec(FileKind::PositionalAtomic, |s| {
                     s.block_size = 512;
                     s.pagecache = true;
-                }),
-                ..base(FileKind::PositionalAtomic)
-            },
+                }))
+                .align_pow(9)
+                .cache_buckets(true),
         ),
         _ => (
             "pos-para block 4096 padding, in-place, unaligned",
-            HashOptions {
-                align_pow: 0,
-                file: common::spec(FileKind::PositionalParallel, |s| {
+            base(FileKind::PositionalParallel)
+                .file(common::spec(FileKind::PositionalParallel, |s| {
                     s.block_size = 4096;
                     s.padding = true;
-                }),
-                ..base(FileKind::PositionalParallel)
-            },
+                }))
+                .align_pow(0),
         ),
     }
 }
@@ -165,7 +157,7 @@ impl Crash for HashCrash {
 
     /// A clean close leaves nothing to restore: a reopen refusing to is the check.
     fn reopen(&self, path: &Path) -> kuradb::Result<HashDbm> {
-        HashDbm::open(path, true, &HashOptions { restore: RestoreMode::Refuse, ..self.options.clone() })
+        HashDbm::open(path, true, &self.options.clone().restore(RestoreMode::Refuse))
     }
 
     fn write(&self, db: &HashDbm, seed: u64, batch: u64) {

@@ -105,16 +105,14 @@ fn tuning(align_pows: std::ops::RangeInclusive<u8>) -> impl Strategy<Value = Tun
 
 impl Tuning {
     fn options(&self, file: &FileSpec) -> HashOptions {
-        HashOptions {
-            file: file.clone(),
-            num_buckets: self.num_buckets,
-            align_pow: self.align_pow,
-            offset_width: self.offset_width,
-            update_mode: self.update_mode,
-            cache_buckets: self.cache_buckets,
-            record_crc: self.record_crc,
-            ..HashOptions::default()
-        }
+        HashOptions::default()
+            .file(file.clone())
+            .num_buckets(self.num_buckets)
+            .align_pow(self.align_pow)
+            .offset_width(self.offset_width)
+            .update_mode(self.update_mode)
+            .cache_buckets(self.cache_buckets)
+            .record_crc(self.record_crc)
     }
 }
 
@@ -201,22 +199,14 @@ fn check_sequence(
                 let copy = path.with_extension("copy");
                 ctx.ok(db.copy_file_data(&copy, *hard), "copy_file_data")?;
                 let reader = ctx.ok(
-                    HashDbm::open(
-                        &copy,
-                        false,
-                        &HashOptions { restore: RestoreMode::Refuse, ..options.clone() },
-                    ),
+                    HashDbm::open(&copy, false, &options.clone().restore(RestoreMode::Refuse)),
                     "open the copy",
                 )?;
                 ctx.compare(&reader, &model, "in the copy")?;
                 ctx.ok(reader.close(), "close the copy")?;
                 // Written to, the copy must still hold the model: its header is its own.
                 let writer = ctx.ok(
-                    HashDbm::open(
-                        &copy,
-                        true,
-                        &HashOptions { restore: RestoreMode::Refuse, ..options.clone() },
-                    ),
+                    HashDbm::open(&copy, true, &options.clone().restore(RestoreMode::Refuse)),
                     "open the copy for writing",
                 )?;
                 ctx.compare(&writer, &model, "in the copy opened for writing")?;
@@ -428,7 +418,7 @@ fn a_synchronized_removal_survives_a_crash_with_an_older_epoch_version_on_disk()
 fn a_full_file_says_so_and_a_rebuild_widens_it() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     let path = dir.path().join("full.kh");
-    let options = HashOptions { offset_width: 3, align_pow: 0, num_buckets: 1021, ..HashOptions::default() };
+    let options = HashOptions::default().offset_width(3).align_pow(0).num_buckets(1021);
     let db = HashDbm::open(&path, true, &options).expect("create");
     let value = vec![b'v'; 1000];
     let mut stored = 0u32;
@@ -465,7 +455,7 @@ fn a_full_file_says_so_and_a_rebuild_widens_it() {
 fn copy_file_data_while_threads_write() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     let path = dir.path().join("live.kh");
-    let options = HashOptions { num_buckets: 1021, ..HashOptions::default() };
+    let options = HashOptions::default().num_buckets(1021);
     let db = HashDbm::open(&path, true, &options).expect("create");
     let copy = dir.path().join("copy.kh");
     std::thread::scope(|scope| {
@@ -484,9 +474,8 @@ fn copy_file_data_while_threads_write() {
     });
     let err = db.copy_file_data(&path, false).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
-    let copied =
-        HashDbm::open(&copy, false, &HashOptions { restore: RestoreMode::Refuse, ..options.clone() })
-            .expect("the copy opens as a clean file");
+    let copied = HashDbm::open(&copy, false, &options.clone().restore(RestoreMode::Refuse))
+        .expect("the copy opens as a clean file");
     for t in 0..2u32 {
         let mut n = 0;
         while copied.get(format!("{t}-{n:05}").as_bytes()).unwrap().is_some() {

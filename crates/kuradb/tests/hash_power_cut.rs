@@ -44,14 +44,12 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cut.kh");
     let controls = Controls::default();
-    let options = HashOptions {
-        file: spec.clone(),
-        num_buckets: buckets,
-        update_mode: mode,
-        align_pow: 4,
-        wrap_file: Some(controls.wrapper()),
-        ..HashOptions::default()
-    };
+    let options = HashOptions::default()
+        .file(spec.clone())
+        .num_buckets(buckets)
+        .update_mode(mode)
+        .align_pow(4)
+        .wrap_file(Some(controls.wrapper()));
     let db = HashDbm::open(&path, true, &options).expect("open");
     let mut live: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut synced = live.clone();
@@ -74,7 +72,7 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
     }
     controls.last().power_cut().expect("power cut");
     drop(db);
-    let plain = HashOptions { wrap_file: None, ..options };
+    let plain = options.wrap_file(None);
     let db = HashDbm::open(&path, true, &plain).expect("reopen after the power cut");
     let mut found = BTreeMap::new();
     db.process_each(false, &mut |k, v| {

@@ -61,7 +61,7 @@ fn well_formed(key: &[u8], v: &[u8]) -> bool {
 }
 
 fn options(file: &FileSpec, update_mode: UpdateMode, cache_buckets: bool) -> HashOptions {
-    HashOptions { num_buckets: 5, update_mode, cache_buckets, ..h::options(file) }
+    h::options(file).num_buckets(5).update_mode(update_mode).cache_buckets(cache_buckets)
 }
 
 /// The tunings each spec runs with: in-place updates with the default 8-byte
@@ -71,10 +71,7 @@ fn options(file: &FileSpec, update_mode: UpdateMode, cache_buckets: bool) -> Has
 fn tunings(file: &FileSpec) -> Vec<(String, HashOptions)> {
     vec![
         ("in-place".to_string(), options(file, UpdateMode::InPlace, false)),
-        (
-            "appending+cache+unaligned".to_string(),
-            HashOptions { align_pow: 0, ..options(file, UpdateMode::Appending, true) },
-        ),
+        ("appending+cache+unaligned".to_string(), options(file, UpdateMode::Appending, true).align_pow(0)),
     ]
 }
 

@@ -102,7 +102,7 @@ proptest! {
     ) {
         let cmp = KeyComparator::all()[c];
         let model: Model = sets.iter().map(|(k, n)| (key(*k, cmp), value(*n))).collect();
-        let o = BabyOptions { max_page_size: 40, max_branches: 3, comparator: cmp, truncate: false };
+        let o = BabyOptions::default().max_page_size(40).max_branches(3).comparator(cmp).truncate(false);
         let baby = BabyDbm::new(&o).unwrap();
         for (k, v) in model.iter().rev() {
             baby.set(k, v, true).unwrap();
@@ -171,7 +171,7 @@ proptest! {
     fn cache_follows_an_lru_model(ops in proptest::collection::vec(cache_op(), 1..150), cap in 1..12usize) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache.flat");
-        let options = CacheOptions { cap_rec_num: cap as u64, ..CacheOptions::default() };
+        let options = CacheOptions::default().cap_rec_num(cap as u64);
         let mut db = CacheDbm::open(&path, true, &options).unwrap();
         let mut model = LruModel { map: Model::new(), order: VecDeque::new(), cap };
         let k = |i: u8| format!("key{i}").into_bytes();
@@ -211,7 +211,7 @@ proptest! {
 
 #[test]
 fn a_cache_evicts_by_memory() {
-    let options = CacheOptions { cap_rec_num: 1000, cap_mem_size: 10_000, ..CacheOptions::default() };
+    let options = CacheOptions::default().cap_rec_num(1000).cap_mem_size(10_000);
     let db = CacheDbm::new(&options).unwrap();
     for i in 0..100u32 {
         db.set(&i.to_be_bytes(), &[0u8; 1000], true).unwrap();

@@ -24,20 +24,9 @@ fn databases() -> Vec<(&'static str, Box<dyn Dbm>)> {
     vec![
         ("stdhash", Box::new(StdHashDbm::new(&StdOptions::default()))),
         ("stdtree", Box::new(StdTreeDbm::new(&StdOptions::default()))),
-        ("tiny", Box::new(TinyDbm::new(&TinyOptions { num_buckets: 1, truncate: false }))),
-        (
-            "baby",
-            Box::new(
-                BabyDbm::new(&BabyOptions { max_page_size: 128, max_branches: 4, ..BabyOptions::default() })
-                    .unwrap(),
-            ),
-        ),
-        (
-            "cache",
-            Box::new(
-                CacheDbm::new(&CacheOptions { cap_rec_num: 1 << 20, ..CacheOptions::default() }).unwrap(),
-            ),
-        ),
+        ("tiny", Box::new(TinyDbm::new(&TinyOptions::default().num_buckets(1).truncate(false)))),
+        ("baby", Box::new(BabyDbm::new(&BabyOptions::default().max_page_size(128).max_branches(4)).unwrap())),
+        ("cache", Box::new(CacheDbm::new(&CacheOptions::default().cap_rec_num(1 << 20)).unwrap())),
     ]
 }
 

@@ -25,7 +25,7 @@ use kuradb::{ErrorKind, Result};
 type Opener = fn(&Path, bool) -> Result<Box<dyn Dbm>>;
 
 fn hash_mmap(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
-    let o = HashOptions { num_buckets: 101, ..HashOptions::default() };
+    let o = HashOptions::default().num_buckets(101);
     Ok(Box::new(HashDbm::open(path, writable, &o)?))
 }
 
@@ -33,7 +33,7 @@ fn hash_pagecache(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     let mut file = FileSpec::new(FileKind::PositionalParallel);
     file.block_size = 512;
     file.pagecache = true;
-    let o = HashOptions { num_buckets: 101, file, ..HashOptions::default() };
+    let o = HashOptions::default().num_buckets(101).file(file);
     Ok(Box::new(HashDbm::open(path, writable, &o)?))
 }
 

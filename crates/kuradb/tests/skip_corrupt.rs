@@ -45,13 +45,7 @@ fn specs() -> Vec<(&'static str, FileSpec)> {
 /// A small step and a tiny cache of upper records, so that lookups follow
 /// skip pointers of several levels instead of finding everything in memory.
 fn options(spec: &FileSpec) -> SkipOptions {
-    SkipOptions {
-        file: spec.clone(),
-        step_unit: 3,
-        max_level: 4,
-        max_cached_records: 4,
-        ..SkipOptions::default()
-    }
+    SkipOptions::default().file(spec.clone()).step_unit(3).max_level(4).max_cached_records(4)
 }
 
 /// Builds and closes a skip database of `n` keys at `path` (some keys with
@@ -225,7 +219,7 @@ fn a_hash_database_is_not_a_skip_database_and_the_reverse() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let hash_path = dir.path().join("hash.kh");
-        let hash_options = HashOptions { file: spec.clone(), num_buckets: 101, ..HashOptions::default() };
+        let hash_options = HashOptions::default().file(spec.clone()).num_buckets(101);
         let db = HashDbm::open(&hash_path, true, &hash_options).expect("create a hash database");
         for i in 0..50 {
             db.set(format!("{i}").as_bytes(), b"x", true).expect("set");
@@ -501,7 +495,7 @@ fn pointer_case(what: &str, damage: impl Fn(&mut Vec<u8>)) {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("whole.skip");
-        let o = SkipOptions { max_cached_records: 1, ..options(&spec) };
+        let o = options(&spec).max_cached_records(1);
         let written = build(&path, &o, 60);
         let mut bytes = std::fs::read(&path).expect("read");
         damage(&mut bytes);

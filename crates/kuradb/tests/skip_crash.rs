@@ -94,14 +94,14 @@ const OPS: usize = 3_000;
 
 /// (name, options, hard synchronization).
 fn config(index: usize) -> (&'static str, SkipOptions, bool) {
-    let options = |spec: &str, reducer| SkipOptions {
-        file: FileSpec::parse(spec).expect("spec"),
-        sort_mem_size: 64 << 10,
-        step_unit: 4,
-        max_level: 8,
-        max_cached_records: 64,
-        reducer,
-        ..SkipOptions::default()
+    let options = |spec: &str, reducer| {
+        SkipOptions::default()
+            .file(FileSpec::parse(spec).expect("spec"))
+            .sort_mem_size(64 << 10)
+            .step_unit(4)
+            .max_level(8)
+            .max_cached_records(64)
+            .reducer(reducer)
     };
     match index {
         0 => ("mmap, every record kept", options("mmap-para", Reducer::All), false),
@@ -397,15 +397,13 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cut.skip");
     let power = Power::default();
-    let options = SkipOptions {
-        file: spec.clone(),
-        sort_mem_size: 512,
-        step_unit: 3,
-        max_level: 5,
-        max_cached_records: 4,
-        wrap_file: Some(power.wrapper()),
-        ..SkipOptions::default()
-    };
+    let options = SkipOptions::default()
+        .file(spec.clone())
+        .sort_mem_size(512)
+        .step_unit(3)
+        .max_level(5)
+        .max_cached_records(4)
+        .wrap_file(Some(power.wrapper()));
     let db = SkipDbm::open(&path, true, &options).expect("open");
     let (mut live, mut pending) = (Model::new(), Vec::<Step>::new());
     let mut allowed = vec![Model::new()];
@@ -436,7 +434,7 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
     power.cut();
     drop(db);
     power.release();
-    let plain = SkipOptions { wrap_file: None, ..options };
+    let plain = options.wrap_file(None);
     let db =
         SkipDbm::open(&path, true, &plain).unwrap_or_else(|e| panic!("{what}: reopen after the cut: {e}"));
     let found = records(&db).unwrap_or_else(|e| panic!("{what}: walk after the cut: {e}"));
@@ -509,11 +507,7 @@ fn a_failed_build_then_a_power_cut_keeps_the_synchronized_state() {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("cut.skip");
             let power = Power::default();
-            let options = SkipOptions {
-                file: spec.clone(),
-                wrap_file: Some(power.wrapper()),
-                ..SkipOptions::default()
-            };
+            let options = SkipOptions::default().file(spec.clone()).wrap_file(Some(power.wrapper()));
             let db = SkipDbm::open(&path, true, &options).expect("open");
             let (mut before, mut after) = (Vec::new(), Vec::new());
             for i in 0..300 {
@@ -552,7 +546,7 @@ fn a_failed_build_then_a_power_cut_keeps_the_synchronized_state() {
             power.cut();
             drop(db);
             power.release();
-            let plain = SkipOptions { wrap_file: None, ..options };
+            let plain = options.wrap_file(None);
             let db = SkipDbm::open(&path, true, &plain).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
             assert_eq!(&records(&db).expect("walk"), expected, "{what}: after the cut (failed {failed})");
             db.close().expect("close");
@@ -570,8 +564,7 @@ fn a_failed_build_is_retried_by_the_next_synchronization() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("retry.skip");
     let power = Power::default();
-    let options =
-        SkipOptions { wrap_file: Some(power.wrapper()), sort_mem_size: 1024, ..SkipOptions::default() };
+    let options = SkipOptions::default().wrap_file(Some(power.wrapper())).sort_mem_size(1024);
     let db = SkipDbm::open(&path, true, &options).expect("open");
     let mut model = Model::new();
     for round in 0..5u64 {

@@ -164,14 +164,12 @@ struct Case {
 }
 
 fn options(case: &Case) -> SkipOptions {
-    SkipOptions {
-        file: case.spec.clone(),
-        step_unit: case.step_unit,
-        max_level: case.max_level,
-        max_cached_records: case.cache,
-        sort_mem_size: case.sort_mem,
-        ..SkipOptions::default()
-    }
+    SkipOptions::default()
+        .file(case.spec.clone())
+        .step_unit(case.step_unit)
+        .max_level(case.max_level)
+        .max_cached_records(case.cache)
+        .sort_mem_size(case.sort_mem)
 }
 
 fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {

@@ -60,15 +60,13 @@ fn check_state(records: &[(Vec<u8>, Vec<u8>)], what: &str) -> u64 {
 fn readers_see_whole_synchronized_states_during_builds() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let options = SkipOptions {
-            file: spec,
-            reducer: Reducer::Last,
-            sort_mem_size: 2048,
-            step_unit: 3,
-            max_level: 6,
-            max_cached_records: 8,
-            ..SkipOptions::default()
-        };
+        let options = SkipOptions::default()
+            .file(spec)
+            .reducer(Reducer::Last)
+            .sort_mem_size(2048)
+            .step_unit(3)
+            .max_level(6)
+            .max_cached_records(8);
         let db = SkipDbm::open(dir.path().join("threads.skip"), true, &options).expect("open");
         let write_batch = |batch: u64| {
             for i in 0..PER_BATCH {
@@ -188,7 +186,7 @@ fn concurrent_writers_end_in_the_state_their_updates_determine() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("writers.skip");
-        let options = SkipOptions { file: spec, sort_mem_size: 4096, step_unit: 4, ..SkipOptions::default() };
+        let options = SkipOptions::default().file(spec).sort_mem_size(4096).step_unit(4);
         let db = SkipDbm::open(&path, true, &options).expect("open");
         let start = Barrier::new(WRITERS);
         std::thread::scope(|s| {
@@ -269,13 +267,7 @@ fn concurrent_writers_end_in_the_state_their_updates_determine() {
 fn a_cursor_held_across_synchronizations_finds_its_key_again() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let options = SkipOptions {
-            file: spec,
-            step_unit: 2,
-            max_level: 5,
-            max_cached_records: 2,
-            ..SkipOptions::default()
-        };
+        let options = SkipOptions::default().file(spec).step_unit(2).max_level(5).max_cached_records(2);
         let db = SkipDbm::open(dir.path().join("cursor.skip"), true, &options).expect("open");
         let key = |n: u32| format!("{n:05}").into_bytes();
         let mut model: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();

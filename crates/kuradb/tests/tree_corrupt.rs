@@ -243,11 +243,9 @@ fn flipped_bytes_fail_cleanly() {
 fn impossible_tuning_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = &specs()[0].1;
-    for o in [
-        TreeOptions { max_page_size: 10, ..options(spec) },
-        TreeOptions { max_branches: 2, ..options(spec) },
-        TreeOptions { max_cached_pages: 0, ..options(spec) },
-    ] {
+    for o in
+        [options(spec).max_page_size(10), options(spec).max_branches(2), options(spec).max_cached_pages(0)]
+    {
         let r = TreeDbm::open(dir.path().join("x.kt"), true, &o);
         assert_eq!(r.map(|_| ()).map_err(|e| e.kind()), Err(ErrorKind::InvalidArgument));
     }

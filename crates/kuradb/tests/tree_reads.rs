@@ -45,7 +45,7 @@ fn a_node_load_is_one_read_call() {
     for spec in [FileSpec::new(FileKind::PositionalParallel), plain, cached] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.tkt");
-        let mut o = TreeOptions { max_page_size: 4060, max_cached_pages: 100_000, ..TreeOptions::default() };
+        let mut o = TreeOptions::default().max_page_size(4060).max_cached_pages(100_000);
         o.hash.file = spec.clone();
         o.hash.cache_buckets = true;
         let db = TreeDbm::open(&path, true, &o).unwrap();

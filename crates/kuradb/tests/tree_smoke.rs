@@ -10,8 +10,7 @@ use kuradb::dbm::{Cursor, Dbm};
 fn random_sets_and_removes_match_a_btreemap() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.kt");
-    let mut o =
-        TreeOptions { max_page_size: 128, max_branches: 4, max_cached_pages: 8, ..TreeOptions::default() };
+    let mut o = TreeOptions::default().max_page_size(128).max_branches(4).max_cached_pages(8);
     o.hash.num_buckets = 101;
     let db = TreeDbm::open(&path, true, &o).unwrap();
     let mut model = BTreeMap::new();

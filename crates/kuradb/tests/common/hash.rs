@@ -159,7 +159,7 @@ pub fn direct_specs() -> Vec<(&'static str, FileSpec)> {
 
 /// Options for a small test database on `file`.
 pub fn options(file: &FileSpec) -> HashOptions {
-    HashOptions { file: file.clone(), num_buckets: 101, ..HashOptions::default() }
+    HashOptions::default().file(file.clone()).num_buckets(101)
 }
 
 /// The first key in which `a` and `b` differ, described; `None` if they are equal.

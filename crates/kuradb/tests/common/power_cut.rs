@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use kuradb::dbm::hash::HashOptions;
 use kuradb::dbm::tree::TreeOptions;
 use kuradb::file::FileWrapper;
 use kuradb::file::{FaultControl, FaultFile, FileKind, FileSpec};
@@ -63,6 +62,7 @@ impl Controls {
 
 /// `options` without their file wrapper, to reopen after the cut as a new
 /// process would.
-pub fn plain_tree(options: TreeOptions) -> TreeOptions {
-    TreeOptions { hash: HashOptions { wrap_file: None, ..options.hash }, ..options }
+pub fn plain_tree(mut options: TreeOptions) -> TreeOptions {
+    options.hash.wrap_file = None;
+    options
 }

@@ -24,13 +24,12 @@ pub fn options(
     max_cached_pages: usize,
     num_buckets: u64,
 ) -> TreeOptions {
-    TreeOptions {
-        hash: kuradb::dbm::hash::HashOptions { num_buckets, ..h::options(file) },
-        max_page_size,
-        max_branches,
-        max_cached_pages,
-        comparator: cmp,
-    }
+    TreeOptions::default()
+        .hash(h::options(file).num_buckets(num_buckets))
+        .max_page_size(max_page_size)
+        .max_branches(max_branches)
+        .max_cached_pages(max_cached_pages)
+        .comparator(cmp)
 }
 
 /// The model's records in `cmp`'s order.
