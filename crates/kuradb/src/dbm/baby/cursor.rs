@@ -47,11 +47,7 @@ impl BabyDbm {
     /// within its leaf if the leaf is unchanged and looks its key up afresh
     /// otherwise, so concurrent updates never invalidate the iterator.
     pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<BabyRange<'_>> {
-        let owned = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let owned = |b: Bound<&K>| b.map(|k| k.as_ref().to_vec());
         Ok(BabyRange {
             cursor: self.cursor(),
             start: Some(owned(range.start_bound())),

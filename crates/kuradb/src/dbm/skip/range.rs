@@ -16,11 +16,7 @@ impl SkipDbm {
             Bound::Excluded(k) => cursor.jump_upper(k.as_ref(), false)?,
             Bound::Unbounded => cursor.first()?,
         }
-        let end = match range.end_bound() {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let end = range.end_bound().map(|k| k.as_ref().to_vec());
         Ok(SkipRange { cursor, end, started: false, done: false })
     }
 }

@@ -153,11 +153,7 @@ impl TreeDbm {
     /// otherwise, so concurrent updates never invalidate the iterator.
     pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<TreeRange<'_>> {
         drop(self.shared()?);
-        let owned = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let owned = |b: Bound<&K>| b.map(|k| k.as_ref().to_vec());
         Ok(TreeRange::new(self.cursor(), owned(range.start_bound()), owned(range.end_bound())))
     }
 
