@@ -95,10 +95,10 @@ impl Owner {
             None
         };
         if let Some(how) = conflict {
-            let advice = if writable || how == "for writing" {
+            let advice = if how == "for writing" {
                 "use that handle, or close it before opening the file again"
             } else {
-                "close that handle first"
+                "close the readers' handles before opening it for writing"
             };
             return Err(Error::new(
                 ErrorKind::WouldBlock,
