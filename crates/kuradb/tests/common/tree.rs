@@ -7,9 +7,10 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::{Action, Cursor, Dbm};
+use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 
+pub use super::conformance::read::{diff, each, walk_backward, walk_forward};
 use super::hash::{self as h, show, show_opt, Model};
 
 /// A record as the tree hands it out.
@@ -60,73 +61,6 @@ pub fn scan(db: &TreeDbm) -> Result<Vec<Record>, String> {
         .map_err(|e| format!("range: {e}"))?
         .collect::<Result<_, _>>()
         .map_err(|e| format!("scan: {e}"))
-}
-
-/// Every record by a cursor from the first record on.
-pub fn walk_forward(db: &TreeDbm) -> Result<Vec<Record>, String> {
-    let mut c = db.cursor();
-    c.first().map_err(|e| format!("cursor first: {e}"))?;
-    let mut out = Vec::new();
-    while let Some(r) = c.get().map_err(|e| format!("cursor get: {e}"))? {
-        out.push(r);
-        c.next().map_err(|e| format!("cursor next: {e}"))?;
-        if out.len() > 1_000_000 {
-            return Err("the forward walk does not end".into());
-        }
-    }
-    Ok(out)
-}
-
-/// Every record by a cursor from the last record back, in forward order.
-pub fn walk_backward(db: &TreeDbm) -> Result<Vec<Record>, String> {
-    let mut c = db.cursor();
-    c.last().map_err(|e| format!("cursor last: {e}"))?;
-    let mut out = Vec::new();
-    while let Some(r) = c.get().map_err(|e| format!("cursor get: {e}"))? {
-        out.push(r);
-        c.previous().map_err(|e| format!("cursor previous: {e}"))?;
-        if out.len() > 1_000_000 {
-            return Err("the backward walk does not end".into());
-        }
-    }
-    out.reverse();
-    Ok(out)
-}
-
-/// Every record by a read-only process_each, in its order.
-pub fn each(db: &TreeDbm) -> Result<Vec<Record>, String> {
-    let mut out = Vec::new();
-    db.process_each(false, &mut |k, v| {
-        out.push((k.to_vec(), v.to_vec()));
-        Action::Keep
-    })
-    .map_err(|e| format!("process_each: {e}"))?;
-    Ok(out)
-}
-
-/// Describes the first difference of two record lists.
-pub fn diff(what: &str, actual: &[Record], expected: &[Record]) -> Result<(), String> {
-    if let Some(i) = actual.iter().zip(expected).position(|(a, e)| a != e) {
-        return Err(format!(
-            "{what}: record {i} is {} = {}, expected {} = {} ({} vs {} records)",
-            show(&actual[i].0),
-            show(&actual[i].1),
-            show(&expected[i].0),
-            show(&expected[i].1),
-            actual.len(),
-            expected.len()
-        ));
-    }
-    if actual.len() != expected.len() {
-        let extra = actual.get(expected.len()).or(expected.get(actual.len())).map(|r| show(&r.0));
-        return Err(format!(
-            "{what}: {} records, expected {} (first unmatched key {})",
-            actual.len(),
-            expected.len(),
-            extra.unwrap_or_default()
-        ));
-    }
-    Ok(())
 }
 
 /// Checks that records are strictly increasing in `cmp`'s order.
