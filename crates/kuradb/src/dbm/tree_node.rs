@@ -277,6 +277,30 @@ impl Leaf {
         Err(lo)
     }
 
+    /// The index of the record a seek lands on in this leaf: from the start
+    /// (`key` none) or from `key` in `cmp`'s order, forward to the first
+    /// record at or after it (after it unless `inclusive`), or backward to
+    /// the last at or before it; `None` if the seek goes past the leaf's end.
+    #[inline]
+    pub(crate) fn seek_index(
+        &self,
+        key: Option<&[u8]>,
+        cmp: KeyComparator,
+        forward: bool,
+        inclusive: bool,
+    ) -> Option<usize> {
+        let before = match key {
+            None if forward => 0,
+            None => self.len(),
+            Some(k) => self.records_before(k, cmp, forward, inclusive),
+        };
+        if forward {
+            (before < self.len()).then_some(before)
+        } else {
+            before.checked_sub(1)
+        }
+    }
+
     /// How many records come before the position a seek for `key` in
     /// `cmp`'s order lands on: one past those below `key`, and past `key`
     /// itself too when it is there and the seek goes forward exclusively or

@@ -82,14 +82,7 @@ impl Ordered for BabyDbm {
             let Node::Leaf(cell) = node else { return None };
             let slot = cell.slot.read();
             let leaf = &slot.leaf;
-            // The records that come before the answer's position.
-            let before = match key {
-                None if forward => 0,
-                None => leaf.len(),
-                Some(k) => leaf.records_before(k, self.cmp, forward, inclusive),
-            };
-            let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
-            if let Some(index) = found {
+            if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
                 return Some(LeafPlace::spot(&slot, cell, index, recycled));
             }
             drop(slot);

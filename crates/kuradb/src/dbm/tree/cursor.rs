@@ -66,14 +66,7 @@ impl Tree {
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
-            // The records that come before the answer's position.
-            let before = match key {
-                None if forward => 0,
-                None => leaf.len(),
-                Some(k) => leaf.records_before(k, self.cmp, forward, inclusive),
-            };
-            let found = if forward { (before < leaf.len()).then_some(before) } else { before.checked_sub(1) };
-            if let Some(index) = found {
+            if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
                 return Ok(Some(Spot::of(leaf, id, slot.version, index, spare)));
             }
             id = if forward { leaf.next } else { leaf.prev };
