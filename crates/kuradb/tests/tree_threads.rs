@@ -214,10 +214,13 @@ fn readers_scan_while_writers_write() {
                             // it sends the cursor to the next one, so the walk may
                             // stay or step up a little, but never above a key that
                             // is never removed once it has reached it, and it
-                            // never skips one of those.
+                            // never skips one of those. The record jump_lower found
+                            // may be gone by the first get too, so the walk may
+                            // start above `hi`, but not above the first fixed key
+                            // at or after it.
                             let mut c = db.cursor();
                             c.jump_lower(&hi, false).expect("jump_lower");
-                            let mut ceiling: Option<Vec<u8>> = None;
+                            let mut ceiling: Option<Vec<u8>> = fixed.iter().find(|f| **f >= hi).cloned();
                             let mut seen_fixed = Vec::new();
                             let mut steps = 0;
                             while let Some((k, _)) = c.get().expect("cursor get") {
@@ -234,7 +237,7 @@ fn readers_scan_while_writers_write() {
                                     );
                                 }
                                 if fixed.contains(&k) {
-                                    if seen_fixed.last() != Some(&k) {
+                                    if k < hi && seen_fixed.last() != Some(&k) {
                                         seen_fixed.push(k.clone());
                                     }
                                     ceiling = Some(k);
