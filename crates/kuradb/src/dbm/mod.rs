@@ -15,7 +15,7 @@ pub mod comparator;
 pub mod flat;
 mod forward;
 pub mod hash;
-pub(crate) mod memory_cursor;
+pub(crate) mod ordered_cursor;
 pub mod params;
 pub mod poly;
 pub mod shard;

@@ -15,6 +15,7 @@ use parking_lot::RwLock;
 
 use super::class::DbmClass;
 use super::comparator::KeyComparator;
+use super::ordered_cursor::past_end;
 use super::params::{parse_flag, Params};
 use super::poly::PolyDbm;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
@@ -503,13 +504,13 @@ impl Cursor for MergeCursor<'_> {
     fn set(&mut self, value: &[u8]) -> Result<()> {
         match self.current {
             Some(current) => self.cursors[current].set(value),
-            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+            None => Err(past_end()),
         }
     }
 
     fn remove(&mut self) -> Result<()> {
         let (Some(current), Some(key)) = (self.current, self.current_key()) else {
-            return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record"));
+            return Err(past_end());
         };
         // The shard's own cursor goes on to its next record (another of
         // the same key, in a class that keeps duplicates); the others, which
@@ -606,14 +607,14 @@ impl Cursor for ChainCursor<'_> {
     fn set(&mut self, value: &[u8]) -> Result<()> {
         match self.cursors.get_mut(self.current) {
             Some(cursor) => cursor.set(value),
-            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+            None => Err(past_end()),
         }
     }
 
     fn remove(&mut self) -> Result<()> {
         match self.cursors.get_mut(self.current) {
             Some(cursor) => cursor.remove()?,
-            None => return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+            None => return Err(past_end()),
         }
         self.settle()
     }

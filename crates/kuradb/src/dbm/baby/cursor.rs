@@ -6,7 +6,8 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::{decode_value, BabyDbm, Inner, LeafCell, Node, Slot};
-use crate::dbm::memory_cursor::{Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
+use crate::dbm::Cursor;
 use crate::error::Result;
 
 /// A position in a [`BabyDbm`]: the key of its record, and the leaf where it
@@ -67,7 +68,7 @@ impl Ordered for BabyDbm {
         key: Option<&[u8]>,
         inclusive: bool,
         recycled: Option<Spot<LeafPlace>>,
-    ) -> Option<Spot<LeafPlace>> {
+    ) -> Result<Option<Spot<LeafPlace>>> {
         let root = self.root.read();
         // The inner nodes above the current leaf and the child taken in each.
         let mut path: Vec<(&Inner, usize)> = Vec::new();
@@ -79,17 +80,17 @@ impl Ordered for BabyDbm {
             node = &inner.children[i];
         }
         loop {
-            let Node::Leaf(cell) = node else { return None };
+            let Node::Leaf(cell) = node else { return Ok(None) };
             let slot = cell.slot.read();
             let leaf = &slot.leaf;
             if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
-                return Some(LeafPlace::spot(&slot, cell, index, recycled));
+                return Ok(Some(LeafPlace::spot(&slot, cell, index, recycled)));
             }
             drop(slot);
             // The neighbouring leaf: up to the first ancestor with a child
             // further that way, then down its nearest edge.
             loop {
-                let (inner, i) = path.pop()?;
+                let Some((inner, i)) = path.pop() else { return Ok(None) };
                 let next = if forward { i + 1 } else { i.wrapping_sub(1) };
                 if next < inner.children.len() {
                     path.push((inner, next));
@@ -142,11 +143,15 @@ impl Iterator for BabyRange<'_> {
         if self.done {
             return None;
         }
-        match self.start.take() {
-            Some(Bound::Included(k)) => self.cursor.seek(true, Some(k.as_slice()), true),
-            Some(Bound::Excluded(k)) => self.cursor.seek(true, Some(k.as_slice()), false),
-            Some(Bound::Unbounded) => self.cursor.seek(true, None, true),
-            None => self.cursor.step(1),
+        let moved = match self.start.take() {
+            Some(Bound::Included(k)) => self.cursor.jump_upper(&k, true),
+            Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, false),
+            Some(Bound::Unbounded) => self.cursor.first(),
+            None => Cursor::next(&mut self.cursor),
+        };
+        if let Err(e) = moved {
+            self.done = true;
+            return Some(Err(e));
         }
         let cmp = self.cursor.db().cmp;
         let found = self.cursor.seen().filter(|(k, _)| match &self.end {

@@ -6,8 +6,9 @@ use std::collections::VecDeque;
 
 use super::buckets::bucket_of;
 use super::HashDbm;
-use crate::dbm::{show_key, Cursor, Dbm};
-use crate::error::{Error, ErrorKind, Result};
+use crate::dbm::ordered_cursor::{no_record_to_jump_to, past_end};
+use crate::dbm::{Cursor, Dbm};
+use crate::error::Result;
 
 /// A cursor over a hash database: it holds the keys of one bucket's chain and
 /// looks each up again when asked, so concurrent updates never invalidate it.
@@ -53,13 +54,7 @@ impl Cursor for HashCursor<'_> {
         self.load_from(bucket_of(key, num_buckets))?;
         if self.bucket != bucket_of(key, num_buckets) || !self.keys.iter().any(|k| k == key) {
             self.keys.clear();
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "no record {} to jump to (a hash database jumps only to existing keys)",
-                    show_key(key)
-                ),
-            ));
+            return Err(no_record_to_jump_to(key));
         }
         while self.keys.front().is_some_and(|k| k != key) {
             self.keys.pop_front();
@@ -88,7 +83,7 @@ impl Cursor for HashCursor<'_> {
     fn set(&mut self, value: &[u8]) -> Result<()> {
         match self.get()? {
             Some((key, _)) => self.db.set(&key, value, true),
-            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+            None => Err(past_end()),
         }
     }
 
@@ -98,7 +93,7 @@ impl Cursor for HashCursor<'_> {
                 self.db.remove(&key)?;
                 self.next()
             }
-            None => Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record")),
+            None => Err(past_end()),
         }
     }
 }

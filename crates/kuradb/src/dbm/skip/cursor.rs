@@ -8,8 +8,9 @@ use super::pending::Change;
 use super::search::{Below, Position, Snapshot};
 use super::value::decode_value;
 use super::SkipDbm;
+use crate::dbm::ordered_cursor::past_end;
 use crate::dbm::{Action, Cursor};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 
 impl SkipDbm {
     /// An ordered cursor, not yet positioned.
@@ -57,10 +58,6 @@ impl SkipCursor<'_> {
             self.key.extend_from_slice(self.window.key(&record));
         }
         Ok(())
-    }
-
-    fn past_end() -> Error {
-        Error::new(ErrorKind::NotFound, "the cursor is past the last record")
     }
 
     fn seek_by(&mut self, below: Below<'_>) -> Result<()> {
@@ -122,7 +119,7 @@ impl Cursor for SkipCursor<'_> {
                 let mut pending = self.db.pending.lock();
                 self.db.answer(Some(&mut pending), &key, Action::Set(Cow::Borrowed(value)))
             }
-            None => Err(Self::past_end()),
+            None => Err(past_end()),
         }
     }
 
@@ -137,7 +134,7 @@ impl Cursor for SkipCursor<'_> {
                 }
                 self.next()
             }
-            None => Err(Self::past_end()),
+            None => Err(past_end()),
         }
     }
 

@@ -8,7 +8,7 @@ use super::packed::{Key, Packed};
 use super::set::StdSet;
 use super::store::decode_value;
 use super::{StdHashDbm, StdTreeDbm};
-use crate::dbm::memory_cursor::{change_at, no_record_to_jump_to, Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{change_at, no_record_to_jump_to, Ordered, OrderedCursor, Spot};
 use crate::dbm::Cursor;
 use crate::error::Result;
 
@@ -168,7 +168,7 @@ impl Ordered for StdTreeDbm {
         key: Option<&[u8]>,
         inclusive: bool,
         recycled: Option<Spot<u64>>,
-    ) -> Option<Spot<u64>> {
+    ) -> Result<Option<Spot<u64>>> {
         let records = self.store.read();
         let set = &records.set;
         let exact = key.filter(|_| inclusive).and_then(|k| set.get(Key::of(k)));
@@ -180,8 +180,9 @@ impl Ordered for StdTreeDbm {
             (true, Some(k)) => set.range::<Key, _>((bound(k, inclusive), Bound::Unbounded)).next(),
             (false, Some(k)) => set.range::<Key, _>((Bound::Unbounded, bound(k, inclusive))).next_back(),
         };
-        let (key, value) = found?.parts();
-        Some(Spot::fill(recycled, key, decode_value(value), self.store.version()))
+        let Some(record) = found else { return Ok(None) };
+        let (key, value) = record.parts();
+        Ok(Some(Spot::fill(recycled, key, decode_value(value), self.store.version())))
     }
 
     fn holds(&self, spot: &Spot<u64>) -> bool {

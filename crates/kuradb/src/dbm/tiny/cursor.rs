@@ -3,7 +3,7 @@
 
 use super::shard::key_hash;
 use super::table::Table;
-use crate::dbm::memory_cursor::{change_at, no_record_to_jump_to};
+use crate::dbm::ordered_cursor::{change_at, no_record_to_jump_to};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::Result;
 

@@ -1,54 +1,35 @@
-//! Ordered cursors: [`TreeCursor`], and the positions (spots) it keeps
-//! between moves.
+//! [`TreeCursor`]: the shared ordered cursor over the tree's leaves, and the
+//! places in a leaf it keeps between moves.
 
 use super::state::Tree;
 use super::TreeDbm;
-use crate::dbm::tree_node::{Leaf, Node};
-use crate::dbm::{Cursor, Dbm};
-use crate::error::{Error, ErrorKind, Result};
+use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
+use crate::dbm::tree_node::Node;
+use crate::error::Result;
 
-/// A record as a seek found it, and where: record `index` of leaf `leaf`
-/// at `version`.
-struct Spot {
-    key: Vec<u8>,
-    value: Vec<u8>,
+/// A position in a tree database: the key of its record. Every move looks the
+/// key up afresh, unless the record's leaf is unchanged since it was seen, so
+/// concurrent updates never invalidate it; a record removed under it leaves
+/// the position at the next one.
+pub type TreeCursor<'a> = OrderedCursor<'a, TreeDbm>;
+
+/// Where a cursor saw a record: record `index` of leaf `leaf` at `version`.
+pub struct LeafPlace {
     leaf: u64,
     version: u64,
     index: usize,
 }
 
-impl Spot {
-    /// Record `index` of leaf `id`, written into `spare`'s buffers if given
-    /// (a cursor moving from record to record allocates nothing then).
-    fn of(leaf: &Leaf, id: u64, version: u64, index: usize, spare: Option<Spot>) -> Spot {
-        let (key, value) = leaf.record(index);
-        let mut spot =
-            spare.unwrap_or(Spot { key: Vec::new(), value: Vec::new(), leaf: 0, version: 0, index: 0 });
-        spot.hold(key, value);
-        Spot { leaf: id, version, index, ..spot }
-    }
-
-    /// Copies `key` and `value` into the spot's own buffers.
-    fn hold(&mut self, key: &[u8], value: &[u8]) {
-        self.key.clear();
-        self.key.extend_from_slice(key);
-        self.value.clear();
-        self.value.extend_from_slice(value);
-    }
-}
-
 impl Tree {
-    /// Forward: the first record at or after `key` (after it only, unless
-    /// `inclusive`), from the start without a key. Backward: the last record
-    /// before `key` (or at it, if `inclusive`), from the end without a key.
-    /// The answer is written into `spare`'s buffers, if given.
+    /// [`Ordered::seek`] in the tree: a descent to the leaf, then along the
+    /// leaves' links.
     fn seek(
         &self,
         forward: bool,
         key: Option<&[u8]>,
         inclusive: bool,
-        spare: Option<Spot>,
-    ) -> Result<Option<Spot>> {
+        recycled: Option<Spot<LeafPlace>>,
+    ) -> Result<Option<Spot<LeafPlace>>> {
         let (mut id, mut found_leaf) = match key {
             Some(k) => {
                 let (id, cell) = self.descend(k, None)?;
@@ -67,7 +48,9 @@ impl Tree {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
             if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
-                return Ok(Some(Spot::of(leaf, id, slot.version, index, spare)));
+                let (key, value) = leaf.record(index);
+                let place = LeafPlace { leaf: id, version: slot.version, index };
+                return Ok(Some(Spot::fill(recycled, key, value, place)));
             }
             id = if forward { leaf.next } else { leaf.prev };
             if id == 0 {
@@ -79,134 +62,62 @@ impl Tree {
 
     /// Whether `spot`'s leaf is cached and unchanged since, so that the
     /// record it saw is still there, as it saw it.
-    fn unchanged(&self, spot: &Spot) -> bool {
-        self.cached(spot.leaf).is_some_and(|cell| cell.slot.read().version == spot.version)
+    fn unchanged(&self, spot: &Spot<LeafPlace>) -> bool {
+        let at = &spot.place;
+        self.cached(at.leaf).is_some_and(|cell| cell.slot.read().version == at.version)
     }
 
-    /// Moves `spot` `step` places (-1 or 1) within its leaf, if the leaf is
-    /// cached and unchanged since and the record is in it; false when only a
-    /// seek can tell.
-    fn step_in_leaf(&self, spot: &mut Spot, step: isize) -> bool {
-        let Some(cell) = self.cached(spot.leaf) else { return false };
+    /// The record `step` places (-1 or 1) from `spot` within its leaf, if
+    /// the leaf is cached and unchanged since and the record is in it.
+    fn step_in_leaf(
+        &self,
+        spot: &Spot<LeafPlace>,
+        step: isize,
+        recycled: &mut Option<Spot<LeafPlace>>,
+    ) -> Option<Spot<LeafPlace>> {
+        let at = &spot.place;
+        let cell = self.cached(at.leaf)?;
         let slot = cell.slot.read();
-        let Node::Leaf(leaf) = &slot.node else { return false };
-        if slot.version != spot.version {
-            return false;
+        let Node::Leaf(leaf) = &slot.node else { return None };
+        if slot.version != at.version {
+            return None;
         }
-        let Some(index) = spot.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
-            return false;
-        };
+        let index = at.index.checked_add_signed(step).filter(|&i| i < leaf.len())?;
         // Only in order: a broken leaf must not send a walk round in a loop.
         let wanted = if step > 0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
         let (key, value) = leaf.record(index);
         if self.cmp.compare(key, &spot.key) != wanted {
-            return false;
+            return None;
         }
-        spot.hold(key, value);
-        spot.index = index;
-        true
+        let place = LeafPlace { leaf: at.leaf, version: at.version, index };
+        Some(Spot::fill(recycled.take(), key, value, place))
     }
 }
 
-/// A position in a tree database: the key of its record. Every move looks the
-/// key up afresh, unless the record's leaf is unchanged since it was seen, so
-/// concurrent updates never invalidate it; a record removed under it leaves
-/// the position at the next one.
-pub struct TreeCursor<'a> {
-    db: &'a TreeDbm,
-    at: Option<Spot>,
-    /// The buffers of a position left behind, for the next seek to fill.
-    spare: Option<Spot>,
-}
+impl Ordered for TreeDbm {
+    type Place = LeafPlace;
 
-impl<'a> TreeCursor<'a> {
-    /// A cursor on `db`, not yet positioned.
-    pub(super) fn new(db: &'a TreeDbm) -> TreeCursor<'a> {
-        TreeCursor { db, at: None, spare: None }
+    fn seek(
+        &self,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        recycled: Option<Spot<LeafPlace>>,
+    ) -> Result<Option<Spot<LeafPlace>>> {
+        self.shared()?.seek(forward, key, inclusive, recycled)
     }
 
-    /// The database the cursor moves in.
-    pub(super) fn db(&self) -> &'a TreeDbm {
-        self.db
+    /// False on a closed database too: the seek that follows says so.
+    fn holds(&self, spot: &Spot<LeafPlace>) -> bool {
+        self.shared().is_ok_and(|t| t.unchanged(spot))
     }
 
-    fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
-        let t = self.db.shared()?;
-        // On an error the cursor stays where it was.
-        let found = t.seek(forward, key, inclusive, self.spare.take())?;
-        self.spare = std::mem::replace(&mut self.at, found);
-        Ok(())
-    }
-
-    /// Moves from the current record: `step` 1 to the next, -1 to the
-    /// previous, 0 to the record itself or, if it is gone, the next one.
-    /// Within an unchanged leaf it needs no search.
-    fn step(&mut self, step: isize) -> Result<()> {
-        let t = self.db.shared()?;
-        let Some(at) = &mut self.at else { return Ok(()) };
-        let moved = if step == 0 { t.unchanged(at) } else { t.step_in_leaf(at, step) };
-        if moved {
-            return Ok(());
-        }
-        let found = t.seek(step >= 0, Some(&at.key), step == 0, self.spare.take())?;
-        self.spare = std::mem::replace(&mut self.at, found);
-        Ok(())
-    }
-
-    fn past_end() -> Error {
-        Error::new(ErrorKind::NotFound, "the cursor is past the last record")
-    }
-}
-
-impl Cursor for TreeCursor<'_> {
-    fn first(&mut self) -> Result<()> {
-        self.seek(true, None, true)
-    }
-
-    fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.seek(true, Some(key), true)
-    }
-
-    fn next(&mut self) -> Result<()> {
-        self.step(1)
-    }
-
-    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.step(0)?;
-        Ok(self.at.as_ref().map(|at| (at.key.clone(), at.value.clone())))
-    }
-
-    fn set(&mut self, value: &[u8]) -> Result<()> {
-        match self.get()? {
-            Some((key, _)) => self.db.set(&key, value, true),
-            None => Err(Self::past_end()),
-        }
-    }
-
-    fn remove(&mut self) -> Result<()> {
-        match self.get()? {
-            Some((key, _)) => {
-                self.db.remove(&key)?;
-                // The position stays on the removed key: the next get finds the record after it.
-                Ok(())
-            }
-            None => Err(Self::past_end()),
-        }
-    }
-
-    fn last(&mut self) -> Result<()> {
-        self.seek(false, None, true)
-    }
-
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(false, Some(key), inclusive)
-    }
-
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(true, Some(key), inclusive)
-    }
-
-    fn previous(&mut self) -> Result<()> {
-        self.step(-1)
+    fn step_near(
+        &self,
+        spot: &Spot<LeafPlace>,
+        step: isize,
+        recycled: &mut Option<Spot<LeafPlace>>,
+    ) -> Option<Spot<LeafPlace>> {
+        self.shared().ok()?.step_in_leaf(spot, step, recycled)
     }
 }

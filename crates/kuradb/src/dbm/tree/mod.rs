@@ -159,7 +159,7 @@ impl TreeDbm {
 
     /// An ordered cursor, not yet positioned.
     pub fn cursor(&self) -> TreeCursor<'_> {
-        TreeCursor::new(self)
+        crate::dbm::ordered_cursor::OrderedCursor::new(self)
     }
 
     /// The open tree, held shared; an error once the database is closed.

@@ -1,7 +1,8 @@
-//! What the cursors of the on-memory databases share: the ordered cursor of
-//! BabyDbm and StdTreeDbm, written once over what each database tells of
-//! its records ([`Ordered`]), and what `set` and `remove` do at a cursor's
-//! record ([`change_at`]).
+//! What the cursors share: the ordered cursor of TreeDbm, BabyDbm and
+//! StdTreeDbm, written once over what each database tells of its records
+//! ([`Ordered`]: a seek, whether a record seen still holds, and a step
+//! without a seek where the database can take one), and what `set` and
+//! `remove` do at a cursor's record ([`change_at`]).
 
 use super::{show_key, Cursor, Dbm};
 use crate::error::{Error, ErrorKind, Result};
@@ -53,13 +54,16 @@ pub trait Ordered: Dbm {
         key: Option<&[u8]>,
         inclusive: bool,
         recycled: Option<Spot<Self::Place>>,
-    ) -> Option<Spot<Self::Place>>;
+    ) -> Result<Option<Spot<Self::Place>>>;
 
-    /// Whether the record at `spot` is as it was seen: nothing changed there since.
+    /// Whether the record at `spot` is as it was seen: nothing changed there
+    /// since. False when the database cannot tell (the seek that follows
+    /// then reports why).
     fn holds(&self, spot: &Spot<Self::Place>) -> bool;
 
-    /// The record `step` places from `spot` (-1, 0 or 1) when it can be
-    /// found without a seek; `None` when only a seek can tell.
+    /// The record `step` places from `spot` (-1 or 1) when it can be found
+    /// without a seek, in the buffers of `recycled`; `None` when only a seek
+    /// can tell.
     fn step_near(
         &self,
         spot: &Spot<Self::Place>,
@@ -71,10 +75,11 @@ pub trait Ordered: Dbm {
     }
 }
 
-/// A position in an ordered on-memory database: the key of its record, as
-/// last seen. A move looks the key up afresh unless the database tells the
-/// record still holds, so concurrent updates never invalidate it; a record
-/// removed under it leaves the position at the next.
+/// A position in an ordered database: the key of its record, as last seen.
+/// A move looks the key up afresh unless the database tells the record
+/// still holds (or can step from it in place), so concurrent updates never
+/// invalidate it; a record removed under it leaves the position at the
+/// next. A move that fails leaves the position where it was.
 pub struct OrderedCursor<'a, D: Ordered> {
     db: &'a D,
     at: Option<Spot<D::Place>>,
@@ -93,24 +98,26 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
     }
 
     /// Moves to what [`Ordered::seek`] finds.
-    pub(crate) fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) {
-        let recycled = self.at.take().or_else(|| self.spare.take());
-        self.at = self.db.seek(forward, key, inclusive, recycled);
+    fn seek(&mut self, forward: bool, key: Option<&[u8]>, inclusive: bool) -> Result<()> {
+        let found = self.db.seek(forward, key, inclusive, self.spare.take())?;
+        self.spare = std::mem::replace(&mut self.at, found);
+        Ok(())
     }
 
     /// Moves from the current record: `step` 1 to the next, -1 to the
     /// previous, 0 to the record itself or, if it is gone, the next one.
-    pub(crate) fn step(&mut self, step: isize) {
-        let Some(at) = self.at.take() else { return };
-        if step == 0 && self.db.holds(&at) {
-            self.at = Some(at);
-            return;
+    fn step(&mut self, step: isize) -> Result<()> {
+        let Some(at) = &self.at else { return Ok(()) };
+        if step == 0 && self.db.holds(at) {
+            return Ok(());
         }
-        self.at = match self.db.step_near(&at, step, &mut self.spare) {
+        let near = if step == 0 { None } else { self.db.step_near(at, step, &mut self.spare) };
+        let found = match near {
             Some(spot) => Some(spot),
-            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take()),
+            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take())?,
         };
-        self.spare = Some(at);
+        self.spare = std::mem::replace(&mut self.at, found);
+        Ok(())
     }
 
     /// The record as the last move saw it, without looking again.
@@ -119,71 +126,62 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
     }
 
     /// The key of the record at the position, as it is now.
-    fn current_key(&mut self) -> Option<&[u8]> {
-        self.step(0);
-        self.at.as_ref().map(|at| at.key.as_slice())
+    fn current_key(&mut self) -> Result<Option<&[u8]>> {
+        self.step(0)?;
+        Ok(self.at.as_ref().map(|at| at.key.as_slice()))
     }
 }
 
 impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     fn first(&mut self) -> Result<()> {
-        self.seek(true, None, true);
-        Ok(())
+        self.seek(true, None, true)
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.seek(true, Some(key), true);
-        Ok(())
+        self.seek(true, Some(key), true)
     }
 
     fn next(&mut self) -> Result<()> {
-        self.step(1);
-        Ok(())
+        self.step(1)
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.step(0);
+        self.step(0)?;
         Ok(self.seen().map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
         let db = self.db;
-        change_at(db, self.current_key(), Some(value))
+        change_at(db, self.current_key()?, Some(value))
     }
 
     fn remove(&mut self) -> Result<()> {
         // The position stays on the removed key: the next get finds the record after it.
         let db = self.db;
-        change_at(db, self.current_key(), None)
+        change_at(db, self.current_key()?, None)
     }
 
     fn last(&mut self) -> Result<()> {
-        self.seek(false, None, true);
-        Ok(())
+        self.seek(false, None, true)
     }
 
     fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(false, Some(key), inclusive);
-        Ok(())
+        self.seek(false, Some(key), inclusive)
     }
 
     fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(true, Some(key), inclusive);
-        Ok(())
+        self.seek(true, Some(key), inclusive)
     }
 
     fn previous(&mut self) -> Result<()> {
-        self.step(-1);
-        Ok(())
+        self.step(-1)
     }
 }
 
 /// What a cursor's `set` (`value` given) or `remove` (none) does to its
 /// record, whose key is `at` (none past the end).
 pub(crate) fn change_at<D: Dbm + ?Sized>(db: &D, at: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
-    let Some(key) = at else {
-        return Err(Error::new(ErrorKind::NotFound, "the cursor is past the last record"));
-    };
+    let Some(key) = at else { return Err(past_end()) };
     match value {
         Some(value) => db.set(key, value, true),
         None => db.remove(key).map(|_| ()),
@@ -196,4 +194,9 @@ pub(crate) fn no_record_to_jump_to(key: &[u8]) -> Error {
         ErrorKind::NotFound,
         format!("no record {} to jump to (a hash database jumps only to existing keys)", show_key(key)),
     )
+}
+
+/// The error of a cursor asked to read or change its record past the last one.
+pub(crate) fn past_end() -> Error {
+    Error::new(ErrorKind::NotFound, "the cursor is past the last record")
 }
