@@ -48,6 +48,7 @@ pub use dbm::class::DbmClass;
 pub use dbm::comparator::KeyComparator;
 pub use dbm::hash::{HashDbm, HashOptions};
 pub use dbm::params::Params;
+pub use dbm::persistence::FlatLock;
 pub use dbm::poly::PolyDbm;
 pub use dbm::shard::ShardDbm;
 pub use dbm::skip::{Reducer, SkipDbm, SkipOptions};

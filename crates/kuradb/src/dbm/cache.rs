@@ -14,6 +14,8 @@
 
 use std::path::Path;
 
+use super::persistence::FlatLock;
+
 use super::tiny::shard::Shard;
 use super::tiny::store::{dbm_methods_of_store, Store};
 use super::tiny::table::Table;
@@ -36,6 +38,8 @@ pub struct CacheOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+    /// How a writer locks the flat file against writers in other processes.
+    pub lock: FlatLock,
 }
 
 impl CacheOptions {
@@ -56,11 +60,17 @@ impl CacheOptions {
         self.truncate = truncate;
         self
     }
+
+    /// Sets how a writer locks the flat file against writers in other processes.
+    pub fn lock(mut self, lock: FlatLock) -> CacheOptions {
+        self.lock = lock;
+        self
+    }
 }
 
 impl Default for CacheOptions {
     fn default() -> CacheOptions {
-        CacheOptions { cap_rec_num: 1_048_576, cap_mem_size: 0, truncate: false }
+        CacheOptions { cap_rec_num: 1_048_576, cap_mem_size: 0, truncate: false, lock: FlatLock::default() }
     }
 }
 
@@ -133,7 +143,7 @@ impl CacheDbm {
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &CacheOptions) -> Result<CacheDbm> {
         let mut db = CacheDbm::new(options)?;
         let caps = db.caps;
-        db.store.load(path.as_ref(), writable, options.truncate, |s| caps.evict(s))?;
+        db.store.load(path.as_ref(), writable, options.truncate, &options.lock, |s| caps.evict(s))?;
         Ok(db)
     }
 
@@ -185,7 +195,7 @@ impl CacheOptions {
     /// `self` with the parameters CacheDbm takes: `truncate`, `cap_rec_num`
     /// and `cap_mem_size`.
     pub(crate) fn take_params(mut self, t: &mut crate::dbm::params::Taker<'_>) -> Result<CacheOptions> {
-        self.truncate = t.memory_truncate()?;
+        (self.truncate, self.lock) = t.memory_open()?;
         if let Some(n) = t.number(&["cap_rec_num"])? {
             self.cap_rec_num = n;
         }

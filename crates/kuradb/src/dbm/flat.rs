@@ -21,7 +21,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{temp_beside, FileKey, Owner};
+use crate::file::temp_beside;
 
 const MAGIC: &[u8; 8] = b"KuraFlat";
 const VERSION: u32 = 1;
@@ -172,8 +172,20 @@ pub(crate) fn write(
     hard: bool,
     fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
 ) -> Result<()> {
+    let (temp, _) = write_beside(path, hard, fill)?;
+    install(&temp, path, hard)
+}
+
+/// Writes a flat file with the records `fill` puts under a temporary name
+/// beside `path`, for [`install`] to put in its place; answers the name and
+/// the file, still open. With `hard` the file reaches the device first.
+pub(crate) fn write_beside(
+    path: &Path,
+    hard: bool,
+    fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
+) -> Result<(PathBuf, File)> {
     let temp = temp_beside(path, "flat");
-    let written = (|| -> std::io::Result<()> {
+    let written = (|| -> std::io::Result<File> {
         let file = File::create(&temp)?;
         let mut w = FlatWriter {
             out: BufWriter::with_capacity(BUFFER_SIZE, file),
@@ -192,14 +204,22 @@ pub(crate) fn write(
         if hard {
             file.sync_all()?;
         }
-        Ok(())
+        Ok(file)
     })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(Error::io("write of the flat file", &temp, e));
+    match written {
+        Ok(file) => Ok((temp, file)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(Error::io("write of the flat file", &temp, e))
+        }
     }
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
+}
+
+/// Renames the flat file written at `temp` over `path` (removing `temp` if
+/// that fails); with `hard` the rename reaches the device before this returns.
+pub(crate) fn install(temp: &Path, path: &Path, hard: bool) -> Result<()> {
+    std::fs::rename(temp, path).map_err(|e| {
+        let _ = std::fs::remove_file(temp);
         Error::io("rename of the new flat file", path, e)
     })?;
     if hard {
@@ -216,92 +236,6 @@ fn sync_directory(path: &Path) -> Result<()> {
     };
     let handle = File::open(dir).map_err(|e| Error::io("open of the directory", dir, e))?;
     handle.sync_all().map_err(|e| Error::io("synchronization of the directory", dir, e))
-}
-
-/// What an on-memory database keeps about its flat file: where it is,
-/// whether the database may change it, and the process that opened it (in
-/// whose table of open files it is entered, and outside which it writes
-/// nothing).
-#[derive(Debug)]
-pub(crate) struct Persistence {
-    pub path: Option<PathBuf>,
-    pub writable: bool,
-    owner: Option<Owner>,
-}
-
-impl Persistence {
-    /// No file: purely in memory, always writable.
-    pub(crate) fn none() -> Persistence {
-        Persistence { path: None, writable: true, owner: None }
-    }
-
-    /// Reads the flat file at `path` into `load` unless `truncate`. A
-    /// missing file is an empty database for a writer and an error for a reader.
-    pub(crate) fn open(
-        path: &Path,
-        writable: bool,
-        truncate: bool,
-        load: impl FnMut(&[u8], &[u8]) -> Result<()>,
-    ) -> Result<Persistence> {
-        // Readers may open beside a writer: the file is only ever replaced
-        // whole, so they read one complete synchronized state.
-        let owner = Owner::claim(FileKey::for_path(path), writable, true, path)?;
-        let exists = path.exists();
-        if !exists && !writable {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "the flat file {} does not exist and the database is opened for reading",
-                    path.display()
-                ),
-            ));
-        }
-        if exists && !truncate {
-            read(path, load)?;
-        }
-        Ok(Persistence { path: Some(path.to_path_buf()), writable, owner: Some(owner) })
-    }
-
-    /// The error of a write to a database opened for reading.
-    pub(crate) fn read_only(&self) -> Error {
-        let name = self.path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
-        Error::new(ErrorKind::Infeasible, format!("the database {name} is open for reading only"))
-    }
-
-    /// Checks that an operation may go on: in the process that opened the
-    /// database, and if `writable`, on a database open for writing.
-    pub(crate) fn check_writable(&self, writable: bool) -> Result<()> {
-        self.check_process()?;
-        if writable && !self.writable {
-            return Err(self.read_only());
-        }
-        Ok(())
-    }
-
-    /// Fails if the database has a file and this is not the process that
-    /// opened it: a forked child must not replace its parent's file.
-    pub(crate) fn check_process(&self) -> Result<()> {
-        match (&self.owner, &self.path) {
-            (Some(owner), Some(path)) => owner.check(path),
-            _ => Ok(()),
-        }
-    }
-
-    /// Writes the records `fill` puts to the database's file, if it has one
-    /// and may change it.
-    pub(crate) fn save(
-        &self,
-        hard: bool,
-        fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
-    ) -> Result<()> {
-        match &self.path {
-            Some(path) if self.writable => {
-                self.check_process()?;
-                write(path, hard, fill)
-            }
-            _ => Ok(()),
-        }
-    }
 }
 
 /// The error of a read-only processor that asked for a change.

@@ -17,6 +17,7 @@ mod forward;
 pub mod hash;
 pub(crate) mod ordered_cursor;
 pub mod params;
+pub mod persistence;
 pub mod poly;
 pub mod shard;
 pub mod skip;

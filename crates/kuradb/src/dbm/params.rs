@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::persistence::FlatLock;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileSpec, OpenOptions};
 
@@ -194,14 +195,14 @@ impl<'a> Taker<'a> {
         Ok((spec, open))
     }
 
-    /// The opening parameters of an on-memory database: `truncate` (and the
-    /// locking ones, which it accepts and has no use for: its flat file is
-    /// read at open and replaced whole, never held).
-    pub(crate) fn memory_truncate(&mut self) -> Result<bool> {
-        self.flag(&["no_wait"])?;
-        self.flag(&["no_lock"])?;
-        self.lock_timeout()?;
-        Ok(self.flag(&["truncate"])?.unwrap_or(false))
+    /// The opening parameters of an on-memory database: `truncate`, and
+    /// how its writer locks the flat file (`no_wait`, `no_lock`, `lock_timeout`).
+    pub(crate) fn memory_open(&mut self) -> Result<(bool, FlatLock)> {
+        let lock = FlatLock::default()
+            .no_wait(self.flag(&["no_wait"])?.unwrap_or(false))
+            .no_lock(self.flag(&["no_lock"])?.unwrap_or(false))
+            .timeout(self.lock_timeout()?);
+        Ok((self.flag(&["truncate"])?.unwrap_or(false), lock))
     }
 
     /// The `lock_timeout` parameter: the longest wait, in seconds, for a lock

@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 
+pub(crate) use access::lock;
 pub use access::with_lock_interrupt;
 pub use fault::{FaultControl, FaultFile, FaultKind};
 pub use mmap::MmapFile;

@@ -40,7 +40,8 @@ pub use cursor::{BabyCursor, BabyRange};
 pub use options::BabyOptions;
 
 use super::comparator::KeyComparator;
-use super::flat::{self, refused_change, FlatWriter, Persistence};
+use super::flat::{self, refused_change, FlatWriter};
+use super::persistence::Persistence;
 use super::tree_node::{record_size, Leaf, Probe, Separators};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -165,9 +166,10 @@ impl BabyDbm {
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &BabyOptions) -> Result<BabyDbm> {
         let mut db = BabyDbm::new(options)?;
         let this = &db;
-        let persistence = Persistence::open(path.as_ref(), writable, options.truncate, |k, v| {
-            this.write(k, &mut |_| Action::set(v))
-        })?;
+        let persistence =
+            Persistence::open(path.as_ref(), writable, options.truncate, &options.lock, |k, v| {
+                this.write(k, &mut |_| Action::set(v))
+            })?;
         db.persistence = persistence;
         Ok(db)
     }

@@ -1,6 +1,7 @@
 //! The tuning of an on-memory B+ tree database.
 
 use crate::dbm::comparator::KeyComparator;
+use crate::dbm::persistence::FlatLock;
 
 /// Everything [`BabyDbm::new`](super::BabyDbm::new) and
 /// [`BabyDbm::open`](super::BabyDbm::open) take.
@@ -17,6 +18,8 @@ pub struct BabyOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+    /// How a writer locks the flat file against writers in other processes.
+    pub lock: FlatLock,
 }
 
 impl BabyOptions {
@@ -43,6 +46,12 @@ impl BabyOptions {
         self.truncate = truncate;
         self
     }
+
+    /// Sets how a writer locks the flat file against writers in other processes.
+    pub fn lock(mut self, lock: FlatLock) -> BabyOptions {
+        self.lock = lock;
+        self
+    }
 }
 
 impl Default for BabyOptions {
@@ -52,6 +61,7 @@ impl Default for BabyOptions {
             max_branches: 128,
             comparator: KeyComparator::Lexical,
             truncate: false,
+            lock: FlatLock::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ impl BabyOptions {
     /// `self` with the parameters BabyDbm takes: `truncate`, `max_page_size`,
     /// `max_branches` and `key_comparator`.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<BabyOptions> {
-        self.truncate = t.memory_truncate()?;
+        (self.truncate, self.lock) = t.memory_open()?;
         if let Some(n) = t.number(&["max_page_size"])? {
             self.max_page_size = n;
         }

@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn a_hash_cursor_visits_every_record_once() {
-        let db = StdHashDbm::new(&StdOptions { num_buckets: 10, truncate: false });
+        let db = StdHashDbm::new(&StdOptions::default().num_buckets(10));
         for i in 0..100u32 {
             db.set(&i.to_be_bytes(), b"v", true).unwrap();
         }

@@ -27,6 +27,8 @@ mod store;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
+use super::persistence::FlatLock;
+
 pub use self::cursor::{StdHashCursor, StdTreeCursor};
 use self::packed::Packed;
 use self::set::{KeyHashBuilder, Reserve};
@@ -44,11 +46,13 @@ pub struct StdOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+    /// How a writer locks the flat file against writers in other processes.
+    pub lock: FlatLock,
 }
 
 impl Default for StdOptions {
     fn default() -> StdOptions {
-        StdOptions { num_buckets: 1_048_583, truncate: false }
+        StdOptions { num_buckets: 1_048_583, truncate: false, lock: FlatLock::default() }
     }
 }
 
@@ -65,6 +69,12 @@ impl StdOptions {
         self
     }
 
+    /// Sets how a writer locks the flat file against writers in other processes.
+    pub fn lock(mut self, lock: FlatLock) -> StdOptions {
+        self.lock = lock;
+        self
+    }
+
     /// `self` with the parameters StdHashDbm and StdTreeDbm take: `truncate`,
     /// and with `buckets` (a hash set's), `num_buckets` (or `buckets`).
     pub(crate) fn take_params(
@@ -72,7 +82,7 @@ impl StdOptions {
         t: &mut crate::dbm::params::Taker<'_>,
         buckets: bool,
     ) -> Result<StdOptions> {
-        self.truncate = t.memory_truncate()?;
+        (self.truncate, self.lock) = t.memory_open()?;
         if buckets {
             if let Some(n) = t.number(&["num_buckets", "buckets"])? {
                 self.num_buckets = n;
@@ -120,7 +130,7 @@ macro_rules! std_dbm {
             /// unless `options.truncate`. A missing file is an empty database
             /// for a writer and an error for a reader.
             pub fn open(path: impl AsRef<Path>, writable: bool, options: &StdOptions) -> Result<$name> {
-                let store = Store::<$set>::open(path.as_ref(), writable, options.truncate)?;
+                let store = Store::<$set>::open(path.as_ref(), writable, options.truncate, &options.lock)?;
                 store.write().set.reserve_for(options.num_buckets);
                 Ok($name { store })
             }

@@ -9,7 +9,8 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::packed::Packed;
 use super::set::StdSet;
-use crate::dbm::flat::{self, refused_change, FlatWriter, Persistence};
+use crate::dbm::flat::{self, refused_change, FlatWriter};
+use crate::dbm::persistence::{FlatLock, Persistence};
 use crate::dbm::{duplication, Action, EachProcessor, MultiProcessor, Processor};
 use crate::error::Result;
 
@@ -103,9 +104,9 @@ impl<S: StdSet> Store<S> {
 
     /// Opens the flat file at `path`, reading it unless `truncate`; each
     /// record is stored as a set would store it.
-    pub(super) fn open(path: &Path, writable: bool, truncate: bool) -> Result<Store<S>> {
+    pub(super) fn open(path: &Path, writable: bool, truncate: bool, lock: &FlatLock) -> Result<Store<S>> {
         let mut records = Records { set: S::default(), bytes: 0 };
-        let persistence = Persistence::open(path, writable, truncate, |key, value| {
+        let persistence = Persistence::open(path, writable, truncate, lock, |key, value| {
             records.change(Change::Record { key, action: Action::set(value) });
             Ok(())
         })?;

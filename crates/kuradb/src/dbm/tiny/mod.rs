@@ -23,6 +23,8 @@ pub(crate) mod table;
 
 use std::path::Path;
 
+use super::persistence::FlatLock;
+
 pub use self::cursor::HashCursor;
 use self::store::{dbm_methods_of_store, Store};
 use self::table::Table;
@@ -39,6 +41,8 @@ pub struct TinyOptions {
     /// Starts empty instead of reading an existing flat file (which the
     /// next synchronize or close overwrites).
     pub truncate: bool,
+    /// How a writer locks the flat file against writers in other processes.
+    pub lock: FlatLock,
 }
 
 impl TinyOptions {
@@ -53,11 +57,17 @@ impl TinyOptions {
         self.truncate = truncate;
         self
     }
+
+    /// Sets how a writer locks the flat file against writers in other processes.
+    pub fn lock(mut self, lock: FlatLock) -> TinyOptions {
+        self.lock = lock;
+        self
+    }
 }
 
 impl Default for TinyOptions {
     fn default() -> TinyOptions {
-        TinyOptions { num_buckets: 1_048_583, truncate: false }
+        TinyOptions { num_buckets: 1_048_583, truncate: false, lock: FlatLock::default() }
     }
 }
 
@@ -106,7 +116,7 @@ impl TinyDbm {
     /// and an error for a reader.
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &TinyOptions) -> Result<TinyDbm> {
         let mut db = TinyDbm::new(options);
-        db.store.load(path.as_ref(), writable, options.truncate, |_| {})?;
+        db.store.load(path.as_ref(), writable, options.truncate, &options.lock, |_| {})?;
         Ok(db)
     }
 

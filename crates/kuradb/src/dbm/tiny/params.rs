@@ -8,7 +8,7 @@ impl TinyOptions {
     /// `self` with the parameters TinyDbm takes: `truncate` and
     /// `num_buckets` (or `buckets`).
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<TinyOptions> {
-        self.truncate = t.memory_truncate()?;
+        (self.truncate, self.lock) = t.memory_open()?;
         if let Some(n) = t.number(&["num_buckets", "buckets"])? {
             self.num_buckets = n;
         }

@@ -6,7 +6,8 @@ use std::path::Path;
 use super::cursor::HashCursor;
 use super::shard::Shard;
 use super::table::Table;
-use crate::dbm::flat::{self, refused_change, Persistence};
+use crate::dbm::flat::{self, refused_change};
+use crate::dbm::persistence::{FlatLock, Persistence};
 use crate::dbm::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::Result;
 
@@ -31,10 +32,11 @@ impl<const L: usize> Store<L> {
         path: &Path,
         writable: bool,
         truncate: bool,
+        lock: &FlatLock,
         after: impl Fn(&mut Shard<L>),
     ) -> Result<()> {
         let table = &self.table;
-        self.persistence = Persistence::open(path, writable, truncate, |k, v| {
+        self.persistence = Persistence::open(path, writable, truncate, lock, |k, v| {
             table.write(k, |_| Action::set(v), &after).map(|_| ())
         })?;
         Ok(())

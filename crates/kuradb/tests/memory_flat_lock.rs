@@ -1,0 +1,145 @@
+//! The flat file of an on-memory database between processes: while one
+//! process's writer holds it, another's writer fails at once with a "locked"
+//! error naming the file (`no_wait`), gives up after its `lock_timeout`, or
+//! waits and then reads everything the first one saved, though the first one
+//! replaced the file (each save renames a new file into place) while it
+//! waited. Readers open beside the writer and read its last save.
+//!
+//! The other process is this test binary run again for the ignored test
+//! [`flat_holder`], told what to do through environment variables.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kuradb::dbm::Dbm;
+use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, ErrorKind, FlatLock, Result};
+use kuradb::{StdHashDbm, StdOptions, StdTreeDbm, TinyDbm, TinyOptions};
+
+const NAMES: [&str; 5] = ["stdhash", "stdtree", "tiny", "baby", "cache"];
+const ENV_NAME: &str = "KURADB_FLAT_LOCK_NAME";
+const ENV_PATH: &str = "KURADB_FLAT_LOCK_PATH";
+const ENV_SIGNAL: &str = "KURADB_FLAT_LOCK_SIGNAL";
+/// How long the child holds the file after signalling, saving again half way.
+const HOLD: Duration = Duration::from_millis(1500);
+
+fn open(name: &str, path: &Path, writable: bool, lock: FlatLock) -> Result<Box<dyn Dbm>> {
+    Ok(match name {
+        "stdhash" => Box::new(StdHashDbm::open(path, writable, &StdOptions::default().lock(lock))?),
+        "stdtree" => Box::new(StdTreeDbm::open(path, writable, &StdOptions::default().lock(lock))?),
+        "tiny" => Box::new(TinyDbm::open(path, writable, &TinyOptions::default().lock(lock))?),
+        "baby" => Box::new(BabyDbm::open(path, writable, &BabyOptions::default().lock(lock))?),
+        _ => Box::new(CacheDbm::open(path, writable, &CacheOptions::default().lock(lock))?),
+    })
+}
+
+/// Not a test by itself: the child process's entry point. Opens the database
+/// as a writer, saves a record, signals, saves another half way through its
+/// hold and closes. Without the environment it does nothing.
+#[test]
+#[ignore = "the child process of the flat lock tests"]
+fn flat_holder() {
+    let Ok(name) = std::env::var(ENV_NAME) else { return };
+    let path = PathBuf::from(std::env::var(ENV_PATH).expect("path"));
+    let signal = std::env::var(ENV_SIGNAL).expect("signal path");
+    let db = open(&name, &path, true, FlatLock::default()).expect("open in the child");
+    db.set(b"first", b"from the child", true).expect("set");
+    db.synchronize(false).expect("synchronize");
+    std::fs::write(&signal, b"locked").expect("write the signal file");
+    std::thread::sleep(HOLD / 2);
+    db.set(b"second", b"from the child", true).expect("set");
+    db.synchronize(false).expect("synchronize");
+    std::thread::sleep(HOLD / 2);
+    db.set(b"third", b"at close", true).expect("set");
+    drop(db);
+}
+
+/// A child process holding a writer; killed if the test fails first.
+struct Holder(Child);
+
+impl Holder {
+    fn start(name: &str, path: &Path, signal: &Path) -> Holder {
+        let child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "flat_holder", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(ENV_NAME, name)
+            .env(ENV_PATH, path)
+            .env(ENV_SIGNAL, signal)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the child process");
+        let mut holder = Holder(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !signal.exists() {
+            if let Some(status) = holder.0.try_wait().expect("poll the child") {
+                panic!("[{name}] the child exited with {status} before it held the file");
+            }
+            assert!(Instant::now() < deadline, "[{name}] the child did not open within 30 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        holder
+    }
+
+    fn finish(mut self, name: &str) {
+        let status = self.0.wait().expect("wait for the child");
+        assert!(status.success(), "[{name}] the child failed: {status}");
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[track_caller]
+fn assert_locked(name: &str, path: &Path, what: &str, result: Result<Box<dyn Dbm>>) {
+    let err =
+        result.err().unwrap_or_else(|| panic!("[{name}] {what} opened beside another process's writer"));
+    assert_eq!(err.kind(), ErrorKind::WouldBlock, "[{name}] {what}: {err}");
+    assert!(err.to_string().contains(&path.display().to_string()), "[{name}] {what}: no path in {err}");
+}
+
+#[test]
+fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
+    for name in NAMES {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("shared.flat");
+        let holder = Holder::start(name, &path, &dir.path().join("signal"));
+        assert_locked(
+            name,
+            &path,
+            "a no-wait writer",
+            open(name, &path, true, FlatLock::default().no_wait(true)),
+        );
+        let started = Instant::now();
+        let timeout = FlatLock::default().timeout(Some(Duration::from_millis(200)));
+        assert_locked(name, &path, "a writer with a timeout", open(name, &path, true, timeout));
+        assert!(started.elapsed() >= Duration::from_millis(200), "[{name}] gave up before its timeout");
+        let reader = open(name, &path, false, FlatLock::default()).expect("a reader beside the writer");
+        assert_eq!(reader.get(b"first").unwrap().as_deref(), Some(&b"from the child"[..]), "[{name}]");
+        drop(reader);
+        // Waits through the child's second save, which replaces the file it waits on.
+        let writer = open(name, &path, true, FlatLock::default()).expect("a waiting writer");
+        for key in [&b"first"[..], b"second", b"third"] {
+            assert!(writer.get(key).unwrap().is_some(), "[{name}] the waiting writer lost {key:?}");
+        }
+        holder.finish(name);
+        writer.set(b"fourth", b"parent", true).unwrap();
+        drop(writer);
+        assert_eq!(open(name, &path, false, FlatLock::default()).unwrap().count().unwrap(), 4, "[{name}]");
+    }
+}
+
+#[test]
+fn no_lock_opens_beside_a_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shared.flat");
+    let holder = Holder::start("tiny", &path, &dir.path().join("signal"));
+    let db = open("tiny", &path, true, FlatLock::default().no_lock(true).no_wait(true)).expect("no_lock");
+    assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"from the child"[..]));
+    drop(db);
+    holder.finish("tiny");
+}
