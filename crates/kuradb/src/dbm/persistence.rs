@@ -29,10 +29,12 @@ use crate::sys;
 /// ```
 /// use std::time::Duration;
 /// use kuradb::{FlatLock, TinyDbm, TinyOptions};
-/// let dir = tempfile::tempdir()?;
-/// let path = dir.path().join("a.flat");
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("a.flat");
+/// // Another process's writer is waited for up to five seconds, then "locked".
 /// let options = TinyOptions::default().lock(FlatLock::default().timeout(Some(Duration::from_secs(5))));
 /// let db = TinyDbm::open(&path, true, &options)?;
+/// db.close()?;
 /// # Ok::<(), kuradb::Error>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
