@@ -192,7 +192,8 @@ impl Expect {
     /// Whether `found` holds, for every key, one of the values it may hold
     /// without a power cut; else the first key that does not, and why.
     pub fn check_values(&self, found: &Model) -> Result<(), String> {
-        let keys: BTreeSet<&Vec<u8>> = found.keys().chain(self.durable[0].keys()).chain(self.values.keys()).collect();
+        let keys: BTreeSet<&Vec<u8>> =
+            found.keys().chain(self.durable[0].keys()).chain(self.values.keys()).collect();
         for key in keys {
             let value = found.get(key).cloned();
             let ok = match self.values.get(key) {
@@ -225,4 +226,17 @@ impl Expect {
         let diff = super::hash::difference(found, &self.durable[0]).unwrap_or_default();
         Err(format!("none of the states it may hold after a power cut; against the last durable one: {diff}"))
     }
+}
+
+/// A scratch directory in memory where the system has one: the fault file
+/// models what reaches the device, so the sweep's many hard
+/// synchronizations need not wait for a real one.
+pub fn scratch() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::tempdir_in(shm) {
+            return dir;
+        }
+    }
+    tempfile::tempdir().expect("create a temporary directory")
 }
