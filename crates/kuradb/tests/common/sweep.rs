@@ -134,7 +134,7 @@ pub fn points(counts: &[u64], class: Class, stride: u64) -> Vec<Point> {
     let mut global = 0u64;
     for (file, &count) in counts.iter().enumerate() {
         for n in 1..=count {
-            if global % stride == 0 {
+            if global.is_multiple_of(stride) {
                 out.push(Point { file, n, class });
             }
             global += 1;
