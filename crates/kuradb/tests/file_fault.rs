@@ -86,7 +86,7 @@ impl Operation {
 fn errno(kind: FaultKind) -> i32 {
     match kind {
         FaultKind::Io => libc::EIO,
-        FaultKind::NoSpace => libc::ENOSPC,
+        FaultKind::NoSpace | FaultKind::ShortWrite => libc::ENOSPC,
     }
 }
 
@@ -424,4 +424,38 @@ fn a_failed_soft_sync_does_not_refuse_writes() {
     file.control().fail_nth_write(1, FaultKind::NoSpace);
     file.synchronize(false).expect_err("the soft sync must fail");
     file.write(0, b"x").expect("writes go on after a failed soft sync");
+}
+
+/// An injected short write stores the first half of its data, fails with
+/// ENOSPC naming the bytes stored, and a power cut undoes the half it stored;
+/// other operations hit by it fail with ENOSPC and change nothing.
+#[test]
+fn a_short_write_stores_half_then_fails_with_no_space() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for spec in fault_specs() {
+        let path = dir.path().join("short.dat");
+        let (mut file, mut model) = wrapped(&spec, &path);
+        let control = file.control();
+        file.synchronize(true).expect_spec(&spec, "hard synchronize");
+        let durable = model.clone();
+        control.fail_nth_write(1, FaultKind::ShortWrite);
+        let err = file.write(990, b"0123456789abcdef").expect_err("the short write must fail");
+        assert_injected(&err, FaultKind::ShortWrite, Operation::Write, &format!("[{spec}] short write"));
+        assert!(err.to_string().contains("8 of 16 bytes stored"), "[{spec}] {err}");
+        model[990..998].copy_from_slice(b"01234567");
+        common::assert_content(&spec, &file, &model, "after the short write");
+        control.fail_nth_write(1, FaultKind::ShortWrite);
+        let err = file.append(b"appended").expect_err("the short append must fail");
+        assert_injected(&err, FaultKind::ShortWrite, Operation::Append, &format!("[{spec}] short append"));
+        model.extend_from_slice(b"appe");
+        common::assert_content(&spec, &file, &model, "after the short append");
+        control.fail_nth_write(1, FaultKind::ShortWrite);
+        let err = file.expand(100).expect_err("the expansion must fail");
+        assert_injected(&err, FaultKind::ShortWrite, Operation::Expand, &format!("[{spec}] expansion"));
+        assert_eq!(control.fired(), 3, "[{spec}] faults fired");
+        common::assert_content(&spec, &file, &model, "after the failed expansion");
+        control.power_cut().expect_spec(&spec, "power cut");
+        let _ = file.close();
+        assert_durable(&spec, &path, &durable, "after the power cut");
+    }
 }

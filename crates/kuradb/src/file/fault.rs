@@ -1,10 +1,11 @@
 //! A file that fails on command, for tests of what lies above the file layer.
 //!
 //! [`FaultFile`] wraps any [`File`] and passes every call through, except that
-//! its [`FaultControl`] can make the N-th operation fail with EIO or ENOSPC (once
-//! or from then on; an injected failure of a hard synchronization makes the
-//! handle refuse later writes, as a real file does), and can simulate a power
-//! cut: everything written since the
+//! its [`FaultControl`] can make the N-th operation fail with EIO or ENOSPC, or
+//! be a short write that stores only the first half of its data before
+//! failing with ENOSPC (once or from then on; an injected failure of a hard
+//! synchronization makes the handle refuse later writes, as a real file does),
+//! and can simulate a power cut: everything written since the
 //! last successful hard synchronization is undone, as if the device had never
 //! received it, and the handle then fails every call as a dead process would.
 
@@ -25,14 +26,31 @@ pub enum FaultKind {
     Io,
     /// ENOSPC: the device is full.
     NoSpace,
+    /// A write or append that stores the first half of its data (rounded
+    /// down) and then fails with ENOSPC, as a device that fills part-way
+    /// through does. Other operations fail with ENOSPC and store nothing.
+    ShortWrite,
 }
 
 impl FaultKind {
     fn errno(self) -> i32 {
         match self {
             FaultKind::Io => libc::EIO,
-            FaultKind::NoSpace => libc::ENOSPC,
+            FaultKind::NoSpace | FaultKind::ShortWrite => libc::ENOSPC,
         }
+    }
+}
+
+/// Why [`FaultFile::enter`] refused an operation: the error to answer, and
+/// whether it is an injected short write (which stores part of its data first).
+struct Refused {
+    error: Error,
+    short: bool,
+}
+
+impl From<Refused> for Error {
+    fn from(refused: Refused) -> Error {
+        refused.error
     }
 }
 
@@ -66,6 +84,8 @@ struct Counts {
     writes: u64,
     rule: Option<Rule>,
     cut: bool,
+    /// How many injected faults have fired.
+    fired: u64,
     /// An injected failure hit a hard synchronization: writes are refused.
     poisoned: bool,
 }
@@ -127,24 +147,25 @@ impl FaultFile {
     }
 
     /// Counts one operation and answers the injected error if it is due.
-    fn enter(&self, op: Op, what: impl fmt::Display) -> Result<()> {
+    fn enter(&self, op: Op, what: impl fmt::Display) -> std::result::Result<(), Refused> {
         let write = op != Op::Read;
         let mut counts = self.control.counts.lock();
+        let refused = |error| Refused { error, short: false };
         if counts.cut {
-            return Err(Error::new(
+            return Err(refused(Error::new(
                 ErrorKind::System,
                 format!("{what} of {}: the power was cut (simulated)", self.path.display()),
-            ));
+            )));
         }
         if op == Op::Change && counts.poisoned {
-            return Err(Error::new(
+            return Err(refused(Error::new(
                 ErrorKind::Infeasible,
                 format!(
                     "{what} of {} refused: a hard synchronization failed, so what the device holds \
                      is unknown; reopen the file",
                     self.path.display()
                 ),
-            ));
+            )));
         }
         counts.operations += 1;
         if write {
@@ -163,9 +184,26 @@ impl FaultFile {
         if !rule.persistent {
             counts.rule = None;
         }
+        counts.fired += 1;
         drop(counts);
         let cause = io::Error::from_raw_os_error(rule.kind.errno());
-        Err(Error::io(format_args!("{what} (injected fault)"), &self.path, cause))
+        let error = Error::io(format_args!("{what} (injected fault)"), &self.path, cause);
+        Err(Refused { error, short: rule.kind == FaultKind::ShortWrite })
+    }
+
+    /// Enters a write of `data`: answers the part of it to store, and the
+    /// error to answer after storing it if the write is an injected short one.
+    fn stored<'d>(&self, data: &'d [u8], what: String) -> Result<(&'d [u8], Option<Error>)> {
+        match self.enter(Op::Change, &what) {
+            Ok(()) => Ok((data, None)),
+            Err(Refused { short: true, .. }) => {
+                let (kept, len) = (data.len() / 2, data.len());
+                let cause = io::Error::from_raw_os_error(libc::ENOSPC);
+                let what = format!("{what} (injected short write: {kept} of {len} bytes stored)");
+                Ok((&data[..kept], Some(Error::io(what, &self.path, cause))))
+            }
+            Err(refused) => Err(refused.into()),
+        }
     }
 }
 
@@ -210,6 +248,18 @@ impl FaultControl {
         self.counts.lock().operations
     }
 
+    /// How many changing operations have been attempted (including failed
+    /// ones): what [`FaultControl::fail_nth_write`] counts.
+    pub fn writes(&self) -> u64 {
+        self.counts.lock().writes
+    }
+
+    /// How many injected faults have fired (refusals after a power cut or a
+    /// failed hard synchronization do not count).
+    pub fn fired(&self) -> u64 {
+        self.counts.lock().fired
+    }
+
     /// Undoes everything changed since the last successful hard
     /// synchronization, then makes every later call fail. Closing the
     /// [`FaultFile`] still closes the wrapped file, so the test can reopen its
@@ -235,27 +285,28 @@ impl File for FaultFile {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.enter(Op::Change, format_args!("write of {} bytes at offset {offset}", data.len()))?;
+        let what = format!("write of {} bytes at offset {offset}", data.len());
+        let (stored, short) = self.stored(data, what)?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let size = inner.size();
-        let kept = size.min(offset.saturating_add(data.len() as u64)).saturating_sub(offset.min(size));
+        let kept = size.min(offset.saturating_add(stored.len() as u64)).saturating_sub(offset.min(size));
         let mut old = vec![0u8; kept as usize];
         inner.read(offset.min(size), &mut old)?;
-        inner.write(offset, data)?;
+        inner.write(offset, stored)?;
         undo.push(Undo::Size(size));
         undo.push(Undo::Bytes { offset, old });
-        Ok(())
+        short.map_or(Ok(()), Err)
     }
 
     fn append(&self, data: &[u8]) -> Result<u64> {
-        self.enter(Op::Change, format_args!("append of {} bytes", data.len()))?;
+        let (stored, short) = self.stored(data, format!("append of {} bytes", data.len()))?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         let size = inner.size();
-        let offset = inner.append(data)?;
+        let offset = inner.append(stored)?;
         undo.push(Undo::Size(size));
-        Ok(offset)
+        short.map_or(Ok(offset), Err)
     }
 
     fn expand(&self, increment: u64) -> Result<u64> {
@@ -289,8 +340,9 @@ impl File for FaultFile {
     }
 
     fn synchronize(&self, hard: bool) -> Result<()> {
-        let entered =
-            self.enter(Op::Sync, format_args!("{} synchronization", if hard { "hard" } else { "soft" }));
+        let entered = self
+            .enter(Op::Sync, format_args!("{} synchronization", if hard { "hard" } else { "soft" }))
+            .map_err(Error::from);
         if let (Err(_), true) = (&entered, hard) {
             // As a real file does: what the device holds is now unknown.
             self.control.counts.lock().poisoned = true;

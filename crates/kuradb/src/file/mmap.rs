@@ -136,11 +136,30 @@ impl MmapFile {
         if end <= current {
             return Ok(());
         }
-        let target = state.alloc.next(current, end);
-        state
-            .file
-            .set_len(target)
-            .map_err(|e| Error::io(format_args!("truncate to {target} bytes"), &self.path, e))?;
+        // Writes through the map cannot report a full device (they would
+        // raise SIGBUS): the space is reserved here, where ENOSPC is an
+        // error. A device too full for the next allocation step may still
+        // hold what is needed now.
+        let step = state.alloc.next(current, end);
+        let least = end.div_ceil(PAGE) * PAGE;
+        let mut target = step;
+        loop {
+            state
+                .file
+                .set_len(target)
+                .map_err(|e| Error::io(format_args!("truncate to {target} bytes"), &self.path, e))?;
+            match sys::allocate(&state.file, current, target - current) {
+                Ok(()) => break,
+                Err(e) => {
+                    let _ = state.file.set_len(current);
+                    if e.raw_os_error() != Some(libc::ENOSPC) || target <= least {
+                        let what = format_args!("allocation of {} bytes", target - current);
+                        return Err(Error::io(what, &self.path, e));
+                    }
+                    target = least;
+                }
+            }
+        }
         if target > state.maps.len() {
             let window = target.saturating_mul(2).max(MIN_WINDOW).div_ceil(PAGE) * PAGE;
             let map = Mapping::new(&state.file, window, true)

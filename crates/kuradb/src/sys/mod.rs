@@ -142,6 +142,39 @@ pub(crate) fn punch_hole(file: &fs::File, offset: u64, len: u64) -> io::Result<(
     }
 }
 
+/// Makes the device hold space for the bytes of `file` from `offset` to
+/// `offset + len`, so that writes there through a memory map cannot fail
+/// later: a page of a sparse file that a full device cannot back raises
+/// SIGBUS when touched, where this answers ENOSPC. Where the platform has no
+/// way to reserve space, it does nothing.
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "posix_fallocate"))]
+pub(crate) fn allocate(file: &fs::File, offset: u64, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "range too large"));
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: posix_fallocate on a descriptor we own with integer
+        // arguments; it touches no memory of ours and answers an error number.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, n) };
+        match rc {
+            0 => Ok(()),
+            // A filesystem that cannot reserve space: keep the sparse file.
+            libc::EOPNOTSUPP | libc::ENOSYS => Ok(()),
+            rc => Err(io::Error::from_raw_os_error(rc)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        Ok(())
+    }
+}
+
 /// Makes the directory holding `path` durable, so a rename into it survives
 /// a power cut.
 pub(crate) fn sync_parent_dir(path: &Path) -> io::Result<()> {

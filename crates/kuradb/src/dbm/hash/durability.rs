@@ -149,4 +149,13 @@ impl State {
         let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());
         result.and(closed).and(origin_closed)
     }
+
+    /// Closes the file as a crash would: nothing more is written, so the
+    /// header still says the file is open and the next writer restores it.
+    /// For a store whose caller could not write a consistent state.
+    pub(super) fn abandon(mut self) -> Result<()> {
+        let closed = self.file.close();
+        let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());
+        closed.and(origin_closed)
+    }
 }

@@ -163,6 +163,16 @@ impl HashDbm {
         }
     }
 
+    /// Closes the file without writing anything more, as a crash would: the
+    /// next writer restores it (a tree's store: to its last hard
+    /// synchronization). For a caller that could not write a consistent state.
+    pub(crate) fn abandon(self) -> Result<()> {
+        match self.state.write().take() {
+            Some(state) => state.abandon(),
+            None => Ok(()),
+        }
+    }
+
     fn state(&self) -> Result<RwLockReadGuard<'_, Option<State>>> {
         self.owner.check(&self.path)?;
         let guard = self.state.read();

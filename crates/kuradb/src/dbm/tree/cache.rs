@@ -106,13 +106,19 @@ impl Tree {
         Ok(cell)
     }
 
-    /// Puts a new node in the cache.
-    pub(super) fn insert(&self, id: u64, node: Node, dirty: bool) -> Result<Arc<Cell>> {
+    /// Puts a new node in the cache. It evicts nothing, and so cannot fail:
+    /// a split puts its new nodes in halfway through changing the tree, where
+    /// a failed write-back would leave the tree half changed. The caller
+    /// calls [`Tree::trim`] once the tree is whole again.
+    pub(super) fn insert(&self, id: u64, node: Node, dirty: bool) -> Arc<Cell> {
         let cell = self.cache.cell(node, dirty);
-        let mut shard = self.cache.shard(id).lock();
-        shard.put(id, cell.clone());
-        self.evict(&mut shard)?;
-        Ok(cell)
+        self.cache.shard(id).lock().put(id, cell.clone());
+        cell
+    }
+
+    /// Evicts the nodes every shard holds beyond its share.
+    pub(super) fn trim(&self) -> Result<()> {
+        self.cache.shards.iter().try_for_each(|shard| self.evict(&mut shard.lock()))
     }
 
     /// Drops the least recently used nodes beyond the shard's share, writing

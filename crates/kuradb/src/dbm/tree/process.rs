@@ -136,7 +136,7 @@ impl Tree {
         self.store.clear()?;
         self.cache.forget_all();
         *self.meta.lock() = Meta::empty();
-        self.insert(1, Node::Leaf(Leaf::default()), true)?;
+        self.insert(1, Node::Leaf(Leaf::default()), true);
         self.flush()?;
         self.store.synchronize(true)
     }

@@ -2,7 +2,16 @@
 //! quarter of it merges with a neighbour, and inner nodes split, merge and
 //! collapse as their children come and go. All of it runs with the tree
 //! held exclusively: inner nodes change nowhere else.
+//!
+//! A step loads every node it will change before it changes any (a loaded
+//! node held here stays cached), and new nodes enter the cache without
+//! evicting others; so a failed read or write-back leaves the tree as it was
+//! before the step, never half split or half merged. Evictions wait until
+//! the tree is whole again.
 
+use std::sync::Arc;
+
+use super::cache::Cell;
 use super::state::Tree;
 use super::MAX_DEPTH;
 use crate::dbm::tree_node::{record_size, Inner, Leaf, Node, Separators};
@@ -28,6 +37,12 @@ impl Tree {
     /// Splits or merges the leaf of `key` (and its ancestors) as its size
     /// asks. The caller holds the tree exclusively.
     pub(super) fn rebalance(&self, key: &[u8]) -> Result<()> {
+        let balanced = self.rebalance_steps(key);
+        // Evicted only now: the tree is whole whatever the steps did.
+        balanced.and(self.trim())
+    }
+
+    fn rebalance_steps(&self, key: &[u8]) -> Result<()> {
         for _ in 0..MAX_DEPTH * 4 {
             let mut path = Vec::new();
             let (id, cell) = self.descend(key, Some(&mut path))?;
@@ -48,8 +63,20 @@ impl Tree {
         Ok(())
     }
 
+    /// The nodes of `path` (the ancestors of a node), loaded and held so
+    /// that they stay cached while the tree changes under them.
+    fn hold(&self, path: &[(u64, usize)]) -> Result<Vec<Arc<Cell>>> {
+        path.iter().map(|&(id, _)| self.load(id)).collect()
+    }
+
     fn split_leaf(&self, path: &mut Vec<(u64, usize)>, id: u64, key: &[u8]) -> Result<()> {
         let cell = self.load(id)?;
+        let _ancestors = self.hold(path)?;
+        let next = match &cell.slot.read().node {
+            Node::Leaf(leaf) => leaf.next,
+            Node::Inner(_) => return Err(self.broken("a leaf is an inner node".into())),
+        };
+        let _next = if next != 0 { Some(self.load(next)?) } else { None };
         let mut guard = cell.slot.write();
         let slot = &mut *guard;
         let Node::Leaf(leaf) = &mut slot.node else {
@@ -89,7 +116,7 @@ impl Tree {
         if old_next != 0 {
             self.set_link(old_next, |l| l.prev = new_id)?;
         }
-        self.insert(new_id, Node::Leaf(right), true)?;
+        self.insert(new_id, Node::Leaf(right), true);
         self.insert_into_parent(path, id, separator, new_id)
     }
 
@@ -122,7 +149,7 @@ impl Tree {
                 id,
                 Node::Inner(Inner { keys: Separators::of(vec![key]), children: vec![left, right] }),
                 true,
-            )?;
+            );
             return Ok(());
         };
         let cell = self.load(parent)?;
@@ -144,7 +171,7 @@ impl Tree {
         let new_id = meta.next_inner;
         meta.next_inner += 1;
         drop(meta);
-        self.insert(new_id, Node::Inner(Inner { keys: right_keys, children: right_children }), true)?;
+        self.insert(new_id, Node::Inner(Inner { keys: right_keys, children: right_children }), true);
         self.insert_into_parent(path, parent, up, new_id)
     }
 
@@ -164,6 +191,11 @@ impl Tree {
             }
         };
         let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
+        let next = match &right_cell.slot.read().node {
+            Node::Leaf(r) => r.next,
+            Node::Inner(_) => return Err(self.broken("a leaf's neighbour is an inner node".into())),
+        };
+        let _next = if next != 0 { Some(self.load(next)?) } else { None };
         {
             let mut ls = left_cell.slot.write();
             let mut rs = right_cell.slot.write();
@@ -177,17 +209,12 @@ impl Tree {
             l.next = r.next;
             ls.changed();
         }
-        let next = match &right_cell.slot.read().node {
-            Node::Leaf(r) => r.next,
-            Node::Inner(_) => 0,
-        };
         drop((left_cell, right_cell));
         if next == 0 {
             self.meta.lock().last = left;
         } else {
             self.set_link(next, |l| l.prev = left)?;
         }
-        self.discard(right)?;
         {
             let mut slot = parent_cell.slot.write();
             if let Node::Inner(inner) = &mut slot.node {
@@ -197,6 +224,8 @@ impl Tree {
             slot.changed();
         }
         drop(parent_cell);
+        // Last: the tree no longer reaches the node if its removal fails.
+        self.discard(right)?;
         path.pop();
         self.shrink_inner(path, parent)
     }
@@ -251,7 +280,6 @@ impl Tree {
             ls.changed();
         }
         drop((left_cell, right_cell));
-        self.discard(right)?;
         {
             let mut slot = parent_cell.slot.write();
             if let Node::Inner(p) = &mut slot.node {
@@ -261,6 +289,8 @@ impl Tree {
             slot.changed();
         }
         drop(parent_cell);
+        // Last: the tree no longer reaches the node if its removal fails.
+        self.discard(right)?;
         path.pop();
         self.shrink_inner(path, parent)
     }

@@ -60,16 +60,25 @@ impl Tree {
             }
             None => {
                 // A new tree: one empty leaf, written at the first synchronization.
-                tree.insert(1, Node::Leaf(Leaf::default()), writable)?;
+                tree.insert(1, Node::Leaf(Leaf::default()), writable);
             }
         }
         tree.read_pages_whole(o.hash.min_read_size);
         Ok(tree)
     }
 
+    /// Writes every changed node and closes the store cleanly; if a node
+    /// cannot be written, the store is closed as a crash would close it, so
+    /// that the next open restores the last hard synchronization rather than
+    /// finding half of the nodes written.
     pub(super) fn close(self) -> Result<()> {
-        let flushed = if self.writable { self.flush() } else { Ok(()) };
-        flushed.and(self.store.close())
+        match if self.writable { self.flush() } else { Ok(()) } {
+            Ok(()) => self.store.close(),
+            Err(e) => {
+                let _ = self.store.abandon();
+                Err(e)
+            }
+        }
     }
 
     /// Marks the tree unhealthy and says what is broken.
