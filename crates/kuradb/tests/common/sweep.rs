@@ -128,13 +128,18 @@ impl Switchboard {
 }
 
 /// Every point a sweep of `class` over a run that opened files with
-/// `counts` operations each tries, keeping every `stride`-th one (1: all).
+/// The operations at the start of every file that a sample always tries.
+pub const FIRST_ALWAYS: u64 = 8;
+
+/// `counts` operations each tries, keeping every `stride`-th one (1: all)
+/// and, in every file, the first [`FIRST_ALWAYS`]: where a file is created,
+/// which a sample must not step over.
 pub fn points(counts: &[u64], class: Class, stride: u64) -> Vec<Point> {
     let mut out = Vec::new();
     let mut global = 0u64;
     for (file, &count) in counts.iter().enumerate() {
         for n in 1..=count {
-            if global.is_multiple_of(stride) {
+            if n <= FIRST_ALWAYS || global.is_multiple_of(stride) {
                 out.push(Point { file, n, class });
             }
             global += 1;

@@ -132,8 +132,13 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         kind,
         records_start,
     };
-    file.truncate(records_start)?;
-    file.write(0, &header.encode())
+    let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
+    if written.is_err() {
+        // Half a creation opens as nothing: an empty file is a new database
+        // to the next writer, while zeros without a header are refused.
+        let _ = file.truncate(0);
+    }
+    written
 }
 
 /// The same options, opening the file as it is rather than emptying it.
