@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::buckets::bucket_of;
 use super::change::Change;
+use super::crc_mode::RecordCrcMode;
 use super::header::{self, Header, Kind};
 use super::open::{create, open_state};
 use super::options::{HashOptions, UpdateMode};
@@ -75,6 +76,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
     o.offset_width = header.width;
     o.align_pow = header.align_pow;
     o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+    o.record_crc_mode = header.record_crc;
     let width = header.width as usize;
     let mut kept = 0u64;
     copy_into(dest, &o, header.kind, |put| {
@@ -158,7 +160,7 @@ fn read_at(file: &dyn File, offset: u64, width: usize, align_pow: u32) -> Result
     let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
     buf.resize(body, 0);
     file.read(offset, &mut buf)?;
-    if !record::crc_matches(&h, &buf, width) {
+    if !record::crc_matches(&h, &buf, width, RecordCrcMode::Crc32.mask()) {
         return Err(Error::new(
             ErrorKind::BrokenData,
             format!("the record at offset {offset} fails its checksum"),
@@ -215,7 +217,7 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
             continue;
         }
         let buf = window.at(offset, body)?;
-        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width, RecordCrcMode::Crc32.mask()) {
             offset += align;
             continue;
         }

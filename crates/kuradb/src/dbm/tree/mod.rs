@@ -74,7 +74,8 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::HashDbm;
+use super::hash::{take_record_crc_mode, HashDbm};
+use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
@@ -273,7 +274,14 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree()
+        self.rebuild_tree(None)
+    }
+
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a tree database");
+        let record_crc = take_record_crc_mode(&mut t)?;
+        t.finish()?;
+        self.rebuild_tree(record_crc)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -315,11 +323,14 @@ impl Dbm for TreeDbm {
             ("cached_pages".into(), cached.to_string()),
             ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
         ];
+        // The checksums guard the tree's pages, so the mode is the tree's own
+        // figure; the rest of the store's are named as the store's.
+        let store = t.store.inspect()?;
+        out.extend(store.iter().filter(|(k, _)| k == "record_crc_mode").cloned());
         out.extend(
-            t.store
-                .inspect()?
+            store
                 .into_iter()
-                .filter(|(k, _)| k != "class")
+                .filter(|(k, _)| k != "class" && k != "record_crc_mode")
                 .map(|(k, v)| (format!("store_{k}"), v)),
         );
         Ok(out)
