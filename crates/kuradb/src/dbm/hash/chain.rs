@@ -77,7 +77,7 @@ impl State {
             buf.resize(end, 0);
             self.file.read(offset + more as u64, &mut buf[more..])?;
         }
-        if verify && !record::crc_matches(&header, &buf, self.width, self.record_crc.mask()) {
+        if verify && !record::crc_matches(&header, &buf, self.width) {
             let why = format!("its checksum does not match (record_crc_mode {})", self.record_crc);
             return Err(self.broken(offset, &why));
         }

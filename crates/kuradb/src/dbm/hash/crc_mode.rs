@@ -1,26 +1,29 @@
-//! The record checksum mode (the reference's `record_crc_mode`): how much of
-//! a record's checksum every read verifies.
+//! The record checksum mode (the reference's `record_crc_mode`): whether
+//! every read of a record verifies its checksum.
 //!
 //! Every record of the hash format carries a CRC-32 of its sizes, key and
 //! value whatever the mode: it is what lets a restore tell a torn or damaged
-//! record from a whole one, and a restore always checks all 32 bits. The mode,
-//! chosen when the file is created and kept in its header, adds the check to
-//! every ordinary read: of the low 8, 16 or all 32 bits of that CRC-32. The
-//! narrower modes exist because the reference names them; they save no space
-//! here and miss more damage (one in 256 or 65,536 changes goes unseen, against
-//! one in 4 billion), so 32 is the one to choose.
+//! record from a whole one, and a restore always checks it. The mode, chosen
+//! when the file is created and kept in its header, adds the check to every
+//! ordinary read. The reference stores a checksum of 8, 16 or 32 bits, the
+//! narrower ones to save space; here the 32 bits are stored anyway, so each
+//! of its three widths verifies all of them: a check of fewer bits would cost
+//! the same and let more damage through (one change in 256 or 65,536, and
+//! not even every single flipped bit). The width is kept as given, so the
+//! file names the mode the reference would.
 
-/// Which bits of each record's CRC-32 every read verifies.
+/// Whether every read verifies each record's CRC-32, and the width the
+/// reference would give that checksum.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RecordCrcMode {
     /// Reads trust the records; only a restore checks them.
     #[default]
     None,
-    /// Every read compares the low 8 bits of the record's CRC-32.
+    /// The reference's 8-bit checksum: every read verifies the record's CRC-32.
     Crc8,
-    /// Every read compares the low 16 bits of the record's CRC-32.
+    /// The reference's 16-bit checksum: every read verifies the record's CRC-32.
     Crc16,
-    /// Every read compares the record's whole CRC-32.
+    /// Every read verifies the record's CRC-32.
     Crc32,
 }
 
@@ -29,7 +32,8 @@ impl RecordCrcMode {
     pub const ALL: [RecordCrcMode; 4] =
         [RecordCrcMode::None, RecordCrcMode::Crc8, RecordCrcMode::Crc16, RecordCrcMode::Crc32];
 
-    /// The bits a read compares: 0, 8, 16 or 32, as the file's header stores it.
+    /// The checksum's width in the reference's terms: 0, 8, 16 or 32, as the
+    /// file's header stores it.
     pub fn bits(self) -> u8 {
         match self {
             RecordCrcMode::None => 0,
@@ -39,7 +43,7 @@ impl RecordCrcMode {
         }
     }
 
-    /// The mode that compares `bits` bits, if there is one.
+    /// The mode of width `bits`, if there is one.
     pub fn from_bits(bits: u8) -> Option<RecordCrcMode> {
         RecordCrcMode::ALL.into_iter().find(|m| m.bits() == bits)
     }
@@ -76,17 +80,6 @@ impl RecordCrcMode {
     pub fn is_on(self) -> bool {
         self != RecordCrcMode::None
     }
-
-    /// The bits of a CRC-32 this mode compares, as a mask.
-    #[inline]
-    pub(crate) fn mask(self) -> u32 {
-        match self {
-            RecordCrcMode::None => 0,
-            RecordCrcMode::Crc8 => 0xff,
-            RecordCrcMode::Crc16 => 0xffff,
-            RecordCrcMode::Crc32 => u32::MAX,
-        }
-    }
 }
 
 impl std::fmt::Display for RecordCrcMode {
@@ -104,7 +97,6 @@ mod tests {
         for mode in RecordCrcMode::ALL {
             assert_eq!(RecordCrcMode::from_bits(mode.bits()), Some(mode));
             assert_eq!(RecordCrcMode::from_name(mode.name()), Some(mode));
-            assert_eq!(mode.mask().count_ones(), u32::from(mode.bits()));
         }
         for bits in [1, 7, 9, 24, 64, 255] {
             assert_eq!(RecordCrcMode::from_bits(bits), None, "{bits} bits");

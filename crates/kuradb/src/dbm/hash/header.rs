@@ -12,7 +12,7 @@
 //! | 10 | offset width |
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
-//! | 13 | record checksum mode: the bits of each record's CRC-32 every read verifies (0, 8, 16 or 32; files before it have 0) |
+//! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
 //! | 60 | CRC-32 of bytes 0 to 59 |

@@ -156,7 +156,7 @@ impl HashDbm {
         }
     }
 
-    /// What every read verifies of each record's checksum: the mode the file
+    /// Whether every read verifies each record's checksum: the mode the file
     /// was created (or last rebuilt) with, whatever the options said.
     pub fn record_crc_mode(&self) -> Result<RecordCrcMode> {
         Ok(self.state()?.as_ref().map_or(RecordCrcMode::None, |s| s.record_crc))

@@ -66,8 +66,9 @@ pub struct HashOptions {
     pub fbp_cap: usize,
     /// In-place or appending updates (tuning, at creation).
     pub update_mode: UpdateMode,
-    /// What every read verifies of each record's checksum: none, or the low
-    /// 8, 16 or all 32 bits of its CRC-32 (tuning, at creation; kept in the file).
+    /// Whether every read verifies each record's checksum: none, or the
+    /// reference's 8, 16 or 32 bits, each of which verifies the record's whole
+    /// CRC-32 here (tuning, at creation; kept in the file).
     pub record_crc_mode: RecordCrcMode,
     /// Keep the bucket array in memory.
     pub cache_buckets: bool,
@@ -124,7 +125,7 @@ impl HashOptions {
         self
     }
 
-    /// Sets what every read verifies of each record's checksum (tuning, at
+    /// Sets whether every read verifies each record's checksum (tuning, at
     /// creation; a reopen keeps the file's own, a rebuild may change it).
     pub fn record_crc_mode(mut self, record_crc_mode: RecordCrcMode) -> HashOptions {
         self.record_crc_mode = record_crc_mode;

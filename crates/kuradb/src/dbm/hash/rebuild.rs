@@ -24,7 +24,7 @@ pub struct RebuildParams {
     pub offset_width: Option<u8>,
     /// In-place or appending updates.
     pub update_mode: Option<UpdateMode>,
-    /// What every read verifies of each record's checksum.
+    /// Whether every read verifies each record's checksum.
     pub record_crc_mode: Option<RecordCrcMode>,
 }
 

@@ -146,13 +146,11 @@ pub(crate) fn parse_header(
     })
 }
 
-/// Checks the bits of a record's checksum that `mask` selects (all of them
-/// for a restore; as few as the record checksum mode says for a read): the
-/// checksum covers the sizes, key and value.
-pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize, mask: u32) -> bool {
+/// Checks a record's checksum: `body` runs from the sizes through the value.
+pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize) -> bool {
     let start = 1 + width + 8;
     let end = header.header_size + header.key_size + header.value_size;
-    record.len() >= end && (crc32fast::hash(&record[start..end]) ^ header.crc) & mask == 0
+    record.len() >= end && crc32fast::hash(&record[start..end]) == header.crc
 }
 
 #[cfg(test)]
@@ -178,12 +176,12 @@ mod tests {
                         (h.live, h.next, h.epoch, h.key_size, h.value_size, h.size),
                         (true, 12345 * 8, 7, k, v, size)
                     );
-                    assert!(crc_matches(&h, &out, width, u32::MAX));
+                    assert!(crc_matches(&h, &out, width));
                     let mut torn = out.clone();
                     let last = h.header_size + k + v - 1;
                     if k + v > 0 {
                         torn[last] ^= 1;
-                        assert!(!crc_matches(&h, &torn, width, u32::MAX));
+                        assert!(!crc_matches(&h, &torn, width));
                     }
                 }
             }
@@ -202,7 +200,7 @@ mod tests {
             encode(&mut out, 5, 3, &rec);
             let h = parse_header(&out, 5, 3).unwrap();
             assert_eq!(h.size, size, "region of {size} bytes");
-            assert!(crc_matches(&h, &out, 5, u32::MAX));
+            assert!(crc_matches(&h, &out, 5));
         }
     }
 

@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::buckets::bucket_of;
 use super::change::Change;
-use super::crc_mode::RecordCrcMode;
 use super::header::{self, Header, Kind};
 use super::open::{create, open_state};
 use super::options::{HashOptions, UpdateMode};
@@ -160,7 +159,7 @@ fn read_at(file: &dyn File, offset: u64, width: usize, align_pow: u32) -> Result
     let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
     buf.resize(body, 0);
     file.read(offset, &mut buf)?;
-    if !record::crc_matches(&h, &buf, width, RecordCrcMode::Crc32.mask()) {
+    if !record::crc_matches(&h, &buf, width) {
         return Err(Error::new(
             ErrorKind::BrokenData,
             format!("the record at offset {offset} fails its checksum"),
@@ -217,7 +216,7 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
             continue;
         }
         let buf = window.at(offset, body)?;
-        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width, RecordCrcMode::Crc32.mask()) {
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
             offset += align;
             continue;
         }

@@ -44,7 +44,7 @@ pub(super) struct State {
     pub(super) buckets_dirty: AtomicBool,
     pub(super) free: Mutex<FreePool>,
     pub(super) healthy: AtomicBool,
-    /// What every read of a record verifies of its checksum, as the header says.
+    /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
     pub(super) min_read_size: usize,
     /// Pad the file to whole blocks at synchronize and close (for direct I/O).

@@ -10,7 +10,8 @@
 //! `meta` the figures' encoding, `page` the store's records as pages,
 //! `cache` the node cache, `walk` descents and walks along the leaves,
 //! `process` the processors' answers carried out, `rebalance` splits and
-//! merges, `cursor` and `range` ordered reading, `rebuild` the compaction.
+//! merges, `cursor` and `range` ordered reading, `rebuild` the compaction,
+//! `restore` the restore of a crashed or damaged file.
 //!
 //! # One mutation path
 //! Every change to the records goes through `Tree::commit` (in `process`):
@@ -60,6 +61,7 @@ mod process;
 mod range;
 mod rebalance;
 mod rebuild;
+mod restore;
 mod state;
 mod walk;
 
@@ -74,7 +76,7 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::{take_record_crc_mode, HashDbm};
+use super::hash::take_record_crc_mode;
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -136,17 +138,6 @@ impl TreeDbm {
     pub fn close(self) -> Result<()> {
         let taken = self.tree.write().take();
         taken.map_or(Ok(()), Tree::close)
-    }
-
-    /// Restores the tree database at `src`, which was not closed cleanly, into a
-    /// new one at `dest`, as of its last hard synchronization. Answers the
-    /// number of records.
-    pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &TreeOptions) -> Result<u64> {
-        HashDbm::restore(src, dest.as_ref(), &options.hash)?;
-        let db = TreeDbm::open(dest.as_ref(), false, options)?;
-        let count = db.count()?;
-        db.close()?;
-        Ok(count)
     }
 
     /// The records whose keys fall in `range`, in order. Each step moves
