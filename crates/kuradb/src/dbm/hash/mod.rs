@@ -48,7 +48,9 @@
 //! walks chains; `process.rs` the processors; `change.rs` the one mutation
 //! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
 //! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
-//! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor.
+//! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
+//! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
+//! record it reads.
 
 mod buckets;
 mod chain;
