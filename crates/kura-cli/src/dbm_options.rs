@@ -116,8 +116,9 @@ pub struct HashFlags {
     #[arg(long = "append")]
     pub append: bool,
 
-    /// Per-record checksums: 0 or -1 for none; 8, 16 or 32 to keep one in every
-    /// record (kuradb's checksum has one width whichever of these is given).
+    /// Record checksums verified on every read: 0 or -1 for none; 8, 16 or 32
+    /// for the reference's widths, each of which verifies the CRC-32 that every
+    /// kuradb record carries (tuning, at creation; kept in the file).
     #[arg(long = "record_crc", value_name = "NUM", default_value = "0", allow_negative_numbers = true,
           value_parser = ["-1", "0", "8", "16", "32"], hide_possible_values = true)]
     pub record_crc: String,

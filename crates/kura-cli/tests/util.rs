@@ -451,3 +451,61 @@ fn shard_sets_work_through_every_command_and_a_missing_shard_is_named() {
     assert_eq!(code, 1);
     assert!(stderr.contains("incomplete") && stderr.contains("casket.tkt-00001-of-00003"), "{stderr}");
 }
+
+/// `record_crc_mode` given to create is kept in the file and shown by
+/// inspect; rebuild changes it; a flipped byte in a stored value makes get
+/// fail naming the file, the offset and the checksum; restore skips that
+/// record (for a tree, its page) and keeps the mode. `kura perf --record_crc`
+/// reaches the file too.
+#[test]
+fn record_checksums_are_kept_shown_checked_and_skipped_by_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    for class in ["hash", "tree"] {
+        let db = db_path(dir.path(), "crc", class);
+        let db = path_str(&db);
+        let tuning =
+            if class == "tree" { "record_crc_mode=16,max_page_size=200" } else { "record_crc_mode=16" };
+        ok(&["create", "--params", tuning, db]);
+        assert_eq!(ok(&["inspect", db, "record_crc_mode"]), "crc-16\n", "{class}");
+        let tsv = dir.path().join(format!("{class}.tsv"));
+        let lines: String =
+            (0..60).map(|i| format!("k{i:04}\t<value {i:04} {}>\n", "~".repeat(i % 9))).collect();
+        std::fs::write(&tsv, lines).unwrap();
+        ok(&["import", db, path_str(&tsv)]);
+        ok(&["rebuild", "--params", "record_crc_mode=32", db]);
+        assert_eq!(ok(&["inspect", db, "record_crc_mode"]), "crc-32\n", "{class}");
+        // A reopen given another mode keeps the file's.
+        assert_eq!(ok(&["inspect", "--params", "record_crc_mode=none", db, "record_crc_mode"]), "crc-32\n");
+
+        let victim = format!("<value 0042 {}>", "~".repeat(42 % 9));
+        let mut bytes = std::fs::read(db).unwrap();
+        let at = bytes
+            .windows(victim.len())
+            .position(|w| w == victim.as_bytes())
+            .expect("the value is in the file");
+        bytes[at + 5] ^= 0x01;
+        std::fs::write(db, &bytes).unwrap();
+        let (code, stderr) = fails(&["get", db, "k0042"]);
+        assert_eq!(code, 1, "{class}: {stderr}");
+        assert!(
+            stderr.contains(db) && stderr.contains("offset") && stderr.contains("checksum"),
+            "{class}: {stderr}"
+        );
+        assert_eq!(ok(&["get", db, "k0001"]), format!("<value 0001 {}>\n", "~"), "{class}");
+
+        let restored = db_path(dir.path(), "crc-restored", class);
+        let out = ok(&["restore", db, path_str(&restored)]);
+        let found = contents(&restored);
+        assert!(out.starts_with(&format!("{} records restored", found.len())), "{class}: {out}");
+        assert!(found.len() < 60 && found.len() > 40, "{class}: {} records restored", found.len());
+        assert!(!found.iter().any(|(k, _)| k == b"k0042"), "{class}: the damaged record was restored");
+        assert_eq!(ok(&["inspect", path_str(&restored), "record_crc_mode"]), "crc-32\n", "{class}");
+    }
+    let perf = dir.path().join("perf.kh");
+    let output = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["perf", "sequence", "--iter", "100", "--record_crc", "8", "--path", path_str(&perf)])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "kura perf: {}", text(&output.stderr));
+    assert_eq!(ok(&["inspect", path_str(&perf), "record_crc_mode"]), "crc-8\n");
+}

@@ -187,6 +187,40 @@ def test_skip_database(tmp_path: pathlib.Path) -> None:
         assert dict(db.items()) == {b"a": b"2"}
 
 
+@pytest.mark.parametrize("ext", ["kh", "kt"])
+def test_record_checksums(tmp_path: pathlib.Path, ext: str) -> None:
+    """record_crc_mode is kept in the file (a reopen giving another keeps it),
+    shown by inspect, changed by a rebuild; with it, a flipped byte in a
+    stored value raises BrokenDataError naming the file and the offset, and a
+    restore skips that record."""
+    path = tmp_path / f"crc.{ext}"
+    tuning = {"max_page_size": 200} if ext == "kt" else {}
+    with kuradb.DBM(path, True, record_crc_mode="16", **tuning) as db:
+        for i in range(60):
+            db[f"k{i:04}"] = f"<value {i:04}>"
+        assert db.inspect()["record_crc_mode"] == "crc-16"
+        db.rebuild(record_crc_mode="RECORD_CRC_32")
+        assert db.inspect()["record_crc_mode"] == "crc-32"
+    with kuradb.DBM(path, False, record_crc_mode="none") as db:
+        assert db.inspect()["record_crc_mode"] == "crc-32"
+    data = bytearray(path.read_bytes())
+    at = data.find(b"<value 0042>")
+    assert at >= 0
+    data[at + 5] ^= 1
+    path.write_bytes(bytes(data))
+    with kuradb.DBM(path, False) as db:
+        with pytest.raises(kuradb.BrokenDataError, match="offset") as raised:
+            db.get("k0042")
+        assert str(path) in str(raised.value) and "checksum" in str(raised.value)
+        assert db.get("k0001") == b"<value 0001>"
+    restored = tmp_path / f"restored.{ext}"
+    kept = kuradb.DBM.restore(path, restored)
+    assert 40 < kept < 60
+    with kuradb.DBM(restored, False) as db:
+        assert db.get("k0042") is None and len(db) == kept
+        assert db.inspect()["record_crc_mode"] == "crc-32"
+
+
 def test_open_parameters_and_errors(tmp_path: pathlib.Path) -> None:
     db = kuradb.DBM()
     assert not db.is_open() and repr(db) == "<kuradb.DBM (closed)>"

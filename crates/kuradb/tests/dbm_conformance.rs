@@ -15,7 +15,7 @@ use common::conformance::{self, Bug, Caps, Storage, Subject};
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
-use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
+use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, UpdateMode};
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
@@ -60,7 +60,7 @@ fn hash_appending_on_positional_file() {
 #[test]
 fn hash_in_place_on_block_io_with_page_cache_and_checksums() {
     conformance::check(&hash("pos-atom-block512-pagecache", UpdateMode::InPlace, |o| {
-        o.record_crc = true;
+        o.record_crc_mode = RecordCrcMode::Crc32;
         o.cache_buckets = true;
     }));
 }

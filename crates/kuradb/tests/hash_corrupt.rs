@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::hash::{self as h, show, Model};
-use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
+use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind};
@@ -371,7 +371,7 @@ fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
 fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     for (name, file) in specs() {
-        let o = options(&file).record_crc(true);
+        let o = options(&file).record_crc_mode(RecordCrcMode::Crc32);
         let path = dir.path().join(format!("{name}.kh"));
         let model = build(&path, &o, 30);
         let victim = key_of(7);
@@ -516,10 +516,12 @@ fn random_damage_never_panics_or_invents_values() {
     let mut problems = Vec::new();
     for (name, file) in specs() {
         for seed in 0..24u64 {
-            let o = options(&file).record_crc(seed % 2 == 0).cache_buckets(seed % 3 == 0);
+            let o = options(&file)
+                .record_crc_mode(RecordCrcMode::ALL[seed as usize % 4])
+                .cache_buckets(seed % 3 == 0);
             let what = format!(
-                "[{name}] seed {seed}, record_crc={}, cache_buckets={}",
-                o.record_crc, o.cache_buckets
+                "[{name}] seed {seed}, record_crc_mode={}, cache_buckets={}",
+                o.record_crc_mode, o.cache_buckets
             );
             let path = dir.path().join(format!("{name}-{seed}.kh"));
             let model = build(&path, &o, keys);

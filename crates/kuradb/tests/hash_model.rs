@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use common::conformance::ops::{self, Bytes};
 use common::conformance::{read, Caps, Model, Storage};
 use common::hash as h;
-use kuradb::dbm::hash::{HashDbm, HashOptions, RebuildParams, RestoreMode, UpdateMode};
+use kuradb::dbm::hash::{HashDbm, HashOptions, RebuildParams, RecordCrcMode, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{ErrorKind, Result};
@@ -70,13 +70,19 @@ fn rebuild_params() -> impl Strategy<Value = RebuildParams> {
         proptest::option::of(0u8..=9),
         proptest::option::of(4u8..=6),
         proptest::option::of(prop_oneof![Just(UpdateMode::InPlace), Just(UpdateMode::Appending)]),
+        proptest::option::of(crc_mode()),
     )
-        .prop_map(|(num_buckets, align_pow, offset_width, update_mode)| RebuildParams {
+        .prop_map(|(num_buckets, align_pow, offset_width, update_mode, record_crc_mode)| RebuildParams {
             num_buckets,
             align_pow,
             offset_width,
             update_mode,
+            record_crc_mode,
         })
+}
+
+fn crc_mode() -> impl Strategy<Value = RecordCrcMode> {
+    proptest::sample::select(RecordCrcMode::ALL.to_vec())
 }
 
 /// The tuning of a case's database.
@@ -84,14 +90,14 @@ fn rebuild_params() -> impl Strategy<Value = RebuildParams> {
 struct Tuning {
     update_mode: UpdateMode,
     cache_buckets: bool,
-    record_crc: bool,
+    record_crc: RecordCrcMode,
     align_pow: u8,
     offset_width: u8,
     num_buckets: u64,
 }
 
 fn tuning(align_pows: std::ops::RangeInclusive<u8>) -> impl Strategy<Value = Tuning> {
-    (any::<bool>(), any::<bool>(), any::<bool>(), align_pows, 3u8..=6, 1u64..=7).prop_map(
+    (any::<bool>(), any::<bool>(), crc_mode(), align_pows, 3u8..=6, 1u64..=7).prop_map(
         |(appending, cache_buckets, record_crc, align_pow, offset_width, num_buckets)| Tuning {
             update_mode: if appending { UpdateMode::Appending } else { UpdateMode::InPlace },
             cache_buckets,
@@ -112,7 +118,7 @@ impl Tuning {
             .offset_width(self.offset_width)
             .update_mode(self.update_mode)
             .cache_buckets(self.cache_buckets)
-            .record_crc(self.record_crc)
+            .record_crc_mode(self.record_crc)
     }
 }
 
@@ -163,6 +169,8 @@ fn check_sequence(
     let mut db = open(&options, true)
         .map_err(|e| TestCaseError::fail(format!("[{name}] {tuning:?}: create {}: {e}", path.display())))?;
     let mut model = Model::new(Caps::unordered(Storage::File));
+    // The file's record checksum mode: its creation's, or its last rebuild's.
+    let mut crc_mode = tuning.record_crc;
     for (step, op) in ops.iter().enumerate() {
         let ctx = Ctx { spec: name, tuning, step, steps: ops.len(), op };
         match op {
@@ -176,6 +184,7 @@ fn check_sequence(
             }
             Op::RebuildWith(params) => {
                 ctx.ok(db.rebuild_with(params), "rebuild with new tuning")?;
+                crc_mode = params.record_crc_mode.unwrap_or(crc_mode);
                 ctx.compare(&db, &model, "after rebuild with new tuning")?;
                 let figures: HashMap<String, String> = ctx.ok(db.inspect(), "inspect")?.into_iter().collect();
                 let wanted = [
@@ -188,6 +197,7 @@ fn check_sequence(
                             if m == UpdateMode::Appending { "appending" } else { "in-place" }.to_string()
                         }),
                     ),
+                    ("record_crc_mode", Some(crc_mode.name().to_string())),
                 ];
                 for (name, want) in wanted {
                     if want.is_some() && figures.get(name) != want.as_ref() {
@@ -227,6 +237,8 @@ fn check_sequence(
                         UpdateMode::Appending => UpdateMode::InPlace,
                     };
                     o.restore = RestoreMode::Refuse;
+                    o.record_crc_mode =
+                        if crc_mode.is_on() { RecordCrcMode::None } else { RecordCrcMode::Crc32 };
                 }
                 if *peek {
                     let reader = ctx.ok(open(&o, false), "open read-only")?;
@@ -235,6 +247,12 @@ fn check_sequence(
                 }
                 db = ctx.ok(open(&o, true), "reopen")?;
                 ctx.compare(&db, &model, "after reopening")?;
+                let kept = ctx.ok(db.record_crc_mode(), "record_crc_mode")?;
+                if kept != crc_mode {
+                    return Err(
+                        ctx.fail(format!("reopened with record_crc_mode {kept}, not the file's {crc_mode}"))
+                    );
+                }
             }
             Op::Crash => {
                 let copy = path.with_extension("crashed");
@@ -347,7 +365,14 @@ fn replay(spec: &str, tuning: Tuning, ops: &[Op]) {
 }
 
 fn tuned(update_mode: UpdateMode, align_pow: u8, offset_width: u8, num_buckets: u64) -> Tuning {
-    Tuning { update_mode, cache_buckets: false, record_crc: false, align_pow, offset_width, num_buckets }
+    Tuning {
+        update_mode,
+        cache_buckets: false,
+        record_crc: RecordCrcMode::None,
+        align_pow,
+        offset_width,
+        num_buckets,
+    }
 }
 
 fn set(key: &str, len: u16) -> Op {

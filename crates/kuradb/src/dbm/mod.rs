@@ -108,8 +108,9 @@ pub trait Dbm: Send + Sync {
     fn rebuild(&self) -> Result<()>;
 
     /// Rewrites the database compactly with what `params` change of its
-    /// tuning: a hash database's `num_buckets`, `align_pow`, `offset_width`
-    /// and `update_mode`, a skip database's `reducer`. A parameter the
+    /// tuning: a hash database's `num_buckets`, `align_pow`, `offset_width`,
+    /// `update_mode` and `record_crc_mode`, a tree's `record_crc_mode`, a skip
+    /// database's `reducer`. A parameter the
     /// database cannot change is refused by name; the default takes none.
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         Taker::new(params, "rebuilding this database").finish()?;

@@ -108,7 +108,7 @@ impl PolyDbm {
     /// parameter by name.
     pub fn rebuild_with(&self, params: &Params) -> Result<()> {
         match self.class {
-            DbmClass::Hash | DbmClass::Skip => self.db.rebuild_with_params(params),
+            DbmClass::Hash | DbmClass::Tree | DbmClass::Skip => self.db.rebuild_with_params(params),
             _ => {
                 Taker::new(params, &format!("rebuilding a {} database", self.class.name())).finish()?;
                 self.db.rebuild()

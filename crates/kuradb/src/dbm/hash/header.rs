@@ -12,6 +12,7 @@
 //! | 10 | offset width |
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
+//! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
 //! | 60 | CRC-32 of bytes 0 to 59 |
@@ -24,6 +25,7 @@
 //!
 //! Integers are little-endian.
 
+use super::crc_mode::RecordCrcMode;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) const SIZE: usize = 128;
@@ -47,6 +49,7 @@ pub(crate) struct Header {
     pub synced_epoch: u32,
     pub kind: Kind,
     pub records_start: u64,
+    pub record_crc: RecordCrcMode,
 }
 
 /// What a file of the hash format holds.
@@ -80,6 +83,7 @@ impl Header {
             Kind::Hash => 0,
             Kind::TreeNodes => 1,
         };
+        b[13] = self.record_crc.bits();
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -135,6 +139,8 @@ impl Header {
             1 => Kind::TreeNodes,
             other => return Err(bad(&format!("unknown kind {other}"))),
         };
+        let record_crc = RecordCrcMode::from_bits(b[13])
+            .ok_or_else(|| bad(&format!("unknown record checksum mode {}", b[13])))?;
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let header = Header {
             appending: b[9] & 1 != 0,
@@ -149,6 +155,7 @@ impl Header {
             synced_epoch: if state_ok { u32_at(92) } else { u32::MAX },
             kind,
             records_start: u64_at(24),
+            record_crc,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -187,13 +194,32 @@ mod tests {
             synced_epoch: 3,
             kind: Kind::TreeNodes,
             records_start: 5248,
+            record_crc: RecordCrcMode::Crc16,
         }
     }
 
     #[test]
     fn headers_round_trip() {
-        let h = sample();
-        assert_eq!(Header::decode(&h.encode(), std::path::Path::new("x")).unwrap(), h);
+        for record_crc in RecordCrcMode::ALL {
+            let h = Header { record_crc, ..sample() };
+            assert_eq!(Header::decode(&h.encode(), std::path::Path::new("x")).unwrap(), h);
+        }
+    }
+
+    /// The mode is byte 13, which files written before it hold as 0: they
+    /// read as mode none, as they were written.
+    #[test]
+    fn the_record_checksum_mode_is_byte_13_and_zero_means_none() {
+        let b = Header { record_crc: RecordCrcMode::Crc32, ..sample() }.encode();
+        assert_eq!(b[13], 32);
+        let b = Header { record_crc: RecordCrcMode::None, ..sample() }.encode();
+        assert_eq!(b[13], 0);
+        let mut b = sample().encode();
+        b[13] = 12;
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        let err = Header::decode(&b, std::path::Path::new("casket.kh")).unwrap_err();
+        assert!(err.to_string().contains("casket.kh") && err.to_string().contains("mode 12"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

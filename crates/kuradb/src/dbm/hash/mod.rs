@@ -48,11 +48,14 @@
 //! walks chains; `process.rs` the processors; `change.rs` the one mutation
 //! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
 //! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
-//! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor.
+//! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
+//! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
+//! record it reads.
 
 mod buckets;
 mod chain;
 mod change;
+mod crc_mode;
 mod cursor;
 mod durability;
 mod free_pool;
@@ -72,7 +75,8 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RestoreMode, UpdateMode};
+pub use options::{HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
+pub(crate) use params::record_crc_mode as take_record_crc_mode;
 pub use rebuild::RebuildParams;
 
 use self::buckets::bucket_of;
@@ -152,6 +156,12 @@ impl HashDbm {
         if let Some(state) = self.state.get_mut() {
             state.min_read_size = size.max(MAX_HEADER);
         }
+    }
+
+    /// Whether every read verifies each record's checksum: the mode the file
+    /// was created (or last rebuilt) with, whatever the options said.
+    pub fn record_crc_mode(&self) -> Result<RecordCrcMode> {
+        Ok(self.state()?.as_ref().map_or(RecordCrcMode::None, |s| s.record_crc))
     }
 
     /// Writes everything back, marks the file closed cleanly and closes it.
@@ -311,6 +321,7 @@ impl Dbm for HashDbm {
             ("align_pow".into(), s.align_pow.to_string()),
             ("max_file_size".into(), max_file.to_string()),
             ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
+            ("record_crc_mode".into(), s.record_crc.name().to_string()),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];

@@ -97,7 +97,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         buckets_dirty: AtomicBool::new(false),
         free: Mutex::new(FreePool::new(o.fbp_cap)),
         healthy: AtomicBool::new(!header.open_for_writing),
-        record_crc: o.record_crc,
+        record_crc: header.record_crc,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
         cached_blocks: o.file.pagecache,
@@ -131,6 +131,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         synced_epoch: 0,
         kind,
         records_start,
+        record_crc: o.record_crc_mode,
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {

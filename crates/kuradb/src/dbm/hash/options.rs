@@ -1,5 +1,6 @@
 //! The tuning parameters of a hash database and how it is opened.
 
+pub use super::crc_mode::RecordCrcMode;
 use crate::file::{File, FileSpec, FileWrapper, OpenOptions};
 
 /// How updates reach the file.
@@ -65,8 +66,10 @@ pub struct HashOptions {
     pub fbp_cap: usize,
     /// In-place or appending updates (tuning, at creation).
     pub update_mode: UpdateMode,
-    /// Keep a checksum in every record, checked on every read (tuning, at creation).
-    pub record_crc: bool,
+    /// Whether every read verifies each record's checksum: none, or the
+    /// reference's 8, 16 or 32 bits, each of which verifies the record's whole
+    /// CRC-32 here (tuning, at creation; kept in the file).
+    pub record_crc_mode: RecordCrcMode,
     /// Keep the bucket array in memory.
     pub cache_buckets: bool,
     /// Read at least this many bytes for a record, so most records take one
@@ -122,9 +125,10 @@ impl HashOptions {
         self
     }
 
-    /// Keeps a checksum in every record, or not (tuning, at creation).
-    pub fn record_crc(mut self, record_crc: bool) -> HashOptions {
-        self.record_crc = record_crc;
+    /// Sets whether every read verifies each record's checksum (tuning, at
+    /// creation; a reopen keeps the file's own, a rebuild may change it).
+    pub fn record_crc_mode(mut self, record_crc_mode: RecordCrcMode) -> HashOptions {
+        self.record_crc_mode = record_crc_mode;
         self
     }
 
@@ -173,7 +177,7 @@ impl Default for HashOptions {
             offset_width: 5,
             fbp_cap: 2048,
             update_mode: UpdateMode::InPlace,
-            record_crc: false,
+            record_crc_mode: RecordCrcMode::None,
             cache_buckets: false,
             min_read_size: 256,
             restore: RestoreMode::Automatic,

@@ -1,7 +1,7 @@
 //! The hash database's parameters, as [`Params`](crate::dbm::params::Params)
 //! name them: its file, opening and tuning, and what a rebuild may change.
 
-use super::{HashOptions, RebuildParams, RestoreMode, UpdateMode};
+use super::{HashOptions, RebuildParams, RecordCrcMode, RestoreMode, UpdateMode};
 use crate::dbm::params::{bad_value, Taker};
 use crate::error::Result;
 
@@ -33,12 +33,8 @@ impl HashOptions {
         if let Some(mode) = update_mode(t)? {
             self.update_mode = mode;
         }
-        if let Some((name, value)) = t.take(&["record_crc_mode", "record_crc"]) {
-            self.record_crc = match value.trim().to_ascii_lowercase().trim_start_matches("record_crc_") {
-                "none" | "0" | "false" | "default" => false,
-                "8" | "16" | "32" | "true" => true,
-                _ => return Err(bad_value(name, value, "none, 8, 16 or 32")),
-            };
+        if let Some(mode) = record_crc_mode(t)? {
+            self.record_crc_mode = mode;
         }
         if let Some((name, value)) = t.take(&["restore_mode"]) {
             self.restore = match value.trim().to_ascii_lowercase().trim_start_matches("restore_") {
@@ -53,13 +49,14 @@ impl HashOptions {
 
 impl RebuildParams {
     /// What a rebuild's parameters change: `num_buckets`, `align_pow`,
-    /// `offset_width` and `update_mode`.
+    /// `offset_width`, `update_mode` and `record_crc_mode`.
     pub(crate) fn take_params(t: &mut Taker<'_>) -> Result<RebuildParams> {
         Ok(RebuildParams {
             num_buckets: t.number(&["num_buckets", "buckets"])?,
             align_pow: t.number(&["align_pow"])?,
             offset_width: t.number(&["offset_width"])?,
             update_mode: update_mode(t)?,
+            record_crc_mode: record_crc_mode(t)?,
         })
     }
 }
@@ -72,5 +69,15 @@ fn update_mode(t: &mut Taker<'_>) -> Result<Option<UpdateMode>> {
         "in_place" | "inplace" => Ok(Some(UpdateMode::InPlace)),
         "appending" | "append" => Ok(Some(UpdateMode::Appending)),
         _ => Err(bad_value(name, value, "in_place or appending")),
+    }
+}
+
+/// The `record_crc_mode` parameter (or `record_crc`), in kuradb's words or
+/// the reference's (`none`, `8`, `crc-16`, `RECORD_CRC_32`, …).
+pub(crate) fn record_crc_mode(t: &mut Taker<'_>) -> Result<Option<RecordCrcMode>> {
+    let Some((name, value)) = t.take(&["record_crc_mode", "record_crc"]) else { return Ok(None) };
+    match RecordCrcMode::from_name(value) {
+        Some(mode) => Ok(Some(mode)),
+        None => Err(bad_value(name, value, "none, 8, 16 or 32")),
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::open::{check_options, keeping, open_state};
-use super::options::{HashOptions, UpdateMode};
+use super::options::{HashOptions, RecordCrcMode, UpdateMode};
 use super::restore;
 use super::state::State;
 use super::HashDbm;
@@ -24,6 +24,8 @@ pub struct RebuildParams {
     pub offset_width: Option<u8>,
     /// In-place or appending updates.
     pub update_mode: Option<UpdateMode>,
+    /// Whether every read verifies each record's checksum.
+    pub record_crc_mode: Option<RecordCrcMode>,
 }
 
 impl HashDbm {
@@ -46,6 +48,7 @@ impl HashDbm {
         options.align_pow = params.align_pow.unwrap_or(state.align_pow as u8);
         let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
         options.update_mode = params.update_mode.unwrap_or(mode);
+        options.record_crc_mode = params.record_crc_mode.unwrap_or(state.record_crc);
         if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
             *guard = Some(state);
             return Err(e);

@@ -75,6 +75,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
     o.offset_width = header.width;
     o.align_pow = header.align_pow;
     o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+    o.record_crc_mode = header.record_crc;
     let width = header.width as usize;
     let mut kept = 0u64;
     copy_into(dest, &o, header.kind, |put| {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::crc_mode::RecordCrcMode;
 use super::free_pool::FreePool;
 use super::header::{Header, Kind};
 use crate::error::{Error, ErrorKind};
@@ -43,7 +44,8 @@ pub(super) struct State {
     pub(super) buckets_dirty: AtomicBool,
     pub(super) free: Mutex<FreePool>,
     pub(super) healthy: AtomicBool,
-    pub(super) record_crc: bool,
+    /// Whether every read of a record verifies its checksum, as the header says.
+    pub(super) record_crc: RecordCrcMode,
     pub(super) min_read_size: usize,
     /// Pad the file to whole blocks at synchronize and close (for direct I/O).
     pub(super) padding: bool,
@@ -79,6 +81,7 @@ impl State {
             synced_epoch: self.synced_epoch.load(Ordering::Acquire),
             kind: self.kind,
             records_start: self.records_start,
+            record_crc: self.record_crc,
         }
     }
 

@@ -10,7 +10,8 @@
 //! `meta` the figures' encoding, `page` the store's records as pages,
 //! `cache` the node cache, `walk` descents and walks along the leaves,
 //! `process` the processors' answers carried out, `rebalance` splits and
-//! merges, `cursor` and `range` ordered reading, `rebuild` the compaction.
+//! merges, `cursor` and `range` ordered reading, `rebuild` the compaction,
+//! `restore` the restore of a crashed or damaged file.
 //!
 //! # One mutation path
 //! Every change to the records goes through `Tree::commit` (in `process`):
@@ -60,6 +61,7 @@ mod process;
 mod range;
 mod rebalance;
 mod rebuild;
+mod restore;
 mod state;
 mod walk;
 
@@ -74,7 +76,8 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::HashDbm;
+use super::hash::take_record_crc_mode;
+use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
@@ -135,17 +138,6 @@ impl TreeDbm {
     pub fn close(self) -> Result<()> {
         let taken = self.tree.write().take();
         taken.map_or(Ok(()), Tree::close)
-    }
-
-    /// Restores the tree database at `src`, which was not closed cleanly, into a
-    /// new one at `dest`, as of its last hard synchronization. Answers the
-    /// number of records.
-    pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &TreeOptions) -> Result<u64> {
-        HashDbm::restore(src, dest.as_ref(), &options.hash)?;
-        let db = TreeDbm::open(dest.as_ref(), false, options)?;
-        let count = db.count()?;
-        db.close()?;
-        Ok(count)
     }
 
     /// The records whose keys fall in `range`, in order. Each step moves
@@ -273,7 +265,14 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree()
+        self.rebuild_tree(None)
+    }
+
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a tree database");
+        let record_crc = take_record_crc_mode(&mut t)?;
+        t.finish()?;
+        self.rebuild_tree(record_crc)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -315,11 +314,14 @@ impl Dbm for TreeDbm {
             ("cached_pages".into(), cached.to_string()),
             ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
         ];
+        // The checksums guard the tree's pages, so the mode is the tree's own
+        // figure; the rest of the store's are named as the store's.
+        let store = t.store.inspect()?;
+        out.extend(store.iter().filter(|(k, _)| k == "record_crc_mode").cloned());
         out.extend(
-            t.store
-                .inspect()?
+            store
                 .into_iter()
-                .filter(|(k, _)| k != "class")
+                .filter(|(k, _)| k != "class" && k != "record_crc_mode")
                 .map(|(k, v)| (format!("store_{k}"), v)),
         );
         Ok(out)

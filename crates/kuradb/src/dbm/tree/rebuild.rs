@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::state::Tree;
 use super::TreeDbm;
+use crate::dbm::hash::RecordCrcMode;
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
 use crate::error::{Error, Result};
@@ -11,8 +12,10 @@ use crate::file::temp_beside;
 
 impl TreeDbm {
     /// Rewrites the tree into a compact new file (leaves filled whole, a fresh
-    /// node store sized for them) and replaces the old file atomically.
-    pub(super) fn rebuild_tree(&self) -> Result<()> {
+    /// node store sized for them) and replaces the old file atomically. The
+    /// new file keeps the old one's record checksum mode unless `record_crc`
+    /// gives another.
+    pub(super) fn rebuild_tree(&self, record_crc: Option<RecordCrcMode>) -> Result<()> {
         self.owner.check(&self.path)?;
         let mut guard = self.tree.write();
         let tree = guard.take().ok_or_else(|| self.closed())?;
@@ -27,6 +30,16 @@ impl TreeDbm {
         options.comparator = tree.cmp;
         options.max_page_size = tree.max_page_size;
         options.max_branches = tree.max_branches;
+        options.hash.record_crc_mode = match record_crc {
+            Some(mode) => mode,
+            None => match tree.store.record_crc_mode() {
+                Ok(mode) => mode,
+                Err(e) => {
+                    *guard = Some(tree);
+                    return Err(e);
+                }
+            },
+        };
         let nodes = tree.count.load(Ordering::Acquire) * 64 / tree.max_page_size as u64;
         options.hash.num_buckets = (nodes * 2 + 1).max(1021);
         options.hash.open = crate::file::OpenOptions::writer().truncating();
