@@ -140,6 +140,7 @@ impl Crash for HashCrash {
     const REPLAY: &'static str = ENV_REPLAY;
     const FILE: &'static str = "crash.kh";
     const KILLS: usize = KILLS;
+    const CONFIGS: usize = 4;
     const DELAY_MS: RangeInclusive<u64> = 5..=200;
 
     fn config(index: usize) -> HashCrash {

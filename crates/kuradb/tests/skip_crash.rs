@@ -165,6 +165,7 @@ impl Crash for SkipCrash {
     const REPLAY: &'static str = ENV_REPLAY;
     const FILE: &'static str = "crash.skip";
     const KILLS: usize = KILLS;
+    const CONFIGS: usize = 3;
     const DELAY_MS: RangeInclusive<u64> = 20..=400;
 
     fn config(index: usize) -> SkipCrash {
@@ -277,7 +278,7 @@ impl Crash for SkipCrash {
     }
 
     fn enough(&self, stats: &Stats) -> Result<(), String> {
-        if stats.next_batch < KILLS as u64 + 2 {
+        if stats.next_batch < stats.kills as u64 + 2 {
             return Err("the writers synchronized too few batches to test anything".to_string());
         }
         Ok(())

@@ -10,12 +10,16 @@
 //! after the restore. The writer reports each batch with one write to
 //! stderr only after the synchronization that ends it returned, so a kill
 //! never leaves half a report.
+//!
+//! How many writers a test kills is the class's [`Crash::KILLS`], a few,
+//! unless [`ENV_KILLS`] asks for more: the kill loop (`scripts/kill-loop`)
+//! sets it to run a thousand kills and more per class.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::RangeInclusive;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kuradb::dbm::Dbm;
 use rand::rngs::SmallRng;
@@ -27,6 +31,11 @@ const ENV_PATH: &str = "KURADB_CRASH_WRITER_PATH";
 const ENV_CONFIG: &str = "KURADB_CRASH_WRITER_CONFIG";
 const ENV_FIRST: &str = "KURADB_CRASH_WRITER_FIRST_BATCH";
 const ENV_SEED: &str = "KURADB_CRASH_WRITER_SEED";
+
+/// The variable that sets how many writers each class's kill tests kill in
+/// all, shared evenly by its configurations (each at least one); unset, a
+/// test kills [`Crash::KILLS`].
+pub const ENV_KILLS: &str = "KURA_KILLS";
 
 /// What the checks of one kill tell the class's final judgement.
 #[derive(Debug, Default)]
@@ -53,8 +62,10 @@ pub trait Crash: Sized {
     const REPLAY: &'static str;
     /// The name of the database's file.
     const FILE: &'static str;
-    /// Writers killed per configuration.
+    /// Writers killed per configuration, unless [`ENV_KILLS`] says otherwise.
     const KILLS: usize;
+    /// How many configurations (tests) share the class's [`ENV_KILLS`].
+    const CONFIGS: usize;
     /// How long a writer runs before it is killed, in milliseconds.
     const DELAY_MS: RangeInclusive<u64>;
 
@@ -142,10 +153,26 @@ pub fn crash_view<C: Crash>(crash: &C, path: &Path) -> Result<C::State, String> 
     Ok(seen)
 }
 
-/// Runs [`Crash::KILLS`] writers of configuration `index` on one database,
-/// killing each at a random moment and checking the restored file after each.
+/// How many writers a test of `C` kills: its share of [`ENV_KILLS`] if set,
+/// else [`Crash::KILLS`].
+pub fn kills<C: Crash>() -> usize {
+    match std::env::var(ENV_KILLS) {
+        Ok(text) => {
+            let all: usize = text
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{ENV_KILLS}={text:?} is not a number of kills"));
+            all.div_ceil(C::CONFIGS).max(1)
+        }
+        Err(_) => C::KILLS,
+    }
+}
+
+/// Runs [`kills`] writers of configuration `index` on one database, killing
+/// each at a random moment and checking the restored file after each.
 pub fn kill_and_check<C: Crash>(index: usize) {
     let crash = C::config(index);
+    let started = Instant::now();
     let seed: u64 = std::env::var(C::REPLAY).ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
     let what = format!("[{}] (seed {seed}; {}={seed} replays it)", crash.name(), C::REPLAY);
     let dir = tempfile::tempdir().expect("create a temporary directory");
@@ -157,7 +184,7 @@ pub fn kill_and_check<C: Crash>(index: usize) {
     let mut stats = Stats::default();
     let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
     let mut with_leftovers = 0;
-    for kill in 0..C::KILLS {
+    for kill in 0..kills::<C>() {
         let what = format!("{what} kill {kill}");
         let first = stats.next_batch;
         let writer = ChildTest::start(
@@ -215,6 +242,12 @@ pub fn kill_and_check<C: Crash>(index: usize) {
         base = now;
         stats.next_batch = open_batch + 1;
     }
-    eprintln!("{what}: the kills left {verdicts:?}; {with_leftovers} left temporary files");
+    eprintln!(
+        "{what}: {} kills ({} after a reported synchronization) in {:.1} s left {verdicts:?}; {with_leftovers} \
+         left temporary files",
+        stats.kills,
+        stats.with_syncs,
+        started.elapsed().as_secs_f64()
+    );
     crash.enough(&stats).unwrap_or_else(|e| panic!("{what}: {e}; the test checked too little"));
 }

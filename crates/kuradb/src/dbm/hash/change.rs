@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::buckets::Link;
 use super::chain::Found;
-use super::header;
+use super::header::{self, Kind};
 use super::record::{self, Record, MAX_ITEM};
 use super::state::State;
 use super::value;
@@ -46,6 +46,9 @@ impl State {
     }
 
     fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {
+        if self.kind == Kind::TreeNodes {
+            self.put_removal(key)?;
+        }
         self.write_link(f.link, f.header.next)?;
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
@@ -94,8 +97,30 @@ impl State {
         Ok(())
     }
 
+    /// Writes a void record of `key` in the current epoch: the removal as a
+    /// tree's restore sees it. Such a restore goes back to the epoch the
+    /// header names, and the key's older versions are marked void only after
+    /// the header names this one (see `State::make_durable`); a crash between
+    /// the two would bring the key back from an older version (a tree node
+    /// merged away, as an orphan no link reaches) unless a version of this
+    /// epoch says it is removed. The current epoch's own versions of the key
+    /// cannot: their space may hold another record by then. The marker's
+    /// space is freed, not reused, until a hard synchronization has marked
+    /// the older versions.
+    fn put_removal(&self, key: &[u8]) -> Result<()> {
+        let (offset, size) = self.put(key, b"", 0, false)?;
+        self.free.lock().doom(offset, size, false);
+        Ok(())
+    }
+
     /// Writes a new record, reusing free space if allowed; answers its offset.
     fn put_new(&self, key: &[u8], value: &[u8], next: u64) -> Result<u64> {
+        self.put(key, value, next, true).map(|(offset, _)| offset)
+    }
+
+    /// Writes a new record, live or void, reusing free space if allowed;
+    /// answers its offset and size.
+    fn put(&self, key: &[u8], value: &[u8], next: u64, live: bool) -> Result<(u64, u64)> {
         let align = 1u64 << self.align_pow;
         let mut size = record::size_for(self.width, align, key.len(), value.len());
         let reused = if self.appending { None } else { self.free.lock().take(size) };
@@ -104,10 +129,10 @@ impl State {
         }
         let epoch = self.epoch.load(Ordering::Acquire);
         ENCODED.with_borrow_mut(|buf| {
-            let rec = Record { live: true, next, epoch, key, value, size };
+            let rec = Record { live, next, epoch, key, value, size };
             record::encode(buf, self.width, self.align_pow, &rec);
             match reused {
-                Some((offset, _)) => self.file.write(offset, buf).map(|_| offset),
+                Some((offset, _)) => self.file.write(offset, buf).map(|_| (offset, size)),
                 None => {
                     let offset = self.file.append(buf)?;
                     if u128::from(offset + size) > self.max_file_size() {
@@ -115,7 +140,7 @@ impl State {
                         self.file.write(offset, &[record::MAGIC_VOID])?;
                         return Err(self.full());
                     }
-                    Ok(offset)
+                    Ok((offset, size))
                 }
             }
         })

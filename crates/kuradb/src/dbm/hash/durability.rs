@@ -35,8 +35,9 @@ impl State {
     /// versions replaced within this epoch first, then the header names this
     /// epoch, and only then are versions of older epochs marked. A crash
     /// before the header is durable restores the previous epoch whole; one
-    /// after it restores this one (a node removed in it may come back as an
-    /// orphan no link reaches, which costs space and nothing else).
+    /// after it restores this one, where a key removed in it stays removed:
+    /// its removal is a void version of this epoch (see `State::put_removal`),
+    /// which beats the older versions not yet marked.
     fn make_durable(&self) -> Result<()> {
         self.file.synchronize(true)?;
         let doomed = self.free.lock().take_doomed();
