@@ -133,3 +133,19 @@ fn truncated_or_damaged_files_are_clear_errors() {
         }
     }
 }
+
+#[test]
+fn a_writer_removes_what_a_crashed_save_left_and_a_reader_does_not() {
+    for name in NAMES {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.flat");
+        let leftover = dir.path().join("casket.flat.flat-tmp");
+        open(name, &path, true).unwrap().set(b"k", b"v", true).unwrap();
+        std::fs::write(&leftover, b"half a save").unwrap();
+        drop(open(name, &path, false).unwrap());
+        assert!(leftover.exists(), "[{name}] a reader removed a file it does not own");
+        let db = open(name, &path, true).unwrap();
+        assert!(!leftover.exists(), "[{name}] the writer left a crashed save's file");
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]), "[{name}]");
+    }
+}

@@ -185,8 +185,34 @@ pub(crate) fn write_beside(
     fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
 ) -> Result<(PathBuf, File)> {
     let temp = temp_beside(path, "flat");
+    write_at(&temp, hard, fill).map(|file| (temp, file))
+}
+
+/// Makes an empty flat file at `path` unless a file is there already,
+/// without ever replacing one: written under a name of this process's own
+/// and linked into place, which fails if the path has been taken meanwhile.
+pub(crate) fn create_empty(path: &Path) -> Result<()> {
+    let temp = temp_beside(path, &format!("flat-new-{}", std::process::id()));
+    drop(write_at(&temp, false, |_| Ok(()))?);
+    let linked = std::fs::hard_link(&temp, path);
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(Error::io("creation of the flat file", path, e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes a flat file with the records `fill` puts at `temp`, answering it
+/// still open (and removing it on a failure).
+fn write_at(
+    temp: &Path,
+    hard: bool,
+    fill: impl FnOnce(&mut FlatWriter) -> std::io::Result<()>,
+) -> Result<File> {
     let written = (|| -> std::io::Result<File> {
-        let file = File::create(&temp)?;
+        let file = File::create(temp)?;
         let mut w = FlatWriter {
             out: BufWriter::with_capacity(BUFFER_SIZE, file),
             crc: crc32fast::Hasher::new(),
@@ -206,13 +232,10 @@ pub(crate) fn write_beside(
         }
         Ok(file)
     })();
-    match written {
-        Ok(file) => Ok((temp, file)),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(Error::io("write of the flat file", &temp, e))
-        }
-    }
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(temp);
+        Error::io("write of the flat file", temp, e)
+    })
 }
 
 /// Renames the flat file written at `temp` over `path` (removing `temp` if

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use super::flat::{self, FlatWriter};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{self, FileKey, LockMode, Owner};
+use crate::file::{self, temp_beside, FileKey, LockMode, Owner};
 use crate::sys;
 
 /// How the writer of an on-memory database locks its flat file against
@@ -105,6 +105,11 @@ impl Persistence {
         // whole, so they read one complete synchronized state.
         let owner = Owner::claim(FileKey::for_path(path), writable, true, path)?;
         let held = if writable && !lock.no_lock { Some(lock_current(path, lock)?) } else { None };
+        if held.is_some() {
+            // Only the lock's holder writes the next file there: one left
+            // there is a crashed save's.
+            let _ = std::fs::remove_file(temp_beside(path, "flat"));
+        }
         let exists = path.exists();
         if !exists && !writable {
             return Err(Error::new(
@@ -185,9 +190,8 @@ fn lock_current(path: &Path, lock: &FlatLock) -> Result<File> {
         let file = match File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // Written whole and renamed into place, so a writer racing
-                // this one locks the same file or finds it replaced.
-                flat::write(path, false, |_| Ok(()))?;
+                // Never over a file a writer racing this one made first.
+                flat::create_empty(path)?;
                 continue;
             }
             Err(e) => return Err(Error::io("open of the flat file", path, e)),
