@@ -287,8 +287,21 @@ impl Builder {
     }
 
     /// Writes the index, the pointers still waiting and the header; answers
-    /// the file, its header and its index.
+    /// the file, its header and its index. A build that fails leaves its
+    /// file empty, as far as the file lets it: a database being created is
+    /// then new again to the next writer, never half a header no open takes.
     pub(crate) fn finish(mut self) -> Result<(Box<dyn File>, Header, UpperIndex)> {
+        match self.write_tail() {
+            Ok(header) => Ok((self.file, header, self.index)),
+            Err(e) => {
+                let _ = self.file.truncate(0);
+                Err(e)
+            }
+        }
+    }
+
+    /// What [`Builder::finish`] writes, answering the header.
+    fn write_tail(&mut self) -> Result<Header> {
         let records_end = self.buf_start + self.buf.len() as u64;
         self.index.fit(self.index_cap, self.step, self.max_level);
         let mut section = Vec::new();
@@ -318,7 +331,7 @@ impl Builder {
             index_crc,
         };
         self.file.write(0, &header.encode())?;
-        Ok((self.file, header, self.index))
+        Ok(header)
     }
 }
 

@@ -44,14 +44,6 @@ const VERSION: u8 = 1;
 /// The reference implementation's skip files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwSDB";
 pub(crate) const RECORD_MAGIC: u8 = 0xE0;
-
-/// Whether `head`, the whole of a file shorter than a header, is what an
-/// interrupted creation leaves: the start of a header (the magic, or as much
-/// of it as there is) and nothing a database could have held.
-pub(crate) fn unfinished_creation(head: &[u8]) -> bool {
-    let n = head.len().min(MAGIC.len());
-    (head.len() as u64) < HEADER_SIZE && head[..n] == MAGIC[..n]
-}
 /// The highest level a record's first byte can say.
 pub(crate) const MAX_LEVEL: u8 = 0x1F;
 

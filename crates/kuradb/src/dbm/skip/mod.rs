@@ -152,14 +152,6 @@ impl SkipDbm {
             healthy: AtomicBool::new(true),
             owner: Owner::unclaimed(),
         };
-        if writable && file.size() > 0 && file.size() < HEADER_SIZE {
-            let mut head = vec![0u8; file.size() as usize];
-            file.read(0, &mut head)?;
-            if format::unfinished_creation(&head) {
-                // A creation a fault or crash cut short holds no record: begin it again.
-                file.truncate(0)?;
-            }
-        }
         let snapshot = if file.size() == 0 {
             if !writable {
                 return Err(Error::new(
