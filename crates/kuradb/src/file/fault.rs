@@ -317,6 +317,20 @@ impl File for FaultFile {
         &self.path
     }
 
+    /// Not a fault point (a rename changes the directory, not the file's
+    /// bytes, which is all a power cut here undoes), but refused after a cut.
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        if self.control.counts.lock().cut {
+            return Err(Error::new(
+                ErrorKind::System,
+                format!("rename of {}: the power was cut (simulated)", self.path.display()),
+            ));
+        }
+        self.control.inner.write().rename(to)?;
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
     fn is_writable(&self) -> bool {
         self.control.inner.read().is_writable()
     }
