@@ -210,6 +210,13 @@ impl FaultControl {
         self.counts.lock().operations
     }
 
+    /// The path of the file now: the one it was opened with, or last
+    /// renamed to (a rebuilt database file is opened beside the database,
+    /// then renamed over it).
+    pub fn path(&self) -> PathBuf {
+        self.inner.read().path().to_path_buf()
+    }
+
     /// Undoes everything changed since the last successful hard
     /// synchronization, then makes every later call fail. Closing the
     /// [`FaultFile`] still closes the wrapped file, so the test can reopen its
