@@ -56,8 +56,7 @@ pub(crate) fn open_locked(
         let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
         // The whole wait counts against the timeout, however many files it
         // took to find the current one.
-        let timeout = options.lock_timeout.map(|limit| limit.saturating_sub(start.elapsed()));
-        lock(&file, path, mode, !options.no_wait, timeout)?;
+        lock_since(&file, path, mode, !options.no_wait, options.lock_timeout, start)?;
         match sys::path_identity(path) {
             Ok(now) if now == identity => return Ok((truncated(file, path, options)?, owner)),
             // Replaced (or removed, to be made anew) while this opener waited.
@@ -150,11 +149,24 @@ pub(crate) fn lock(
     wait: bool,
     timeout: Option<Duration>,
 ) -> Result<()> {
+    lock_since(file, path, mode, wait, timeout, Instant::now())
+}
+
+/// [`lock`], with `timeout` counted from `start`: an opener that found the
+/// file it waited for replaced, and waits again for the new one, waits no
+/// longer in all than it was told.
+pub(crate) fn lock_since(
+    file: &fs::File,
+    path: &Path,
+    mode: LockMode,
+    wait: bool,
+    timeout: Option<Duration>,
+    start: Instant,
+) -> Result<()> {
     let what = match mode {
         LockMode::Exclusive => "exclusive lock",
         LockMode::Shared => "shared lock",
     };
-    let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {
         match sys::try_lock(file, mode == LockMode::Exclusive) {
