@@ -42,8 +42,8 @@ use std::time::Duration;
 
 use crate::error::Result;
 
+pub(crate) use access::lock_since;
 pub use access::with_lock_interrupt;
-pub(crate) use access::{lock, lock_since};
 pub use fault::{FaultControl, FaultFile, FaultKind};
 pub use mmap::MmapFile;
 pub(crate) use owner::{FileKey, Owner};
