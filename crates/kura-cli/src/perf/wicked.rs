@@ -256,7 +256,7 @@ impl<'a> Worker<'a> {
             let over = match deadline {
                 None => done == iter,
                 // Asked now and then: the clock costs more than it tells.
-                Some(deadline) => done % 64 == 0 && Instant::now() >= deadline,
+                Some(deadline) => done.is_multiple_of(64) && Instant::now() >= deadline,
             };
             if over || stop.is_set() {
                 break;
