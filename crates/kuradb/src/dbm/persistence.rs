@@ -29,7 +29,7 @@ use crate::sys;
 /// ```
 /// use std::time::Duration;
 /// use kuradb::{FlatLock, TinyDbm, TinyOptions};
-/// let dir = tempfile::tempdir()?;
+/// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("a.flat");
 /// let options = TinyOptions::default().lock(FlatLock::default().timeout(Some(Duration::from_secs(5))));
 /// let db = TinyDbm::open(&path, true, &options)?;
