@@ -11,6 +11,7 @@ mod model;
 mod parallel;
 mod phase;
 mod sequence;
+mod tally;
 mod wicked;
 
 use clap::builder::RangedU64ValueParser;

@@ -222,6 +222,34 @@ fn wicked_matches_its_model_under_concurrency() {
 }
 
 #[test]
+fn wicked_runs_for_the_seconds_asked_and_tallies_what_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("timed.tkh");
+    let mut args = vec!["wicked", "--seconds", "1.5", "--iter", "50", "--threads", "3", "--validate"];
+    args.extend(["--iterator", "--rebuild", "--clear", "--sync"]);
+    args.extend(SMALL);
+    let started = std::time::Instant::now();
+    let output = kura(&args, Some(&path));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}\n{stdout}", text(&output.stderr));
+    assert!(started.elapsed().as_secs_f64() >= 1.5, "stopped before its --seconds");
+    assert!(stdout.contains("Validated after reopening: "), "{stdout}");
+    let tally = stdout.lines().find(|l| l.starts_with("Tally: ")).unwrap_or_else(|| panic!("{stdout}"));
+    let figure = |name: &str| -> u64 {
+        let prefix = format!("{name}=");
+        let field = tally.split(' ').find_map(|f| f.strip_prefix(prefix.as_str()));
+        field.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{name} in {tally}"))
+    };
+    // More than one pass of 50 operations on each of 3 threads, with about
+    // two of each rare operation per thread and pass.
+    assert!(figure("operations") > 3 * 50, "{tally}");
+    assert!(figure("rebuilds") > 0 && figure("clears") > 0 && figure("synchronizations") > 0, "{tally}");
+    let (code, message) = failure(&["wicked", "--seconds", "0"], Some(&path));
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("positive number of seconds"), "{message}");
+}
+
+#[test]
 fn locking_and_closing_flags_are_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flags.tkh");

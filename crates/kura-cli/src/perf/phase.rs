@@ -3,6 +3,7 @@
 //! from the first operation through the synchronization; opening, closing and
 //! validation are outside it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::Dbm;
@@ -22,6 +23,9 @@ pub struct Bench<'a> {
     pub seed: u64,
     /// Resident memory before the first phase.
     memory: MemoryBaseline,
+    /// The operations the last phase made, where a workload counts them
+    /// itself (one that runs for a time); 0 for `--iter` on each thread.
+    counted_ops: AtomicU64,
 }
 
 /// The names and the open mode of a phase.
@@ -41,7 +45,13 @@ impl<'a> Bench<'a> {
     pub fn new(args: &'a CommonArgs) -> Result<Bench<'a>> {
         let opener = args.dbm.opener()?;
         args.records()?;
-        Ok(Bench { args, opener, seed: base_seed(args.random_seed), memory: MemoryBaseline::now() })
+        Ok(Bench {
+            args,
+            opener,
+            seed: base_seed(args.random_seed),
+            memory: MemoryBaseline::now(),
+            counted_ops: AtomicU64::new(0),
+        })
     }
 
     /// Takes the memory baseline again, after the workload's own set-up (such as a
@@ -50,9 +60,19 @@ impl<'a> Bench<'a> {
         self.memory = MemoryBaseline::now();
     }
 
-    /// The number of operations of a phase: `--iter` on each thread.
+    /// The number of operations of a phase: `--iter` on each thread, unless
+    /// the workload counted them ([`Bench::count_ops`]).
     pub fn ops(&self) -> u64 {
-        self.args.iter * self.args.threads as u64
+        match self.counted_ops.load(Ordering::Relaxed) {
+            0 => self.args.iter * self.args.threads as u64,
+            counted => counted,
+        }
+    }
+
+    /// Reports `ops` as the phase's operations: for a workload that runs for a
+    /// time rather than a number of operations. Called from a phase's `check`.
+    pub fn count_ops(&self, ops: u64) {
+        self.counted_ops.store(ops, Ordering::Relaxed);
     }
 
     /// Adds the run's seed to a consistency error, so the run can be replayed.

@@ -15,6 +15,7 @@
 //! the whole range by every thread, so threads contend for the same records.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
@@ -26,6 +27,7 @@ use rand::Rng;
 use super::keys::{parse_key, KeyFormatter, ValuePattern};
 use super::model::{grow_or_drop, trim, Model, Outcome};
 use super::phase::{validating, Bench, Phase};
+use super::tally::Tally;
 use super::CommonArgs;
 use crate::dbm_options::{OpenMode, Updates};
 use crate::report::{say, thread_rng, Progress, Stop};
@@ -55,6 +57,21 @@ pub struct WickedArgs {
     /// Checks every operation and the final database against a model.
     #[arg(long = "validate")]
     validate: bool,
+
+    /// Runs each thread's operations over and over until this many seconds
+    /// have passed, rather than once: `--iter` still sets the number of keys
+    /// and how often the rare operations come (about two rebuilds, clears and
+    /// synchronizations per thread in every `--iter` operations). For a
+    /// stress run that holds the database open for a known time.
+    #[arg(long = "seconds", value_name = "NUM", value_parser = parse_seconds)]
+    seconds: Option<Duration>,
+}
+
+fn parse_seconds(text: &str) -> std::result::Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 1e9 => Ok(Duration::from_secs_f64(seconds)),
+        _ => Err(format!("expected a positive number of seconds, not {text:?}")),
+    }
 }
 
 /// The operations of the mix, each with its weight out of [`TOTAL_WEIGHT`]. The
@@ -117,6 +134,9 @@ struct Plan<'a> {
     gate: RwLock<()>,
     /// The number of clears so far.
     epoch: AtomicU64,
+    /// When the threads stop, with `--seconds`.
+    deadline: Option<Instant>,
+    tally: Tally,
 }
 
 /// Runs `kura perf wicked`.
@@ -140,12 +160,15 @@ pub fn run(args: &WickedArgs) -> Result<()> {
         pattern: ValuePattern::new(common.size),
         gate: RwLock::new(()),
         epoch: AtomicU64::new(0),
+        deadline: args.seconds.map(|seconds| Instant::now() + seconds),
+        tally: Tally::default(),
     };
     let phase = Phase { name: "wicked", title: "", mode: OpenMode::Create };
     let model = bench.run_phase(
         phase,
         |db, id, stop| Worker::new(db, &plan, id).run(stop),
         |db, results| {
+            bench.count_ops(plan.tally.operations.load(Ordering::Relaxed));
             if !args.validate {
                 return Ok(None);
             }
@@ -154,6 +177,7 @@ pub fn run(args: &WickedArgs) -> Result<()> {
             Ok(Some(model))
         },
     )?;
+    say(format_args!("{}", plan.tally.line()));
     if let Some(model) = model {
         let db = bench.opener.open(OpenMode::Read)?;
         let compared = plan.compare(&*db, &model, "after reopening");
@@ -223,25 +247,40 @@ impl<'a> Worker<'a> {
     fn run(mut self, stop: &Stop) -> Result<(Model, u64)> {
         let iter = self.plan.args.common.iter;
         let args = self.plan.args;
-        let mut progress = Progress::new(iter, self.id == 0);
-        for i in 0..iter {
-            if stop.is_set() {
+        let deadline = self.plan.deadline;
+        let tally = &self.plan.tally;
+        // A run for a time shows no progress: it has no known end.
+        let mut progress = Progress::new(iter, self.id == 0 && deadline.is_none());
+        let mut done = 0u64;
+        loop {
+            let over = match deadline {
+                None => done == iter,
+                // Asked now and then: the clock costs more than it tells.
+                Some(deadline) => done.is_multiple_of(64) && Instant::now() >= deadline,
+            };
+            if over || stop.is_set() {
                 break;
             }
+            let i = done % iter;
+            done += 1;
             if args.rebuild && self.rng.gen_range(0..self.rare_one_in) == 0 {
                 self.db.rebuild()?;
+                Tally::count(&tally.rebuilds);
             } else if args.clear && self.rng.gen_range(0..self.rare_one_in) == 0 {
                 let _exclusive = self.plan.gate.write();
                 self.db.clear()?;
                 self.plan.epoch.fetch_add(1, Ordering::AcqRel);
+                Tally::count(&tally.clears);
             } else if args.sync && self.rng.gen_range(0..self.rare_one_in) == 0 {
                 self.db.synchronize(false)?;
+                Tally::count(&tally.synchronizations);
             } else {
                 let validated = args.validate && args.clear;
                 let _shared = validated.then(|| self.plan.gate.read());
                 self.catch_up_with_clears();
                 if args.iterator && self.rng.gen_ratio(1, ITERATOR_ONE_IN) {
                     self.walk_iterator()?;
+                    Tally::count(&tally.iterator_walks);
                 } else if self.rng.gen_range(0..self.rare_one_in) == 0 {
                     // A walk over every record, locking out writers: as rare as a rebuild.
                     self.process_each()?;
@@ -254,6 +293,7 @@ impl<'a> Worker<'a> {
             }
             progress.tick(i + 1);
         }
+        tally.operations.fetch_add(done, Ordering::Relaxed);
         progress.finish();
         Ok((self.model.unwrap_or_default(), self.epoch))
     }

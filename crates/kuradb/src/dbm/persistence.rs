@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -186,6 +186,7 @@ impl Persistence {
 /// one first if there is none), and answers it once the lock is held on the
 /// file the path still names.
 fn lock_current(path: &Path, lock: &FlatLock) -> Result<File> {
+    let start = Instant::now();
     for _ in 0..MAX_LOCK_TRIES {
         let file = match File::open(path) {
             Ok(file) => file,
@@ -196,7 +197,9 @@ fn lock_current(path: &Path, lock: &FlatLock) -> Result<File> {
             }
             Err(e) => return Err(Error::io("open of the flat file", path, e)),
         };
-        file::lock(&file, path, LockMode::Exclusive, !lock.no_wait, lock.timeout)?;
+        // The whole wait counts against the timeout, however many saves of
+        // the other writer replaced the file meanwhile.
+        file::lock_since(&file, path, LockMode::Exclusive, !lock.no_wait, lock.timeout, start)?;
         let locked = sys::file_identity(&file).map_err(|e| Error::io("stat of the flat file", path, e))?;
         match std::fs::metadata(path) {
             Ok(now) if (now.dev(), now.ino()) == locked => return Ok(file),

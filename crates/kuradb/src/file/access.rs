@@ -34,34 +34,70 @@ use crate::sys;
 /// the lock the options ask for: exclusive for a writer, shared for a reader,
 /// none (and no claim) with `no_lock`. A file to be emptied is emptied only
 /// once both are held, so a refused open never touches it.
+///
+/// A lock belongs to the file, not to its name, and a rebuild puts a new file
+/// at the path by rename while this opener may be waiting for the old one's
+/// lock. So once the lock is granted, the path must still name the locked
+/// file; if it names another, the opener lets go and tries the new one.
 pub(crate) fn open_locked(
     path: &Path,
     options: &OpenOptions,
     direct: bool,
     sync: bool,
 ) -> Result<(fs::File, Owner)> {
+    let start = Instant::now();
+    for _ in 0..MAX_REPLACED {
+        let file = open_file(path, options, direct, sync)?;
+        if options.no_lock {
+            return Ok((truncated(file, path, options)?, Owner::unclaimed()));
+        }
+        let identity = sys::file_identity(&file).map_err(|e| Error::io("stat", path, e))?;
+        let owner = Owner::claim(FileKey::Inode(identity.0, identity.1), options.writable, false, path)?;
+        let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
+        // The whole wait counts against the timeout, however many files it
+        // took to find the current one.
+        lock_since(&file, path, mode, !options.no_wait, options.lock_timeout, start)?;
+        match sys::path_identity(path) {
+            Ok(now) if now == identity => return Ok((truncated(file, path, options)?, owner)),
+            // Replaced (or removed, to be made anew) while this opener waited.
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("stat", path, e)),
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Infeasible,
+        format!(
+            "{} was replaced by another file {MAX_REPLACED} times while this process took its lock: \
+             something replaces it without holding the lock",
+            path.display()
+        ),
+    ))
+}
+
+/// The most times an opener finds the file it locked replaced before it gives
+/// up: each means a writer rebuilt the database in between, so this many
+/// means that something replaces the file without holding its lock.
+const MAX_REPLACED: u32 = 1000;
+
+fn open_file(path: &Path, options: &OpenOptions, direct: bool, sync: bool) -> Result<fs::File> {
     let flags = sys::OpenFlags { writable: options.writable, create: options.create, direct, sync };
-    let file = sys::open(path, &flags).map_err(|e| {
+    sys::open(path, &flags).map_err(|e| {
         if e.kind() == io::ErrorKind::Unsupported {
             Error::io("open with direct I/O", path, e).with_kind(ErrorKind::NotImplemented)
         } else {
             let mode = if options.writable { "open for writing" } else { "open for reading" };
             Error::io(mode, path, e)
         }
-    })?;
-    let owner = if options.no_lock {
-        Owner::unclaimed()
-    } else {
-        let (dev, ino) = sys::file_identity(&file).map_err(|e| Error::io("stat", path, e))?;
-        let owner = Owner::claim(FileKey::Inode(dev, ino), options.writable, false, path)?;
-        let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
-        lock(&file, path, mode, !options.no_wait, options.lock_timeout)?;
-        owner
-    };
+    })
+}
+
+/// `file`, emptied first if the options ask for it.
+fn truncated(file: fs::File, path: &Path, options: &OpenOptions) -> Result<fs::File> {
     if options.writable && options.truncate {
         file.set_len(0).map_err(|e| Error::io("truncate to 0 bytes", path, e))?;
     }
-    Ok((file, owner))
+    Ok(file)
 }
 
 /// The longest pause between two tries of a lock a waiter makes: how late it
@@ -113,11 +149,24 @@ pub(crate) fn lock(
     wait: bool,
     timeout: Option<Duration>,
 ) -> Result<()> {
+    lock_since(file, path, mode, wait, timeout, Instant::now())
+}
+
+/// [`lock`], with `timeout` counted from `start`: an opener that found the
+/// file it waited for replaced, and waits again for the new one, waits no
+/// longer in all than it was told.
+pub(crate) fn lock_since(
+    file: &fs::File,
+    path: &Path,
+    mode: LockMode,
+    wait: bool,
+    timeout: Option<Duration>,
+    start: Instant,
+) -> Result<()> {
     let what = match mode {
         LockMode::Exclusive => "exclusive lock",
         LockMode::Shared => "shared lock",
     };
-    let start = Instant::now();
     let mut pause = Duration::from_micros(200);
     loop {
         match sys::try_lock(file, mode == LockMode::Exclusive) {
@@ -149,6 +198,11 @@ pub(crate) fn lock(
         std::thread::sleep(pause);
         pause = (pause * 2).min(MAX_LOCK_PAUSE);
     }
+}
+
+/// Renames the file at `from` to `to`, replacing any file there.
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|e| Error::io(format_args!("rename of {} to", from.display()), to, e))
 }
 
 /// Releases the inter-process lock of an open file.

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -108,6 +108,11 @@ impl Device {
             write_gate: (!direct && !serialised).then(|| spin::mutex::Mutex::new(())),
             extent: AtomicU64::new(len),
         }
+    }
+
+    /// Names errors after `path` from now on: the file was renamed.
+    pub(crate) fn renamed(&mut self, path: &Path) {
+        self.path = path.to_path_buf();
     }
 
     pub(crate) fn file(&self) -> &fs::File {

@@ -260,6 +260,13 @@ impl FaultControl {
         self.counts.lock().fired
     }
 
+    /// The path of the file now: the one it was opened with, or last
+    /// renamed to (a rebuilt database file is opened beside the database,
+    /// then renamed over it).
+    pub fn path(&self) -> PathBuf {
+        self.inner.read().path().to_path_buf()
+    }
+
     /// Undoes everything changed since the last successful hard
     /// synchronization, then makes every later call fail. Closing the
     /// [`FaultFile`] still closes the wrapped file, so the test can reopen its
@@ -367,6 +374,20 @@ impl File for FaultFile {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Not a fault point (a rename changes the directory, not the file's
+    /// bytes, which is all a power cut here undoes), but refused after a cut.
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        if self.control.counts.lock().cut {
+            return Err(Error::new(
+                ErrorKind::System,
+                format!("rename of {}: the power was cut (simulated)", self.path.display()),
+            ));
+        }
+        self.control.inner.write().rename(to)?;
+        self.path = to.to_path_buf();
+        Ok(())
     }
 
     fn is_writable(&self) -> bool {

@@ -302,6 +302,13 @@ impl File for MmapFile {
         &self.path
     }
 
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        self.state()?;
+        access::rename(&self.path, to)?;
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
     fn is_writable(&self) -> bool {
         self.state.as_ref().is_some_and(|s| s.writable)
     }

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 
-pub(crate) use access::lock;
+pub(crate) use access::lock_since;
 pub use access::with_lock_interrupt;
 pub use fault::{FaultControl, FaultFile, FaultKind};
 pub use mmap::MmapFile;
@@ -123,8 +123,15 @@ pub trait File: Send + Sync {
     /// Releases the inter-process lock.
     fn unlock(&self) -> Result<()>;
 
-    /// The path the file was opened with.
+    /// The path the file was opened with, or last renamed to.
     fn path(&self) -> &Path;
+
+    /// Gives the open file the name `to`, atomically replacing whatever file
+    /// had it, and keeps it open with its lock; from then on [`File::path`]
+    /// is `to`. A database puts a rebuilt file in place this way, so that the
+    /// file at its path is locked at every moment. The new name reaches the
+    /// device only once its directory is synchronized.
+    fn rename(&mut self, to: &Path) -> Result<()>;
 
     /// Whether the file was opened for writing.
     fn is_writable(&self) -> bool;

@@ -297,6 +297,15 @@ impl File for PositionalFile {
         &self.path
     }
 
+    fn rename(&mut self, to: &Path) -> Result<()> {
+        let state = self.state.as_mut().ok_or_else(|| closed(&self.path))?;
+        state.owner.check(&self.path)?;
+        access::rename(&self.path, to)?;
+        state.device.renamed(to);
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
     fn is_writable(&self) -> bool {
         self.state.as_ref().is_some_and(|s| s.writable)
     }

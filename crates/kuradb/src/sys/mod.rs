@@ -10,7 +10,7 @@ use std::io;
 use std::path::Path;
 
 pub(crate) use mmap::{MapChain, Mapping};
-pub(crate) use process::{file_identity, ProcessStamp};
+pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 
 /// How the file layer wants a file opened.
 pub(crate) struct OpenFlags {

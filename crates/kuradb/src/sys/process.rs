@@ -63,3 +63,11 @@ pub(crate) fn file_identity(file: &std::fs::File) -> std::io::Result<(u64, u64)>
     let meta = file.metadata()?;
     Ok((meta.dev(), meta.ino()))
 }
+
+/// The identity of the file `path` names now (following symbolic links), to
+/// compare with [`file_identity`] of a file opened earlier.
+pub(crate) fn path_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}

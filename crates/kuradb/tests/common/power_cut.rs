@@ -45,16 +45,17 @@ impl Controls {
         self.0.lock().expect("controls").last().map(|(_, c)| c.clone()).expect("a file was opened")
     }
 
-    /// The control of the file opened last with the name of `path`: the one
-    /// a database at `path` has open now, even after a rebuild opened others
-    /// beside it.
+    /// The control of the file opened last of those named `path` now: the
+    /// one a database at `path` has open, even after a rebuild opened others
+    /// beside it (the rebuilt file, opened under a temporary name, is renamed
+    /// over the database and stays open).
     pub fn last_at(&self, path: &Path) -> Arc<FaultControl> {
         self.0
             .lock()
             .expect("controls")
             .iter()
             .rev()
-            .find(|(p, _)| p.file_name() == path.file_name())
+            .find(|(_, c)| c.path().file_name() == path.file_name())
             .map(|(_, c)| c.clone())
             .expect("a file was opened")
     }

@@ -65,11 +65,9 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
                     format!("{} was not closed cleanly: restore it first", path.display()),
                 ))
             }
-            RestoreMode::Automatic => {
-                drop(file);
-                restore::restore_in_place(path, o)?;
-                return open_state(path, writable, &keeping(o), kind);
-            }
+            // The file stays locked until the restored one, locked too,
+            // has taken its place.
+            RestoreMode::Automatic => return restore::restore_in_place(path, o, file),
         }
     }
     let table_end = header::SIZE as u64 + header.num_buckets * u64::from(header.width);
@@ -140,11 +138,4 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         let _ = file.truncate(0);
     }
     written
-}
-
-/// The same options, opening the file as it is rather than emptying it.
-pub(super) fn keeping(options: &HashOptions) -> HashOptions {
-    let mut o = options.clone();
-    o.open.truncate = false;
-    o
 }

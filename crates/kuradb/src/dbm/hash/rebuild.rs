@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::open::{check_options, keeping, open_state};
+use super::open::check_options;
 use super::options::{HashOptions, RecordCrcMode, UpdateMode};
 use super::restore;
 use super::state::State;
@@ -53,22 +53,38 @@ impl HashDbm {
             *guard = Some(state);
             return Err(e);
         }
+        // Nobody else knows the temporary file: its lock is free, or
+        // something is wrong that waiting would not mend.
+        options.open.no_wait = true;
         let temp = temp_beside(&self.path, "rebuild");
-        let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)));
-        let result = built.and_then(|_| state.close()).and_then(|_| {
-            std::fs::rename(&temp, &self.path)
-                .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
-        });
-        // Whatever happened, the database goes on with the file at its path
-        // (kept as it is, whatever the options said at the first open).
-        let reopened = open_state(&self.path, true, &keeping(&self.options), self.kind);
-        match reopened {
-            Ok(state) => {
-                *guard = Some(state);
-                result
+        let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&temp);
+            });
+        // On failure the database goes on with its old file, untouched.
+        match built.and_then(|built| restore::replace(&self.path, built)) {
+            Ok(new) => {
+                *guard = Some(new);
+                // Unnamed now: see `restore::replace`.
+                let _ = state.close();
+                Ok(())
             }
-            Err(e) => result.and(Err(e)),
+            Err(e) => {
+                *guard = Some(state);
+                Err(e)
+            }
         }
+    }
+
+    /// Gives the open database's file the name `to` (replacing any file
+    /// there) and keeps it open and locked: a tree puts its rebuilt node
+    /// store in place this way.
+    pub(crate) fn rename_file(&mut self, to: &Path) -> Result<()> {
+        self.owner.check(&self.path)?;
+        let Some(state) = self.state.get_mut().as_mut() else { return Err(self.closed()) };
+        state.file.rename(to)?;
+        self.path = to.to_path_buf();
+        Ok(())
     }
 
     /// Restores the database at `src`, which was not closed cleanly (or is

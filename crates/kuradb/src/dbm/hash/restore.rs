@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::buckets::bucket_of;
 use super::change::Change;
 use super::header::{self, Header, Kind};
-use super::open::{create, open_state};
+use super::open::open_state;
 use super::options::{HashOptions, UpdateMode};
 use super::record::{self, MAGIC_PAD};
 use super::state::State;
@@ -30,30 +30,56 @@ use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
 
-/// Writes a new database at `dest` with `options` (emptying any file there)
-/// and fills it through the `put` callback that `fill` is given.
+/// Writes a new database at `dest` with `options` (emptying any file there,
+/// locked as `options.open` says), fills it through the `put` callback that
+/// `fill` is given and answers it open for writing, so that the caller may
+/// put it in the place of another without letting go of its lock.
 pub(super) fn copy_into(
     dest: &Path,
     options: &HashOptions,
     kind: Kind,
     fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
-) -> Result<()> {
+) -> Result<State> {
     let mut o = options.clone();
-    o.open = OpenOptions::writer().truncating();
-    {
-        let file = o.open_file(dest, &o.open)?;
-        create(file.as_ref(), &o, kind)?;
-    }
-    o.open = OpenOptions::writer();
+    o.open.writable = true;
+    o.open.create = true;
+    o.open.truncate = true;
+    // Emptied, the file gets a new header and bucket array.
     let state = open_state(dest, true, &o, kind)?;
     let mut put = |key: &[u8], value: &[u8]| {
         let bucket = bucket_of(key, state.num_buckets);
         let found = state.find(key, bucket)?;
         state.apply(Change::Record { key, bucket, found, action: Action::set(value) })
     };
-    let filled = fill(&mut put);
-    let closed = state.close();
-    filled.and(closed)
+    match fill(&mut put) {
+        Ok(()) => Ok(state),
+        Err(e) => {
+            let _ = state.close();
+            Err(e)
+        }
+    }
+}
+
+/// Puts `built`, a database just written beside `path`, in the place of the
+/// file there, which the caller still holds open and locked: the new file is
+/// durable, and locked by this process, before it takes the name, so no other
+/// process can take the lock of the file at `path` in between, nor keep
+/// working on the old one (an opener waiting for the old file's lock finds
+/// the path renamed when it gets it, and tries the new one). The caller
+/// closes the old file after; it has no name then, so what its close writes
+/// is lost with it and a failure there loses nothing. On failure the new file
+/// is removed and the old one stays the database's.
+pub(super) fn replace(path: &Path, built: State) -> Result<State> {
+    let mut built = built;
+    let temp = built.file.path().to_path_buf();
+    match built.synchronize(true).and_then(|_| built.file.rename(path)) {
+        Ok(()) => Ok(built),
+        Err(e) => {
+            let _ = built.close();
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
+    }
 }
 
 /// The latest version of a key seen so far.
@@ -63,8 +89,16 @@ struct Version {
     live: bool,
 }
 
-/// Scans `src` and writes its surviving records into a new database at `dest`.
+/// Scans `src` and writes its surviving records into a new database at
+/// `dest`, closed cleanly. Answers the number of records kept.
 pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<u64> {
+    let (state, kept) = restore_open(src, dest, options)?;
+    state.close()?;
+    Ok(kept)
+}
+
+/// [`restore`], answering the new database open for writing.
+fn restore_open(src: &Path, dest: &Path, options: &HashOptions) -> Result<(State, u64)> {
     let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
@@ -78,7 +112,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
     o.record_crc_mode = header.record_crc;
     let width = header.width as usize;
     let mut kept = 0u64;
-    copy_into(dest, &o, header.kind, |put| {
+    let state = copy_into(dest, &o, header.kind, |put| {
         for (key, version) in &versions {
             if !version.live {
                 continue;
@@ -89,7 +123,7 @@ pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<
         }
         Ok(())
     })?;
-    Ok(kept)
+    Ok((state, kept))
 }
 
 /// The state of a reader of `path`, a file not closed cleanly, which `origin`
@@ -134,12 +168,26 @@ pub(super) fn open_restored_view(
     Ok(state)
 }
 
-/// Restores the database at `path` through a temporary file that then replaces it.
-pub(super) fn restore_in_place(path: &Path, options: &HashOptions) -> Result<u64> {
+/// Restores the database at `path`, which `origin` holds open and locked for
+/// writing, through a temporary file that then replaces it (see [`replace`]),
+/// and answers the restored database open for writing.
+pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<dyn File>) -> Result<State> {
     let temp = temp_beside(path, "restore");
-    let kept = restore(path, &temp, options)?;
-    std::fs::rename(&temp, path).map_err(|e| Error::io("rename of the restored file", path, e))?;
-    Ok(kept)
+    let mut o = options.clone();
+    // Nobody else knows the temporary file: its lock is free, or something
+    // is wrong that waiting would not mend.
+    o.open.no_wait = true;
+    let restored = match restore_open(path, &temp, &o) {
+        Ok((state, _)) => state,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+    };
+    let restored = replace(path, restored)?;
+    let mut origin = origin;
+    let _ = origin.close();
+    Ok(restored)
 }
 
 /// Reads the whole record at `offset`, checking its checksum.

@@ -91,12 +91,12 @@ impl SkipDbm {
             _ => MemoryRun::default(),
         };
         match built {
-            Ok(snapshot) => {
+            Ok((snapshot, named)) => {
                 *self.current.write() = Some(Arc::new(snapshot));
                 for path in &spills {
                     let _ = std::fs::remove_file(path);
                 }
-                Ok(())
+                named
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&temp);
@@ -108,7 +108,14 @@ impl SkipDbm {
 
     /// Writes a file at `temp` from `old`'s records and `runs`, makes it the
     /// database's file and answers its snapshot. With `durable` the file is
-    /// on the device before it takes the old one's name, and the name after.
+    /// on the device before it takes the old one's name, and the name after;
+    /// a failure of that last step still answers the snapshot, as the file
+    /// has the name, with the error beside it.
+    ///
+    /// The new file is open and locked when it takes the name, and stays so
+    /// as the database's file: the old one keeps its lock until its last
+    /// reader lets it go, and an opener of another process that waited for
+    /// that lock finds the path renamed and tries the new file.
     fn build_file(
         &self,
         old: Option<&Snapshot>,
@@ -116,7 +123,7 @@ impl SkipDbm {
         reducer: &Reducer,
         temp: &Path,
         durable: bool,
-    ) -> Result<Snapshot> {
+    ) -> Result<(Snapshot, Result<()>)> {
         let mut open = self.options.open.clone();
         open.writable = true;
         open.create = true;
@@ -125,16 +132,17 @@ impl SkipDbm {
         let mut builder = self.builder(file);
         let source = old.map(|old| OldFile { file: old.file.as_ref(), header: &old.header });
         build::merge(source, runs, reducer, &mut builder)?;
-        let (file, header, index) = builder.finish()?;
+        let (mut file, header, index) = builder.finish()?;
         file.synchronize(durable)?;
-        std::fs::rename(temp, &self.path)
-            .map_err(|e| Error::io("rename of the built file", &self.path, e))?;
-        if durable {
-            crate::sys::sync_parent_dir(&self.path)
-                .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
-        }
+        file.rename(&self.path)?;
+        let named = match durable {
+            true => crate::sys::sync_parent_dir(&self.path)
+                .map_err(|e| Error::io("synchronizing the directory of", &self.path, e)),
+            false => Ok(()),
+        };
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        Ok(Snapshot { file, header, index, durable: AtomicBool::new(durable), generation })
+        let durable = AtomicBool::new(durable && named.is_ok());
+        Ok((Snapshot { file, header, index, durable, generation }, named))
     }
 
     /// Rebuilds the file with the options' step, levels and offset width,

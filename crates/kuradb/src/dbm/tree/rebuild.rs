@@ -2,12 +2,11 @@
 
 use std::sync::atomic::Ordering;
 
-use super::state::Tree;
 use super::TreeDbm;
 use crate::dbm::hash::RecordCrcMode;
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::file::temp_beside;
 
 impl TreeDbm {
@@ -25,7 +24,6 @@ impl TreeDbm {
             return Err(err);
         }
         let temp_path = temp_beside(&self.path, "rebuild");
-        let _ = std::fs::remove_file(&temp_path);
         let mut options = self.options.clone();
         options.comparator = tree.cmp;
         options.max_page_size = tree.max_page_size;
@@ -42,7 +40,11 @@ impl TreeDbm {
         };
         let nodes = tree.count.load(Ordering::Acquire) * 64 / tree.max_page_size as u64;
         options.hash.num_buckets = (nodes * 2 + 1).max(1021);
-        options.hash.open = crate::file::OpenOptions::writer().truncating();
+        options.hash.open.create = true;
+        options.hash.open.truncate = true;
+        // Nobody else knows the temporary file: its lock is free, or
+        // something is wrong that waiting would not mend.
+        options.hash.open.no_wait = true;
         let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
             tree.each_leaf(|slot| {
                 if let Node::Leaf(leaf) = &slot.node {
@@ -52,20 +54,34 @@ impl TreeDbm {
                 }
                 Ok(())
             })?;
-            copy.close()
+            // On the device before it takes the database's name.
+            copy.synchronize(true)?;
+            copy.tree.write().take().ok_or_else(|| copy.closed())
         });
-        let result = built.and_then(|_| tree.close()).and_then(|_| {
-            std::fs::rename(&temp_path, &self.path)
-                .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
-        });
-        let mut reopen = self.options.clone();
-        reopen.hash.open.truncate = false;
-        match Tree::open(&self.path, true, &reopen) {
-            Ok(tree) => {
-                *guard = Some(tree);
-                result
+        // The new file takes the path while it is open and locked, and the
+        // old one stays locked until then: no other process can take the
+        // lock of the file at the path in between, and one that waited for
+        // the old file's lock finds the path renamed and tries the new one.
+        let installed = built.and_then(|mut new| match new.store.rename_file(&self.path) {
+            Ok(()) => Ok(new),
+            Err(e) => {
+                let _ = new.close();
+                Err(e)
             }
-            Err(e) => result.and(Err(e)),
+        });
+        match installed {
+            Ok(new) => {
+                *guard = Some(new);
+                // The old file has no name any more: what its close writes is
+                // lost with it, and a failure there loses nothing.
+                let _ = tree.close();
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp_path);
+                *guard = Some(tree);
+                Err(e)
+            }
         }
     }
 }
