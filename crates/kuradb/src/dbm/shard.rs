@@ -148,14 +148,7 @@ impl ShardDbm {
                     ),
                 ));
             }
-            // Shards named by the set's path: their extension is the set's.
-            let mut params = shard_params.clone();
-            if params.get("dbm").is_none() {
-                if let Some(class) = DbmClass::from_extension(&path) {
-                    params.insert("dbm", class.name())?;
-                }
-            }
-            shards.push(PolyDbm::open(&shard, writable, &params)?);
+            shards.push(PolyDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?);
         }
         let classes: Vec<_> = shards.iter().map(PolyDbm::class).collect();
         if classes.windows(2).any(|w| w[0] != w[1]) {
@@ -219,7 +212,7 @@ impl ShardDbm {
         let n = ShardDbm::existing_count(src)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("no shard set {} exists", src.display()))
         })?;
-        let params = params.without("num_shards");
+        let params = with_set_class(&params.without("num_shards"), src)?;
         let mut kept = 0;
         for i in 0..n {
             let (from, to) = (ShardDbm::shard_path(src, i, n), ShardDbm::shard_path(dest, i, n));
@@ -237,6 +230,20 @@ impl ShardDbm {
     pub fn key_order(&self) -> Option<KeyComparator> {
         self.order
     }
+}
+
+/// `params` for one shard of the set at `path`: the shards' own names end
+/// in `-0000i-of-0000n`, so the class an extension names is the set's.
+/// Without it a set of flat files of another on-memory class would open,
+/// or restore, as tiny shards.
+fn with_set_class(params: &Params, path: &Path) -> Result<Params> {
+    let mut params = params.clone();
+    if params.get("dbm").is_none() {
+        if let Some(class) = DbmClass::from_extension(path) {
+            params.insert("dbm", class.name())?;
+        }
+    }
+    Ok(params)
 }
 
 impl Dbm for ShardDbm {
