@@ -101,8 +101,10 @@ impl Header {
         b
     }
 
-    /// Parses a header, naming the file in errors.
-    pub(crate) fn decode(b: &[u8], path: &std::path::Path) -> Result<Header> {
+    /// Parses a header, naming the file in errors. `file_size` is the
+    /// file's: one shorter than its bucket array is refused here, before
+    /// anything (a restore, a cursor) trusts the header's bucket count.
+    pub(crate) fn decode(b: &[u8], file_size: u64, path: &std::path::Path) -> Result<Header> {
         let bad = |what: &str| {
             Error::new(
                 ErrorKind::BrokenData,
@@ -157,6 +159,18 @@ impl Header {
         if header.records_start < table_end {
             return Err(bad("the records overlap the bucket array"));
         }
+        if file_size < header.records_start {
+            return Err(Error::new(
+                ErrorKind::BrokenData,
+                format!(
+                    "{} is truncated: it has {file_size} bytes, shorter than its bucket array of {} \
+                     buckets, which ends at offset {}",
+                    path.display(),
+                    header.num_buckets,
+                    header.records_start
+                ),
+            ));
+        }
         Ok(header)
     }
 }
@@ -193,7 +207,7 @@ mod tests {
     #[test]
     fn headers_round_trip() {
         let h = sample();
-        assert_eq!(Header::decode(&h.encode(), std::path::Path::new("x")).unwrap(), h);
+        assert_eq!(Header::decode(&h.encode(), 1 << 20, std::path::Path::new("x")).unwrap(), h);
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a
@@ -202,12 +216,12 @@ mod tests {
     fn a_torn_state_half_means_restore_and_a_torn_first_half_an_error() {
         let mut b = sample().encode();
         b[75] ^= 0xff;
-        let h = Header::decode(&b, std::path::Path::new("x")).unwrap();
+        let h = Header::decode(&b, 1 << 20, std::path::Path::new("x")).unwrap();
         assert!(h.open_for_writing);
         assert_eq!((h.num_buckets, h.records_start, h.width), (1021, 5248, 5));
         let mut b = sample().encode();
         b[17] ^= 1;
-        let err = Header::decode(&b, std::path::Path::new("casket.kh")).unwrap_err();
+        let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("casket.kh") && err.to_string().contains("checksum"), "{err}");
     }
 }
