@@ -1,6 +1,8 @@
 //! Ordered cursors: [`TreeCursor`], and the positions (spots) it keeps
 //! between moves.
 
+use std::cmp::Ordering;
+
 use super::state::Tree;
 use super::TreeDbm;
 use crate::dbm::tree_node::{Leaf, Node};
@@ -67,6 +69,16 @@ impl Tree {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
             if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
+                // In a leaf whose keys are out of order (a damaged file) the
+                // search may land on the wrong side of the key, and a walk
+                // would go round for ever between two records.
+                if let Some(key) = key {
+                    let ordering = self.cmp.compare(leaf.record(index).0, key);
+                    let wanted = if forward { Ordering::Greater } else { Ordering::Less };
+                    if ordering != wanted && !(inclusive && ordering == Ordering::Equal) {
+                        return Err(self.broken(format!("the keys of leaf {id} are out of order")));
+                    }
+                }
                 return Ok(Some(Spot::of(leaf, id, slot.version, index, spare)));
             }
             id = if forward { leaf.next } else { leaf.prev };
@@ -97,7 +109,7 @@ impl Tree {
             return false;
         };
         // Only in order: a broken leaf must not send a walk round in a loop.
-        let wanted = if step > 0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+        let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
         let (key, value) = leaf.record(index);
         if self.cmp.compare(key, &spot.key) != wanted {
             return false;
