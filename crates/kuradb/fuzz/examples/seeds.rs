@@ -86,6 +86,19 @@ fn main() {
         let file = database(dir, *class, "", 30, false);
         put(&out, "flat_file", class.name(), 4 | ((i as u8) << 3), &file);
     }
+    // Operation sequences: a pseudo-random walk for each database and file
+    // (the first byte), then the operations (tests/fuzzing/fault_model.rs).
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for config in 0..16u8 {
+        let mut ops = Vec::new();
+        for _ in 0..240 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ops.push((x >> 24) as u8);
+        }
+        put(&out, "fault_model", &format!("ops-{config:02}"), config, &ops);
+    }
     for (i, class) in DbmClass::all().enumerate() {
         let path = dir.join(format!("shards-{i}.{}", class.extensions()[0]));
         let params = match class {
