@@ -134,6 +134,16 @@ impl State {
     }
 
     /// Writes everything back, marks the file closed cleanly and closes it.
+    /// Closes the file without marking it closed cleanly: for a tree whose
+    /// write-back of its nodes failed, so that its store's header still says
+    /// a writer has it open and the next open restores the last hard
+    /// synchronization instead of trusting nodes half written.
+    pub(super) fn abandon(mut self) -> Result<()> {
+        let closed = self.file.close();
+        let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());
+        closed.and(origin_closed)
+    }
+
     pub(super) fn close(mut self) -> Result<()> {
         let mut result = Ok(());
         if self.writable {

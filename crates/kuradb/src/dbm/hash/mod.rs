@@ -163,6 +163,16 @@ impl HashDbm {
         }
     }
 
+    /// Closes the file without marking it closed cleanly (see
+    /// `State::abandon`): the next open restores it.
+    pub(crate) fn abandon(self) -> Result<()> {
+        let mut guard = self.state.write();
+        match guard.take() {
+            Some(state) => state.abandon(),
+            None => Ok(()),
+        }
+    }
+
     fn state(&self) -> Result<RwLockReadGuard<'_, Option<State>>> {
         self.owner.check(&self.path)?;
         let guard = self.state.read();

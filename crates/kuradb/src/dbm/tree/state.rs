@@ -67,9 +67,18 @@ impl Tree {
         Ok(tree)
     }
 
+    /// Writes every changed node back and closes the store. If the
+    /// write-back fails, the store is left marked open, not closed cleanly:
+    /// its nodes may be half written, and the next open must restore the
+    /// last hard synchronization rather than trust them.
     pub(super) fn close(self) -> Result<()> {
-        let flushed = if self.writable { self.flush() } else { Ok(()) };
-        flushed.and(self.store.close())
+        match if self.writable { self.flush() } else { Ok(()) } {
+            Ok(()) => self.store.close(),
+            Err(e) => {
+                let _ = self.store.abandon();
+                Err(e)
+            }
+        }
     }
 
     /// Marks the tree unhealthy and says what is broken.
