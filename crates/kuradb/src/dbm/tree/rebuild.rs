@@ -41,10 +41,20 @@ impl TreeDbm {
             })?;
             copy.close()
         });
-        let result = built.and_then(|_| tree.close()).and_then(|_| {
-            std::fs::rename(&temp_path, &self.path)
-                .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
-        });
+        // The old tree is closed whole (its changed nodes written back)
+        // whether or not the copy was built: merely dropped, its store would
+        // be marked clean without them, and reopen as a broken tree.
+        let result = match built {
+            Ok(()) => tree.close().and_then(|_| {
+                std::fs::rename(&temp_path, &self.path)
+                    .map_err(|e| Error::io("rename of the rebuilt file", &self.path, e))
+            }),
+            Err(e) => {
+                let _ = tree.close();
+                let _ = std::fs::remove_file(&temp_path);
+                Err(e)
+            }
+        };
         let mut reopen = self.options.clone();
         reopen.hash.open.truncate = false;
         match Tree::open(&self.path, true, &reopen) {
