@@ -30,7 +30,8 @@ fn fill(db: &dyn Dbm, n: usize) {
 fn database(dir: &Path, class: DbmClass, params: &str, n: usize, crashed: bool) -> Vec<u8> {
     let path = dir.join(format!("seed.{}", class.extensions()[0]));
     let _ = std::fs::remove_file(&path);
-    let db = PolyDbm::open_class(class, Some(&path), true, &Params::parse(params).expect("params")).expect("open");
+    let db =
+        PolyDbm::open_class(class, Some(&path), true, &Params::parse(params).expect("params")).expect("open");
     fill(&db, n);
     if crashed {
         db.synchronize(false).expect("synchronize");
@@ -106,7 +107,8 @@ fn main() {
             DbmClass::Tree => "num_shards=2,buckets=5,max_page_size=128",
             _ => "num_shards=2",
         };
-        let db = ShardDbm::open(&path, true, &Params::parse(params).expect("params")).expect("open a shard set");
+        let db =
+            ShardDbm::open(&path, true, &Params::parse(params).expect("params")).expect("open a shard set");
         fill(&db, 20);
         let count = db.num_shards();
         db.close().expect("close");

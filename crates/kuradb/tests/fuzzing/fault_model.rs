@@ -201,7 +201,11 @@ impl Run {
                 self.given(&key, None);
                 let done = self.db().remove(&key);
                 done.map(|existed| {
-                    assert_eq!(existed, self.live.remove(&key).is_some(), "remove {key:?}: whether it existed");
+                    assert_eq!(
+                        existed,
+                        self.live.remove(&key).is_some(),
+                        "remove {key:?}: whether it existed"
+                    );
                 })
             }
             4 => {
@@ -301,7 +305,8 @@ impl Run {
             Ok(records) => records.into_iter().collect(),
             Err(e) => panic!("walking the database reopened after {after}: {e}"),
         };
-        let keys: BTreeSet<&Vec<u8>> = found.keys().chain(self.synced.keys()).chain(self.since.keys()).collect();
+        let keys: BTreeSet<&Vec<u8>> =
+            found.keys().chain(self.synced.keys()).chain(self.since.keys()).collect();
         for key in keys {
             let state = found.get(key);
             let allowed = self.synced.get(key) == state

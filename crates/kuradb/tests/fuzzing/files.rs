@@ -62,7 +62,12 @@ pub fn shard_set(data: &[u8]) {
     let limit = data.len() + 16;
     let mut params = params(data, None);
     small_tables(&mut params, class);
-    exercise(&Shards { params }, &path, &dir.path().join(format!("restored.{}", class.extensions()[0])), limit);
+    exercise(
+        &Shards { params },
+        &path,
+        &dir.path().join(format!("restored.{}", class.extensions()[0])),
+        limit,
+    );
 }
 
 /// A new empty directory, in memory where the system has a tmpfs there:
@@ -212,7 +217,8 @@ fn exercise(subject: &dyn Subject, path: &Path, restored: &Path, limit: usize) {
     }
     match subject.restore(path, restored) {
         Ok(kept) => {
-            let opened = subject.open(restored, true).unwrap_or_else(|e| panic!("the restored database: {e}"));
+            let opened =
+                subject.open(restored, true).unwrap_or_else(|e| panic!("the restored database: {e}"));
             let records = walk(opened.db.as_ref(), limit)
                 .unwrap_or_else(|e| panic!("a walk of the restored database: {e}"));
             if subject.restore_rewrites() {
@@ -284,7 +290,10 @@ fn change_and_rebuild(subject: &dyn Subject, opened: Opened, path: &Path, limit:
         walk(db, limit).unwrap_or_else(|e| panic!("a walk after a rebuild that succeeded: {e}"));
     assert_consistent(&opened, &records, "after a rebuild");
     if seen_set {
-        assert!(records.iter().any(|(k, v)| k == NEW_KEY && v == NEW_VALUE), "the set record after a rebuild");
+        assert!(
+            records.iter().any(|(k, v)| k == NEW_KEY && v == NEW_VALUE),
+            "the set record after a rebuild"
+        );
     }
     if let (Some(key), true) = (&first, seen_removed) {
         assert!(records.iter().all(|(k, _)| k != key), "the removed record is back after a rebuild");

@@ -10,7 +10,8 @@ pub mod files;
 pub mod fixup;
 
 /// Every target, by the name of its directory under `fuzz/corpus/`.
-pub const TARGETS: [&str; 6] = ["hash_file", "tree_file", "skip_file", "flat_file", "shard_set", "fault_model"];
+pub const TARGETS: [&str; 6] =
+    ["hash_file", "tree_file", "skip_file", "flat_file", "shard_set", "fault_model"];
 
 /// Runs the target called `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
