@@ -180,6 +180,28 @@ impl ShardDbm {
         &self.shards[self.shard_index(key)]
     }
 
+    /// An error unless `key`, met in shard `index`, belongs there. A record
+    /// in the wrong shard (files renamed or mixed up between sets) is one no
+    /// lookup finds, and a walk would show its key twice.
+    fn check_placed(&self, index: usize, key: &[u8]) -> Result<()> {
+        let home = self.shard_index(key);
+        if home == index {
+            return Ok(());
+        }
+        let file = |i: usize| self.shards[i].file_path().map(|p| p.display().to_string()).unwrap_or_default();
+        Err(Error::new(
+            ErrorKind::BrokenData,
+            format!(
+                "the shard set {} is broken: {} holds the record of {}, which belongs in {}: its shard \
+                 files are mixed up",
+                self.path.display(),
+                file(index),
+                super::show_key(key),
+                file(home)
+            ),
+        ))
+    }
+
     /// Closes every shard, reporting the first error after closing them all.
     pub fn close(self) -> Result<()> {
         let mut result = Ok(());
@@ -332,8 +354,19 @@ impl Dbm for ShardDbm {
     /// Shard by shard (not in the global key order).
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
         let _gate = self.gate.write();
-        for shard in &self.shards {
-            shard.process_each(writable, f)?;
+        for (i, shard) in self.shards.iter().enumerate() {
+            let mut misplaced = Ok(());
+            shard.process_each(writable, &mut |key, value| {
+                if misplaced.is_err() {
+                    return Action::Keep;
+                }
+                misplaced = self.check_placed(i, key);
+                if misplaced.is_err() {
+                    return Action::Keep;
+                }
+                f(key, value)
+            })?;
+            misplaced?;
         }
         Ok(())
     }
@@ -416,9 +449,14 @@ impl Dbm for ShardDbm {
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         let cursors = self.shards.iter().map(|s| s.iter()).collect::<Result<Vec<_>>>()?;
         Ok(match self.order {
-            Some(order) => {
-                Box::new(MergeCursor { cursors, heads: Vec::new(), current: None, order, forward: true })
-            }
+            Some(order) => Box::new(MergeCursor {
+                db: self,
+                cursors,
+                heads: Vec::new(),
+                current: None,
+                order,
+                forward: true,
+            }),
             None => Box::new(ChainCursor { db: self, cursors, current: 0 }),
         })
     }
@@ -430,6 +468,7 @@ impl Dbm for ShardDbm {
 /// first record after the current key; moving backward, on its last record
 /// before it. A key lives in one shard, so the shards never tie.
 struct MergeCursor<'a> {
+    db: &'a ShardDbm,
     cursors: Vec<Box<dyn Cursor + 'a>>,
     /// What each cursor stands on.
     heads: Vec<Option<(Vec<u8>, Vec<u8>)>>,
@@ -502,7 +541,7 @@ impl Cursor for MergeCursor<'_> {
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match self.current {
             // The shard's own cursor answers: it sees the record as it is now.
-            Some(current) => self.cursors[current].get(),
+            Some(current) => placed(self.db, current, self.cursors[current].get()?),
             None => Ok(None),
         }
     }
@@ -559,6 +598,18 @@ impl Cursor for MergeCursor<'_> {
     }
 }
 
+/// `record`, which shard `index`'s cursor stands on, if it belongs there.
+fn placed(
+    db: &ShardDbm,
+    index: usize,
+    record: Option<(Vec<u8>, Vec<u8>)>,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    if let Some((key, _)) = &record {
+        db.check_placed(index, key)?;
+    }
+    Ok(record)
+}
+
 /// A cursor over an unordered set: the shards one after another.
 struct ChainCursor<'a> {
     db: &'a ShardDbm,
@@ -605,7 +656,7 @@ impl Cursor for ChainCursor<'_> {
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match self.cursors.get_mut(self.current) {
-            Some(cursor) => cursor.get(),
+            Some(cursor) => placed(self.db, self.current, cursor.get()?),
             None => Ok(None),
         }
     }
