@@ -155,11 +155,12 @@ impl Header {
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
         }
-        let table_end = SIZE as u64 + header.num_buckets.saturating_mul(u64::from(header.width));
+        let table_end =
+            (SIZE as u64).saturating_add(header.num_buckets.saturating_mul(u64::from(header.width)));
         if header.records_start < table_end {
             return Err(bad("the records overlap the bucket array"));
         }
-        if file_size < header.records_start {
+        if file_size < table_end {
             return Err(Error::new(
                 ErrorKind::BrokenData,
                 format!(
@@ -167,7 +168,7 @@ impl Header {
                      buckets, which ends at offset {}",
                     path.display(),
                     header.num_buckets,
-                    header.records_start
+                    table_end
                 ),
             ));
         }
