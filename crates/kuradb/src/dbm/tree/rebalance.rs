@@ -164,6 +164,13 @@ impl Tree {
             }
         };
         let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
+        // Every node the merge changes is loaded before any changes: a load
+        // failing halfway (a read error) would leave the tree half merged.
+        let next = match &right_cell.slot.read().node {
+            Node::Leaf(r) => r.next,
+            Node::Inner(_) => 0,
+        };
+        let next_cell = if next == 0 { None } else { Some(self.load(next)?) };
         {
             let mut ls = left_cell.slot.write();
             let mut rs = right_cell.slot.write();
@@ -177,17 +184,16 @@ impl Tree {
             l.next = r.next;
             ls.changed();
         }
-        let next = match &right_cell.slot.read().node {
-            Node::Leaf(r) => r.next,
-            Node::Inner(_) => 0,
-        };
         drop((left_cell, right_cell));
         if next == 0 {
             self.meta.lock().last = left;
         } else {
             self.set_link(next, |l| l.prev = left)?;
         }
-        self.discard(right)?;
+        drop(next_cell);
+        // The parent lets go of the node before the store does: if removing
+        // it from the store fails, it is an orphan there, not a child that
+        // is missing.
         {
             let mut slot = parent_cell.slot.write();
             if let Node::Inner(inner) = &mut slot.node {
@@ -197,6 +203,7 @@ impl Tree {
             slot.changed();
         }
         drop(parent_cell);
+        self.discard(right)?;
         path.pop();
         self.shrink_inner(path, parent)
     }
@@ -251,7 +258,6 @@ impl Tree {
             ls.changed();
         }
         drop((left_cell, right_cell));
-        self.discard(right)?;
         {
             let mut slot = parent_cell.slot.write();
             if let Node::Inner(p) = &mut slot.node {
@@ -261,6 +267,7 @@ impl Tree {
             slot.changed();
         }
         drop(parent_cell);
+        self.discard(right)?;
         path.pop();
         self.shrink_inner(path, parent)
     }
