@@ -27,8 +27,8 @@ impl TreeDbm {
         options.comparator = tree.cmp;
         options.max_page_size = tree.max_page_size;
         options.max_branches = tree.max_branches;
-        let nodes = tree.count.load(Ordering::Acquire) * 64 / tree.max_page_size as u64;
-        options.hash.num_buckets = (nodes * 2 + 1).max(1021);
+        let nodes = tree.count.load(Ordering::Acquire).saturating_mul(64) / tree.max_page_size as u64;
+        options.hash.num_buckets = nodes.saturating_mul(2).saturating_add(1).max(1021);
         options.hash.open = crate::file::OpenOptions::writer().truncating();
         let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
             tree.each_leaf(|slot| {
