@@ -169,16 +169,6 @@ impl FaultFile {
     }
 }
 
-/// Dropping the file closes the wrapped one, as dropping any file does,
-/// though a test may still hold the control: otherwise a database that
-/// drops a file on an error path would leave it open (and entered in the
-/// process's table of open files) for as long as the test keeps the control.
-impl Drop for FaultFile {
-    fn drop(&mut self) {
-        let _ = self.control.inner.write().close();
-    }
-}
-
 impl FaultControl {
     fn arm(&self, counter: Counter, n: u64, persistent: bool, kind: FaultKind) {
         let mut counts = self.counts.lock();

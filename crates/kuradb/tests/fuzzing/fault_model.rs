@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use kuradb::dbm::hash::{HashOptions, UpdateMode};
 use kuradb::file::{FaultControl, FaultFile, FaultKind, FileKind, FileSpec, FileWrapper};
@@ -74,10 +74,12 @@ impl Arm {
 }
 
 /// The files a database opened through the wrapper, newest last, and a
-/// fault waiting for the next one.
+/// fault waiting for the next one. The controls are held weakly: a file the
+/// database drops closes then, as a real one does (a strong hold would keep
+/// it open, and entered in the process's table of open files).
 #[derive(Default)]
 struct Files {
-    opened: Vec<(PathBuf, Arc<FaultControl>)>,
+    opened: Vec<(PathBuf, Weak<FaultControl>)>,
     pending: Option<Arm>,
 }
 
@@ -94,7 +96,7 @@ impl Controls {
             if let Some(arm) = files.pending.take() {
                 arm.on(&file.control());
             }
-            files.opened.push((path, file.control()));
+            files.opened.push((path, Arc::downgrade(&file.control())));
             Box::new(file)
         }))
     }
@@ -102,7 +104,7 @@ impl Controls {
     /// The control of the file open at `path` now: the last opened there.
     fn at(&self, path: &Path) -> Option<Arc<FaultControl>> {
         let files = self.0.lock().expect("the controls");
-        files.opened.iter().rev().find(|(p, _)| p == path).map(|(_, c)| Arc::clone(c))
+        files.opened.iter().rev().find(|(p, _)| p == path).and_then(|(_, c)| c.upgrade())
     }
 }
 
