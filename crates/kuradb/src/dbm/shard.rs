@@ -371,8 +371,9 @@ impl Dbm for ShardDbm {
         Ok(())
     }
 
+    /// Saturating: a damaged shard's count can be anything.
     fn count(&self) -> Result<u64> {
-        self.shards.iter().map(|s| s.count()).sum()
+        self.shards.iter().try_fold(0u64, |total, s| Ok(total.saturating_add(s.count()?)))
     }
 
     fn file_size(&self) -> Result<u64> {
