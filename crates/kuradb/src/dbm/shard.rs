@@ -149,14 +149,7 @@ impl ShardDbm {
                     ),
                 ));
             }
-            // Shards named by the set's path: their extension is the set's.
-            let mut params = shard_params.clone();
-            if params.get("dbm").is_none() {
-                if let Some(class) = DbmClass::from_extension(&path) {
-                    params.insert("dbm", class.name())?;
-                }
-            }
-            shards.push(PolyDbm::open(&shard, writable, &params)?);
+            shards.push(PolyDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?);
         }
         let classes: Vec<_> = shards.iter().map(PolyDbm::class).collect();
         if classes.windows(2).any(|w| w[0] != w[1]) {
@@ -186,6 +179,28 @@ impl ShardDbm {
 
     fn shard_of(&self, key: &[u8]) -> &PolyDbm {
         &self.shards[self.shard_index(key)]
+    }
+
+    /// An error unless `key`, met in shard `index`, belongs there. A record
+    /// in the wrong shard (files renamed or mixed up between sets) is one no
+    /// lookup finds, and a walk would show its key twice.
+    fn check_placed(&self, index: usize, key: &[u8]) -> Result<()> {
+        let home = self.shard_index(key);
+        if home == index {
+            return Ok(());
+        }
+        let file = |i: usize| self.shards[i].file_path().map(|p| p.display().to_string()).unwrap_or_default();
+        Err(Error::new(
+            ErrorKind::BrokenData,
+            format!(
+                "the shard set {} is broken: {} holds the record of {}, which belongs in {}: its shard \
+                 files are mixed up",
+                self.path.display(),
+                file(index),
+                super::show_key(key),
+                file(home)
+            ),
+        ))
     }
 
     /// Closes every shard, reporting the first error after closing them all.
@@ -220,7 +235,7 @@ impl ShardDbm {
         let n = ShardDbm::existing_count(src)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("no shard set {} exists", src.display()))
         })?;
-        let params = params.without("num_shards");
+        let params = with_set_class(&params.without("num_shards"), src)?;
         let mut kept = 0;
         for i in 0..n {
             let (from, to) = (ShardDbm::shard_path(src, i, n), ShardDbm::shard_path(dest, i, n));
@@ -238,6 +253,20 @@ impl ShardDbm {
     pub fn key_order(&self) -> Option<KeyComparator> {
         self.order
     }
+}
+
+/// `params` for one shard of the set at `path`: the shards' own names end
+/// in `-0000i-of-0000n`, so the class an extension names is the set's.
+/// Without it a set of flat files of another on-memory class would open,
+/// or restore, as tiny shards.
+fn with_set_class(params: &Params, path: &Path) -> Result<Params> {
+    let mut params = params.clone();
+    if params.get("dbm").is_none() {
+        if let Some(class) = DbmClass::from_extension(path) {
+            params.insert("dbm", class.name())?;
+        }
+    }
+    Ok(params)
 }
 
 impl Dbm for ShardDbm {
@@ -326,14 +355,26 @@ impl Dbm for ShardDbm {
     /// Shard by shard (not in the global key order).
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
         let _gate = self.gate.write();
-        for shard in &self.shards {
-            shard.process_each(writable, f)?;
+        for (i, shard) in self.shards.iter().enumerate() {
+            let mut misplaced = Ok(());
+            shard.process_each(writable, &mut |key, value| {
+                if misplaced.is_err() {
+                    return Action::Keep;
+                }
+                misplaced = self.check_placed(i, key);
+                if misplaced.is_err() {
+                    return Action::Keep;
+                }
+                f(key, value)
+            })?;
+            misplaced?;
         }
         Ok(())
     }
 
+    /// Saturating: a damaged shard's count can be anything.
     fn count(&self) -> Result<u64> {
-        self.shards.iter().map(|s| s.count()).sum()
+        self.shards.iter().try_fold(0u64, |total, s| Ok(total.saturating_add(s.count()?)))
     }
 
     fn file_size(&self) -> Result<u64> {
@@ -410,9 +451,14 @@ impl Dbm for ShardDbm {
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         let cursors = self.shards.iter().map(|s| s.iter()).collect::<Result<Vec<_>>>()?;
         Ok(match self.order {
-            Some(order) => {
-                Box::new(MergeCursor { cursors, heads: Vec::new(), current: None, order, forward: true })
-            }
+            Some(order) => Box::new(MergeCursor {
+                db: self,
+                cursors,
+                heads: Vec::new(),
+                current: None,
+                order,
+                forward: true,
+            }),
             None => Box::new(ChainCursor { db: self, cursors, current: 0 }),
         })
     }
@@ -424,6 +470,7 @@ impl Dbm for ShardDbm {
 /// first record after the current key; moving backward, on its last record
 /// before it. A key lives in one shard, so the shards never tie.
 struct MergeCursor<'a> {
+    db: &'a ShardDbm,
     cursors: Vec<Box<dyn Cursor + 'a>>,
     /// What each cursor stands on.
     heads: Vec<Option<(Vec<u8>, Vec<u8>)>>,
@@ -496,7 +543,7 @@ impl Cursor for MergeCursor<'_> {
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match self.current {
             // The shard's own cursor answers: it sees the record as it is now.
-            Some(current) => self.cursors[current].get(),
+            Some(current) => placed(self.db, current, self.cursors[current].get()?),
             None => Ok(None),
         }
     }
@@ -553,6 +600,18 @@ impl Cursor for MergeCursor<'_> {
     }
 }
 
+/// `record`, which shard `index`'s cursor stands on, if it belongs there.
+fn placed(
+    db: &ShardDbm,
+    index: usize,
+    record: Option<(Vec<u8>, Vec<u8>)>,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    if let Some((key, _)) = &record {
+        db.check_placed(index, key)?;
+    }
+    Ok(record)
+}
+
 /// A cursor over an unordered set: the shards one after another.
 struct ChainCursor<'a> {
     db: &'a ShardDbm,
@@ -599,7 +658,7 @@ impl Cursor for ChainCursor<'_> {
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match self.cursors.get_mut(self.current) {
-            Some(cursor) => cursor.get(),
+            Some(cursor) => placed(self.db, self.current, cursor.get()?),
             None => Ok(None),
         }
     }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::buckets::Link;
+use super::buckets::{bucket_of, Link};
 use super::record::{self, MAX_HEADER};
 use super::state::State;
 use super::value;
@@ -119,7 +119,9 @@ impl State {
         let mut offset = self.read_bucket(bucket)?;
         while offset != 0 {
             let (header, buf) = self.read_record(offset, None, false)?;
-            keys.push(buf[header.header_size..header.header_size + header.key_size].to_vec());
+            let key = &buf[header.header_size..header.header_size + header.key_size];
+            self.check_bucket(key, bucket, offset)?;
+            keys.push(key.to_vec());
             offset = header.next;
             if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
                 return Err(self.broken(offset, "a chain loops"));
@@ -133,15 +135,30 @@ impl State {
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         for bucket in 0..self.num_buckets {
             let mut offset = self.read_bucket(bucket)?;
+            let mut steps = 0u64;
             while offset != 0 {
                 let (header, buf) = self.read_record(offset, None, true)?;
-                f(
-                    &buf[header.header_size..header.header_size + header.key_size],
-                    value::decode(&header, &buf),
-                )?;
+                let key = &buf[header.header_size..header.header_size + header.key_size];
+                self.check_bucket(key, bucket, offset)?;
+                f(key, value::decode(&header, &buf))?;
                 offset = header.next;
+                steps += 1;
+                if steps > self.count.load(Ordering::Relaxed) + 1024 {
+                    return Err(self.broken(offset, "a chain loops"));
+                }
             }
         }
         Ok(())
+    }
+
+    /// An error unless `key`, met at `offset` in `bucket`'s chain, belongs
+    /// to that bucket: in a damaged file a chain may reach another's record,
+    /// which a walk would show twice, or a rebuild bring back after a
+    /// lookup removed it.
+    fn check_bucket(&self, key: &[u8], bucket: u64, offset: u64) -> Result<()> {
+        if bucket_of(key, self.num_buckets) == bucket {
+            return Ok(());
+        }
+        Err(self.broken(offset, "its key belongs to another bucket's chain"))
     }
 }

@@ -105,8 +105,10 @@ impl Header {
         b
     }
 
-    /// Parses a header, naming the file in errors.
-    pub(crate) fn decode(b: &[u8], path: &std::path::Path) -> Result<Header> {
+    /// Parses a header, naming the file in errors. `file_size` is the
+    /// file's: one shorter than its bucket array is refused here, before
+    /// anything (a restore, a cursor) trusts the header's bucket count.
+    pub(crate) fn decode(b: &[u8], file_size: u64, path: &std::path::Path) -> Result<Header> {
         let bad = |what: &str| {
             Error::new(
                 ErrorKind::BrokenData,
@@ -160,9 +162,22 @@ impl Header {
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
         }
-        let table_end = SIZE as u64 + header.num_buckets.saturating_mul(u64::from(header.width));
+        let table_end =
+            (SIZE as u64).saturating_add(header.num_buckets.saturating_mul(u64::from(header.width)));
         if header.records_start < table_end {
             return Err(bad("the records overlap the bucket array"));
+        }
+        if file_size < table_end {
+            return Err(Error::new(
+                ErrorKind::BrokenData,
+                format!(
+                    "{} is truncated: it has {file_size} bytes, shorter than its bucket array of {} \
+                     buckets, which ends at offset {}",
+                    path.display(),
+                    header.num_buckets,
+                    table_end
+                ),
+            ));
         }
         Ok(header)
     }
@@ -202,7 +217,7 @@ mod tests {
     fn headers_round_trip() {
         for record_crc in RecordCrcMode::ALL {
             let h = Header { record_crc, ..sample() };
-            assert_eq!(Header::decode(&h.encode(), std::path::Path::new("x")).unwrap(), h);
+            assert_eq!(Header::decode(&h.encode(), 1 << 20, std::path::Path::new("x")).unwrap(), h);
         }
     }
 
@@ -218,7 +233,7 @@ mod tests {
         b[13] = 12;
         let crc = crc32fast::hash(&b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
-        let err = Header::decode(&b, std::path::Path::new("casket.kh")).unwrap_err();
+        let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("casket.kh") && err.to_string().contains("mode 12"), "{err}");
     }
 
@@ -228,12 +243,12 @@ mod tests {
     fn a_torn_state_half_means_restore_and_a_torn_first_half_an_error() {
         let mut b = sample().encode();
         b[75] ^= 0xff;
-        let h = Header::decode(&b, std::path::Path::new("x")).unwrap();
+        let h = Header::decode(&b, 1 << 20, std::path::Path::new("x")).unwrap();
         assert!(h.open_for_writing);
         assert_eq!((h.num_buckets, h.records_start, h.width), (1021, 5248, 5));
         let mut b = sample().encode();
         b[17] ^= 1;
-        let err = Header::decode(&b, std::path::Path::new("casket.kh")).unwrap_err();
+        let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("casket.kh") && err.to_string().contains("checksum"), "{err}");
     }
 }

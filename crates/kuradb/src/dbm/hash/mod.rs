@@ -278,9 +278,11 @@ impl Dbm for HashDbm {
         let guard = self.state()?;
         let Some(s) = guard.as_ref() else { return Ok(false) };
         let count = s.count.load(Ordering::Acquire);
-        let live = s.data_size.load(Ordering::Acquire) + count * 24;
+        // Saturating: after an unclean close the figures are the header's,
+        // which a damaged file may make anything.
+        let live = s.data_size.load(Ordering::Acquire).saturating_add(count.saturating_mul(24));
         let used = s.file.size().saturating_sub(s.records_start);
-        Ok(count > s.num_buckets || (used > 1 << 20 && used > live * 2))
+        Ok(count > s.num_buckets || (used > 1 << 20 && used > live.saturating_mul(2)))
     }
 
     fn synchronize(&self, hard: bool) -> Result<()> {

@@ -45,7 +45,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
     }
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
-    let header = Header::decode(&head, path)?;
+    let header = Header::decode(&head, file.size(), path)?;
     if header.kind != kind {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -69,13 +69,6 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
             // has taken its place.
             RestoreMode::Automatic => return restore::restore_in_place(path, o, file),
         }
-    }
-    let table_end = header::SIZE as u64 + header.num_buckets * u64::from(header.width);
-    if file.size() < table_end {
-        return Err(Error::new(
-            ErrorKind::BrokenData,
-            format!("{} is truncated: shorter than its bucket array", path.display()),
-        ));
     }
     let state = State {
         origin: None,

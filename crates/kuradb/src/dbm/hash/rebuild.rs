@@ -43,7 +43,8 @@ impl HashDbm {
         }
         let count = state.count.load(Ordering::Acquire);
         let mut options = self.options.clone();
-        options.num_buckets = params.num_buckets.unwrap_or((count * 2 + 1).max(1021));
+        options.num_buckets =
+            params.num_buckets.unwrap_or(count.saturating_mul(2).saturating_add(1).max(1021));
         options.offset_width = params.offset_width.unwrap_or(state.width as u8);
         options.align_pow = params.align_pow.unwrap_or(state.align_pow as u8);
         let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };

@@ -102,7 +102,7 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions) -> Result<(State
     let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
-    let header = Header::decode(&head, src)?;
+    let header = Header::decode(&head, file.size(), src)?;
     let versions = scan(file.as_ref(), &header)?;
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);

@@ -1,6 +1,8 @@
 //! [`TreeCursor`]: the shared ordered cursor over the tree's leaves, and the
 //! places in a leaf it keeps between moves.
 
+use std::cmp::Ordering;
+
 use super::state::Tree;
 use super::TreeDbm;
 use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
@@ -48,6 +50,16 @@ impl Tree {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
             if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
+                // In a leaf whose keys are out of order (a damaged file) the
+                // search may land on the wrong side of the key, and a walk
+                // would go round for ever between two records.
+                if let Some(key) = key {
+                    let ordering = self.cmp.compare(leaf.record(index).0, key);
+                    let wanted = if forward { Ordering::Greater } else { Ordering::Less };
+                    if ordering != wanted && !(inclusive && ordering == Ordering::Equal) {
+                        return Err(self.broken(format!("the keys of leaf {id} are out of order")));
+                    }
+                }
                 let (key, value) = leaf.record(index);
                 let place = LeafPlace { leaf: id, version: slot.version, index };
                 return Ok(Some(Spot::fill(recycled, key, value, place)));
@@ -84,7 +96,7 @@ impl Tree {
         }
         let index = at.index.checked_add_signed(step).filter(|&i| i < leaf.len())?;
         // Only in order: a broken leaf must not send a walk round in a loop.
-        let wanted = if step > 0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+        let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
         let (key, value) = leaf.record(index);
         if self.cmp.compare(key, &spot.key) != wanted {
             return None;

@@ -38,8 +38,8 @@ impl TreeDbm {
                 }
             },
         };
-        let nodes = tree.count.load(Ordering::Acquire) * 64 / tree.max_page_size as u64;
-        options.hash.num_buckets = (nodes * 2 + 1).max(1021);
+        let nodes = tree.count.load(Ordering::Acquire).saturating_mul(64) / tree.max_page_size as u64;
+        options.hash.num_buckets = nodes.saturating_mul(2).saturating_add(1).max(1021);
         options.hash.open.create = true;
         options.hash.open.truncate = true;
         // Nobody else knows the temporary file: its lock is free, or

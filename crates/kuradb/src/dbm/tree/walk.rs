@@ -1,6 +1,7 @@
 //! Finding nodes: the descent from the root to a key's leaf, and the walk
 //! along the leaves' links.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::cache::{Cell, Slot};
@@ -49,13 +50,29 @@ impl Tree {
         self.meta.lock().next_leaf + 1
     }
 
-    /// Calls `f` with every leaf, first to last. The caller holds the tree exclusively.
+    /// Calls `f` with every leaf, first to last. The caller holds the tree
+    /// exclusively. Keys out of order along the leaves (a damaged file) are
+    /// a broken-data error: a rebuild copying them would bring back a
+    /// record a lookup had removed, or drop one.
     pub(super) fn each_leaf(&self, mut f: impl FnMut(&mut Slot) -> Result<()>) -> Result<()> {
         let mut id = self.meta.lock().first;
         let mut steps = 0u64;
+        let mut last: Option<Vec<u8>> = None;
         while id != 0 {
             let cell = self.load(id)?;
             let mut slot = cell.slot.write();
+            if let Node::Leaf(leaf) = &slot.node {
+                for i in 0..leaf.len() {
+                    let key = leaf.record(i).0;
+                    let before = if i == 0 { last.as_deref() } else { Some(leaf.record(i - 1).0) };
+                    if before.is_some_and(|before| self.cmp.compare(before, key) != Ordering::Less) {
+                        return Err(self.broken(format!("the keys of leaf {id} are out of order")));
+                    }
+                }
+                if leaf.len() > 0 {
+                    last = Some(leaf.record(leaf.len() - 1).0.to_vec());
+                }
+            }
             f(&mut slot)?;
             id = match &slot.node {
                 Node::Leaf(leaf) => leaf.next,
