@@ -29,7 +29,7 @@ fn key(k: usize) -> Vec<u8> {
 /// failed and no chain reaches it.
 fn value(k: usize, step: usize) -> Vec<u8> {
     let mut v = format!("{k}:{step}:").into_bytes();
-    let fill = if step % 3 == 0 { 0 } else { b'a' + (step % 26) as u8 };
+    let fill = if step.is_multiple_of(3) { 0 } else { b'a' + (step % 26) as u8 };
     v.resize((step * 37) % 90, fill);
     v
 }
