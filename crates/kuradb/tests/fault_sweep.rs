@@ -361,8 +361,8 @@ fn hash_appending_survives_every_fault() {
 }
 
 #[test]
-fn tree_survives_every_fault_but_short_writes() {
-    check(Kind::Tree, 2, &[Class::Io, Class::NoSpace], true);
+fn tree_survives_every_fault() {
+    check(Kind::Tree, 2, &Class::ALL, true);
 }
 
 #[test]

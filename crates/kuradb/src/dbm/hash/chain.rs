@@ -91,6 +91,7 @@ impl State {
 
     /// Walks `key`'s chain, reading the value of the record found if `value` says so.
     pub(super) fn find_record(&self, key: &[u8], bucket: u64, value: bool) -> Result<Option<Found>> {
+        self.check_untorn()?;
         let mut link = Link::Bucket(bucket);
         let mut offset = self.read_bucket(bucket)?;
         let mut steps = 0u64;
@@ -115,6 +116,7 @@ impl State {
 
     /// The keys of a bucket's chain, in chain order.
     pub(super) fn chain_keys(&self, bucket: u64) -> Result<Vec<Vec<u8>>> {
+        self.check_untorn()?;
         let mut keys = Vec::new();
         let mut offset = self.read_bucket(bucket)?;
         while offset != 0 {
@@ -133,6 +135,7 @@ impl State {
     /// Calls `f` with every live record, walking the buckets in order. The
     /// caller keeps other writers out.
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        self.check_untorn()?;
         for bucket in 0..self.num_buckets {
             let mut offset = self.read_bucket(bucket)?;
             let mut steps = 0u64;

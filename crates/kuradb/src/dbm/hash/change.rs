@@ -35,13 +35,19 @@ impl State {
     /// Carries out `change`: the one function through which the records change.
     #[inline]
     pub(super) fn apply(&self, change: Change<'_>) -> Result<()> {
+        self.check_untorn()?;
         match change {
             Change::Record { key, bucket, found, action } => match (action, found) {
                 (Action::Keep, _) | (Action::Remove, None) => Ok(()),
                 (Action::Remove, Some(found)) => self.remove_record(key, found),
                 (Action::Set(value), found) => self.set_record(key, bucket, found, value::encode(&value)),
             },
-            Change::Clear => self.remove_all(),
+            Change::Clear => {
+                // Half a clear leaves chains cut at random: only a restore
+                // can say what the file holds.
+                let cleared = self.remove_all();
+                self.tear_on(cleared)
+            }
         }
     }
 
@@ -49,7 +55,7 @@ impl State {
         if self.kind == Kind::TreeNodes {
             self.put_removal(key)?;
         }
-        self.write_link(f.link, f.header.next)?;
+        self.tear_on(self.write_link(f.link, f.header.next))?;
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
         self.release(f.offset, &f.header);
@@ -66,8 +72,7 @@ impl State {
         }
         let Some(f) = found else {
             let head = self.read_bucket(bucket)?;
-            let offset = self.put_new(key, value, head)?;
-            self.write_link(Link::Bucket(bucket), offset)?;
+            self.put_linked(key, value, head, Link::Bucket(bucket))?;
             self.count.fetch_add(1, Ordering::AcqRel);
             self.data_size.fetch_add((key.len() + value.len()) as u64, Ordering::AcqRel);
             return Ok(());
@@ -88,11 +93,12 @@ impl State {
                     size: f.header.size,
                 };
                 record::encode(buf, self.width, self.align_pow, &rec);
-                self.file.write(f.offset, buf)
+                // Torn, the record would read half old and half new, and its
+                // older version, still on disk, is what a restore finds.
+                self.tear_on(self.file.write(f.offset, buf))
             });
         }
-        let offset = self.put_new(key, value, f.header.next)?;
-        self.write_link(f.link, offset)?;
+        self.put_linked(key, value, f.header.next, f.link)?;
         self.release(f.offset, &f.header);
         Ok(())
     }
@@ -113,37 +119,69 @@ impl State {
         Ok(())
     }
 
-    /// Writes a new record, reusing free space if allowed; answers its offset.
-    fn put_new(&self, key: &[u8], value: &[u8], next: u64) -> Result<u64> {
-        self.put(key, value, next, true).map(|(offset, _)| offset)
+    /// Writes a new live record followed by `next` and points `link` at it.
+    /// If the link cannot be written, the record is given up, and the chain
+    /// the link belongs to may be torn.
+    fn put_linked(&self, key: &[u8], value: &[u8], next: u64, link: Link) -> Result<()> {
+        let (offset, size) = self.put(key, value, next, true)?;
+        let linked = self.write_link(link, offset);
+        if linked.is_err() {
+            self.discard(offset, size);
+        }
+        self.tear_on(linked)
     }
 
     /// Writes a new record, live or void, reusing free space if allowed;
-    /// answers its offset and size.
+    /// answers its offset and size. New space is reserved before it is
+    /// written, so that a write that fails part-way (a short write on a full
+    /// device) leaves a region of known place and size: the file's end stays
+    /// aligned, a restore's scan skips the torn record whole, and the region
+    /// goes back to the free pool, doomed like a replaced record in case
+    /// what it holds still reads as a record.
     fn put(&self, key: &[u8], value: &[u8], next: u64, live: bool) -> Result<(u64, u64)> {
         let align = 1u64 << self.align_pow;
         let mut size = record::size_for(self.width, align, key.len(), value.len());
         let reused = if self.appending { None } else { self.free.lock().take(size) };
-        if let Some((_, whole)) = reused {
-            size = whole;
-        }
+        let offset = match reused {
+            Some((offset, whole)) => {
+                size = whole;
+                offset
+            }
+            None => self.reserve(size)?,
+        };
         let epoch = self.epoch.load(Ordering::Acquire);
-        ENCODED.with_borrow_mut(|buf| {
+        let written = ENCODED.with_borrow_mut(|buf| {
             let rec = Record { live, next, epoch, key, value, size };
             record::encode(buf, self.width, self.align_pow, &rec);
-            match reused {
-                Some((offset, _)) => self.file.write(offset, buf).map(|_| (offset, size)),
-                None => {
-                    let offset = self.file.append(buf)?;
-                    if u128::from(offset + size) > self.max_file_size() {
-                        // Unreachable by any chain; void so a restore skips it too.
-                        self.file.write(offset, &[record::MAGIC_VOID])?;
-                        return Err(self.full());
-                    }
-                    Ok((offset, size))
-                }
-            }
-        })
+            self.file.write(offset, buf)
+        });
+        if let Err(e) = written {
+            self.discard(offset, size);
+            return Err(e);
+        }
+        Ok((offset, size))
+    }
+
+    /// Reserves `size` bytes at the end of the file for a new record.
+    fn reserve(&self, size: u64) -> Result<u64> {
+        let offset = self.file.expand(size)?;
+        if u128::from(offset + size) > self.max_file_size() {
+            // Zeros that no chain reaches and every restore skips.
+            return Err(self.full());
+        }
+        Ok(offset)
+    }
+
+    /// Gives up the region of a record of this epoch that no chain reaches
+    /// (a write into it failed, or the link to it did): it is marked void at
+    /// the next hard synchronization, so that a restore never takes it for a
+    /// version of its key, and is reusable at once.
+    fn discard(&self, offset: u64, size: u64) {
+        let mut free = self.free.lock();
+        free.doom(offset, size, !self.appending);
+        if !self.appending {
+            free.put(offset, size);
+        }
     }
 
     /// Frees the space of a record that no chain reaches any more (replaced

@@ -111,11 +111,17 @@ impl State {
             &Record { live: false, next: 0, epoch: 0, key: b"", value: b"", size: gap },
         );
         buf[0] = record::MAGIC_PAD;
-        self.file.append(&buf).map(|_| ())
+        // Reserved first, like a record (see `State::put`): a filler torn
+        // by a short write still ends where the next record begins.
+        let offset = self.file.expand(gap)?;
+        self.file.write(offset, &buf)
     }
 
     pub(super) fn synchronize(&self, hard: bool) -> Result<()> {
         if self.writable {
+            // Nothing torn may be made durable or marked clean, nor any
+            // older version it needs voided.
+            self.check_untorn()?;
             // A soft synchronization leaves the cached bucket array in memory:
             // no other process reads the file while this writer holds its lock,
             // and a crash is repaired from the records alone.
@@ -136,6 +142,9 @@ impl State {
 
     /// Writes everything back, marks the file closed cleanly and closes it.
     pub(super) fn close(mut self) -> Result<()> {
+        if let Err(e) = self.check_untorn() {
+            return self.abandon().and(Err(e));
+        }
         let mut result = Ok(());
         if self.writable {
             // The data must be durable before the header says the file is clean.

@@ -16,6 +16,16 @@
 //! scanning every record: torn records fail their checksum, and of the
 //! versions of a key the latest epoch wins, a live one before a void one.
 //!
+//! A write that fails, perhaps part-way (a short write on a full device),
+//! leaves the same two cases a crash does. New space is reserved before a
+//! record is written into it, so the file's end stays aligned and the
+//! failed region has a known size: it goes back to the free pool, doomed
+//! like a replaced record. A failed write that a chain reaches (a record
+//! overwritten in place, a link, a clear) leaves the records *torn*: the
+//! handle refuses every further read and write of records and closes as a
+//! crash would, and the next open's restore finds the older version, which
+//! no void mark has touched.
+//!
 //! # One mutation path
 //! Every change to the records goes through `State::apply` (`change.rs`), as
 //! a `Change`: one record's processor answer (set, remove or keep), or the
@@ -165,6 +175,9 @@ impl HashDbm {
     }
 
     /// Writes everything back, marks the file closed cleanly and closes it.
+    /// After a failed write left the records torn (see the module's "Crash
+    /// safety"), it closes the file as a crash would, for the next open to
+    /// restore, and answers why.
     pub fn close(self) -> Result<()> {
         let mut guard = self.state.write();
         match guard.take() {

@@ -88,6 +88,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         buckets_dirty: AtomicBool::new(false),
         free: Mutex::new(FreePool::new(o.fbp_cap)),
         healthy: AtomicBool::new(!header.open_for_writing),
+        torn: AtomicBool::new(false),
         record_crc: header.record_crc,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,

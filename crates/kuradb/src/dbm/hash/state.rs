@@ -44,6 +44,11 @@ pub(super) struct State {
     pub(super) buckets_dirty: AtomicBool,
     pub(super) free: Mutex<FreePool>,
     pub(super) healthy: AtomicBool,
+    /// A write that a chain reaches (a record overwritten in place, a link,
+    /// a clear) failed, maybe part-way: what the chains lead to is unknown,
+    /// so the handle refuses every read and write of records, and closes as
+    /// a crash would, leaving the file to the next open's restore.
+    pub(super) torn: AtomicBool,
     /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
     pub(super) min_read_size: usize,
@@ -96,6 +101,29 @@ impl State {
             ErrorKind::BrokenData,
             format!("the record at offset {offset} of {} is broken: {what}", self.file.path().display()),
         )
+    }
+
+    /// Answers `result`; an error marks the records torn (see [`State::torn`]).
+    pub(super) fn tear_on(&self, result: crate::Result<()>) -> crate::Result<()> {
+        if result.is_err() {
+            self.torn.store(true, Ordering::Release);
+            self.healthy.store(false, Ordering::Release);
+        }
+        result
+    }
+
+    /// Refuses to go on once a write left the records torn.
+    pub(super) fn check_untorn(&self) -> crate::Result<()> {
+        if !self.torn.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::BrokenData,
+            format!(
+                "{}: a write failed part-way, so its records may be torn; reopen it, which restores it",
+                self.file.path().display()
+            ),
+        ))
     }
 
     pub(super) fn full(&self) -> Error {
