@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use common::crash::{self, Crash, Stats};
+use common::crash::{self, Crash};
 use common::hash::{self as h, show, show_opt, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
@@ -235,16 +235,6 @@ impl Crash for HashCrash {
 
     fn compare(&self, db: &HashDbm, state: &Model) -> Result<(), String> {
         h::compare(db, state)
-    }
-
-    fn enough(&self, stats: &Stats) -> Result<(), String> {
-        if stats.with_syncs * 3 < stats.kills {
-            return Err(format!(
-                "only {} of {} writers synchronized a batch before the kill",
-                stats.with_syncs, stats.kills
-            ));
-        }
-        Ok(())
     }
 }
 

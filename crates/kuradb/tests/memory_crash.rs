@@ -17,7 +17,7 @@ mod common;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use common::crash::{self, Crash, Stats};
+use common::crash::{self, Crash};
 use common::hash::{self as h, Model};
 use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::params::Params;
@@ -178,13 +178,6 @@ impl Crash for MemoryCrash {
 
     fn compare(&self, db: &PolyDbm, state: &Model) -> Result<(), String> {
         h::compare(db, state)
-    }
-
-    fn enough(&self, stats: &Stats) -> Result<(), String> {
-        if stats.with_syncs * 3 < stats.kills {
-            return Err(format!("only {} of {} writers synchronized a batch", stats.with_syncs, stats.kills));
-        }
-        Ok(())
     }
 }
 

@@ -17,7 +17,7 @@ mod common;
 use std::ops::RangeInclusive;
 use std::path::Path;
 
-use common::crash::{self, Crash, Stats};
+use common::crash::{self, Crash};
 use common::hash::{self as h, show, Model};
 use common::power_cut::{self as cut, Controls};
 use common::tree as t;
@@ -317,13 +317,6 @@ impl Crash for TreeCrash {
 
     fn compare(&self, db: &TreeDbm, state: &Model) -> Result<(), String> {
         t::compare(db, state, self.options.comparator)
-    }
-
-    fn enough(&self, stats: &Stats) -> Result<(), String> {
-        if stats.with_syncs * 3 < stats.kills {
-            return Err(format!("only {} of {} writers synchronized a batch", stats.with_syncs, stats.kills));
-        }
-        Ok(())
     }
 }
 

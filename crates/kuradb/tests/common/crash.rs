@@ -112,8 +112,17 @@ pub trait Crash: Sized {
     fn leftovers(&self, _dir: &Path) -> Vec<String> {
         Vec::new()
     }
-    /// Whether the run checked enough to count.
-    fn enough(&self, stats: &Stats) -> Result<(), String>;
+    /// Whether the run checked enough to count: by default, at least a
+    /// third of the writers synchronized a batch before their kill.
+    fn enough(&self, stats: &Stats) -> Result<(), String> {
+        if stats.with_syncs * 3 < stats.kills {
+            return Err(format!(
+                "only {} of {} writers synchronized a batch before the kill",
+                stats.with_syncs, stats.kills
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The body of the class's ignored writer test: opens the database the
