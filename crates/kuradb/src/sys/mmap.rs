@@ -143,3 +143,7 @@ impl Mapping {
         offset as usize
     }
 }
+
+#[cfg(test)]
+#[path = "mmap_tests.rs"]
+mod tests;

@@ -451,3 +451,7 @@ impl<const L: usize> Entry<'_, '_, L> {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+#[path = "record_tests.rs"]
+mod tests;
