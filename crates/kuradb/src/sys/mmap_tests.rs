@@ -11,6 +11,9 @@ use super::*;
 
 const PAGE: u64 = 4096;
 
+/// An access to try, named for the failure message.
+type Access<'a> = (&'static str, Box<dyn Fn() + 'a>);
+
 fn file_of(len: u64) -> fs::File {
     let file = tempfile::tempfile().expect("a temporary file");
     file.set_len(len).expect("set the file's length");
@@ -34,7 +37,7 @@ fn accesses_outside_the_map_panic_before_touching_memory() {
     let mut buf = [0u8; 3];
     map.read(PAGE - 3, &mut buf);
     assert_eq!(&buf, b"end");
-    let outside: [(&str, Box<dyn Fn()>); 5] = [
+    let outside: [Access<'_>; 5] = [
         ("read across the end", Box::new(|| map.read(PAGE - 2, &mut [0u8; 3]))),
         ("write across the end", Box::new(|| map.write(PAGE, b"x"))),
         ("zero across the end", Box::new(|| map.zero(1, PAGE))),

@@ -66,7 +66,7 @@ struct Model {
 }
 
 impl Model {
-    fn to_front(&mut self, key: &[u8]) {
+    fn make_newest(&mut self, key: &[u8]) {
         self.lru.retain(|k| k != key);
         self.lru.push_front(key.to_vec());
     }
@@ -120,7 +120,7 @@ fn run<const L: usize>(num_buckets: usize, ops: &[Op]) -> Checked {
                 let (key, value) = (key(k), value(step, len));
                 let replaced = records.entry(bucket_of(&key, n), &key).set(&value).expect("set");
                 prop_assert_eq!(replaced, model.values.insert(key.clone(), value).is_some());
-                model.to_front(&key);
+                model.make_newest(&key);
             }
             Op::Remove(k) => {
                 let key = key(k);
@@ -132,7 +132,7 @@ fn run<const L: usize>(num_buckets: usize, ops: &[Op]) -> Checked {
                 let key = key(k);
                 records.entry(bucket_of(&key, n), &key).touch();
                 if model.values.contains_key(&key) {
-                    model.to_front(&key);
+                    model.make_newest(&key);
                 }
             }
             Op::Evict(wrong_hint) => {
