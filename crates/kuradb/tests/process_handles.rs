@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::baby::{BabyDbm, BabyOptions};
@@ -23,6 +23,16 @@ use kuradb::file::{with_lock_interrupt, FileKind, FileSpec};
 use kuradb::{ErrorKind, Result};
 
 type Opener = fn(&Path, bool) -> Result<Box<dyn Dbm>>;
+
+/// Every test here runs alone. A forked child inherits only the thread that
+/// forked, so a lock another test's thread held at that moment (kuradb's
+/// table of open files, taken by every open and close) would stay locked in
+/// the child for ever, and a child that opens a database would hang.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn hash_mmap(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     let o = HashOptions::default().num_buckets(101);
@@ -90,6 +100,7 @@ fn assert_refused_at_once(name: &str, what: &str, path: &Path, open: impl FnOnce
 /// refused at once, naming the file; once the writer closes, both open.
 #[test]
 fn a_second_open_beside_a_writer_fails_at_once() {
+    let _alone = alone();
     for (name, open) in FILE_DBMS {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
@@ -116,6 +127,7 @@ fn a_second_open_beside_a_writer_fails_at_once() {
 /// once, and opens once they are closed.
 #[test]
 fn readers_share_and_keep_a_writer_out() {
+    let _alone = alone();
     for (name, open) in FILE_DBMS {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
@@ -141,6 +153,7 @@ fn readers_share_and_keep_a_writer_out() {
 /// overwrite the first's, is refused.
 #[test]
 fn a_flat_file_takes_readers_beside_its_one_writer() {
+    let _alone = alone();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket.flat");
     let writer = baby(&path, true).expect("open the writer");
@@ -183,8 +196,9 @@ fn in_child(db: &dyn Dbm) -> i32 {
 /// child that exits normally would) and leaves without running the parent's
 /// cleanup. Answers the child's exit code.
 fn fork_and_run(db: Box<dyn Dbm>, child: impl FnOnce(&dyn Dbm) -> i32) -> (Box<dyn Dbm>, i32) {
-    // SAFETY: the child calls only kuradb on its own handle (whose locks no
-    // other thread holds) and then _exit; glibc makes malloc usable after fork.
+    // SAFETY: the child calls only kuradb and then _exit; no other thread
+    // runs kuradb meanwhile (`alone`), so none of its locks was held at the
+    // fork; glibc makes malloc usable after fork.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -216,6 +230,7 @@ fn every_file(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// the parent left, and the parent goes on using its handle.
 #[test]
 fn a_handle_in_a_forked_child_refuses_everything_and_touches_nothing() {
+    let _alone = alone();
     for (name, open) in ALL_DBMS {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
@@ -246,6 +261,7 @@ fn a_handle_in_a_forked_child_refuses_everything_and_touches_nothing() {
 /// here up to `lock_timeout`), not as a second handle of its own.
 #[test]
 fn a_forked_child_meets_its_parents_lock_as_another_process() {
+    let _alone = alone();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket.kh");
     let writer = hash_mmap(&path, true).expect("create");
@@ -274,7 +290,8 @@ fn hold_in_another_process(path: &Path) -> (libc::pid_t, std::fs::File) {
         assert_eq!(libc::pipe(ready.as_mut_ptr()), 0);
         assert_eq!(libc::pipe(release.as_mut_ptr()), 0);
     }
-    // SAFETY: the child opens its own handle and waits on a pipe, then _exits.
+    // SAFETY: the child opens its own handle (no other thread runs kuradb
+    // meanwhile, see `alone`) and waits on a pipe, then _exits.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork");
     if pid == 0 {
@@ -320,6 +337,7 @@ fn finish_holder(pid: libc::pid_t, release: std::fs::File) {
 /// "locked" error that says so; an interrupt ends a wait without a limit.
 #[test]
 fn lock_waits_time_out_and_can_be_interrupted() {
+    let _alone = alone();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket.kh");
     hash_mmap(&path, true).expect("create");

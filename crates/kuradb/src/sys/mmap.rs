@@ -99,10 +99,13 @@ impl Mapping {
     pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) {
         let start = self.checked_start(offset, buf.len());
         // SAFETY: start + buf.len() <= the mapped length (checked above), the map
-        // lives as long as &self, and buf is a distinct allocation. Other threads
-        // may write the same bytes concurrently, as another process could: the
-        // file contract leaves overlapping concurrent accesses unspecified, and
-        // the bytes are plain data with no validity invariant.
+        // lives as long as &self, and buf cannot overlap the map (no slice of a
+        // map is ever handed out). Another thread may write the same bytes at
+        // once; strictly that is a data race in Rust's memory model, and it is
+        // accepted as for any memory another process may write: the map is only
+        // ever copied, never borrowed, so the copy yields unspecified bytes (as
+        // the file contract says of overlapping accesses) and nothing that
+        // holds an invariant depends on them.
         unsafe { std::ptr::copy_nonoverlapping(self.raw.as_ptr().add(start), buf.as_mut_ptr(), buf.len()) }
     }
 
@@ -113,8 +116,9 @@ impl Mapping {
         assert!(self.writable, "write to a read-only mapping");
         let start = self.checked_start(offset, data.len());
         // SAFETY: the range is inside the map (checked above), the map was made
-        // writable (asserted), it lives as long as &self, and data cannot alias
-        // the map's memory because callers pass their own buffers.
+        // writable (asserted), it lives as long as &self, and data cannot overlap
+        // the map (no slice of a map is ever handed out). A concurrent access of
+        // the same bytes is the accepted race described in `read`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.raw.as_mut_ptr().add(start), data.len()) }
     }
 
@@ -143,3 +147,7 @@ impl Mapping {
         offset as usize
     }
 }
+
+#[cfg(test)]
+#[path = "mmap_tests.rs"]
+mod tests;

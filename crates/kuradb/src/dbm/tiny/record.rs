@@ -130,7 +130,8 @@ impl Block {
         // SAFETY: callers write within the block, which is alive; every
         // write happens under an exclusive borrow of its Records (or before
         // the block is shared), so no slice of it is alive meanwhile; `bytes`
-        // never lies inside the same block at the same place.
+        // never overlaps the destination: it is the caller's buffer, or the
+        // key of the block a record moves out of, copied into a new block.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.0.as_ptr().add(at), bytes.len()) };
     }
 
@@ -451,3 +452,7 @@ impl<const L: usize> Entry<'_, '_, L> {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+#[path = "record_tests.rs"]
+mod tests;
