@@ -583,3 +583,21 @@ fn random_damage_never_panics_or_invents_values() {
     }
     assert_no_problems(&problems);
 }
+
+/// A tree database's file is a hash file of tree nodes: HashDbm::restore
+/// refuses it by name (it made a file no hash open took, found by fuzzing
+/// hash_file), and TreeDbm::restore restores it.
+#[test]
+fn a_tree_file_is_restored_as_a_tree_not_as_a_hash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.kt");
+    let tree = kuradb::TreeDbm::open(&path, true, &kuradb::TreeOptions::default()).expect("open");
+    tree.set(b"k", b"v", true).expect("set");
+    tree.close().expect("close");
+    let err =
+        HashDbm::restore(&path, dir.path().join("h.kh"), &HashOptions::default()).expect_err("restored");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("holds a tree database") && err.to_string().contains("t.kt"), "{err}");
+    let dest = dir.path().join("r.kt");
+    assert_eq!(kuradb::TreeDbm::restore(&path, &dest, &kuradb::TreeOptions::default()).expect("restore"), 1);
+}

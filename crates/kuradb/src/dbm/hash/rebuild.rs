@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use super::header::Kind;
 use super::open::check_options;
 use super::options::{HashOptions, RecordCrcMode, UpdateMode};
 use super::restore;
@@ -91,8 +92,14 @@ impl HashDbm {
     /// Restores the database at `src`, which was not closed cleanly (or is
     /// damaged), into a new database at `dest`: every record whose checksum
     /// holds is kept, in its latest version. Answers the number of records kept.
+    /// A tree database's file is refused: `TreeDbm::restore` restores it.
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &HashOptions) -> Result<u64> {
-        restore::restore(src.as_ref(), dest.as_ref(), options)
+        restore::restore(src.as_ref(), dest.as_ref(), options, Kind::Hash)
+    }
+
+    /// [`HashDbm::restore`] of a file of `kind` (a tree's node store).
+    pub(crate) fn restore_kind(src: &Path, dest: &Path, options: &HashOptions, kind: Kind) -> Result<u64> {
+        restore::restore(src, dest, options, kind)
     }
 }
 

@@ -91,18 +91,25 @@ struct Version {
 
 /// Scans `src` and writes its surviving records into a new database at
 /// `dest`, closed cleanly. Answers the number of records kept.
-pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions) -> Result<u64> {
-    let (state, kept) = restore_open(src, dest, options)?;
+pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions, kind: Kind) -> Result<u64> {
+    let (state, kept) = restore_open(src, dest, options, Some(kind))?;
     state.close()?;
     Ok(kept)
 }
 
-/// [`restore`], answering the new database open for writing.
-fn restore_open(src: &Path, dest: &Path, options: &HashOptions) -> Result<(State, u64)> {
+/// [`restore`], answering the new database open for writing; a file of
+/// another kind than `kind` (if given) is refused.
+fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kind>) -> Result<(State, u64)> {
     let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
     let header = Header::decode(&head, file.size(), src)?;
+    if let Some(kind) = kind.filter(|&k| k != header.kind) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{} holds {}, not {}: restore it as one", src.display(), header.kind.name(), kind.name()),
+        ));
+    }
     let versions = scan(file.as_ref(), &header)?;
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
@@ -144,7 +151,7 @@ pub(super) fn open_restored_view(
     let mut o = options.clone();
     o.open = OpenOptions::reader();
     let build = |temp: &Path| -> Result<State> {
-        let result = restore(path, temp, &o).and_then(|_| open_state(temp, false, &o, kind));
+        let result = restore(path, temp, &o, kind).and_then(|_| open_state(temp, false, &o, kind));
         let _ = std::fs::remove_file(temp);
         result
     };
@@ -177,7 +184,7 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
     // Nobody else knows the temporary file: its lock is free, or something
     // is wrong that waiting would not mend.
     o.open.no_wait = true;
-    let restored = match restore_open(path, &temp, &o) {
+    let restored = match restore_open(path, &temp, &o, None) {
         Ok((state, _)) => state,
         Err(e) => {
             let _ = std::fs::remove_file(&temp);

@@ -31,7 +31,7 @@ impl TreeDbm {
     /// it only the records it held. Answers the number of records.
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, options: &TreeOptions) -> Result<u64> {
         let dest = dest.as_ref();
-        HashDbm::restore(src, dest, &options.hash)?;
+        HashDbm::restore_kind(src.as_ref(), dest, &options.hash, Kind::TreeNodes)?;
         match whole_count(dest, options) {
             Ok(count) => Ok(count),
             Err(_) => salvage(dest, options),
