@@ -70,9 +70,10 @@ impl FlatLock {
     }
 }
 
-/// The most times an opener finds the file it locked replaced before it
-/// gives up: each means another writer saved in between, so this many means
-/// that something replaces the file without taking its lock.
+/// The most times an opener finds the file missing, or replaced though it
+/// got the lock at once, before it gives up: this many means that something
+/// replaces the file without taking its lock. (Saves of a writer it waited
+/// for do not count: a waiting opener waits them out.)
 const MAX_LOCK_TRIES: u32 = 1000;
 
 /// An on-memory database's flat file, as the database holds it.
@@ -187,25 +188,31 @@ impl Persistence {
 /// file the path still names.
 fn lock_current(path: &Path, lock: &FlatLock) -> Result<File> {
     let start = Instant::now();
-    for _ in 0..MAX_LOCK_TRIES {
+    let mut unexplained = 0;
+    while unexplained < MAX_LOCK_TRIES {
         let file = match File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Never over a file a writer racing this one made first.
                 flat::create_empty(path)?;
+                unexplained += 1;
                 continue;
             }
             Err(e) => return Err(Error::io("open of the flat file", path, e)),
         };
         // The whole wait counts against the timeout, however many saves of
         // the other writer replaced the file meanwhile.
-        file::lock_since(&file, path, LockMode::Exclusive, !lock.no_wait, lock.timeout, start)?;
+        let waited = file::lock_since(&file, path, LockMode::Exclusive, !lock.no_wait, lock.timeout, start)?;
         let locked = sys::file_identity(&file).map_err(|e| Error::io("stat of the flat file", path, e))?;
         match std::fs::metadata(path) {
             Ok(now) if (now.dev(), now.ino()) == locked => return Ok(file),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("stat of the flat file", path, e)),
+        }
+        // Saves of a writer it waited for do not count (see MAX_LOCK_TRIES).
+        if !waited {
+            unexplained += 1;
         }
     }
     Err(Error::new(

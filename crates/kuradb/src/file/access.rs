@@ -46,7 +46,8 @@ pub(crate) fn open_locked(
     sync: bool,
 ) -> Result<(fs::File, Owner)> {
     let start = Instant::now();
-    for _ in 0..MAX_REPLACED {
+    let mut unexplained = 0;
+    while unexplained < MAX_REPLACED {
         let file = open_file(path, options, direct, sync)?;
         if options.no_lock {
             return Ok((truncated(file, path, options)?, Owner::unclaimed()));
@@ -56,13 +57,18 @@ pub(crate) fn open_locked(
         let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
         // The whole wait counts against the timeout, however many files it
         // took to find the current one.
-        lock_since(&file, path, mode, !options.no_wait, options.lock_timeout, start)?;
+        let waited = lock_since(&file, path, mode, !options.no_wait, options.lock_timeout, start)?;
         match sys::path_identity(path) {
             Ok(now) if now == identity => return Ok((truncated(file, path, options)?, owner)),
             // Replaced (or removed, to be made anew) while this opener waited.
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("stat", path, e)),
+        }
+        // A writer that held the lock may replace the file as often as it
+        // likes; a file replaced while nobody held its lock is suspect.
+        if !waited {
+            unexplained += 1;
         }
     }
     Err(Error::new(
@@ -75,9 +81,10 @@ pub(crate) fn open_locked(
     ))
 }
 
-/// The most times an opener finds the file it locked replaced before it gives
-/// up: each means a writer rebuilt the database in between, so this many
-/// means that something replaces the file without holding its lock.
+/// The most times an opener finds the file it locked at once replaced before
+/// it gives up: with no writer holding the lock in between, this many means
+/// that something replaces the file without holding it. (Replacements by a
+/// writer it waited for do not count: a waiting opener waits them out.)
 const MAX_REPLACED: u32 = 1000;
 
 fn open_file(path: &Path, options: &OpenOptions, direct: bool, sync: bool) -> Result<fs::File> {
@@ -149,12 +156,13 @@ pub(crate) fn lock(
     wait: bool,
     timeout: Option<Duration>,
 ) -> Result<()> {
-    lock_since(file, path, mode, wait, timeout, Instant::now())
+    lock_since(file, path, mode, wait, timeout, Instant::now()).map(|_| ())
 }
 
 /// [`lock`], with `timeout` counted from `start`: an opener that found the
 /// file it waited for replaced, and waits again for the new one, waits no
-/// longer in all than it was told.
+/// longer in all than it was told. Answers whether it had to wait: whether
+/// another holder had the lock.
 pub(crate) fn lock_since(
     file: &fs::File,
     path: &Path,
@@ -162,15 +170,16 @@ pub(crate) fn lock_since(
     wait: bool,
     timeout: Option<Duration>,
     start: Instant,
-) -> Result<()> {
+) -> Result<bool> {
     let what = match mode {
         LockMode::Exclusive => "exclusive lock",
         LockMode::Shared => "shared lock",
     };
     let mut pause = Duration::from_micros(200);
+    let mut waited_before = false;
     loop {
         match sys::try_lock(file, mode == LockMode::Exclusive) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(waited_before),
             Err(e) if wait && e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(Error::io(what, path, e)),
         }
@@ -195,6 +204,7 @@ pub(crate) fn lock_since(
                 format!("the wait for the {what} of {} was interrupted", path.display()),
             ));
         }
+        waited_before = true;
         std::thread::sleep(pause);
         pause = (pause * 2).min(MAX_LOCK_PAUSE);
     }
