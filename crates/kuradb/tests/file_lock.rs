@@ -9,9 +9,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::Holder;
 use common::ExpectSpec;
 use kuradb::file::{File, FileKind, FileSpec, LockMode, OpenOptions};
 use kuradb::{ErrorKind, Result};
@@ -53,53 +54,19 @@ fn lock_holder() {
     }
 }
 
-/// A child process holding files open; killed if the test fails before it exits.
-struct Holder {
-    child: Child,
-    locked_at: Instant,
-}
-
-impl Holder {
-    /// Starts a child that opens `files` as a writer or reader and holds them for
-    /// [`HOLD`]; returns once it has them open.
-    fn start(files: &[(FileSpec, PathBuf)], writer: bool, signal: &Path) -> Holder {
-        let join = |parts: Vec<String>| parts.join(";");
-        let child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "lock_holder", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(ENV_SPECS, join(files.iter().map(|(s, _)| s.to_string()).collect()))
-            .env(ENV_PATHS, join(files.iter().map(|(_, p)| p.display().to_string()).collect()))
-            .env(ENV_MODE, if writer { "writer" } else { "reader" })
-            .env(ENV_SIGNAL, signal)
-            .env(ENV_HOLD_MS, HOLD.as_millis().to_string())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the child process");
-        let mut holder = Holder { child, locked_at: Instant::now() };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !signal.exists() {
-            if let Some(status) = holder.child.try_wait().expect("poll the child") {
-                panic!("the child exited with {status} before locking");
-            }
-            assert!(Instant::now() < deadline, "the child did not lock within 30 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        holder.locked_at = Instant::now();
-        holder
-    }
-
-    fn finish(mut self) {
-        let status = self.child.wait().expect("wait for the child");
-        assert!(status.success(), "the child failed: {status}");
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Starts a child that opens `files` as a writer or reader and holds them for
+/// [`HOLD`]; returns once it has them open, with the moment it knew.
+fn hold(files: &[(FileSpec, PathBuf)], writer: bool, signal: &Path) -> (Holder, Instant) {
+    let join = |parts: Vec<String>| parts.join(";");
+    let envs = [
+        (ENV_SPECS, join(files.iter().map(|(s, _)| s.to_string()).collect())),
+        (ENV_PATHS, join(files.iter().map(|(_, p)| p.display().to_string()).collect())),
+        (ENV_MODE, (if writer { "writer" } else { "reader" }).to_string()),
+        (ENV_SIGNAL, signal.display().to_string()),
+        (ENV_HOLD_MS, HOLD.as_millis().to_string()),
+    ];
+    let holder = Holder::start("lock holder", "lock_holder", envs, signal, Duration::from_secs(30));
+    (holder, Instant::now())
 }
 
 /// The error of an open or lock that must not wait: a "locked" error naming the path.
@@ -134,7 +101,7 @@ fn a_writer_excludes_other_processes() {
         file.write(0, b"before").expect_spec(spec, "write");
         file.close().expect_spec(spec, "close");
     }
-    let holder = Holder::start(&files, true, &dir.path().join("signal"));
+    let (holder, locked_at) = hold(&files, true, &dir.path().join("signal"));
     for (spec, path) in &files {
         let start = Instant::now();
         assert_locked(
@@ -162,7 +129,6 @@ fn a_writer_excludes_other_processes() {
     }
     std::thread::scope(|s| {
         for (spec, path) in &files {
-            let locked_at = holder.locked_at;
             s.spawn(move || {
                 let mut waiter = common::open(spec, path, &OpenOptions::writer());
                 let waited = locked_at.elapsed();
@@ -225,7 +191,7 @@ fn readers_share_across_processes() {
         file.write(0, b"shared").expect_spec(spec, "write");
         file.close().expect_spec(spec, "close");
     }
-    let holder = Holder::start(&files, false, &dir.path().join("signal"));
+    let (holder, _) = hold(&files, false, &dir.path().join("signal"));
     for (spec, path) in &files {
         let start = Instant::now();
         let mut reader = common::open(spec, path, &OpenOptions::reader().without_waiting());

@@ -601,3 +601,36 @@ fn a_tree_file_is_restored_as_a_tree_not_as_a_hash() {
     let dest = dir.path().join("r.kt");
     assert_eq!(kuradb::TreeDbm::restore(&path, &dest, &kuradb::TreeOptions::default()).expect("restore"), 1);
 }
+
+/// A header claiming far more records than the file has room for (its
+/// second half's checksum made to hold) does not size a rebuild's table:
+/// once, a claim of 10^9 records made an 18 GB file from a few kilobytes
+/// (found by fuzzing `hash_file`).
+#[test]
+fn a_claimed_record_count_does_not_size_a_rebuild() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, file) in specs() {
+        let path = dir.path().join(format!("claims-{name}.kh"));
+        let model = build(&path, &options(&file), 40);
+        let mut bytes = std::fs::read(&path).expect("read the file");
+        bytes[72..80].copy_from_slice(&1_000_000_000u64.to_le_bytes());
+        let crc = crc32fast::hash(&bytes[64..124]);
+        bytes[124..128].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, &bytes).expect("write the file");
+        let db = HashDbm::open(&path, true, &options(&file)).expect("open");
+        db.rebuild().expect("rebuild");
+        let inspected = db.inspect().expect("inspect");
+        let buckets: u64 = inspected
+            .iter()
+            .find(|(k, _)| k == "num_buckets")
+            .and_then(|(_, v)| v.parse().ok())
+            .expect("num_buckets in inspect");
+        assert!(buckets <= 1021, "[{name}] the rebuild made {buckets} buckets for {} records", model.len());
+        for (key, value) in &model {
+            assert_eq!(db.get(key).expect("get").as_deref(), Some(value.as_slice()), "[{name}] {}", show(key));
+        }
+        db.close().expect("close");
+        let size = std::fs::metadata(&path).expect("metadata").len();
+        assert!(size < 1 << 20, "[{name}] the rebuilt file holds {size} bytes");
+    }
+}

@@ -8,10 +8,12 @@
 //! The other process is this test binary run again for the ignored test
 //! [`flat_holder`], told what to do through environment variables.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::Holder;
 use kuradb::dbm::Dbm;
 use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, ErrorKind, FlatLock, Result};
 use kuradb::{StdHashDbm, StdOptions, StdTreeDbm, TinyDbm, TinyOptions};
@@ -54,44 +56,10 @@ fn flat_holder() {
     drop(db);
 }
 
-/// A child process holding a writer; killed if the test fails first.
-struct Holder(Child);
-
-impl Holder {
-    fn start(name: &str, path: &Path, signal: &Path) -> Holder {
-        let child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "flat_holder", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(ENV_NAME, name)
-            .env(ENV_PATH, path)
-            .env(ENV_SIGNAL, signal)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the child process");
-        let mut holder = Holder(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !signal.exists() {
-            if let Some(status) = holder.0.try_wait().expect("poll the child") {
-                panic!("[{name}] the child exited with {status} before it held the file");
-            }
-            assert!(Instant::now() < deadline, "[{name}] the child did not open within 30 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        holder
-    }
-
-    fn finish(mut self, name: &str) {
-        let status = self.0.wait().expect("wait for the child");
-        assert!(status.success(), "[{name}] the child failed: {status}");
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+/// A child process holding `name`'s writer on `path`.
+fn hold(name: &str, path: &Path, signal: &Path) -> Holder {
+    let envs = [(ENV_NAME, name.as_ref()), (ENV_PATH, path.as_os_str()), (ENV_SIGNAL, signal.as_os_str())];
+    Holder::start(name, "flat_holder", envs, signal, Duration::from_secs(30))
 }
 
 #[track_caller]
@@ -107,7 +75,7 @@ fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
     for name in NAMES {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("shared.flat");
-        let holder = Holder::start(name, &path, &dir.path().join("signal"));
+        let holder = hold(name, &path, &dir.path().join("signal"));
         assert_locked(
             name,
             &path,
@@ -126,7 +94,7 @@ fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
         for key in [&b"first"[..], b"second", b"third"] {
             assert!(writer.get(key).unwrap().is_some(), "[{name}] the waiting writer lost {key:?}");
         }
-        holder.finish(name);
+        holder.finish();
         writer.set(b"fourth", b"parent", true).unwrap();
         drop(writer);
         assert_eq!(open(name, &path, false, FlatLock::default()).unwrap().count().unwrap(), 4, "[{name}]");
@@ -137,9 +105,9 @@ fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
 fn no_lock_opens_beside_a_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("shared.flat");
-    let holder = Holder::start("tiny", &path, &dir.path().join("signal"));
+    let holder = hold("tiny", &path, &dir.path().join("signal"));
     let db = open("tiny", &path, true, FlatLock::default().no_lock(true).no_wait(true)).expect("no_lock");
     assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"from the child"[..]));
     drop(db);
-    holder.finish("tiny");
+    holder.finish();
 }

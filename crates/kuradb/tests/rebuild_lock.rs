@@ -17,10 +17,12 @@
 //! The other process is this test binary run again for the ignored test
 //! [`rebuilding_writer`], told what to do through environment variables.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::child::Holder;
 use kuradb::dbm::Dbm;
 use kuradb::file::OpenOptions;
 use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, FlatLock, StdHashDbm, StdOptions, StdTreeDbm};
@@ -116,43 +118,10 @@ fn rebuilding_writer() {
     db.close().expect("close in the child");
 }
 
-/// A child process holding a writer; killed if the test fails first.
-struct Holder(Child);
-
-impl Holder {
-    fn start(class: &str, dir: &Path) -> Holder {
-        let child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "rebuilding_writer", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(ENV_CLASS, class)
-            .env(ENV_DIR, dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the child process");
-        let mut holder = Holder(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !dir.join("signal").exists() {
-            if let Some(status) = holder.0.try_wait().expect("poll the child") {
-                panic!("[{class}] the child exited with {status} before it held the database");
-            }
-            assert!(Instant::now() < deadline, "[{class}] the child did not open within 60 s");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        holder
-    }
-
-    fn finish(mut self, class: &str) {
-        let status = self.0.wait().expect("wait for the child");
-        assert!(status.success(), "[{class}] the child failed: {status}");
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+/// A child process running [`rebuilding_writer`] on `class` in `dir`.
+fn hold(class: &str, dir: &Path) -> Holder {
+    let envs = [(ENV_CLASS, class.as_ref()), (ENV_DIR, dir.as_os_str())];
+    Holder::start(class, "rebuilding_writer", envs, &dir.join("signal"), Duration::from_secs(60))
 }
 
 /// The child's record and replacement counts, once it is about to close.
@@ -185,7 +154,7 @@ fn a_rebuilding_writer_keeps_other_processes_writers_out_and_loses_nothing() {
     for class in CLASSES {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
-        let holder = Holder::start(class, dir.path());
+        let holder = hold(class, dir.path());
         let probing = Instant::now() + PROBING;
         let (mut at_once, mut timed) = (0u32, 0u32);
         while Instant::now() < probing {
@@ -221,7 +190,7 @@ fn a_rebuilding_writer_keeps_other_processes_writers_out_and_loses_nothing() {
             let got = writer.get(key(i).as_bytes()).unwrap();
             assert_eq!(got.as_deref(), Some(value(i).as_bytes()), "[{class}] record {i} of {records}");
         }
-        holder.finish(class);
+        holder.finish();
         writer.set(b"parent", b"last", true).unwrap();
         replace_file(class, writer.as_ref()).unwrap();
         writer.close().unwrap();

@@ -1,11 +1,14 @@
-//! A test run again as a child process of its own test binary, to be killed
-//! with SIGKILL at a moment of the parent's choosing: what the crash tests use
-//! to leave behind the files of a process that died mid-write.
+//! A test run again as a child process of its own test binary: killed with
+//! SIGKILL at a moment of the parent's choosing ([`ChildTest`], what the crash
+//! tests use to leave behind the files of a process that died mid-write), or
+//! holding a file while the parent probes its lock ([`Holder`]).
 
 use std::ffi::OsStr;
 use std::io::Read;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A running child test process; killed on drop if still running.
 pub struct ChildTest {
@@ -87,4 +90,62 @@ pub fn last_synced(output: &str) -> Option<u64> {
         .filter_map(|line| line.rsplit_once("synced "))
         .filter_map(|(_, number)| number.trim().parse().ok())
         .max()
+}
+
+/// A child test process that holds a database or file open until it ends on
+/// its own; killed on drop if the test fails first. The lock tests' other
+/// process: it writes `signal` once it holds what it opened.
+pub struct Holder {
+    child: Child,
+    who: String,
+}
+
+impl Holder {
+    /// Runs the ignored test `test` of this test binary in a child process
+    /// with `envs` added to its environment, and returns once the child has
+    /// written `signal`; panics, naming `who`, if the child exits first or
+    /// takes longer than `within`.
+    pub fn start<K, V>(
+        who: &str,
+        test: &str,
+        envs: impl IntoIterator<Item = (K, V)>,
+        signal: &Path,
+        within: Duration,
+    ) -> Holder
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", test, "--ignored", "--nocapture", "--test-threads=1"])
+            .envs(envs)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("[{who}] start the child test {test}: {e}"));
+        let mut holder = Holder { child, who: who.to_string() };
+        let deadline = Instant::now() + within;
+        while !signal.exists() {
+            if let Some(status) = holder.child.try_wait().expect("poll the child") {
+                panic!("[{who}] the child exited with {status} before it held the file");
+            }
+            assert!(Instant::now() < deadline, "[{who}] the child did not hold the file within {within:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        holder
+    }
+
+    /// Waits for the child to end and panics unless it succeeded.
+    pub fn finish(mut self) {
+        let status = self.child.wait().expect("wait for the child");
+        assert!(status.success(), "[{}] the child failed: {status}", self.who);
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

@@ -295,6 +295,7 @@ fn change_and_rebuild(subject: &dyn Subject, opened: Opened, path: &Path, limit:
         clear(&e, "a rebuild");
         return close(opened);
     }
+    assert_files_bounded(path);
     // A rebuild copies what it reads; a set whose shards hold each other's
     // records stays broken, and says so.
     let records: Vec<Record> = match walk(db, limit) {
@@ -323,6 +324,26 @@ fn change_and_rebuild(subject: &dyn Subject, opened: Opened, path: &Path, limit:
     let again = walk(reopened.db.as_ref(), limit).unwrap_or_else(|e| panic!("a walk after a reopen: {e}"));
     assert_eq!(sorted(again, order.is_some()), sorted(records, order.is_some()), "the database reopened");
     close(reopened);
+}
+
+/// The most bytes the files beside `path` may hold after a rebuild. Every
+/// input is at most 32 KB; the default allocation of a new file is 1 MiB,
+/// and a rebuild's table is sized by the records, which a damaged header
+/// must not inflate (a claimed count once made an 18 GB file).
+const FILES_LIMIT: u64 = 64 << 20;
+
+#[track_caller]
+fn assert_files_bounded(path: &Path) {
+    let dir = path.parent().expect("a file in a directory");
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).expect("list the scratch directory") {
+        let entry = entry.expect("a directory entry");
+        total += entry.metadata().map_or(0, |m| m.len());
+    }
+    assert!(
+        total <= FILES_LIMIT,
+        "the files after a rebuild hold {total} bytes, more than any input justifies"
+    );
 }
 
 fn sorted(mut records: Vec<Record>, ordered: bool) -> Vec<Record> {

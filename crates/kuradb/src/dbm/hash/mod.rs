@@ -174,6 +174,13 @@ impl HashDbm {
         Ok(self.state()?.as_ref().map_or(RecordCrcMode::None, |s| s.record_crc))
     }
 
+    /// The record count, bounded by what the file has room for (a damaged
+    /// header may claim any count): what a caller may size memory or a new
+    /// file by.
+    pub(crate) fn plausible_count(&self) -> Result<u64> {
+        Ok(self.state()?.as_ref().map_or(0, |s| s.plausible_count()))
+    }
+
     /// Writes everything back, marks the file closed cleanly and closes it.
     /// After a failed write left the records torn (see the module's "Crash
     /// safety"), it closes the file as a crash would, for the next open to

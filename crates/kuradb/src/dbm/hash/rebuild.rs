@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use super::header::Kind;
 use super::open::check_options;
 use super::options::{HashOptions, RecordCrcMode, UpdateMode};
+use super::record::size_for;
 use super::restore;
 use super::state::State;
 use super::HashDbm;
@@ -42,7 +43,7 @@ impl HashDbm {
             *guard = Some(state);
             return Err(err);
         }
-        let count = state.count.load(Ordering::Acquire);
+        let count = state.plausible_count();
         let mut options = self.options.clone();
         options.num_buckets =
             params.num_buckets.unwrap_or(count.saturating_mul(2).saturating_add(1).max(1021));
@@ -103,12 +104,24 @@ impl HashDbm {
     }
 }
 
+impl State {
+    /// The record count, bounded by what the file has room for. A damaged
+    /// header may claim any count, and a rebuild sizes its bucket array (and
+    /// so its new file) by it: a claim of 10^9 records in a file of a few
+    /// kilobytes once made an 18 GB file.
+    pub(super) fn plausible_count(&self) -> u64 {
+        let smallest = size_for(self.width, 1 << self.align_pow, 0, 0).max(1);
+        let room = self.file.size().saturating_sub(self.records_start);
+        self.count.load(Ordering::Acquire).min(room / smallest)
+    }
+}
+
 /// Refuses a rebuild whose offsets could not address the records it copies.
 fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
     let max_file = (1u128 << (8 * u32::from(o.offset_width))) << o.align_pow;
     // Each record grows by at most its alignment and a few header bytes.
     let needed = u128::from(state.file.size())
-        + u128::from(state.count.load(Ordering::Acquire)) * ((1u128 << o.align_pow) + 16)
+        + u128::from(state.plausible_count()) * ((1u128 << o.align_pow) + 16)
         + u128::from(o.num_buckets) * u128::from(o.offset_width);
     if needed > max_file {
         return Err(Error::new(

@@ -38,7 +38,17 @@ impl TreeDbm {
                 }
             },
         };
-        let nodes = tree.count.load(Ordering::Acquire).saturating_mul(64) / tree.max_page_size as u64;
+        // The figures' record count may be damaged: the store's own count,
+        // bounded by its file, bounds the nodes a rebuild sizes its table by.
+        let stored = match tree.store.plausible_count() {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                *guard = Some(tree);
+                return Err(e);
+            }
+        };
+        let nodes =
+            (tree.count.load(Ordering::Acquire).saturating_mul(64) / tree.max_page_size as u64).min(stored);
         options.hash.num_buckets = nodes.saturating_mul(2).saturating_add(1).max(1021);
         options.hash.open.create = true;
         options.hash.open.truncate = true;
