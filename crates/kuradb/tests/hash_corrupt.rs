@@ -627,7 +627,12 @@ fn a_claimed_record_count_does_not_size_a_rebuild() {
             .expect("num_buckets in inspect");
         assert!(buckets <= 1021, "[{name}] the rebuild made {buckets} buckets for {} records", model.len());
         for (key, value) in &model {
-            assert_eq!(db.get(key).expect("get").as_deref(), Some(value.as_slice()), "[{name}] {}", show(key));
+            assert_eq!(
+                db.get(key).expect("get").as_deref(),
+                Some(value.as_slice()),
+                "[{name}] {}",
+                show(key)
+            );
         }
         db.close().expect("close");
         let size = std::fs::metadata(&path).expect("metadata").len();

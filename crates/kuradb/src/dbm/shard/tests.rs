@@ -1,0 +1,106 @@
+//! ShardDbm's own tests: placement, merged order, restore of a set.
+
+use super::*;
+use std::collections::BTreeMap;
+
+fn params(text: &str) -> Params {
+    Params::parse(text).unwrap()
+}
+
+#[test]
+fn keys_spread_over_the_shards_and_come_back_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkt");
+    let db = ShardDbm::open(&path, true, &params("num_shards=4,key_comparator=decimal")).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..500u32 {
+        let key = (i * 7919 % 1000).to_string();
+        db.set(key.as_bytes(), format!("v{i}").as_bytes(), true).unwrap();
+        model.insert(key.parse::<u32>().unwrap(), format!("v{i}"));
+    }
+    assert!(db.shards().iter().all(|s| s.count().unwrap() > 50), "every shard takes its share");
+    assert_eq!(db.count().unwrap(), model.len() as u64);
+    let mut cursor = db.iter().unwrap();
+    cursor.first().unwrap();
+    let mut walked = Vec::new();
+    while let Some((k, v)) = cursor.get().unwrap() {
+        walked.push((String::from_utf8(k).unwrap().parse::<u32>().unwrap(), String::from_utf8(v).unwrap()));
+        cursor.next().unwrap();
+    }
+    assert_eq!(walked, model.clone().into_iter().collect::<Vec<_>>());
+    // Backward from the last, turning around in the middle.
+    cursor.last().unwrap();
+    let last = *model.keys().last().unwrap();
+    assert_eq!(cursor.get().unwrap().unwrap().0, last.to_string().into_bytes());
+    cursor.jump(b"500").unwrap();
+    let at: Vec<u32> = model.range(500..).map(|(k, _)| *k).take(3).collect();
+    assert_eq!(cursor.get().unwrap().unwrap().0, at[0].to_string().into_bytes());
+    cursor.next().unwrap();
+    cursor.previous().unwrap();
+    cursor.previous().unwrap();
+    let before = *model.range(..500).next_back().unwrap().0;
+    assert_eq!(cursor.get().unwrap().unwrap().0, before.to_string().into_bytes());
+    cursor.next().unwrap();
+    cursor.next().unwrap();
+    assert_eq!(cursor.get().unwrap().unwrap().0, at[1].to_string().into_bytes());
+    cursor.jump_lower(b"500", true).unwrap();
+    assert_eq!(
+        cursor.get().unwrap().unwrap().0,
+        model.range(..=500).next_back().unwrap().0.to_string().into_bytes()
+    );
+    cursor.remove().unwrap();
+    drop(cursor);
+    db.close().unwrap();
+    let db = ShardDbm::open(&path, false, &Params::new()).unwrap();
+    assert_eq!((db.num_shards(), db.count().unwrap()), (4, model.len() as u64 - 1));
+    db.close().unwrap();
+}
+
+#[test]
+fn a_set_must_be_whole_and_of_one_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkh");
+    let db = ShardDbm::open(&path, true, &params("num_shards=3")).unwrap();
+    db.set(b"a", b"1", true).unwrap();
+    db.close().unwrap();
+    let err = ShardDbm::open(&path, true, &params("num_shards=5")).err().unwrap();
+    assert!(err.message().contains("has 3 shards, not 5"), "{err}");
+    std::fs::remove_file(ShardDbm::shard_path(&path, 1, 3)).unwrap();
+    let err = ShardDbm::open(&path, false, &Params::new()).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::BrokenData);
+    assert!(
+        err.message().contains("incomplete") && err.message().contains("casket.tkh-00001-of-00003"),
+        "{err}"
+    );
+    let err = ShardDbm::open(dir.path().join("none.tkh"), false, &Params::new()).err().unwrap();
+    assert!(err.message().contains("give num_shards"), "{err}");
+    let err = ShardDbm::open(&path, true, &params("num_shards=0")).err().unwrap();
+    assert!(err.message().contains("num_shards must be a number from 1"), "{err}");
+}
+
+#[test]
+fn an_unordered_set_walks_shard_after_shard() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkh");
+    let db = ShardDbm::open(&path, true, &params("num_shards=3,num_buckets=17")).unwrap();
+    for i in 0..100u32 {
+        db.set(&i.to_be_bytes(), b"x", true).unwrap();
+    }
+    assert!(!db.is_ordered());
+    let mut cursor = db.iter().unwrap();
+    cursor.first().unwrap();
+    let mut seen = Vec::new();
+    while let Some((k, _)) = cursor.get().unwrap() {
+        seen.push(u32::from_be_bytes(k.try_into().unwrap()));
+        cursor.next().unwrap();
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..100).collect::<Vec<_>>());
+    cursor.jump(&7u32.to_be_bytes()).unwrap();
+    assert_eq!(cursor.get().unwrap().unwrap().0, 7u32.to_be_bytes());
+    assert!(db.get_multi(&[&1u32.to_be_bytes(), b"none"]).unwrap()[0].is_some());
+    drop(cursor);
+    db.clear().unwrap();
+    assert_eq!(db.count().unwrap(), 0);
+    db.close().unwrap();
+}
