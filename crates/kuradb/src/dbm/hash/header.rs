@@ -167,6 +167,13 @@ impl Header {
         if header.records_start < table_end {
             return Err(bad("the records overlap the bucket array"));
         }
+        if header.records_start % (1u64 << header.align_pow) != 0 {
+            return Err(bad(&format!(
+                "the records start at offset {}, not a multiple of their alignment {}",
+                header.records_start,
+                1u64 << header.align_pow
+            )));
+        }
         if file_size < table_end {
             return Err(Error::new(
                 ErrorKind::BrokenData,

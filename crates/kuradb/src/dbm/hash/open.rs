@@ -52,18 +52,30 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
             format!("{} holds {}, not {}: open it as one", path.display(), header.kind.name(), kind.name()),
         ));
     }
+    // Every record kuradb writes fills whole alignment units, so a file's
+    // records end aligned; a file that ends elsewhere was cut or damaged,
+    // and a writer would append its next record where no chain can address
+    // it: a writer restores it first, as a crashed file. A reader reads it
+    // as it is, and a record the cut reached is a broken-data error.
+    let align = 1u64 << header.align_pow;
+    let cut = file.size() < header.records_start || (file.size() - header.records_start) % align != 0;
     if header.open_for_writing && !writable && !open.no_lock {
         // A reader sees what the next writer's restore will make of the
         // file, never the half-written chains the crash left.
         return restore::open_restored_view(path, o, kind, file);
     }
-    if header.open_for_writing && writable {
+    if (header.open_for_writing || cut) && writable {
         match o.restore {
             RestoreMode::Refuse => {
+                let why = if header.open_for_writing {
+                    "was not closed cleanly".to_string()
+                } else {
+                    format!("ends at offset {}, inside a record (cut or damaged)", file.size())
+                };
                 return Err(Error::new(
                     ErrorKind::BrokenData,
-                    format!("{} was not closed cleanly: restore it first", path.display()),
-                ))
+                    format!("{} {why}: restore it first", path.display()),
+                ));
             }
             // The file stays locked until the restored one, locked too,
             // has taken its place.

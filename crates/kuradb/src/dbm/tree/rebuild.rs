@@ -56,7 +56,9 @@ impl TreeDbm {
         // something is wrong that waiting would not mend.
         options.hash.open.no_wait = true;
         let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
-            tree.each_leaf(|slot| {
+            // As lookups see the tree: a damaged tree whose links reach a
+            // leaf the root does not is copied without it, or refused.
+            tree.each_leaf_below_root(|slot| {
                 if let Node::Leaf(leaf) = &slot.node {
                     for (k, v) in leaf.records() {
                         copy.set(k, v, true)?;

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use super::meta::decode_meta;
 use super::page::FIGURES_KEY;
 use super::state::Tree;
-use super::{TreeDbm, TreeOptions, MAX_DEPTH};
+use super::{TreeDbm, TreeOptions};
 use crate::dbm::hash::{HashDbm, Kind};
 use crate::dbm::tree_node::{Node, INNER_BASE};
 use crate::dbm::{Action, Dbm};
@@ -50,37 +50,43 @@ fn whole_count(path: &Path, options: &TreeOptions) -> Result<u64> {
 }
 
 impl Tree {
-    /// Loads every node below the root and every leaf along the links, and
-    /// answers the record count if both hold exactly what the figures count.
+    /// Checks the tree whole (see [`Tree::each_leaf_below_root`]), and that
+    /// the links join exactly those leaves in the same order, both ways,
+    /// and that they hold what the figures count; answers the count.
     fn check_whole(&self) -> Result<u64> {
-        let meta = *self.meta.lock();
-        let nodes = meta.next_leaf + meta.next_inner.saturating_sub(INNER_BASE);
-        let mut stack = vec![(meta.root, 1usize)];
-        let (mut below_root, mut visited) = (0u64, 0u64);
-        while let Some((id, depth)) = stack.pop() {
-            visited += 1;
-            if depth > MAX_DEPTH || visited > nodes {
-                return Err(self.broken("its nodes loop".into()));
-            }
-            let cell = self.load(id)?;
-            let slot = cell.slot.read();
-            match &slot.node {
-                Node::Leaf(leaf) => below_root += leaf.len() as u64,
-                Node::Inner(inner) => stack.extend(inner.children.iter().map(|&c| (c, depth + 1))),
-            }
-        }
-        let mut linked = 0u64;
-        self.each_leaf(|slot| {
+        let mut below_root = 0u64;
+        let leaves = self.each_leaf_below_root(|slot| {
             if let Node::Leaf(leaf) = &slot.node {
-                linked += leaf.len() as u64;
+                below_root += leaf.len() as u64;
             }
             Ok(())
         })?;
+        let meta = *self.meta.lock();
+        let (mut id, mut prev) = (meta.first, 0);
+        for &expected in &leaves {
+            if id != expected {
+                return Err(
+                    self.broken(format!("the links reach leaf {id} where the tree has leaf {expected}"))
+                );
+            }
+            let cell = self.load(id)?;
+            let slot = cell.slot.read();
+            let Node::Leaf(leaf) = &slot.node else {
+                return Err(self.broken("a leaf link is an inner node".into()));
+            };
+            if leaf.prev != prev {
+                return Err(self.broken(format!("leaf {id} links back to {}, not {prev}", leaf.prev)));
+            }
+            (prev, id) = (id, leaf.next);
+        }
+        if id != 0 || meta.last != prev {
+            return Err(self.broken("the links do not end at the last leaf".into()));
+        }
         let count = self.count.load(Ordering::Acquire);
-        if below_root != count || linked != count {
-            return Err(self.broken(format!(
-                "its figures count {count} records, its leaves hold {below_root} below the root and {linked} along their links"
-            )));
+        if below_root != count {
+            return Err(
+                self.broken(format!("its figures count {count} records, its leaves hold {below_root}"))
+            );
         }
         Ok(count)
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::cache::{Cell, Slot};
 use super::state::Tree;
 use super::MAX_DEPTH;
-use crate::dbm::tree_node::{Inner, Node, Probe};
+use crate::dbm::tree_node::{Inner, Node, Probe, INNER_BASE};
 use crate::error::Result;
 
 impl Tree {
@@ -84,5 +84,70 @@ impl Tree {
             }
         }
         Ok(())
+    }
+
+    /// Calls `f` with every leaf below the root, first to last, as lookups
+    /// reach them (not along the links), and answers their ids in that order.
+    /// The caller holds the tree exclusively. A damaged structure is a
+    /// broken-data error: a node that does not load, nodes that loop, an
+    /// inner node whose children and separators do not match, keys out of
+    /// order in a leaf or outside the range its parents route to it (a
+    /// lookup would miss them where a copy would take them).
+    pub(super) fn each_leaf_below_root(
+        &self,
+        mut f: impl FnMut(&mut Slot) -> Result<()>,
+    ) -> Result<Vec<u64>> {
+        let meta = *self.meta.lock();
+        let nodes = meta.next_leaf + meta.next_inner.saturating_sub(INNER_BASE);
+        // Children are pushed last first, so the leaves come off in order;
+        // each carries the bounds its parents route to it.
+        let mut stack: Vec<(u64, usize, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(meta.root, 1, None, None)];
+        let (mut leaves, mut visited) = (Vec::new(), 0u64);
+        while let Some((id, depth, lower, upper)) = stack.pop() {
+            visited += 1;
+            if depth > MAX_DEPTH || visited > nodes {
+                return Err(self.broken("its nodes loop".into()));
+            }
+            let cell = self.load(id)?;
+            let mut slot = cell.slot.write();
+            match &slot.node {
+                Node::Leaf(leaf) => {
+                    for i in 0..leaf.len() {
+                        let key = leaf.record(i).0;
+                        let below = match i {
+                            0 => lower.as_deref().is_some_and(|l| self.cmp.compare(key, l) == Ordering::Less),
+                            _ => self.cmp.compare(leaf.record(i - 1).0, key) != Ordering::Less,
+                        };
+                        let above =
+                            upper.as_deref().is_some_and(|u| self.cmp.compare(key, u) != Ordering::Less);
+                        if below || above {
+                            return Err(self.broken(format!(
+                                "the keys of leaf {id} are out of order or outside the range its parent gives it"
+                            )));
+                        }
+                    }
+                    leaves.push(id);
+                }
+                Node::Inner(inner) => {
+                    let keys: Vec<&Vec<u8>> = inner.keys.iter().collect();
+                    if inner.children.len() != keys.len() + 1 {
+                        return Err(self.broken(format!(
+                            "inner node {id} has {} children for {} separators",
+                            inner.children.len(),
+                            keys.len()
+                        )));
+                    }
+                    for (j, &child) in inner.children.iter().enumerate().rev() {
+                        let low = if j == 0 { lower.clone() } else { Some(keys[j - 1].clone()) };
+                        let high = keys.get(j).map_or_else(|| upper.clone(), |k| Some((*k).clone()));
+                        stack.push((child, depth + 1, low, high));
+                    }
+                }
+            }
+            if matches!(slot.node, Node::Leaf(_)) {
+                f(&mut slot)?;
+            }
+        }
+        Ok(leaves)
     }
 }
