@@ -167,7 +167,7 @@ impl Header {
         if header.records_start < table_end {
             return Err(bad("the records overlap the bucket array"));
         }
-        if header.records_start % (1u64 << header.align_pow) != 0 {
+        if !header.records_start.is_multiple_of(1u64 << header.align_pow) {
             return Err(bad(&format!(
                 "the records start at offset {}, not a multiple of their alignment {}",
                 header.records_start,

@@ -10,6 +10,10 @@ use super::MAX_DEPTH;
 use crate::dbm::tree_node::{Inner, Node, Probe, INNER_BASE};
 use crate::error::Result;
 
+/// A node still to check: its id, depth, and the bounds its parents route
+/// to it (at or above the first, below the second).
+type Pending = (u64, usize, Option<Vec<u8>>, Option<Vec<u8>>);
+
 impl Tree {
     fn child_index(&self, inner: &Inner, key: &[u8]) -> usize {
         inner.keys.child_index(&Probe::new(key, self.cmp))
@@ -101,7 +105,7 @@ impl Tree {
         let nodes = meta.next_leaf + meta.next_inner.saturating_sub(INNER_BASE);
         // Children are pushed last first, so the leaves come off in order;
         // each carries the bounds its parents route to it.
-        let mut stack: Vec<(u64, usize, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(meta.root, 1, None, None)];
+        let mut stack: Vec<Pending> = vec![(meta.root, 1, None, None)];
         let (mut leaves, mut visited) = (Vec::new(), 0u64);
         while let Some((id, depth, lower, upper)) = stack.pop() {
             visited += 1;
