@@ -145,6 +145,33 @@ pub(crate) fn head(key: &[u8]) -> u64 {
     }
 }
 
+/// The head of `key`, the next key of a node, if it rises strictly past
+/// `last` (the previous one, with its head) in `order`'s order; `key`
+/// becomes `last`. Without `order`, any key follows.
+// Always inlined: a load calls it for every key, and a call costs more
+// than the comparison.
+#[inline(always)]
+fn next_key<'a>(
+    order: Option<KeyComparator>,
+    last: &mut Option<(u64, &'a [u8])>,
+    key: &'a [u8],
+) -> std::result::Result<u64, &'static str> {
+    let head = head(key);
+    if let (Some(cmp), Some((last_head, last_key))) = (order, *last) {
+        let rises = match cmp {
+            // Heads differ in almost every pair: one comparison of integers.
+            KeyComparator::Lexical => last_head < head || (last_head == head && last_key < key),
+            KeyComparator::LexicalReverse => last_head > head || (last_head == head && last_key > key),
+            cmp => cmp.compare(last_key, key) == std::cmp::Ordering::Less,
+        };
+        if !rises {
+            return Err("its keys are out of order");
+        }
+    }
+    *last = Some((head, key));
+    Ok(head)
+}
+
 /// A key sought, ready to be compared with stored keys and their heads.
 pub(crate) struct Probe<'k> {
     key: &'k [u8],
@@ -482,14 +509,27 @@ impl Node {
     }
 
     /// Parses node `id`'s bytes; `path` names the file in errors.
-    pub(crate) fn decode(id: u64, bytes: &[u8], path: &std::path::Path) -> Result<Node> {
-        Node::parse(id, bytes).map_err(|why| {
+    /// With `order`, a leaf whose keys, or an inner node whose separators,
+    /// do not rise strictly in it is broken: a search in it would find one
+    /// copy of a key and miss another, so a get could answer a value a
+    /// remove had just removed. Checked here, where every key passes anyway,
+    /// with the heads first, so that a load costs a comparison of integers
+    /// per key in byte order.
+    pub(crate) fn decode(
+        id: u64,
+        bytes: &[u8],
+        path: &std::path::Path,
+        order: Option<KeyComparator>,
+    ) -> Result<Node> {
+        Node::parse(id, bytes, order).map_err(|why| {
             Error::new(ErrorKind::BrokenData, format!("node {id} of {} is broken: {why}", path.display()))
         })
     }
 
-    fn parse(id: u64, bytes: &[u8]) -> std::result::Result<Node, &'static str> {
+    fn parse(id: u64, bytes: &[u8], order: Option<KeyComparator>) -> std::result::Result<Node, &'static str> {
         let mut r = Reader::new(bytes);
+        // The previous key, with its head.
+        let mut last: Option<(u64, &[u8])> = None;
         let node = match r.byte()? {
             0 if id < INNER_BASE => {
                 let prev = r.varint()?;
@@ -506,7 +546,7 @@ impl Node {
                     starts.push((r.position() - base) as u32);
                     let klen = r.varint()?;
                     let vlen = r.varint()?;
-                    heads.push(head(r.bytes(klen)?));
+                    heads.push(next_key(order, &mut last, r.bytes(klen)?)?);
                     r.bytes(vlen)?;
                 }
                 Node::Leaf(Leaf { data: data.to_vec(), starts, heads, prev, next })
@@ -521,7 +561,9 @@ impl Node {
                 children.push(r.varint()?);
                 for _ in 1..n {
                     let klen = r.varint()?;
-                    keys.push(r.bytes(klen)?.to_vec());
+                    let key = r.bytes(klen)?;
+                    next_key(order, &mut last, key)?;
+                    keys.push(key.to_vec());
                     children.push(r.varint()?);
                 }
                 Node::Inner(Inner { keys: Separators::of(keys), children })
@@ -539,6 +581,38 @@ impl Node {
 mod tests {
     use super::*;
 
+    /// A leaf holding a key twice, or keys out of order, and an inner node
+    /// whose separators fall, are broken when loaded in an order (a search
+    /// would find one copy and miss the other); without one (a salvage that
+    /// sets every record again) they decode.
+    #[test]
+    fn keys_out_of_order_are_broken_in_every_order() {
+        let path = std::path::Path::new("t.kt");
+        let keys: [&[u8]; 3] = [b"apple-pie-1", b"apple-pie-1", b"banana"];
+        let twice = Node::Leaf(Leaf::of(keys.iter().map(|k| (*k, &b"v"[..])), 0, 0));
+        let falling = Node::Leaf(Leaf::of([(&b"b"[..], &b"1"[..]), (&b"a"[..], &b"2"[..])], 0, 0));
+        let inner = Node::Inner(Inner {
+            keys: Separators::of(vec![b"m".to_vec(), b"c".to_vec()]),
+            children: vec![1, 2, 3],
+        });
+        for (id, node) in [(5, &twice), (6, &falling), (INNER_BASE + 1, &inner)] {
+            let mut bytes = Vec::new();
+            node.encode(&mut bytes);
+            assert!(Node::decode(id, &bytes, path, None).is_ok());
+            for cmp in [KeyComparator::Lexical, KeyComparator::Decimal] {
+                let err = Node::decode(id, &bytes, path, Some(cmp)).expect_err("decoded out of order");
+                assert_eq!(err.kind(), ErrorKind::BrokenData, "{err}");
+                assert!(err.to_string().contains("out of order"), "{err}");
+            }
+        }
+        // The same keys rising decode in their order.
+        let rising = Node::Leaf(Leaf::of([(&b"a"[..], &b"1"[..]), (&b"b"[..], &b"2"[..])], 0, 0));
+        let mut bytes = Vec::new();
+        rising.encode(&mut bytes);
+        assert!(Node::decode(7, &bytes, path, Some(KeyComparator::Lexical)).is_ok());
+        assert!(Node::decode(7, &bytes, path, Some(KeyComparator::LexicalReverse)).is_err());
+    }
+
     #[test]
     fn nodes_round_trip_and_damage_is_an_error() {
         let big = [0u8; 300];
@@ -551,18 +625,18 @@ mod tests {
         for (id, node) in [(5, &leaf), (INNER_BASE + 1, &inner)] {
             let mut bytes = Vec::new();
             node.encode(&mut bytes);
-            let back = Node::decode(id, &bytes, path).unwrap();
+            let back = Node::decode(id, &bytes, path, None).unwrap();
             let mut again = Vec::new();
             back.encode(&mut again);
             assert_eq!(bytes, again);
             for cut in 0..bytes.len() {
-                let err = Node::decode(id, &bytes[..cut], path).unwrap_err();
+                let err = Node::decode(id, &bytes[..cut], path, None).unwrap_err();
                 assert_eq!(err.kind(), ErrorKind::BrokenData, "{err}");
             }
         }
         let mut bytes = Vec::new();
         leaf.encode(&mut bytes);
-        assert!(Node::decode(INNER_BASE + 1, &bytes, path).is_err());
+        assert!(Node::decode(INNER_BASE + 1, &bytes, path, None).is_err());
     }
 
     #[derive(Debug, Clone)]
@@ -630,7 +704,7 @@ mod tests {
             }
             let mut bytes = Vec::new();
             Node::Leaf(leaf).encode(&mut bytes);
-            let Ok(Node::Leaf(back)) = Node::decode(1, &bytes, std::path::Path::new("t.kt")) else { panic!("decode") };
+            let Ok(Node::Leaf(back)) = Node::decode(1, &bytes, std::path::Path::new("t.kt"), None) else { panic!("decode") };
             let got: Vec<(Vec<u8>, Vec<u8>)> = back.records().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(got, model);
             assert_heads_hold(&back);

@@ -97,43 +97,13 @@ impl Tree {
         }
         let path = self.store.path().unwrap_or(Path::new(""));
         let node = self
-            .read_page(&node_key(id), |page| Node::decode(id, page, path))?
+            .read_page(&node_key(id), |page| Node::decode(id, page, path, Some(self.cmp)))?
             .ok_or_else(|| self.broken(format!("node {id} is missing")))?
             .inspect_err(|_| self.healthy.store(false, Ordering::Release))?;
-        self.check_order(id, &node)?;
         let cell = self.cache.cell(node, false);
         shard.put(id, cell.clone());
         self.evict(&mut shard)?;
         Ok(cell)
-    }
-
-    /// Refuses a node whose keys (a leaf's) or separators (an inner node's)
-    /// do not rise strictly, or an inner node without one child more than
-    /// separators: a search in it would find one copy of a key and miss
-    /// another, so a get could answer a value a remove had just removed.
-    /// Checked at every load, as decoding already walks every record.
-    fn check_order(&self, id: u64, node: &Node) -> Result<()> {
-        let whole = match node {
-            Node::Leaf(leaf) => self.rising(leaf.records().map(|(k, _)| k)),
-            Node::Inner(inner) => {
-                inner.children.len() == inner.keys.len() + 1
-                    && self.rising(inner.keys.iter().map(Vec::as_slice))
-            }
-        };
-        if whole {
-            return Ok(());
-        }
-        Err(self.broken(format!("the keys of node {id} are out of order")))
-    }
-
-    /// Whether `keys` rise strictly in the tree's order.
-    fn rising<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) -> bool {
-        let mut last: Option<&[u8]> = None;
-        keys.into_iter().all(|key| {
-            let ok = last.is_none_or(|last| self.cmp.compare(last, key) == std::cmp::Ordering::Less);
-            last = Some(key);
-            ok
-        })
     }
 
     /// Puts a new node in the cache. It evicts nothing, and so cannot fail:

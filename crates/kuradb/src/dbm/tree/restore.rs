@@ -113,7 +113,8 @@ fn salvage(path: &Path, options: &TreeOptions) -> Result<u64> {
     let walked = store.process_each(false, &mut |key, page| {
         let id = <[u8; 8]>::try_from(key).map_or(0, u64::from_be_bytes);
         if written.is_ok() && id != 0 && id < INNER_BASE {
-            if let Ok(Node::Leaf(leaf)) = Node::decode(id, page, path) {
+            // Any order: each record is set again.
+            if let Ok(Node::Leaf(leaf)) = Node::decode(id, page, path, None) {
                 written = leaf.records().try_for_each(|(k, v)| copy.set(k, v, true));
             }
         }
