@@ -133,7 +133,9 @@ pub struct HashDbm {
 impl HashDbm {
     /// Opens or creates the database at `path`. The tuning parameters of
     /// `options` apply to a new file; an existing one keeps its own. A file not
-    /// closed cleanly is restored first if `options.restore` allows.
+    /// closed cleanly is restored first if `options.restore` allows; so is,
+    /// for a writer, a file whose records end inside an alignment unit (cut
+    /// or damaged), where an appended record could not be addressed.
     pub fn open(path: impl AsRef<Path>, writable: bool, options: &HashOptions) -> Result<HashDbm> {
         let path = path.as_ref().to_path_buf();
         HashDbm::open_kind(path, writable, options, Kind::Hash)

@@ -14,7 +14,8 @@ pub enum UpdateMode {
     Appending,
 }
 
-/// What opening does with a file that was not closed cleanly.
+/// What opening for writing does with a file that was not closed cleanly
+/// (or whose records end inside an alignment unit: cut or damaged).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestoreMode {
     /// Rebuild the index from the records on disk before use.
