@@ -66,8 +66,11 @@ fn keys_of(keys: &Bound<'_, PyAny>) -> PyResult<(Vec<PyObject>, Vec<Vec<u8>>)> {
     Ok((objects.into_iter().map(Bound::unbind).collect(), bytes))
 }
 
+/// A key and its value or absence.
+type OptPair = (Vec<u8>, Option<Vec<u8>>);
+
 /// Pairs of key and optional value: a mapping or an iterable of pairs.
-fn opt_pairs_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+fn opt_pairs_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<OptPair>> {
     let items = if records.hasattr("items")? { records.call_method0("items")? } else { records.clone() };
     let mut pairs = Vec::new();
     for pair in items.try_iter()? {
