@@ -232,6 +232,32 @@ fn drop_drains_every_queued_operation() {
 }
 
 #[test]
+fn every_closer_returns_only_once_drained() {
+    let db = memory();
+    let adb = Arc::new(AsyncDbm::new(Arc::clone(&db), 1).unwrap());
+    let (open, held) = hold_worker(&*adb);
+    let sets: Arc<Vec<_>> = Arc::new((0..300).map(|i| adb.set(format!("k{i}"), "v", true)).collect());
+    let closers: Vec<_> = (0..3)
+        .map(|_| {
+            let (adb, sets) = (Arc::clone(&adb), Arc::clone(&sets));
+            thread::spawn(move || {
+                adb.close();
+                assert!(sets.iter().all(DbmFuture::is_ready), "a close returned before the queue drained");
+            })
+        })
+        .collect();
+    // Time for the closers to reach their wait; it only makes the check
+    // sharper, the test passes however late they come.
+    thread::sleep(Duration::from_millis(50));
+    open.send(()).unwrap();
+    for closer in closers {
+        closer.join().unwrap();
+    }
+    held.wait().unwrap();
+    assert_eq!(db.count().unwrap(), 300);
+}
+
+#[test]
 fn operations_after_close_fail_at_once() {
     let db = memory();
     let adb = AsyncDbm::new(Arc::clone(&db), 2).unwrap();

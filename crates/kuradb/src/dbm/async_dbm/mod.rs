@@ -98,11 +98,11 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
     }
 
     /// Refuses new operations, waits until every queued one has run and
-    /// completed its future, and stops the workers. Closing again does
-    /// nothing. Called from a worker (inside [`AsyncDbm::execute`]), it
-    /// cannot wait for that worker's own operation, which is running: it
-    /// waits for the other workers, and the calling one stops once the
-    /// queue is empty.
+    /// completed its future, and stops the workers. Closing again (from any
+    /// thread, even while a first close waits) returns once drained too.
+    /// Called from a worker (inside [`AsyncDbm::execute`]), it cannot wait
+    /// for its own operation, which is running: it only refuses new
+    /// operations, and the workers stop once the queue is empty.
     pub fn close(&self) {
         self.pool.close();
     }

@@ -22,7 +22,10 @@ pub(crate) type Job<D> = Box<dyn FnOnce(&D) + Send>;
 pub(crate) struct Pool<D: ?Sized + Send + Sync + 'static> {
     /// The queue's sending end; `None` once closed.
     sender: RwLock<Option<Sender<Job<D>>>>,
+    /// The workers, until a close has joined them.
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// The workers' thread ids, to know a close called by a job.
+    worker_ids: Vec<ThreadId>,
 }
 
 impl<D: ?Sized + Send + Sync + 'static> Pool<D> {
@@ -35,17 +38,20 @@ impl<D: ?Sized + Send + Sync + 'static> Pool<D> {
             ));
         }
         let (sender, receiver) = crossbeam_channel::unbounded::<Job<D>>();
-        let pool =
-            Pool { sender: RwLock::new(Some(sender)), workers: Mutex::new(Vec::with_capacity(num_workers)) };
+        let mut workers = Vec::with_capacity(num_workers);
         for i in 0..num_workers {
             let (db, receiver) = (Arc::clone(&db), receiver.clone());
             let spawned = thread::Builder::new()
                 .name(format!("kuradb-async-{i}"))
                 .spawn(move || serve(&*db, &receiver));
             match spawned {
-                Ok(handle) => pool.workers.lock().push(handle),
+                Ok(handle) => workers.push(handle),
                 Err(e) => {
-                    pool.close();
+                    // Without a sender the started workers find the queue closed and stop.
+                    drop(sender);
+                    for handle in workers {
+                        let _ = handle.join();
+                    }
                     return Err(Error::new(
                         ErrorKind::System,
                         format!("starting worker thread {i} of an AsyncDbm: {e}"),
@@ -53,7 +59,8 @@ impl<D: ?Sized + Send + Sync + 'static> Pool<D> {
                 }
             }
         }
-        Ok(pool)
+        let worker_ids = workers.iter().map(|h| h.thread().id()).collect();
+        Ok(Pool { sender: RwLock::new(Some(sender)), workers: Mutex::new(workers), worker_ids })
     }
 
     /// Queues `job`; answers it back if the pool is closed.
@@ -67,18 +74,21 @@ impl<D: ?Sized + Send + Sync + 'static> Pool<D> {
     }
 
     /// Refuses new jobs, waits until every queued one has run, and stops the
-    /// workers. Called from one of the workers (by a job), it cannot wait for
-    /// that worker, which stops on its own once the queue is empty.
+    /// workers; a second closer waits as long as the first. Called from one
+    /// of the workers (by a job), it cannot wait for that worker, nor for the
+    /// others while a closer may be waiting for it: it only refuses new jobs,
+    /// and the workers stop once the queue is empty.
     pub(crate) fn close(&self) {
         // The write lock waits for submissions under way; afterwards none begins.
         drop(self.sender.write().take());
-        let workers = std::mem::take(&mut *self.workers.lock());
-        let me: ThreadId = thread::current().id();
-        for handle in workers {
-            if handle.thread().id() != me {
-                // A worker catches every job's panic, so it ends normally.
-                let _ = handle.join();
-            }
+        if self.worker_ids.contains(&thread::current().id()) {
+            return;
+        }
+        // Held while joining, so that every closer returns only once drained.
+        let mut workers = self.workers.lock();
+        for handle in workers.drain(..) {
+            // A worker catches every job's panic, so it ends normally.
+            let _ = handle.join();
         }
     }
 
