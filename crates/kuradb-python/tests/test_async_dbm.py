@@ -163,3 +163,27 @@ def test_zero_workers_is_refused(db):
     with pytest.raises(kuradb.InvalidArgumentError, match="worker"):
         kuradb.AsyncDBM(db, 0)
     db.close()  # the refused AsyncDBM does not hold it
+
+
+def test_dropping_drains_and_frees_the_dbm(db):
+    adb = kuradb.AsyncDBM(db, 1)
+    futures = [adb.set(f"k{i}", "v") for i in range(200)]
+    del adb  # collected at once: drains with the GIL released
+    assert all(f.done() for f in futures)
+    assert [f.get() for f in futures] == [None] * 200
+    assert len(db) == 200
+    db.close()
+
+
+def test_a_coroutine_awaiting_while_another_thread_blocks_on_the_same_future(db):
+    async def main():
+        with kuradb.AsyncDBM(db, 1) as adb:
+            future = adb.increment("n", 1)
+            results = []
+            blocker = threading.Thread(target=lambda: results.append(future.get()))
+            blocker.start()
+            assert await future == 1
+            blocker.join()
+            assert results == [1]
+
+    asyncio.run(main())
