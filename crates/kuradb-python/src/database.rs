@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -48,6 +49,8 @@ pub struct Database {
     db: RwLock<Option<Arc<AnyDbm>>>,
     /// Every cursor made since opening, emptied on close.
     cursors: Mutex<Vec<Weak<Slot>>>,
+    /// How many open `AsyncDBM`s share the database; `close` refuses while any do.
+    async_users: AtomicUsize,
 }
 
 impl Database {
@@ -70,10 +73,25 @@ impl Database {
     }
 
     /// Runs `f` on the open database, keeping the GIL.
-    fn with<R>(&self, f: impl FnOnce(&AnyDbm) -> Result<R>) -> Result<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&AnyDbm) -> Result<R>) -> Result<R> {
         self.check_not_in_callback()?;
         let guard = self.db.read_recursive();
         f(guard.as_deref().ok_or_else(not_open)?)
+    }
+
+    /// The open database for an `AsyncDBM`'s workers, counted so `close`
+    /// refuses until [`Database::unshare`] says the `AsyncDBM` is done.
+    pub(crate) fn share(&self) -> Result<Arc<AnyDbm>> {
+        self.check_not_in_callback()?;
+        let guard = self.db.read_recursive();
+        let db = guard.as_ref().ok_or_else(not_open)?;
+        self.async_users.fetch_add(1, Ordering::SeqCst);
+        Ok(Arc::clone(db))
+    }
+
+    /// Ends one [`Database::share`].
+    pub(crate) fn unshare(&self) {
+        self.async_users.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// A new cursor's slot, registered so `close` can empty it.
@@ -149,7 +167,11 @@ impl Database {
         writable: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Database> {
-        let db = Database { db: RwLock::new(None), cursors: Mutex::new(Vec::new()) };
+        let db = Database {
+            db: RwLock::new(None),
+            cursors: Mutex::new(Vec::new()),
+            async_users: AtomicUsize::new(0),
+        };
         if let Some(path) = path {
             db.open(py, path, writable, params)?;
         }
@@ -211,7 +233,16 @@ impl Database {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.check_not_in_callback().map_err(to_py)?;
         py.allow_threads(|| {
-            let Some(db) = self.db.write().take() else { return Ok(()) };
+            let mut guard = self.db.write();
+            // `share` counts under the read lock, so the count is settled here.
+            if guard.is_some() && self.async_users.load(Ordering::SeqCst) > 0 {
+                return Err(kuradb::Error::new(
+                    ErrorKind::Infeasible,
+                    "the database is in use by an open AsyncDBM: close the AsyncDBM first",
+                ));
+            }
+            let Some(db) = guard.take() else { return Ok(()) };
+            drop(guard);
             for slot in self.cursors.lock().drain(..) {
                 if let Some(slot) = slot.upgrade() {
                     slot.lock().take();
@@ -717,7 +748,7 @@ impl Database {
 }
 
 /// The pairs of a mapping, an iterable of pairs and keyword arguments.
-fn pairs_of(
+pub(crate) fn pairs_of(
     records: Option<&Bound<'_, PyAny>>,
     kwargs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {

@@ -3,21 +3,26 @@
 //!
 //! It maps the Rust API one to one ([`database`]: `kuradb.DBM` over a
 //! `PolyDbm`; [`cursor`]: its iterators; [`error`]: one exception per error
-//! kind) and adds only what Python idiom needs (the dict protocol, str keys,
+//! kind; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
+//! [`future`]s that asyncio awaits) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
 
 #![deny(unsafe_code)]
 
+mod async_dbm;
 mod convert;
 mod cursor;
 mod database;
 mod error;
+mod future;
 
 use pyo3::prelude::*;
 
 #[pymodule]
 fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
+    m.add_class::<async_dbm::AsyncDatabase>()?;
+    m.add_class::<future::PyFuture>()?;
     m.add_class::<cursor::PyCursor>()?;
     m.add_class::<cursor::RecordIterator>()?;
     error::register(m)?;

@@ -13,7 +13,8 @@
 //!   and [`dbm::std_map`]; [`dbm::class`] is the one list of them (names,
 //!   extensions, file heads, parameters), [`dbm::poly`] opens any of them
 //!   from a path and parameters, [`dbm::shard`] spreads one over several
-//!   files, and [`dbm::any`] opens whichever a path names.
+//!   files, [`dbm::any`] opens whichever a path names, and
+//!   [`dbm::async_dbm`] puts any of them behind worker threads.
 //! - [`error`]: the one error type, [`Error`], with an [`ErrorKind`].
 //!
 //! The main types are re-exported here: `kuradb::{HashDbm, TreeDbm, SkipDbm,
@@ -42,6 +43,7 @@ pub mod file;
 mod sys;
 
 pub use dbm::any::AnyDbm;
+pub use dbm::async_dbm::{AsyncDbm, DbmFuture};
 pub use dbm::baby::{BabyDbm, BabyOptions};
 pub use dbm::cache::{CacheDbm, CacheOptions};
 pub use dbm::class::DbmClass;

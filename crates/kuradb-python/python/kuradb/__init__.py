@@ -2,7 +2,8 @@
 
 ``kuradb.DBM`` opens a database of any class (hash, tree, skip, …) from a path
 and keyword parameters; it answers the dict protocol and releases the GIL while
-it works. ``kuradb.dbm`` is the standard library's dbm interface and
+it works. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
+its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
 
     >>> import kuradb
@@ -14,6 +15,8 @@ it works. ``kuradb.dbm`` is the standard library's dbm interface and
 
 from ._kuradb import (
     DBM,
+    AsyncDBM,
+    Future,
     BrokenDataError,
     CanceledError,
     DuplicationError,
@@ -31,6 +34,8 @@ from ._kuradb import (
 
 __all__ = [
     "DBM",
+    "AsyncDBM",
+    "Future",
     "Iterator",
     "RecordIterator",
     "Error",

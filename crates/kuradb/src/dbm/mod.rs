@@ -8,6 +8,7 @@
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
 pub mod any;
+pub mod async_dbm;
 pub mod baby;
 pub mod cache;
 pub mod class;

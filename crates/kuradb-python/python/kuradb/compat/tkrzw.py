@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional,
 
 from .. import _kuradb
 
-__all__ = ["Status", "StatusException", "DBM", "Iterator"]
+__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future"]
 
 Data = Union[bytes, str]
 _IGNORED_PARAMS = ("concurrent", "num_shards")
@@ -216,12 +216,15 @@ class DBM:
 
     def Close(self) -> Status:
         db = self._open
-        self._db = None
         try:
             db.close()
             return Status()
         except _kuradb.Error as e:
             return _status_of(e)
+        finally:
+            # A close refused (an AsyncDBM still uses the database) leaves it open.
+            if not db.is_open():
+                self._db = None
 
     def Process(self, key: Data, func: Callable[[bytes, Optional[bytes]], Any], writable: bool) -> Status:
         """Calls func(key, value or None) under the record's lock: it returns
@@ -463,3 +466,7 @@ class Iterator:
     def __str__(self) -> str:
         key = self._cursor.get_key()
         return "(unlocated)" if key is None else key.decode("utf-8", "replace")
+
+
+# Last: the asynchronous adapter is written on top of the names above.
+from ._tkrzw_async import AsyncDBM, Future  # noqa: E402

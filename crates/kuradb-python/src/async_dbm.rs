@@ -1,0 +1,303 @@
+//! `kuradb.AsyncDBM`: a `kuradb.DBM` behind a pool of worker threads
+//! ([`kuradb::AsyncDbm`]), its methods answering `kuradb.Future`s.
+//!
+//! A method converts its arguments with the GIL, queues the operation and
+//! returns at once; the worker runs it without the GIL. The `AsyncDBM`
+//! shares the `DBM`'s database, so the `DBM` refuses to close while an
+//! `AsyncDBM` on it is open.
+
+use std::path::PathBuf;
+
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
+use kuradb::{AsyncDbm, ErrorKind};
+
+use crate::convert::{bytes_of, opt_bytes_of, params_of};
+use crate::database::{pairs_of, Database};
+use crate::error::to_py;
+use crate::future::{PyFuture, Shape};
+
+/// A database behind a pool of worker threads; every method queues its
+/// operation and returns a kuradb.Future to await (or to block on with get()).
+#[pyclass(name = "AsyncDBM", module = "kuradb", frozen)]
+pub struct AsyncDatabase {
+    database: Py<Database>,
+    /// The workers; `None` once closed.
+    adb: RwLock<Option<AsyncDbm<AnyDbm>>>,
+}
+
+impl AsyncDatabase {
+    /// Queues `op` on the workers, or fails at once if closed.
+    fn queue<T>(
+        &self,
+        shape: Shape,
+        op: impl FnOnce(&AsyncDbm<AnyDbm>) -> kuradb::DbmFuture<T>,
+    ) -> PyResult<PyFuture>
+    where
+        T: Into<crate::future::Answer> + Send + 'static,
+    {
+        let guard = self.adb.read();
+        let adb = guard.as_ref().ok_or_else(|| {
+            to_py(kuradb::Error::new(
+                ErrorKind::Infeasible,
+                "the AsyncDBM is closed: it takes no more operations",
+            ))
+        })?;
+        Ok(PyFuture::new(op(adb), shape))
+    }
+
+    /// Drains and stops the workers with the GIL released, then lets the DBM close.
+    fn shut(&self, py: Python<'_>) {
+        let Some(adb) = self.adb.write().take() else { return };
+        py.allow_threads(|| adb.close());
+        self.database.get().unshare();
+    }
+}
+
+/// Owned keys of a Python iterable, with the key objects as given.
+fn keys_of(keys: &Bound<'_, PyAny>) -> PyResult<(Vec<PyObject>, Vec<Vec<u8>>)> {
+    let objects: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+    let bytes =
+        objects.iter().map(|k| bytes_of(k, "key").map(|b| b.into_owned())).collect::<PyResult<_>>()?;
+    Ok((objects.into_iter().map(Bound::unbind).collect(), bytes))
+}
+
+/// A key and its value or absence.
+type OptPair = (Vec<u8>, Option<Vec<u8>>);
+
+/// Pairs of key and optional value: a mapping or an iterable of pairs.
+fn opt_pairs_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<OptPair>> {
+    let items = if records.hasattr("items")? { records.call_method0("items")? } else { records.clone() };
+    let mut pairs = Vec::new();
+    for pair in items.try_iter()? {
+        let (key, value): (Bound<'_, PyAny>, Option<Bound<'_, PyAny>>) = pair?.extract()?;
+        pairs.push((
+            bytes_of(&key, "key")?.into_owned(),
+            opt_bytes_of(&value, "value")?.map(|v| v.into_owned()),
+        ));
+    }
+    Ok(pairs)
+}
+
+#[pymethods]
+impl AsyncDatabase {
+    /// Puts the open database `db` behind `num_workers` worker threads.
+    #[new]
+    fn new(py: Python<'_>, db: Py<Database>, num_workers: usize) -> PyResult<AsyncDatabase> {
+        let shared = db.get().share().map_err(to_py)?;
+        match py.allow_threads(|| AsyncDbm::new(shared, num_workers)) {
+            Ok(adb) => Ok(AsyncDatabase { database: db, adb: RwLock::new(Some(adb)) }),
+            Err(e) => {
+                db.get().unshare();
+                Err(to_py(e))
+            }
+        }
+    }
+
+    /// Waits until every queued operation has run (their futures complete),
+    /// then stops the workers; later calls raise InfeasibleError. The DBM
+    /// stays open. Closing again does nothing.
+    fn close(&self, py: Python<'_>) {
+        self.shut(py);
+    }
+
+    /// Whether close() has been called.
+    fn is_closed(&self) -> bool {
+        self.adb.read().is_none()
+    }
+
+    /// The value of `key` as bytes, or None.
+    fn get(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        self.queue(Shape::Plain, |adb| adb.get(&key))
+    }
+
+    /// The value of `key` as str (decoded from UTF-8), or None.
+    fn get_str(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        self.queue(Shape::Str, |adb| adb.get(&key))
+    }
+
+    /// The values of `keys` that exist, as a dict from each key as given.
+    fn get_multi(&self, keys: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let (objects, keys) = keys_of(keys)?;
+        self.queue(Shape::Dict(objects), |adb| adb.get_multi(&keys))
+    }
+
+    /// Whether `key` has a record.
+    fn contains(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        self.queue(Shape::Plain, |adb| adb.contains(&key))
+    }
+
+    /// Stores `value` under `key`; with overwrite=False an existing key
+    /// makes the future raise DuplicationError.
+    #[pyo3(signature = (key, value, overwrite = true))]
+    fn set(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, overwrite: bool) -> PyResult<PyFuture> {
+        let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        self.queue(Shape::Plain, |adb| adb.set(&key, &value, overwrite))
+    }
+
+    /// Stores every record of `records` (a mapping, or pairs) and of the
+    /// keyword arguments, atomically.
+    #[pyo3(signature = (records = None, overwrite = true, **kwargs))]
+    fn set_multi(
+        &self,
+        records: Option<&Bound<'_, PyAny>>,
+        overwrite: bool,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyFuture> {
+        let pairs = pairs_of(records, kwargs)?;
+        self.queue(Shape::Plain, |adb| adb.set_multi(&pairs, overwrite))
+    }
+
+    /// Removes `key`; the result is whether it existed.
+    fn remove(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        self.queue(Shape::Plain, |adb| adb.remove(&key))
+    }
+
+    /// Removes the records of `keys` atomically; the result is how many existed.
+    fn remove_multi(&self, keys: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let (_, keys) = keys_of(keys)?;
+        self.queue(Shape::Plain, |adb| adb.remove_multi(&keys))
+    }
+
+    /// Appends `value` to the value of `key`, after `delim` if it existed.
+    #[pyo3(signature = (key, value, delim = None))]
+    fn append(
+        &self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        delim: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<PyFuture> {
+        let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
+        let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default();
+        self.queue(Shape::Plain, |adb| adb.append(&key, &value, &delim))
+    }
+
+    /// Appends every record's value as append() does, all atomically.
+    #[pyo3(signature = (records = None, delim = None, **kwargs))]
+    fn append_multi(
+        &self,
+        records: Option<&Bound<'_, PyAny>>,
+        delim: Option<Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyFuture> {
+        let pairs = pairs_of(records, kwargs)?;
+        let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default();
+        self.queue(Shape::Plain, |adb| adb.append_multi(&pairs, &delim))
+    }
+
+    /// Replaces the value of `key` with `desired` if it is `expected` now
+    /// (None: absent on either side); the result is whether it did.
+    #[pyo3(signature = (key, expected, desired))]
+    fn compare_exchange(
+        &self,
+        key: &Bound<'_, PyAny>,
+        expected: Option<Bound<'_, PyAny>>,
+        desired: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        let expected = opt_bytes_of(&expected, "expected")?;
+        let desired = opt_bytes_of(&desired, "desired")?;
+        self.queue(Shape::Plain, |adb| adb.compare_exchange(&key, expected, desired))
+    }
+
+    /// Adds `delta` to the number under `key` (from `initial` if absent);
+    /// the result is the new number. delta=None reads it unchanged.
+    #[pyo3(signature = (key, delta = Some(1), initial = 0))]
+    fn increment(&self, key: &Bound<'_, PyAny>, delta: Option<i64>, initial: i64) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?;
+        let delta = delta.unwrap_or(INCREMENT_UNCHANGED);
+        self.queue(Shape::Plain, |adb| adb.increment(&key, delta, initial))
+    }
+
+    /// If every (key, value) of `expected` holds (value None: absent),
+    /// applies every (key, value) of `desired` (None: remove), atomically;
+    /// each is a mapping or pairs. The result is whether it did.
+    fn compare_exchange_multi(
+        &self,
+        expected: &Bound<'_, PyAny>,
+        desired: &Bound<'_, PyAny>,
+    ) -> PyResult<PyFuture> {
+        let (expected, desired) = (opt_pairs_of(expected)?, opt_pairs_of(desired)?);
+        self.queue(Shape::Plain, |adb| adb.compare_exchange_multi(&expected, &desired))
+    }
+
+    /// Moves the record of `old_key` to `new_key` (copies it with copying=True).
+    #[pyo3(signature = (old_key, new_key, overwrite = true, copying = false))]
+    fn rekey(
+        &self,
+        old_key: &Bound<'_, PyAny>,
+        new_key: &Bound<'_, PyAny>,
+        overwrite: bool,
+        copying: bool,
+    ) -> PyResult<PyFuture> {
+        let (old_key, new_key) = (bytes_of(old_key, "old_key")?, bytes_of(new_key, "new_key")?);
+        self.queue(Shape::Plain, |adb| adb.rekey(&old_key, &new_key, overwrite, copying))
+    }
+
+    /// Removes every record.
+    fn clear(&self) -> PyResult<PyFuture> {
+        self.queue(Shape::Plain, |adb| adb.clear())
+    }
+
+    /// Rewrites the database compactly, with the tuning parameters given.
+    #[pyo3(signature = (**params))]
+    fn rebuild(&self, params: Option<&Bound<'_, PyDict>>) -> PyResult<PyFuture> {
+        let params = params_of(params)?;
+        self.queue(Shape::Plain, |adb| adb.rebuild(params))
+    }
+
+    /// Makes every change so far reach the OS, or with hard=True the device.
+    #[pyo3(signature = (hard = false))]
+    fn synchronize(&self, hard: bool) -> PyResult<PyFuture> {
+        self.queue(Shape::Plain, |adb| adb.synchronize(hard))
+    }
+
+    /// Writes a consistent copy of the database's file to `dest`.
+    #[pyo3(signature = (dest, hard = false))]
+    fn copy_file_data(&self, dest: PathBuf, hard: bool) -> PyResult<PyFuture> {
+        self.queue(Shape::Plain, |adb| adb.copy_file_data(dest, hard))
+    }
+
+    /// Copies every record into the open kuradb.DBM `dest`.
+    fn export(&self, dest: Py<Database>) -> PyResult<PyFuture> {
+        if dest.is(&self.database) {
+            return Err(pyo3::exceptions::PyValueError::new_err("a database cannot be exported to itself"));
+        }
+        self.queue(Shape::Plain, |adb| {
+            adb.execute(move |db: &AnyDbm| dest.get().with(|dest: &AnyDbm| Dbm::export(db, dest)))
+        })
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.shut(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<kuradb.AsyncDBM: {}>", if self.is_closed() { "closed" } else { "open" })
+    }
+}
+
+impl Drop for AsyncDatabase {
+    /// Drains like close(); the GIL is released meanwhile, since the
+    /// workers' wakers take it to reach awaiting coroutines.
+    fn drop(&mut self) {
+        if let Some(adb) = self.adb.get_mut().take() {
+            Python::with_gil(|py| py.allow_threads(|| adb.close()));
+            self.database.get().unshare();
+        }
+    }
+}
