@@ -274,7 +274,7 @@ fn batches_beside_a_writer_lose_nothing() {
                 }
             }
             writer.join().unwrap();
-            let mut last = vec![0u8; COUNT];
+            let mut last = [0u8; COUNT];
             for i in 0..WRITES {
                 last[(i * 37 % (COUNT / 2)) * 2] = (i % 250) as u8 + 1;
             }

@@ -138,7 +138,7 @@ mod tests {
     fn every_engine_reads_the_same_and_zero_fills_past_the_end() {
         let dir = tempfile::tempdir().unwrap();
         let file =
-            fs::File::options().read(true).write(true).create(true).open(dir.path().join("f")).unwrap();
+            fs::File::options().read(true).write(true).create_new(true).open(dir.path().join("f")).unwrap();
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
         file.write_all_at(&data, 0).unwrap();
         let spans = [(0u64, 100usize), (9_990, 20), (20_000, 5), (1, 0), (4096, 4096), (5, 100)];
