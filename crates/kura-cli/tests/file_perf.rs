@@ -267,3 +267,44 @@ fn bad_flags_are_usage_errors() {
     // A negative seed asks the OS for one, as in the reference.
     assert!(kura(&["sequence", "--iter", "50", "--random", "--random_seed", "-1"], &path).status.success());
 }
+
+#[test]
+fn batched_reads_check_every_record_and_find_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("batch.dat");
+    for order in [&[][..], &["--random"][..], &["--append"][..]] {
+        for kind in ["pos-para", "mmap-para"] {
+            let args =
+                [
+                    &[
+                        "sequence",
+                        "--file",
+                        kind,
+                        "--iter",
+                        "300",
+                        "--threads",
+                        "2",
+                        "--batch",
+                        "7",
+                        "--json",
+                    ][..],
+                    order,
+                ]
+                .concat();
+            let found = phases(&args, &path);
+            check_sequence_phases(&found, 300, 2);
+            assert_eq!(found[1]["batch"], 7, "{args:?}");
+        }
+    }
+    assert!(kura(&["sequence", "--iter", "100", "--write_only"], &path).status.success());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[4250] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let output =
+        kura(&["sequence", "--iter", "100", "--read_only", "--file", "pos-para", "--batch", "16"], &path);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("record 42 at offset 4200"), "{}", stderr(&output));
+    let output = kura(&["sequence", "--batch", "0"], &path);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--batch"), "{}", stderr(&output));
+}

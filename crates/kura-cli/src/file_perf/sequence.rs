@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use kuradb::file::{File, FileSpec, OpenOptions};
+use kuradb::file::{File, FileSpec, OpenOptions, ReadRequest};
 use kuradb::{Error, ErrorKind, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -38,6 +38,12 @@ pub struct SequenceArgs {
     /// Does only the read phase, on a file an earlier run wrote with the same flags.
     #[arg(long = "read_only")]
     read_only: bool,
+
+    /// Reads this many records per call in the read phase, with `File::read_many`
+    /// (1: one `File::read` per record).
+    #[arg(long = "batch", value_name = "NUM", default_value_t = 1,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
+    batch: usize,
 }
 
 /// How the workload picks the records it writes.
@@ -57,6 +63,8 @@ struct Plan<'a> {
     size: u64,
     records: u64,
     seed: u64,
+    /// Records per read call.
+    batch: usize,
 }
 
 /// Runs `kura file-perf sequence`.
@@ -74,6 +82,7 @@ pub fn run(args: &SequenceArgs) -> Result<()> {
         size: common.size as u64,
         records: common.records()?,
         seed: common.base_seed(),
+        batch: args.batch,
         spec,
     };
     if !args.read_only {
@@ -105,6 +114,7 @@ impl Plan<'_> {
             .json_field("threads", self.args.threads)
             .json_field("record_size", self.args.size)
             .json_field("file", self.spec.kind.name())
+            .json_field("batch", self.batch)
     }
 }
 
@@ -192,49 +202,71 @@ fn read_phase(plan: &Plan) -> Result<()> {
 
 fn read_records(file: &dyn File, plan: &Plan, id: usize, stop: &Stop, file_size: u64) -> Result<Tally> {
     let (iter, size) = (plan.args.iter, plan.args.size);
-    let mut buf = vec![0u8; size];
+    let batch = plan.batch.min(iter as usize).max(1);
+    let mut buf = vec![0u8; size * batch];
+    let mut offsets: Vec<u64> = Vec::with_capacity(batch);
     let mut tally = Tally::default();
     if plan.order == Order::Append {
         tally.ids.reserve_exact(iter as usize);
     }
     let mut picker = plan.picker(id);
     let mut progress = Progress::new(iter, id == 0);
-    for i in 0..iter {
+    let mut i = 0;
+    while i < iter {
         if stop.is_set() {
             return Ok(tally);
         }
-        let index = picker.next(i);
-        let offset = index * plan.size;
-        // A random record past the end was never written (another run's thread count
-        // or seed): there is nothing to read, as in the reference.
-        if plan.order == Order::Random && offset + plan.size > file_size {
-            progress.tick(i + 1);
-            continue;
+        offsets.clear();
+        let end = (i + batch as u64).min(iter);
+        for n in i..end {
+            let offset = picker.next(n) * plan.size;
+            // A random record past the end was never written (another run's thread count
+            // or seed): there is nothing to read, as in the reference.
+            if plan.order == Order::Random && offset + plan.size > file_size {
+                continue;
+            }
+            offsets.push(offset);
         }
-        file.read(offset, &mut buf)?;
-        let intact = match plan.order {
-            Order::Sequential => record::holds(&buf, index),
-            // The offsets replay the write phase's, so the record was written; zeros
-            // are fine too, for a --read_only run whose seed or threads differ.
-            Order::Random => record::holds(&buf, index) || record::is_zero(&buf),
-            Order::Append if size >= record::TAG_LEN => match record::identify(&buf) {
-                Some(record_id) if record_id < plan.records => {
-                    tally.ids.push(record_id);
-                    true
-                }
-                _ => false,
-            },
-            // Too short to carry an id: only check that something was written.
-            Order::Append => !record::is_zero(&buf),
-        };
-        if !intact {
-            tally.mismatches += 1;
-            tally.first_mismatch.get_or_insert(offset);
+        if batch == 1 {
+            if let Some(&offset) = offsets.first() {
+                file.read(offset, &mut buf)?;
+            }
+        } else {
+            let mut reads = ReadRequest::carve(&mut buf, offsets.iter().map(|&o| (o, size)))?;
+            file.read_many(&mut reads)?;
         }
-        progress.tick(i + 1);
+        for (k, &offset) in offsets.iter().enumerate() {
+            check_record(plan, &buf[k * size..(k + 1) * size], offset, &mut tally);
+        }
+        i = end;
+        progress.tick(i);
     }
     progress.finish();
     Ok(tally)
+}
+
+/// Checks one record read at `offset`, noting what it found in `tally`.
+fn check_record(plan: &Plan, buf: &[u8], offset: u64, tally: &mut Tally) {
+    let index = offset / plan.size;
+    let intact = match plan.order {
+        Order::Sequential => record::holds(buf, index),
+        // The offsets replay the write phase's, so the record was written; zeros
+        // are fine too, for a --read_only run whose seed or threads differ.
+        Order::Random => record::holds(buf, index) || record::is_zero(buf),
+        Order::Append if buf.len() >= record::TAG_LEN => match record::identify(buf) {
+            Some(record_id) if record_id < plan.records => {
+                tally.ids.push(record_id);
+                true
+            }
+            _ => false,
+        },
+        // Too short to carry an id: only check that something was written.
+        Order::Append => !record::is_zero(buf),
+    };
+    if !intact {
+        tally.mismatches += 1;
+        tally.first_mismatch.get_or_insert(offset);
+    }
 }
 
 /// Turns what the readers found into the phase's verdict.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::sys;
+use crate::sys::{self, BatchRead, Engine};
 
 /// A zeroed heap buffer whose start is aligned to `align` bytes.
 pub(crate) struct AlignedBuf {
@@ -71,6 +71,8 @@ pub(crate) struct Device {
     block_size: u64,
     align: usize,
     direct: bool,
+    /// How [`Device::read_many`] reaches the OS.
+    engine: Engine,
     edge_locks: Box<[Mutex<()>]>,
     /// Buffered writes to one file are serialised by the kernel anyway (the
     /// inode lock of ext4 and xfs); waiting for them here, spinning and
@@ -87,7 +89,7 @@ pub(crate) struct Device {
 
 impl Device {
     /// Wraps `file`; `block_size` is 1 or a power of two; `serialised` says the
-    /// owner never writes from two threads at once.
+    /// owner never writes from two threads at once; `engine` carries batches.
     pub(crate) fn new(
         file: fs::File,
         path: PathBuf,
@@ -95,6 +97,7 @@ impl Device {
         direct: bool,
         serialised: bool,
         len: u64,
+        engine: Engine,
     ) -> Device {
         let align = (block_size as usize).max(4096);
         let stripes = if block_size > 1 { EDGE_LOCK_STRIPES } else { 0 };
@@ -104,6 +107,7 @@ impl Device {
             block_size,
             align,
             direct,
+            engine,
             edge_locks: (0..stripes).map(|_| Mutex::new(())).collect(),
             write_gate: (!direct && !serialised).then(|| spin::mutex::Mutex::new(())),
             extent: AtomicU64::new(len),
@@ -180,6 +184,55 @@ impl Device {
             self.read_blocks(start, block)?;
             let skip = (offset - start) as usize;
             buf.copy_from_slice(&block[skip..skip + buf.len()]);
+            Ok(())
+        })
+    }
+
+    /// Reads every range of `reads` (any offsets and lengths) in one batch of
+    /// the device's engine; bytes past the end of the file read as zeros. A
+    /// range the OS cannot take as it is (unaligned, with block I/O) is read
+    /// as the whole blocks covering it, into an aligned buffer, and copied out.
+    pub(crate) fn read_many(&self, reads: &mut [BatchRead<'_>]) -> Result<()> {
+        let covers: Vec<Option<(u64, u64)>> = reads
+            .iter()
+            .map(|r| {
+                let direct = r.buf.is_empty()
+                    || self.block_size == 1
+                    || self.is_aligned(r.offset, r.buf.len(), r.buf.as_ptr());
+                (!direct).then(|| self.cover(r.offset, r.buf.len()))
+            })
+            .collect();
+        let total: usize = covers.iter().flatten().map(|(start, end)| (end - start) as usize).sum();
+        self.with_scratch(total, |scratch| {
+            {
+                let mut rest = &mut *scratch;
+                let mut ops = Vec::with_capacity(reads.len());
+                for (read, cover) in reads.iter_mut().zip(&covers) {
+                    match *cover {
+                        None if read.buf.is_empty() => {}
+                        None => ops.push(BatchRead { offset: read.offset, buf: &mut *read.buf }),
+                        Some((start, end)) => {
+                            let (buf, tail) = std::mem::take(&mut rest).split_at_mut((end - start) as usize);
+                            rest = tail;
+                            ops.push(BatchRead { offset: start, buf });
+                        }
+                    }
+                }
+                sys::read_batch(&self.file, &mut ops, self.engine).map_err(|(i, e)| {
+                    self.error(
+                        format_args!("read of {} bytes at offset {}", ops[i].buf.len(), ops[i].offset),
+                        e,
+                    )
+                })?;
+            }
+            let mut at = 0;
+            for (read, cover) in reads.iter_mut().zip(&covers) {
+                if let Some((start, end)) = *cover {
+                    let skip = at + (read.offset - start) as usize;
+                    read.buf.copy_from_slice(&scratch[skip..skip + read.buf.len()]);
+                    at += (end - start) as usize;
+                }
+            }
             Ok(())
         })
     }

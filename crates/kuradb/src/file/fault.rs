@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::{File, LockMode};
+use super::{File, LockMode, ReadRequest};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The error an injected fault produces.
@@ -289,6 +289,22 @@ impl File for FaultFile {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.enter(Op::Read, format_args!("read of {} bytes at offset {offset}", buf.len()))?;
         self.control.inner.read().read(offset, buf)
+    }
+
+    /// Each request counts as one read operation, as if read one by one, so
+    /// that a fault sweep reaches each; the batch then goes to the inner
+    /// file whole, unless a request's fault fired.
+    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
+        for read in reads.iter() {
+            let what = format_args!(
+                "read of {} bytes at offset {} (in a batch of {})",
+                read.buf.len(),
+                read.offset,
+                reads.len()
+            );
+            self.enter(Op::Read, what)?;
+        }
+        self.control.inner.read().read_many(reads)
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {

@@ -30,10 +30,12 @@ mod alloc;
 mod block;
 mod fault;
 mod head_buffer;
+mod io_engine;
 mod mmap;
 mod owner;
 mod page_cache;
 mod positional;
+mod request;
 mod spec;
 mod wrapper;
 
@@ -45,10 +47,12 @@ use crate::error::Result;
 pub(crate) use access::lock_since;
 pub use access::with_lock_interrupt;
 pub use fault::{FaultControl, FaultFile, FaultKind};
+pub use io_engine::{IoEngine, IO_ENGINE_VAR};
 pub use mmap::MmapFile;
 pub(crate) use owner::{FileKey, Owner};
 pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
+pub use request::ReadRequest;
 pub use spec::{FileKind, FileSpec};
 pub(crate) use wrapper::open_wrapped;
 pub use wrapper::{FileWrapper, WrapFn};
@@ -95,6 +99,26 @@ pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
 pub trait File: Send + Sync {
     /// Reads `buf.len()` bytes at `offset`.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Reads every request of `reads`, each as [`File::read`] would: the
+    /// whole buffer or an error, a byte at or past the logical size being an
+    /// [`ErrorKind::Infeasible`](crate::ErrorKind) error naming the offset.
+    /// Requests may overlap and come in any order; an empty batch does
+    /// nothing. The call fails, with the error of the first failed request
+    /// in the batch's order, if any request fails; the buffers' content is
+    /// then unspecified.
+    ///
+    /// The positional file hands the requests to the device together
+    /// (io_uring, or a pool of threads; see [`IoEngine`]), so a batch costs
+    /// about one device latency instead of one per request. On an atomic
+    /// file no write lands between the batch's requests. The default reads
+    /// them one after another.
+    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
+        for read in reads.iter_mut() {
+            self.read(read.offset, read.buf)?;
+        }
+        Ok(())
+    }
 
     /// Writes `data` at `offset`, extending the logical size if it ends past it.
     fn write(&self, offset: u64, data: &[u8]) -> Result<()>;

@@ -14,10 +14,12 @@ use super::access::{self, check_read, check_write, closed, FileLock, FileWriteGu
 use super::alloc::Allocation;
 use super::block::Device;
 use super::head_buffer::HeadBuffer;
+use super::io_engine;
 use super::owner::Owner;
 use super::page_cache::{PageCache, PageCacheStats};
-use super::{File, FileSpec, LockMode, OpenOptions};
+use super::{File, FileSpec, LockMode, OpenOptions, ReadRequest};
 use crate::error::Result;
+use crate::sys::BatchRead;
 
 /// A file accessed by positional system calls; parallel or atomic by its spec.
 ///
@@ -63,6 +65,8 @@ struct State {
     head: Option<HeadBuffer>,
     cache: Option<PageCache>,
     poisoned: AtomicBool,
+    /// The engine of batched reads and how it was chosen, for `inspect`.
+    io_engine: String,
 }
 
 impl PositionalFile {
@@ -70,10 +74,13 @@ impl PositionalFile {
     pub fn open(path: impl Into<PathBuf>, options: &OpenOptions, spec: &FileSpec) -> Result<PositionalFile> {
         spec.validate()?;
         let path = path.into();
+        // Before the file is touched: a refused engine leaves it alone.
+        let engine = io_engine::resolve(spec.io_engine)?;
         let (file, owner) = access::open_locked(&path, options, spec.direct, spec.sync)?;
         let size = file.metadata().map_err(|e| crate::Error::io("stat", &path, e))?.len();
+        let atomic = spec.kind.is_atomic();
         let device =
-            Device::new(file, path.clone(), spec.block_size, spec.direct, spec.kind.is_atomic(), size);
+            Device::new(file, path.clone(), spec.block_size, spec.direct, atomic, size, engine.engine);
         let head = match spec.head_buffer {
             0 => None,
             n => Some(HeadBuffer::load(&device, n)?),
@@ -94,6 +101,7 @@ impl PositionalFile {
             head,
             cache,
             poisoned: AtomicBool::new(false),
+            io_engine: engine.reason,
         };
         Ok(PositionalFile { path, state: Some(state) })
     }
@@ -162,6 +170,26 @@ impl State {
         }
     }
 
+    /// Reads a batch: what the head buffer covers from it, the rest through
+    /// the page cache or the device in one batch.
+    fn read_many_at(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
+        let mut rest = Vec::with_capacity(reads.len());
+        for read in reads.iter_mut() {
+            let n = self.head_split(read.offset, read.buf.len());
+            let (front, back) = read.buf.split_at_mut(n);
+            if let Some(head) = self.head.as_ref().filter(|_| n > 0) {
+                head.read(read.offset, front);
+            }
+            if !back.is_empty() {
+                rest.push(BatchRead { offset: read.offset + n as u64, buf: back });
+            }
+        }
+        match &self.cache {
+            Some(cache) => cache.read_many(&self.device, &mut rest),
+            None => self.device.read_many(&mut rest),
+        }
+    }
+
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         let n = self.head_split(offset, data.len());
         let (front, rest) = data.split_at(n);
@@ -212,6 +240,17 @@ impl File for PositionalFile {
         let _shared = state.atomic.as_ref().map(|l| l.read());
         check_read(&self.path, offset, buf.len(), state.size.load(Ordering::Acquire))?;
         state.read_at(offset, buf)
+    }
+
+    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
+        let state = self.state()?;
+        // Held for the whole batch: on the atomic kind no write lands in it.
+        let _shared = state.atomic.as_ref().map(|l| l.read());
+        let size = state.size.load(Ordering::Acquire);
+        for read in reads.iter() {
+            check_read(&self.path, read.offset, read.buf.len(), size)?;
+        }
+        state.read_many_at(reads)
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
@@ -323,6 +362,7 @@ impl File for PositionalFile {
         let mut out = access::describe(&self.path, open);
         let Some(state) = &self.state else { return out };
         out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
+        out.push(("io_engine".into(), state.io_engine.clone()));
         if let Some(s) = state.cache.as_ref().map(PageCache::stats) {
             out.push(("page_cache_hits".into(), s.hits.to_string()));
             out.push(("page_cache_misses".into(), s.misses.to_string()));

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::{File, MmapFile, OpenOptions, PositionalFile};
+use super::{File, IoEngine, MmapFile, OpenOptions, PositionalFile};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The four file implementations.
@@ -120,6 +120,8 @@ pub struct FileSpec {
     pub page_cache_capacity: usize,
     /// Bytes at the file's start kept in memory, written back on sync and close.
     pub head_buffer: u64,
+    /// How batched reads ([`File::read_many`]) reach the OS.
+    pub io_engine: IoEngine,
 }
 
 impl Default for FileSpec {
@@ -149,6 +151,7 @@ impl FileSpec {
             pagecache: false,
             page_cache_capacity: DEFAULT_PAGE_CACHE_CAPACITY,
             head_buffer: 0,
+            io_engine: IoEngine::Auto,
         }
     }
 
@@ -201,7 +204,7 @@ impl FileSpec {
     /// `access` (words among `direct`, `sync`, `padding`, `pagecache`, separated
     /// by `,`, `+`, `|` or spaces), `alloc_init_size` or `alloc_init`,
     /// `alloc_inc_factor` or `alloc_inc`, `head_buffer_size` or `head_buffer`,
-    /// `page_cache_capacity`.
+    /// `page_cache_capacity`, `io_engine` (`auto`, `uring`, `threads` or `serial`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<bool> {
         match name {
             "file" => self.kind = FileKind::parse(value)?,
@@ -238,6 +241,7 @@ impl FileSpec {
             }
             "head_buffer_size" | "head_buffer" => self.head_buffer = parse_number(name, value)?,
             "page_cache_capacity" => self.page_cache_capacity = parse_number(name, value)? as usize,
+            "io_engine" => self.io_engine = IoEngine::parse(value, name)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -268,6 +272,8 @@ impl FileSpec {
                 Some("the page cache")
             } else if self.head_buffer > 0 {
                 Some("the head buffer")
+            } else if self.io_engine != IoEngine::Auto {
+                Some("io_engine")
             } else {
                 None
             };
@@ -334,6 +340,9 @@ impl fmt::Display for FileSpec {
         if self.head_buffer != default.head_buffer {
             write!(f, ",head_buffer_size={}", self.head_buffer)?;
         }
+        if self.io_engine != default.io_engine {
+            write!(f, ",io_engine={}", self.io_engine)?;
+        }
         Ok(())
     }
 }
@@ -387,6 +396,8 @@ mod tests {
             ("mmap-atom,head_buffer=4096", "the head buffer needs a positional file"),
             ("pos-para,alloc_inc=0.5", "alloc_inc must be at least 1.0"),
             ("pos-para,block_size=512,access=pagecache,page_cache_capacity=0", "page_cache_capacity"),
+            ("pos-para,io_engine=fast", "io_engine must be one of auto, uring, threads, serial"),
+            ("mmap-para,io_engine=threads", "io_engine needs a positional file"),
         ];
         for (text, expected) in cases {
             let err = FileSpec::parse(text).unwrap_err();
@@ -404,6 +415,8 @@ mod tests {
         spec.head_buffer = 8192;
         spec.alloc_init = 4096;
         spec.alloc_inc = 1.5;
+        spec.io_engine = IoEngine::Serial;
+        assert!(spec.to_string().contains(",io_engine=serial"), "{spec}");
         assert_eq!(FileSpec::parse(&spec.to_string()).unwrap(), spec);
         assert_eq!(FileSpec::default().to_string(), "mmap-para");
     }

@@ -2,13 +2,17 @@
 //! locks and memory maps. Everything here speaks `std::io`; the file layer
 //! turns its errors into kuradb errors that name the file and operation.
 
+mod batch;
 mod mmap;
 mod process;
+#[cfg(target_os = "linux")]
+mod uring;
 
 use std::fs;
 use std::io;
 use std::path::Path;
 
+pub(crate) use batch::{read_batch, uring_available, BatchRead, Engine};
 pub(crate) use mmap::{MapChain, Mapping};
 pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 

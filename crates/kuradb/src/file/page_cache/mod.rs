@@ -6,6 +6,8 @@
 //! written back when evicted, on [`PageCache::flush`] and before the file closes.
 //! Every operation on a block is O(1): a hash lookup and a few link updates.
 
+mod batch;
+
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,6 +86,11 @@ struct Shard {
     /// at the first such read).
     run: Option<AlignedBuf>,
     align: usize,
+    /// Counts the events that may make the device's copy of one of the
+    /// shard's blocks newer than a copy read without the shard's lock held
+    /// (a write-back, a removal): a batch that read a block so checks that
+    /// none happened before caching it.
+    epoch: u64,
 }
 
 /// An eviction writes a dirty block's dirty neighbours with it (the blocks an
@@ -131,6 +138,7 @@ impl PageCache {
                     cluster: None,
                     run: None,
                     align,
+                    epoch: 0,
                 })
             })
             .collect();
@@ -143,11 +151,14 @@ impl PageCache {
     }
 
     fn shard(&self, block: u64) -> &Mutex<Shard> {
+        &self.shards[self.shard_index(block)]
+    }
+
+    fn shard_index(&self, block: u64) -> usize {
         if self.shard_bits == 0 {
-            return &self.shards[0];
+            return 0;
         }
-        let h = (block >> SHARD_RUN_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits);
-        &self.shards[h as usize]
+        ((block >> SHARD_RUN_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits)) as usize
     }
 
     /// The pieces of `len` bytes at `offset`, block by block: (block index,
@@ -322,6 +333,7 @@ impl PageCache {
             }
             device.write_blocks(first * bs as u64, &run.as_slice()[..len])?;
             for &(_, s, slot) in &dirty[i..j] {
+                shards[s].epoch += 1;
                 shards[s].stats.device_writes += 1;
                 shards[s].nodes[slot as usize].dirty = false;
             }
@@ -509,6 +521,7 @@ impl Shard {
         }
         let written = device.write_blocks(first * bs as u64, &cluster.as_slice()[..len]);
         self.cluster = Some(cluster);
+        self.epoch += 1;
         written?;
         for b in first..end {
             let s = self.table[&b];
@@ -520,6 +533,7 @@ impl Shard {
 
     fn write_back(&mut self, device: &Device, slot: u32, bs: usize) -> Result<()> {
         let offset = self.nodes[slot as usize].block * bs as u64;
+        self.epoch += 1;
         device.write_blocks(offset, self.data(slot, bs))?;
         self.stats.device_writes += 1;
         self.nodes[slot as usize].dirty = false;
@@ -528,6 +542,7 @@ impl Shard {
 
     fn remove(&mut self, block: u64) {
         if let Some(slot) = self.table.remove(&block) {
+            self.epoch += 1;
             self.unlink(slot);
             self.nodes[slot as usize] = Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false };
             self.free.push(slot);
