@@ -36,6 +36,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod caching;
 pub mod dbm;
 pub mod error;
 pub mod file;

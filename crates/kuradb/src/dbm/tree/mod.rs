@@ -235,6 +235,7 @@ impl Dbm for TreeDbm {
     }
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+        let _scan = crate::caching::ScanScope::enter();
         self.exclusive(|t| {
             if writable && !t.writable {
                 return Err(t.read_only());
