@@ -49,6 +49,7 @@ pub use mmap::MmapFile;
 pub(crate) use owner::{FileKey, Owner};
 pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
+pub(crate) use spec::parse_percent;
 pub use spec::{FileKind, FileSpec};
 pub(crate) use wrapper::open_wrapped;
 pub use wrapper::{FileWrapper, WrapFn};

@@ -245,8 +245,7 @@ impl FileSpec {
             "head_buffer_size" | "head_buffer" => self.head_buffer = parse_number(name, value)?,
             "page_cache_capacity" => self.page_cache_capacity = parse_number(name, value)? as usize,
             "page_cache_protected_percent" => {
-                let n = parse_number(name, value)?;
-                self.page_cache_protected_percent = u8::try_from(n).unwrap_or(u8::MAX);
+                self.page_cache_protected_percent = parse_percent(name, value)?;
             }
             _ => return Ok(false),
         }
@@ -354,6 +353,14 @@ impl fmt::Display for FileSpec {
             write!(f, ",head_buffer_size={}", self.head_buffer)?;
         }
         Ok(())
+    }
+}
+
+/// A share in percent: an integer from 0 to 100.
+pub(crate) fn parse_percent(name: &str, value: &str) -> Result<u8> {
+    match parse_number(name, value)? {
+        n @ 0..=100 => Ok(n as u8),
+        n => Err(Error::new(ErrorKind::InvalidArgument, format!("{name} must be at most 100, not {n}"))),
     }
 }
 
