@@ -29,7 +29,7 @@ fn tree(dir: &tempfile::TempDir, protected_percent: u8) -> TreeDbm {
     let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
     for i in 0..RECORDS {
         db.set(&key(i), &[b'v'; 100], true).unwrap();
-        if i % 1000 == 0 {
+        if i.is_multiple_of(1000) {
             cached_pages(&db);
         }
     }
@@ -68,7 +68,7 @@ fn cursor_walk(db: &TreeDbm) {
     while cursor.get().unwrap().is_some() {
         cursor.next().unwrap();
         n += 1;
-        if n % 500 == 0 {
+        if n.is_multiple_of(500) {
             cached_pages(db);
         }
     }

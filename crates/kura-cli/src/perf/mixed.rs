@@ -45,6 +45,15 @@ pub struct MixedArgs {
     hot: u64,
 }
 
+/// What the scanners of one phase did.
+struct Scans {
+    scanners: usize,
+    /// Records read.
+    scanned: u64,
+    /// Whole walks finished.
+    walks: u64,
+}
+
 /// What the getters of one phase did, summed over them.
 #[derive(Default)]
 struct Gets {
@@ -123,9 +132,12 @@ fn read_phases(bench: &Bench, args: &MixedArgs, db: &dyn Dbm, records: u64) -> R
         if gets.missing > 0 {
             return Err(bench.broken(format!("{} gets found no record the set phase stored", gets.missing)));
         }
-        let scanned = scanned.load(Ordering::Relaxed);
-        report(bench, name, title, elapsed, &gets, scanners, scanned, walks.load(Ordering::Relaxed))
-            .print(common.json);
+        let scans = Scans {
+            scanners,
+            scanned: scanned.load(Ordering::Relaxed),
+            walks: walks.load(Ordering::Relaxed),
+        };
+        report(bench, (name, title), elapsed, &gets, &scans).print(common.json);
     }
     Ok(())
 }
@@ -166,7 +178,7 @@ fn scan_records(
         while cursor.get()?.is_some() {
             cursor.next()?;
             n += 1;
-            if n % 1024 == 0 {
+            if n.is_multiple_of(1024) {
                 scanned.fetch_add(1024, Ordering::Relaxed);
                 if stop.is_set() || getting.load(Ordering::Acquire) == 0 {
                     return Ok(());
@@ -181,17 +193,15 @@ fn scan_records(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The phase's report: the gets' qps and hit rates, and the scanners' pace.
 fn report(
     bench: &Bench,
-    name: &'static str,
-    title: &'static str,
+    (name, title): (&'static str, &'static str),
     elapsed: Duration,
     gets: &Gets,
-    scanners: usize,
-    scanned: u64,
-    walks: u64,
+    scans: &Scans,
 ) -> PhaseReport {
+    let Scans { scanners, scanned, walks } = *scans;
     let args = bench.args;
     let rate =
         |r: Option<f64>| r.map_or(serde_json::Value::Null, |r| serde_json::json!((r * 1e4).round() / 1e4));
