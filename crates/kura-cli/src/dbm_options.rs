@@ -193,6 +193,11 @@ pub struct TreeFlags {
     #[arg(long = "max_cached_pages", value_name = "NUM", allow_negative_numbers = true)]
     pub max_cached_pages: Option<i64>,
 
+    /// (tree) The share of the cached nodes, in percent, for nodes lookups
+    /// load again (0 makes the node cache a plain LRU) [default: 80].
+    #[arg(long = "cached_pages_protected_percent", value_name = "NUM", allow_negative_numbers = true)]
+    pub cached_pages_protected_percent: Option<i64>,
+
     /// (tree) The order of the keys: lexical, decimal, hex, real, or one of them
     /// followed by _reverse; the reference's names (SignedDecimalKeyComparator, …)
     /// are accepted too [default: lexical].
@@ -208,6 +213,13 @@ impl TreeFlags {
         out.extend(number("--max_page_size", "max_page_size", self.max_page_size, limit)?);
         out.extend(number("--max_branches", "max_branches", self.max_branches, limit)?);
         out.extend(number("--max_cached_pages", "max_cached_pages", self.max_cached_pages, limit)?);
+        let percent = self.cached_pages_protected_percent;
+        out.extend(number(
+            "--cached_pages_protected_percent",
+            "cached_pages_protected_percent",
+            percent,
+            100,
+        )?);
         if let Some(comparator) = self.key_comparator {
             out.push(Given::new("--key_comparator", "key_comparator", comparator.name()));
         }

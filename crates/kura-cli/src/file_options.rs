@@ -51,6 +51,12 @@ pub struct FileOptions {
     /// The capacity of the page cache, in blocks [default: 256].
     #[arg(long = "page_cache_capacity", value_name = "NUM")]
     pub page_cache_capacity: Option<usize>,
+
+    /// The share of the page cache, in percent, for blocks lookups use again
+    /// (its protected segment; 0 makes it a plain LRU) [default: 80].
+    #[arg(long = "page_cache_protected_percent", value_name = "NUM",
+          value_parser = clap::builder::RangedU64ValueParser::<u8>::new().range(0..=100))]
+    pub page_cache_protected_percent: Option<u8>,
 }
 
 impl FileOptions {
@@ -71,6 +77,9 @@ impl FileOptions {
         spec.pagecache = self.pagecache;
         if let Some(capacity) = self.page_cache_capacity {
             spec.page_cache_capacity = capacity;
+        }
+        if let Some(percent) = self.page_cache_protected_percent {
+            spec.page_cache_protected_percent = percent;
         }
         spec.validate()?;
         Ok(spec)
@@ -107,6 +116,9 @@ impl FileOptions {
         }
         if let Some(n) = self.page_cache_capacity {
             out.push(Given::new("--page_cache_capacity", "page_cache_capacity", n));
+        }
+        if let Some(n) = self.page_cache_protected_percent {
+            out.push(Given::new("--page_cache_protected_percent", "page_cache_protected_percent", n));
         }
         out
     }

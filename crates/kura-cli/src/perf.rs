@@ -7,6 +7,7 @@
 
 mod expectations;
 mod keys;
+mod mixed;
 mod model;
 mod parallel;
 mod phase;
@@ -36,6 +37,9 @@ enum Workload {
     /// Mixes every database operation, iterators, rebuilds and clears, and with
     /// --validate checks the database against a model.
     Wicked(wicked::WickedArgs),
+    /// Random gets while other threads scan the whole database, with the gets'
+    /// cache hit rates with and without the scan.
+    Mixed(mixed::MixedArgs),
 }
 
 /// Runs `kura perf`.
@@ -44,6 +48,7 @@ pub fn run(args: &PerfArgs) -> Result<()> {
         Workload::Sequence(args) => sequence::run(args),
         Workload::Parallel(args) => parallel::run(args),
         Workload::Wicked(args) => wicked::run(args),
+        Workload::Mixed(args) => mixed::run(args),
     }
 }
 

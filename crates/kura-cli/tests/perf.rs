@@ -510,3 +510,49 @@ fn memory_databases_run_and_validate_every_workload() {
         }
     }
 }
+
+/// `mixed` reports a set, a get and a mixed phase; the gets' hit rates are
+/// their own (counted by the getter threads), and the scanners walk.
+#[test]
+fn mixed_reports_the_gets_hit_rates_with_and_without_scanners() {
+    let dir = tempfile::tempdir().unwrap();
+    for dbm in ["hash", "tree", "skip"] {
+        let path = dir.path().join(format!("mixed.{dbm}"));
+        let args = [
+            "mixed",
+            "--dbm",
+            dbm,
+            "--file",
+            "pos-para",
+            "--block_size",
+            "512",
+            "--pagecache",
+            "--page_cache_capacity",
+            "64",
+            "--iter",
+            "2000",
+            "--threads",
+            "2",
+            "--hot",
+            "50",
+            "--json",
+        ];
+        let found = phases(&args, &path);
+        let names: Vec<&str> = found.iter().map(|p| p["phase"].as_str().unwrap()).collect();
+        assert_eq!(names, ["set", "get", "mixed"], "{dbm}");
+        for phase in &found[1..] {
+            let accesses = phase["page_hits"].as_u64().unwrap() + phase["page_misses"].as_u64().unwrap();
+            let loads = phase["node_hits"].as_u64().unwrap() + phase["node_misses"].as_u64().unwrap();
+            // A tree's gets may be served by its node cache alone.
+            assert!(accesses > 0 || (dbm == "tree" && loads > 0), "{dbm}: {phase}");
+            assert!(phase["qps"].as_f64().unwrap() > 0.0, "{dbm}: {phase}");
+        }
+        assert_eq!(found[1]["scanners"], 0, "{dbm}");
+        assert_eq!(found[2]["scanners"], 1, "{dbm}");
+        assert!(found[2]["scanned"].as_u64().unwrap() > 0, "{dbm}: {}", found[2]);
+    }
+    let (code, err) =
+        failure(&["mixed", "--dbm", "hash", "--iter", "10", "--hot", "11"], Some(&dir.path().join("x.kh")));
+    assert_eq!(code, 1);
+    assert!(err.contains("--hot 11 is more than the 10 records"), "{err}");
+}

@@ -37,6 +37,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod caching;
 pub mod dbm;
 pub mod error;
 pub mod file;

@@ -5,6 +5,7 @@
 //! `remove` do at a cursor's record ([`change_at`]).
 
 use super::{show_key, Cursor, Dbm};
+use crate::caching::ScanScope;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record as a cursor saw it: copies of its key and value, in buffers a
@@ -134,6 +135,7 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
 
 impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     fn first(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         self.seek(true, None, true)
     }
 
@@ -142,10 +144,12 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     }
 
     fn next(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         self.step(1)
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let _scan = ScanScope::enter();
         self.step(0)?;
         Ok(self.seen().map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
@@ -162,6 +166,7 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     }
 
     fn last(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         self.seek(false, None, true)
     }
 
@@ -174,6 +179,7 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     }
 
     fn previous(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         self.step(-1)
     }
 }

@@ -53,6 +53,7 @@ pub(crate) use owner::{FileKey, Owner};
 pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
 pub use request::ReadRequest;
+pub(crate) use spec::parse_percent;
 pub use spec::{FileKind, FileSpec};
 pub(crate) use wrapper::open_wrapped;
 pub use wrapper::{FileWrapper, WrapFn};

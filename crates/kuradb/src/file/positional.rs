@@ -85,9 +85,10 @@ impl PositionalFile {
             0 => None,
             n => Some(HeadBuffer::load(&device, n)?),
         };
-        let cache = spec
-            .pagecache
-            .then(|| PageCache::new(spec.page_cache_capacity, spec.block_size, device.align(), size));
+        let cache = spec.pagecache.then(|| {
+            let percent = spec.page_cache_protected_percent;
+            PageCache::new(spec.page_cache_capacity, percent, spec.block_size, device.align(), size)
+        });
         let state = State {
             owner,
             alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: spec.block_size },
@@ -369,6 +370,10 @@ impl File for PositionalFile {
             out.push(("page_cache_device_reads".into(), s.device_reads.to_string()));
             out.push(("page_cache_device_writes".into(), s.device_writes.to_string()));
             out.push(("page_cache_used".into(), s.used.to_string()));
+            out.push(("page_cache_protected".into(), s.protected.to_string()));
+            out.push(("page_cache_capacity".into(), s.capacity.to_string()));
+            let percent = state.spec.page_cache_protected_percent;
+            out.push(("page_cache_protected_percent".into(), percent.to_string()));
         }
         out
     }

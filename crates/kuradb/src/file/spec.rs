@@ -116,8 +116,13 @@ pub struct FileSpec {
     pub padding: bool,
     /// Keep recently used blocks in an in-process cache.
     pub pagecache: bool,
-    /// Capacity of the page cache, in blocks.
+    /// Capacity of the page cache, in blocks: a cap on its memory at all times.
     pub page_cache_capacity: usize,
+    /// The share of the page cache, in percent (0 to 100), that blocks used
+    /// again by lookups may hold (its protected segment); the rest is for
+    /// blocks used once and for scans. 0 makes the cache a plain LRU; near
+    /// 100, a scan finds little room of its own and evicts the working set.
+    pub page_cache_protected_percent: u8,
     /// Bytes at the file's start kept in memory, written back on sync and close.
     pub head_buffer: u64,
     /// How batched reads ([`File::read_many`]) reach the OS.
@@ -150,6 +155,7 @@ impl FileSpec {
             padding: false,
             pagecache: false,
             page_cache_capacity: DEFAULT_PAGE_CACHE_CAPACITY,
+            page_cache_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
             head_buffer: 0,
             io_engine: IoEngine::Auto,
         }
@@ -204,7 +210,8 @@ impl FileSpec {
     /// `access` (words among `direct`, `sync`, `padding`, `pagecache`, separated
     /// by `,`, `+`, `|` or spaces), `alloc_init_size` or `alloc_init`,
     /// `alloc_inc_factor` or `alloc_inc`, `head_buffer_size` or `head_buffer`,
-    /// `page_cache_capacity`, `io_engine` (`auto`, `uring`, `threads` or `serial`).
+    /// `page_cache_capacity`, `page_cache_protected_percent`, `io_engine`
+    /// (`auto`, `uring`, `threads` or `serial`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<bool> {
         match name {
             "file" => self.kind = FileKind::parse(value)?,
@@ -242,6 +249,9 @@ impl FileSpec {
             "head_buffer_size" | "head_buffer" => self.head_buffer = parse_number(name, value)?,
             "page_cache_capacity" => self.page_cache_capacity = parse_number(name, value)? as usize,
             "io_engine" => self.io_engine = IoEngine::parse(value, name)?,
+            "page_cache_protected_percent" => {
+                self.page_cache_protected_percent = parse_percent(name, value)?;
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -293,6 +303,12 @@ impl FileSpec {
         if self.pagecache && self.page_cache_capacity == 0 {
             return bad("page_cache_capacity must be at least 1".to_string());
         }
+        if self.page_cache_protected_percent > 100 {
+            return bad(format!(
+                "page_cache_protected_percent must be at most 100, not {}",
+                self.page_cache_protected_percent
+            ));
+        }
         Ok(())
     }
 
@@ -337,6 +353,9 @@ impl fmt::Display for FileSpec {
         if self.page_cache_capacity != default.page_cache_capacity {
             write!(f, ",page_cache_capacity={}", self.page_cache_capacity)?;
         }
+        if self.page_cache_protected_percent != default.page_cache_protected_percent {
+            write!(f, ",page_cache_protected_percent={}", self.page_cache_protected_percent)?;
+        }
         if self.head_buffer != default.head_buffer {
             write!(f, ",head_buffer_size={}", self.head_buffer)?;
         }
@@ -344,6 +363,14 @@ impl fmt::Display for FileSpec {
             write!(f, ",io_engine={}", self.io_engine)?;
         }
         Ok(())
+    }
+}
+
+/// A share in percent: an integer from 0 to 100.
+pub(crate) fn parse_percent(name: &str, value: &str) -> Result<u8> {
+    match parse_number(name, value)? {
+        n @ 0..=100 => Ok(n as u8),
+        n => Err(Error::new(ErrorKind::InvalidArgument, format!("{name} must be at most 100, not {n}"))),
     }
 }
 
@@ -398,6 +425,8 @@ mod tests {
             ("pos-para,block_size=512,access=pagecache,page_cache_capacity=0", "page_cache_capacity"),
             ("pos-para,io_engine=fast", "io_engine must be one of auto, uring, threads, serial"),
             ("mmap-para,io_engine=threads", "io_engine needs a positional file"),
+            ("pos-para,page_cache_protected_percent=101", "page_cache_protected_percent must be at most 100"),
+            ("pos-para,page_cache_protected_percent=300", "page_cache_protected_percent must be at most 100"),
         ];
         for (text, expected) in cases {
             let err = FileSpec::parse(text).unwrap_err();
@@ -412,6 +441,7 @@ mod tests {
         spec.block_size = 1024;
         spec.pagecache = true;
         spec.page_cache_capacity = 77;
+        spec.page_cache_protected_percent = 50;
         spec.head_buffer = 8192;
         spec.alloc_init = 4096;
         spec.alloc_inc = 1.5;

@@ -1,11 +1,14 @@
 //! The cursor of a hash database, which visits the records bucket by bucket.
 //! It reads and writes through the database's own `get`, `set` and `remove`,
 //! so its reads and changes take the paths every other operation takes.
+//! Its moves and reads are a scan to the caches ([`ScanScope`]); a jump is
+//! a lookup.
 
 use std::collections::VecDeque;
 
 use super::buckets::bucket_of;
 use super::HashDbm;
+use crate::caching::ScanScope;
 use crate::dbm::ordered_cursor::{no_record_to_jump_to, past_end};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::Result;
@@ -46,6 +49,7 @@ impl HashCursor<'_> {
 
 impl Cursor for HashCursor<'_> {
     fn first(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         self.load_from(0)
     }
 
@@ -63,6 +67,7 @@ impl Cursor for HashCursor<'_> {
     }
 
     fn next(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         if self.keys.pop_front().is_some() && self.keys.is_empty() {
             self.load_from(self.bucket + 1)?;
         }
@@ -70,6 +75,7 @@ impl Cursor for HashCursor<'_> {
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let _scan = ScanScope::enter();
         loop {
             let Some(key) = self.keys.front().cloned() else { return Ok(None) };
             if let Some(value) = self.db.get(&key)? {

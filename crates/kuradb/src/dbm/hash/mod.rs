@@ -245,6 +245,7 @@ impl Dbm for HashDbm {
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
         // Exclusive: no other operation runs while every record is visited.
         self.owner.check(&self.path)?;
+        let _scan = crate::caching::ScanScope::enter();
         let guard = self.state.write();
         guard.as_ref().map_or_else(|| Err(self.closed()), |s| s.process_each(writable, f))
     }

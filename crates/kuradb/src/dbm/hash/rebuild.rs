@@ -36,6 +36,7 @@ impl HashDbm {
     /// either the old or the new file.
     pub fn rebuild_with(&self, params: &RebuildParams) -> Result<()> {
         self.owner.check(&self.path)?;
+        let _scan = crate::caching::ScanScope::enter();
         let mut guard = self.state.write();
         let state = guard.take().ok_or_else(|| self.closed())?;
         if !state.writable {

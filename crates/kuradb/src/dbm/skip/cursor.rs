@@ -8,6 +8,7 @@ use super::pending::Change;
 use super::search::{Below, Position, Snapshot};
 use super::value::decode_value;
 use super::SkipDbm;
+use crate::caching::ScanScope;
 use crate::dbm::ordered_cursor::past_end;
 use crate::dbm::{Action, Cursor};
 use crate::error::Result;
@@ -84,6 +85,7 @@ impl SkipCursor<'_> {
 
 impl Cursor for SkipCursor<'_> {
     fn first(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         let snapshot = self.fresh()?;
         let at = (snapshot.header.count > 0).then_some(Position { index: 0, offset: HEADER_SIZE });
         self.place(&snapshot, at)
@@ -94,6 +96,7 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn next(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         let snapshot = self.fresh()?;
         let Some(at) = self.at else { return Ok(()) };
         self.window.set_chunk(1 << 16);
@@ -105,6 +108,7 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let _scan = ScanScope::enter();
         let snapshot = self.fresh()?;
         let Some(at) = self.at else { return Ok(None) };
         let record = snapshot.read(&mut self.window, at.offset, true)?;
@@ -139,6 +143,7 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn last(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         let snapshot = self.fresh()?;
         let at = match snapshot.header.count {
             0 => None,
@@ -156,6 +161,7 @@ impl Cursor for SkipCursor<'_> {
     }
 
     fn previous(&mut self) -> Result<()> {
+        let _scan = ScanScope::enter();
         let snapshot = self.fresh()?;
         let Some(at) = self.at else { return Ok(()) };
         let at = match at.index {

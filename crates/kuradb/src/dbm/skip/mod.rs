@@ -316,6 +316,7 @@ impl Dbm for SkipDbm {
     }
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+        let _scan = crate::caching::ScanScope::enter();
         if writable && !self.writable {
             return Err(self.read_only());
         }

@@ -44,6 +44,8 @@ impl SkipDbm {
 
     /// Builds a new file even if nothing changed (`force`): a rebuild.
     pub(super) fn build(&self, hard: bool, reducer: &Reducer, force: bool) -> Result<()> {
+        // Reads the whole old file once: a scan to the caches.
+        let _scan = crate::caching::ScanScope::enter();
         let building = self.building.lock();
         self.build_holding(&building, hard, reducer, force)
     }

@@ -198,6 +198,12 @@ fn check_options(o: &TreeOptions) -> Result<()> {
     if o.max_cached_pages == 0 {
         return bad("max_cached_pages must be at least 1".to_string());
     }
+    if o.cached_pages_protected_percent > 100 {
+        return bad(format!(
+            "cached_pages_protected_percent must be at most 100, not {}",
+            o.cached_pages_protected_percent
+        ));
+    }
     Ok(())
 }
 
@@ -235,6 +241,7 @@ impl Dbm for TreeDbm {
     }
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+        let _scan = crate::caching::ScanScope::enter();
         self.exclusive(|t| {
             if writable && !t.writable {
                 return Err(t.read_only());
@@ -313,6 +320,11 @@ impl Dbm for TreeDbm {
             ("key_comparator".into(), t.cmp.name().to_string()),
             ("cached_pages".into(), cached.to_string()),
             ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
+            ("cached_pages_protected".into(), t.cache.protected().to_string()),
+            (
+                "cached_pages_protected_percent".into(),
+                self.options.cached_pages_protected_percent.to_string(),
+            ),
         ];
         // The checksums guard the tree's pages, so the mode is the tree's own
         // figure; the rest of the store's are named as the store's.

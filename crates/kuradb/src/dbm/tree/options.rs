@@ -18,6 +18,11 @@ pub struct TreeOptions {
     /// Nodes kept in memory; the least recently used beyond this are written
     /// back (if changed) and dropped.
     pub max_cached_pages: usize,
+    /// The share of `max_cached_pages`, in percent (0 to 100), that nodes
+    /// loaded again by lookups may hold; the rest is for nodes loaded once
+    /// and for walks (cursors, `process_each`, export, rebuilds), whose loads
+    /// never take a protected place. 0 makes the cache a plain LRU.
+    pub cached_pages_protected_percent: u8,
     /// The order of the keys (tuning, at creation).
     pub comparator: KeyComparator,
 }
@@ -48,6 +53,12 @@ impl TreeOptions {
         self
     }
 
+    /// Sets the share of the node cache, in percent, for nodes lookups use again.
+    pub fn cached_pages_protected_percent(mut self, percent: u8) -> TreeOptions {
+        self.cached_pages_protected_percent = percent;
+        self
+    }
+
     /// Sets the order of the keys (tuning, at creation).
     pub fn comparator(mut self, comparator: KeyComparator) -> TreeOptions {
         self.comparator = comparator;
@@ -62,6 +73,7 @@ impl Default for TreeOptions {
             max_page_size: 8130,
             max_branches: 256,
             max_cached_pages: 10_000,
+            cached_pages_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
             comparator: KeyComparator::Lexical,
         }
     }

@@ -4,11 +4,12 @@
 use super::{KeyComparator, TreeOptions};
 use crate::dbm::params::Taker;
 use crate::error::Result;
+use crate::file::parse_percent;
 
 impl TreeOptions {
     /// `self` with the parameters a tree takes: every parameter of its node
-    /// store, `max_page_size`, `max_branches`, `max_cached_pages` and
-    /// `key_comparator`.
+    /// store, `max_page_size`, `max_branches`, `max_cached_pages`,
+    /// `cached_pages_protected_percent` and `key_comparator`.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<TreeOptions> {
         self.hash = self.hash.take_params(t)?;
         if let Some(n) = t.number(&["max_page_size"])? {
@@ -19,6 +20,9 @@ impl TreeOptions {
         }
         if let Some(n) = t.number(&["max_cached_pages"])? {
             self.max_cached_pages = n;
+        }
+        if let Some((name, value)) = t.take(&["cached_pages_protected_percent"]) {
+            self.cached_pages_protected_percent = parse_percent(name, value)?;
         }
         if let Some((_, value)) = t.take(&["key_comparator"]) {
             self.comparator = KeyComparator::from_name(value)?;

@@ -16,6 +16,7 @@ impl TreeDbm {
     /// gives another.
     pub(super) fn rebuild_tree(&self, record_crc: Option<RecordCrcMode>) -> Result<()> {
         self.owner.check(&self.path)?;
+        let _scan = crate::caching::ScanScope::enter();
         let mut guard = self.tree.write();
         let tree = guard.take().ok_or_else(|| self.closed())?;
         if !tree.writable {

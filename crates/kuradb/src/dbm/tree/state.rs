@@ -40,7 +40,7 @@ impl Tree {
             max_branches: o.max_branches,
             meta: Mutex::new(Meta::empty()),
             count: AtomicU64::new(0),
-            cache: NodeCache::new(o.max_cached_pages),
+            cache: NodeCache::new(o.max_cached_pages, o.cached_pages_protected_percent),
             healthy: AtomicBool::new(true),
         };
         match tree.read_page(FIGURES_KEY, |bytes| decode_meta(bytes, path))? {

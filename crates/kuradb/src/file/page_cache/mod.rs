@@ -1,10 +1,13 @@
-//! A small in-process cache of file blocks with least-recently-used eviction.
+//! A small in-process cache of file blocks with scan-resistant eviction.
 //!
-//! The cache is split into shards, each with its own lock, hash table and LRU
-//! list, so threads working on different blocks rarely wait for each other and
-//! one thread's scan evicts only within the shards it touches. Dirty blocks are
-//! written back when evicted, on [`PageCache::flush`] and before the file closes.
-//! Every operation on a block is O(1): a hash lookup and a few link updates.
+//! The cache is split into shards, each with its own lock, hash table and
+//! segmented LRU ([`Segments`]): a block enters on probation and a second
+//! lookup protects it, up to the protected share of the shard; blocks read
+//! in a [`ScanScope`](crate::caching::ScanScope) stay on probation. So a
+//! pass over the whole file evicts blocks used once, not the working set
+//! of random lookups. Dirty blocks are written back when evicted, on
+//! [`PageCache::flush`] and before the file closes. Every operation on a
+//! block is O(1): a hash lookup and a few link updates.
 
 mod batch;
 
@@ -15,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::block::{AlignedBuf, Device};
+use crate::caching::{count_page, in_scan, Segment, Segments};
 use crate::error::Result;
 
 /// Counters of a page cache since the file was opened.
@@ -32,9 +36,10 @@ pub struct PageCacheStats {
     pub capacity: u64,
     /// Blocks it holds now.
     pub used: u64,
+    /// Of those, the blocks in its protected segment (used again by lookups).
+    pub protected: u64,
 }
 
-const NIL: u32 = u32::MAX;
 /// Reads longer than this many blocks bypass the cache.
 const LARGE_READ_BLOCKS: usize = 16;
 const MAX_SHARDS: usize = 16;
@@ -61,10 +66,10 @@ impl Hasher for BlockHasher {
 
 struct Node {
     block: u64,
-    prev: u32,
-    next: u32,
     dirty: bool,
 }
+
+const EMPTY: Node = Node { block: u64::MAX, dirty: false };
 
 /// One shard: `nodes[i]` describes the block held in slot i of `arena`.
 struct Shard {
@@ -72,10 +77,8 @@ struct Shard {
     nodes: Vec<Node>,
     arena: AlignedBuf,
     capacity: usize,
-    /// Most recently used slot.
-    head: u32,
-    /// Least recently used slot: the next to evict.
-    tail: u32,
+    /// The order of the slots holding blocks: which to evict next.
+    order: Segments,
     /// Slots emptied by truncation, reused before growing.
     free: Vec<u32>,
     stats: PageCacheStats,
@@ -116,9 +119,16 @@ pub(crate) struct PageCache {
 }
 
 impl PageCache {
-    /// A cache of `capacity` blocks of `block_size` bytes aligned to `align`, for
-    /// a file now `file_len` bytes long on disk.
-    pub(crate) fn new(capacity: usize, block_size: u64, align: usize, file_len: u64) -> PageCache {
+    /// A cache of `capacity` blocks of `block_size` bytes aligned to `align`,
+    /// `protected_percent` of them at most protected, for a file now
+    /// `file_len` bytes long on disk.
+    pub(crate) fn new(
+        capacity: usize,
+        protected_percent: u8,
+        block_size: u64,
+        align: usize,
+        file_len: u64,
+    ) -> PageCache {
         // Each shard is an LRU of its own: shards too small would evict hot
         // blocks (the tail that appends fill) that one large LRU keeps.
         let count = (capacity / MIN_SHARD_BLOCKS).clamp(1, MAX_SHARDS);
@@ -131,8 +141,7 @@ impl PageCache {
                     nodes: Vec::with_capacity(cap),
                     arena: AlignedBuf::new(cap * block_size as usize, align),
                     capacity: cap,
-                    head: NIL,
-                    tail: NIL,
+                    order: Segments::new(cap, Segments::protected_share(cap, protected_percent)),
                     free: Vec::new(),
                     stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
                     cluster: None,
@@ -374,6 +383,7 @@ impl PageCache {
             total.device_writes += s.device_writes;
             total.capacity += s.capacity;
             total.used += shard.table.len() as u64;
+            total.protected += shard.order.len_of(Segment::Protected) as u64;
         }
         total
     }
@@ -388,16 +398,17 @@ impl Shard {
         &mut self.arena.as_mut_slice()[slot as usize * bs..(slot as usize + 1) * bs]
     }
 
-    /// The slot holding `block`, made most recently used; on a miss the block is
+    /// The slot holding `block`, its use recorded; on a miss the block is
     /// read from the device if `load`, else zeroed (the caller overwrites it whole).
     fn get(&mut self, device: &Device, block: u64, load: bool, bs: usize) -> Result<u32> {
         if let Some(&slot) = self.table.get(&block) {
             self.stats.hits += 1;
-            self.unlink(slot);
-            self.push_front(slot);
+            count_page(true, 1);
+            self.order.touch(slot, in_scan());
             return Ok(slot);
         }
         self.stats.misses += 1;
+        count_page(false, 1);
         let slot = self.vacant_slot(device, bs)?;
         let offset = block * bs as u64;
         let loaded = if load {
@@ -409,7 +420,7 @@ impl Shard {
             Ok(())
         };
         if let Err(e) = loaded {
-            self.nodes[slot as usize].block = u64::MAX;
+            self.nodes[slot as usize] = EMPTY;
             self.free.push(slot);
             return Err(e);
         }
@@ -417,30 +428,31 @@ impl Shard {
         Ok(slot)
     }
 
-    /// A slot for a new block: a free one, a new one, or the least recently
-    /// used one's (written back first if dirty, so a failed write loses nothing).
+    /// A slot for a new block: a free one, a new one, or the policy's victim's
+    /// (written back first if dirty, so a failed write loses nothing).
     fn vacant_slot(&mut self, device: &Device, bs: usize) -> Result<u32> {
         if let Some(slot) = self.free.pop() {
             return Ok(slot);
         }
         if self.nodes.len() < self.capacity {
-            self.nodes.push(Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false });
+            self.nodes.push(EMPTY);
             return Ok((self.nodes.len() - 1) as u32);
         }
-        let victim = self.tail;
+        // Every slot holds a block here: none is free and all exist.
+        let victim = self.order.victim();
         if self.nodes[victim as usize].dirty {
             self.write_back_cluster(device, victim, bs)?;
         }
         let old = self.nodes[victim as usize].block;
         self.table.remove(&old);
-        self.unlink(victim);
+        self.order.remove(victim);
         Ok(victim)
     }
 
     fn install(&mut self, slot: u32, block: u64) {
-        self.nodes[slot as usize] = Node { block, prev: NIL, next: NIL, dirty: false };
+        self.nodes[slot as usize] = Node { block, dirty: false };
         self.table.insert(block, slot);
-        self.push_front(slot);
+        self.order.insert(slot);
     }
 
     /// Reads `count` consecutive blocks from `first`, none of them cached, in
@@ -485,6 +497,7 @@ impl Shard {
         device.read_blocks(first * bs as u64, run)?;
         self.stats.device_reads += count as u64;
         self.stats.misses += count as u64;
+        count_page(false, count as u64);
         for i in 0..count {
             let slot = self.vacant_slot(device, bs)?;
             self.data_mut(slot, bs).copy_from_slice(&run[i * bs..(i + 1) * bs]);
@@ -543,37 +556,9 @@ impl Shard {
     fn remove(&mut self, block: u64) {
         if let Some(slot) = self.table.remove(&block) {
             self.epoch += 1;
-            self.unlink(slot);
-            self.nodes[slot as usize] = Node { block: u64::MAX, prev: NIL, next: NIL, dirty: false };
+            self.order.remove(slot);
+            self.nodes[slot as usize] = EMPTY;
             self.free.push(slot);
-        }
-    }
-
-    fn unlink(&mut self, slot: u32) {
-        let Node { prev, next, .. } = self.nodes[slot as usize];
-        if prev == NIL {
-            self.head = next;
-        } else {
-            self.nodes[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.nodes[next as usize].prev = prev;
-        }
-        self.nodes[slot as usize].prev = NIL;
-        self.nodes[slot as usize].next = NIL;
-    }
-
-    fn push_front(&mut self, slot: u32) {
-        self.nodes[slot as usize].next = self.head;
-        self.nodes[slot as usize].prev = NIL;
-        if self.head != NIL {
-            self.nodes[self.head as usize].prev = slot;
-        }
-        self.head = slot;
-        if self.tail == NIL {
-            self.tail = slot;
         }
     }
 }
