@@ -67,15 +67,30 @@ impl fmt::Display for IoEngine {
     }
 }
 
-/// The engine a file opened with `requested` uses, and how it was chosen
-/// (for `inspect`).
+/// The engine a file opened with `requested` uses, and how it was chosen.
 pub(crate) struct Resolved {
     pub engine: Engine,
     pub reason: String,
 }
 
-/// Resolves `requested` in this process: the environment variable, then the
-/// probe of io_uring (made once per process).
+impl Resolved {
+    /// The engine and how it was chosen, for `inspect`: an automatic choice
+    /// says what the probe of io_uring found, once a batch has made it.
+    pub(crate) fn describe(&self) -> String {
+        if self.engine != (Engine::Uring { fallback: true }) {
+            return self.reason.clone();
+        }
+        match sys::uring_probed() {
+            None => "auto (io_uring, or threads where refused; not probed yet)".into(),
+            Some(Ok(())) => "uring (auto)".into(),
+            Some(Err(why)) => format!("threads (auto; io_uring refused: {why})"),
+        }
+    }
+}
+
+/// Resolves `requested` in this process: the environment variable; a forced
+/// io_uring is probed here (once per process), an automatic choice at the
+/// first batch.
 pub(crate) fn resolve(requested: IoEngine) -> Result<Resolved> {
     let env = std::env::var(IO_ENGINE_VAR).ok();
     resolve_with(requested, env.as_deref(), sys::uring_available)
@@ -103,10 +118,7 @@ pub(crate) fn resolve_with(
                 format!("{source} asks for io_uring, which this process cannot use: {why}"),
             )),
         },
-        IoEngine::Auto => match probe() {
-            Ok(()) => resolved(Engine::Uring { fallback: true }, "uring (auto)".into()),
-            Err(why) => resolved(Engine::Threads, format!("threads (auto; io_uring refused: {why})")),
-        },
+        IoEngine::Auto => resolved(Engine::Uring { fallback: true }, "auto".into()),
     }
 }
 
@@ -119,11 +131,9 @@ mod tests {
     }
 
     #[test]
-    fn auto_falls_back_to_threads_when_io_uring_is_refused() {
-        let r = resolve_with(IoEngine::Auto, None, refused).unwrap();
-        assert_eq!(r.engine, Engine::Threads);
-        assert!(r.reason.contains("Operation not permitted"), "{}", r.reason);
-        let r = resolve_with(IoEngine::Auto, None, || Ok(())).unwrap();
+    fn auto_leaves_the_probe_to_the_first_batch() {
+        // The fallback itself is sys::batch's test with a refusing probe.
+        let r = resolve_with(IoEngine::Auto, None, || panic!("auto must not probe at open")).unwrap();
         assert_eq!(r.engine, Engine::Uring { fallback: true });
     }
 
@@ -143,7 +153,7 @@ mod tests {
         let r = resolve_with(IoEngine::Threads, Some("serial"), || Ok(())).unwrap();
         assert_eq!(r.engine, Engine::Threads);
         let r = resolve_with(IoEngine::Auto, Some(" "), refused).unwrap();
-        assert_eq!(r.engine, Engine::Threads);
+        assert_eq!(r.engine, Engine::Uring { fallback: true });
         let err = resolve_with(IoEngine::Auto, Some("fast"), || Ok(())).err().unwrap();
         assert!(err.to_string().contains("KURA_IO_ENGINE must be one of"), "{err}");
     }

@@ -66,7 +66,7 @@ struct State {
     cache: Option<PageCache>,
     poisoned: AtomicBool,
     /// The engine of batched reads and how it was chosen, for `inspect`.
-    io_engine: String,
+    io_engine: io_engine::Resolved,
 }
 
 impl PositionalFile {
@@ -102,7 +102,7 @@ impl PositionalFile {
             head,
             cache,
             poisoned: AtomicBool::new(false),
-            io_engine: engine.reason,
+            io_engine: engine,
         };
         Ok(PositionalFile { path, state: Some(state) })
     }
@@ -363,7 +363,7 @@ impl File for PositionalFile {
         let mut out = access::describe(&self.path, open);
         let Some(state) = &self.state else { return out };
         out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
-        out.push(("io_engine".into(), state.io_engine.clone()));
+        out.push(("io_engine".into(), state.io_engine.describe()));
         if let Some(s) = state.cache.as_ref().map(PageCache::stats) {
             out.push(("page_cache_hits".into(), s.hits.to_string()));
             out.push(("page_cache_misses".into(), s.misses.to_string()));

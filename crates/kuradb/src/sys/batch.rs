@@ -38,8 +38,23 @@ pub(crate) fn read_batch(
     reads: &mut [BatchRead<'_>],
     engine: Engine,
 ) -> Result<(), BatchError> {
+    read_batch_with(file, reads, engine, uring_available)
+}
+
+/// [`read_batch`], with `probe` answering whether io_uring works (asked only
+/// by an automatic choice), so that a test can refuse it.
+fn read_batch_with(
+    file: &fs::File,
+    reads: &mut [BatchRead<'_>],
+    engine: Engine,
+    probe: impl FnOnce() -> Result<(), String>,
+) -> Result<(), BatchError> {
     match engine {
         _ if reads.len() <= 1 => read_serial(file, reads),
+        // Probed at the first batch, not when a file opens: a process that
+        // never batches never touches io_uring (some sandboxes kill a
+        // process for the attempt rather than refuse it).
+        Engine::Uring { fallback: true } if probe().is_err() => read_threads(file, reads),
         Engine::Serial => read_serial(file, reads),
         Engine::Threads => read_threads(file, reads),
         Engine::Uring { fallback } => {
@@ -59,10 +74,16 @@ pub(crate) fn read_batch(
     }
 }
 
+static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// What the probe of io_uring found, if this process has made it.
+pub(crate) fn uring_probed() -> Option<Result<(), String>> {
+    PROBE.get().cloned()
+}
+
 /// Whether io_uring works in this process: `Ok` or why not. Asked once;
 /// the answer is kept (a kernel does not change under a running process).
 pub(crate) fn uring_available() -> Result<(), String> {
-    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE
         .get_or_init(|| {
             #[cfg(target_os = "linux")]
@@ -160,6 +181,30 @@ mod tests {
                 assert_eq!(buf, &expect, "{engine:?} at {offset}");
             }
         }
+    }
+
+    #[test]
+    fn an_automatic_io_uring_that_is_refused_reads_through_the_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let file =
+            fs::File::options().read(true).write(true).create_new(true).open(dir.path().join("f")).unwrap();
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
+        file.write_all_at(&data, 0).unwrap();
+        let refused = || Err("io_uring_setup failed: Operation not permitted (os error 1)".to_string());
+        let (mut a, mut b) = ([0u8; 100], [0u8; 100]);
+        let mut reads = [BatchRead { offset: 4950, buf: &mut a }, BatchRead { offset: 7, buf: &mut b }];
+        read_batch_with(&file, &mut reads, Engine::Uring { fallback: true }, refused).unwrap();
+        assert_eq!((&a[..50], &a[50..]), (&data[4950..], &[0u8; 50][..]));
+        assert_eq!(&b[..], &data[7..107]);
+        // Forced, io_uring is not probed at the batch (the open did it): no fallback.
+        let asked = std::cell::Cell::new(false);
+        let probe = || {
+            asked.set(true);
+            Err("refused".to_string())
+        };
+        let mut reads = [BatchRead { offset: 0, buf: &mut a }, BatchRead { offset: 7, buf: &mut b }];
+        let _ = read_batch_with(&file, &mut reads, Engine::Threads, probe);
+        assert!(!asked.get());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-pub(crate) use batch::{read_batch, uring_available, BatchRead, Engine};
+pub(crate) use batch::{read_batch, uring_available, uring_probed, BatchRead, Engine};
 pub(crate) use mmap::{MapChain, Mapping};
 pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 
