@@ -13,11 +13,13 @@
 //! working set of random lookups, protected by its second use, stays.
 
 mod counts;
+mod id_hasher;
 mod scan;
 mod segments;
 
 pub use counts::ThreadCacheCounts;
 pub(crate) use counts::{count_node, count_page};
+pub(crate) use id_hasher::IdHasher;
 pub(crate) use scan::in_scan;
 pub use scan::ScanScope;
 pub(crate) use segments::{Segment, Segments, NIL};

@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::page::{node_key, FIGURES_KEY};
 use super::state::Tree;
-use crate::caching::{count_node, in_scan, Segment, Segments, NIL};
+use crate::caching::{count_node, in_scan, IdHasher, Segment, Segments, NIL};
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
 use crate::error::Result;
@@ -25,7 +25,7 @@ const SHARDS: usize = 16;
 
 /// One shard: `cells[slot]` is the node `order` knows as `slot`.
 struct Shard {
-    table: HashMap<u64, u32>,
+    table: HashMap<u64, u32, IdHasher>,
     cells: Vec<Option<(u64, Arc<Cell>)>>,
     /// Slots emptied by a discard or an eviction, reused before growing.
     free: Vec<u32>,
@@ -108,7 +108,7 @@ impl NodeCache {
                 let capacity = max_cached_pages / count + usize::from(i < max_cached_pages % count);
                 let protected = Segments::protected_share(capacity, protected_percent);
                 Mutex::new(Shard {
-                    table: HashMap::with_capacity(capacity),
+                    table: HashMap::with_capacity_and_hasher(capacity, Default::default()),
                     cells: Vec::with_capacity(capacity),
                     free: Vec::new(),
                     order: Segments::new(capacity, protected),

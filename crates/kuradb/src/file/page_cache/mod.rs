@@ -12,13 +12,12 @@
 mod batch;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use super::block::{AlignedBuf, Device};
-use crate::caching::{count_page, in_scan, Segment, Segments};
+use crate::caching::{count_page, in_scan, IdHasher, Segment, Segments};
 use crate::error::Result;
 
 /// Counters of a page cache since the file was opened.
@@ -46,24 +45,6 @@ const MAX_SHARDS: usize = 16;
 /// The fewest blocks a shard holds (but for a smaller cache).
 const MIN_SHARD_BLOCKS: usize = 128;
 
-/// Block indexes are already well spread; one multiplication mixes the high bits in.
-#[derive(Default)]
-struct BlockHasher(u64);
-
-impl Hasher for BlockHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 struct Node {
     block: u64,
     dirty: bool,
@@ -73,7 +54,7 @@ const EMPTY: Node = Node { block: u64::MAX, dirty: false };
 
 /// One shard: `nodes[i]` describes the block held in slot i of `arena`.
 struct Shard {
-    table: HashMap<u64, u32, BuildHasherDefault<BlockHasher>>,
+    table: HashMap<u64, u32, IdHasher>,
     nodes: Vec<Node>,
     arena: AlignedBuf,
     capacity: usize,
