@@ -268,7 +268,13 @@ impl PageCache {
         for block in inner_start / bs..inner_end / bs {
             self.shard(block).lock().remove(block);
         }
-        device.write(inner_start, &data[head..inner])?;
+        let written = device.write(inner_start, &data[head..inner]);
+        // Dropped again: a read between the first drop and the device write
+        // may have cached a block's old bytes, which would outlive the write.
+        for block in inner_start / bs..inner_end / bs {
+            self.shard(block).lock().remove(block);
+        }
+        written?;
         self.extent.fetch_max(inner_end, Ordering::AcqRel);
         Ok(())
     }
