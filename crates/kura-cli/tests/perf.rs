@@ -556,3 +556,43 @@ fn mixed_reports_the_gets_hit_rates_with_and_without_scanners() {
     assert_eq!(code, 1);
     assert!(err.contains("--hot 11 is more than the 10 records"), "{err}");
 }
+
+#[test]
+fn batched_gets_find_every_record_and_miss_what_is_not_there() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dbm, name) in [("hash", "b.tkh"), ("tree", "b.tkt"), ("skip", "b.tks")] {
+        let path = dir.path().join(name);
+        for validate in [false, true] {
+            // 1000 keys per thread in batches of 7: the last batch is short.
+            let mut args = vec!["sequence", "--json", "--iter", "1000", "--threads", "2", "--batch", "7"];
+            args.extend(["--random_key", "--random_seed", "5", "--size", "30", "--dbm", dbm]);
+            if validate {
+                args.push("--validate");
+            }
+            let found = phases(&args, &path);
+            let records = found[0]["num_records"].as_u64().unwrap();
+            check_sequence_of(dbm, &found, records, &format!("{dbm} validate={validate}"));
+        }
+        // Keys drawn with another seed are mostly not there: the batched get phase must say so.
+        let set =
+            ["sequence", "--set_only", "--iter", "500", "--random_key", "--random_seed", "5", "--dbm", dbm];
+        phases(&set, &path);
+        let get = [
+            "sequence",
+            "--get_only",
+            "--iter",
+            "500",
+            "--random_key",
+            "--random_seed",
+            "6",
+            "--batch",
+            "16",
+        ];
+        let mut args = get.to_vec();
+        args.extend(["--dbm", dbm]);
+        let (_, stderr) = failure(&args, Some(&path));
+        assert!(stderr.contains("missing"), "{dbm}: {stderr}");
+    }
+    let (_, stderr) = failure(&["sequence", "--batch", "0"], None);
+    assert!(stderr.contains("--batch"), "{stderr}");
+}

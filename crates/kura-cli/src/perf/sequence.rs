@@ -6,7 +6,9 @@
 //! phase's keys, so a get that finds nothing is an error. The get phase looks
 //! each record up without fetching its value ([`Dbm::contains`]), as the
 //! reference's does (its gets of 8000-byte records read one 512-byte block
-//! each under direct I/O); with `--validate` it reads every value. With `--validate`,
+//! each under direct I/O); with `--validate` it reads every value. With
+//! `--batch N` it looks N keys up per call ([`Dbm::contains_multi`], or
+//! [`Dbm::get_multi`] with `--validate`). With `--validate`,
 //! every value read is checked against what the set phase left (see
 //! [`Expectations`]), the record count after each phase against the keys set,
 //! and after the iterate phase a full walk checks every record.
@@ -55,6 +57,13 @@ pub struct SequenceArgs {
     /// Checks every value read and every phase's record count against the keys set.
     #[arg(long = "validate")]
     validate: bool,
+
+    /// Looks the get phase's keys up NUM at a time, with one
+    /// `contains_multi` (`get_multi` with --validate) call per NUM keys, so a
+    /// database that batches its reads sends them to the device together.
+    #[arg(long = "batch", value_name = "NUM", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    batch: u64,
 }
 
 /// Mixed into the seed of the value-length generators, so they draw apart from
@@ -181,6 +190,9 @@ impl Plan<'_> {
     }
 
     fn get_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<Tally> {
+        if self.args.batch > 1 {
+            return self.get_batches(db, id, stop);
+        }
         let mut tally = Tally::default();
         self.each_key(self.pickers(id).0, id, stop, |_, key, key_text| {
             let Some(expected) = &self.expected else {
@@ -201,6 +213,49 @@ impl Plan<'_> {
             tally.record(key, found);
             Ok(())
         })?;
+        Ok(tally)
+    }
+
+    /// The get phase with `--batch`: keys gather until a batch is full (or
+    /// the thread's keys end), then one multi-key call looks them all up.
+    fn get_batches(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<Tally> {
+        let batch = self.args.batch as usize;
+        let mut tally = Tally::default();
+        let mut numbers: Vec<u64> = Vec::with_capacity(batch);
+        let mut texts: Vec<Vec<u8>> = Vec::with_capacity(batch);
+        let iter = self.args.common.iter;
+        let mut look_up = |numbers: &mut Vec<u64>, texts: &mut Vec<Vec<u8>>| -> Result<()> {
+            let keys: Vec<&[u8]> = texts.iter().map(Vec::as_slice).collect();
+            match &self.expected {
+                None => {
+                    for (&key, found) in numbers.iter().zip(db.contains_multi(&keys)?) {
+                        tally.record(key, found.then_some(true));
+                    }
+                }
+                Some(expected) => {
+                    for (&key, value) in numbers.iter().zip(db.get_multi(&keys)?) {
+                        let found = value.map(|v| expected.holds(&self.pattern, key, Some(&v)));
+                        tally.record(key, found);
+                    }
+                }
+            }
+            numbers.clear();
+            texts.clear();
+            Ok(())
+        };
+        self.each_key(self.pickers(id).0, id, stop, |i, key, key_text| {
+            numbers.push(key);
+            texts.push(key_text.to_vec());
+            if numbers.len() == batch || i + 1 == iter {
+                look_up(&mut numbers, &mut texts)?;
+            }
+            Ok(())
+        })?;
+        // A stopped phase leaves a partial batch: it is looked up too, so
+        // every key the phase counted was read.
+        if !numbers.is_empty() {
+            look_up(&mut numbers, &mut texts)?;
+        }
         Ok(tally)
     }
 

@@ -122,6 +122,10 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.get_multi(keys)
         }
+        fn contains_multi(&self, keys: &[&[u8]]) -> $crate::Result<Vec<bool>> {
+            let $this = self;
+            $target.contains_multi(keys)
+        }
         fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> $crate::Result<()> {
             let $this = self;
             $target.set_multi(pairs, overwrite)

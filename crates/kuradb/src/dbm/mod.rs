@@ -270,6 +270,18 @@ pub trait Dbm: Send + Sync {
         Ok(values)
     }
 
+    /// Whether each of `keys` has a record, in the same order, looked up
+    /// atomically together. A database that batches its reads finds the
+    /// keys with one round of device reads rather than one read per key.
+    fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
+        let mut found = vec![false; keys.len()];
+        self.process_multi(keys, false, &mut |i, _, value| {
+            found[i] = value.is_some();
+            Action::Keep
+        })?;
+        Ok(found)
+    }
+
     /// Stores every pair atomically. If `overwrite` is false and any key exists,
     /// nothing changes and the error is a duplication naming that key.
     fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> Result<()> {

@@ -157,6 +157,7 @@ fn multi_operations_are_all_or_nothing() {
         db.get_multi(&[b"a", b"x", b"b"]).unwrap(),
         vec![Some(b"1".to_vec()), None, Some(b"2".to_vec())]
     );
+    assert_eq!(db.contains_multi(&[b"b", b"x", b"a", b"b"]).unwrap(), [true, false, true, true]);
     assert!(!db.compare_exchange_multi(&[(b"a", Some(b"1")), (b"b", None)], &[(b"a", None)]).unwrap());
     assert!(db.get(b"a").unwrap().is_some());
     assert!(db

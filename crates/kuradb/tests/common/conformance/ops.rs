@@ -413,7 +413,9 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
             let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
             let got = ok(db.get_multi(&refs), "get_multi")?;
             let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(k).map(<[u8]>::to_vec)).collect();
+            let present: Vec<bool> = want.iter().map(Option::is_some).collect();
             eq(got, want, "get_multi")?;
+            eq(ok(db.contains_multi(&refs), "contains_multi")?, present, "contains_multi")?;
         }
         Op::RemoveMulti(keys) => {
             let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
