@@ -31,7 +31,7 @@ use rand::{Rng, SeedableRng};
 /// Keys of numbers: a third share a prefix longer than the eight bytes the
 /// cache of the upper levels compares first.
 fn key(n: u16) -> Vec<u8> {
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         format!("shared-prefix-{n:05}").into_bytes()
     } else {
         format!("k{n:05}").into_bytes()
