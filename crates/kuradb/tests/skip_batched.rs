@@ -352,17 +352,32 @@ fn a_damaged_file_fails_a_batch_as_single_lookups_fail() {
     assert!(failed >= 10, "only {failed} of 150 rounds of damage failed a lookup");
 }
 
-/// Counts a file's reads: single ones, batches and the requests in them.
+/// Counts a file's reads: single ones, batches and the requests in them;
+/// and fails reads on demand: every read that reaches `fail_from` or past,
+/// and the next batch whole, once, if `fail_next_batch`.
 struct Counting {
     inner: Box<dyn File>,
     counts: Arc<Counts>,
 }
 
-#[derive(Default)]
 struct Counts {
     reads: AtomicU64,
     batches: AtomicU64,
     requests: AtomicU64,
+    fail_from: AtomicU64,
+    fail_next_batch: AtomicBool,
+}
+
+impl Default for Counts {
+    fn default() -> Counts {
+        Counts {
+            reads: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            fail_from: AtomicU64::new(u64::MAX),
+            fail_next_batch: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Counts {
@@ -375,14 +390,33 @@ impl Counts {
     }
 }
 
+impl Counting {
+    fn check(&self, offset: u64, len: usize) -> Result<()> {
+        if offset + len as u64 > self.counts.fail_from.load(Ordering::Relaxed) {
+            return Err(kuradb::Error::new(
+                kuradb::ErrorKind::System,
+                format!("the read of {len} bytes at {offset} failed (a bad sector, for the test)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl File for Counting {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.counts.reads.fetch_add(1, Ordering::Relaxed);
+        self.check(offset, buf.len())?;
         self.inner.read(offset, buf)
     }
     fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
         self.counts.requests.fetch_add(reads.len() as u64, Ordering::Relaxed);
+        if self.counts.fail_next_batch.swap(false, Ordering::Relaxed) {
+            return Err(kuradb::Error::new(kuradb::ErrorKind::System, "the batch failed (for the test)"));
+        }
+        for read in reads.iter() {
+            self.check(read.offset, read.buf.len())?;
+        }
         self.inner.read_many(reads)
     }
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
@@ -478,5 +512,57 @@ fn a_batch_costs_the_rounds_of_its_longest_lookup() {
     assert!(requests <= total, "{requests} reads in the batch, {total} one lookup at a time");
     assert!(rounds * 8 <= total, "{rounds} rounds for 32 lookups of {total} reads together");
     eprintln!("32 lookups: {total} reads one at a time (at most {longest} each); batched, {rounds} rounds of {requests} reads");
+    db.close().expect("close");
+}
+
+/// A read that fails in a batch fails the lookup that wanted it, with the
+/// error that lookup's read gives alone, so the batch fails as a loop of
+/// single lookups does; a batch that fails whole but whose reads succeed
+/// alone answers what single lookups answer.
+#[test]
+fn a_failed_read_fails_its_own_lookup() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let counts = Arc::new(Counts::default());
+    let wrap = {
+        let counts = Arc::clone(&counts);
+        FileWrapper(Arc::new(move |inner| {
+            Box::new(Counting { inner, counts: Arc::clone(&counts) }) as Box<dyn File>
+        }))
+    };
+    let options = SkipOptions::default()
+        .file(FileSpec::parse("pos-para").unwrap())
+        .step_unit(4)
+        .max_level(8)
+        .max_cached_records(4)
+        .wrap_file(Some(wrap));
+    let db = SkipDbm::open(dir.path().join("casket.skip"), true, &options).expect("create");
+    for n in 0..5_000u16 {
+        db.set(&key(n), &value(n, 20), true).expect("set");
+    }
+    db.synchronize(false).expect("synchronize");
+    let mut rng = SmallRng::seed_from_u64(11);
+    let keys: Vec<Vec<u8>> = (0..48).map(|_| key(rng.gen_range(0..5_100))).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let single: Vec<Option<Vec<u8>>> = refs.iter().map(|k| db.get(k)).collect::<Result<_>>().expect("get");
+    counts.fail_next_batch.store(true, Ordering::Relaxed);
+    assert_eq!(db.get_multi(&refs).expect("a batch whose reads succeed alone"), single);
+    assert!(!counts.fail_next_batch.load(Ordering::Relaxed), "no batch was read");
+    let size = db.file_size().expect("size");
+    let mut failed = 0;
+    for part in 1..8 {
+        counts.fail_from.store(size * part / 8, Ordering::Relaxed);
+        let single: Result<Vec<Option<Vec<u8>>>> = refs.iter().map(|k| db.get(k)).collect();
+        let batched = db.get_multi(&refs);
+        match (&single, &batched) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "reads failing from {part}/8 of the file"),
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "reads failing from {part}/8 of the file");
+                failed += 1;
+            }
+            _ => panic!("reads failing from {part}/8: single lookups gave {single:?}, the batch {batched:?}"),
+        }
+    }
+    assert!(failed >= 5, "only {failed} of 7 bad regions failed a lookup");
+    counts.fail_from.store(u64::MAX, Ordering::Relaxed);
     db.close().expect("close");
 }
