@@ -240,11 +240,14 @@ impl Window {
         self.chunk = chunk.max(64);
     }
 
-    /// Makes the buffer hold `[offset, offset + len)`, reading from `offset`
-    /// on at least a chunk (never past `end`).
-    fn cover(&mut self, file: &dyn File, end: u64, offset: u64, len: usize) -> Result<()> {
+    /// Makes the buffer hold `[offset, offset + len)`, having `fill` bring
+    /// the bytes from `offset` on, at least a chunk (never past `end`), if
+    /// it does not. Answers whether it holds them now: a batch's `fill`
+    /// notes the read for later instead (see `lockstep.rs`).
+    #[inline(always)]
+    fn cover(&mut self, end: u64, offset: u64, len: usize, fill: &mut impl Fill) -> Result<bool> {
         if offset >= self.start && offset + len as u64 <= self.start + self.buf.len() as u64 {
-            return Ok(());
+            return Ok(true);
         }
         let want = (len.max(self.chunk) as u64).min(end.saturating_sub(offset)) as usize;
         if want < len {
@@ -253,13 +256,33 @@ impl Window {
                 format!("a record at {offset} runs past the records' end"),
             ));
         }
-        self.buf.resize(want, 0);
+        fill.fill(self, offset, want)
+    }
+
+    /// The buffer, made to stand for the `len` bytes at `offset`, for a
+    /// read to fill. A failed read must [`forget`](Self::forget) them.
+    pub(crate) fn hold(&mut self, offset: u64, len: usize) -> &mut [u8] {
+        self.buf.resize(len, 0);
         self.start = offset;
-        if let Err(e) = file.read(offset, &mut self.buf) {
+        &mut self.buf
+    }
+
+    /// Forgets the bytes of a read that failed.
+    pub(crate) fn forget(&mut self) {
+        self.buf.clear();
+    }
+
+    /// The bytes held, and where they start in the file.
+    pub(crate) fn held(&self) -> (u64, &[u8]) {
+        (self.start, &self.buf)
+    }
+
+    /// Gives back memory a large record left, keeping `cap` bytes.
+    pub(crate) fn shrink(&mut self, cap: usize) {
+        if self.buf.capacity() > cap {
             self.buf.clear();
-            return Err(e);
+            self.buf.shrink_to(cap);
         }
-        Ok(())
     }
 
     /// Reads the record at `offset` (key included; the value too if
@@ -272,12 +295,32 @@ impl Window {
         width: usize,
         value: bool,
     ) -> Result<Record> {
+        match self.record_with(end, offset, width, value, &mut ReadNow(file))? {
+            Some(record) => Ok(record),
+            None => unreachable!("a read now always covers"),
+        }
+    }
+
+    /// [`record`](Self::record) with the missing bytes brought by `fill`:
+    /// `None` if it did not bring them (a batch reads them later; asked
+    /// again then, this finds them held).
+    #[inline]
+    pub(crate) fn record_with(
+        &mut self,
+        end: u64,
+        offset: u64,
+        width: usize,
+        value: bool,
+        fill: &mut impl Fill,
+    ) -> Result<Option<Record>> {
         let broken = |what: &str| Error::new(ErrorKind::BrokenData, format!("the record at {offset} {what}"));
         if offset < HEADER_SIZE || offset >= end {
             return Err(broken("is outside the records"));
         }
         let head = ((end - offset) as usize).min(21);
-        self.cover(file, end, offset, head)?;
+        if !self.cover(end, offset, head, fill)? {
+            return Ok(None);
+        }
         let at = (offset - self.start) as usize;
         let bytes = &self.buf[at..];
         let magic = bytes[0];
@@ -296,8 +339,10 @@ impl Window {
             _ => return Err(broken("runs past the records' end")),
         };
         let needed = if value { size } else { key_at as u64 + key_len };
-        self.cover(file, end, offset, needed as usize)?;
-        Ok(Record {
+        if !self.cover(end, offset, needed as usize, fill)? {
+            return Ok(None);
+        }
+        Ok(Some(Record {
             offset,
             level,
             size,
@@ -305,7 +350,7 @@ impl Window {
             key_at,
             key_len: key_len as usize,
             value_len: value_len as usize,
-        })
+        }))
     }
 
     /// Where `record` starts in the buffer.
@@ -343,6 +388,28 @@ impl Window {
             return Err(broken("has a skip pointer that does not lead forward within the records"));
         }
         Ok(target)
+    }
+}
+
+/// How a [`Window`] gets bytes it does not hold.
+pub(crate) trait Fill {
+    /// Brings the `len` bytes at `offset` into `window` (through
+    /// [`Window::hold`]), or notes that they are wanted; answers whether
+    /// `window` holds them now.
+    fn fill(&mut self, window: &mut Window, offset: u64, len: usize) -> Result<bool>;
+}
+
+/// Reads what a window lacks from the file at once: a single lookup's way.
+struct ReadNow<'f>(&'f dyn File);
+
+impl Fill for ReadNow<'_> {
+    #[inline(always)]
+    fn fill(&mut self, window: &mut Window, offset: u64, len: usize) -> Result<bool> {
+        if let Err(e) = self.0.read(offset, window.hold(offset, len)) {
+            window.forget();
+            return Err(e);
+        }
+        Ok(true)
     }
 }
 

@@ -61,6 +61,8 @@
 mod build;
 mod cursor;
 mod format;
+mod lockstep;
+mod multi;
 mod options;
 mod params;
 mod pending;
@@ -72,7 +74,6 @@ mod value;
 
 pub(crate) use format::sniff;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -286,33 +287,12 @@ impl Dbm for SkipDbm {
         self.answer(Some(&mut pending), key, action)
     }
 
+    /// Looks the keys up together (their device reads go out in rounds,
+    /// one batch per round: see `lockstep.rs`), then shows each as
+    /// [`process`](Self::process) would; a key repeated is shown the value
+    /// of the earlier answers.
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        if writable && !self.writable {
-            return Err(self.read_only());
-        }
-        // Later occurrences of a key see the earlier answers, though the
-        // file shows none of them until the next synchronization.
-        let mut answered: HashMap<&[u8], Option<Vec<u8>>> = HashMap::new();
-        let mut pending = writable.then(|| self.pending.lock());
-        for (i, &key) in keys.iter().enumerate() {
-            let action = match answered.get(key) {
-                Some(value) => f(i, key, value.as_deref()),
-                None => {
-                    let mut action = Action::Keep;
-                    self.lookup(key, |value| action = f(i, key, value))?;
-                    action
-                }
-            };
-            if action != Action::Keep {
-                let value = match &action {
-                    Action::Set(v) => Some(v.to_vec()),
-                    _ => None,
-                };
-                self.answer(pending.as_deref_mut(), key, action)?;
-                answered.insert(key, value);
-            }
-        }
-        Ok(())
+        self.process_batch(keys, writable, f)
     }
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {

@@ -32,11 +32,11 @@ pub(super) struct Position {
 }
 
 impl Snapshot {
-    fn width(&self) -> usize {
+    pub(super) fn width(&self) -> usize {
         usize::from(self.header.width)
     }
 
-    fn step(&self) -> u64 {
+    pub(super) fn step(&self) -> u64 {
         u64::from(self.header.step_unit)
     }
 
@@ -47,31 +47,47 @@ impl Snapshot {
     /// Bytes a lookup's last step reads at once: the level-0 records between
     /// two level-1 records, by the file's average record size. From a memory
     /// map, only what each record's key needs: reading ahead there is copying.
-    fn span(&self) -> usize {
+    pub(super) fn span(&self) -> usize {
         let average = (self.header.records_end - HEADER_SIZE) / self.header.count.max(1);
         (average.saturating_mul(self.step() + 1) + 64).min(1 << 16) as usize
     }
 
-    /// The first record `below` does not hold for, or `None`.
-    pub(super) fn seek(&self, window: &mut Window, below: Below<'_>) -> Result<Option<Position>> {
+    /// Where a seek leaves the cache of the upper levels.
+    #[inline]
+    pub(super) fn start(&self, below: Below<'_>) -> Start {
         if self.header.count == 0 {
-            return Ok(None);
+            return Start::NoRecords;
         }
-        let before = |k: &[u8]| below.holds(k);
         let index = &self.index;
         // Most comparisons end at the first eight bytes, kept apart so the
         // search reads one compact array.
         let prefix = prefix_of(below.key);
         let p = index.partition_point(|i| match index.prefixes[i].cmp(&prefix) {
-            std::cmp::Ordering::Equal => before(index.key(i)),
+            std::cmp::Ordering::Equal => below.holds(index.key(i)),
             order => order == std::cmp::Ordering::Less,
         });
         if p == 0 {
-            return Ok(Some(Position { index: 0, offset: HEADER_SIZE }));
+            return Start::First;
         }
-        let mut at = Position { index: (p as u64 - 1) * index.stride, offset: index.offsets[p - 1] };
+        Start::Walk(Position { index: (p as u64 - 1) * index.stride, offset: index.offsets[p - 1] })
+    }
+
+    /// The levels of pointers a seek follows from the cache down, highest
+    /// first (level 0 follows them).
+    pub(super) fn walked_levels(&self) -> std::ops::Range<u8> {
+        1..self.index.level.min(self.header.max_level + 1)
+    }
+
+    /// The first record `below` does not hold for, or `None`.
+    pub(super) fn seek(&self, window: &mut Window, below: Below<'_>) -> Result<Option<Position>> {
+        let before = |k: &[u8]| below.holds(k);
+        let mut at = match self.start(below) {
+            Start::NoRecords => return Ok(None),
+            Start::First => return Ok(Some(FIRST)),
+            Start::Walk(at) => at,
+        };
         window.set_chunk(self.span());
-        for level in (1..index.level.min(self.header.max_level + 1)).rev() {
+        for level in self.walked_levels().rev() {
             let stride = format::stride(self.step(), level);
             loop {
                 // Read again: the window may have moved to a rejected target.
@@ -141,13 +157,26 @@ impl Snapshot {
         Ok((window.key(&record) == key).then_some(record))
     }
 
-    fn broken(&self, what: &str) -> Error {
+    pub(super) fn broken(&self, what: &str) -> Error {
         Error::new(
             ErrorKind::BrokenData,
             format!("the skip database {} is damaged: {what}", self.file.path().display()),
         )
     }
 }
+
+/// Where a seek leaves the cache of the upper levels.
+pub(super) enum Start {
+    /// The file holds no records.
+    NoRecords,
+    /// The seek passes over no cached record: the first record is the answer.
+    First,
+    /// The last cached record the seek passes over, whose pointers lead on.
+    Walk(Position),
+}
+
+/// The position of the first record.
+pub(super) const FIRST: Position = Position { index: 0, offset: HEADER_SIZE };
 
 /// The records a seek passes over: those whose keys are below `key`, or
 /// not above it (`or_equal`).
@@ -158,7 +187,7 @@ pub(super) struct Below<'k> {
 }
 
 impl Below<'_> {
-    fn holds(&self, k: &[u8]) -> bool {
+    pub(super) fn holds(&self, k: &[u8]) -> bool {
         if self.or_equal {
             k <= self.key
         } else {
