@@ -71,7 +71,12 @@ struct Run {
 impl Tree {
     /// Carries out `f`'s answers for `keys` in order, loading their leaves
     /// in batches. The caller holds the tree exclusively.
-    pub(super) fn apply_multi(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'_>) -> Result<()> {
+    pub(super) fn apply_multi(
+        &self,
+        keys: &[&[u8]],
+        writable: bool,
+        f: &mut MultiProcessor<'_>,
+    ) -> Result<()> {
         let mut done = 0;
         while done < keys.len() {
             let mut run = self.route(&keys[done..]);
@@ -191,7 +196,8 @@ impl Tree {
     fn read_nodes(&self, ids: &[u64]) -> Result<Vec<Option<Node>>> {
         let path = self.store.path().unwrap_or(std::path::Path::new(""));
         let keys: Vec<[u8; 8]> = ids.iter().map(|&id| node_key(id)).collect();
-        let pages = self.read_pages(&keys, |i, page| Node::decode(ids[i], page, path, Some(self.cmp)).ok())?;
+        let pages =
+            self.read_pages(&keys, |i, page| Node::decode(ids[i], page, path, Some(self.cmp)).ok())?;
         if ids.len() == 1 {
             self.node_reads.single.fetch_add(1, Ordering::Relaxed);
         } else {

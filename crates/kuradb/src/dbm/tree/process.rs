@@ -67,7 +67,13 @@ impl Tree {
     }
 
     /// [`Tree::apply`] in `cell`, the leaf where `key` belongs.
-    pub(super) fn apply_in(&self, cell: &Cell, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<bool> {
+    pub(super) fn apply_in(
+        &self,
+        cell: &Cell,
+        key: &[u8],
+        writable: bool,
+        f: &mut Processor<'_>,
+    ) -> Result<bool> {
         if !writable {
             let slot = cell.slot.read();
             let Node::Leaf(leaf) = &slot.node else {
