@@ -155,7 +155,7 @@ fn a_stalled_load_blocks_only_its_own_node() {
         let cached_key = &cached_key;
         s.spawn(move || {
             for _ in 0..100 {
-                assert!(db.get(&cached_key).unwrap().is_some());
+                assert!(db.get(cached_key).unwrap().is_some());
             }
             done_tx.send(()).unwrap();
         });
