@@ -104,13 +104,15 @@ impl Tree {
                 }
             }
             done += run.leaf_of.len();
-            if let Some(e) = run.failed {
-                return Err(e);
-            }
             let held: Vec<u64> = run.leaves.iter().map(|l| l.id).collect();
+            let failed = run.failed.take();
             drop(run);
             // Held nodes may have kept their shards past capacity.
-            self.trim_shards_of(held.into_iter())?;
+            let trimmed = self.trim_shards_of(held.into_iter());
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            trimmed?;
         }
         Ok(())
     }
