@@ -4,7 +4,9 @@
 //! changed), at synchronize and at close. A node enters on probation and a
 //! second load by a lookup protects it, up to the protected share; loads in
 //! a scan (a cursor's walk, `process_each`, a rebuild) promote nothing, so
-//! a walk over every leaf leaves the nodes random lookups use.
+//! a walk over every leaf leaves the nodes random lookups use. A load reads
+//! the store without its shard's lock (see [`Tree::load`]): only lookups of
+//! the same node wait for it.
 
 use std::collections::HashMap;
 use std::path::Path;
