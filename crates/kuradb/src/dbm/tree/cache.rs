@@ -4,14 +4,16 @@
 //! changed), at synchronize and at close. A node enters on probation and a
 //! second load by a lookup protects it, up to the protected share; loads in
 //! a scan (a cursor's walk, `process_each`, a rebuild) promote nothing, so
-//! a walk over every leaf leaves the nodes random lookups use.
+//! a walk over every leaf leaves the nodes random lookups use. A load reads
+//! the store without its shard's lock (see [`Tree::load`]): only lookups of
+//! the same node wait for it.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
 use super::page::{node_key, FIGURES_KEY};
 use super::state::Tree;
@@ -27,6 +29,10 @@ const SHARDS: usize = 16;
 struct Shard {
     table: HashMap<u64, u32, IdHasher>,
     cells: Vec<Option<(u64, Arc<Cell>)>>,
+    /// Nodes not cached that a thread is reading from the store, outside
+    /// this lock: no other thread reads or caches them meanwhile. Few (at
+    /// most one per thread), so a list.
+    loading: Vec<u64>,
     /// Slots emptied by a discard or an eviction, reused before growing.
     free: Vec<u32>,
     order: Segments,
@@ -34,8 +40,23 @@ struct Shard {
     capacity: usize,
 }
 
+/// A shard behind its lock, and the signal that a node of it finished
+/// loading (waking the threads that wanted it).
+struct ShardLock {
+    shard: Mutex<Shard>,
+    loaded: Condvar,
+    /// The shard's capacity, readable without the lock.
+    capacity: usize,
+}
+
+impl ShardLock {
+    fn lock(&self) -> MutexGuard<'_, Shard> {
+        self.shard.lock()
+    }
+}
+
 pub(super) struct NodeCache {
-    shards: Vec<Mutex<Shard>>,
+    shards: Vec<ShardLock>,
     /// The source of [`Slot::version`]s.
     versions: AtomicU64,
 }
@@ -107,20 +128,33 @@ impl NodeCache {
             .map(|i| {
                 let capacity = max_cached_pages / count + usize::from(i < max_cached_pages % count);
                 let protected = Segments::protected_share(capacity, protected_percent);
-                Mutex::new(Shard {
+                let shard = Shard {
                     table: HashMap::with_capacity_and_hasher(capacity, Default::default()),
                     cells: Vec::with_capacity(capacity),
+                    loading: Vec::new(),
                     free: Vec::new(),
                     order: Segments::new(capacity, protected),
                     capacity,
-                })
+                };
+                ShardLock { shard: Mutex::new(shard), loaded: Condvar::new(), capacity }
             })
             .collect();
         NodeCache { shards, versions: AtomicU64::new(1) }
     }
 
-    fn shard(&self, id: u64) -> &Mutex<Shard> {
-        &self.shards[(id % self.shards.len() as u64) as usize]
+    fn shard(&self, id: u64) -> &ShardLock {
+        &self.shards[self.shard_of(id).0]
+    }
+
+    /// How many shards the cache has.
+    pub(super) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The index of node `id`'s shard, and the shard's capacity.
+    pub(super) fn shard_of(&self, id: u64) -> (usize, usize) {
+        let index = (id % self.shards.len() as u64) as usize;
+        (index, self.shards[index].capacity)
     }
 
     /// A version no node has had: each load starts a new range of 2^32.
@@ -149,6 +183,34 @@ impl NodeCache {
     }
 }
 
+/// A thread's mark on a node it loads: on drop, however the load ended,
+/// the node is no longer marked loading and its waiters wake.
+struct Claim<'c> {
+    lock: &'c ShardLock,
+    id: u64,
+    /// Still on the shard's loading list.
+    listed: bool,
+}
+
+impl Claim<'_> {
+    /// Takes the node off the loading list, under the shard's lock the
+    /// caller holds (so that it is cached in the same hold).
+    fn unlist(&mut self, shard: &mut Shard) {
+        shard.loading.retain(|&id| id != self.id);
+        self.listed = false;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.listed {
+            let mut shard = self.lock.lock();
+            shard.loading.retain(|&id| id != self.id);
+        }
+        self.lock.loaded.notify_all();
+    }
+}
+
 impl Tree {
     /// The node `id` if it is cached.
     pub(super) fn cached(&self, id: u64) -> Option<Arc<Cell>> {
@@ -159,25 +221,101 @@ impl Tree {
         Some(cell)
     }
 
-    /// The node `id`, from the cache or the store.
-    pub(super) fn load(&self, id: u64) -> Result<Arc<Cell>> {
+    /// The node `id` if it is cached, as a use of it by a lookup that
+    /// is to come would leave it: not counted, its order unchanged.
+    pub(super) fn peek(&self, id: u64) -> Option<Arc<Cell>> {
+        self.cache.shard(id).lock().get(id).map(|(_, cell)| cell.clone())
+    }
+
+    /// Counts a load of the cached node `id` and records the use, as
+    /// [`Tree::load`] does on a hit.
+    pub(super) fn touch(&self, id: u64) {
         let mut shard = self.cache.shard(id).lock();
-        if let Some((slot, cell)) = shard.get(id) {
-            let cell = cell.clone();
+        if let Some((slot, _)) = shard.get(id) {
             shard.order.touch(slot, in_scan());
-            count_node(true);
-            return Ok(cell);
         }
-        count_node(false);
-        let path = self.store.path().unwrap_or(Path::new(""));
-        let node = self
-            .read_page(&node_key(id), |page| Node::decode(id, page, path, Some(self.cmp)))?
-            .ok_or_else(|| self.broken(format!("node {id} is missing")))?
-            .inspect_err(|_| self.healthy.store(false, Ordering::Release))?;
+        count_node(true);
+    }
+
+    /// Caches node `id`, just read from the store (by a batch) and not
+    /// cached, and evicts as a load does. The caller holds the tree
+    /// exclusively, so no load of the node runs meanwhile.
+    pub(super) fn cache_loaded(&self, id: u64, node: Node) -> Result<Arc<Cell>> {
         let cell = self.cache.cell(node, false);
+        let mut shard = self.cache.shard(id).lock();
+        debug_assert!(shard.get(id).is_none() && !shard.loading.contains(&id));
         shard.put(id, cell.clone());
         self.evict(&mut shard)?;
         Ok(cell)
+    }
+
+    /// Evicts what the shards of `ids` hold beyond their capacity.
+    pub(super) fn trim_shards_of(&self, ids: impl Iterator<Item = u64>) -> Result<()> {
+        let mut done = vec![false; self.cache.shards.len()];
+        for id in ids {
+            let (index, _) = self.cache.shard_of(id);
+            if !std::mem::replace(&mut done[index], true) {
+                self.evict(&mut self.cache.shards[index].lock())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The node `id`, from the cache or the store.
+    ///
+    /// The shard's lock is not held while the store is read: lookups of
+    /// other nodes of the shard go on meanwhile, and only those that want
+    /// this node wait for it (marked loading, see [`Claim`]).
+    ///
+    /// Why the copy read from the store is the newest and may be cached:
+    /// under the tree's shared hold a node enters the cache only here and
+    /// leaves it only by eviction, which writes a changed node back while
+    /// holding its shard's lock and drops only a cell no one holds; new
+    /// nodes, discards, `forget_all` and flushes happen only under the
+    /// exclusive hold, where the holder is the one thread loading. A node
+    /// marked loading is, from the check that found it missing until it is
+    /// cached, neither cached nor held by anyone (an evicted cell had no
+    /// holder), and no one else caches it: so nothing writes it back, and
+    /// the stored copy cannot change under the read nor be newer than what
+    /// is put in. Nor can it have been discarded: a discard needs the
+    /// exclusive hold, which waits for this load's shared hold to end.
+    pub(super) fn load(&self, id: u64) -> Result<Arc<Cell>> {
+        let lock = self.cache.shard(id);
+        let mut shard = lock.lock();
+        loop {
+            if let Some((slot, cell)) = shard.get(id) {
+                let cell = cell.clone();
+                shard.order.touch(slot, in_scan());
+                count_node(true);
+                return Ok(cell);
+            }
+            if !shard.loading.contains(&id) {
+                break;
+            }
+            // Another thread reads it: wait for its end, then look again
+            // (it may have failed, or the node may be gone again).
+            lock.loaded.wait(&mut shard);
+        }
+        count_node(false);
+        shard.loading.push(id);
+        drop(shard);
+        let mut claim = Claim { lock, id, listed: true };
+        let node = self.read_node(id)?;
+        let cell = self.cache.cell(node, false);
+        let mut shard = lock.lock();
+        claim.unlist(&mut shard);
+        shard.put(id, cell.clone());
+        self.evict(&mut shard)?;
+        Ok(cell)
+    }
+
+    /// Node `id` read from the store and decoded.
+    fn read_node(&self, id: u64) -> Result<Node> {
+        self.node_reads.single.fetch_add(1, Ordering::Relaxed);
+        let path = self.store.path().unwrap_or(Path::new(""));
+        self.read_page(&node_key(id), |page| Node::decode(id, page, path, Some(self.cmp)))?
+            .ok_or_else(|| self.broken(format!("node {id} is missing")))?
+            .inspect_err(|_| self.healthy.store(false, Ordering::Release))
     }
 
     /// Puts a new node in the cache. It evicts nothing, and so cannot fail:

@@ -8,7 +8,8 @@
 //!
 //! The files: `state` the open tree (store, cache, figures) and its opening,
 //! `meta` the figures' encoding, `page` the store's records as pages,
-//! `cache` the node cache, `walk` descents and walks along the leaves,
+//! `cache` the node cache, `batch` multi-key lookups that read their
+//! leaves together, `walk` descents and walks along the leaves,
 //! `process` the processors' answers carried out, `rebalance` splits and
 //! merges, `cursor` and `range` ordered reading, `rebuild` the compaction,
 //! `restore` the restore of a crashed or damaged file.
@@ -51,6 +52,7 @@
 //! writes every changed node and the tree's figures: a crash leaves, after
 //! the automatic restore, exactly the tree as it was synchronized last.
 
+mod batch;
 mod cache;
 mod cursor;
 mod meta;
@@ -231,12 +233,7 @@ impl Dbm for TreeDbm {
             if writable && !t.writable {
                 return Err(t.read_only());
             }
-            for (i, key) in keys.iter().enumerate() {
-                if t.apply(key, writable, &mut |value| f(i, key, value))? {
-                    t.rebalance(key)?;
-                }
-            }
-            Ok(())
+            t.apply_multi(keys, writable, f)
         })
     }
 
@@ -321,6 +318,9 @@ impl Dbm for TreeDbm {
             ("cached_pages".into(), cached.to_string()),
             ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
             ("cached_pages_protected".into(), t.cache.protected().to_string()),
+            ("node_reads".into(), t.node_reads.single.load(Ordering::Relaxed).to_string()),
+            ("node_read_batches".into(), t.node_reads.batches.load(Ordering::Relaxed).to_string()),
+            ("node_batch_reads".into(), t.node_reads.batched.load(Ordering::Relaxed).to_string()),
             (
                 "cached_pages_protected_percent".into(),
                 self.options.cached_pages_protected_percent.to_string(),

@@ -1,8 +1,9 @@
 //! Pages: what the tree keeps under one key of its node store, a node or
 //! the tree's figures. [`Tree::write_page`] is the one place a page is
-//! encoded and stored, [`Tree::read_page`] the one place a page is fetched
-//! and decoded: a page codec (compression, encryption of whole pages) goes
-//! between the two halves of each.
+//! encoded and stored, [`Tree::read_page`] (and [`Tree::read_pages`], its
+//! batch) the one place a page is fetched and decoded: a page codec
+//! (compression, encryption of whole pages) goes between the two halves of
+//! each.
 
 use super::state::Tree;
 use crate::dbm::{Action, Dbm};
@@ -40,6 +41,24 @@ impl Tree {
             Action::Keep
         })?;
         Ok(decoded)
+    }
+
+    /// What `decode` makes of the pages under `keys` (given each key's
+    /// index), `None` for each key without a page: [`Tree::read_page`] for
+    /// many keys, read by one multi-key read of the store, so that the
+    /// store can send their device reads together. One key is read as
+    /// `read_page` reads it, straight from the store's buffer.
+    pub(super) fn read_pages<K: AsRef<[u8]>, R>(
+        &self,
+        keys: &[K],
+        mut decode: impl FnMut(usize, &[u8]) -> R,
+    ) -> Result<Vec<Option<R>>> {
+        if let [key] = keys {
+            return Ok(vec![self.read_page(key.as_ref(), |page| decode(0, page))?]);
+        }
+        let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        let pages = self.store.get_multi(&refs)?;
+        Ok(pages.into_iter().enumerate().map(|(i, page)| page.map(|p| decode(i, &p))).collect())
     }
 
     /// Makes a node's first read take a whole page, with room for the

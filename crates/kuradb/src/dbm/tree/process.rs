@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::cache::Cell;
 use super::meta::Meta;
 use super::state::Tree;
 use super::MAX_RECORD;
@@ -62,6 +63,17 @@ impl Tree {
     /// needs rebalancing.
     pub(super) fn apply(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<bool> {
         let (_, cell) = self.descend(key, None)?;
+        self.apply_in(&cell, key, writable, f)
+    }
+
+    /// [`Tree::apply`] in `cell`, the leaf where `key` belongs.
+    pub(super) fn apply_in(
+        &self,
+        cell: &Cell,
+        key: &[u8],
+        writable: bool,
+        f: &mut Processor<'_>,
+    ) -> Result<bool> {
         if !writable {
             let slot = cell.slot.read();
             let Node::Leaf(leaf) = &slot.node else {

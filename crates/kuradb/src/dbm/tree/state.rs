@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::batch::NodeReads;
 use super::cache::NodeCache;
 use super::meta::{decode_meta, Meta};
 use super::page::FIGURES_KEY;
@@ -26,6 +27,7 @@ pub(super) struct Tree {
     /// Changed only by [`Tree::commit`].
     pub count: AtomicU64,
     pub cache: NodeCache,
+    pub node_reads: NodeReads,
     pub healthy: AtomicBool,
 }
 
@@ -41,6 +43,7 @@ impl Tree {
             meta: Mutex::new(Meta::empty()),
             count: AtomicU64::new(0),
             cache: NodeCache::new(o.max_cached_pages, o.cached_pages_protected_percent),
+            node_reads: NodeReads::default(),
             healthy: AtomicBool::new(true),
         };
         match tree.read_page(FIGURES_KEY, |bytes| decode_meta(bytes, path))? {
