@@ -175,7 +175,10 @@ impl Default for HashOptions {
             open: OpenOptions::writer(),
             num_buckets: 1_048_583,
             align_pow: 3,
-            offset_width: 5,
+            // The reference's default: 4 bytes address 2^32 aligned units
+            // (32 GiB at align_pow 3, 512 GiB at 7), and a cached bucket
+            // array costs 4 bytes a bucket instead of 5.
+            offset_width: 4,
             fbp_cap: 2048,
             update_mode: UpdateMode::InPlace,
             record_crc_mode: RecordCrcMode::None,
