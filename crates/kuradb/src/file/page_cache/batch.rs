@@ -6,7 +6,6 @@
 //! hits go on during the device's latency, and are cached as a single
 //! read's are ([`PageCache::settle`]).
 
-use super::settle::OwnEpochs;
 use super::{PageCache, LARGE_READ_BLOCKS};
 use crate::error::Result;
 use crate::file::block::{AlignedBuf, Device};
@@ -74,12 +73,11 @@ impl PageCache {
         reads: &mut [BatchRead<'_>],
     ) -> Result<()> {
         let bs = self.block_size;
-        let mut own = OwnEpochs::default();
         let mut pieces = missing.iter().peekable();
         for (k, &block) in blocks.iter().enumerate() {
             let Some(first) = pieces.peek() else { break };
             let data = &arena[k * bs..(k + 1) * bs];
-            let (shard, slot) = self.settle(device, block, first.epoch, data, &mut own)?;
+            let (shard, slot) = self.settle(device, block, first.epoch, data)?;
             while let Some(m) = pieces.next_if(|m| m.block == block) {
                 let data = &shard.data(slot, bs)[m.skip..m.skip + m.len];
                 reads[m.read].buf[m.at..m.at + m.len].copy_from_slice(data);

@@ -14,14 +14,10 @@
 
 use parking_lot::MutexGuard;
 
-use super::{PageCache, Shard, LARGE_READ_BLOCKS, MAX_SHARDS};
+use super::{PageCache, Shard, LARGE_READ_BLOCKS};
 use crate::caching::count_page;
 use crate::error::Result;
 use crate::file::block::Device;
-
-/// Per shard, how one reader's own evictions moved the shard's epoch, (from,
-/// to): the blocks it read before are no staler for them.
-pub(super) type OwnEpochs = [Option<(u64, u64)>; MAX_SHARDS];
 
 /// A block a single read found missing: its index and its shard's epoch then.
 #[derive(Clone, Copy, Default)]
@@ -34,30 +30,28 @@ impl PageCache {
     /// The shard of `block`, locked, and the slot holding `block`. `data` is
     /// the block as read from the device with no shard locked, after the
     /// block was found missing at the shard's epoch `seen`: it is cached if
-    /// the block is still missing and nothing since (but `own` evictions)
-    /// may have made it stale; else the cached copy serves, or a new read
-    /// under the lock.
+    /// the block is still missing and nothing since may have made it stale;
+    /// else the cached copy serves, or a new read under the lock.
+    ///
+    /// The reader's own evictions count too: one that wrote back a block
+    /// the reader is still to settle made the reader's copy of it stale
+    /// (the block was cached and written after the reader found it missing).
     pub(super) fn settle(
         &self,
         device: &Device,
         block: u64,
         seen: u64,
         data: &[u8],
-        own: &mut OwnEpochs,
     ) -> Result<(MutexGuard<'_, Shard>, u32)> {
         let bs = self.block_size;
-        let s = self.shard_index(block);
-        let mut shard = self.shards[s].lock();
-        let now = shard.epoch;
-        let fresh = now == seen || own[s].is_some_and(|(from, to)| from == seen && to == now);
-        if fresh && !shard.table.contains_key(&block) {
+        let mut shard = self.shard(block).lock();
+        if shard.epoch == seen && !shard.table.contains_key(&block) {
             shard.stats.misses += 1;
             shard.stats.device_reads += 1;
             count_page(false, 1);
+            // Its write-back of a dirty victim cannot make `data` stale:
+            // the victim is cached, so it is not `block`.
             let slot = shard.vacant_slot(device, bs)?;
-            if shard.epoch != now {
-                own[s] = Some((seen, shard.epoch));
-            }
             shard.data_mut(slot, bs).copy_from_slice(data);
             shard.install(slot, block);
             return Ok((shard, slot));
@@ -99,10 +93,9 @@ impl PageCache {
         let missing = &missing[..count];
         device.with_scratch(count * bs, |scratch| {
             read_runs(device, missing, bs, scratch)?;
-            let mut own = OwnEpochs::default();
             for (k, m) in missing.iter().enumerate() {
                 let data = &scratch[k * bs..(k + 1) * bs];
-                let (shard, slot) = self.settle(device, m.block, m.epoch, data, &mut own)?;
+                let (shard, slot) = self.settle(device, m.block, m.epoch, data)?;
                 // The piece of the caller's range that lies in this block.
                 let start = (m.block * bs as u64).max(offset);
                 let end = ((m.block + 1) * bs as u64).min(offset + buf.len() as u64);
@@ -134,7 +127,7 @@ impl PageCache {
         drop(shard);
         device.with_scratch(bs, |scratch| {
             device.read_blocks(block * bs as u64, scratch)?;
-            self.settle(device, block, seen, scratch, &mut OwnEpochs::default())
+            self.settle(device, block, seen, scratch)
         })
     }
 }

@@ -153,3 +153,30 @@ fn a_block_written_past_the_cache_during_a_stalled_read_is_not_cached_stale() {
     assert!(seen == vec![5; BS] || seen == vec![0xCD; BS]);
     assert_eq!(read_block(&cache, &device, 5), vec![0xCD; BS]);
 }
+
+#[test]
+fn a_readers_own_eviction_does_not_let_it_cache_a_block_stale() {
+    let Stall { device, started, resume, _dir } = stalled_device(4);
+    let device = Arc::new(device);
+    let cache = Arc::new(PageCache::new(2, 80, BS as u64, 4096, BLOCKS * BS as u64));
+    // Blocks 4 and 5 in one read, stalled once it holds both.
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || {
+            let mut buf = vec![0u8; 2 * BS];
+            cache.read(&device, 4 * BS as u64, &mut buf).unwrap();
+            buf
+        })
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    // Block 5 cached and changed meanwhile, then block 9 cached clean: the
+    // stalled read's caching of block 4 evicts block 5, writing it back.
+    cache.write(&device, 5 * BS as u64 + 10, b"new").unwrap();
+    assert_eq!(read_block(&cache, &device, 9), vec![9; BS]);
+    resume.send(()).unwrap();
+    stalled.join().unwrap();
+    assert!(cache.stats().device_writes >= 1);
+    let mut expected = vec![5; BS];
+    expected[10..13].copy_from_slice(b"new");
+    assert_eq!(read_block(&cache, &device, 5), expected);
+}
