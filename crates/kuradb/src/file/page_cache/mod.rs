@@ -282,7 +282,10 @@ impl PageCache {
             return Ok(());
         }
         dirty.sort_unstable();
-        let mut run = AlignedBuf::new(MAX_RUN.max(bs), device.align());
+        // No larger than the dirty blocks: a buffer of 1 MiB, allocated at
+        // every synchronize, would stay resident once glibc's mmap threshold
+        // has risen past it (docs/memory.md).
+        let mut run = AlignedBuf::new(MAX_RUN.min(dirty.len() * bs).max(bs), device.align());
         let mut i = 0;
         while i < dirty.len() {
             let first = dirty[i].0;
