@@ -61,7 +61,8 @@ pub struct HashOptions {
     pub num_buckets: u64,
     /// Records are aligned to 2^align_pow bytes (tuning, at creation).
     pub align_pow: u8,
-    /// Bytes of an offset in the bucket array and chains: 3 to 6 (tuning, at creation).
+    /// Bytes of an offset in the bucket array and chains: 3 to 6 (tuning, at
+    /// creation; default 4, the reference's: 2^32 units of the alignment).
     pub offset_width: u8,
     /// Capacity of the free block pool: freed regions remembered for reuse.
     pub fbp_cap: usize,
