@@ -85,7 +85,15 @@ pub(crate) struct Device {
     /// reading a hole costs the kernel more than the read itself (it sets up
     /// large page-cache folios that every later write must walk).
     extent: AtomicU64,
+    /// Called with the offset of every [`Device::read_blocks`] once it has
+    /// read: tests stall a read with it, holding bytes that may go stale.
+    #[cfg(test)]
+    read_hook: Option<ReadHook>,
 }
+
+/// What a test runs after each of a device's block reads.
+#[cfg(test)]
+pub(crate) type ReadHook = Box<dyn Fn(u64) + Send + Sync>;
 
 impl Device {
     /// Wraps `file`; `block_size` is 1 or a power of two; `serialised` says the
@@ -111,7 +119,15 @@ impl Device {
             edge_locks: (0..stripes).map(|_| Mutex::new(())).collect(),
             write_gate: (!direct && !serialised).then(|| spin::mutex::Mutex::new(())),
             extent: AtomicU64::new(len),
+            #[cfg(test)]
+            read_hook: None,
         }
+    }
+
+    /// The same device calling `hook` after each block read.
+    #[cfg(test)]
+    pub(crate) fn with_read_hook(self, hook: ReadHook) -> Device {
+        Device { read_hook: Some(hook), ..self }
     }
 
     /// Names errors after `path` from now on: the file was renamed.
@@ -158,6 +174,10 @@ impl Device {
         let n = sys::read_at(&self.file, buf, offset)
             .map_err(|e| self.error(format_args!("read of {} bytes at offset {offset}", buf.len()), e))?;
         buf[n..].fill(0);
+        #[cfg(test)]
+        if let Some(hook) = &self.read_hook {
+            hook(offset);
+        }
         Ok(())
     }
 
@@ -291,7 +311,7 @@ impl Device {
     /// Runs `f` with an aligned buffer of `len` bytes (content unspecified):
     /// the thread's reusable one, or for a large `len` a temporary one, so a
     /// single large access does not leave every thread holding its size.
-    fn with_scratch<R>(&self, len: usize, f: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
+    pub(crate) fn with_scratch<R>(&self, len: usize, f: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
         if len > MAX_KEPT_SCRATCH {
             let mut temp = AlignedBuf::new(len, self.align);
             return f(temp.as_mut_slice());

@@ -7,6 +7,12 @@ use super::header;
 use super::state::State;
 use crate::error::Result;
 
+/// The bytes of the cached bucket array read or written per call at open and
+/// synchronize. Below glibc's smallest mmap threshold (128 KiB) on purpose: a
+/// larger buffer lands on the heap once an earlier, larger free has raised
+/// that threshold, and its pages then stay resident after it is freed.
+const TRANSFER_CHUNK: usize = 64 << 10;
+
 /// Where the offset of a chain's record is stored.
 #[derive(Clone, Copy)]
 pub(super) enum Link {
@@ -25,10 +31,10 @@ impl State {
         let len = (self.num_buckets as usize) * self.width;
         let cached: Box<[AtomicU8]> = (0..len).map(|_| AtomicU8::new(0)).collect();
         // In pieces, so no second copy of the whole array is ever allocated.
-        let mut piece = vec![0u8; len.min(1 << 20)];
+        let mut piece = vec![0u8; len.min(TRANSFER_CHUNK)];
         for (i, cells) in cached.chunks(piece.len()).enumerate() {
             let bytes = &mut piece[..cells.len()];
-            self.file.read(header::SIZE as u64 + (i << 20) as u64, bytes)?;
+            self.file.read(header::SIZE as u64 + (i * TRANSFER_CHUNK) as u64, bytes)?;
             cells.iter().zip(bytes.iter()).for_each(|(cell, &b)| cell.store(b, Ordering::Relaxed));
         }
         self.buckets = Some(cached);
@@ -88,12 +94,11 @@ impl State {
         if !self.buckets_dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        const CHUNK: usize = 1 << 20;
-        let mut bytes = Vec::with_capacity(CHUNK);
-        for (i, chunk) in cached.chunks(CHUNK).enumerate() {
+        let mut bytes = Vec::with_capacity(TRANSFER_CHUNK);
+        for (i, chunk) in cached.chunks(TRANSFER_CHUNK).enumerate() {
             bytes.clear();
             bytes.extend(chunk.iter().map(|b| b.load(Ordering::Relaxed)));
-            let at = header::SIZE as u64 + (i * CHUNK) as u64;
+            let at = header::SIZE as u64 + (i * TRANSFER_CHUNK) as u64;
             if let Err(e) = self.file.write(at, &bytes) {
                 self.buckets_dirty.store(true, Ordering::Release);
                 return Err(e);

@@ -58,8 +58,9 @@ impl State {
         self.synced_epoch.store(epoch, Ordering::Release);
         if !self.appending {
             let mut free = self.free.lock();
+            // Size 0: not kept, as the pool would not take it.
             for (offset, size) in doomed {
-                if size & REUSABLE == 0 {
+                if size & REUSABLE == 0 && size > 0 {
                     free.put(offset, size);
                 }
             }

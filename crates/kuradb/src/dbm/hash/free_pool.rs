@@ -2,13 +2,13 @@
 //! later records may reuse, and the records still to be marked void before
 //! their space may be.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-/// The flag on a doomed record's size saying its space was reusable at once.
-pub(super) const REUSABLE: u64 = 1 << 63;
+use super::doomed::Doomed;
+
+pub(super) use super::doomed::REUSABLE;
 
 /// Space that later records may reuse.
-#[derive(Default)]
 pub(super) struct FreePool {
     /// Reusable now: size -> offsets.
     ready: BTreeMap<u64, Vec<u64>>,
@@ -18,17 +18,15 @@ pub(super) struct FreePool {
     /// once). Each is marked void at the next hard synchronization, after the
     /// data that replaced it is durable (a restore would otherwise take it for
     /// the latest version of its key), unless reused first.
-    doomed: Vec<(u64, u64)>,
-    /// Offsets of doomed records that were reused since the last marking:
-    /// they hold new records now, which a void mark would destroy.
-    reused: HashSet<u64>,
+    doomed: Doomed,
     cap: usize,
 }
 
 impl FreePool {
-    /// An empty pool remembering at most `cap` reusable regions.
-    pub(super) fn new(cap: usize) -> FreePool {
-        FreePool { cap, ..Default::default() }
+    /// An empty pool remembering at most `cap` reusable regions, of a
+    /// database whose records are aligned to 2^`align_pow` bytes.
+    pub(super) fn new(cap: usize, align_pow: u32) -> FreePool {
+        FreePool { ready: BTreeMap::new(), ready_len: 0, doomed: Doomed::new(align_pow, cap), cap }
     }
 
     pub(super) fn put(&mut self, offset: u64, size: u64) {
@@ -46,36 +44,30 @@ impl FreePool {
             self.ready.remove(&found);
         }
         self.ready_len -= 1;
-        self.reused.insert(offset);
+        // It holds a new record now, which a void mark would destroy.
+        self.doomed.forget(offset);
         Some((offset, found))
     }
 
     pub(super) fn doom(&mut self, offset: u64, size: u64, reusable: bool) {
-        // Dead again: whatever reused the space is doomed in its turn.
-        self.reused.remove(&offset);
-        self.doomed.push((offset, if reusable { size | REUSABLE } else { size }));
+        self.doomed.insert(offset, if reusable { size | REUSABLE } else { size });
     }
 
     /// Takes back doomed records, as [`FreePool::take_doomed`] gave them,
     /// whose marking failed, for the next try.
     pub(super) fn doom_again(&mut self, doomed: &[(u64, u64)]) {
-        self.doomed.extend_from_slice(doomed);
+        doomed.iter().for_each(|&(offset, size)| self.doomed.insert(offset, size));
     }
 
-    /// The doomed records still to be marked, in file order, each once.
+    /// The doomed records still to be marked, in file order, each once (see
+    /// [`Doomed::take`] for their sizes).
     pub(super) fn take_doomed(&mut self) -> Vec<(u64, u64)> {
-        let mut doomed = std::mem::take(&mut self.doomed);
-        let reused = std::mem::take(&mut self.reused);
-        doomed.retain(|(offset, _)| !reused.contains(offset));
-        doomed.sort_unstable();
-        doomed.dedup_by_key(|(offset, _)| *offset);
-        doomed
+        self.doomed.take()
     }
 
     pub(super) fn clear(&mut self) {
         self.ready.clear();
         self.ready_len = 0;
-        self.doomed = Vec::new();
-        self.reused = Default::default();
+        self.doomed.clear();
     }
 }

@@ -67,6 +67,7 @@ mod chain;
 mod change;
 mod crc_mode;
 mod cursor;
+mod doomed;
 mod durability;
 mod free_pool;
 mod header;

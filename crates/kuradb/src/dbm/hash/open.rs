@@ -98,7 +98,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         slots: (0..SLOT_LOCKS).map(|_| RwLock::new(())).collect(),
         buckets: None,
         buckets_dirty: AtomicBool::new(false),
-        free: Mutex::new(FreePool::new(o.fbp_cap)),
+        free: Mutex::new(FreePool::new(o.fbp_cap, u32::from(header.align_pow))),
         healthy: AtomicBool::new(!header.open_for_writing),
         torn: AtomicBool::new(false),
         record_crc: header.record_crc,

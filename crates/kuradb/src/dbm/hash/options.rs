@@ -61,7 +61,8 @@ pub struct HashOptions {
     pub num_buckets: u64,
     /// Records are aligned to 2^align_pow bytes (tuning, at creation).
     pub align_pow: u8,
-    /// Bytes of an offset in the bucket array and chains: 3 to 6 (tuning, at creation).
+    /// Bytes of an offset in the bucket array and chains: 3 to 6 (tuning, at
+    /// creation; default 4, the reference's: 2^32 units of the alignment).
     pub offset_width: u8,
     /// Capacity of the free block pool: freed regions remembered for reuse.
     pub fbp_cap: usize,
@@ -175,7 +176,10 @@ impl Default for HashOptions {
             open: OpenOptions::writer(),
             num_buckets: 1_048_583,
             align_pow: 3,
-            offset_width: 5,
+            // The reference's default: 4 bytes address 2^32 aligned units
+            // (32 GiB at align_pow 3, 512 GiB at 7), and a cached bucket
+            // array costs 4 bytes a bucket instead of 5.
+            offset_width: 4,
             fbp_cap: 2048,
             update_mode: UpdateMode::InPlace,
             record_crc_mode: RecordCrcMode::None,

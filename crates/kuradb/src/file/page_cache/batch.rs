@@ -3,16 +3,13 @@
 //! device together, each once, then cached and copied.
 //!
 //! The missing blocks are read with no shard locked, so that other threads'
-//! hits go on during the device's latency. A block whose device copy may
-//! have changed meanwhile (its shard wrote a block back or dropped one, as
-//! the shard's epoch tells) is read again under its shard's lock, as a
-//! single read does, rather than cached from the batch.
+//! hits go on during the device's latency, and are cached as a single
+//! read's are ([`PageCache::settle`]).
 
-use super::{PageCache, LARGE_READ_BLOCKS, MAX_SHARDS};
+use super::{PageCache, LARGE_READ_BLOCKS};
 use crate::error::Result;
 use crate::file::block::{AlignedBuf, Device};
 use crate::sys::BatchRead;
-use std::sync::atomic::Ordering;
 
 /// A piece of a request whose block was not cached when the batch looked.
 struct Miss {
@@ -42,7 +39,7 @@ impl PageCache {
             }
             for (block, skip, len, at) in self.pieces(read.offset, read.buf.len()) {
                 let mut shard = self.shard(block).lock();
-                let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
+                let load = self.below_extent(block);
                 if load && !shard.table.contains_key(&block) {
                     missing.push(Miss { block, read: r, skip, len, at, epoch: shard.epoch });
                     continue;
@@ -65,9 +62,8 @@ impl PageCache {
         self.install(device, &blocks, &missing, arena.as_slice(), reads)
     }
 
-    /// Caches each block of `blocks` from `arena` (unless the cache got it
-    /// meanwhile, or the batch's copy may be stale) and copies the pieces
-    /// of `missing` out of it.
+    /// Caches each block of `blocks` from `arena` (see [`PageCache::settle`])
+    /// and copies the pieces of `missing` out of it.
     fn install(
         &self,
         device: &Device,
@@ -77,32 +73,11 @@ impl PageCache {
         reads: &mut [BatchRead<'_>],
     ) -> Result<()> {
         let bs = self.block_size;
-        // A shard's epoch moved by this batch's own evictions, (from, to):
-        // its blocks the batch read are no staler for it.
-        let mut own: [Option<(u64, u64)>; MAX_SHARDS] = [None; MAX_SHARDS];
         let mut pieces = missing.iter().peekable();
         for (k, &block) in blocks.iter().enumerate() {
             let Some(first) = pieces.peek() else { break };
-            let seen = first.epoch;
-            let s = self.shard_index(block);
-            let mut shard = self.shards[s].lock();
-            let now = shard.epoch;
-            let fresh = now == seen || own[s].is_some_and(|(from, to)| from == seen && to == now);
-            let slot = if fresh && !shard.table.contains_key(&block) {
-                shard.stats.misses += 1;
-                shard.stats.device_reads += 1;
-                let slot = shard.vacant_slot(device, bs)?;
-                if shard.epoch != now {
-                    own[s] = Some((seen, shard.epoch));
-                }
-                shard.data_mut(slot, bs).copy_from_slice(&arena[k * bs..(k + 1) * bs]);
-                shard.install(slot, block);
-                slot
-            } else {
-                // The batch's read was in vain: count it all the same.
-                shard.stats.device_reads += 1;
-                shard.get(device, block, true, bs)?
-            };
+            let data = &arena[k * bs..(k + 1) * bs];
+            let (shard, slot) = self.settle(device, block, first.epoch, data)?;
             while let Some(m) = pieces.next_if(|m| m.block == block) {
                 let data = &shard.data(slot, bs)[m.skip..m.skip + m.len];
                 reads[m.read].buf[m.at..m.at + m.len].copy_from_slice(data);

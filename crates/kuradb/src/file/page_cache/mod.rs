@@ -10,6 +10,9 @@
 //! block is O(1): a hash lookup and a few link updates.
 
 mod batch;
+mod settle;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,14 +69,11 @@ struct Shard {
     /// Where an evicted block's dirty neighbours are gathered to be written
     /// with it in one call (allocated at the first such eviction).
     cluster: Option<AlignedBuf>,
-    /// Where a run of missing blocks is read before it is cached (allocated
-    /// at the first such read).
-    run: Option<AlignedBuf>,
     align: usize,
     /// Counts the events that may make the device's copy of one of the
     /// shard's blocks newer than a copy read without the shard's lock held
-    /// (a write-back, a removal): a batch that read a block so checks that
-    /// none happened before caching it.
+    /// (a write-back, a removal, a write past the cache): a reader that read
+    /// a block so checks that none happened before caching it (settle.rs).
     epoch: u64,
 }
 
@@ -126,7 +126,6 @@ impl PageCache {
                     free: Vec::new(),
                     stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
                     cluster: None,
-                    run: None,
                     align,
                     epoch: 0,
                 })
@@ -151,6 +150,12 @@ impl PageCache {
         ((block >> SHARD_RUN_BITS).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.shard_bits)) as usize
     }
 
+    /// Whether `block` starts below every byte written, so must be read
+    /// rather than taken as zeros.
+    fn below_extent(&self, block: u64) -> bool {
+        block * (self.block_size as u64) < self.extent.load(Ordering::Acquire)
+    }
+
     /// The pieces of `len` bytes at `offset`, block by block: (block index,
     /// offset within the block, length, offset within the caller's buffer).
     fn pieces(&self, offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, usize, usize)> {
@@ -167,51 +172,6 @@ impl PageCache {
             done += n;
             Some(piece)
         })
-    }
-
-    /// Copies `buf.len()` bytes at `offset` out of the cache, loading missing
-    /// blocks; consecutive missing blocks of one shard come from the device
-    /// in one call. A read of many blocks goes to the device in one call
-    /// instead (it would evict the whole cache for blocks read once).
-    pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let bs = self.block_size;
-        if buf.len() > LARGE_READ_BLOCKS * bs {
-            return self.read_through(device, offset, buf);
-        }
-        let mut pieces = self.pieces(offset, buf.len()).peekable();
-        while let Some((block, skip, n, done)) = pieces.next() {
-            let mut shard = self.shard(block).lock();
-            let load = block * (bs as u64) < self.extent.load(Ordering::Acquire);
-            if load && !shard.table.contains_key(&block) {
-                // The missing blocks after this one of the same shard, read
-                // with it under the shard's lock (as a single block would be),
-                // so no write-back can slip between the read and the insert.
-                let home = self.shard(block);
-                let (mut count, mut end) = (1, done + n);
-                while let Some(&(next, _, next_n, _)) = pieces.peek() {
-                    let more = std::ptr::eq(self.shard(next), home)
-                        && !shard.table.contains_key(&next)
-                        && next * (bs as u64) < self.extent.load(Ordering::Acquire);
-                    if !more {
-                        break;
-                    }
-                    pieces.next();
-                    count += 1;
-                    end += next_n;
-                }
-                if count > 1 && shard.load_run(device, block, count, bs, skip, &mut buf[done..end])? {
-                    continue;
-                }
-                for (block, skip, n, at) in self.pieces(offset + done as u64, end - done) {
-                    let slot = shard.get(device, block, true, bs)?;
-                    buf[done + at..done + at + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
-                }
-                continue;
-            }
-            let slot = shard.get(device, block, load, bs)?;
-            buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
-        }
-        Ok(())
     }
 
     /// Reads a large range from the device, after writing back the dirty blocks
@@ -271,8 +231,12 @@ impl PageCache {
         let written = device.write(inner_start, &data[head..inner]);
         // Dropped again: a read between the first drop and the device write
         // may have cached a block's old bytes, which would outlive the write.
+        // The epoch moves even for a block not cached: a read that found it
+        // missing before the write may still be on its way to cache it.
         for block in inner_start / bs..inner_end / bs {
-            self.shard(block).lock().remove(block);
+            let mut shard = self.shard(block).lock();
+            shard.remove(block);
+            shard.epoch += 1;
         }
         written?;
         self.extent.fetch_max(inner_end, Ordering::AcqRel);
@@ -282,9 +246,13 @@ impl PageCache {
     fn write_cached(&self, device: &Device, offset: u64, data: &[u8]) -> Result<()> {
         let bs = self.block_size;
         for (block, skip, n, done) in self.pieces(offset, data.len()) {
-            let mut shard = self.shard(block).lock();
-            let load = n < bs && block * (bs as u64) < self.extent.load(Ordering::Acquire);
-            let slot = shard.get(device, block, load, bs)?;
+            let (mut shard, slot) = if n < bs {
+                self.slot_for_partial_write(device, block)?
+            } else {
+                let mut shard = self.shard(block).lock();
+                let slot = shard.get(device, block, false, bs)?;
+                (shard, slot)
+            };
             shard.data_mut(slot, bs)[skip..skip + n].copy_from_slice(&data[done..done + n]);
             shard.nodes[slot as usize].dirty = true;
             // Raised while the shard is locked: whoever touches this block next
@@ -314,7 +282,10 @@ impl PageCache {
             return Ok(());
         }
         dirty.sort_unstable();
-        let mut run = AlignedBuf::new(MAX_RUN.max(bs), device.align());
+        // No larger than the dirty blocks: a buffer of 1 MiB, allocated at
+        // every synchronize, would stay resident once glibc's mmap threshold
+        // has risen past it (docs/memory.md).
+        let mut run = AlignedBuf::new(MAX_RUN.min(dirty.len() * bs).max(bs), device.align());
         let mut i = 0;
         while i < dirty.len() {
             let first = dirty[i].0;
@@ -344,6 +315,9 @@ impl PageCache {
         let bs = self.block_size as u64;
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
+            // Even with no block cached past `size`: a read on its way to
+            // cache one must not.
+            shard.epoch += 1;
             let doomed: Vec<u64> = shard.table.keys().copied().filter(|&b| b * bs >= size).collect();
             for block in doomed {
                 shard.remove(block);
@@ -440,57 +414,6 @@ impl Shard {
         self.nodes[slot as usize] = Node { block, dirty: false };
         self.table.insert(block, slot);
         self.order.insert(slot);
-    }
-
-    /// Reads `count` consecutive blocks from `first`, none of them cached, in
-    /// one device call, caches them all and copies their bytes from `skip`
-    /// on into `out`; answers whether it did. A run longer than the shard
-    /// holds is left to block-by-block loading (its own blocks would evict
-    /// each other).
-    fn load_run(
-        &mut self,
-        device: &Device,
-        first: u64,
-        count: usize,
-        bs: usize,
-        skip: usize,
-        out: &mut [u8],
-    ) -> Result<bool> {
-        if count > self.capacity {
-            return Ok(false);
-        }
-        let mut run = match self.run.take() {
-            Some(run) if run.as_slice().len() >= count * bs => run,
-            // Reads of more blocks than this go past the cache: one size serves all.
-            _ => AlignedBuf::new((LARGE_READ_BLOCKS + 1).max(count) * bs, self.align),
-        };
-        let loaded = self.cache_run(device, first, count, bs, &mut run);
-        if loaded.is_ok() {
-            out.copy_from_slice(&run.as_slice()[skip..skip + out.len()]);
-        }
-        self.run = Some(run);
-        loaded.map(|()| true)
-    }
-
-    fn cache_run(
-        &mut self,
-        device: &Device,
-        first: u64,
-        count: usize,
-        bs: usize,
-        run: &mut AlignedBuf,
-    ) -> Result<()> {
-        let run = &mut run.as_mut_slice()[..count * bs];
-        device.read_blocks(first * bs as u64, run)?;
-        self.stats.device_reads += count as u64;
-        self.stats.misses += count as u64;
-        count_page(false, count as u64);
-        for i in 0..count {
-            let slot = self.vacant_slot(device, bs)?;
-            self.data_mut(slot, bs).copy_from_slice(&run[i * bs..(i + 1) * bs]);
-            self.install(slot, first + i as u64);
-        }
-        Ok(())
     }
 
     /// Writes back the dirty block in `slot` together with the dirty blocks

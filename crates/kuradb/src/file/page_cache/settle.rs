@@ -1,0 +1,148 @@
+//! Device reads with no shard locked: how a block read while its shard was
+//! free of the reader's lock gets into the cache without ever caching bytes
+//! older than the device's.
+//!
+//! A reader finds the block missing under its shard's lock and notes the
+//! shard's epoch, reads the device with no lock held, and locks the shard
+//! again to cache what it read. Meanwhile other threads' hits and misses of
+//! the shard go on: T threads keep up to T device reads in flight. What may
+//! have made the reader's copy stale raises the epoch while holding the
+//! lock: a write-back (the block was cached, written and evicted meanwhile),
+//! a drop (a write past the cache, a truncation). So an unchanged epoch
+//! says the copy is current; a changed one makes the reader read the block
+//! again under the lock, as a rare slow path.
+
+use parking_lot::MutexGuard;
+
+use super::{PageCache, Shard, LARGE_READ_BLOCKS};
+use crate::caching::count_page;
+use crate::error::Result;
+use crate::file::block::Device;
+
+/// A block a single read found missing: its index and its shard's epoch then.
+#[derive(Clone, Copy, Default)]
+struct Missing {
+    block: u64,
+    epoch: u64,
+}
+
+impl PageCache {
+    /// The shard of `block`, locked, and the slot holding `block`. `data` is
+    /// the block as read from the device with no shard locked, after the
+    /// block was found missing at the shard's epoch `seen`: it is cached if
+    /// the block is still missing and nothing since may have made it stale;
+    /// else the cached copy serves, or a new read under the lock.
+    ///
+    /// The reader's own evictions count too: one that wrote back a block
+    /// the reader is still to settle made the reader's copy of it stale
+    /// (the block was cached and written after the reader found it missing).
+    pub(super) fn settle(
+        &self,
+        device: &Device,
+        block: u64,
+        seen: u64,
+        data: &[u8],
+    ) -> Result<(MutexGuard<'_, Shard>, u32)> {
+        let bs = self.block_size;
+        let mut shard = self.shard(block).lock();
+        if shard.epoch == seen && !shard.table.contains_key(&block) {
+            shard.stats.misses += 1;
+            shard.stats.device_reads += 1;
+            count_page(false, 1);
+            // Its write-back of a dirty victim cannot make `data` stale:
+            // the victim is cached, so it is not `block`.
+            let slot = shard.vacant_slot(device, bs)?;
+            shard.data_mut(slot, bs).copy_from_slice(data);
+            shard.install(slot, block);
+            return Ok((shard, slot));
+        }
+        // The read was in vain: count it all the same.
+        shard.stats.device_reads += 1;
+        let slot = shard.get(device, block, true, bs)?;
+        Ok((shard, slot))
+    }
+
+    /// Copies `buf.len()` bytes at `offset` out of the cache: the cached
+    /// blocks under their shard's lock, the missing ones read from the
+    /// device with no lock held (consecutive ones in one call), then cached.
+    /// A read of many blocks goes to the device in one call instead (it
+    /// would evict the whole cache for blocks read once).
+    pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size;
+        if buf.len() > LARGE_READ_BLOCKS * bs {
+            return self.read_through(device, offset, buf);
+        }
+        // A read of at most LARGE_READ_BLOCKS blocks' bytes spans one more at most.
+        let mut missing = [Missing::default(); LARGE_READ_BLOCKS + 1];
+        let mut count = 0;
+        for (block, skip, n, done) in self.pieces(offset, buf.len()) {
+            let mut shard = self.shard(block).lock();
+            let load = self.below_extent(block);
+            if load && !shard.table.contains_key(&block) {
+                missing[count] = Missing { block, epoch: shard.epoch };
+                count += 1;
+                continue;
+            }
+            // Cached, or past every byte written: zeros, no device read.
+            let slot = shard.get(device, block, load, bs)?;
+            buf[done..done + n].copy_from_slice(&shard.data(slot, bs)[skip..skip + n]);
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let missing = &missing[..count];
+        device.with_scratch(count * bs, |scratch| {
+            read_runs(device, missing, bs, scratch)?;
+            for (k, m) in missing.iter().enumerate() {
+                let data = &scratch[k * bs..(k + 1) * bs];
+                let (shard, slot) = self.settle(device, m.block, m.epoch, data)?;
+                // The piece of the caller's range that lies in this block.
+                let start = (m.block * bs as u64).max(offset);
+                let end = ((m.block + 1) * bs as u64).min(offset + buf.len() as u64);
+                let skip = (start - m.block * bs as u64) as usize;
+                let (at, len) = ((start - offset) as usize, (end - start) as usize);
+                buf[at..at + len].copy_from_slice(&shard.data(slot, bs)[skip..skip + len]);
+            }
+            Ok(())
+        })
+    }
+
+    /// The slot of `block` in its locked shard, for a write of part of it:
+    /// a block missing from the cache is read from the device with no lock
+    /// held first, as [`PageCache::read`] does, so a writer's read does not
+    /// stall the shard's readers.
+    pub(super) fn slot_for_partial_write(
+        &self,
+        device: &Device,
+        block: u64,
+    ) -> Result<(MutexGuard<'_, Shard>, u32)> {
+        let bs = self.block_size;
+        let mut shard = self.shard(block).lock();
+        let load = self.below_extent(block);
+        if !load || shard.table.contains_key(&block) {
+            let slot = shard.get(device, block, load, bs)?;
+            return Ok((shard, slot));
+        }
+        let seen = shard.epoch;
+        drop(shard);
+        device.with_scratch(bs, |scratch| {
+            device.read_blocks(block * bs as u64, scratch)?;
+            self.settle(device, block, seen, scratch)
+        })
+    }
+}
+
+/// Reads the blocks of `missing` (ascending) into `scratch`, one after
+/// another; each run of consecutive blocks in one device call.
+fn read_runs(device: &Device, missing: &[Missing], bs: usize, scratch: &mut [u8]) -> Result<()> {
+    let mut i = 0;
+    while i < missing.len() {
+        let mut j = i + 1;
+        while j < missing.len() && missing[j].block == missing[j - 1].block + 1 {
+            j += 1;
+        }
+        device.read_blocks(missing[i].block * bs as u64, &mut scratch[i * bs..j * bs])?;
+        i = j;
+    }
+    Ok(())
+}

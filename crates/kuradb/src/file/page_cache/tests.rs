@@ -1,0 +1,182 @@
+//! A device read of the page cache stalled on purpose: other threads' hits
+//! and misses of the same shard go on meanwhile, and what the stalled read
+//! caches when it resumes is never older than the device.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use super::PageCache;
+use crate::file::block::Device;
+use crate::sys::Engine;
+
+const BS: usize = 512;
+/// Fewer than two shards' worth: every block lives in the one shard.
+const CAPACITY: usize = 8;
+const BLOCKS: u64 = 64;
+/// Only against a deadlock: every wait below ends at once when the code is right.
+const DEADLOCK: Duration = Duration::from_secs(20);
+
+/// A device of `BLOCKS` blocks, block i filled with byte i, whose first read
+/// of `stalled` (a block index), once it has its bytes, signals `started`
+/// and waits for `resume`: meanwhile the device's copy may change.
+struct Stall {
+    device: Device,
+    started: Receiver<()>,
+    resume: Sender<()>,
+    _dir: tempfile::TempDir,
+}
+
+fn stalled_device(stalled: u64) -> Stall {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    let bytes: Vec<u8> = (0..BLOCKS).flat_map(|i| vec![i as u8; BS]).collect();
+    std::fs::write(&path, &bytes).unwrap();
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let len = bytes.len() as u64;
+    let (started_tx, started) = bounded(1);
+    let (resume, resume_rx) = bounded::<()>(1);
+    let once = AtomicBool::new(true);
+    let hook = move |offset: u64| {
+        if offset == stalled * BS as u64 && once.swap(false, Ordering::SeqCst) {
+            started_tx.send(()).unwrap();
+            resume_rx.recv_timeout(DEADLOCK).expect("the stalled read was never resumed");
+        }
+    };
+    let device =
+        Device::new(file, path, BS as u64, false, false, len, Engine::Serial).with_read_hook(Box::new(hook));
+    Stall { device, started, resume, _dir: dir }
+}
+
+fn cache() -> PageCache {
+    PageCache::new(CAPACITY, 80, BS as u64, 4096, BLOCKS * BS as u64)
+}
+
+fn read_block(cache: &PageCache, device: &Device, block: u64) -> Vec<u8> {
+    let mut buf = vec![0u8; BS];
+    cache.read(device, block * BS as u64, &mut buf).unwrap();
+    buf
+}
+
+/// Runs `f` on another thread and answers its result, or `None` if it has
+/// not finished within the deadlock timeout (it is blocked).
+fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = bounded(1);
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(DEADLOCK).ok()
+}
+
+#[test]
+fn a_stalled_miss_blocks_neither_hits_nor_misses_of_its_shard() {
+    let Stall { device, started, resume, _dir } = stalled_device(5);
+    let (device, cache) = (Arc::new(device), Arc::new(cache()));
+    assert_eq!(cache.shards.len(), 1);
+    assert_eq!(read_block(&cache, &device, 1), vec![1; BS]);
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || read_block(&cache, &device, 5))
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    let other = {
+        let (device, cache) = (device.clone(), cache.clone());
+        finishes(move || (read_block(&cache, &device, 1), read_block(&cache, &device, 7)))
+    };
+    resume.send(()).unwrap();
+    assert_eq!(stalled.join().unwrap(), vec![5; BS]);
+    let (hit, miss) = other.expect("a hit and a miss waited for another thread's device read");
+    assert_eq!((hit, miss), (vec![1; BS], vec![7; BS]));
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses, stats.device_reads), (1, 3, 3));
+}
+
+#[test]
+fn a_partial_write_reads_its_block_with_no_shard_locked() {
+    let Stall { device, started, resume, _dir } = stalled_device(5);
+    let (device, cache) = (Arc::new(device), Arc::new(cache()));
+    let writer = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || cache.write(&device, 5 * BS as u64 + 10, b"new").unwrap())
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    let other = {
+        let (device, cache) = (device.clone(), cache.clone());
+        finishes(move || read_block(&cache, &device, 7))
+    };
+    resume.send(()).unwrap();
+    writer.join().unwrap();
+    assert_eq!(other.expect("a miss waited for a writer's device read"), vec![7; BS]);
+    let mut expected = vec![5; BS];
+    expected[10..13].copy_from_slice(b"new");
+    assert_eq!(read_block(&cache, &device, 5), expected);
+}
+
+#[test]
+fn a_block_written_back_during_a_stalled_read_is_not_cached_stale() {
+    let Stall { device, started, resume, _dir } = stalled_device(5);
+    let (device, cache) = (Arc::new(device), Arc::new(cache()));
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || read_block(&cache, &device, 5))
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    // Block 5 written whole (no read), then evicted by other blocks, which
+    // writes it back: the stalled read holds its old bytes.
+    cache.write(&device, 5 * BS as u64, &[0xAB; BS]).unwrap();
+    for block in 10..10 + CAPACITY as u64 {
+        cache.write(&device, block * BS as u64, &[0; BS]).unwrap();
+    }
+    assert!(cache.stats().device_writes >= 1);
+    resume.send(()).unwrap();
+    let seen = stalled.join().unwrap();
+    assert!(seen == vec![5; BS] || seen == vec![0xAB; BS]);
+    assert_eq!(read_block(&cache, &device, 5), vec![0xAB; BS]);
+}
+
+#[test]
+fn a_block_written_past_the_cache_during_a_stalled_read_is_not_cached_stale() {
+    let Stall { device, started, resume, _dir } = stalled_device(5);
+    let (device, cache) = (Arc::new(device), Arc::new(cache()));
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || read_block(&cache, &device, 5))
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    // Long enough to go past the cache, straight to the device.
+    cache.write(&device, 0, &[0xCD; 32 * BS]).unwrap();
+    resume.send(()).unwrap();
+    let seen = stalled.join().unwrap();
+    assert!(seen == vec![5; BS] || seen == vec![0xCD; BS]);
+    assert_eq!(read_block(&cache, &device, 5), vec![0xCD; BS]);
+}
+
+#[test]
+fn a_readers_own_eviction_does_not_let_it_cache_a_block_stale() {
+    let Stall { device, started, resume, _dir } = stalled_device(4);
+    let device = Arc::new(device);
+    let cache = Arc::new(PageCache::new(2, 80, BS as u64, 4096, BLOCKS * BS as u64));
+    // Blocks 4 and 5 in one read, stalled once it holds both.
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || {
+            let mut buf = vec![0u8; 2 * BS];
+            cache.read(&device, 4 * BS as u64, &mut buf).unwrap();
+            buf
+        })
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    // Block 5 cached and changed meanwhile, then block 9 cached clean: the
+    // stalled read's caching of block 4 evicts block 5, writing it back.
+    cache.write(&device, 5 * BS as u64 + 10, b"new").unwrap();
+    assert_eq!(read_block(&cache, &device, 9), vec![9; BS]);
+    resume.send(()).unwrap();
+    stalled.join().unwrap();
+    assert!(cache.stats().device_writes >= 1);
+    let mut expected = vec![5; BS];
+    expected[10..13].copy_from_slice(b"new");
+    assert_eq!(read_block(&cache, &device, 5), expected);
+}
