@@ -5,9 +5,10 @@
 //!
 //! A batch reads in rounds: the bucket entries not kept in memory (one
 //! `read_many`), then the first record of every chain that is not empty (one
-//! `read_many`, each read as long as a single lookup's first read, see
-//! [`State::first_read`]; the records longer than that are completed by one
-//! more `read_many`), then the next record of every chain whose record was
+//! `read_many`, each read as long as the records batches found lately
+//! (see `State::learn_size`), or a single lookup's first read if that is longer, see
+//! [`State::first_read_of`]; the records longer than that are completed by
+//! one more `read_many`), then the next record of every chain whose record was
 //! another key's, and so on until every key is found or its chain ends.
 //!
 //! Each record is judged by the same steps as a single lookup's
@@ -25,6 +26,11 @@ use super::chain::Found;
 use super::state::State;
 use crate::error::Result;
 use crate::file::ReadRequest;
+
+/// The largest first read a batch makes of a record, whatever the records
+/// it found before: a chain's records that are not the key are read this far
+/// for nothing.
+const MAX_GUESS: usize = 1 << 16;
 
 /// One key's walk along its chain.
 struct Walk<'k> {
@@ -134,12 +140,13 @@ impl State {
     /// each walk on: found, ended, failed, or to the next record.
     fn step(&self, walks: &mut [Walk<'_>], value: bool) {
         let size = self.file.size();
+        let least = self.min_read_size.max(self.batch_guess.load(Ordering::Relaxed));
         for w in walks.iter_mut().filter(|w| w.done.is_none()) {
             if w.offset == 0 {
                 w.done = Some(Ok(None));
                 continue;
             }
-            match self.first_read(w.offset, w.key.len(), value, size) {
+            match self.first_read_of(w.offset, w.key.len(), value, size, least) {
                 Ok(len) => {
                     w.buf.clear();
                     w.buf.resize(len, 0);
@@ -190,6 +197,9 @@ impl State {
                 continue;
             }
             if State::holds_key(&header, &w.buf, w.key) {
+                if value {
+                    self.learn_size(header.header_size + header.key_size + header.value_size);
+                }
                 let buf = std::mem::take(&mut w.buf);
                 w.done = Some(Ok(Some(Found { link: w.link, offset: w.offset, header, buf })));
                 continue;
@@ -201,6 +211,18 @@ impl State {
                 w.done = Some(Err(self.broken(w.offset, "a chain loops")));
             }
         }
+    }
+
+    /// Moves the guess of a record's size towards `needed` (at most
+    /// [`MAX_GUESS`]): up to it at once, since a record longer than the guess
+    /// costs a whole round of reads, and down by an eighth of the gap, since
+    /// a guess too long costs only bytes. Threads may race on it: a lost
+    /// update only delays the guess a little.
+    fn learn_size(&self, needed: usize) {
+        let guess = self.batch_guess.load(Ordering::Relaxed);
+        let needed = needed.min(MAX_GUESS);
+        let next = if needed >= guess { needed } else { guess - (guess - needed) / 8 };
+        self.batch_guess.store(next, Ordering::Relaxed);
     }
 
     /// Reads the rest of the records `short` names (walk index, bytes read

@@ -59,6 +59,20 @@ impl State {
     /// error if `offset` lies outside the records.
     #[inline(always)]
     pub(super) fn first_read(&self, offset: u64, key_len: usize, value: bool, size: u64) -> Result<usize> {
+        self.first_read_of(offset, key_len, value, size, self.min_read_size)
+    }
+
+    /// Like [`State::first_read`], reading at least `least` bytes (and the
+    /// key) when a value is wanted.
+    #[inline(always)]
+    pub(super) fn first_read_of(
+        &self,
+        offset: u64,
+        key_len: usize,
+        value: bool,
+        size: u64,
+        least: usize,
+    ) -> Result<usize> {
         if offset < self.records_start || offset >= size {
             return Err(self.broken(offset, "a chain points outside the records"));
         }
@@ -70,7 +84,7 @@ impl State {
         // block or more: then the records are that large (tree nodes), and a
         // read that stopped short would cost a second call.
         let value = value || self.record_crc.is_on();
-        let least = if value { self.min_read_size } else { MAX_HEADER };
+        let least = if value { least } else { MAX_HEADER };
         let block = self.file.block_size();
         let needed = offset + (MAX_HEADER + key_len) as u64;
         let wanted = offset + (least + key_len) as u64;
