@@ -75,7 +75,14 @@ struct Tuning {
 }
 
 fn tuning() -> impl Strategy<Value = Tuning> {
-    (any::<bool>(), any::<bool>(), any::<bool>(), 0u8..5, 1u64..8, prop_oneof![Just(0usize), Just(256), 500usize..2000])
+    (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        0u8..5,
+        1u64..8,
+        prop_oneof![Just(0usize), Just(256), 500usize..2000],
+    )
         .prop_map(|(appending, cache_buckets, crc, align_pow, num_buckets, min_read_size)| Tuning {
             appending,
             cache_buckets,
@@ -110,7 +117,8 @@ fn run(path: &Path, options: &HashOptions, ops: &[Op]) -> std::result::Result<()
     for (step, op) in ops.iter().enumerate() {
         match op {
             Op::Set(k, len) => {
-                db.set(&key(*k), &value(*k, *len), true).map_err(|e| fail(format!("step {step} set: {e}")))?;
+                db.set(&key(*k), &value(*k, *len), true)
+                    .map_err(|e| fail(format!("step {step} set: {e}")))?;
                 model.insert(key(*k), value(*k, *len));
             }
             Op::Remove(k) => {
@@ -121,26 +129,42 @@ fn run(path: &Path, options: &HashOptions, ops: &[Op]) -> std::result::Result<()
                 let keys: Vec<Vec<u8>> = ks.iter().map(|&k| key(k)).collect();
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 let batched = db.get_multi(&refs).map_err(|e| fail(format!("step {step} get_multi: {e}")))?;
-                let present = db.contains_multi(&refs).map_err(|e| fail(format!("step {step} contains_multi: {e}")))?;
+                let present =
+                    db.contains_multi(&refs).map_err(|e| fail(format!("step {step} contains_multi: {e}")))?;
                 for (i, k) in keys.iter().enumerate() {
                     let single = db.get(k).map_err(|e| fail(format!("step {step} get: {e}")))?;
                     let contains = db.contains(k).map_err(|e| fail(format!("step {step} contains: {e}")))?;
-                    prop_assert_eq!(&batched[i], &single, "step {}: key {} batched vs single", step, h::show(k));
-                    prop_assert_eq!(&single, &model.get(k).cloned(), "step {}: key {} vs model", step, h::show(k));
+                    prop_assert_eq!(
+                        &batched[i],
+                        &single,
+                        "step {}: key {} batched vs single",
+                        step,
+                        h::show(k)
+                    );
+                    prop_assert_eq!(
+                        &single,
+                        &model.get(k).cloned(),
+                        "step {}: key {} vs model",
+                        step,
+                        h::show(k)
+                    );
                     prop_assert_eq!(present[i], contains, "step {}: contains {}", step, h::show(k));
                     prop_assert_eq!(contains, single.is_some(), "step {}: contains {}", step, h::show(k));
                 }
             }
             Op::SetMulti(pairs) => {
-                let owned: Vec<(Vec<u8>, Vec<u8>)> = pairs.iter().map(|&(k, l)| (key(k), value(k, l))).collect();
-                let refs: Vec<(&[u8], &[u8])> = owned.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+                let owned: Vec<(Vec<u8>, Vec<u8>)> =
+                    pairs.iter().map(|&(k, l)| (key(k), value(k, l))).collect();
+                let refs: Vec<(&[u8], &[u8])> =
+                    owned.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
                 db.set_multi(&refs, true).map_err(|e| fail(format!("step {step} set_multi: {e}")))?;
                 model.extend(owned);
             }
             Op::RemoveMulti(ks) => {
                 let keys: Vec<Vec<u8>> = ks.iter().map(|&k| key(k)).collect();
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-                let removed = db.remove_multi(&refs).map_err(|e| fail(format!("step {step} remove_multi: {e}")))?;
+                let removed =
+                    db.remove_multi(&refs).map_err(|e| fail(format!("step {step} remove_multi: {e}")))?;
                 let mut expected = 0;
                 for k in &keys {
                     expected += usize::from(model.remove(k).is_some());
@@ -246,7 +270,7 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
             while !stop.load(Ordering::Relaxed) {
                 generation += 1;
                 let refs: Vec<&[u8]> = group.iter().map(Vec::as_slice).collect();
-                if generation % 5 == 0 {
+                if generation.is_multiple_of(5) {
                     db.remove_multi(&refs)?;
                     continue;
                 }
@@ -280,7 +304,10 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
                 batches.fetch_add(1, Ordering::Relaxed);
                 let first = &got[0];
                 if got[..GROUP as usize].iter().any(|v| v != first) {
-                    return Err(format!("a batch saw the group at several generations: {:?}", generations(&got)));
+                    return Err(format!(
+                        "a batch saw the group at several generations: {:?}",
+                        generations(&got)
+                    ));
                 }
                 if let Some(v) = first {
                     let generation = generation_of(v);
@@ -297,7 +324,11 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
                 for (k, v) in all[GROUP as usize..].iter().zip(&got[GROUP as usize..]) {
                     if let Some(v) = v {
                         if !v.starts_with(&[*k, b"="].concat()) {
-                            return Err(format!("key {} holds a value not written: {}", h::show(k), h::show(v)));
+                            return Err(format!(
+                                "key {} holds a value not written: {}",
+                                h::show(k),
+                                h::show(v)
+                            ));
                         }
                     }
                 }
@@ -406,7 +437,8 @@ impl File for Counting {
 fn counted(dir: &Path, cache_buckets: bool, value_len: usize) -> (HashDbm, Arc<Counts>, Vec<Vec<u8>>) {
     let counts = Arc::new(Counts::default());
     let c = counts.clone();
-    let wrap = FileWrapper(Arc::new(move |inner| Box::new(Counting { inner, counts: c.clone() }) as Box<dyn File>));
+    let wrap =
+        FileWrapper(Arc::new(move |inner| Box::new(Counting { inner, counts: c.clone() }) as Box<dyn File>));
     let mut options = h::options(&FileSpec::new(FileKind::PositionalParallel))
         .num_buckets(1_000_003)
         .cache_buckets(cache_buckets);
@@ -506,9 +538,14 @@ fn one_chain(path: &Path, options: &HashOptions) -> Vec<(Vec<u8>, usize)> {
     }
     db.close().unwrap();
     let bytes = std::fs::read(path).unwrap();
-    let at = |k: &[u8]| bytes.windows(k.len() + 1).position(|w| w == [k, b"c"].concat() || w == [k, b"-"].concat());
+    let at = |k: &[u8]| {
+        bytes.windows(k.len() + 1).position(|w| w == [k, b"c"].concat() || w == [k, b"-"].concat())
+    };
     keys.iter().map(|k| (k.clone(), at(k).expect("the key is in the file") - 16)).collect()
 }
+
+/// A change to a file's bytes.
+type Damage = Box<dyn Fn(&mut Vec<u8>)>;
 
 #[test]
 fn a_damaged_record_fails_a_batch_as_it_fails_a_get() {
@@ -516,19 +553,24 @@ fn a_damaged_record_fails_a_batch_as_it_fails_a_get() {
     let path = dir.path().join("damaged.kh");
     for spec in [FileSpec::new(FileKind::PositionalParallel), FileSpec::new(FileKind::MmapParallel)] {
         for crc in [RecordCrcMode::None, RecordCrcMode::Crc32] {
-            let options =
-                h::options(&spec).num_buckets(1).align_pow(0).offset_width(4).record_crc_mode(crc);
+            let options = h::options(&spec).num_buckets(1).align_pow(0).offset_width(4).record_crc_mode(crc);
             let records = one_chain(&path, &options);
             let keys: Vec<Vec<u8>> = records.iter().rev().map(|(k, _)| k.clone()).collect();
             let (_, middle) = records[5];
-            let damages: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 3] = [
+            let damages: [(&str, Damage); 3] = [
                 ("a bad magic byte", Box::new(move |b: &mut Vec<u8>| b[middle] = 0x11)),
-                ("a chain looping back", Box::new(move |b: &mut Vec<u8>| {
-                    b[middle + 1..middle + 5].copy_from_slice(&(middle as u32).to_le_bytes())
-                })),
-                ("a link past the end", Box::new(move |b: &mut Vec<u8>| {
-                    b[middle + 1..middle + 5].copy_from_slice(&u32::MAX.to_le_bytes())
-                })),
+                (
+                    "a chain looping back",
+                    Box::new(move |b: &mut Vec<u8>| {
+                        b[middle + 1..middle + 5].copy_from_slice(&(middle as u32).to_le_bytes())
+                    }),
+                ),
+                (
+                    "a link past the end",
+                    Box::new(move |b: &mut Vec<u8>| {
+                        b[middle + 1..middle + 5].copy_from_slice(&u32::MAX.to_le_bytes())
+                    }),
+                ),
             ];
             for (what, damage) in damages {
                 one_chain(&path, &options);

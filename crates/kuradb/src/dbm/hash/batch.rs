@@ -124,7 +124,8 @@ impl State {
         let width = self.width;
         let mut arena = vec![0u8; walks.len() * width];
         let spans = walks.iter().map(|w| (self.bucket_offset(w.bucket), width));
-        let read = ReadRequest::carve(&mut arena, spans).and_then(|mut reads| self.file.read_many(&mut reads));
+        let read =
+            ReadRequest::carve(&mut arena, spans).and_then(|mut reads| self.file.read_many(&mut reads));
         match read {
             Ok(()) => {
                 for (w, bytes) in walks.iter_mut().zip(arena.chunks(width)) {

@@ -119,8 +119,13 @@ impl State {
         slots.sort_unstable();
         slots.dedup();
         match writable {
-            true => SlotLocks { _write: slots.iter().map(|&i| self.slots[i].write()).collect(), _read: Vec::new() },
-            false => SlotLocks { _write: Vec::new(), _read: slots.iter().map(|&i| self.slots[i].read()).collect() },
+            true => SlotLocks {
+                _write: slots.iter().map(|&i| self.slots[i].write()).collect(),
+                _read: Vec::new(),
+            },
+            false => {
+                SlotLocks { _write: Vec::new(), _read: slots.iter().map(|&i| self.slots[i].read()).collect() }
+            }
         }
     }
 
