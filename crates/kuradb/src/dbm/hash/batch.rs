@@ -18,7 +18,6 @@
 //! keys it served are looked up again one by one, each getting the error (or
 //! record) its own reads give.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::buckets::Link;
@@ -81,26 +80,37 @@ impl State {
     /// a key's own error is its answer.
     pub(super) fn find_many(&self, keys: &[&[u8]], buckets: &[u64], value: bool) -> Result<Finds> {
         self.check_untorn()?;
-        let mut index: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+        // Repeated keys share a bucket: sorted by bucket, a key need only be
+        // compared with the keys before it in its bucket's run.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by_key(|&i| buckets[i]);
         let mut walks: Vec<Walk<'_>> = Vec::with_capacity(keys.len());
-        let mut of = Vec::with_capacity(keys.len());
+        let mut of = vec![0; keys.len()];
         let mut uses = Vec::with_capacity(keys.len());
-        for (&key, &bucket) in keys.iter().zip(buckets) {
-            let at = *index.entry(key).or_insert_with(|| {
-                walks.push(Walk {
-                    key,
-                    bucket,
-                    link: Link::Bucket(bucket),
-                    offset: 0,
-                    steps: 0,
-                    buf: Vec::new(),
-                    done: None,
-                });
-                uses.push(0);
-                walks.len() - 1
-            });
+        let mut run = 0;
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0 && buckets[order[n - 1]] != buckets[i] {
+                run = n;
+            }
+            let at = match order[run..n].iter().find(|&&j| keys[j] == keys[i]) {
+                Some(&j) => of[j],
+                None => {
+                    let bucket = buckets[i];
+                    walks.push(Walk {
+                        key: keys[i],
+                        bucket,
+                        link: Link::Bucket(bucket),
+                        offset: 0,
+                        steps: 0,
+                        buf: Vec::new(),
+                        done: None,
+                    });
+                    uses.push(0);
+                    walks.len() - 1
+                }
+            };
             uses[at] += 1;
-            of.push(at);
+            of[i] = at;
         }
         self.read_heads(&mut walks, value);
         while walks.iter().any(|w| w.done.is_none()) {
