@@ -41,7 +41,7 @@ impl State {
         Ok(self)
     }
 
-    fn decode_offset(&self, bytes: &[u8]) -> u64 {
+    pub(super) fn decode_offset(&self, bytes: &[u8]) -> u64 {
         let mut b = [0u8; 8];
         b[..self.width].copy_from_slice(bytes);
         u64::from_le_bytes(b) << self.align_pow
@@ -51,7 +51,7 @@ impl State {
         (offset >> self.align_pow).to_le_bytes()
     }
 
-    fn bucket_offset(&self, index: u64) -> u64 {
+    pub(super) fn bucket_offset(&self, index: u64) -> u64 {
         header::SIZE as u64 + index * self.width as u64
     }
 

@@ -10,6 +10,7 @@ use super::value;
 use crate::error::Result;
 
 /// A record found in a chain.
+#[derive(Clone)]
 pub(super) struct Found {
     /// Where the offset of the record is stored.
     pub(super) link: Link,
@@ -33,8 +34,45 @@ impl State {
     /// With a record checksum mode, every record read is read whole and
     /// verified, another key's on the way too: a damaged key must not make
     /// its record read as absent.
+    ///
+    /// The steps are [`State::first_read`], [`State::examine`] and
+    /// [`State::verify`], which a batch (`batch.rs`) takes for many records
+    /// at once, so that both paths judge a record alike.
+    #[inline]
     fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
         let size = self.file.size();
+        let first = self.first_read(offset, key.map_or(0, <[u8]>::len), value, size)?;
+        let mut buf = vec![0u8; first];
+        self.file.read(offset, &mut buf)?;
+        let (header, end) = self.examine(offset, &buf, key, value, size)?;
+        if buf.len() < end {
+            let more = buf.len();
+            buf.resize(end, 0);
+            self.file.read(offset + more as u64, &mut buf[more..])?;
+        }
+        self.verify(offset, &header, &buf)?;
+        Ok((header, buf))
+    }
+
+    /// How many bytes a first read of the record at `offset` takes, for a
+    /// key of `key_len` bytes (0: any key) in a file of `size` bytes; an
+    /// error if `offset` lies outside the records.
+    #[inline(always)]
+    pub(super) fn first_read(&self, offset: u64, key_len: usize, value: bool, size: u64) -> Result<usize> {
+        self.first_read_of(offset, key_len, value, size, self.min_read_size)
+    }
+
+    /// Like [`State::first_read`], reading at least `least` bytes (and the
+    /// key) when a value is wanted.
+    #[inline(always)]
+    pub(super) fn first_read_of(
+        &self,
+        offset: u64,
+        key_len: usize,
+        value: bool,
+        size: u64,
+        least: usize,
+    ) -> Result<usize> {
         if offset < self.records_start || offset >= size {
             return Err(self.broken(offset, "a chain points outside the records"));
         }
@@ -45,43 +83,65 @@ impl State {
         // read stops at the first block, unless the least read size is a
         // block or more: then the records are that large (tree nodes), and a
         // read that stopped short would cost a second call.
-        let verify = self.record_crc.is_on();
-        let value = value || verify;
-        let least = if value { self.min_read_size } else { MAX_HEADER };
+        let value = value || self.record_crc.is_on();
+        let least = if value { least } else { MAX_HEADER };
         let block = self.file.block_size();
-        let needed = offset + (MAX_HEADER + key.map_or(0, <[u8]>::len)) as u64;
-        let wanted = offset + (least + key.map_or(0, <[u8]>::len)) as u64;
+        let needed = offset + (MAX_HEADER + key_len) as u64;
+        let wanted = offset + (least + key_len) as u64;
         let wanted = match self.cached_blocks {
             true if (least as u64) < block => needed.max((offset / block + 1) * block),
             _ => wanted,
         };
-        let first = (wanted.div_ceil(block) * block).min(size) - offset;
-        let mut buf = vec![0u8; first as usize];
-        self.file.read(offset, &mut buf)?;
+        Ok(((wanted.div_ceil(block) * block).min(size) - offset) as usize)
+    }
+
+    /// Judges the first read `buf` of the record at `offset`: its header, and
+    /// how many bytes from the record's start must be read before it can be
+    /// verified and its key (and value) used. That is no more than `buf`
+    /// holds when the record is plainly another key's.
+    #[inline(always)]
+    pub(super) fn examine(
+        &self,
+        offset: u64,
+        buf: &[u8],
+        key: Option<&[u8]>,
+        value: bool,
+        size: u64,
+    ) -> Result<(record::Header, usize)> {
         let header =
-            record::parse_header(&buf, self.width, self.align_pow).map_err(|why| self.broken(offset, why))?;
+            record::parse_header(buf, self.width, self.align_pow).map_err(|why| self.broken(offset, why))?;
         if offset + header.size > size {
             return Err(self.broken(offset, "the record runs past the end of the file"));
         }
+        let verify = self.record_crc.is_on();
         let key_end = header.header_size + header.key_size;
         if let Some(key) = key.filter(|_| !verify) {
             if key.len() != header.key_size
                 || (buf.len() >= key_end && &buf[header.header_size..key_end] != key)
             {
-                return Ok((header, buf));
+                return Ok((header, 0));
             }
         }
-        let end = if value { key_end + header.value_size } else { key_end };
-        if buf.len() < end {
-            let more = buf.len();
-            buf.resize(end, 0);
-            self.file.read(offset + more as u64, &mut buf[more..])?;
-        }
-        if verify && !record::crc_matches(&header, &buf, self.width) {
+        let end = if value || verify { key_end + header.value_size } else { key_end };
+        Ok((header, end))
+    }
+
+    /// Checks the checksum of the record at `offset`, read whole into `buf`,
+    /// if the database verifies every record read.
+    #[inline(always)]
+    pub(super) fn verify(&self, offset: u64, header: &record::Header, buf: &[u8]) -> Result<()> {
+        if self.record_crc.is_on() && !record::crc_matches(header, buf, self.width) {
             let why = format!("its checksum does not match (record_crc_mode {})", self.record_crc);
             return Err(self.broken(offset, &why));
         }
-        Ok((header, buf))
+        Ok(())
+    }
+
+    /// Whether `key` is the key of the record read into `buf`.
+    #[inline(always)]
+    pub(super) fn holds_key(header: &record::Header, buf: &[u8], key: &[u8]) -> bool {
+        let key_end = header.header_size + header.key_size;
+        header.key_size == key.len() && buf.len() >= key_end && &buf[header.header_size..key_end] == key
     }
 
     /// Walks `key`'s chain.
@@ -97,11 +157,7 @@ impl State {
         let mut steps = 0u64;
         while offset != 0 {
             let (header, buf) = self.read_record(offset, Some(key), value)?;
-            let key_end = header.header_size + header.key_size;
-            if header.key_size == key.len()
-                && buf.len() >= key_end
-                && &buf[header.header_size..key_end] == key
-            {
+            if State::holds_key(&header, &buf, key) {
                 return Ok(Some(Found { link, offset, header, buf }));
             }
             link = Link::Record(offset);

@@ -55,13 +55,15 @@
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
-//! walks chains; `process.rs` the processors; `change.rs` the one mutation
+//! walks chains; `batch.rs` walks a batch's chains together, each step one
+//! batched read; `process.rs` the processors; `change.rs` the one mutation
 //! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
 //! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
 //! record it reads.
 
+mod batch;
 mod buckets;
 mod chain;
 mod change;
@@ -263,6 +265,12 @@ impl Dbm for HashDbm {
         let _slot = s.slot(bucket).read();
         // The value is not read: a lookup costs the header and key alone.
         Ok(s.find_record(key, bucket, false)?.is_some())
+    }
+
+    fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
+        let guard = self.state()?;
+        // Batched like process_multi, but no value is read.
+        guard.as_ref().map_or(Ok(vec![false; keys.len()]), |s| s.contains_multi(keys))
     }
 
     fn count(&self) -> Result<u64> {

@@ -3,7 +3,7 @@
 //! cleanly first) and building the state from it.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -105,6 +105,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
         cached_blocks: o.file.pagecache,
+        batch_guess: AtomicUsize::new(0),
         file,
     };
     let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };

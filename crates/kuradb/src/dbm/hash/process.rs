@@ -2,6 +2,10 @@
 //! their values to the caller's function and hands its answers to
 //! [`State::apply`].
 
+use std::collections::HashSet;
+
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+
 use super::buckets::bucket_of;
 use super::chain::Found;
 use super::change::Change;
@@ -47,6 +51,11 @@ impl State {
         self.apply(Change::Record { key, bucket, found, action })
     }
 
+    /// Like [`State::process`] for several keys, under every key's slot
+    /// lock at once. The records are found a chunk of keys at a time, each
+    /// chunk's reads batched (`batch.rs`); a key whose bucket an earlier
+    /// answer of the chunk changed is looked up again, alone, so that it sees
+    /// what that answer left.
     pub(super) fn process_multi(
         &self,
         keys: &[&[u8]],
@@ -57,26 +66,67 @@ impl State {
             return Err(self.read_only());
         }
         let buckets: Vec<u64> = keys.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
-        let mut slots: Vec<usize> = buckets.iter().map(|&b| slot_index(b)).collect();
-        slots.sort_unstable();
-        slots.dedup();
-        // Locked in one global order, so two multi-key calls never deadlock.
-        let (_w, _r): (Vec<_>, Vec<_>) = if writable {
-            (slots.iter().map(|&i| self.slots[i].write()).collect(), Vec::new())
-        } else {
-            (Vec::new(), slots.iter().map(|&i| self.slots[i].read()).collect())
-        };
-        for (i, &key) in keys.iter().enumerate() {
-            let bucket = buckets[i];
-            let found = self.find(key, bucket)?;
-            let action = f(i, key, found.as_ref().map(Found::value));
-            if writable {
-                self.apply(Change::Record { key, bucket, found, action })?;
-            } else if action != Action::Keep {
-                return Err(refused());
+        let _locks = self.lock_slots(&buckets, writable);
+        let mut changed = HashSet::new();
+        for start in (0..keys.len()).step_by(BATCH_KEYS) {
+            let end = keys.len().min(start + BATCH_KEYS);
+            let mut finds = self.find_many(&keys[start..end], &buckets[start..end], true)?;
+            changed.clear();
+            for (i, (&key, &bucket)) in keys[start..end].iter().zip(&buckets[start..end]).enumerate() {
+                let batched = finds.take(i);
+                let found = match changed.contains(&bucket) {
+                    true => self.find(key, bucket)?,
+                    false => {
+                        self.check_untorn()?;
+                        batched?
+                    }
+                };
+                let action = f(start + i, key, found.as_ref().map(Found::value));
+                if writable {
+                    if action != Action::Keep {
+                        changed.insert(bucket);
+                    }
+                    self.apply(Change::Record { key, bucket, found, action })?;
+                } else if action != Action::Keep {
+                    return Err(refused());
+                }
             }
         }
         Ok(())
+    }
+
+    /// Whether each of `keys` has a record, found as
+    /// [`State::process_multi`] finds them but without reading the values.
+    pub(super) fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
+        let buckets: Vec<u64> = keys.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
+        let _locks = self.lock_slots(&buckets, false);
+        let mut found = Vec::with_capacity(keys.len());
+        for start in (0..keys.len()).step_by(BATCH_KEYS) {
+            let end = keys.len().min(start + BATCH_KEYS);
+            let mut finds = self.find_many(&keys[start..end], &buckets[start..end], false)?;
+            for i in 0..end - start {
+                self.check_untorn()?;
+                found.push(finds.take(i)?.is_some());
+            }
+        }
+        Ok(found)
+    }
+
+    /// Locks the slots of `buckets`, each once, in one global order, so that
+    /// two multi-key calls never deadlock.
+    fn lock_slots(&self, buckets: &[u64], writable: bool) -> SlotLocks<'_> {
+        let mut slots: Vec<usize> = buckets.iter().map(|&b| slot_index(b)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        match writable {
+            true => SlotLocks {
+                _write: slots.iter().map(|&i| self.slots[i].write()).collect(),
+                _read: Vec::new(),
+            },
+            false => {
+                SlotLocks { _write: Vec::new(), _read: slots.iter().map(|&i| self.slots[i].read()).collect() }
+            }
+        }
     }
 
     /// Shows every record to `f`, bucket by bucket. The caller holds the
@@ -99,6 +149,17 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// The most keys whose records a multi-key process finds in one batch: the
+/// device's queue is full long before, and the records found wait in memory
+/// until their keys' turn.
+const BATCH_KEYS: usize = 256;
+
+/// The slot locks a multi-key process holds, released when dropped.
+struct SlotLocks<'a> {
+    _write: Vec<RwLockWriteGuard<'a, ()>>,
+    _read: Vec<RwLockReadGuard<'a, ()>>,
 }
 
 /// The error of a read-only process whose function asked for a change.

@@ -2,7 +2,7 @@
 //! gave, its counters, locks, bucket array and free pool. The operations on
 //! it sit beside, one concern a file.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -58,6 +58,11 @@ pub(super) struct State {
     /// end of its block, since a further block costs a device read of its own
     /// whether it is read now or later (and often is not needed).
     pub(super) cached_blocks: bool,
+    /// The bytes a batch needed lately of the records it found (header, key
+    /// and value; see `batch.rs`): a batch's first reads take at least this
+    /// much, so that records longer than `min_read_size` cost no second
+    /// round of reads. Single lookups keep to `min_read_size`.
+    pub(super) batch_guess: AtomicUsize,
 }
 
 impl State {
