@@ -151,17 +151,7 @@ impl PolyDbm {
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, params: &Params) -> Result<u64> {
         let src = src.as_ref();
         if is_reference_file(src)? {
-            let db = ReferenceDbm::open_salvaging(src)?;
-            let class = match params.get("dbm") {
-                Some(name) => DbmClass::from_name(name)?,
-                None => db.class(),
-            };
-            let out = PolyDbm::open_class(class, Some(dest.as_ref()), true, params)?;
-            let copied = db.export(&out).and_then(|_| out.count());
-            let closed = out.close();
-            let count = copied?;
-            closed?;
-            return Ok(count);
+            return ReferenceDbm::open_salvaging(src)?.convert(dest.as_ref(), params, &mut |_| ());
         }
         DbmClass::for_path(src, params)?.restore(src, dest.as_ref(), params)
     }

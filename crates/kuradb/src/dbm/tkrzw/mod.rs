@@ -14,6 +14,7 @@
 //! and a tree ordered by a comparator kuradb does not have.
 
 mod bytes;
+mod convert;
 mod cursor;
 mod dbm;
 mod flat;
