@@ -50,7 +50,9 @@ impl ReferenceDbm {
             }
             crate::dbm::Action::Keep
         });
-        let result = copied.and(failure.map_or(Ok(()), Err)).and_then(|()| out.count());
+        // A skip database counts what it has merged, at synchronization.
+        let result =
+            copied.and(failure.map_or(Ok(()), Err)).and_then(|()| out.synchronize(false)).and_then(|()| out.count());
         progress(written);
         let closed = out.close();
         let count = result?;
