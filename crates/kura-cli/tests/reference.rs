@@ -54,7 +54,8 @@ fn contents(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 /// Records with every byte value in keys and values, and sizes up to 5000.
 fn records() -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..=255u8).map(|b| (vec![b, b'k'], vec![b; usize::from(b) * 7])).collect();
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> =
+        (0..=255u8).map(|b| (vec![b, b'k'], vec![b; usize::from(b) * 7])).collect();
     out.push((b"apple".to_vec(), b"red".to_vec()));
     out.push((b"big".to_vec(), vec![0xAB; 5000]));
     out.sort();
@@ -88,12 +89,17 @@ fn flat_exports_round_trip_through_the_reference_and_back() {
         // kura util works on it as on ours, read-only.
         assert_eq!(ok(&["get", s(&reference), "apple"]), b"red\n");
         let inspect = String::from_utf8(ok(&["inspect", s(&reference)])).unwrap();
-        assert!(inspect.contains("read_only_reference_file: true") && inspect.contains("count: 258"), "{inspect}");
+        assert!(
+            inspect.contains("read_only_reference_file: true") && inspect.contains("count: 258"),
+            "{inspect}"
+        );
         let listed = ok(&["list", "--hex", s(&reference)]);
         assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 258, "{class}");
         let out = kura(&["set", s(&reference), "apple", "green"]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains("opened read-only") && err.contains("kura util convert"));
+        assert!(
+            !out.status.success() && err.contains("opened read-only") && err.contains("kura util convert")
+        );
         // Ordered files export the same bytes as the reference's own export.
         if class != "hash" {
             let theirs = dir.path().join(format!("{class}.theirs.flat"));
@@ -126,7 +132,18 @@ fn a_file_whose_writer_was_killed_converts_with_a_salvage_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.tkh");
     let mut child = Command::new("tkrzw_dbm_perf")
-        .args(["sequence", "--iter", "3000000", "--size", "8", "--set_only", "--buckets", "10000", "--path", s(&path)])
+        .args([
+            "sequence",
+            "--iter",
+            "3000000",
+            "--size",
+            "8",
+            "--set_only",
+            "--buckets",
+            "10000",
+            "--path",
+            s(&path),
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();

@@ -100,7 +100,12 @@ fn build(dir: &Path, path: &Path, create: &[&str], seed: u64, keys: Keys) -> Mod
     write_flat(&flat, &first);
     util(&["import", path_s, flat.to_str().unwrap()]);
     let mut model: Model = first.iter().cloned().collect();
-    let mut again: Vec<(Vec<u8>, Vec<u8>)> = first.iter().step_by(3).map(|(k, _)| k.clone()).zip(records(&mut rng, 100, Keys::Binary).into_iter().map(|r| r.1)).collect();
+    let mut again: Vec<(Vec<u8>, Vec<u8>)> = first
+        .iter()
+        .step_by(3)
+        .map(|(k, _)| k.clone())
+        .zip(records(&mut rng, 100, Keys::Binary).into_iter().map(|r| r.1))
+        .collect();
     again.truncate(100);
     write_flat(&flat, &again);
     util(&["import", path_s, flat.to_str().unwrap()]);
@@ -135,7 +140,10 @@ fn check(db: &dyn Dbm, model: &Model, order: Option<KeyComparator>, what: &str) 
     }
     assert_eq!(seen.len(), model.len(), "{what}");
     if let Some(order) = order {
-        assert!(seen.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()), "{what}: not in {order:?} order");
+        assert!(
+            seen.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()),
+            "{what}: not in {order:?} order"
+        );
     }
 }
 
@@ -147,15 +155,28 @@ fn hash_files_of_every_variant_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let mut seed = 0;
     for mode in ["--in_place", "--append"] {
-        for (width, pow) in [("4", "0"), ("4", "1"), ("5", "2"), ("4", "3"), ("5", "4"), ("3", "3"), ("6", "9")] {
+        for (width, pow) in
+            [("4", "0"), ("4", "1"), ("5", "2"), ("4", "3"), ("5", "4"), ("3", "3"), ("6", "9")]
+        {
             for crc in ["0", "8", "16", "32"] {
                 if crc != "0" && pow != "3" && pow != "4" {
                     continue;
                 }
                 seed += 1;
                 let path = dir.path().join(format!("h{seed}.tkh"));
-                let create =
-                    ["--dbm", "hash", mode, "--offset_width", width, "--align_pow", pow, "--record_crc", crc, "--buckets", "97"];
+                let create = [
+                    "--dbm",
+                    "hash",
+                    mode,
+                    "--offset_width",
+                    width,
+                    "--align_pow",
+                    pow,
+                    "--record_crc",
+                    crc,
+                    "--buckets",
+                    "97",
+                ];
                 let model = build(dir.path(), &path, &create, seed, Keys::Binary);
                 let what = format!("hash {mode} offset_width {width} align_pow {pow} crc {crc}");
                 let db = ReferenceDbm::open(&path).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -177,11 +198,24 @@ fn tree_files_read_in_their_comparators_order() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&[&str], Keys, KeyComparator); 5] = [
         (&["--dbm", "tree", "--max_page_size", "300"], Keys::Binary, KeyComparator::Lexical),
-        (&["--dbm", "tree", "--append", "--max_page_size", "500", "--align_pow", "4"], Keys::Binary, KeyComparator::Lexical),
-        (&["--dbm", "tree", "--comparator", "dec", "--max_page_size", "200"], Keys::Signed, KeyComparator::Decimal),
+        (
+            &["--dbm", "tree", "--append", "--max_page_size", "500", "--align_pow", "4"],
+            Keys::Binary,
+            KeyComparator::Lexical,
+        ),
+        (
+            &["--dbm", "tree", "--comparator", "dec", "--max_page_size", "200"],
+            Keys::Signed,
+            KeyComparator::Decimal,
+        ),
         (&["--dbm", "tree", "--comparator", "hex", "--record_crc", "32"], Keys::Unsigned, KeyComparator::Hex),
         (
-            &["--dbm", "poly", "--params", "dbm=tree,key_comparator=RealNumberKeyComparator,max_page_size=400"],
+            &[
+                "--dbm",
+                "poly",
+                "--params",
+                "dbm=tree,key_comparator=RealNumberKeyComparator,max_page_size=400",
+            ],
             Keys::Signed,
             KeyComparator::Real,
         ),
@@ -206,9 +240,12 @@ fn skip_and_flat_files_read_whole() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for (i, create) in [&["--dbm", "skip"][..], &["--dbm", "skip", "--step_unit", "2", "--max_level", "3", "--offset_width", "5"]]
-        .into_iter()
-        .enumerate()
+    for (i, create) in [
+        &["--dbm", "skip"][..],
+        &["--dbm", "skip", "--step_unit", "2", "--max_level", "3", "--offset_width", "5"],
+    ]
+    .into_iter()
+    .enumerate()
     {
         // A skip database keeps every record set under a key, so the second
         // import adds records beside the first: the tool's own export is
@@ -234,7 +271,11 @@ fn skip_and_flat_files_read_whole() {
         let path = dir.path().join(format!("m.{ext}"));
         let model = build(dir.path(), &path, &["--dbm", class], 300, Keys::Binary);
         let db = ReferenceDbm::open(&path).unwrap();
-        assert!(db.reference_class().eq_ignore_ascii_case(&format!("{class}DBM")), "{}", db.reference_class());
+        assert!(
+            db.reference_class().eq_ignore_ascii_case(&format!("{class}DBM")),
+            "{}",
+            db.reference_class()
+        );
         check(&db, &model, None, class);
     }
 }
@@ -276,7 +317,10 @@ fn files_of_a_killed_writer_are_salvaged() {
     let cases: [(&str, &[&str]); 5] = [
         ("k1.tkh", &["--dbm", "hash", "--buckets", "10000"]),
         ("k2.tkh", &["--dbm", "hash", "--append", "--buckets", "10000", "--record_crc", "16"]),
-        ("k3.tkt", &["--dbm", "tree", "--buckets", "1000", "--max_cached_pages", "64", "--max_page_size", "1000"]),
+        (
+            "k3.tkt",
+            &["--dbm", "tree", "--buckets", "1000", "--max_cached_pages", "64", "--max_page_size", "1000"],
+        ),
         ("k5.tkt", &["--dbm", "tree", "--append", "--page_update_write", "--align_pow", "4"]),
         ("k4.tkh", &["--dbm", "hash", "--file", "pos-para", "--buckets", "10000", "--align_pow", "0"]),
     ];
@@ -379,4 +423,39 @@ fn damaged_files_are_errors_naming_the_problem() {
             }
         }
     }
+}
+
+#[test]
+fn what_the_reader_lacks_is_refused_by_name() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A codec this reader does not decode.
+    let path = dir.path().join("z.tkh");
+    util(&["create", "--dbm", "hash", "--record_comp", "zlib", "--buckets", "7", path.to_str().unwrap()]);
+    util(&["set", path.to_str().unwrap(), "k", "v"]);
+    let err = ReferenceDbm::open(&path).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::NotImplemented);
+    assert!(err.message().contains("compressed with zlib"), "{err}");
+    // A comparator kuradb does not have.
+    let path = dir.path().join("c.tkt");
+    util(&["create", "--dbm", "tree", "--comparator", "lexcase", "--buckets", "7", path.to_str().unwrap()]);
+    let err = PolyDbm::open(&path, false, &Params::new()).err().unwrap();
+    assert!(err.message().contains("LexicalCaseKeyComparator, which kuradb does not have"), "{err}");
+    // Writing is refused, whatever the method.
+    let path = dir.path().join("w.tkh");
+    util(&["create", "--dbm", "hash", "--buckets", "7", path.to_str().unwrap()]);
+    util(&["set", path.to_str().unwrap(), "k", "v"]);
+    let err = PolyDbm::open(&path, true, &Params::new()).err().unwrap();
+    assert!(err.message().contains("opened read-only"), "{err}");
+    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+    for err in [db.set(b"k", b"w", true).err(), db.remove(b"k").err(), db.clear().err(), db.rebuild().err()] {
+        assert_eq!(err.unwrap().kind(), ErrorKind::Infeasible);
+    }
+    let mut cursor = db.iter().unwrap();
+    cursor.first().unwrap();
+    assert!(cursor.remove().is_err() && cursor.set(b"x").is_err());
+    drop(cursor);
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }

@@ -229,7 +229,9 @@ mod tests {
         std::fs::write(&tkrzw, b"TkrzwHDB\n\x01\x02\x03\x04\x05\x06\x07").unwrap();
         let err = PolyDbm::open(&tkrzw, false, &Params::new()).err().unwrap();
         assert_eq!(err.kind(), ErrorKind::BrokenData);
-        assert!(err.message().contains("HashDBM file of the reference") && err.message().contains("cut short"));
+        assert!(
+            err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
+        );
         let err = PolyDbm::open(&tkrzw, true, &Params::new()).err().unwrap();
         assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
         let flat = dir.path().join("old.flat");

@@ -51,8 +51,10 @@ impl ReferenceDbm {
             crate::dbm::Action::Keep
         });
         // A skip database counts what it has merged, at synchronization.
-        let result =
-            copied.and(failure.map_or(Ok(()), Err)).and_then(|()| out.synchronize(false)).and_then(|()| out.count());
+        let result = copied
+            .and(failure.map_or(Ok(()), Err))
+            .and_then(|()| out.synchronize(false))
+            .and_then(|()| out.count());
         progress(written);
         let closed = out.close();
         let count = result?;

@@ -19,7 +19,11 @@ pub(super) struct RecordCursor<'a> {
 }
 
 impl<'a> RecordCursor<'a> {
-    pub(super) fn new(db: &'a ReferenceDbm, path: &'a Path, order: Option<KeyComparator>) -> RecordCursor<'a> {
+    pub(super) fn new(
+        db: &'a ReferenceDbm,
+        path: &'a Path,
+        order: Option<KeyComparator>,
+    ) -> RecordCursor<'a> {
         RecordCursor { db, path, order, at: usize::MAX }
     }
 
@@ -101,7 +105,8 @@ impl Cursor for RecordCursor<'_> {
 
     fn previous(&mut self) -> Result<()> {
         self.ordered("previous")?;
-        self.at = if self.at < self.len() { self.at.checked_sub(1).unwrap_or(usize::MAX) } else { usize::MAX };
+        self.at =
+            if self.at < self.len() { self.at.checked_sub(1).unwrap_or(usize::MAX) } else { usize::MAX };
         Ok(())
     }
 }

@@ -80,7 +80,12 @@ impl ReferenceDbm {
         let named = |e: Error| {
             Error::new(
                 e.kind(),
-                format!("{} (a {} file of the reference): {}", path.display(), format.reference_name(), e.message()),
+                format!(
+                    "{} (a {} file of the reference): {}",
+                    path.display(),
+                    format.reference_name(),
+                    e.message()
+                ),
             )
         };
         let loaded = load(format, &data, salvage).map_err(named)?;
@@ -290,7 +295,8 @@ impl Dbm for ReferenceDbm {
     }
 
     fn file_size(&self) -> Result<u64> {
-        let meta = std::fs::metadata(&self.path).map_err(|e| Error::io("reading the size of", &self.path, e))?;
+        let meta =
+            std::fs::metadata(&self.path).map_err(|e| Error::io("reading the size of", &self.path, e))?;
         Ok(meta.len())
     }
 

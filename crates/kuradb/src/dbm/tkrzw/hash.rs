@@ -89,7 +89,10 @@ impl HashHeader {
             return Err(broken(format!("its bucket count {} is impossible", header.num_buckets)));
         }
         if header.static_flags & 3 == 0 || header.static_flags & 3 == 3 {
-            return Err(broken(format!("its static flags 0x{:02x} name no update mode", header.static_flags)));
+            return Err(broken(format!(
+                "its static flags 0x{:02x} name no update mode",
+                header.static_flags
+            )));
         }
         if let Some(codec) = header.codec() {
             return Err(Error::new(
@@ -189,7 +192,11 @@ pub(super) struct Damage {
 /// through to the end its header gives, or the damage is an error naming its
 /// offset; with `salvage`, unreadable stretches are skipped (to the next
 /// offset where a whole, checksummed record starts) and counted.
-pub(super) fn replay<'a>(data: &'a [u8], header: &HashHeader, salvage: bool) -> Result<(Vec<Live<'a>>, Damage)> {
+pub(super) fn replay<'a>(
+    data: &'a [u8],
+    header: &HashHeader,
+    salvage: bool,
+) -> Result<(Vec<Live<'a>>, Damage)> {
     let end = if salvage {
         data.len() as u64
     } else if header.file_size > data.len() as u64 {
@@ -309,7 +316,10 @@ fn read_record<'a>(data: &'a [u8], at: u64, header: &HashHeader) -> Result<Recor
     if magic & 0x3f != magic_checksum(key, value) {
         return Err(broken("its checksum does not match its key and value".to_string()));
     }
-    if header.crc_width() > 0 && op != Op::Void && u64::from(record_crc(header.crc_width(), key, value)) != crc {
+    if header.crc_width() > 0
+        && op != Op::Void
+        && u64::from(record_crc(header.crc_width(), key, value)) != crc
+    {
         return Err(broken("its CRC does not match its key and value".to_string()));
     }
     Ok(Record { op, key, value, size })
