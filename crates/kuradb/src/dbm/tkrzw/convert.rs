@@ -41,7 +41,7 @@ impl ReferenceDbm {
                 match out.set(key, value, true) {
                     Ok(()) => {
                         written += 1;
-                        if written % 4096 == 0 {
+                        if written.is_multiple_of(4096) {
                             progress(written);
                         }
                     }

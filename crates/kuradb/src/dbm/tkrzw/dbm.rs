@@ -10,6 +10,9 @@ use crate::dbm::comparator::KeyComparator;
 use crate::dbm::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, Result};
 
+/// A record held in memory: its key and value.
+pub(super) type Record = (Box<[u8]>, Box<[u8]>);
+
 /// What reading a file its writer left unhealthy kept and lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Salvage {
@@ -50,7 +53,7 @@ pub struct ReferenceDbm {
     path: PathBuf,
     format: ReferenceFormat,
     reference_class: String,
-    records: Vec<(Box<[u8]>, Box<[u8]>)>,
+    records: Vec<Record>,
     /// (hash of the key, index in `records`), sorted.
     index: Vec<(u64, usize)>,
     order: Option<KeyComparator>,
@@ -142,7 +145,7 @@ impl ReferenceDbm {
         self.salvage
     }
 
-    pub(super) fn records(&self) -> &[(Box<[u8]>, Box<[u8]>)] {
+    pub(super) fn records(&self) -> &[Record] {
         &self.records
     }
 

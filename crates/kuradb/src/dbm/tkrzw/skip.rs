@@ -139,7 +139,7 @@ fn read_record<'a>(b: &mut Bytes<'a>, index: u64, header: &SkipHeader) -> Result
     if index == 0 {
         levels = header.max_level as usize;
     }
-    while levels < header.max_level as usize && index % step == 0 {
+    while levels < header.max_level as usize && index.is_multiple_of(step) {
         levels += 1;
         step = match step.checked_mul(header.step_unit) {
             Some(s) => s,
