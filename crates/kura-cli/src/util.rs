@@ -6,7 +6,8 @@
 //! parameter string built from `--dbm`, `--file` and `--params`, so each class
 //! PolyDbm learns is served here without a change. One function per
 //! subcommand, in `records` (get, set, remove, list), `transfer` (export,
-//! import) and `admin` (the rest).
+//! import), `convert` (a file of the reference into kuradb's) and `admin`
+//! (the rest).
 //!
 //! A command fails at once on a database another process holds locked
 //! (`no_wait`), rather than hanging with no word: an administrator running a
@@ -14,6 +15,7 @@
 
 mod admin;
 mod codec;
+mod convert;
 mod flat;
 mod progress;
 mod records;
@@ -63,6 +65,8 @@ enum UtilCommand {
     Clear(admin::ClearArgs),
     /// Writes a consistent copy of a database to a new file.
     Backup(admin::BackupArgs),
+    /// Makes a kuradb database of a file the reference implementation (Tkrzw) wrote.
+    Convert(convert::ConvertArgs),
 }
 
 /// Runs `kura util`.
@@ -81,6 +85,7 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::Merge(a) => admin::merge(a),
         UtilCommand::Clear(a) => admin::clear(a),
         UtilCommand::Backup(a) => admin::backup(a),
+        UtilCommand::Convert(a) => convert::convert(a),
     }
 }
 

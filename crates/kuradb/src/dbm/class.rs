@@ -220,9 +220,9 @@ impl DbmClass {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
-                    "{} is a database of the reference implementation (Tkrzw), whose format kuradb does \
-                     not read: export it with `tkrzw_dbm_util export --dbm auto {} data.tsv` and load \
-                     that with `kura util import`",
+                    "{} is a database of the reference implementation (Tkrzw) in a format kuradb does \
+                     not read: export it with `tkrzw_dbm_util export --dbm auto {} data.flat` and load \
+                     that with `kura util import --flat`",
                     path.display(),
                     path.display()
                 ),

@@ -24,6 +24,7 @@ pub mod shard;
 pub mod skip;
 pub mod std_map;
 pub mod tiny;
+pub mod tkrzw;
 pub mod tree;
 pub(crate) mod tree_node;
 mod varint;

@@ -11,6 +11,12 @@
 //! one with a value of the wrong type, is an error that names it. A set of
 //! shard files is a [`ShardDbm`](super::shard::ShardDbm) of PolyDbms;
 //! [`AnyDbm`](super::any::AnyDbm) opens whichever a path names.
+//!
+//! A file the reference implementation (Tkrzw) wrote is recognised by its
+//! magic too and opened read-only as a [`ReferenceDbm`]: its class is the
+//! matching kuradb class, opening it writable is an error suggesting
+//! `kura util convert`, and [`PolyDbm::restore`] salvages it into a kuradb
+//! database.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +25,9 @@ pub use super::params::Params;
 
 use super::comparator::KeyComparator;
 use super::params::Taker;
+use super::tkrzw::{ReferenceDbm, ReferenceFormat};
 use super::Dbm;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 /// Any one database, opened from a path and parameters.
 ///
@@ -52,6 +59,8 @@ pub struct PolyDbm {
     db: Box<dyn Dbm>,
     class: DbmClass,
     path: Option<PathBuf>,
+    /// For a file of the reference, the order its reader keeps.
+    reference_order: Option<Option<KeyComparator>>,
 }
 
 impl PolyDbm {
@@ -59,8 +68,23 @@ impl PolyDbm {
     /// module's documentation for how the class is chosen).
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
+        if is_reference_file(path)? {
+            return PolyDbm::open_reference(path, writable, params);
+        }
         let class = DbmClass::for_path(path, params)?;
         PolyDbm::open_class(class, Some(path), writable, params)
+    }
+
+    /// Opens a file of the reference implementation, read-only.
+    fn open_reference(path: &Path, writable: bool, params: &Params) -> Result<PolyDbm> {
+        if writable {
+            return Err(super::tkrzw::read_only(path));
+        }
+        let db = ReferenceDbm::open(path)?;
+        let class = db.class();
+        check_reference_params(&db, params)?;
+        let reference_order = Some(db.key_order());
+        Ok(PolyDbm { db: Box::new(db), class, path: Some(path.to_path_buf()), reference_order })
     }
 
     /// Opens a database of `class`: at `path`, or for an on-memory class
@@ -72,7 +96,7 @@ impl PolyDbm {
         params: &Params,
     ) -> Result<PolyDbm> {
         let db = class.open(path, writable, params)?;
-        Ok(PolyDbm { db, class, path: path.map(Path::to_path_buf) })
+        Ok(PolyDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None })
     }
 
     /// The class `open` would choose for `path` with `params` (see
@@ -88,6 +112,9 @@ impl PolyDbm {
 
     /// The order of the keys of an ordered database (`None` for a hash one).
     pub fn key_order(&self) -> Result<Option<KeyComparator>> {
+        if let Some(order) = self.reference_order {
+            return Ok(order);
+        }
         Ok(match self.class {
             DbmClass::Hash | DbmClass::Tiny | DbmClass::Cache | DbmClass::StdHash => None,
             DbmClass::Skip | DbmClass::StdTree => Some(KeyComparator::Lexical),
@@ -118,9 +145,14 @@ impl PolyDbm {
 
     /// Restores the damaged or crashed database at `src` into a new one at
     /// `dest` (of the same class, tuned by `params`); answers the number of
-    /// records kept (see [`DbmClass::restore`]).
+    /// records kept (see [`DbmClass::restore`]). A file of the reference is
+    /// salvaged (see [`ReferenceDbm::open_salvaging`]) into a kuradb
+    /// database of the matching class.
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, params: &Params) -> Result<u64> {
         let src = src.as_ref();
+        if is_reference_file(src)? {
+            return ReferenceDbm::open_salvaging(src)?.convert(dest.as_ref(), params, &mut |_| ());
+        }
         DbmClass::for_path(src, params)?.restore(src, dest.as_ref(), params)
     }
 
@@ -133,6 +165,39 @@ impl PolyDbm {
     pub fn dbm(&self) -> &dyn Dbm {
         self.db.as_ref()
     }
+}
+
+/// Whether `path` is a non-empty file the reference implementation wrote.
+fn is_reference_file(path: &Path) -> Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() && meta.len() > 0 => Ok(ReferenceFormat::of_file(path)?.is_some()),
+        _ => Ok(false),
+    }
+}
+
+/// Checks the parameters given to open a reference file: `dbm=` must name
+/// its class; the file and locking parameters are taken and have no effect,
+/// since the reader reads the file whole at open and keeps no handle; any
+/// other is refused by name.
+fn check_reference_params(db: &ReferenceDbm, params: &Params) -> Result<()> {
+    let mut t = Taker::new(params, "a file of the reference implementation, opened read-only");
+    if let Some((_, name)) = t.take(&["dbm"]) {
+        let named = DbmClass::from_name(name)?;
+        let fits = named == db.class() || (named.is_on_memory() && db.class().is_on_memory());
+        if !fits {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} holds a {} database of the reference, not a {} one",
+                    db.path().map(|p| p.display().to_string()).unwrap_or_default(),
+                    db.reference_class(),
+                    named.name()
+                ),
+            ));
+        }
+    }
+    t.file_and_open()?;
+    t.finish()
 }
 
 impl Dbm for PolyDbm {
@@ -158,12 +223,26 @@ mod tests {
     #[test]
     fn classes_come_from_headers_whatever_the_name() {
         let dir = tempfile::tempdir().unwrap();
+        // A reference file is recognised by its magic: a truncated one is
+        // an error naming the problem, and writing to a whole one is refused.
         let tkrzw = dir.path().join("old.tkh");
         std::fs::write(&tkrzw, b"TkrzwHDB\n\x01\x02\x03\x04\x05\x06\x07").unwrap();
         let err = PolyDbm::open(&tkrzw, false, &Params::new()).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::BrokenData);
         assert!(
-            err.message().contains("reference implementation") && err.message().contains("kura util import")
+            err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
         );
+        let err = PolyDbm::open(&tkrzw, true, &Params::new()).err().unwrap();
+        assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
+        let flat = dir.path().join("old.flat");
+        std::fs::write(&flat, b"\xff\x01k\xff\x01v").unwrap();
+        let db = PolyDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
+        assert_eq!((db.class(), db.get(b"k").unwrap()), (DbmClass::Tiny, Some(b"v".to_vec())));
+        assert!(db.set(b"k", b"w", true).unwrap_err().message().contains("kura util convert"));
+        db.close().unwrap();
+        let err = PolyDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        assert!(err.message().contains("not a hash one"), "{err}");
+        assert!(PolyDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
         let junk = dir.path().join("junk.tkh");
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
         assert_eq!(PolyDbm::open(&junk, false, &Params::new()).err().unwrap().kind(), ErrorKind::BrokenData);

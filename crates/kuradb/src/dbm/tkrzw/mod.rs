@@ -1,0 +1,101 @@
+//! Reading the files of the reference implementation (Tkrzw 1.0): its hash,
+//! tree and skip databases and its flat record files, read-only, so that a
+//! Tkrzw user can look into them and convert them without Tkrzw installed.
+//!
+//! [`ReferenceDbm`] opens such a file (recognised by [`ReferenceFormat::of_file`])
+//! and serves lookups, cursors in the file's order, `count` and `inspect`;
+//! every writing method is a read-only error pointing at `kura util convert`.
+//! A file its writer left unhealthy (killed before closing) is salvaged as
+//! it is read, and [`ReferenceDbm::salvage`] says what was kept and lost.
+//!
+//! The formats are described in each module (`hash`, `tree`, `skip`,
+//! `flat`) and in docs/reference-files.md. What this reader refuses, by name:
+//! values compressed by the reference (`record_comp_mode` other than none),
+//! and a tree ordered by a comparator kuradb does not have.
+
+mod bytes;
+mod convert;
+mod cursor;
+mod dbm;
+mod flat;
+mod hash;
+mod skip;
+mod tree;
+
+use std::io::Read;
+use std::path::Path;
+
+pub use dbm::{ReferenceDbm, Salvage};
+
+use crate::error::{Error, Result};
+
+/// The kinds of file the reference writes that kuradb reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReferenceFormat {
+    /// A HashDBM file.
+    Hash,
+    /// A TreeDBM file (a hash file of pages).
+    Tree,
+    /// A SkipDBM file.
+    Skip,
+    /// A flat record file (an export, or an on-memory database's file).
+    Flat,
+}
+
+/// How much of a file's head [`ReferenceFormat::of_file`] reads.
+const HEAD_SIZE: usize = 128;
+
+impl ReferenceFormat {
+    /// The format of the file at `path` if the reference wrote it, from its
+    /// first bytes; `None` for any other file (or an empty one).
+    pub fn of_file(path: &Path) -> Result<Option<ReferenceFormat>> {
+        let mut file = std::fs::File::open(path).map_err(|e| Error::io("opening", path, e))?;
+        let size = file.metadata().map_err(|e| Error::io("reading the size of", path, e))?.len();
+        let mut head = Vec::with_capacity(HEAD_SIZE);
+        (&mut file)
+            .take(HEAD_SIZE as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io("reading the header of", path, e))?;
+        Ok(ReferenceFormat::of_head(&head, size))
+    }
+
+    /// The format whose file begins with `head` (of a file of `file_size`
+    /// bytes), if any.
+    pub fn of_head(head: &[u8], file_size: u64) -> Option<ReferenceFormat> {
+        if head.starts_with(hash::MAGIC) {
+            // A tree's metadata sits at the start of the hash header's opaque area.
+            let tree = head.get(62..65) == Some(b"TDB");
+            return Some(if tree { ReferenceFormat::Tree } else { ReferenceFormat::Hash });
+        }
+        if head.starts_with(skip::MAGIC) {
+            return Some(ReferenceFormat::Skip);
+        }
+        flat::sniff(head, file_size).then_some(ReferenceFormat::Flat)
+    }
+
+    /// The reference's name of the format's class (a flat file's own
+    /// metadata may name an on-memory class instead).
+    pub fn reference_name(self) -> &'static str {
+        match self {
+            ReferenceFormat::Hash => "HashDBM",
+            ReferenceFormat::Tree => "TreeDBM",
+            ReferenceFormat::Skip => "SkipDBM",
+            ReferenceFormat::Flat => "FlatRecord",
+        }
+    }
+}
+
+/// The error every writing method answers.
+pub(crate) fn read_only(path: &Path) -> Error {
+    Error::new(
+        crate::error::ErrorKind::Infeasible,
+        format!(
+            "{}: a file written by the reference implementation is opened read-only; `kura util convert` \
+             makes a kuradb database of it",
+            path.display()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests;
