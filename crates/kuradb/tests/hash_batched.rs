@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::hash as h;
+use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, UpdateMode};
 use kuradb::dbm::Dbm;
-use kuradb::file::{File, FileKind, FileSpec, FileWrapper, IoEngine, LockMode, OpenOptions, ReadRequest};
+use kuradb::file::{File, FileKind, FileSpec, FileWrapper, IoEngine, OpenOptions, ReadRequest};
 use kuradb::{ErrorKind, Result};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -354,7 +355,7 @@ fn generations(values: &[Option<Vec<u8>>]) -> Vec<Option<usize>> {
     values.iter().map(|v| v.as_deref().map(generation_of)).collect()
 }
 
-/// What a [`Counting`] file saw: single reads, batches, and the requests of the batches.
+/// What a counting file saw: single reads, batches, and the requests of the batches.
 #[derive(Default)]
 struct Counts {
     reads: AtomicUsize,
@@ -369,66 +370,16 @@ impl Counts {
     }
 }
 
-/// A file that counts the reads reaching it and passes every call on.
-struct Counting {
-    inner: Box<dyn File>,
-    counts: Arc<Counts>,
-}
-
-impl File for Counting {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.counts.reads.fetch_add(1, Ordering::Relaxed);
-        self.inner.read(offset, buf)
+/// Counts the reads reaching a [`HookedFile`].
+impl ReadHook for Counts {
+    fn read(&self, _offset: u64, _len: usize) -> Result<()> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
-    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
-        self.counts.batches.fetch_add(1, Ordering::Relaxed);
-        self.counts.requests.fetch_add(reads.len(), Ordering::Relaxed);
-        self.inner.read_many(reads)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write(offset, data)
-    }
-    fn append(&self, data: &[u8]) -> Result<u64> {
-        self.inner.append(data)
-    }
-    fn expand(&self, increment: u64) -> Result<u64> {
-        self.inner.expand(increment)
-    }
-    fn truncate(&self, size: u64) -> Result<()> {
-        self.inner.truncate(size)
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.inner.synchronize(hard)
-    }
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        self.inner.lock(mode, wait)
-    }
-    fn unlock(&self) -> Result<()> {
-        self.inner.unlock()
-    }
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn rename(&mut self, to: &Path) -> Result<()> {
-        self.inner.rename(to)
-    }
-    fn is_writable(&self) -> bool {
-        self.inner.is_writable()
-    }
-    fn is_atomic(&self) -> bool {
-        self.inner.is_atomic()
-    }
-    fn block_size(&self) -> u64 {
-        self.inner.block_size()
-    }
-    fn inspect(&self) -> Vec<(String, String)> {
-        self.inner.inspect()
-    }
-    fn close(&mut self) -> Result<()> {
-        self.inner.close()
+    fn read_many(&self, reads: &[ReadRequest<'_>]) -> Result<()> {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.requests.fetch_add(reads.len(), Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -438,7 +389,7 @@ fn counted(dir: &Path, cache_buckets: bool, value_len: usize) -> (HashDbm, Arc<C
     let counts = Arc::new(Counts::default());
     let c = counts.clone();
     let wrap =
-        FileWrapper(Arc::new(move |inner| Box::new(Counting { inner, counts: c.clone() }) as Box<dyn File>));
+        FileWrapper(Arc::new(move |inner| Box::new(HookedFile::new(inner, c.clone())) as Box<dyn File>));
     let mut options = h::options(&FileSpec::new(FileKind::PositionalParallel))
         .num_buckets(1_000_003)
         .cache_buckets(cache_buckets);

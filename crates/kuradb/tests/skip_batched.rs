@@ -19,9 +19,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::{Action, Dbm};
-use kuradb::file::{File, FileSpec, FileWrapper, LockMode, ReadRequest};
+use kuradb::file::{File, FileSpec, FileWrapper, ReadRequest};
 use kuradb::Result;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -352,14 +353,9 @@ fn a_damaged_file_fails_a_batch_as_single_lookups_fail() {
     assert!(failed >= 10, "only {failed} of 150 rounds of damage failed a lookup");
 }
 
-/// Counts a file's reads: single ones, batches and the requests in them;
-/// and fails reads on demand: every read that reaches `fail_from` or past,
-/// and the next batch whole, once, if `fail_next_batch`.
-struct Counting {
-    inner: Box<dyn File>,
-    counts: Arc<Counts>,
-}
-
+/// Counts a file's reads (a [`HookedFile`]'s): single ones, batches and the
+/// requests in them; and fails reads on demand: every read that reaches
+/// `fail_from` or past, and the next batch whole, once, if `fail_next_batch`.
 struct Counts {
     reads: AtomicU64,
     batches: AtomicU64,
@@ -390,9 +386,9 @@ impl Counts {
     }
 }
 
-impl Counting {
+impl Counts {
     fn check(&self, offset: u64, len: usize) -> Result<()> {
-        if offset + len as u64 > self.counts.fail_from.load(Ordering::Relaxed) {
+        if offset + len as u64 > self.fail_from.load(Ordering::Relaxed) {
             return Err(kuradb::Error::new(
                 kuradb::ErrorKind::System,
                 format!("the read of {len} bytes at {offset} failed (a bad sector, for the test)"),
@@ -402,67 +398,18 @@ impl Counting {
     }
 }
 
-impl File for Counting {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.counts.reads.fetch_add(1, Ordering::Relaxed);
-        self.check(offset, buf.len())?;
-        self.inner.read(offset, buf)
+impl ReadHook for Counts {
+    fn read(&self, offset: u64, len: usize) -> Result<()> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.check(offset, len)
     }
-    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
-        self.counts.batches.fetch_add(1, Ordering::Relaxed);
-        self.counts.requests.fetch_add(reads.len() as u64, Ordering::Relaxed);
-        if self.counts.fail_next_batch.swap(false, Ordering::Relaxed) {
+    fn read_many(&self, reads: &[ReadRequest<'_>]) -> Result<()> {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.requests.fetch_add(reads.len() as u64, Ordering::Relaxed);
+        if self.fail_next_batch.swap(false, Ordering::Relaxed) {
             return Err(kuradb::Error::new(kuradb::ErrorKind::System, "the batch failed (for the test)"));
         }
-        for read in reads.iter() {
-            self.check(read.offset, read.buf.len())?;
-        }
-        self.inner.read_many(reads)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write(offset, data)
-    }
-    fn append(&self, data: &[u8]) -> Result<u64> {
-        self.inner.append(data)
-    }
-    fn expand(&self, increment: u64) -> Result<u64> {
-        self.inner.expand(increment)
-    }
-    fn truncate(&self, size: u64) -> Result<()> {
-        self.inner.truncate(size)
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.inner.synchronize(hard)
-    }
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        self.inner.lock(mode, wait)
-    }
-    fn unlock(&self) -> Result<()> {
-        self.inner.unlock()
-    }
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn rename(&mut self, to: &Path) -> Result<()> {
-        self.inner.rename(to)
-    }
-    fn is_writable(&self) -> bool {
-        self.inner.is_writable()
-    }
-    fn is_atomic(&self) -> bool {
-        self.inner.is_atomic()
-    }
-    fn block_size(&self) -> u64 {
-        self.inner.block_size()
-    }
-    fn inspect(&self) -> Vec<(String, String)> {
-        self.inner.inspect()
-    }
-    fn close(&mut self) -> Result<()> {
-        self.inner.close()
+        reads.iter().try_for_each(|read| self.check(read.offset, read.buf.len()))
     }
 }
 
@@ -476,7 +423,7 @@ fn a_batch_costs_the_rounds_of_its_longest_lookup() {
     let wrap = {
         let counts = Arc::clone(&counts);
         FileWrapper(Arc::new(move |inner| {
-            Box::new(Counting { inner, counts: Arc::clone(&counts) }) as Box<dyn File>
+            Box::new(HookedFile::new(inner, Arc::clone(&counts))) as Box<dyn File>
         }))
     };
     let options = SkipOptions::default()
@@ -526,7 +473,7 @@ fn a_failed_read_fails_its_own_lookup() {
     let wrap = {
         let counts = Arc::clone(&counts);
         FileWrapper(Arc::new(move |inner| {
-            Box::new(Counting { inner, counts: Arc::clone(&counts) }) as Box<dyn File>
+            Box::new(HookedFile::new(inner, Arc::clone(&counts))) as Box<dyn File>
         }))
     };
     let options = SkipOptions::default()

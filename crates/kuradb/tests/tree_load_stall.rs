@@ -5,17 +5,19 @@
 //! stall is a read held by a file wrapper until the test lets it go; no
 //! timing is asserted but a generous deadline against a hang.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::hash::HashOptions;
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
 use kuradb::dbm::Dbm;
-use kuradb::file::{File, FileWrapper, LockMode, ReadRequest};
+use kuradb::file::{FileWrapper, ReadRequest};
 use kuradb::Result;
 
 /// Long enough for any loaded machine; only a hang reaches it.
@@ -38,64 +40,14 @@ impl Gate {
     }
 }
 
-struct StallFile {
-    inner: Box<dyn File>,
-    gate: Arc<Gate>,
-}
-
-impl File for StallFile {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.gate.pass();
-        self.inner.read(offset, buf)
+impl ReadHook for Gate {
+    fn read(&self, _offset: u64, _len: usize) -> Result<()> {
+        self.pass();
+        Ok(())
     }
-    fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
-        self.gate.pass();
-        self.inner.read_many(reads)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write(offset, data)
-    }
-    fn append(&self, data: &[u8]) -> Result<u64> {
-        self.inner.append(data)
-    }
-    fn expand(&self, increment: u64) -> Result<u64> {
-        self.inner.expand(increment)
-    }
-    fn truncate(&self, size: u64) -> Result<()> {
-        self.inner.truncate(size)
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.inner.synchronize(hard)
-    }
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        self.inner.lock(mode, wait)
-    }
-    fn unlock(&self) -> Result<()> {
-        self.inner.unlock()
-    }
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn rename(&mut self, to: &Path) -> Result<()> {
-        self.inner.rename(to)
-    }
-    fn is_writable(&self) -> bool {
-        self.inner.is_writable()
-    }
-    fn is_atomic(&self) -> bool {
-        self.inner.is_atomic()
-    }
-    fn block_size(&self) -> u64 {
-        self.inner.block_size()
-    }
-    fn inspect(&self) -> Vec<(String, String)> {
-        self.inner.inspect()
-    }
-    fn close(&mut self) -> Result<()> {
-        self.inner.close()
+    fn read_many(&self, _reads: &[ReadRequest<'_>]) -> Result<()> {
+        self.pass();
+        Ok(())
     }
 }
 
@@ -136,7 +88,7 @@ fn a_stalled_load_blocks_only_its_own_node() {
         release: Mutex::new(release_rx),
     });
     let wrap_gate = gate.clone();
-    let wrap = FileWrapper(Arc::new(move |inner| Box::new(StallFile { inner, gate: wrap_gate.clone() })));
+    let wrap = FileWrapper(Arc::new(move |inner| Box::new(HookedFile::new(inner, wrap_gate.clone()))));
     let options = options.hash(HashOptions::default().wrap_file(Some(wrap)));
     let db = TreeDbm::open(&path, false, &options).unwrap();
     // Cached: the root and leaf 32.

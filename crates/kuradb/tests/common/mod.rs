@@ -2,7 +2,8 @@
 //! checked against, and helpers that name the spec in every failure. The
 //! database tests' helpers are in [`hash`] and [`tree`], the conformance suite
 //! every class passes in [`conformance`], the crash tests' loop and helpers
-//! in [`crash`], [`child`] and [`power_cut`], the fault sweep's in [`sweep`].
+//! in [`crash`], [`child`] and [`power_cut`], the fault sweep's in [`sweep`],
+//! a file wrapper that shows every read to a test in [`hooked`].
 //!
 //! Each test binary uses only part of this module.
 #![allow(dead_code)]
@@ -11,6 +12,7 @@ pub mod child;
 pub mod conformance;
 pub mod crash;
 pub mod hash;
+pub mod hooked;
 pub mod power_cut;
 pub mod sweep;
 pub mod tree;
