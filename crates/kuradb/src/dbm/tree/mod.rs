@@ -66,6 +66,8 @@ mod rebuild;
 mod restore;
 mod state;
 mod walk;
+#[cfg(test)]
+mod walk_tests;
 
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};

@@ -53,7 +53,7 @@ impl Tree {
     /// Checks the tree whole (see [`Tree::each_leaf_below_root`]), and that
     /// the links join exactly those leaves in the same order, both ways,
     /// and that they hold what the figures count; answers the count.
-    fn check_whole(&self) -> Result<u64> {
+    pub(super) fn check_whole(&self) -> Result<u64> {
         let mut below_root = 0u64;
         let leaves = self.each_leaf_below_root(|slot| {
             if let Node::Leaf(leaf) = &slot.node {
