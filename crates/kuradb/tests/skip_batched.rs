@@ -413,11 +413,9 @@ impl ReadHook for Counts {
     }
 }
 
-/// A batch of 32 keys takes as many `read_many` rounds as its longest
-/// lookup takes reads alone, each round one request per unfinished lookup
-/// at most: not 32 times one lookup's reads.
-#[test]
-fn a_batch_costs_the_rounds_of_its_longest_lookup() {
+/// A skip database of `n` records (small levels, few cached records, so
+/// lookups read) over a file whose reads `Counts` sees.
+fn counted_skip(n: u16) -> (tempfile::TempDir, Arc<Counts>, SkipDbm) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let counts = Arc::new(Counts::default());
     let wrap = {
@@ -433,10 +431,19 @@ fn a_batch_costs_the_rounds_of_its_longest_lookup() {
         .max_cached_records(4)
         .wrap_file(Some(wrap));
     let db = SkipDbm::open(dir.path().join("casket.skip"), true, &options).expect("create");
-    for n in 0..20_000u16 {
+    for n in 0..n {
         db.set(&key(n), &value(n, 20), true).expect("set");
     }
     db.synchronize(false).expect("synchronize");
+    (dir, counts, db)
+}
+
+/// A batch of 32 keys takes as many `read_many` rounds as its longest
+/// lookup takes reads alone, each round one request per unfinished lookup
+/// at most: not 32 times one lookup's reads.
+#[test]
+fn a_batch_costs_the_rounds_of_its_longest_lookup() {
+    let (_dir, counts, db) = counted_skip(20_000);
     let mut rng = SmallRng::seed_from_u64(7);
     let keys: Vec<Vec<u8>> = (0..32).map(|_| key(rng.gen_range(0..20_500))).collect();
     let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
@@ -468,25 +475,7 @@ fn a_batch_costs_the_rounds_of_its_longest_lookup() {
 /// alone answers what single lookups answer.
 #[test]
 fn a_failed_read_fails_its_own_lookup() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let counts = Arc::new(Counts::default());
-    let wrap = {
-        let counts = Arc::clone(&counts);
-        FileWrapper(Arc::new(move |inner| {
-            Box::new(HookedFile::new(inner, Arc::clone(&counts))) as Box<dyn File>
-        }))
-    };
-    let options = SkipOptions::default()
-        .file(FileSpec::parse("pos-para").unwrap())
-        .step_unit(4)
-        .max_level(8)
-        .max_cached_records(4)
-        .wrap_file(Some(wrap));
-    let db = SkipDbm::open(dir.path().join("casket.skip"), true, &options).expect("create");
-    for n in 0..5_000u16 {
-        db.set(&key(n), &value(n, 20), true).expect("set");
-    }
-    db.synchronize(false).expect("synchronize");
+    let (_dir, counts, db) = counted_skip(5_000);
     let mut rng = SmallRng::seed_from_u64(11);
     let keys: Vec<Vec<u8>> = (0..48).map(|_| key(rng.gen_range(0..5_100))).collect();
     let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
