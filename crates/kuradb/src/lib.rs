@@ -64,5 +64,5 @@ pub use dbm::tiny::{TinyDbm, TinyOptions};
 pub use dbm::tree::{TreeDbm, TreeOptions};
 pub use dbm::{Action, Cursor, Dbm};
 pub use error::{Error, ErrorKind, Result};
-pub use index::{FileIndex, MemIndex, StdIndex};
 pub use file::{File, FileSpec};
+pub use index::{FileIndex, MemIndex, StdIndex};

@@ -100,7 +100,8 @@ fn what_is_no_index_is_refused_by_name() {
     let params = Params::parse("key_comparator=DecimalKeyComparator").unwrap();
     let err = FileIndex::open(dir.path().join("x.kti"), true, &params).err().unwrap();
     assert!(err.to_string().contains("pair comparator"), "{err}");
-    let err = FileIndex::open(dir.path().join("y.kti"), true, &Params::parse("bogus=1").unwrap()).err().unwrap();
+    let err =
+        FileIndex::open(dir.path().join("y.kti"), true, &Params::parse("bogus=1").unwrap()).err().unwrap();
     assert!(err.to_string().contains("bogus"), "{err}");
     assert!(MemIndex::with_comparator(KeyComparator::Real).is_err());
 

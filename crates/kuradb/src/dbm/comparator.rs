@@ -297,14 +297,25 @@ mod tests {
     #[test]
     fn pair_orders_sort_by_first_part_then_second() {
         use crate::dbm::pair::encode_pair;
-        let pairs: [(&[u8], &[u8]); 7] =
-            [(b"10", b"b"), (b"9", b""), (b"9", b"a"), (b"", b"z"), (b"9\x00", b""), (b"10", b""), (b"a", b"\x00")];
+        let pairs: [(&[u8], &[u8]); 7] = [
+            (b"10", b"b"),
+            (b"9", b""),
+            (b"9", b"a"),
+            (b"", b"z"),
+            (b"9\x00", b""),
+            (b"10", b""),
+            (b"a", b"\x00"),
+        ];
         let sort = |c: KeyComparator| {
             let mut v: Vec<Vec<u8>> = pairs.iter().map(|(k, v)| encode_pair(k, v)).collect();
             v.sort_by(|a, b| c.compare(a, b));
-            v.iter().map(|r| crate::dbm::pair::decode_pair(r).unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect::<Vec<_>>()
+            v.iter()
+                .map(|r| crate::dbm::pair::decode_pair(r).unwrap())
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect::<Vec<_>>()
         };
-        let mut expected: Vec<(Vec<u8>, Vec<u8>)> = pairs.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        let mut expected: Vec<(Vec<u8>, Vec<u8>)> =
+            pairs.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         expected.sort();
         assert_eq!(sort(KeyComparator::PairLexical), expected);
         let firsts: Vec<Vec<u8>> = sort(KeyComparator::PairDecimal).into_iter().map(|p| p.0).collect();

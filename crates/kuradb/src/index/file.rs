@@ -45,7 +45,8 @@ impl FileIndex {
     /// comparator, `PairLexicalKeyComparator` by default.
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<FileIndex> {
         let mut taker = Taker::new(params, "a file index");
-        let options = TreeOptions::default().comparator(KeyComparator::PairLexical).take_params(&mut taker)?;
+        let options =
+            TreeOptions::default().comparator(KeyComparator::PairLexical).take_params(&mut taker)?;
         taker.finish()?;
         FileIndex::open_with(path, writable, &options)
     }
