@@ -155,7 +155,7 @@ pub struct HashFlags {
 
 impl HashFlags {
     /// The flags given, as parameters.
-    fn given(&self) -> Result<Vec<Given>> {
+    pub(crate) fn given(&self) -> Result<Vec<Given>> {
         let mut out = Vec::new();
         if self.append {
             out.push(Given::new("--append", "update_mode", "appending"));
@@ -207,7 +207,7 @@ pub struct TreeFlags {
 
 impl TreeFlags {
     /// The flags given, as parameters.
-    fn given(&self) -> Result<Vec<Given>> {
+    pub(crate) fn given(&self) -> Result<Vec<Given>> {
         let limit = usize::MAX as u64;
         let mut out = Vec::new();
         out.extend(number("--max_page_size", "max_page_size", self.max_page_size, limit)?);

@@ -6,6 +6,7 @@
 //! joining the opener.
 
 mod expectations;
+mod index;
 mod keys;
 mod mixed;
 mod model;
@@ -40,6 +41,9 @@ enum Workload {
     /// Random gets while other threads scan the whole database, with the gets'
     /// cache hit rates with and without the scan.
     Mixed(mixed::MixedArgs),
+    /// Adds, checks and removes pairs of a secondary index (file, mem or a
+    /// typed one), as `tkrzw_dbm_perf index` does.
+    Index(index::IndexArgs),
 }
 
 /// Runs `kura perf`.
@@ -49,6 +53,7 @@ pub fn run(args: &PerfArgs) -> Result<()> {
         Workload::Parallel(args) => parallel::run(args),
         Workload::Wicked(args) => wicked::run(args),
         Workload::Mixed(args) => mixed::run(args),
+        Workload::Index(args) => index::run(args),
     }
 }
 

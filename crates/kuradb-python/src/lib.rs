@@ -3,7 +3,7 @@
 //!
 //! It maps the Rust API one to one ([`database`]: `kuradb.DBM` over a
 //! `PolyDbm`; [`cursor`]: its iterators; [`error`]: one exception per error
-//! kind; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
+//! kind; [`index`]: `kuradb.Index`, a secondary index; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
 //! [`future`]s that asyncio awaits) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
 
@@ -15,6 +15,7 @@ mod cursor;
 mod database;
 mod error;
 mod future;
+mod index;
 
 use pyo3::prelude::*;
 
@@ -25,6 +26,8 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<future::PyFuture>()?;
     m.add_class::<cursor::PyCursor>()?;
     m.add_class::<cursor::RecordIterator>()?;
+    m.add_class::<index::PyIndex>()?;
+    m.add_class::<index::PyIndexIterator>()?;
     error::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -15,6 +15,9 @@
 //!   from a path and parameters, [`dbm::shard`] spreads one over several
 //!   files, [`dbm::any`] opens whichever a path names, and
 //!   [`dbm::async_dbm`] puts any of them behind worker threads.
+//! - [`index`]: secondary indexes, sets of (key, value) pairs kept in a
+//!   tree file ([`index::FileIndex`]), in memory ([`index::MemIndex`]) or
+//!   as typed pairs ([`index::StdIndex`]).
 //! - [`error`]: the one error type, [`Error`], with an [`ErrorKind`].
 //!
 //! The main types are re-exported here: `kuradb::{HashDbm, TreeDbm, SkipDbm,
@@ -41,6 +44,7 @@ pub mod caching;
 pub mod dbm;
 pub mod error;
 pub mod file;
+pub mod index;
 mod sys;
 
 pub use dbm::any::AnyDbm;
@@ -61,3 +65,4 @@ pub use dbm::tree::{TreeDbm, TreeOptions};
 pub use dbm::{Action, Cursor, Dbm};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, FileSpec};
+pub use index::{FileIndex, MemIndex, StdIndex};

@@ -3,7 +3,8 @@
 ``kuradb.DBM`` opens a database of any class (hash, tree, skip, …) from a path
 and keyword parameters; it answers the dict protocol and releases the GIL while
 it works. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
-its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.dbm`` is the standard library's dbm interface and
+its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.Index``
+is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
 
     >>> import kuradb
@@ -22,6 +23,8 @@ from ._kuradb import (
     DuplicationError,
     Error,
     InfeasibleError,
+    Index,
+    IndexIterator,
     InvalidArgumentError,
     Iterator,
     NotFoundError,
@@ -38,6 +41,8 @@ __all__ = [
     "Future",
     "Iterator",
     "RecordIterator",
+    "Index",
+    "IndexIterator",
     "Error",
     "NotFoundError",
     "DuplicationError",

@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use super::pair::decode_pair;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a tree database orders its keys. Chosen at creation and stored in
@@ -30,9 +31,23 @@ pub enum KeyComparator {
     HexReverse,
     /// The reverse of [`KeyComparator::Real`].
     RealReverse,
+    /// Keys that are pairs encoded by [`encode_pair`](super::pair::encode_pair)
+    /// (the layout of a secondary index's records): by their first parts
+    /// byte by byte, then by their second parts byte by byte.
+    PairLexical,
+    /// Pairs by their first parts as [`KeyComparator::Decimal`], then by
+    /// their second parts byte by byte.
+    PairDecimal,
+    /// Pairs by their first parts as [`KeyComparator::Hex`], then by their
+    /// second parts byte by byte.
+    PairHex,
+    /// Pairs by their first parts as [`KeyComparator::Real`], then by their
+    /// second parts byte by byte.
+    PairReal,
 }
 
-const ALL: [KeyComparator; 8] = [
+// The position in this list is the code stored in files: append only.
+const ALL: [KeyComparator; 12] = [
     KeyComparator::Lexical,
     KeyComparator::Decimal,
     KeyComparator::Hex,
@@ -41,6 +56,10 @@ const ALL: [KeyComparator; 8] = [
     KeyComparator::DecimalReverse,
     KeyComparator::HexReverse,
     KeyComparator::RealReverse,
+    KeyComparator::PairLexical,
+    KeyComparator::PairDecimal,
+    KeyComparator::PairHex,
+    KeyComparator::PairReal,
 ];
 
 impl KeyComparator {
@@ -60,11 +79,16 @@ impl KeyComparator {
             KeyComparator::DecimalReverse => "decimal_reverse",
             KeyComparator::HexReverse => "hex_reverse",
             KeyComparator::RealReverse => "real_reverse",
+            KeyComparator::PairLexical => "pair_lexical",
+            KeyComparator::PairDecimal => "pair_decimal",
+            KeyComparator::PairHex => "pair_hex",
+            KeyComparator::PairReal => "pair_real",
         }
     }
 
     /// The comparator of `name`: its own name, or the reference's
-    /// ("LexicalKeyComparator", "SignedDecimalKeyComparator", …).
+    /// ("LexicalKeyComparator", "SignedDecimalKeyComparator",
+    /// "PairLexicalKeyComparator", …).
     pub fn from_name(name: &str) -> Result<KeyComparator> {
         let lower = name.to_ascii_lowercase();
         let lower = lower.strip_suffix("keycomparator").unwrap_or(&lower).trim_end_matches('_');
@@ -79,6 +103,10 @@ impl KeyComparator {
             }
             "hex_reverse" | "hexreverse" | "hexadecimalreverse" => Some(KeyComparator::HexReverse),
             "real_reverse" | "realreverse" | "realnumberreverse" => Some(KeyComparator::RealReverse),
+            "pair_lexical" | "pairlexical" => Some(KeyComparator::PairLexical),
+            "pair_decimal" | "pairdecimal" | "pairsigneddecimal" => Some(KeyComparator::PairDecimal),
+            "pair_hex" | "pairhex" | "pairhexadecimal" => Some(KeyComparator::PairHex),
+            "pair_real" | "pairreal" | "pairrealnumber" => Some(KeyComparator::PairReal),
             _ => None,
         };
         found.ok_or_else(|| {
@@ -88,6 +116,23 @@ impl KeyComparator {
                 format!("unknown key comparator {name:?}: use one of {}", names.join(", ")),
             )
         })
+    }
+
+    /// Whether keys in this order are encoded pairs (the orders of a
+    /// secondary index).
+    pub fn is_pair(self) -> bool {
+        self.pair_part().is_some()
+    }
+
+    /// The order of the first parts of a pair order.
+    fn pair_part(self) -> Option<KeyComparator> {
+        match self {
+            KeyComparator::PairLexical => Some(KeyComparator::Lexical),
+            KeyComparator::PairDecimal => Some(KeyComparator::Decimal),
+            KeyComparator::PairHex => Some(KeyComparator::Hex),
+            KeyComparator::PairReal => Some(KeyComparator::Real),
+            _ => None,
+        }
     }
 
     pub(crate) fn code(self) -> u8 {
@@ -100,6 +145,9 @@ impl KeyComparator {
 
     /// Compares two keys in this order.
     pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        if let Some(first) = self.pair_part() {
+            return compare_pairs(first, a, b);
+        }
         let ordered = match self {
             KeyComparator::Lexical | KeyComparator::LexicalReverse => {
                 return self.orient(compare_bytes(a, b))
@@ -107,6 +155,7 @@ impl KeyComparator {
             KeyComparator::Decimal | KeyComparator::DecimalReverse => compare_integers(a, b, 10),
             KeyComparator::Hex | KeyComparator::HexReverse => compare_integers(a, b, 16),
             KeyComparator::Real | KeyComparator::RealReverse => real(a).total_cmp(&real(b)),
+            _ => Ordering::Equal,
         };
         self.orient(ordered.then_with(|| compare_bytes(a, b)))
     }
@@ -134,6 +183,20 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
         }
     }
     a.cmp(b)
+}
+
+/// Two encoded pairs: first parts in `first`'s order, then second parts
+/// byte by byte. A key that is not a pair (written into a pair-ordered
+/// database by other means) counts as a first part with an empty second;
+/// the whole bytes break any tie that leaves, so that the order stays total
+/// and distinct keys stay distinct.
+fn compare_pairs(first: KeyComparator, a: &[u8], b: &[u8]) -> Ordering {
+    let (a_first, a_second) = decode_pair(a).unwrap_or((a, &[]));
+    let (b_first, b_second) = decode_pair(b).unwrap_or((b, &[]));
+    first
+        .compare(a_first, b_first)
+        .then_with(|| compare_bytes(a_second, b_second))
+        .then_with(|| compare_bytes(a, b))
 }
 
 /// A key read as an integer: its sign and its significant digits.
@@ -232,12 +295,47 @@ mod tests {
     }
 
     #[test]
+    fn pair_orders_sort_by_first_part_then_second() {
+        use crate::dbm::pair::encode_pair;
+        let pairs: [(&[u8], &[u8]); 7] = [
+            (b"10", b"b"),
+            (b"9", b""),
+            (b"9", b"a"),
+            (b"", b"z"),
+            (b"9\x00", b""),
+            (b"10", b""),
+            (b"a", b"\x00"),
+        ];
+        let sort = |c: KeyComparator| {
+            let mut v: Vec<Vec<u8>> = pairs.iter().map(|(k, v)| encode_pair(k, v)).collect();
+            v.sort_by(|a, b| c.compare(a, b));
+            v.iter()
+                .map(|r| crate::dbm::pair::decode_pair(r).unwrap())
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect::<Vec<_>>()
+        };
+        let mut expected: Vec<(Vec<u8>, Vec<u8>)> =
+            pairs.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        expected.sort();
+        assert_eq!(sort(KeyComparator::PairLexical), expected);
+        let firsts: Vec<Vec<u8>> = sort(KeyComparator::PairDecimal).into_iter().map(|p| p.0).collect();
+        assert_eq!(firsts, [&b""[..], b"a", b"9", b"9", b"9\x00", b"10", b"10"]);
+        // A key that is no pair still has a place, distinct from the pair it resembles.
+        let c = KeyComparator::PairLexical;
+        assert_ne!(c.compare(b"abc", &encode_pair(b"abc", b"")), Ordering::Equal);
+        assert_eq!(c.compare(b"abc", b"abc"), Ordering::Equal);
+    }
+
+    #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
         for c in KeyComparator::all() {
             assert_eq!(KeyComparator::from_name(c.name()).unwrap(), *c);
             assert_eq!(KeyComparator::from_code(c.code()), Some(*c));
         }
         assert_eq!(KeyComparator::from_name("SignedDecimalKeyComparator").unwrap(), KeyComparator::Decimal);
+        assert_eq!(KeyComparator::from_name("PairLexicalKeyComparator").unwrap(), KeyComparator::PairLexical);
+        assert_eq!(KeyComparator::from_name("PairRealNumberKeyComparator").unwrap(), KeyComparator::PairReal);
+        assert!(KeyComparator::PairHex.is_pair() && !KeyComparator::Hex.is_pair());
         let err = KeyComparator::from_name("alphabetical").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         assert!(err.to_string().contains("alphabetical") && err.to_string().contains("lexical"), "{err}");

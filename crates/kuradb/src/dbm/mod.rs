@@ -17,6 +17,7 @@ pub mod flat;
 mod forward;
 pub mod hash;
 pub(crate) mod ordered_cursor;
+pub mod pair;
 pub mod params;
 pub mod persistence;
 pub mod poly;

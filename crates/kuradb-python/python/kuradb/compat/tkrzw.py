@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional,
 
 from .. import _kuradb
 
-__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future"]
+__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator"]
 
 Data = Union[bytes, str]
 _IGNORED_PARAMS = ("concurrent", "num_shards")
@@ -470,3 +470,4 @@ class Iterator:
 
 # Last: the asynchronous adapter is written on top of the names above.
 from ._tkrzw_async import AsyncDBM, Future  # noqa: E402
+from ._tkrzw_index import Index, IndexIterator  # noqa: E402

@@ -96,11 +96,16 @@ impl TreeMeta {
             3 => Ok(KeyComparator::Decimal),
             4 => Ok(KeyComparator::Hex),
             5 => Ok(KeyComparator::Real),
+            // Pairs are encoded as kuradb encodes an index's records.
+            101 => Ok(KeyComparator::PairLexical),
+            103 => Ok(KeyComparator::PairDecimal),
+            104 => Ok(KeyComparator::PairHex),
+            105 => Ok(KeyComparator::PairReal),
             _ => Err(Error::new(
                 ErrorKind::NotImplemented,
                 format!(
                     "its keys are ordered by {}, which kuradb does not have (it has the lexical, decimal, \
-                     hexadecimal and real-number orders)",
+                     hexadecimal and real-number orders and their pair forms)",
                     self.comparator_name()
                 ),
             )),

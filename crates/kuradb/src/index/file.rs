@@ -1,0 +1,148 @@
+//! FileIndex: an index whose pairs are the records of a tree file.
+
+use std::path::Path;
+
+use super::cursor::IndexCursor;
+use super::pairs::Pairs;
+use super::{pair_order, Index};
+use crate::dbm::comparator::KeyComparator;
+use crate::dbm::params::{Params, Taker};
+use crate::dbm::tree::{TreeDbm, TreeOptions};
+use crate::dbm::Dbm;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A secondary index in a file: a [`TreeDbm`] whose records' keys are the
+/// encoded pairs (see [`crate::dbm::pair`]) and whose values are empty,
+/// ordered by a pair comparator. Everything a tree offers (file
+/// implementations, crash recovery, rebuild) applies.
+///
+/// ```
+/// use kuradb::index::{FileIndex, Index};
+/// use kuradb::Params;
+/// # fn main() -> kuradb::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("city.kti");
+/// let index = FileIndex::open(&path, true, &Params::new())?;
+/// index.add(b"tokyo", b"user:17")?;
+/// index.add(b"tokyo", b"user:3")?;
+/// index.close()?;
+/// let index = FileIndex::open(&path, false, &Params::new())?;
+/// assert_eq!(index.get_values(b"tokyo", 1)?, [b"user:17".to_vec()]);
+/// assert!(index.add(b"kyoto", b"user:9").is_err(), "opened read-only");
+/// # Ok(())
+/// # }
+/// ```
+pub struct FileIndex {
+    pairs: Pairs<TreeDbm>,
+    writable: bool,
+    cmp: KeyComparator,
+}
+
+impl FileIndex {
+    /// Opens or creates the index at `path`. `params` are a tree's (the
+    /// file implementation, `truncate`, `no_wait`, `max_page_size`, …, see
+    /// [`PolyDbm`](crate::PolyDbm)); `key_comparator` must be a pair
+    /// comparator, `PairLexicalKeyComparator` by default.
+    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<FileIndex> {
+        let mut taker = Taker::new(params, "a file index");
+        let options =
+            TreeOptions::default().comparator(KeyComparator::PairLexical).take_params(&mut taker)?;
+        taker.finish()?;
+        FileIndex::open_with(path, writable, &options)
+    }
+
+    /// Opens or creates the index at `path` with a tree's options, whose
+    /// comparator must be a pair comparator.
+    pub fn open_with(path: impl AsRef<Path>, writable: bool, options: &TreeOptions) -> Result<FileIndex> {
+        pair_order(options.comparator)?;
+        let path = path.as_ref();
+        let db = TreeDbm::open(path, writable, options)?;
+        // An existing file keeps its own order, which may be no pair order.
+        let cmp = match stored_order(&db).and_then(pair_order) {
+            Ok(cmp) => cmp,
+            Err(e) => {
+                let _ = db.close();
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is not an index: {}", path.display(), e.message()),
+                ));
+            }
+        };
+        Ok(FileIndex { pairs: Pairs { db }, writable, cmp })
+    }
+
+    /// Writes everything back and closes the file.
+    pub fn close(self) -> Result<()> {
+        self.pairs.db.close()
+    }
+
+    /// Makes every change so far reach the OS (`hard == false`) or the device.
+    pub fn synchronize(&self, hard: bool) -> Result<()> {
+        self.pairs.db.synchronize(hard)
+    }
+
+    /// Rewrites the file compactly.
+    pub fn rebuild(&self) -> Result<()> {
+        self.pairs.db.rebuild()
+    }
+
+    /// Whether the index was opened for writing.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The order of the pairs, as the file keeps it.
+    pub fn comparator(&self) -> KeyComparator {
+        self.cmp
+    }
+
+    /// The path of the file.
+    pub fn path(&self) -> &Path {
+        self.pairs.db.path().unwrap_or(Path::new(""))
+    }
+
+    /// The size of the file in bytes.
+    pub fn file_size(&self) -> Result<u64> {
+        self.pairs.db.file_size()
+    }
+}
+
+/// The order the tree's file was created with.
+fn stored_order(db: &TreeDbm) -> Result<KeyComparator> {
+    let figures = db.inspect()?;
+    let name = figures.iter().find(|(k, _)| k == "key_comparator").map_or("lexical", |(_, v)| v.as_str());
+    KeyComparator::from_name(name)
+}
+
+impl Index for FileIndex {
+    type Key = [u8];
+    type Value = [u8];
+
+    fn add(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.pairs.add(key, value)
+    }
+
+    fn remove(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.pairs.remove(key, value)
+    }
+
+    fn check(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.pairs.check(key, value)
+    }
+
+    fn get_values(&self, key: &[u8], max: usize) -> Result<Vec<Vec<u8>>> {
+        self.pairs.get_values(key, max)
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.pairs.db.count()
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.pairs.db.clear()
+    }
+
+    fn cursor(&self) -> Result<Box<dyn IndexCursor<[u8], [u8]> + '_>> {
+        Ok(Box::new(self.pairs.cursor()?))
+    }
+}

@@ -1,0 +1,52 @@
+//! The index operations over any pair-ordered database: what [`FileIndex`]
+//! (over a tree) and [`MemIndex`] (over a BabyDbm) share.
+//!
+//! [`FileIndex`]: super::FileIndex
+//! [`MemIndex`]: super::MemIndex
+
+use super::cursor::{decode_record, PairCursor};
+use crate::dbm::pair::encode_pair;
+use crate::dbm::Dbm;
+use crate::error::Result;
+
+/// A database whose records are encoded pairs with empty values.
+pub(super) struct Pairs<D> {
+    pub db: D,
+}
+
+impl<D: Dbm> Pairs<D> {
+    pub fn add(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db.set(&encode_pair(key, value), b"", true)
+    }
+
+    pub fn remove(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.db.remove(&encode_pair(key, value))
+    }
+
+    pub fn check(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.db.contains(&encode_pair(key, value))
+    }
+
+    pub fn get_values(&self, key: &[u8], max: usize) -> Result<Vec<Vec<u8>>> {
+        let mut cursor = self.db.iter()?;
+        // The empty value is the least: the first pair of `key`, if any.
+        cursor.jump(&encode_pair(key, b""))?;
+        let mut values = Vec::new();
+        while max == 0 || values.len() < max {
+            let Some((record, _)) = cursor.get()? else { break };
+            let (found, value) = decode_record(&record)?;
+            // A numeric order keeps keys equal as numbers but different in
+            // bytes apart ("1" and "01"), so a byte comparison ends the run.
+            if found != key {
+                break;
+            }
+            values.push(value.to_vec());
+            cursor.next()?;
+        }
+        Ok(values)
+    }
+
+    pub fn cursor(&self) -> Result<PairCursor<'_>> {
+        Ok(PairCursor::new(self.db.iter()?))
+    }
+}
