@@ -24,14 +24,15 @@ type Pair = (Vec<u8>, Vec<u8>);
 
 /// The open index, file or memory.
 enum Open {
-    File(FileIndex),
+    // Boxed: a file index is several times the size of a memory index.
+    File(Box<FileIndex>),
     Mem(MemIndex),
 }
 
 impl Open {
     fn index(&self) -> &dyn Index<Key = [u8], Value = [u8]> {
         match self {
-            Open::File(i) => i,
+            Open::File(i) => &**i,
             Open::Mem(i) => i,
         }
     }
@@ -81,7 +82,7 @@ impl PyIndex {
 
 fn open_index(path: &str, writable: bool, params: &Params) -> kuradb::Result<Open> {
     if !path.is_empty() {
-        return Ok(Open::File(FileIndex::open(path, writable, params)?));
+        return Ok(Open::File(Box::new(FileIndex::open(path, writable, params)?)));
     }
     let mut cmp = KeyComparator::PairLexical;
     for (name, value) in params.iter() {
@@ -302,7 +303,7 @@ impl PyIndexIterator {
         py.allow_threads(|| {
             let mut at = self.at.lock();
             let mut cursor = index.cursor()?;
-            let found = if f(&*at, cursor.as_mut())? { cursor.get()? } else { None };
+            let found = if f(&at, cursor.as_mut())? { cursor.get()? } else { None };
             *at = found.clone().map_or(Position::Nowhere, Position::At);
             Ok(found)
         })

@@ -30,6 +30,20 @@ impl K {
     /// strings (the empty one among them) for the lexical ones.
     fn bytes(self, cmp: KeyComparator) -> Vec<u8> {
         let K(n, style) = self;
+        // A pair order's keys are pairs: a first part in the base order (so
+        // that firsts repeat) and a short second part.
+        let base = match cmp {
+            KeyComparator::PairLexical => Some(KeyComparator::Lexical),
+            KeyComparator::PairDecimal => Some(KeyComparator::Decimal),
+            KeyComparator::PairHex => Some(KeyComparator::Hex),
+            KeyComparator::PairReal => Some(KeyComparator::Real),
+            _ => None,
+        };
+        if let Some(base) = base {
+            let seconds: [&[u8]; 3] = [b"", b"a", b"\x00b"];
+            let second = seconds[usize::from(style) % 3];
+            return kuradb::dbm::pair::encode_pair(&K(n / 3, style).bytes(base), second);
+        }
         let text = match cmp {
             KeyComparator::Lexical | KeyComparator::LexicalReverse => {
                 let n = n.unsigned_abs() as usize;
@@ -64,6 +78,7 @@ impl K {
                 3 => format!("{:.3}", f64::from(n) / 7.0),
                 _ => format!("{n}.0"),
             },
+            _ => unreachable!("the pair orders answered above"),
         };
         text.into_bytes()
     }

@@ -69,7 +69,8 @@ pub struct IndexArgs {
 
 /// The index under test.
 enum Subject {
-    File(FileIndex),
+    // Boxed: a file index is several times the size of the others.
+    File(Box<FileIndex>),
     Mem(MemIndex),
     N2n(StdIndex<i64, i64>),
     N2s(StdIndex<i64, String>),
@@ -131,7 +132,7 @@ impl Subject {
                 if !access.is_empty() {
                     params.insert("access", &access.join("+"))?;
                 }
-                Subject::File(FileIndex::open(path, true, &params)?)
+                Subject::File(Box::new(FileIndex::open(path, true, &params)?))
             }
             "mem" => Subject::Mem(MemIndex::new()?),
             "n2n" => Subject::N2n(StdIndex::new()),
@@ -153,7 +154,7 @@ impl Subject {
 
     fn apply(&self, op: Op, key: i64, value: i64, text: &mut Text) -> Result<()> {
         match self {
-            Subject::File(index) => bytes(index, op, key, value, text),
+            Subject::File(index) => bytes(&**index, op, key, value, text),
             Subject::Mem(index) => bytes(index, op, key, value, text),
             Subject::N2n(index) => typed(index, op, &key, &value),
             Subject::N2s(index) => typed(index, op, &key, &value.to_string()),

@@ -121,6 +121,18 @@ pub fn key_of(n: i16, style: u8, cmp: Option<KeyComparator>) -> Vec<u8> {
         }
         s
     };
+    // A pair order's keys are pairs: a first part in the base order (a few
+    // values, so that firsts repeat) and a short second part.
+    let base = match cmp {
+        Some(KeyComparator::PairLexical) => Some(KeyComparator::Lexical),
+        Some(KeyComparator::PairDecimal) => Some(KeyComparator::Decimal),
+        Some(KeyComparator::PairHex) => Some(KeyComparator::Hex),
+        Some(KeyComparator::PairReal) => Some(KeyComparator::Real),
+        _ => None,
+    };
+    if let Some(base) = base {
+        return kuradb::dbm::pair::encode_pair(&key_of(n / 3, style, Some(base)), &lexical(n % 3));
+    }
     let text = match cmp {
         None | Some(KeyComparator::Lexical) | Some(KeyComparator::LexicalReverse) => return lexical(n),
         Some(KeyComparator::Decimal) | Some(KeyComparator::DecimalReverse) => match style % 4 {
@@ -146,6 +158,7 @@ pub fn key_of(n: i16, style: u8, cmp: Option<KeyComparator>) -> Vec<u8> {
             3 => format!("{:.3}", f64::from(n) / 7.0),
             _ => format!("{n}.0"),
         },
+        Some(_) => unreachable!("the pair orders answered above"),
     };
     text.into_bytes()
 }
