@@ -67,8 +67,11 @@ mod batch;
 mod buckets;
 mod chain;
 mod change;
+mod comp_mode;
+mod compress;
 mod crc_mode;
 mod cursor;
+mod dictionary;
 mod doomed;
 mod durability;
 mod free_pool;
@@ -88,7 +91,8 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
+pub use options::{HashOptions, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
+pub(crate) use params::record_comp_mode as take_record_comp_mode;
 pub(crate) use params::record_crc_mode as take_record_crc_mode;
 pub use rebuild::RebuildParams;
 
@@ -177,6 +181,12 @@ impl HashDbm {
     /// was created (or last rebuilt) with, whatever the options said.
     pub fn record_crc_mode(&self) -> Result<RecordCrcMode> {
         Ok(self.state()?.as_ref().map_or(RecordCrcMode::None, |s| s.record_crc))
+    }
+
+    /// How values are compressed: the mode the file was created (or last
+    /// rebuilt) with, whatever the options said.
+    pub fn record_comp_mode(&self) -> Result<RecordCompMode> {
+        Ok(self.state()?.as_ref().map_or(RecordCompMode::None, |s| s.comp_mode()))
     }
 
     /// The record count, bounded by what the file has room for (a damaged
@@ -356,9 +366,13 @@ impl Dbm for HashDbm {
             ("max_file_size".into(), max_file.to_string()),
             ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
+            ("record_comp_mode".into(), s.comp_mode().name().to_string()),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];
+        if let Some(dict) = s.codec.compression.as_ref().and_then(|c| c.dictionary()) {
+            out.push(("record_comp_dict".into(), format!("{} ({} bytes)", dict.number, dict.bytes.len())));
+        }
         out.extend(s.file.inspect().into_iter().map(|(k, v)| (format!("file_{k}"), v)));
         Ok(out)
     }
