@@ -100,12 +100,20 @@ impl Compression {
         out.push(dict.map_or(PLAIN, |d| d.number));
         put_varint(&mut out, value.len() as u64);
         let at = out.len();
-        // Room for no more than the value itself: a longer result is stored raw.
+        // Room for no more than the value itself, a longer result being
+        // stored raw; but LZ4 refuses to start with less than its bound.
         if value.len() > at {
-            out.resize(value.len() + 1, 0);
-            if let Some(n) = self.compress_into(value, &mut out[at..], dict) {
-                out.truncate(at + n);
-                return Ok(out);
+            let room = match self.mode {
+                RecordCompMode::Lz4 => lz4_flex::block::get_maximum_output_size(value.len()),
+                _ => value.len() + 1 - at,
+            };
+            out.resize(at + room, 0);
+            match self.compress_into(value, &mut out[at..], dict) {
+                Some(n) if at + n <= value.len() => {
+                    out.truncate(at + n);
+                    return Ok(out);
+                }
+                _ => {}
             }
         }
         out.clear();
