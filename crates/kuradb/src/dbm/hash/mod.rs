@@ -44,13 +44,14 @@
 //!
 //! # One value codec
 //! A value's bytes pass between a record and a caller through one pair of
-//! functions in `value.rs`: `value::decode` yields every stored value handed
+//! functions in `value.rs`: `Codec::decode` yields every stored value handed
 //! out (to the functions of `process`, `process_multi` and `process_each`,
 //! and so to `get`, a cursor's `get` and the rest built on them; to the copy
 //! of a rebuild through `State::for_each`, and of a restore), and
-//! `value::encode` makes the bytes stored of every value a caller gives (in
-//! `State::apply`). A codec (compression, encryption) attaches there; today
-//! both are the identity, borrowing without a copy.
+//! `Codec::encode` makes the bytes stored of every value a caller gives (in
+//! `State::apply`). Compression (`comp_mode.rs`, `compress.rs`, with the
+//! zstd dictionary in `dictionary.rs`) attaches there; with it off both are
+//! the identity, borrowing without a copy.
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
