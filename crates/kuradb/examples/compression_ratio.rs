@@ -12,7 +12,11 @@ use rand::{Rng, SeedableRng};
 
 fn json_value(rng: &mut impl Rng, i: usize) -> Vec<u8> {
     let words = ["shipped", "pending", "returned", "tokyo", "osaka", "berlin"];
-    let mut s = format!("{{\"id\":{i},\"user\":\"user{}\",\"city\":\"{}\",\"items\":[", rng.gen_range(0..50000), words[rng.gen_range(0..6)]);
+    let mut s = format!(
+        "{{\"id\":{i},\"user\":\"user{}\",\"city\":\"{}\",\"items\":[",
+        rng.gen_range(0..50000),
+        words[rng.gen_range(0..6)]
+    );
     let target = rng.gen_range(200..2000);
     while s.len() + 90 < target {
         s += &format!(
@@ -41,7 +45,8 @@ fn main() -> kuradb::Result<()> {
         (RecordCompMode::Zstd, 20_000, true),
     ] {
         let path = dir.path().join(format!("{mode}-{n}.kh"));
-        let db = HashDbm::open(&path, true, &HashOptions::default().num_buckets(50_000).record_comp_mode(mode))?;
+        let db =
+            HashDbm::open(&path, true, &HashOptions::default().num_buckets(50_000).record_comp_mode(mode))?;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(19);
         let (mut raw, mut keys) = (0u64, 0u64);
         for i in 0..n {

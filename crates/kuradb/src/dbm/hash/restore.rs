@@ -278,9 +278,12 @@ impl Window<'_> {
     }
 }
 
+/// The latest version of each key.
+type Versions = HashMap<Vec<u8>, Version>;
+
 /// The latest version of every key, and the offset of the last dictionary
 /// record (a file has one at most, but a clear writes it anew).
-fn scan(file: &dyn File, header: &Header) -> Result<(HashMap<Vec<u8>, Version>, Option<u64>)> {
+fn scan(file: &dyn File, header: &Header) -> Result<(Versions, Option<u64>)> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
     let end = file.size();
