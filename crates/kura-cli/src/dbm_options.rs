@@ -123,6 +123,11 @@ pub struct HashFlags {
           value_parser = ["-1", "0", "8", "16", "32"], hide_possible_values = true)]
     pub record_crc: String,
 
+    /// Values (and a tree's pages) compressed: none, zstd, lz4 or zlib, as
+    /// the reference spells them (tuning, at creation; kept in the file).
+    #[arg(long = "record_comp", value_name = "MODE")]
+    pub record_comp: Option<String>,
+
     /// Bytes of a record offset, which bound the file's size [default: kuradb's].
     #[arg(long = "offset_width", value_name = "NUM", default_value_t = -1, allow_negative_numbers = true,
           hide_default_value = true)]
@@ -162,6 +167,9 @@ impl HashFlags {
         }
         if matches!(self.record_crc.as_str(), "8" | "16" | "32") {
             out.push(Given::new("--record_crc", "record_crc_mode", &self.record_crc));
+        }
+        if let Some(mode) = &self.record_comp {
+            out.push(Given::new("--record_comp", "record_comp_mode", mode));
         }
         out.extend(number("--offset_width", "offset_width", Some(self.offset_width), u8::MAX.into())?);
         out.extend(number("--align_pow", "align_pow", Some(self.align_pow), 63)?);

@@ -108,6 +108,12 @@ pub struct DbFlags {
     /// Waits for a lock another process holds instead of failing at once.
     #[arg(long = "wait")]
     wait: bool,
+
+    /// Compresses values (a tree's pages): none, zstd, lz4 or zlib; for a
+    /// new file (create, import) or a rebuild; the same as --params
+    /// record_comp_mode=MODE.
+    #[arg(long = "record_comp", value_name = "MODE")]
+    record_comp: Option<String>,
 }
 
 /// How a command opens its database.
@@ -131,6 +137,9 @@ impl DbFlags {
         }
         if let Some(file) = &self.file {
             params.insert("file", file).map_err(|e| in_flag("--file", e))?;
+        }
+        if let Some(mode) = &self.record_comp {
+            params.insert("record_comp_mode", mode).map_err(|e| in_flag("--record_comp", e))?;
         }
         if params.get("no_wait").is_none() {
             params.insert("no_wait", if self.wait { "false" } else { "true" })?;

@@ -78,3 +78,19 @@ def test_parameters_and_errors(tmp_path: pathlib.Path) -> None:
     assert other.Close().IsOK() and dbm.Close().IsOK()
     with pytest.raises(TypeError):
         dbm.Get("x")
+
+
+def test_record_comp_mode_takes_the_reference_names(tmp_path: pathlib.Path) -> None:
+    """The compat module passes record_comp_mode in the reference's spelling."""
+    path = str(tmp_path / "casket.tkh")
+    dbm = tkrzw.DBM()
+    assert dbm.Open(path, True, record_comp_mode="RECORD_COMP_ZSTD", num_buckets=100).IsOK()
+    value = "tokyo, japan; " * 50
+    assert dbm.Set("one", value).IsOK()
+    assert dbm.Inspect()["record_comp_mode"] == "zstd"
+    assert dbm.Close().IsOK()
+    assert os.path.getsize(path) < len(value) + 4096
+    dbm = tkrzw.DBM()
+    assert dbm.Open(path, False).IsOK()
+    assert dbm.GetStr("one") == value
+    assert dbm.Close().IsOK()

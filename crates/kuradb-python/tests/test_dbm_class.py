@@ -304,3 +304,28 @@ def test_the_gil_is_released(tmp_path: pathlib.Path) -> None:
         holder.join()
         waiter.join()
         assert len(ticks) == 100 and db["k"] == b"v"
+
+
+@pytest.mark.parametrize("ext", ["kh", "kt"])
+@pytest.mark.parametrize("mode", ["zstd", "lz4", "zlib"])
+def test_record_compression(tmp_path: pathlib.Path, ext: str, mode: str) -> None:
+    """record_comp_mode compresses values (a tree's pages), is kept in the file
+    (a reopen naming none keeps it), shown by inspect and changed by a
+    rebuild; LZMA is refused as not supported."""
+    path = tmp_path / f"comp.{ext}"
+    value = '{"name": "kuradb", "kind": "dbm", "tags": ["a", "b"]} ' * 20
+    plain = tmp_path / f"plain.{ext}"
+    for p, m in [(path, mode), (plain, "none")]:
+        with kuradb.DBM(p, True, record_comp_mode=m, num_buckets=1000) as db:
+            for i in range(200):
+                db[f"k{i:04}"] = value + str(i)
+            assert db.inspect()["record_comp_mode"] == m
+    assert path.stat().st_size < plain.stat().st_size
+    with kuradb.DBM(path, True, record_comp_mode="none") as db:
+        assert db.inspect()["record_comp_mode"] == mode
+        assert db.get("k0042") == (value + "42").encode()
+        db.rebuild(record_comp_mode="RECORD_COMP_NONE")
+        assert db.inspect()["record_comp_mode"] == "none"
+        assert db.get("k0199") == (value + "199").encode()
+    with pytest.raises(kuradb.Error, match="not supported"):
+        kuradb.DBM(tmp_path / f"lzma.{ext}", True, record_comp_mode="lzma")

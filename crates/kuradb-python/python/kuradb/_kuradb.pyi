@@ -103,7 +103,7 @@ class DBM:
     def open(self, path: Path, writable: bool = False, **params: Param) -> None:
         """Opens or creates the database; every PolyDbm parameter is a keyword
         (dbm, file, block_size, access_options, num_buckets, align_pow,
-        cache_buckets, update_mode, record_crc_mode, fbp_capacity,
+        cache_buckets, update_mode, record_crc_mode, record_comp_mode, fbp_capacity,
         max_page_size, max_branches, max_cached_pages, key_comparator,
         step_unit, max_level, max_cached_records, sort_mem_size,
         insert_in_order, reducer, no_wait, no_lock, lock_timeout, truncate, …)."""

@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 
 use super::buckets::Link;
 use super::chain::Found;
+use super::dictionary::Dictionary;
 use super::header::{self, Kind};
 use super::record::{self, Record, MAX_ITEM};
 use super::state::State;
-use super::value;
 use crate::dbm::{show_key, Action};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -23,6 +23,10 @@ pub(super) enum Change<'a> {
     Record { key: &'a [u8], bucket: u64, found: Option<Found>, action: Action<'a> },
     /// Every record removed; the caller holds the database exclusively.
     Clear,
+    /// The compression dictionary values are compressed with from now on,
+    /// written to its record (see `dictionary.rs`). A file has one at most:
+    /// given another, it keeps its own.
+    Dictionary(Dictionary),
 }
 
 thread_local! {
@@ -40,15 +44,72 @@ impl State {
             Change::Record { key, bucket, found, action } => match (action, found) {
                 (Action::Keep, _) | (Action::Remove, None) => Ok(()),
                 (Action::Remove, Some(found)) => self.remove_record(key, found),
-                (Action::Set(value), found) => self.set_record(key, bucket, found, value::encode(&value)),
+                (Action::Set(value), found) => {
+                    self.set_record(key, bucket, found, &self.codec.encode(&value)?)?;
+                    self.train_on(&value)
+                }
             },
             Change::Clear => {
                 // Half a clear leaves chains cut at random: only a restore
                 // can say what the file holds.
                 let cleared = self.remove_all();
-                self.tear_on(cleared)
+                self.tear_on(cleared)?;
+                // The dictionary's record went with the rest; the values
+                // written from now on still use it.
+                match self.codec.compression.as_ref().and_then(|c| c.dictionary()) {
+                    Some(dict) => self.put_dictionary(dict.number, &dict.bytes),
+                    None => Ok(()),
+                }
+            }
+            Change::Dictionary(dict) => {
+                let Some(c) = &self.codec.compression else { return Ok(()) };
+                if c.dictionary().is_some() {
+                    return Ok(());
+                }
+                self.put_dictionary(dict.number, &dict.bytes)?;
+                c.set_dictionary(dict);
+                Ok(())
             }
         }
+    }
+
+    /// Samples `value` for the compression dictionary while one is wanted,
+    /// and trains and installs it once the sample is large enough (see
+    /// `dictionary.rs`). A sample zstd finds unfit leaves the file without
+    /// one until a rebuild.
+    #[inline]
+    fn train_on(&self, value: &[u8]) -> Result<()> {
+        let Some(c) = &self.codec.compression else { return Ok(()) };
+        let Some(sample) = c.sample(value) else { return Ok(()) };
+        match Dictionary::train(Dictionary::next_number(None), &sample) {
+            Some(dict) => self.apply(Change::Dictionary(dict)),
+            None => {
+                c.stop_sampling();
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the record of dictionary `number`, `bytes`, into new space and
+    /// points the header at it (the next time the header is written; a
+    /// restore finds the record by its magic).
+    fn put_dictionary(&self, number: u8, bytes: &[u8]) -> Result<()> {
+        let align = 1u64 << self.align_pow;
+        let size = record::size_for(self.width, align, 1, bytes.len());
+        let offset = self.reserve(size)?;
+        let written = ENCODED.with_borrow_mut(|buf| {
+            let epoch = self.epoch.load(Ordering::Acquire);
+            let rec = Record { live: false, next: 0, epoch, key: &[number], value: bytes, size };
+            record::encode(buf, self.width, self.align_pow, &rec);
+            buf[0] = record::MAGIC_DICT;
+            self.file.write(offset, buf)
+        });
+        if let Err(e) = written {
+            self.discard(offset, size);
+            return Err(e);
+        }
+        self.dict_offset.store(offset, Ordering::Release);
+        Ok(())
     }
 
     fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {

@@ -7,12 +7,13 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | magic `KuraHDB\n` |
-//! | 8 | format version (1) |
+//! | 8 | format version: 1, or 2 when byte 14 or 15 is set (a feature a version-1 reader would misread) |
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
+//! | 14 | record compression mode: 0 = none, 1 = zstd, 2 = lz4, 3 = zlib (files before it have 0) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
 //! | 60 | CRC-32 of bytes 0 to 59 |
@@ -21,16 +22,22 @@
 //! | 80 | bytes of keys and values (u64, exact after a clean close) |
 //! | 88 | epoch: hard synchronizations so far (u32) |
 //! | 92 | the last epoch whose hard synchronization completed (u32) |
+//! | 96 | offset of the compression dictionary's record (u64; 0 = none) |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
 //! Integers are little-endian.
 
+use super::comp_mode::RecordCompMode;
 use super::crc_mode::RecordCrcMode;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) const SIZE: usize = 128;
 const MAGIC: &[u8; 8] = b"KuraHDB\n";
 const VERSION: u8 = 1;
+/// The version of a file using a feature of bytes 14 or 15 (compression,
+/// encryption): a reader of version 1 alone would hand out stored bytes as
+/// values, so it must refuse the file, which it does by its version.
+const VERSION_FEATURES: u8 = 2;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -50,6 +57,9 @@ pub(crate) struct Header {
     pub kind: Kind,
     pub records_start: u64,
     pub record_crc: RecordCrcMode,
+    pub record_comp: RecordCompMode,
+    /// The offset of the compression dictionary's record; 0 if none.
+    pub dict_offset: u64,
 }
 
 /// What a file of the hash format holds.
@@ -84,6 +94,10 @@ impl Header {
             Kind::TreeNodes => 1,
         };
         b[13] = self.record_crc.bits();
+        b[14] = self.record_comp.byte();
+        if b[14] != 0 || b[15] != 0 {
+            b[8] = VERSION_FEATURES;
+        }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -100,6 +114,7 @@ impl Header {
         b[16..24].copy_from_slice(&self.data_size.to_le_bytes());
         b[24..28].copy_from_slice(&self.epoch.to_le_bytes());
         b[28..32].copy_from_slice(&self.synced_epoch.to_le_bytes());
+        b[32..40].copy_from_slice(&self.dict_offset.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
         b[60..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -126,8 +141,11 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if b[8] != VERSION {
-            return Err(bad(&format!("format version {} is not supported (expected {VERSION})", b[8])));
+        if b[8] != VERSION && b[8] != VERSION_FEATURES {
+            return Err(bad(&format!(
+                "format version {} is not supported (expected {VERSION} or {VERSION_FEATURES})",
+                b[8]
+            )));
         }
         let crc_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         if crc_at(60) != crc32fast::hash(&b[..60]) {
@@ -143,6 +161,8 @@ impl Header {
         };
         let record_crc = RecordCrcMode::from_bits(b[13])
             .ok_or_else(|| bad(&format!("unknown record checksum mode {}", b[13])))?;
+        let record_comp = RecordCompMode::from_byte(b[14])
+            .ok_or_else(|| bad(&format!("unknown record compression mode {}", b[14])))?;
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let header = Header {
             appending: b[9] & 1 != 0,
@@ -158,6 +178,8 @@ impl Header {
             kind,
             records_start: u64_at(24),
             record_crc,
+            record_comp,
+            dict_offset: if state_ok { u64_at(96) } else { 0 },
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -217,6 +239,8 @@ mod tests {
             kind: Kind::TreeNodes,
             records_start: 5248,
             record_crc: RecordCrcMode::Crc16,
+            record_comp: RecordCompMode::None,
+            dict_offset: 0,
         }
     }
 

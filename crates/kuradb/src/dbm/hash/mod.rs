@@ -44,13 +44,14 @@
 //!
 //! # One value codec
 //! A value's bytes pass between a record and a caller through one pair of
-//! functions in `value.rs`: `value::decode` yields every stored value handed
+//! functions in `value.rs`: `Codec::decode` yields every stored value handed
 //! out (to the functions of `process`, `process_multi` and `process_each`,
 //! and so to `get`, a cursor's `get` and the rest built on them; to the copy
 //! of a rebuild through `State::for_each`, and of a restore), and
-//! `value::encode` makes the bytes stored of every value a caller gives (in
-//! `State::apply`). A codec (compression, encryption) attaches there; today
-//! both are the identity, borrowing without a copy.
+//! `Codec::encode` makes the bytes stored of every value a caller gives (in
+//! `State::apply`). Compression (`comp_mode.rs`, `compress.rs`, with the
+//! zstd dictionary in `dictionary.rs`) attaches there; with it off both are
+//! the identity, borrowing without a copy.
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
@@ -67,8 +68,11 @@ mod batch;
 mod buckets;
 mod chain;
 mod change;
+mod comp_mode;
+mod compress;
 mod crc_mode;
 mod cursor;
+mod dictionary;
 mod doomed;
 mod durability;
 mod free_pool;
@@ -88,7 +92,8 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
+pub use options::{HashOptions, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
+pub(crate) use params::record_comp_mode as take_record_comp_mode;
 pub(crate) use params::record_crc_mode as take_record_crc_mode;
 pub use rebuild::RebuildParams;
 
@@ -177,6 +182,12 @@ impl HashDbm {
     /// was created (or last rebuilt) with, whatever the options said.
     pub fn record_crc_mode(&self) -> Result<RecordCrcMode> {
         Ok(self.state()?.as_ref().map_or(RecordCrcMode::None, |s| s.record_crc))
+    }
+
+    /// How values are compressed: the mode the file was created (or last
+    /// rebuilt) with, whatever the options said.
+    pub fn record_comp_mode(&self) -> Result<RecordCompMode> {
+        Ok(self.state()?.as_ref().map_or(RecordCompMode::None, |s| s.comp_mode()))
     }
 
     /// The record count, bounded by what the file has room for (a damaged
@@ -356,9 +367,13 @@ impl Dbm for HashDbm {
             ("max_file_size".into(), max_file.to_string()),
             ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
+            ("record_comp_mode".into(), s.comp_mode().name().to_string()),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];
+        if let Some(dict) = s.codec.compression.as_ref().and_then(|c| c.dictionary()) {
+            out.push(("record_comp_dict".into(), format!("{} ({} bytes)", dict.number, dict.bytes.len())));
+        }
         out.extend(s.file.inspect().into_iter().map(|(k, v)| (format!("file_{k}"), v)));
         Ok(out)
     }

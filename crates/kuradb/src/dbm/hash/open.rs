@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use parking_lot::{Mutex, RwLock};
 
+use super::compress::Compression;
+use super::dictionary::Dictionary;
 use super::free_pool::FreePool;
 use super::header::{self, Header, Kind};
 use super::options::{HashOptions, RestoreMode, UpdateMode};
 use super::record::MAX_HEADER;
 use super::restore;
 use super::state::{State, SLOT_LOCKS};
+use super::value::Codec;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
 
@@ -82,6 +85,12 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
             RestoreMode::Automatic => return restore::restore_in_place(path, o, file),
         }
     }
+    let compression = Compression::new(header.record_comp);
+    if let Some(c) = &compression {
+        if header.dict_offset != 0 {
+            c.set_dictionary(load_dictionary(file.as_ref(), &header, path)?);
+        }
+    }
     let state = State {
         origin: None,
         writable,
@@ -106,6 +115,8 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         padding: o.file.padding,
         cached_blocks: o.file.pagecache,
         batch_guess: AtomicUsize::new(0),
+        codec: Codec { compression },
+        dict_offset: AtomicU64::new(header.dict_offset),
         file,
     };
     let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
@@ -137,6 +148,8 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         kind,
         records_start,
         record_crc: o.record_crc_mode,
+        record_comp: o.record_comp_mode,
+        dict_offset: 0,
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {
@@ -145,4 +158,18 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         let _ = file.truncate(0);
     }
     written
+}
+
+/// Reads the compression dictionary the header points at; a damaged one is
+/// an error naming it and its offset.
+fn load_dictionary(file: &dyn File, header: &Header, path: &Path) -> Result<Dictionary> {
+    let offset = header.dict_offset;
+    let width = header.width as usize;
+    let (h, buf) = restore::read_at(file, offset, width, u32::from(header.align_pow)).map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("the compression dictionary at offset {offset} of {} is broken: {e}", path.display()),
+        )
+    })?;
+    Dictionary::from_record(offset, &h, &buf, width, path)
 }

@@ -1,5 +1,6 @@
 //! The tuning parameters of a hash database and how it is opened.
 
+pub use super::comp_mode::RecordCompMode;
 pub use super::crc_mode::RecordCrcMode;
 use crate::file::{File, FileSpec, FileWrapper, OpenOptions};
 
@@ -72,6 +73,10 @@ pub struct HashOptions {
     /// reference's 8, 16 or 32 bits, each of which verifies the record's whole
     /// CRC-32 here (tuning, at creation; kept in the file).
     pub record_crc_mode: RecordCrcMode,
+    /// How values are compressed: none, zstd (with a dictionary trained from
+    /// the file's values), lz4 or zlib (tuning, at creation; kept in the
+    /// file, a rebuild may change it).
+    pub record_comp_mode: RecordCompMode,
     /// Keep the bucket array in memory.
     pub cache_buckets: bool,
     /// Read at least this many bytes for a record, so most records take one
@@ -134,6 +139,31 @@ impl HashOptions {
         self
     }
 
+    /// Sets how values are compressed (tuning, at creation; a reopen keeps
+    /// the file's own, a rebuild may change it).
+    ///
+    /// ```
+    /// use kuradb::dbm::Dbm;
+    /// use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
+    /// # fn main() -> kuradb::Result<()> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("casket.kh");
+    /// let options = HashOptions::default().record_comp_mode(RecordCompMode::Zstd);
+    /// let db = HashDbm::open(&path, true, &options)?;
+    /// db.set(b"japan", "tokyo ".repeat(100).as_bytes(), true)?;
+    /// db.close()?;
+    /// // The mode is the file's: a reopen needs no option.
+    /// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+    /// assert_eq!(db.record_comp_mode()?, RecordCompMode::Zstd);
+    /// assert_eq!(db.get(b"japan")?.map(|v| v.len()), Some(600));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn record_comp_mode(mut self, record_comp_mode: RecordCompMode) -> HashOptions {
+        self.record_comp_mode = record_comp_mode;
+        self
+    }
+
     /// Keeps the bucket array in memory, or not.
     pub fn cache_buckets(mut self, cache_buckets: bool) -> HashOptions {
         self.cache_buckets = cache_buckets;
@@ -183,6 +213,7 @@ impl Default for HashOptions {
             fbp_cap: 2048,
             update_mode: UpdateMode::InPlace,
             record_crc_mode: RecordCrcMode::None,
+            record_comp_mode: RecordCompMode::None,
             cache_buckets: false,
             min_read_size: 256,
             restore: RestoreMode::Automatic,

@@ -2,6 +2,7 @@
 //! their values to the caller's function and hands its answers to
 //! [`State::apply`].
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
@@ -22,12 +23,14 @@ impl State {
         if writable {
             let _slot = self.slot(bucket).write();
             let found = self.find(key, bucket)?;
-            let action = f(found.as_ref().map(Found::value));
+            let value = self.value_of(found.as_ref())?;
+            let action = f(value.as_deref());
+            drop(value);
             self.apply(Change::Record { key, bucket, found, action })
         } else {
             let _slot = self.slot(bucket).read();
             let found = self.find(key, bucket)?;
-            match f(found.as_ref().map(Found::value)) {
+            match f(self.value_of(found.as_ref())?.as_deref()) {
                 Action::Keep => Ok(()),
                 _ => Err(refused()),
             }
@@ -81,7 +84,9 @@ impl State {
                         batched?
                     }
                 };
-                let action = f(start + i, key, found.as_ref().map(Found::value));
+                let value = self.value_of(found.as_ref())?;
+                let action = f(start + i, key, value.as_deref());
+                drop(value);
                 if writable {
                     if action != Action::Keep {
                         changed.insert(bucket);
@@ -138,7 +143,7 @@ impl State {
         for bucket in 0..self.num_buckets {
             for key in self.chain_keys(bucket)? {
                 let found = self.find(&key, bucket)?;
-                let Some(value) = found.as_ref().map(|f| f.value().to_vec()) else { continue };
+                let Some(value) = self.value_of(found.as_ref())?.map(Cow::into_owned) else { continue };
                 let action = f(&key, &value);
                 if writable {
                     self.apply(Change::Record { key: &key, bucket, found, action })?;
@@ -148,6 +153,14 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+impl State {
+    /// The value of `found`, decoded, as the functions see it.
+    #[inline]
+    fn value_of<'a>(&self, found: Option<&'a Found>) -> Result<Option<Cow<'a, [u8]>>> {
+        found.map(|f| f.value(&self.codec)).transpose()
     }
 }
 

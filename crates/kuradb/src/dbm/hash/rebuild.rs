@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use super::dictionary::{Dictionary, Sample};
 use super::header::Kind;
 use super::open::check_options;
-use super::options::{HashOptions, RecordCrcMode, UpdateMode};
+use super::options::{HashOptions, RecordCompMode, RecordCrcMode, UpdateMode};
 use super::record::size_for;
 use super::restore;
 use super::state::State;
@@ -28,6 +29,9 @@ pub struct RebuildParams {
     pub update_mode: Option<UpdateMode>,
     /// Whether every read verifies each record's checksum.
     pub record_crc_mode: Option<RecordCrcMode>,
+    /// How values are compressed; a zstd rebuild trains a new dictionary
+    /// from a sample of the records.
+    pub record_comp_mode: Option<RecordCompMode>,
 }
 
 impl HashDbm {
@@ -53,6 +57,7 @@ impl HashDbm {
         let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
         options.update_mode = params.update_mode.unwrap_or(mode);
         options.record_crc_mode = params.record_crc_mode.unwrap_or(state.record_crc);
+        options.record_comp_mode = params.record_comp_mode.unwrap_or(state.comp_mode());
         if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
             *guard = Some(state);
             return Err(e);
@@ -61,7 +66,11 @@ impl HashDbm {
         // something is wrong that waiting would not mend.
         options.open.no_wait = true;
         let temp = temp_beside(&self.path, "rebuild");
-        let built = restore::copy_into(&temp, &options, self.kind, |put| state.for_each(|k, v| put(k, v)))
+        let built = state
+            .dictionary_for(options.record_comp_mode)
+            .and_then(|dict| {
+                restore::copy_into(&temp, &options, self.kind, dict, |put| state.for_each(|k, v| put(k, v)))
+            })
             .inspect_err(|_| {
                 let _ = std::fs::remove_file(&temp);
             });
@@ -114,6 +123,38 @@ impl State {
         let smallest = size_for(self.width, 1 << self.align_pow, 0, 0).max(1);
         let room = self.file.size().saturating_sub(self.records_start);
         self.count.load(Ordering::Acquire).min(room / smallest)
+    }
+}
+
+impl State {
+    /// The file's compression mode.
+    pub(super) fn comp_mode(&self) -> RecordCompMode {
+        self.codec.compression.as_ref().map_or(RecordCompMode::None, |c| c.mode)
+    }
+
+    /// The dictionary a rebuild into a file of `mode` starts with: for zstd,
+    /// one trained anew from a sample of the records (numbered after the
+    /// file's own, whose values the copy still reads with it), or else the
+    /// file's own; none for other modes.
+    fn dictionary_for(&self, mode: RecordCompMode) -> Result<Option<Dictionary>> {
+        if mode != RecordCompMode::Zstd {
+            return Ok(None);
+        }
+        let mut sample = Sample::default();
+        // The sample is the first records in bucket order, which is the
+        // order of the keys' hashes: as good as a random choice.
+        let sampled = self.for_each(|_, v| match sample.add(v) {
+            false => Ok(()),
+            true => Err(Error::new(ErrorKind::Canceled, "the sample is full")),
+        });
+        match sampled {
+            Err(e) if e.kind() != ErrorKind::Canceled => return Err(e),
+            _ => {}
+        }
+        let old = self.codec.compression.as_ref().and_then(|c| c.dictionary());
+        let number = Dictionary::next_number(old.map(|d| d.number));
+        Ok(Dictionary::train(number, &sample)
+            .or_else(|| old.map(|d| Dictionary::new(d.number, d.bytes.clone()))))
     }
 }
 

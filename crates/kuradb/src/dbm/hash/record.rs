@@ -5,7 +5,7 @@
 //!
 //! | field | bytes |
 //! | --- | --- |
-//! | magic: live or void | 1 |
+//! | magic: live, void, padding or dictionary | 1 |
 //! | next record in the bucket's chain, as offset >> align_pow (0: none) | offset_width |
 //! | epoch: the number of hard synchronizations before it was written | 4 |
 //! | CRC-32 of everything after this field up to the end of the value | 4 |
@@ -29,6 +29,10 @@ pub(crate) const MAX_HEADER: usize = 1 + 8 + 4 + 4 + 3 * 10;
 
 /// The largest key or value.
 pub(crate) const MAX_ITEM: u64 = u32::MAX as u64;
+
+/// The first byte of the record holding a file's compression dictionary
+/// (see `dictionary.rs`): never in a chain; a restore carries it over.
+pub(crate) const MAGIC_DICT: u8 = 0xD1;
 
 /// The first byte of a filler record that pads the file to a block multiple;
 /// restores skip it.
@@ -113,7 +117,7 @@ pub(crate) fn parse_header(
 ) -> std::result::Result<Header, &'static str> {
     let live = match buf.first() {
         Some(&MAGIC_LIVE) => true,
-        Some(&MAGIC_VOID) | Some(&MAGIC_PAD) => false,
+        Some(&MAGIC_VOID) | Some(&MAGIC_PAD) | Some(&MAGIC_DICT) => false,
         Some(_) => return Err("bad magic byte"),
         None => return Err("empty"),
     };

@@ -20,24 +20,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::buckets::bucket_of;
 use super::change::Change;
+use super::compress::Compression;
+use super::dictionary::Dictionary;
 use super::header::{self, Header, Kind};
 use super::open::open_state;
 use super::options::{HashOptions, UpdateMode};
-use super::record::{self, MAGIC_PAD};
+use super::record::{self, MAGIC_DICT, MAGIC_PAD};
 use super::state::State;
-use super::value;
+use super::value::Codec;
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
 
 /// Writes a new database at `dest` with `options` (emptying any file there,
-/// locked as `options.open` says), fills it through the `put` callback that
-/// `fill` is given and answers it open for writing, so that the caller may
-/// put it in the place of another without letting go of its lock.
+/// locked as `options.open` says), gives it the compression dictionary
+/// `dict` (if compressed), fills it through the `put` callback that `fill`
+/// is given and answers it open for writing, so that the caller may put it
+/// in the place of another without letting go of its lock. The values
+/// `put` takes are callers' values, which the new file's codec encodes.
 pub(super) fn copy_into(
     dest: &Path,
     options: &HashOptions,
     kind: Kind,
+    dict: Option<Dictionary>,
     fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
 ) -> Result<State> {
     let mut o = options.clone();
@@ -46,6 +51,12 @@ pub(super) fn copy_into(
     o.open.truncate = true;
     // Emptied, the file gets a new header and bucket array.
     let state = open_state(dest, true, &o, kind)?;
+    if let Some(dict) = dict {
+        if let Err(e) = state.apply(Change::Dictionary(dict)) {
+            let _ = state.close();
+            return Err(e);
+        }
+    }
     let mut put = |key: &[u8], value: &[u8]| {
         let bucket = bucket_of(key, state.num_buckets);
         let found = state.find(key, bucket)?;
@@ -110,22 +121,35 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
             format!("{} holds {}, not {}: restore it as one", src.display(), header.kind.name(), kind.name()),
         ));
     }
-    let versions = scan(file.as_ref(), &header)?;
+    let (versions, dict_at) = scan(file.as_ref(), &header)?;
+    // The file's values are read with its own dictionary, which the new
+    // file keeps: a damaged one is an error naming it, since without it no
+    // value written with it can be read.
+    let source = Compression::new(header.record_comp);
+    let mut carried = None;
+    if let (Some(c), Some(at)) = (&source, dict_at) {
+        let (h, buf) = read_at(file.as_ref(), at, header.width as usize, u32::from(header.align_pow))?;
+        let dict = Dictionary::from_record(at, &h, &buf, header.width as usize, src)?;
+        carried = Some(Dictionary::new(dict.number, dict.bytes.clone()));
+        c.set_dictionary(dict);
+    }
+    let source = Codec { compression: source };
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
     o.offset_width = header.width;
     o.align_pow = header.align_pow;
     o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
     o.record_crc_mode = header.record_crc;
+    o.record_comp_mode = header.record_comp;
     let width = header.width as usize;
     let mut kept = 0u64;
-    let state = copy_into(dest, &o, header.kind, |put| {
+    let state = copy_into(dest, &o, header.kind, carried, |put| {
         for (key, version) in &versions {
             if !version.live {
                 continue;
             }
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
-            put(key, value::decode(&h, &buf))?;
+            put(key, &source.decode(version.offset, &h, &buf)?)?;
             kept += 1;
         }
         Ok(())
@@ -198,7 +222,12 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
 }
 
 /// Reads the whole record at `offset`, checking its checksum.
-fn read_at(file: &dyn File, offset: u64, width: usize, align_pow: u32) -> Result<(record::Header, Vec<u8>)> {
+pub(super) fn read_at(
+    file: &dyn File,
+    offset: u64,
+    width: usize,
+    align_pow: u32,
+) -> Result<(record::Header, Vec<u8>)> {
     let avail = file.size().saturating_sub(offset);
     let mut buf = vec![0u8; (record::MAX_HEADER as u64).min(avail) as usize];
     file.read(offset, &mut buf)?;
@@ -249,7 +278,12 @@ impl Window<'_> {
     }
 }
 
-fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
+/// The latest version of each key.
+type Versions = HashMap<Vec<u8>, Version>;
+
+/// The latest version of every key, and the offset of the last dictionary
+/// record (a file has one at most, but a clear writes it anew).
+fn scan(file: &dyn File, header: &Header) -> Result<(Versions, Option<u64>)> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
     let end = file.size();
@@ -258,6 +292,7 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
     // A tree's nodes are consistent only as of a completed hard
     // synchronization: later versions are left out.
     let last_epoch = if header.kind == Kind::TreeNodes { header.synced_epoch } else { u32::MAX };
+    let mut dict_at = None;
     let mut offset = header.records_start;
     while offset < end {
         let head = window.at(offset, record::MAX_HEADER)?;
@@ -276,6 +311,11 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
             continue;
         }
         let magic = buf[0];
+        if magic == MAGIC_DICT {
+            dict_at = Some(offset);
+            offset += h.size.max(align);
+            continue;
+        }
         let key = &buf[h.header_size..h.header_size + h.key_size];
         if magic != MAGIC_PAD && h.epoch <= last_epoch {
             // Within an epoch a live version beats a void one: a completed hard
@@ -289,5 +329,5 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
         }
         offset += h.size.max(align);
     }
-    Ok(versions)
+    Ok((versions, dict_at))
 }

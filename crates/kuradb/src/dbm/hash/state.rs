@@ -9,6 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use super::crc_mode::RecordCrcMode;
 use super::free_pool::FreePool;
 use super::header::{Header, Kind};
+use super::value::Codec;
 use crate::error::{Error, ErrorKind};
 use crate::file::File;
 
@@ -63,6 +64,10 @@ pub(super) struct State {
     /// much, so that records longer than `min_read_size` cost no second
     /// round of reads. Single lookups keep to `min_read_size`.
     pub(super) batch_guess: AtomicUsize,
+    /// How values are stored (compressed or not), as the header says.
+    pub(super) codec: Codec,
+    /// The offset of the compression dictionary's record; 0 if none.
+    pub(super) dict_offset: AtomicU64,
 }
 
 impl State {
@@ -92,6 +97,8 @@ impl State {
             kind: self.kind,
             records_start: self.records_start,
             record_crc: self.record_crc,
+            record_comp: self.codec.compression.as_ref().map_or(Default::default(), |c| c.mode),
+            dict_offset: self.dict_offset.load(Ordering::Acquire),
         }
     }
 

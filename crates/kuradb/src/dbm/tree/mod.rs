@@ -80,7 +80,7 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::take_record_crc_mode;
+use super::hash::{take_record_comp_mode, take_record_crc_mode};
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -271,14 +271,15 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree(None)
+        self.rebuild_tree(None, None)
     }
 
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         let mut t = Taker::new(params, "rebuilding a tree database");
         let record_crc = take_record_crc_mode(&mut t)?;
+        let record_comp = take_record_comp_mode(&mut t)?;
         t.finish()?;
-        self.rebuild_tree(record_crc)
+        self.rebuild_tree(record_crc, record_comp)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -328,14 +329,16 @@ impl Dbm for TreeDbm {
                 self.options.cached_pages_protected_percent.to_string(),
             ),
         ];
-        // The checksums guard the tree's pages, so the mode is the tree's own
-        // figure; the rest of the store's are named as the store's.
+        // The checksums and the compression apply to the tree's pages, so
+        // their modes are the tree's own figures; the rest of the store's
+        // are named as the store's.
         let store = t.store.inspect()?;
-        out.extend(store.iter().filter(|(k, _)| k == "record_crc_mode").cloned());
+        let own = |k: &str| k == "record_crc_mode" || k == "record_comp_mode";
+        out.extend(store.iter().filter(|(k, _)| own(k)).cloned());
         out.extend(
             store
                 .into_iter()
-                .filter(|(k, _)| k != "class" && k != "record_crc_mode")
+                .filter(|(k, _)| k != "class" && !own(k))
                 .map(|(k, v)| (format!("store_{k}"), v)),
         );
         Ok(out)

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::TreeDbm;
-use crate::dbm::hash::RecordCrcMode;
+use crate::dbm::hash::{RecordCompMode, RecordCrcMode};
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
 use crate::error::Result;
@@ -13,8 +13,13 @@ impl TreeDbm {
     /// Rewrites the tree into a compact new file (leaves filled whole, a fresh
     /// node store sized for them) and replaces the old file atomically. The
     /// new file keeps the old one's record checksum mode unless `record_crc`
-    /// gives another.
-    pub(super) fn rebuild_tree(&self, record_crc: Option<RecordCrcMode>) -> Result<()> {
+    /// gives another, and its compression mode unless `record_comp` does (a
+    /// zstd store trains its dictionary from the pages the copy writes).
+    pub(super) fn rebuild_tree(
+        &self,
+        record_crc: Option<RecordCrcMode>,
+        record_comp: Option<RecordCompMode>,
+    ) -> Result<()> {
         self.owner.check(&self.path)?;
         let _scan = crate::caching::ScanScope::enter();
         let mut guard = self.tree.write();
@@ -32,6 +37,16 @@ impl TreeDbm {
         options.hash.record_crc_mode = match record_crc {
             Some(mode) => mode,
             None => match tree.store.record_crc_mode() {
+                Ok(mode) => mode,
+                Err(e) => {
+                    *guard = Some(tree);
+                    return Err(e);
+                }
+            },
+        };
+        options.hash.record_comp_mode = match record_comp {
+            Some(mode) => mode,
+            None => match tree.store.record_comp_mode() {
                 Ok(mode) => mode,
                 Err(e) => {
                     *guard = Some(tree);

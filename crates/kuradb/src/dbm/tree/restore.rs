@@ -100,6 +100,7 @@ fn salvage(path: &Path, options: &TreeOptions) -> Result<u64> {
     let store = HashDbm::open_kind(path.to_path_buf(), false, &reader, Kind::TreeNodes)?;
     let mut o = options.clone();
     o.hash.record_crc_mode = store.record_crc_mode()?;
+    o.hash.record_comp_mode = store.record_comp_mode()?;
     // The tuning the figures name, where they survive; the options' otherwise.
     if let Some(Ok(figures)) = store.get(FIGURES_KEY)?.map(|bytes| decode_meta(&bytes, path)) {
         o.comparator = figures.cmp;

@@ -1,0 +1,133 @@
+//! The record compression mode (the reference's `record_comp_mode`): the
+//! codec every stored value of a hash database, and every page of a tree
+//! database, passes through. Chosen when the file is created (or rebuilt)
+//! and kept in byte 14 of its header, so a reopen needs no option.
+//!
+//! The reference's LZMA mode is not offered: no maintained pure-Rust crate
+//! serves it without a system library, and naming it gives an error that
+//! says so rather than a file the reference could not tell apart.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// How stored values are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecordCompMode {
+    /// Values are stored as given, with no flag byte: the file is what it
+    /// was before compression existed.
+    #[default]
+    None,
+    /// Zstandard at level 3, with a dictionary trained from the file's own
+    /// values once enough have been seen (see `docs/compression.md`).
+    Zstd,
+    /// LZ4 block format: the fastest, the least compression.
+    Lz4,
+    /// DEFLATE (the zlib mode of the reference) at level 6.
+    Zlib,
+}
+
+impl RecordCompMode {
+    /// Every mode.
+    pub const ALL: [RecordCompMode; 4] =
+        [RecordCompMode::None, RecordCompMode::Zstd, RecordCompMode::Lz4, RecordCompMode::Zlib];
+
+    /// The mode's number in the file's header (byte 14).
+    pub fn byte(self) -> u8 {
+        match self {
+            RecordCompMode::None => 0,
+            RecordCompMode::Zstd => 1,
+            RecordCompMode::Lz4 => 2,
+            RecordCompMode::Zlib => 3,
+        }
+    }
+
+    /// The mode whose header number is `byte`, if there is one.
+    pub fn from_byte(byte: u8) -> Option<RecordCompMode> {
+        RecordCompMode::ALL.into_iter().find(|m| m.byte() == byte)
+    }
+
+    /// The mode's name as `inspect` shows it: `none`, `zstd`, `lz4` or `zlib`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordCompMode::None => "none",
+            RecordCompMode::Zstd => "zstd",
+            RecordCompMode::Lz4 => "lz4",
+            RecordCompMode::Zlib => "zlib",
+        }
+    }
+
+    /// The mode a parameter names, in kuradb's words or the reference's
+    /// (`zstd`, `RECORD_COMP_LZ4`, `comp_zlib`, `default`, …), ignoring
+    /// case. LZMA and unknown names are errors that say which modes exist.
+    pub fn from_name(name: &str) -> Result<RecordCompMode> {
+        let lower = name.trim().to_ascii_lowercase();
+        let bare = lower.trim_start_matches("record_").trim_start_matches("comp_");
+        match bare {
+            "none" | "default" | "no" | "false" | "" => Ok(RecordCompMode::None),
+            "zstd" | "zstandard" => Ok(RecordCompMode::Zstd),
+            "lz4" => Ok(RecordCompMode::Lz4),
+            "zlib" | "deflate" => Ok(RecordCompMode::Zlib),
+            "lzma" | "xz" => Err(Error::new(
+                ErrorKind::NotImplemented,
+                format!(
+                    "record_comp_mode {name:?} is not supported: no maintained pure-Rust LZMA codec; \
+                     use zstd, lz4 or zlib"
+                ),
+            )),
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("record_comp_mode {name:?} is not a mode: use none, zstd, lz4 or zlib"),
+            )),
+        }
+    }
+
+    /// Whether values are compressed (and so carry a flag byte).
+    #[inline]
+    pub fn is_on(self) -> bool {
+        self != RecordCompMode::None
+    }
+}
+
+impl std::fmt::Display for RecordCompMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_round_trips_through_its_byte_and_its_name() {
+        for mode in RecordCompMode::ALL {
+            assert_eq!(RecordCompMode::from_byte(mode.byte()), Some(mode));
+            assert_eq!(RecordCompMode::from_name(mode.name()).unwrap(), mode);
+        }
+        assert_eq!(RecordCompMode::from_byte(4), None);
+        assert_eq!(RecordCompMode::from_byte(255), None);
+    }
+
+    /// The reference's enum names and its utilities' spellings are accepted.
+    #[test]
+    fn the_reference_names_are_accepted_and_others_refused() {
+        let cases = [
+            ("RECORD_COMP_ZSTD", RecordCompMode::Zstd),
+            ("record_comp_lz4", RecordCompMode::Lz4),
+            (" Zlib ", RecordCompMode::Zlib),
+            ("RECORD_COMP_NONE", RecordCompMode::None),
+            ("default", RecordCompMode::None),
+            ("comp_zstd", RecordCompMode::Zstd),
+        ];
+        for (name, mode) in cases {
+            assert_eq!(RecordCompMode::from_name(name).unwrap(), mode, "{name:?}");
+        }
+        let err = RecordCompMode::from_name("RECORD_COMP_LZMA").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotImplemented);
+        assert!(err.to_string().contains("RECORD_COMP_LZMA") && err.to_string().contains("not supported"));
+        for name in ["gzip", "brotli", "zstd9", "1"] {
+            let err = RecordCompMode::from_name(name).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{name:?}");
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+}
