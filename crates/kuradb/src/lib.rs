@@ -42,6 +42,7 @@ pub mod dbm;
 pub mod error;
 pub mod file;
 mod sys;
+pub mod ulog;
 
 pub use dbm::any::AnyDbm;
 pub use dbm::async_dbm::{AsyncDbm, DbmFuture};
