@@ -26,11 +26,12 @@ mod queue;
 mod timestamp;
 mod varnum;
 
-pub use apply::{apply_update_logs, ApplyFilter};
+pub use apply::{apply_entry, apply_update_logs, ApplyFilter, ApplyReport};
 pub use dbm_logger::DbmUpdateLogger;
 pub use entry::{UpdateEntry, UpdateOp};
 pub use logged::LoggedDbm;
 pub use mq_logger::MqUpdateLogger;
+pub use params::DEFAULT_MAX_FILE_SIZE;
 pub use queue::{
     file_path, find_files, read_file_meta, remove_old_files, FileMeta, MessageQueue, MessageQueueReader,
 };

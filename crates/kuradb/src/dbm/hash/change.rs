@@ -52,7 +52,9 @@ impl State {
     }
 
     fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {
-        if self.kind == Kind::TreeNodes {
+        // A hash file in appending mode keeps its history: the removal is a
+        // record too, so a restore to an end offset after it finds it.
+        if self.kind == Kind::TreeNodes || self.keeps_history() {
             self.put_removal(key)?;
         }
         self.tear_on(self.write_link(f.link, f.header.next))?;
@@ -193,12 +195,24 @@ impl State {
     /// synchronization has covered it; older space once its void mark is
     /// durable.
     fn release(&self, offset: u64, header: &record::Header) {
+        if self.keeps_history() {
+            // Left live as written: a restore to an end offset before its
+            // replacement finds it (see `restore.rs`), and appending mode
+            // never reuses space, so no void mark is needed to guard reuse.
+            return;
+        }
         let mut free = self.free.lock();
         let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
         free.doom(offset, header.size, reusable);
         if reusable {
             free.put(offset, header.size);
         }
+    }
+
+    /// Whether every version stays in the file as written, in file order:
+    /// a hash database (not a tree's node store) in appending mode.
+    pub(super) fn keeps_history(&self) -> bool {
+        self.appending && self.kind == Kind::Hash
     }
 
     /// Empties the bucket array and cuts the file back to its first record.

@@ -92,14 +92,33 @@ struct Version {
 /// Scans `src` and writes its surviving records into a new database at
 /// `dest`, closed cleanly. Answers the number of records kept.
 pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions, kind: Kind) -> Result<u64> {
-    let (state, kept) = restore_open(src, dest, options, Some(kind))?;
+    restore_until(src, dest, options, kind, None)
+}
+
+/// [`restore`] of the state the file held when it ended at `end_offset`
+/// (if given: a hash file in appending mode only, whose records are its
+/// history in file order); records that end past it are left out.
+pub(super) fn restore_until(
+    src: &Path,
+    dest: &Path,
+    options: &HashOptions,
+    kind: Kind,
+    end_offset: Option<u64>,
+) -> Result<u64> {
+    let (state, kept) = restore_open(src, dest, options, Some(kind), end_offset)?;
     state.close()?;
     Ok(kept)
 }
 
 /// [`restore`], answering the new database open for writing; a file of
 /// another kind than `kind` (if given) is refused.
-fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kind>) -> Result<(State, u64)> {
+fn restore_open(
+    src: &Path,
+    dest: &Path,
+    options: &HashOptions,
+    kind: Option<Kind>,
+    end_offset: Option<u64>,
+) -> Result<(State, u64)> {
     let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
@@ -110,7 +129,17 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
             format!("{} holds {}, not {}: restore it as one", src.display(), header.kind.name(), kind.name()),
         ));
     }
-    let versions = scan(file.as_ref(), &header)?;
+    if end_offset.is_some() && !(header.appending && header.kind == Kind::Hash) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{} is not a hash database in appending mode, which alone keeps the history a restore \
+                 to an end offset needs",
+                src.display()
+            ),
+        ));
+    }
+    let versions = scan(file.as_ref(), &header, end_offset)?;
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
     o.offset_width = header.width;
@@ -184,7 +213,7 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
     // Nobody else knows the temporary file: its lock is free, or something
     // is wrong that waiting would not mend.
     o.open.no_wait = true;
-    let restored = match restore_open(path, &temp, &o, None) {
+    let restored = match restore_open(path, &temp, &o, None, None) {
         Ok((state, _)) => state,
         Err(e) => {
             let _ = std::fs::remove_file(&temp);
@@ -249,10 +278,18 @@ impl Window<'_> {
     }
 }
 
-fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
+/// The latest version of every key in the records of `file` that end by
+/// `end_offset` (all if `None`).
+fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<HashMap<Vec<u8>, Version>> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
-    let end = file.size();
+    let end = end_offset.map_or(file.size(), |e| e.min(file.size()));
+    // A hash file in appending mode holds its history in file order: the
+    // last version wins, a removal being a void record with no value. A
+    // void record with a value is a version marked void by an older kuradb,
+    // which marked replaced versions in this mode too, or space given up
+    // after a failed write: no version.
+    let history = header.appending && header.kind == Kind::Hash;
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
@@ -277,7 +314,11 @@ fn scan(file: &dyn File, header: &Header) -> Result<HashMap<Vec<u8>, Version>> {
         }
         let magic = buf[0];
         let key = &buf[h.header_size..h.header_size + h.key_size];
-        if magic != MAGIC_PAD && h.epoch <= last_epoch {
+        if history {
+            if magic != MAGIC_PAD && (h.live || h.value_size == 0) {
+                versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live: h.live });
+            }
+        } else if magic != MAGIC_PAD && h.epoch <= last_epoch {
             // Within an epoch a live version beats a void one: a completed hard
             // synchronization leaves every replaced version marked void, so
             // of a synchronized state only the current version looks live.
