@@ -195,12 +195,6 @@ impl State {
     /// synchronization has covered it; older space once its void mark is
     /// durable.
     fn release(&self, offset: u64, header: &record::Header) {
-        if self.keeps_history() {
-            // Left live as written: a restore to an end offset before its
-            // replacement finds it (see `restore.rs`), and appending mode
-            // never reuses space, so no void mark is needed to guard reuse.
-            return;
-        }
         let mut free = self.free.lock();
         let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
         free.doom(offset, header.size, reusable);
@@ -209,8 +203,9 @@ impl State {
         }
     }
 
-    /// Whether every version stays in the file as written, in file order:
-    /// a hash database (not a tree's node store) in appending mode.
+    /// Whether every version stays in the file, in file order, a removal
+    /// being a record too: a hash database (not a tree's node store) in
+    /// appending mode, which a restore to an end offset can go back in.
     pub(super) fn keeps_history(&self) -> bool {
         self.appending && self.kind == Kind::Hash
     }

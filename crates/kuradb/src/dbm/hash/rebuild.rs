@@ -104,7 +104,9 @@ impl HashDbm {
     /// database in appending mode keeps the history this needs; another is
     /// refused. An offset taken from the file's size at some moment (after a
     /// synchronization, say) gives the records as they were then; a clear or
-    /// a rebuild empties the history before it.
+    /// a rebuild empties the history before it. A version with an empty
+    /// value that was replaced later reads as removed before its
+    /// replacement (docs/update-logs.md, "Point-in-time restore").
     ///
     /// ```
     /// use kuradb::dbm::Dbm;

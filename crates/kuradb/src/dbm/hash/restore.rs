@@ -284,12 +284,13 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<Has
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
     let end = end_offset.map_or(file.size(), |e| e.min(file.size()));
-    // A hash file in appending mode holds its history in file order: the
-    // last version wins, a removal being a void record with no value. A
-    // void record with a value is a version marked void by an older kuradb,
-    // which marked replaced versions in this mode too, or space given up
-    // after a failed write: no version.
-    let history = header.appending && header.kind == Kind::Hash;
+    // Going back to an end offset, the file is read as its history: a hash
+    // file in appending mode appends every version and every removal, in
+    // time order, and reuses no space. Of what ends by the offset, the last
+    // record of a key wins. A void record with no value is a removal; one
+    // with a value is a version that a later hard synchronization marked
+    // void because it was replaced: at the offset, it was the value.
+    let history = end_offset.is_some();
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
@@ -315,8 +316,9 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<Has
         let magic = buf[0];
         let key = &buf[h.header_size..h.header_size + h.key_size];
         if history {
-            if magic != MAGIC_PAD && (h.live || h.value_size == 0) {
-                versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live: h.live });
+            if magic != MAGIC_PAD && offset + h.size.max(align) <= end {
+                let live = h.live || h.value_size > 0;
+                versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live });
             }
         } else if magic != MAGIC_PAD && h.epoch <= last_epoch {
             // Within an epoch a live version beats a void one: a completed hard
