@@ -46,7 +46,7 @@ enum UlogCommand {
 #[derive(Args, Debug)]
 struct WriteArgs {
     /// The timestamp to record (default: now).
-    #[arg(long = "timestamp", value_name = "TIME")]
+    #[arg(long = "timestamp", value_name = "TIME", allow_hyphen_values = true)]
     timestamp: Option<String>,
     /// The size at which a new file is begun.
     #[arg(long = "max_file_size", value_name = "NUM", default_value_t = DEFAULT_MAX_FILE_SIZE)]
@@ -68,7 +68,7 @@ struct WriteArgs {
 #[derive(Args, Debug)]
 struct ReadArgs {
     /// The timestamp to start at.
-    #[arg(long = "timestamp", value_name = "TIME", default_value = "0")]
+    #[arg(long = "timestamp", value_name = "TIME", allow_hyphen_values = true, default_value = "0")]
     timestamp: String,
     /// Only the entries of this server.
     #[arg(long = "server_id", value_name = "NUM")]
@@ -90,7 +90,7 @@ struct ReadArgs {
 #[derive(Args, Debug)]
 struct ListArgs {
     /// Lists only files with an entry at or after this timestamp.
-    #[arg(long = "timestamp", value_name = "TIME", default_value = "0")]
+    #[arg(long = "timestamp", value_name = "TIME", allow_hyphen_values = true, default_value = "0")]
     timestamp: String,
     /// The prefix of the log files.
     prefix: PathBuf,
@@ -100,7 +100,7 @@ struct ListArgs {
 #[derive(Args, Debug)]
 struct RemoveArgs {
     /// The threshold: files whose latest entry is older go.
-    #[arg(long = "timestamp", value_name = "TIME", default_value = "-7D")]
+    #[arg(long = "timestamp", value_name = "TIME", allow_hyphen_values = true, default_value = "-7D")]
     timestamp: String,
     /// Keeps the newest file whatever its age.
     #[arg(long = "exclude_latest")]
@@ -113,7 +113,7 @@ struct RemoveArgs {
 #[derive(Args, Debug)]
 struct ApplyArgs {
     /// The timestamp to start at.
-    #[arg(long = "timestamp", value_name = "TIME", default_value = "0")]
+    #[arg(long = "timestamp", value_name = "TIME", allow_hyphen_values = true, default_value = "0")]
     timestamp: String,
     /// Only the entries of this server.
     #[arg(long = "server_id", value_name = "NUM")]
