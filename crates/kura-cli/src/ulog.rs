@@ -277,7 +277,13 @@ fn age(timestamp: u64, now: u64) -> String {
 /// made spaces.
 fn show(out: &mut Vec<u8>, data: &[u8], escape: bool, keep_tab: bool) {
     if !escape {
-        out.extend(data.iter().map(|&c| if (c < b' ' && !(keep_tab && c == b'\t')) || c == 0x7f { b' ' } else { c }));
+        out.extend(data.iter().map(|&c| {
+            if (c < b' ' && !(keep_tab && c == b'\t')) || c == 0x7f {
+                b' '
+            } else {
+                c
+            }
+        }));
         return;
     }
     for (i, &c) in data.iter().enumerate() {

@@ -100,7 +100,10 @@ fn kuradb_reads_and_applies_what_the_reference_writes() {
         }
     }
     let theirs = run("tkrzw_ulog_util", &["read", "--items", "1000", p]).stdout;
-    assert_eq!(String::from_utf8_lossy(&kura(&["ulog", "read", "--items", "1000", p])), String::from_utf8_lossy(&theirs));
+    assert_eq!(
+        String::from_utf8_lossy(&kura(&["ulog", "read", "--items", "1000", p])),
+        String::from_utf8_lossy(&theirs)
+    );
     assert!(kuradb::ulog::find_files(&prefix).unwrap().len() > 3);
     // Applied twice, the database is what the log says, once.
     let db = dir.path().join("replica.tkh");

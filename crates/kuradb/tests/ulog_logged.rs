@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
 use kuradb::ulog::{
-    apply_update_logs, ApplyFilter, DbmUpdateLogger, LoggedDbm, MessageQueueReader, UpdateEntry, UpdateLogger,
-    UpdateOp,
+    apply_update_logs, ApplyFilter, DbmUpdateLogger, LoggedDbm, MessageQueueReader, UpdateEntry,
+    UpdateLogger, UpdateOp,
 };
 use kuradb::{AnyDbm, DbmClass, Error, ErrorKind, Params, PolyDbm, Result, StdTreeDbm};
 use proptest::prelude::*;

@@ -370,12 +370,13 @@ impl DbmClass {
     /// is either whole and copied or damaged and refused by name.
     pub fn restore(self, src: &Path, dest: &Path, params: &Params) -> Result<u64> {
         // `end_offset`: a point-in-time restore of a hash file in appending mode.
-        let end_offset = match params.get("end_offset") {
-            None => None,
-            Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
-                super::params::bad_value("end_offset", text, "a byte offset of the file")
-            })?),
-        };
+        let end_offset =
+            match params.get("end_offset") {
+                None => None,
+                Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
+                    super::params::bad_value("end_offset", text, "a byte offset of the file")
+                })?),
+            };
         let params = &params.without("end_offset");
         match (self.options_of(params)?, end_offset) {
             (Options::Hash(o), Some(end)) => HashDbm::restore_to_offset(src, dest, &o, end),

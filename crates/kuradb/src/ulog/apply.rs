@@ -22,7 +22,8 @@ pub struct ApplyFilter {
 impl ApplyFilter {
     /// Whether `entry` passes.
     pub fn admits(&self, entry: &UpdateEntry) -> bool {
-        self.server_id.is_none_or(|s| s == entry.server_id) && self.dbm_index.is_none_or(|d| d == entry.dbm_index)
+        self.server_id.is_none_or(|s| s == entry.server_id)
+            && self.dbm_index.is_none_or(|d| d == entry.dbm_index)
     }
 }
 
@@ -65,9 +66,8 @@ pub fn apply_update_logs(dbm: &dyn Dbm, prefix: &Path, filter: &ApplyFilter) -> 
     let mut report = ApplyReport::default();
     while let Some((timestamp, message)) = reader.read(Duration::ZERO)? {
         report.last_timestamp = Some(timestamp);
-        let entry = UpdateEntry::decode(&message).map_err(|e| {
-            Error::new(e.kind(), format!("{} (the entry of time {timestamp})", e.message()))
-        })?;
+        let entry = UpdateEntry::decode(&message)
+            .map_err(|e| Error::new(e.kind(), format!("{} (the entry of time {timestamp})", e.message())))?;
         if !filter.admits(&entry) {
             report.skipped += 1;
             continue;

@@ -145,7 +145,8 @@ mod tests {
             op: UpdateOp::Set { key: b"key1".to_vec(), value: b"value1".to_vec() },
         };
         assert_eq!(set.encode(), b"\xa1\x03\x05\x04\x06key1value1");
-        let remove = UpdateEntry { server_id: 0, dbm_index: 0, op: UpdateOp::Remove { key: b"key1".to_vec() } };
+        let remove =
+            UpdateEntry { server_id: 0, dbm_index: 0, op: UpdateOp::Remove { key: b"key1".to_vec() } };
         assert_eq!(remove.encode(), b"\xa2\x00\x00\x04key1");
         let clear = UpdateEntry { server_id: 0, dbm_index: 0, op: UpdateOp::Clear };
         assert_eq!(clear.encode(), b"\xa3\x00\x00");

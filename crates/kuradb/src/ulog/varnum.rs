@@ -36,7 +36,9 @@ mod tests {
 
     #[test]
     fn numbers_take_the_reference_byte_order() {
-        for (n, bytes) in [(0u64, &[0u8][..]), (4, &[4]), (127, &[0x7f]), (200, &[0x81, 0x48]), (300, &[0x82, 0x2c])] {
+        for (n, bytes) in
+            [(0u64, &[0u8][..]), (4, &[4]), (127, &[0x7f]), (200, &[0x81, 0x48]), (300, &[0x82, 0x2c])]
+        {
             let mut out = Vec::new();
             put(&mut out, n);
             assert_eq!(out, bytes, "{n}");

@@ -205,7 +205,8 @@ impl Tail {
         self.timestamp = self.timestamp.max(timestamp);
         let mut record = Vec::with_capacity(message.len() + 12);
         encode_record(&mut record, self.timestamp, message);
-        let wrote = (&self.file).seek(SeekFrom::Start(self.size)).and_then(|_| (&self.file).write_all(&record));
+        let wrote =
+            (&self.file).seek(SeekFrom::Start(self.size)).and_then(|_| (&self.file).write_all(&record));
         if let Err(e) = wrote {
             // A part of the record may be in the file: cut it off, or stop
             // writing, since a reader would take the next record for damage.
