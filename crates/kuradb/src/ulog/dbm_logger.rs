@@ -15,8 +15,8 @@ use crate::error::Result;
 /// use kuradb::dbm::Dbm;
 /// use kuradb::ulog::{DbmUpdateLogger, LoggedDbm};
 /// # fn main() -> kuradb::Result<()> {
-/// let mirror: Arc<dyn Dbm> = Arc::new(kuradb::StdTreeDbm::new());
-/// let db = LoggedDbm::new(kuradb::TinyDbm::new(), Arc::new(DbmUpdateLogger::new(mirror.clone())));
+/// let mirror: Arc<dyn Dbm> = Arc::new(kuradb::StdTreeDbm::new(&Default::default()));
+/// let db = LoggedDbm::new(kuradb::TinyDbm::new(&Default::default()), Arc::new(DbmUpdateLogger::new(mirror.clone())));
 /// db.set(b"a", b"1", true)?;
 /// db.append(b"a", b"2", b",")?;
 /// assert_eq!(mirror.get(b"a")?.as_deref(), Some(&b"1,2"[..]));

@@ -19,7 +19,7 @@ use crate::error::Result;
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let queue = Arc::new(MessageQueue::open(dir.path().join("ulog"), 1 << 30)?);
-/// let db = LoggedDbm::new(kuradb::TinyDbm::new(), Arc::new(MqUpdateLogger::new(queue, 1, 0)));
+/// let db = LoggedDbm::new(kuradb::TinyDbm::new(&Default::default()), Arc::new(MqUpdateLogger::new(queue, 1, 0)));
 /// db.increment(b"hits", 5, 0)?;
 /// let (_, message) = MessageQueueReader::new(dir.path().join("ulog"), 0).read(Default::default())?.unwrap();
 /// let entry = UpdateEntry::decode(&message)?;
