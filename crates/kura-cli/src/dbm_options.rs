@@ -16,6 +16,7 @@ use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::skip::Reducer;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::Dbm;
+use kuradb::ulog::{LoggedDbm, MessageQueue, MqUpdateLogger, DEFAULT_MAX_FILE_SIZE};
 use kuradb::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 
@@ -66,6 +67,12 @@ pub struct DbmOptions {
     /// writing phase (outside the phase's time).
     #[arg(long = "sync_hard")]
     pub sync_hard: bool,
+
+    /// Logs every update into update-log files PREFIX.0000000000, … (the
+    /// reference's format; `kura ulog read PREFIX` shows them), to measure
+    /// what logging costs.
+    #[arg(long = "ulog", value_name = "PREFIX")]
+    pub ulog: Option<PathBuf>,
 
     #[command(flatten)]
     pub hash: HashFlags,
@@ -366,6 +373,8 @@ pub struct DbmOpener {
     params: Params,
     sync_hard: bool,
     updates: Updates,
+    /// The prefix of the update log every writing phase logs into.
+    ulog: Option<PathBuf>,
     /// Without a path, the on-memory database between phases.
     kept: Kept,
 }
@@ -450,6 +459,7 @@ impl DbmOptions {
             params,
             sync_hard: self.sync_hard,
             updates,
+            ulog: self.ulog.clone(),
             kept: Kept::default(),
         };
         opener.check()?;
@@ -503,13 +513,27 @@ impl DbmOpener {
     pub fn open(&self, mode: OpenMode) -> Result<Box<dyn Dbm>> {
         let Some(path) = &self.path else {
             let kept = if mode == OpenMode::Create { None } else { self.kept.0.lock().take() };
-            return kept.map_or_else(|| self.class.open(None, true, &self.params), Ok);
+            return match kept {
+                Some(db) => Ok(db),
+                None => self.logged(self.class.open(None, true, &self.params)?),
+            };
         };
         let mut params = self.params.clone();
         if mode == OpenMode::Create {
             params.insert("truncate", "true")?;
         }
-        self.class.open(Some(path), mode != OpenMode::Read, &params)
+        let db = self.class.open(Some(path), mode != OpenMode::Read, &params)?;
+        if mode == OpenMode::Read {
+            return Ok(db);
+        }
+        self.logged(db)
+    }
+
+    /// `db`, logging into the update log if `--ulog` was given.
+    fn logged(&self, db: Box<dyn Dbm>) -> Result<Box<dyn Dbm>> {
+        let Some(prefix) = &self.ulog else { return Ok(db) };
+        let queue = Arc::new(MessageQueue::open(prefix, DEFAULT_MAX_FILE_SIZE)?);
+        Ok(Box::new(LoggedDbm::boxed(db, Arc::new(MqUpdateLogger::new(queue, 0, 0)))))
     }
 
     /// Closes a database after a phase, first synchronizing it with the device

@@ -10,6 +10,7 @@ mod file_options;
 mod file_perf;
 mod perf;
 mod report;
+mod ulog;
 mod util;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     FilePerf(file_perf::FilePerfArgs),
     /// Administers a database file: create, inspect, get, set, list, export, import, rebuild, ….
     Util(util::UtilArgs),
+    /// Update-log files: write, read, list, prune, apply (tkrzw_ulog_util's subcommands and flags).
+    Ulog(ulog::UlogArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(args),
         Command::FilePerf(args) => file_perf::run(args),
         Command::Util(args) => util::run(args),
+        Command::Ulog(args) => ulog::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -476,6 +476,23 @@ impl Database {
         self.run(py, |db| db.rebuild_with(&params))
     }
 
+    /// Replays the update-log files at `prefix` into this database, as
+    /// `kura ulog apply` does: the entries from `timestamp` (milliseconds
+    /// since the epoch) on, of `server_id` and `dbm_index` if given. Answers
+    /// how many entries were applied.
+    #[pyo3(signature = (prefix, timestamp = 0, server_id = None, dbm_index = None))]
+    fn apply_update_logs(
+        &self,
+        py: Python<'_>,
+        prefix: PathBuf,
+        timestamp: u64,
+        server_id: Option<u32>,
+        dbm_index: Option<u32>,
+    ) -> PyResult<u64> {
+        let filter = kuradb::ulog::ApplyFilter { min_timestamp: timestamp, server_id, dbm_index };
+        self.run(py, |db| kuradb::ulog::apply_update_logs(db, &prefix, &filter).map(|r| r.applied))
+    }
+
     /// Whether rebuilding would make the database notably smaller or faster.
     fn should_be_rebuilt(&self, py: Python<'_>) -> PyResult<bool> {
         self.run(py, |db| db.should_be_rebuilt())

@@ -46,6 +46,7 @@ pub mod error;
 pub mod file;
 pub mod index;
 mod sys;
+pub mod ulog;
 
 pub use dbm::any::AnyDbm;
 pub use dbm::async_dbm::{AsyncDbm, DbmFuture};

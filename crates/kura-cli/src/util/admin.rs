@@ -146,13 +146,21 @@ pub struct RestoreArgs {
     old_file: PathBuf,
     /// The new database file to write what it holds into; must not exist.
     new_file: PathBuf,
+
+    /// Restores the state the file held when it ended at this byte offset
+    /// (a hash database in appending mode, which keeps every version).
+    #[arg(long = "end_offset", value_name = "OFFSET")]
+    end_offset: Option<u64>,
 }
 
 /// Restores what a damaged database holds into a new one of the same class.
 pub fn restore(args: &RestoreArgs) -> Result<()> {
     must_exist(&args.old_file)?;
     must_not_exist(&args.new_file, "restore")?;
-    let params = args.db.params()?;
+    let mut params = args.db.params()?;
+    if let Some(end) = args.end_offset {
+        params.insert("end_offset", &end.to_string())?;
+    }
     let spinner = progress::spinner("restoring");
     let kept = AnyDbm::restore(&args.old_file, &args.new_file, &params);
     spinner.finish_and_clear();

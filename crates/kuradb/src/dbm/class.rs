@@ -369,10 +369,24 @@ impl DbmClass {
     /// before any damage; a flat file, written whole and renamed into place,
     /// is either whole and copied or damaged and refused by name.
     pub fn restore(self, src: &Path, dest: &Path, params: &Params) -> Result<u64> {
-        match self.options_of(params)? {
-            Options::Hash(o) => HashDbm::restore(src, dest, &o),
-            Options::Tree(o) => TreeDbm::restore(src, dest, &o),
-            Options::Skip(o) => SkipDbm::restore(src, dest, &o),
+        // `end_offset`: a point-in-time restore of a hash file in appending mode.
+        let end_offset =
+            match params.get("end_offset") {
+                None => None,
+                Some(text) => Some(text.trim().parse::<u64>().map_err(|_| {
+                    super::params::bad_value("end_offset", text, "a byte offset of the file")
+                })?),
+            };
+        let params = &params.without("end_offset");
+        match (self.options_of(params)?, end_offset) {
+            (Options::Hash(o), Some(end)) => HashDbm::restore_to_offset(src, dest, &o, end),
+            (_, Some(_)) => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("end_offset restores a hash database in appending mode, not a {} one", self.name()),
+            )),
+            (Options::Hash(o), None) => HashDbm::restore(src, dest, &o),
+            (Options::Tree(o), None) => TreeDbm::restore(src, dest, &o),
+            (Options::Skip(o), None) => SkipDbm::restore(src, dest, &o),
             _ => {
                 let params = params.without("truncate");
                 let db = self.open(Some(src), false, &params)?;

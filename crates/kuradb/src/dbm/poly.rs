@@ -17,8 +17,13 @@
 //! matching kuradb class, opening it writable is an error suggesting
 //! `kura util convert`, and [`PolyDbm::restore`] salvages it into a kuradb
 //! database.
+//!
+//! `ulog_prefix` (with `ulog_max_file_size`, `ulog_server_id`,
+//! `ulog_dbm_index`) makes a writer log every change into update-log files
+//! at that prefix (see [`crate::ulog`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use super::class::DbmClass;
 pub use super::params::Params;
@@ -28,6 +33,8 @@ use super::params::Taker;
 use super::tkrzw::{ReferenceDbm, ReferenceFormat};
 use super::Dbm;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ulog::params::UlogParams;
+use crate::ulog::{LoggedDbm, UpdateLogger};
 
 /// Any one database, opened from a path and parameters.
 ///
@@ -95,8 +102,23 @@ impl PolyDbm {
         writable: bool,
         params: &Params,
     ) -> Result<PolyDbm> {
-        let db = class.open(path, writable, params)?;
-        Ok(PolyDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None })
+        let (params, ulog) = UlogParams::take(params)?;
+        let db = class.open(path, writable, &params)?;
+        let db = PolyDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None };
+        // A reader makes no changes, so it opens no log to write them to.
+        match ulog {
+            Some(ulog) if writable => {
+                let queue = ulog.open_queue()?;
+                Ok(db.with_update_logger(ulog.logger(&queue, 0)))
+            }
+            _ => Ok(db),
+        }
+    }
+
+    /// The database with every change made through it told to `logger`
+    /// first (see [`LoggedDbm`]); what `ulog_prefix` does at open.
+    pub fn with_update_logger(self, logger: Arc<dyn UpdateLogger>) -> PolyDbm {
+        PolyDbm { db: Box::new(LoggedDbm::boxed(self.db, logger)), ..self }
     }
 
     /// The class `open` would choose for `path` with `params` (see

@@ -113,7 +113,9 @@ impl State {
     }
 
     fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {
-        if self.kind == Kind::TreeNodes {
+        // A hash file in appending mode keeps its history: the removal is a
+        // record too, so a restore to an end offset after it finds it.
+        if self.kind == Kind::TreeNodes || self.keeps_history() {
             self.put_removal(key)?;
         }
         self.tear_on(self.write_link(f.link, f.header.next))?;
@@ -260,6 +262,13 @@ impl State {
         if reusable {
             free.put(offset, header.size);
         }
+    }
+
+    /// Whether every version stays in the file, in file order, a removal
+    /// being a record too: a hash database (not a tree's node store) in
+    /// appending mode, which a restore to an end offset can go back in.
+    pub(super) fn keeps_history(&self) -> bool {
+        self.appending && self.kind == Kind::Hash
     }
 
     /// Empties the bucket array and cuts the file back to its first record.

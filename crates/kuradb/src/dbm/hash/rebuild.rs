@@ -108,6 +108,43 @@ impl HashDbm {
         restore::restore(src.as_ref(), dest.as_ref(), options, Kind::Hash)
     }
 
+    /// Point-in-time restore: like [`HashDbm::restore`], the state the
+    /// database at `src` had when its file ended at `end_offset` bytes. Only a
+    /// database in appending mode keeps the history this needs; another is
+    /// refused. An offset taken from the file's size at some moment (after a
+    /// synchronization, say) gives the records as they were then; a clear or
+    /// a rebuild empties the history before it. A version with an empty
+    /// value that was replaced later reads as removed before its
+    /// replacement (docs/update-logs.md, "Point-in-time restore").
+    ///
+    /// ```
+    /// use kuradb::dbm::Dbm;
+    /// use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
+    /// # fn main() -> kuradb::Result<()> {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let (path, old) = (dir.path().join("a.tkh"), dir.path().join("old.tkh"));
+    /// let options = HashOptions::default().update_mode(UpdateMode::Appending);
+    /// let db = HashDbm::open(&path, true, &options)?;
+    /// db.set(b"k", b"first", true)?;
+    /// db.synchronize(false)?;
+    /// let then = db.file_size()?;
+    /// db.set(b"k", b"second", true)?;
+    /// db.close()?;
+    /// HashDbm::restore_to_offset(&path, &old, &options, then)?;
+    /// let db = HashDbm::open(&old, false, &options)?;
+    /// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"first"[..]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn restore_to_offset(
+        src: impl AsRef<Path>,
+        dest: impl AsRef<Path>,
+        options: &HashOptions,
+        end_offset: u64,
+    ) -> Result<u64> {
+        restore::restore_until(src.as_ref(), dest.as_ref(), options, Kind::Hash, Some(end_offset))
+    }
+
     /// [`HashDbm::restore`] of a file of `kind` (a tree's node store).
     pub(crate) fn restore_kind(src: &Path, dest: &Path, options: &HashOptions, kind: Kind) -> Result<u64> {
         restore::restore(src, dest, options, kind)

@@ -103,14 +103,33 @@ struct Version {
 /// Scans `src` and writes its surviving records into a new database at
 /// `dest`, closed cleanly. Answers the number of records kept.
 pub(super) fn restore(src: &Path, dest: &Path, options: &HashOptions, kind: Kind) -> Result<u64> {
-    let (state, kept) = restore_open(src, dest, options, Some(kind))?;
+    restore_until(src, dest, options, kind, None)
+}
+
+/// [`restore`] of the state the file held when it ended at `end_offset`
+/// (if given: a hash file in appending mode only, whose records are its
+/// history in file order); records that end past it are left out.
+pub(super) fn restore_until(
+    src: &Path,
+    dest: &Path,
+    options: &HashOptions,
+    kind: Kind,
+    end_offset: Option<u64>,
+) -> Result<u64> {
+    let (state, kept) = restore_open(src, dest, options, Some(kind), end_offset)?;
     state.close()?;
     Ok(kept)
 }
 
 /// [`restore`], answering the new database open for writing; a file of
 /// another kind than `kind` (if given) is refused.
-fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kind>) -> Result<(State, u64)> {
+fn restore_open(
+    src: &Path,
+    dest: &Path,
+    options: &HashOptions,
+    kind: Option<Kind>,
+    end_offset: Option<u64>,
+) -> Result<(State, u64)> {
     let file = options.file.open(src, &OpenOptions::reader().without_lock())?;
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
@@ -121,7 +140,17 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
             format!("{} holds {}, not {}: restore it as one", src.display(), header.kind.name(), kind.name()),
         ));
     }
-    let (versions, dict_at) = scan(file.as_ref(), &header)?;
+    if end_offset.is_some() && !(header.appending && header.kind == Kind::Hash) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{} is not a hash database in appending mode, which alone keeps the history a restore \
+                 to an end offset needs",
+                src.display()
+            ),
+        ));
+    }
+    let (versions, dict_at) = scan(file.as_ref(), &header, end_offset)?;
     // The file's values are read with its own dictionary, which the new
     // file keeps: a damaged one is an error naming it, since without it no
     // value written with it can be read.
@@ -208,7 +237,7 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
     // Nobody else knows the temporary file: its lock is free, or something
     // is wrong that waiting would not mend.
     o.open.no_wait = true;
-    let restored = match restore_open(path, &temp, &o, None) {
+    let restored = match restore_open(path, &temp, &o, None, None) {
         Ok((state, _)) => state,
         Err(e) => {
             let _ = std::fs::remove_file(&temp);
@@ -281,12 +310,20 @@ impl Window<'_> {
 /// The latest version of each key.
 type Versions = HashMap<Vec<u8>, Version>;
 
-/// The latest version of every key, and the offset of the last dictionary
+/// The latest version of every key in the records of `file` that end by
+/// `end_offset` (all if `None`), and the offset of the last dictionary
 /// record (a file has one at most, but a clear writes it anew).
-fn scan(file: &dyn File, header: &Header) -> Result<(Versions, Option<u64>)> {
+fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Versions, Option<u64>)> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
-    let end = file.size();
+    let end = end_offset.map_or(file.size(), |e| e.min(file.size()));
+    // Going back to an end offset, the file is read as its history: a hash
+    // file in appending mode appends every version and every removal, in
+    // time order, and reuses no space. Of what ends by the offset, the last
+    // record of a key wins. A void record with no value is a removal; one
+    // with a value is a version that a later hard synchronization marked
+    // void because it was replaced: at the offset, it was the value.
+    let history = end_offset.is_some();
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
@@ -317,7 +354,12 @@ fn scan(file: &dyn File, header: &Header) -> Result<(Versions, Option<u64>)> {
             continue;
         }
         let key = &buf[h.header_size..h.header_size + h.key_size];
-        if magic != MAGIC_PAD && h.epoch <= last_epoch {
+        if history {
+            if magic != MAGIC_PAD && offset + h.size.max(align) <= end {
+                let live = h.live || h.value_size > 0;
+                versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live });
+            }
+        } else if magic != MAGIC_PAD && h.epoch <= last_epoch {
             // Within an epoch a live version beats a void one: a completed hard
             // synchronization leaves every replaced version marked void, so
             // of a synchronized state only the current version looks live.

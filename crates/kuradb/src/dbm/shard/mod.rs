@@ -22,6 +22,7 @@ use super::params::{parse_flag, Params};
 use super::poly::PolyDbm;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
+use crate::ulog::params::UlogParams;
 
 /// The most shards a set may have.
 pub const MAX_SHARDS: usize = 99_999;
@@ -102,7 +103,8 @@ impl ShardDbm {
 
     /// Opens the shard set at `path`, or creates one of `num_shards` shards
     /// (a parameter, which must match an existing set's count if given); the
-    /// other parameters open each shard.
+    /// other parameters open each shard. With `ulog_prefix`, a writer logs
+    /// into one update log, shard `i`'s entries with index `ulog_dbm_index + i`.
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<ShardDbm> {
         let path = path.as_ref().to_path_buf();
         let asked = match params.get("num_shards") {
@@ -137,7 +139,12 @@ impl ShardDbm {
                 ))
             }
         };
-        let shard_params = params.without("num_shards");
+        // One log for the set, each shard's entries marked with its index.
+        let (shard_params, ulog) = UlogParams::take(&params.without("num_shards"))?;
+        let queue = match &ulog {
+            Some(ulog) if writable => Some(ulog.open_queue()?),
+            _ => None,
+        };
         let mut shards = Vec::with_capacity(count);
         for i in 0..count {
             let shard = ShardDbm::shard_path(&path, i, count);
@@ -151,7 +158,11 @@ impl ShardDbm {
                     ),
                 ));
             }
-            shards.push(PolyDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?);
+            let mut db = PolyDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?;
+            if let (Some(ulog), Some(queue)) = (&ulog, &queue) {
+                db = db.with_update_logger(ulog.logger(queue, i as u32));
+            }
+            shards.push(db);
         }
         let classes: Vec<_> = shards.iter().map(PolyDbm::class).collect();
         if classes.windows(2).any(|w| w[0] != w[1]) {

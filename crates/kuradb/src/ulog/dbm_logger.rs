@@ -1,0 +1,50 @@
+//! The logger into another database: a live mirror.
+
+use std::sync::Arc;
+
+use super::UpdateLogger;
+use crate::dbm::Dbm;
+use crate::error::Result;
+
+/// Makes each change to another database too, so that it stays equal to
+/// the logged one (if it started equal): a live mirror, on another file or
+/// device, or in memory.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kuradb::dbm::Dbm;
+/// use kuradb::ulog::{DbmUpdateLogger, LoggedDbm};
+/// # fn main() -> kuradb::Result<()> {
+/// let mirror: Arc<dyn Dbm> = Arc::new(kuradb::StdTreeDbm::new(&Default::default()));
+/// let db = LoggedDbm::new(kuradb::TinyDbm::new(&Default::default()), Arc::new(DbmUpdateLogger::new(mirror.clone())));
+/// db.set(b"a", b"1", true)?;
+/// db.append(b"a", b"2", b",")?;
+/// assert_eq!(mirror.get(b"a")?.as_deref(), Some(&b"1,2"[..]));
+/// # Ok(())
+/// # }
+/// ```
+pub struct DbmUpdateLogger {
+    dbm: Arc<dyn Dbm>,
+}
+
+impl DbmUpdateLogger {
+    /// A logger that makes every change to `dbm` too.
+    pub fn new(dbm: Arc<dyn Dbm>) -> DbmUpdateLogger {
+        DbmUpdateLogger { dbm }
+    }
+}
+
+impl UpdateLogger for DbmUpdateLogger {
+    fn write_set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.dbm.set(key, value, true)
+    }
+    fn write_remove(&self, key: &[u8]) -> Result<()> {
+        self.dbm.remove(key).map(|_| ())
+    }
+    fn write_clear(&self) -> Result<()> {
+        self.dbm.clear()
+    }
+    fn synchronize(&self, hard: bool) -> Result<()> {
+        self.dbm.synchronize(hard)
+    }
+}
