@@ -11,7 +11,6 @@ use super::chain::Found;
 use super::header::{self, Kind};
 use super::record::{self, Record, MAX_ITEM};
 use super::state::State;
-use super::value;
 use crate::dbm::{show_key, Action};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -40,7 +39,10 @@ impl State {
             Change::Record { key, bucket, found, action } => match (action, found) {
                 (Action::Keep, _) | (Action::Remove, None) => Ok(()),
                 (Action::Remove, Some(found)) => self.remove_record(key, found),
-                (Action::Set(value), found) => self.set_record(key, bucket, found, value::encode(&value)),
+                (Action::Set(value), found) => {
+                    let stored = self.codec.encode(key, &value)?;
+                    self.set_record(key, bucket, found, &stored)
+                }
             },
             Change::Clear => {
                 // Half a clear leaves chains cut at random: only a restore

@@ -13,8 +13,10 @@
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
+//! | 15 | cipher: 0 = values stored as given; 1 = sealed with XChaCha20-Poly1305 under an Argon2id key (see `cipher.rs`) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
+//! | 32 | with a cipher: the KDF's salt (16 bytes), memory as a power of two in KiB, passes and lanes (a byte each), 0, and the key-check value (8 bytes) |
 //! | 60 | CRC-32 of bytes 0 to 59 |
 //! | 64 | 1 while a writer has the file open; 0 after a clean close |
 //! | 72 | record count (u64, exact after a clean close) |
@@ -23,14 +25,20 @@
 //! | 92 | the last epoch whose hard synchronization completed (u32) |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
-//! Integers are little-endian.
+//! Integers are little-endian. A file whose values are encrypted has format
+//! version 2, which readers before encryption refuse by name (they ignored
+//! byte 15, and would have handed out ciphertext as values); every other
+//! file keeps version 1.
 
+use super::cipher::Sealing;
 use super::crc_mode::RecordCrcMode;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) const SIZE: usize = 128;
 const MAGIC: &[u8; 8] = b"KuraHDB\n";
 const VERSION: u8 = 1;
+/// The format version of a file whose values are encrypted.
+const SEALED_VERSION: u8 = 2;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -50,6 +58,8 @@ pub(crate) struct Header {
     pub kind: Kind,
     pub records_start: u64,
     pub record_crc: RecordCrcMode,
+    /// How the values are encrypted, if they are.
+    pub sealing: Option<Sealing>,
 }
 
 /// What a file of the hash format holds.
@@ -75,7 +85,7 @@ impl Header {
     pub(crate) fn encode(&self) -> [u8; SIZE] {
         let mut b = [0u8; SIZE];
         b[..8].copy_from_slice(MAGIC);
-        b[8] = VERSION;
+        b[8] = if self.sealing.is_some() { SEALED_VERSION } else { VERSION };
         b[9] = u8::from(self.appending);
         b[10] = self.width;
         b[11] = self.align_pow;
@@ -84,6 +94,10 @@ impl Header {
             Kind::TreeNodes => 1,
         };
         b[13] = self.record_crc.bits();
+        if let Some(sealing) = &self.sealing {
+            b[15] = Sealing::ID;
+            sealing.encode(&mut b[32..32 + Sealing::SIZE]);
+        }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -126,8 +140,11 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if b[8] != VERSION {
-            return Err(bad(&format!("format version {} is not supported (expected {VERSION})", b[8])));
+        if b[8] != VERSION && b[8] != SEALED_VERSION {
+            return Err(bad(&format!(
+                "format version {} is not supported (expected {VERSION} or {SEALED_VERSION})",
+                b[8]
+            )));
         }
         let crc_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         if crc_at(60) != crc32fast::hash(&b[..60]) {
@@ -143,6 +160,12 @@ impl Header {
         };
         let record_crc = RecordCrcMode::from_bits(b[13])
             .ok_or_else(|| bad(&format!("unknown record checksum mode {}", b[13])))?;
+        let sealing = match (b[8], b[15]) {
+            (VERSION, 0) => None,
+            (SEALED_VERSION, Sealing::ID) => Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?),
+            (_, 0) => return Err(bad("format version 2 without a cipher")),
+            (_, other) => return Err(bad(&format!("unknown cipher {other}"))),
+        };
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let header = Header {
             appending: b[9] & 1 != 0,
@@ -158,6 +181,7 @@ impl Header {
             kind,
             records_start: u64_at(24),
             record_crc,
+            sealing,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -217,6 +241,7 @@ mod tests {
             kind: Kind::TreeNodes,
             records_start: 5248,
             record_crc: RecordCrcMode::Crc16,
+            sealing: None,
         }
     }
 

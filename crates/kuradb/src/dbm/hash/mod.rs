@@ -66,6 +66,7 @@
 mod batch;
 mod buckets;
 mod chain;
+mod cipher;
 mod change;
 mod crc_mode;
 mod cursor;
@@ -88,7 +89,8 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
+pub use options::{CipherKey, HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
+pub(crate) use params::cipher_key as take_cipher_key;
 pub(crate) use params::record_crc_mode as take_record_crc_mode;
 pub use rebuild::RebuildParams;
 
@@ -356,6 +358,7 @@ impl Dbm for HashDbm {
             ("max_file_size".into(), max_file.to_string()),
             ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
+            ("cipher".into(), s.codec.cipher.as_ref().map_or("none", |_| cipher::Sealing::NAME).to_string()),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];

@@ -1,7 +1,7 @@
 //! The hash database's parameters, as [`Params`](crate::dbm::params::Params)
 //! name them: its file, opening and tuning, and what a rebuild may change.
 
-use super::{HashOptions, RebuildParams, RecordCrcMode, RestoreMode, UpdateMode};
+use super::{CipherKey, HashOptions, RebuildParams, RecordCrcMode, RestoreMode, UpdateMode};
 use crate::dbm::params::{bad_value, Taker};
 use crate::error::Result;
 
@@ -9,7 +9,8 @@ impl HashOptions {
     /// `base` with the parameters a hash database takes (also the node store
     /// of a tree): the file and its opening, `num_buckets` (or `buckets`),
     /// `align_pow`, `offset_width`, `fbp_capacity`, `min_read_size`,
-    /// `cache_buckets`, `update_mode`, `record_crc_mode` and `restore_mode`.
+    /// `cache_buckets`, `update_mode`, `record_crc_mode`, `restore_mode` and
+    /// `cipher_key`.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<HashOptions> {
         (self.file, self.open) = t.file_and_open()?;
         if let Some(n) = t.number(&["num_buckets", "buckets"])? {
@@ -36,6 +37,9 @@ impl HashOptions {
         if let Some(mode) = record_crc_mode(t)? {
             self.record_crc_mode = mode;
         }
+        if let Some(key) = cipher_key(t) {
+            self.cipher_key = Some(key);
+        }
         if let Some((name, value)) = t.take(&["restore_mode"]) {
             self.restore = match value.trim().to_ascii_lowercase().trim_start_matches("restore_") {
                 "default" | "auto" | "automatic" => RestoreMode::Automatic,
@@ -49,7 +53,8 @@ impl HashOptions {
 
 impl RebuildParams {
     /// What a rebuild's parameters change: `num_buckets`, `align_pow`,
-    /// `offset_width`, `update_mode` and `record_crc_mode`.
+    /// `offset_width`, `update_mode`, `record_crc_mode` and `cipher_key`
+    /// (empty: written unencrypted).
     pub(crate) fn take_params(t: &mut Taker<'_>) -> Result<RebuildParams> {
         Ok(RebuildParams {
             num_buckets: t.number(&["num_buckets", "buckets"])?,
@@ -57,6 +62,7 @@ impl RebuildParams {
             offset_width: t.number(&["offset_width"])?,
             update_mode: update_mode(t)?,
             record_crc_mode: record_crc_mode(t)?,
+            cipher_key: cipher_key(t),
         })
     }
 }
@@ -80,4 +86,10 @@ pub(crate) fn record_crc_mode(t: &mut Taker<'_>) -> Result<Option<RecordCrcMode>
         Some(mode) => Ok(Some(mode)),
         None => Err(bad_value(name, value, "none, 8, 16 or 32")),
     }
+}
+
+/// The `cipher_key` parameter: the key the values are encrypted with (its
+/// text's bytes; an empty one is none).
+pub(crate) fn cipher_key(t: &mut Taker<'_>) -> Option<CipherKey> {
+    t.take(&["cipher_key"]).map(|(_, value)| CipherKey::from(value))
 }

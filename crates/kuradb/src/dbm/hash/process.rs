@@ -2,12 +2,12 @@
 //! their values to the caller's function and hands its answers to
 //! [`State::apply`].
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 
 use super::buckets::bucket_of;
-use super::chain::Found;
 use super::change::Change;
 use super::state::{slot_index, State};
 use crate::dbm::{Action, EachProcessor, MultiProcessor, Processor};
@@ -22,12 +22,15 @@ impl State {
         if writable {
             let _slot = self.slot(bucket).write();
             let found = self.find(key, bucket)?;
-            let action = f(found.as_ref().map(Found::value));
+            let value = found.as_ref().map(|f| f.value(self)).transpose()?;
+            let action = f(value.as_deref());
+            drop(value);
             self.apply(Change::Record { key, bucket, found, action })
         } else {
             let _slot = self.slot(bucket).read();
             let found = self.find(key, bucket)?;
-            match f(found.as_ref().map(Found::value)) {
+            let value = found.as_ref().map(|f| f.value(self)).transpose()?;
+            match f(value.as_deref()) {
                 Action::Keep => Ok(()),
                 _ => Err(refused()),
             }
@@ -81,7 +84,9 @@ impl State {
                         batched?
                     }
                 };
-                let action = f(start + i, key, found.as_ref().map(Found::value));
+                let value = found.as_ref().map(|f| f.value(self)).transpose()?;
+                let action = f(start + i, key, value.as_deref());
+                drop(value);
                 if writable {
                     if action != Action::Keep {
                         changed.insert(bucket);
@@ -138,7 +143,9 @@ impl State {
         for bucket in 0..self.num_buckets {
             for key in self.chain_keys(bucket)? {
                 let found = self.find(&key, bucket)?;
-                let Some(value) = found.as_ref().map(|f| f.value().to_vec()) else { continue };
+                let Some(value) = found.as_ref().map(|f| f.value(self).map(Cow::into_owned)).transpose()? else {
+                    continue;
+                };
                 let action = f(&key, &value);
                 if writable {
                     self.apply(Change::Record { key: &key, bucket, found, action })?;

@@ -25,7 +25,7 @@ use super::open::open_state;
 use super::options::{HashOptions, UpdateMode};
 use super::record::{self, MAGIC_PAD};
 use super::state::State;
-use super::value;
+use super::value::Codec;
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
@@ -110,6 +110,8 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
             format!("{} holds {}, not {}: restore it as one", src.display(), header.kind.name(), kind.name()),
         ));
     }
+    // The key is checked before the scan: a wrong one fails at once.
+    let codec = Codec::open(&header, options.cipher_key.as_ref(), None, src)?;
     let versions = scan(file.as_ref(), &header)?;
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
@@ -125,7 +127,12 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
                 continue;
             }
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
-            put(key, value::decode(&h, &buf))?;
+            // A value that fails authentication was changed on purpose (its
+            // checksum holds): refused, as a read of it is, not dropped.
+            let value = codec.decode(version.offset, &h, &buf).map_err(|e| {
+                Error::new(e.kind(), format!("{}: {}", src.display(), e.message()))
+            })?;
+            put(key, &value)?;
             kept += 1;
         }
         Ok(())

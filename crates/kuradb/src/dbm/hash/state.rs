@@ -9,7 +9,10 @@ use parking_lot::{Mutex, RwLock};
 use super::crc_mode::RecordCrcMode;
 use super::free_pool::FreePool;
 use super::header::{Header, Kind};
+use super::record;
+use super::value::Codec;
 use crate::error::{Error, ErrorKind};
+use std::borrow::Cow;
 use crate::file::File;
 
 /// Stripes of record locks: a key's bucket maps to one.
@@ -51,6 +54,8 @@ pub(super) struct State {
     pub(super) torn: AtomicBool,
     /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
+    /// What every value passes through between a record and a caller.
+    pub(super) codec: Codec,
     pub(super) min_read_size: usize,
     /// Pad the file to whole blocks at synchronize and close (for direct I/O).
     pub(super) padding: bool,
@@ -92,7 +97,19 @@ impl State {
             kind: self.kind,
             records_start: self.records_start,
             record_crc: self.record_crc,
+            sealing: self.codec.cipher.as_ref().map(|c| *c.sealing()),
         }
+    }
+
+    /// The value a caller sees of the record at `offset` read into `buf`
+    /// (see [`Codec::decode`]); one that fails to decode is broken, in this
+    /// file, which is unhealthy from now on.
+    #[inline]
+    pub(super) fn decode<'a>(&self, offset: u64, header: &record::Header, buf: &'a [u8]) -> crate::Result<Cow<'a, [u8]>> {
+        self.codec.decode(offset, header, buf).map_err(|e| {
+            self.healthy.store(false, Ordering::Release);
+            Error::new(e.kind(), format!("{}: {}", self.file.path().display(), e.message()))
+        })
     }
 
     pub(super) fn read_only(&self) -> Error {

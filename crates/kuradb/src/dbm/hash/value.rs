@@ -1,21 +1,88 @@
 //! The one place a value's bytes pass between a record and a caller: every
-//! stored value handed out is read through [`decode`], and every caller's
-//! value stored is written through [`encode`]. Both are the identity today,
-//! borrowing without a copy; a codec (compression, encryption) takes their
-//! place and owns the bytes between the record and the caller.
+//! stored value handed out is read through [`Codec::decode`], and every
+//! caller's value stored is written through [`Codec::encode`]. With no codec
+//! on, both borrow without a copy; with one, they own the bytes between the
+//! record and the caller: encryption (`cipher.rs`) seals what is stored.
 
+use std::borrow::Cow;
+use std::path::Path;
+
+use super::cipher::{Cipher, CipherKey};
+use super::header::Header;
 use super::record;
+use crate::error::{Error, ErrorKind, Result};
 
-/// The value a caller sees of the record that `header` describes, read
-/// into `buf` from its start through its value.
-#[inline]
-pub(super) fn decode<'a>(header: &record::Header, buf: &'a [u8]) -> &'a [u8] {
-    let at = header.header_size + header.key_size;
-    &buf[at..at + header.value_size]
+/// The value codec of an open file, built at open from its header and the
+/// options: the identity, or encryption.
+pub(super) struct Codec {
+    /// Seals every value with the file's key (header byte 15 names it).
+    pub(super) cipher: Option<Cipher>,
 }
 
-/// The bytes a record stores for a caller's `value`.
-#[inline]
-pub(super) fn encode(value: &[u8]) -> &[u8] {
-    value
+impl Codec {
+    /// The codec of the file at `path`, whose header is `header`, opened with
+    /// `key`; `made` is the cipher a creation just derived for it, if any.
+    /// An encrypted file needs its key and a plain one takes none: either
+    /// mistake is an error naming the file, never the key.
+    pub(super) fn open(header: &Header, key: Option<&CipherKey>, made: Option<Cipher>, path: &Path) -> Result<Codec> {
+        let key = key.filter(|k| !k.is_empty());
+        let cipher = match (&header.sealing, key) {
+            (None, None) => None,
+            (Some(_), _) if made.is_some() => made,
+            (Some(sealing), Some(key)) => Some(Cipher::open(key, sealing, path)?),
+            (Some(_), None) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is encrypted: give cipher_key", path.display()),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} is not encrypted, but a cipher_key was given: open it without one, \
+                         or rebuild it with the cipher_key parameter to encrypt it",
+                        path.display()
+                    ),
+                ))
+            }
+        };
+        Ok(Codec { cipher })
+    }
+
+    /// The key the file was opened with, if it is encrypted.
+    pub(super) fn key(&self) -> Option<&CipherKey> {
+        self.cipher.as_ref().map(Cipher::key)
+    }
+
+    /// The bytes a record of `key` stores for a caller's `value`.
+    #[inline]
+    pub(super) fn encode<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match &self.cipher {
+            None => Ok(Cow::Borrowed(value)),
+            Some(cipher) => cipher.seal(key, value).map(Cow::Owned),
+        }
+    }
+
+    /// The value a caller sees of the record at `offset` that `header`
+    /// describes, read into `buf` from its start through its value. A value
+    /// that fails authentication is an error naming the offset (the caller
+    /// adds the file).
+    #[inline]
+    pub(super) fn decode<'a>(&self, offset: u64, header: &record::Header, buf: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        let at = header.header_size + header.key_size;
+        let stored = &buf[at..at + header.value_size];
+        let Some(cipher) = &self.cipher else { return Ok(Cow::Borrowed(stored)) };
+        let key = &buf[header.header_size..at];
+        match cipher.unseal(key, stored) {
+            Some(value) => Ok(Cow::Owned(value)),
+            None => Err(Error::new(
+                ErrorKind::BrokenData,
+                format!(
+                    "the record at offset {offset} is broken: its value fails authentication \
+                     (changed, or moved from another key's record)"
+                ),
+            )),
+        }
+    }
 }

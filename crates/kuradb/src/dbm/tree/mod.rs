@@ -78,7 +78,7 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::take_record_crc_mode;
+use super::hash::{take_cipher_key, take_record_crc_mode};
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -269,14 +269,15 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree(None)
+        self.rebuild_tree(None, None)
     }
 
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         let mut t = Taker::new(params, "rebuilding a tree database");
         let record_crc = take_record_crc_mode(&mut t)?;
+        let cipher_key = take_cipher_key(&mut t);
         t.finish()?;
-        self.rebuild_tree(record_crc)
+        self.rebuild_tree(record_crc, cipher_key)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -329,11 +330,11 @@ impl Dbm for TreeDbm {
         // The checksums guard the tree's pages, so the mode is the tree's own
         // figure; the rest of the store's are named as the store's.
         let store = t.store.inspect()?;
-        out.extend(store.iter().filter(|(k, _)| k == "record_crc_mode").cloned());
+        out.extend(store.iter().filter(|(k, _)| k == "record_crc_mode" || k == "cipher").cloned());
         out.extend(
             store
                 .into_iter()
-                .filter(|(k, _)| k != "class" && k != "record_crc_mode")
+                .filter(|(k, _)| k != "class" && k != "record_crc_mode" && k != "cipher")
                 .map(|(k, v)| (format!("store_{k}"), v)),
         );
         Ok(out)
