@@ -78,6 +78,7 @@ fn rebuild_params() -> impl Strategy<Value = RebuildParams> {
             offset_width,
             update_mode,
             record_crc_mode,
+            cipher_key: None,
         })
 }
 
