@@ -161,7 +161,7 @@ fn run(class: &dyn Class, dir: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
 fn check(name: &str, cases: u32, class: impl Fn(FileSpec, UpdateMode) -> Box<dyn Class>, specs: Vec<(String, FileSpec)>) {
     for (spec_name, spec) in specs {
         let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
-        let strategy = (proptest::collection::vec(op(), 1..40), any::<bool>());
+        let strategy = (proptest::collection::vec(op(), 1..30), any::<bool>());
         let result = runner.run(&strategy, |(ops, appending)| {
             let dir = tempfile::tempdir().expect("tempdir");
             let mode = if appending { UpdateMode::Appending } else { UpdateMode::InPlace };
@@ -180,7 +180,9 @@ fn cases() -> u32 {
 #[test]
 fn an_encrypted_hash_database_matches_a_model_on_every_file_spec() {
     let specs = common::matrix_without_sync().into_iter().map(|s| (s.to_string(), s)).collect();
-    check("hash", cases(), |s, m| Box::new(Hash(s, m)), specs);
+    // Fewer cases a spec: the specs are many, and each case's reopens and
+    // crashes synchronize hard.
+    check("hash", cases().div_ceil(2), |s, m| Box::new(Hash(s, m)), specs);
 }
 
 #[test]
