@@ -144,7 +144,9 @@ impl DbFlags {
         }
         if let Some(key) = &self.cipher_key {
             params.insert("cipher_key", key).map_err(|e| in_flag("--cipher_key", e))?;
-        } else if let Some(key) = std::env::var_os(CIPHER_KEY_VAR).filter(|_| params.get("cipher_key").is_none()) {
+        } else if let Some(key) =
+            std::env::var_os(CIPHER_KEY_VAR).filter(|_| params.get("cipher_key").is_none())
+        {
             let key = key.into_string().map_err(|_| {
                 Error::new(ErrorKind::InvalidArgument, format!("{CIPHER_KEY_VAR} is not valid UTF-8"))
             })?;

@@ -148,17 +148,26 @@ fn run(class: &dyn Class, dir: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
                 db = class.open(&path, &key);
             }
         }
-        h::compare(db.as_ref(), &model).map_err(|e| TestCaseError::fail(format!("after step {step} {op:?}: {e}")))?;
+        h::compare(db.as_ref(), &model)
+            .map_err(|e| TestCaseError::fail(format!("after step {step} {op:?}: {e}")))?;
     }
     db.close().map_err(|e| TestCaseError::fail(format!("close: {e}")))?;
     let bytes = std::fs::read(&path).expect("read");
     for value in model.values().filter(|v| v.len() >= 12) {
-        prop_assert!(!bytes.windows(value.len()).any(|w| w == value.as_slice()), "a value is stored in clear");
+        prop_assert!(
+            !bytes.windows(value.len()).any(|w| w == value.as_slice()),
+            "a value is stored in clear"
+        );
     }
     Ok(())
 }
 
-fn check(name: &str, cases: u32, class: impl Fn(FileSpec, UpdateMode) -> Box<dyn Class>, specs: Vec<(String, FileSpec)>) {
+fn check(
+    name: &str,
+    cases: u32,
+    class: impl Fn(FileSpec, UpdateMode) -> Box<dyn Class>,
+    specs: Vec<(String, FileSpec)>,
+) {
     for (spec_name, spec) in specs {
         let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
         let strategy = (proptest::collection::vec(op(), 1..30), any::<bool>());
@@ -204,7 +213,10 @@ fn a_wrong_missing_or_needless_key_is_an_error_at_open_that_never_shows_a_key() 
     db.close().unwrap();
     let wrong = hash_at(&path, &HashOptions::default().cipher_key("Tr0ub4dor&3")).err().unwrap();
     assert_eq!(wrong.kind(), ErrorKind::InvalidArgument);
-    assert!(wrong.to_string().contains("wrong cipher_key") && wrong.to_string().contains("casket.kh"), "{wrong}");
+    assert!(
+        wrong.to_string().contains("wrong cipher_key") && wrong.to_string().contains("casket.kh"),
+        "{wrong}"
+    );
     assert!(!wrong.to_string().contains("Tr0ub4dor"), "{wrong}");
     for writable in [true, false] {
         let missing = HashDbm::open(&path, writable, &HashOptions::default()).err().unwrap();
@@ -240,7 +252,8 @@ fn the_key_is_in_no_inspect_row_nor_the_options_debug_form() {
     let rows = db.inspect().unwrap();
     assert!(rows.iter().any(|(k, v)| k == "cipher" && v == "xchacha20-poly1305"), "{rows:?}");
     assert!(rows.iter().all(|(k, v)| !k.contains("horse") && !v.contains("horse")), "{rows:?}");
-    let tree = TreeDbm::open(dir.path().join("casket.kt"), true, &TreeOptions::default().cipher_key(KEY)).unwrap();
+    let tree =
+        TreeDbm::open(dir.path().join("casket.kt"), true, &TreeOptions::default().cipher_key(KEY)).unwrap();
     let rows = tree.inspect().unwrap();
     assert!(rows.iter().any(|(k, v)| k == "cipher" && v == "xchacha20-poly1305"), "{rows:?}");
     assert!(rows.iter().all(|(_, v)| !v.contains("horse")), "{rows:?}");
@@ -357,7 +370,8 @@ fn a_tree_hides_its_keys_and_restores_with_its_key() {
     let o = tree_options(&FileSpec::default()).cipher_key(KEY);
     let db = TreeDbm::open(&path, true, &o).unwrap();
     for i in 0..200 {
-        db.set(format!("secret-key-{i:04}").as_bytes(), format!("secret-value-{i}").as_bytes(), true).unwrap();
+        db.set(format!("secret-key-{i:04}").as_bytes(), format!("secret-value-{i}").as_bytes(), true)
+            .unwrap();
     }
     db.synchronize(true).unwrap();
     let crashed = dir.path().join("crashed.kt");

@@ -137,8 +137,8 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
 fn split_tuning(params: &Params) -> Result<(Params, Params)> {
     let (mut open, mut tuning) = (Params::new(), Params::new());
     for (name, value) in params.iter() {
-        let opening =
-            matches!(name, "dbm" | "no_wait" | "no_lock" | "cipher_key") || FileSpec::default().set(name, value)?;
+        let opening = matches!(name, "dbm" | "no_wait" | "no_lock" | "cipher_key")
+            || FileSpec::default().set(name, value)?;
         if opening { &mut open } else { &mut tuning }.insert(name, value)?;
     }
     Ok((open, tuning))

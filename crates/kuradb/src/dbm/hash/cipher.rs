@@ -131,7 +131,8 @@ impl Sealing {
 
     /// Reads it from `b`, the header's bytes 32 to 59; an error says what is wrong.
     pub(crate) fn decode(b: &[u8]) -> std::result::Result<Sealing, String> {
-        let mut sealing = Sealing { salt: [0; 16], mem_log2: b[16], passes: b[17], lanes: b[18], check: [0; 8] };
+        let mut sealing =
+            Sealing { salt: [0; 16], mem_log2: b[16], passes: b[17], lanes: b[18], check: [0; 8] };
         sealing.salt.copy_from_slice(&b[..16]);
         sealing.check.copy_from_slice(&b[20..28]);
         // Bounded, so that a damaged or hostile header cannot make an open
@@ -182,7 +183,10 @@ impl Cipher {
         if check != sealing.check {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("wrong cipher_key for {}: it is not the key the file was encrypted with", path.display()),
+                format!(
+                    "wrong cipher_key for {}: it is not the key the file was encrypted with",
+                    path.display()
+                ),
             ));
         }
         Ok(Cipher { aead, key: key.clone(), sealing: *sealing })
@@ -234,13 +238,9 @@ fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8;
     let failed = |e: argon2::Error| {
         Error::new(ErrorKind::InvalidArgument, format!("the cipher key's derivation failed: {e}"))
     };
-    let params = KdfParams::new(
-        1 << sealing.mem_log2,
-        u32::from(sealing.passes),
-        u32::from(sealing.lanes),
-        Some(64),
-    )
-    .map_err(failed)?;
+    let params =
+        KdfParams::new(1 << sealing.mem_log2, u32::from(sealing.passes), u32::from(sealing.lanes), Some(64))
+            .map_err(failed)?;
     let mut derived = [0u8; 64];
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password_into(key.as_bytes(), &sealing.salt, &mut derived)

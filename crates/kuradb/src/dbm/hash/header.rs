@@ -162,7 +162,9 @@ impl Header {
             .ok_or_else(|| bad(&format!("unknown record checksum mode {}", b[13])))?;
         let sealing = match (b[8], b[15]) {
             (VERSION, 0) => None,
-            (SEALED_VERSION, Sealing::ID) => Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?),
+            (SEALED_VERSION, Sealing::ID) => {
+                Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?)
+            }
             (_, 0) => return Err(bad("format version 2 without a cipher")),
             (_, other) => return Err(bad(&format!("unknown cipher {other}"))),
         };
@@ -267,6 +269,25 @@ mod tests {
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("casket.kh") && err.to_string().contains("mode 12"), "{err}");
+    }
+
+    /// An encrypted file is format version 2 with its cipher in byte 15 and
+    /// its KDF's salt, cost and key check in bytes 32 to 59; a plain one
+    /// stays version 1; an unknown cipher is an error naming it.
+    #[test]
+    fn a_sealed_header_is_version_2_and_an_unknown_cipher_is_refused() {
+        let sealing = Sealing { salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let h = Header { sealing: Some(sealing), ..sample() };
+        let b = h.encode();
+        assert_eq!((b[8], b[15], &b[32..48], &b[52..60]), (2, 1, &[7u8; 16][..], &[9u8; 8][..]));
+        assert_eq!(Header::decode(&b, 1 << 20, std::path::Path::new("x")).unwrap(), h);
+        assert_eq!(sample().encode()[8], 1);
+        let mut b = h.encode();
+        b[15] = 9;
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
+        assert!(err.to_string().contains("unknown cipher 9"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

@@ -44,21 +44,21 @@
 //!
 //! # One value codec
 //! A value's bytes pass between a record and a caller through one pair of
-//! functions in `value.rs`: `value::decode` yields every stored value handed
-//! out (to the functions of `process`, `process_multi` and `process_each`,
-//! and so to `get`, a cursor's `get` and the rest built on them; to the copy
-//! of a rebuild through `State::for_each`, and of a restore), and
-//! `value::encode` makes the bytes stored of every value a caller gives (in
-//! `State::apply`). A codec (compression, encryption) attaches there; today
-//! both are the identity, borrowing without a copy.
+//! functions of the state's `Codec` (`value.rs`): `Codec::decode` yields every
+//! stored value handed out (to the functions of `process`, `process_multi`
+//! and `process_each`, and so to `get`, a cursor's `get` and the rest built
+//! on them; to the copy of a rebuild through `State::for_each`, and of a
+//! restore), and `Codec::encode` makes the bytes stored of every value a
+//! caller gives (in `State::apply`). With no codec on both borrow without a
+//! copy; `cipher.rs` encrypts (see docs/encryption.md).
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
 //! walks chains; `batch.rs` walks a batch's chains together, each step one
 //! batched read; `process.rs` the processors; `change.rs` the one mutation
-//! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
-//! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
+//! path; `value.rs` the value codec and `cipher.rs` its encryption;
+//! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
 //! record it reads.
@@ -66,8 +66,8 @@
 mod batch;
 mod buckets;
 mod chain;
-mod cipher;
 mod change;
+mod cipher;
 mod crc_mode;
 mod cursor;
 mod doomed;

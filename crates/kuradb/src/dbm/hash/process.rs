@@ -143,7 +143,8 @@ impl State {
         for bucket in 0..self.num_buckets {
             for key in self.chain_keys(bucket)? {
                 let found = self.find(&key, bucket)?;
-                let Some(value) = found.as_ref().map(|f| f.value(self).map(Cow::into_owned)).transpose()? else {
+                let Some(value) = found.as_ref().map(|f| f.value(self).map(Cow::into_owned)).transpose()?
+                else {
                     continue;
                 };
                 let action = f(&key, &value);

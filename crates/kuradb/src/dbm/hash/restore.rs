@@ -129,9 +129,9 @@ fn restore_open(src: &Path, dest: &Path, options: &HashOptions, kind: Option<Kin
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
             // A value that fails authentication was changed on purpose (its
             // checksum holds): refused, as a read of it is, not dropped.
-            let value = codec.decode(version.offset, &h, &buf).map_err(|e| {
-                Error::new(e.kind(), format!("{}: {}", src.display(), e.message()))
-            })?;
+            let value = codec
+                .decode(version.offset, &h, &buf)
+                .map_err(|e| Error::new(e.kind(), format!("{}: {}", src.display(), e.message())))?;
             put(key, &value)?;
             kept += 1;
         }

@@ -12,8 +12,8 @@ use super::header::{Header, Kind};
 use super::record;
 use super::value::Codec;
 use crate::error::{Error, ErrorKind};
-use std::borrow::Cow;
 use crate::file::File;
+use std::borrow::Cow;
 
 /// Stripes of record locks: a key's bucket maps to one.
 pub(super) const SLOT_LOCKS: usize = 1024;
@@ -105,7 +105,12 @@ impl State {
     /// (see [`Codec::decode`]); one that fails to decode is broken, in this
     /// file, which is unhealthy from now on.
     #[inline]
-    pub(super) fn decode<'a>(&self, offset: u64, header: &record::Header, buf: &'a [u8]) -> crate::Result<Cow<'a, [u8]>> {
+    pub(super) fn decode<'a>(
+        &self,
+        offset: u64,
+        header: &record::Header,
+        buf: &'a [u8],
+    ) -> crate::Result<Cow<'a, [u8]>> {
         self.codec.decode(offset, header, buf).map_err(|e| {
             self.healthy.store(false, Ordering::Release);
             Error::new(e.kind(), format!("{}: {}", self.file.path().display(), e.message()))

@@ -24,7 +24,12 @@ impl Codec {
     /// `key`; `made` is the cipher a creation just derived for it, if any.
     /// An encrypted file needs its key and a plain one takes none: either
     /// mistake is an error naming the file, never the key.
-    pub(super) fn open(header: &Header, key: Option<&CipherKey>, made: Option<Cipher>, path: &Path) -> Result<Codec> {
+    pub(super) fn open(
+        header: &Header,
+        key: Option<&CipherKey>,
+        made: Option<Cipher>,
+        path: &Path,
+    ) -> Result<Codec> {
         let key = key.filter(|k| !k.is_empty());
         let cipher = match (&header.sealing, key) {
             (None, None) => None,
@@ -69,7 +74,12 @@ impl Codec {
     /// that fails authentication is an error naming the offset (the caller
     /// adds the file).
     #[inline]
-    pub(super) fn decode<'a>(&self, offset: u64, header: &record::Header, buf: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    pub(super) fn decode<'a>(
+        &self,
+        offset: u64,
+        header: &record::Header,
+        buf: &'a [u8],
+    ) -> Result<Cow<'a, [u8]>> {
         let at = header.header_size + header.key_size;
         let stored = &buf[at..at + header.value_size];
         let Some(cipher) = &self.cipher else { return Ok(Cow::Borrowed(stored)) };
