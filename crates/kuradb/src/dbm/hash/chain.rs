@@ -23,7 +23,7 @@ pub(super) struct Found {
 
 impl Found {
     /// The value, as a caller sees it, decoded by `state`'s codec.
-    #[inline]
+    #[inline(always)]
     pub(super) fn value<'a>(&'a self, state: &State) -> Result<Cow<'a, [u8]>> {
         state.decode(self.offset, &self.header, &self.buf)
     }

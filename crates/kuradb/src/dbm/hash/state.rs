@@ -104,17 +104,24 @@ impl State {
     /// The value a caller sees of the record at `offset` read into `buf`
     /// (see [`Codec::decode`]); one that fails to decode is broken, in this
     /// file, which is unhealthy from now on.
-    #[inline]
+    #[inline(always)]
     pub(super) fn decode<'a>(
         &self,
         offset: u64,
         header: &record::Header,
         buf: &'a [u8],
     ) -> crate::Result<Cow<'a, [u8]>> {
-        self.codec.decode(offset, header, buf).map_err(|e| {
-            self.healthy.store(false, Ordering::Release);
-            Error::new(e.kind(), format!("{}: {}", self.file.path().display(), e.message()))
-        })
+        match self.codec.decode(offset, header, buf) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.undecodable(e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn undecodable(&self, e: Error) -> Error {
+        self.healthy.store(false, Ordering::Release);
+        Error::new(e.kind(), format!("{}: {}", self.file.path().display(), e.message()))
     }
 
     pub(super) fn read_only(&self) -> Error {

@@ -61,11 +61,11 @@ impl Codec {
     }
 
     /// The bytes a record of `key` stores for a caller's `value`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn encode<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
         match &self.cipher {
             None => Ok(Cow::Borrowed(value)),
-            Some(cipher) => cipher.seal(key, value).map(Cow::Owned),
+            Some(cipher) => seal(cipher, key, value),
         }
     }
 
@@ -73,7 +73,7 @@ impl Codec {
     /// describes, read into `buf` from its start through its value. A value
     /// that fails authentication is an error naming the offset (the caller
     /// adds the file).
-    #[inline]
+    #[inline(always)]
     pub(super) fn decode<'a>(
         &self,
         offset: u64,
@@ -82,17 +82,31 @@ impl Codec {
     ) -> Result<Cow<'a, [u8]>> {
         let at = header.header_size + header.key_size;
         let stored = &buf[at..at + header.value_size];
-        let Some(cipher) = &self.cipher else { return Ok(Cow::Borrowed(stored)) };
-        let key = &buf[header.header_size..at];
-        match cipher.unseal(key, stored) {
-            Some(value) => Ok(Cow::Owned(value)),
-            None => Err(Error::new(
-                ErrorKind::BrokenData,
-                format!(
-                    "the record at offset {offset} is broken: its value fails authentication \
-                     (changed, or moved from another key's record)"
-                ),
-            )),
+        match &self.cipher {
+            None => Ok(Cow::Borrowed(stored)),
+            Some(cipher) => unseal(cipher, offset, &buf[header.header_size..at], stored),
         }
+    }
+}
+
+// Out of line, so that the plain path of every read and write stays as
+// small as it was before there was a codec.
+
+#[inline(never)]
+fn seal<'a>(cipher: &Cipher, key: &[u8], value: &[u8]) -> Result<Cow<'a, [u8]>> {
+    cipher.seal(key, value).map(Cow::Owned)
+}
+
+#[inline(never)]
+fn unseal<'a>(cipher: &Cipher, offset: u64, key: &[u8], stored: &[u8]) -> Result<Cow<'a, [u8]>> {
+    match cipher.unseal(key, stored) {
+        Some(value) => Ok(Cow::Owned(value)),
+        None => Err(Error::new(
+            ErrorKind::BrokenData,
+            format!(
+                "the record at offset {offset} is broken: its value fails authentication \
+                 (changed, or moved from another key's record)"
+            ),
+        )),
     }
 }
