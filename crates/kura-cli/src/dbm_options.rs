@@ -163,6 +163,11 @@ pub struct HashFlags {
     /// Keeps the bucket array in memory.
     #[arg(long = "cache_buckets")]
     pub cache_buckets: bool,
+
+    /// Encrypts every value (a tree: every page) with a key derived from KEY
+    /// (hash and tree; see docs/encryption.md), to measure what it costs.
+    #[arg(long = "cipher_key", value_name = "KEY")]
+    pub cipher_key: Option<String>,
 }
 
 impl HashFlags {
@@ -185,6 +190,9 @@ impl HashFlags {
         out.extend(number("--min_read_size", "min_read_size", Some(self.min_read_size), usize::MAX as u64)?);
         if self.cache_buckets {
             out.push(Given::new("--cache_buckets", "cache_buckets", true));
+        }
+        if let Some(key) = &self.cipher_key {
+            out.push(Given::new("--cipher_key", "cipher_key", key));
         }
         Ok(out)
     }

@@ -114,7 +114,16 @@ pub struct DbFlags {
     /// record_comp_mode=MODE.
     #[arg(long = "record_comp", value_name = "MODE")]
     record_comp: Option<String>,
+    /// The key an encrypted database's values are encrypted with (hash and
+    /// tree); by default the environment variable KURA_CIPHER_KEY, which keeps
+    /// it out of the process list. A new file is encrypted with it.
+    #[arg(long = "cipher_key", value_name = "KEY")]
+    cipher_key: Option<String>,
 }
+
+/// The environment variable that gives the cipher key when neither
+/// `--cipher_key` nor `--params` does.
+pub const CIPHER_KEY_VAR: &str = "KURA_CIPHER_KEY";
 
 /// How a command opens its database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +149,16 @@ impl DbFlags {
         }
         if let Some(mode) = &self.record_comp {
             params.insert("record_comp_mode", mode).map_err(|e| in_flag("--record_comp", e))?;
+        }
+        if let Some(key) = &self.cipher_key {
+            params.insert("cipher_key", key).map_err(|e| in_flag("--cipher_key", e))?;
+        } else if let Some(key) =
+            std::env::var_os(CIPHER_KEY_VAR).filter(|_| params.get("cipher_key").is_none())
+        {
+            let key = key.into_string().map_err(|_| {
+                Error::new(ErrorKind::InvalidArgument, format!("{CIPHER_KEY_VAR} is not valid UTF-8"))
+            })?;
+            params.insert("cipher_key", &key)?;
         }
         if params.get("no_wait").is_none() {
             params.insert("no_wait", if self.wait { "false" } else { "true" })?;

@@ -60,9 +60,14 @@ pub fn params_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
             value.repr()?.to_string()
         } else if let Ok(s) = value.downcast::<PyString>() {
             s.to_cow()?.into_owned()
+        } else if let Ok(b) = value.downcast::<PyBytes>() {
+            // Parameters are text: a key given as bytes is taken as its UTF-8.
+            String::from_utf8(b.as_bytes().to_vec()).map_err(|_| {
+                PyTypeError::new_err(format!("parameter {name} given as bytes must be UTF-8 text"))
+            })?
         } else {
             return Err(PyTypeError::new_err(format!(
-                "parameter {name} must be a str, int, float or bool, not {}",
+                "parameter {name} must be a str, bytes, int, float or bool, not {}",
                 value.get_type().name()?
             )));
         };

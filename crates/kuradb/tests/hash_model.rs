@@ -79,6 +79,7 @@ fn rebuild_params() -> impl Strategy<Value = RebuildParams> {
             update_mode,
             record_crc_mode,
             record_comp_mode: None,
+            cipher_key: None,
         })
 }
 

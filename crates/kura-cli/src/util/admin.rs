@@ -102,6 +102,11 @@ pub struct RebuildArgs {
     #[command(flatten)]
     db: DbFlags,
 
+    /// Encrypts the rebuilt file with this key instead of the one it was
+    /// opened with (hash and tree); an empty one writes it unencrypted.
+    #[arg(long = "new_cipher_key", value_name = "KEY")]
+    new_cipher_key: Option<String>,
+
     /// The database file.
     file: PathBuf,
 }
@@ -111,7 +116,10 @@ pub struct RebuildArgs {
 /// the database refuses by name if it cannot change them.
 pub fn rebuild(args: &RebuildArgs) -> Result<()> {
     let params = args.db.params()?;
-    let (open, tuning) = split_tuning(&params)?;
+    let (open, mut tuning) = split_tuning(&params)?;
+    if let Some(key) = &args.new_cipher_key {
+        tuning.insert("cipher_key", key)?;
+    }
     let db = open_with(&args.file, Access::Write, &open)?;
     let spinner = progress::spinner("rebuilding");
     let result = db.rebuild_with(&tuning).map_err(|e| match e.kind() {
@@ -129,8 +137,8 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
 fn split_tuning(params: &Params) -> Result<(Params, Params)> {
     let (mut open, mut tuning) = (Params::new(), Params::new());
     for (name, value) in params.iter() {
-        let opening =
-            matches!(name, "dbm" | "no_wait" | "no_lock") || FileSpec::default().set(name, value)?;
+        let opening = matches!(name, "dbm" | "no_wait" | "no_lock" | "cipher_key")
+            || FileSpec::default().set(name, value)?;
         if opening { &mut open } else { &mut tuning }.insert(name, value)?;
     }
     Ok((open, tuning))

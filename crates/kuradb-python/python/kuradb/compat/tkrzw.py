@@ -178,7 +178,27 @@ def _bytes(data: Any) -> bytes:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in params.items() if k not in _IGNORED_PARAMS}
+    out = {k: v for k, v in params.items() if k not in _IGNORED_PARAMS}
+    return _cipher_params(out)
+
+
+def _cipher_params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The reference's encryption modes in kuradb's terms: its
+    ``record_comp_mode="RECORD_COMP_AES"`` with ``cipher_key`` is kuradb's
+    authenticated encryption (XChaCha20-Poly1305, on whenever ``cipher_key``
+    is given); RC4 is refused, as a broken cipher."""
+    mode = str(params.get("record_comp_mode", "")).strip().upper()
+    bare = mode[len("RECORD_COMP_"):] if mode.startswith("RECORD_COMP_") else mode
+    if bare == "RC4":
+        raise ValueError(
+            "record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken cipher, with no"
+            " authentication; give RECORD_COMP_AES (kuradb's authenticated encryption,"
+            " XChaCha20-Poly1305) with cipher_key")
+    if bare == "AES":
+        if not params.get("cipher_key"):
+            raise ValueError("record_comp_mode RECORD_COMP_AES needs a cipher_key")
+        params = {k: v for k, v in params.items() if k != "record_comp_mode"}
+    return params
 
 
 class DBM:
@@ -211,7 +231,7 @@ class DBM:
         try:
             self._db = _kuradb.DBM(path, writable, **_params(params))
             return Status()
-        except (_kuradb.Error, TypeError) as e:
+        except (_kuradb.Error, TypeError, ValueError) as e:
             return _status_of(e)
 
     def Close(self) -> Status:

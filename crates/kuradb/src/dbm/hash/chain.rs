@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use super::buckets::{bucket_of, Link};
 use super::record::{self, MAX_HEADER};
 use super::state::State;
-use super::value::Codec;
 use crate::error::Result;
 
 /// A record found in a chain.
@@ -23,10 +22,10 @@ pub(super) struct Found {
 }
 
 impl Found {
-    /// The value, as a caller sees it: decoded by `codec`, the file's.
-    #[inline]
-    pub(super) fn value<'a>(&'a self, codec: &Codec) -> Result<Cow<'a, [u8]>> {
-        codec.decode(self.offset, &self.header, &self.buf)
+    /// The value, as a caller sees it, decoded by `state`'s codec.
+    #[inline(always)]
+    pub(super) fn value<'a>(&'a self, state: &State) -> Result<Cow<'a, [u8]>> {
+        state.decode(self.offset, &self.header, &self.buf)
     }
 }
 
@@ -201,7 +200,7 @@ impl State {
                 let (header, buf) = self.read_record(offset, None, true)?;
                 let key = &buf[header.header_size..header.header_size + header.key_size];
                 self.check_bucket(key, bucket, offset)?;
-                f(key, &self.codec.decode(offset, &header, &buf)?)?;
+                f(key, &self.decode(offset, &header, &buf)?)?;
                 offset = header.next;
                 steps += 1;
                 if steps > self.count.load(Ordering::Relaxed) + 1024 {

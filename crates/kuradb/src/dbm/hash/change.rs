@@ -45,7 +45,8 @@ impl State {
                 (Action::Keep, _) | (Action::Remove, None) => Ok(()),
                 (Action::Remove, Some(found)) => self.remove_record(key, found),
                 (Action::Set(value), found) => {
-                    self.set_record(key, bucket, found, &self.codec.encode(&value)?)?;
+                    let stored = self.codec.encode(key, &value)?;
+                    self.set_record(key, bucket, found, &stored)?;
                     self.train_on(&value)
                 }
             },

@@ -14,8 +14,10 @@
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
 //! | 14 | record compression mode: 0 = none, 1 = zstd, 2 = lz4, 3 = zlib (files before it have 0) |
+//! | 15 | cipher: 0 = values stored as given; 1 = sealed with XChaCha20-Poly1305 under an Argon2id key (see `cipher.rs`) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
+//! | 32 | with a cipher: the KDF's salt (16 bytes), memory as a power of two in KiB, passes and lanes (a byte each), 0, and the key-check value (8 bytes) |
 //! | 60 | CRC-32 of bytes 0 to 59 |
 //! | 64 | 1 while a writer has the file open; 0 after a clean close |
 //! | 72 | record count (u64, exact after a clean close) |
@@ -25,8 +27,12 @@
 //! | 96 | offset of the compression dictionary's record (u64; 0 = none) |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
-//! Integers are little-endian.
+//! Integers are little-endian. A file whose values are encrypted has format
+//! version 2, which readers before encryption refuse by name (they ignored
+//! byte 15, and would have handed out ciphertext as values); every other
+//! file keeps version 1.
 
+use super::cipher::Sealing;
 use super::comp_mode::RecordCompMode;
 use super::crc_mode::RecordCrcMode;
 use crate::error::{Error, ErrorKind, Result};
@@ -60,6 +66,8 @@ pub(crate) struct Header {
     pub record_comp: RecordCompMode,
     /// The offset of the compression dictionary's record; 0 if none.
     pub dict_offset: u64,
+    /// How the values are encrypted, if they are.
+    pub sealing: Option<Sealing>,
 }
 
 /// What a file of the hash format holds.
@@ -94,6 +102,10 @@ impl Header {
             Kind::TreeNodes => 1,
         };
         b[13] = self.record_crc.bits();
+        if let Some(sealing) = &self.sealing {
+            b[15] = Sealing::ID;
+            sealing.encode(&mut b[32..32 + Sealing::SIZE]);
+        }
         b[14] = self.record_comp.byte();
         if b[14] != 0 || b[15] != 0 {
             b[8] = VERSION_FEATURES;
@@ -163,6 +175,18 @@ impl Header {
             .ok_or_else(|| bad(&format!("unknown record checksum mode {}", b[13])))?;
         let record_comp = RecordCompMode::from_byte(b[14])
             .ok_or_else(|| bad(&format!("unknown record compression mode {}", b[14])))?;
+        let sealing = match b[15] {
+            0 => None,
+            Sealing::ID => Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?),
+            other => return Err(bad(&format!("unknown cipher {other}"))),
+        };
+        // Version 2 says exactly that a feature of bytes 14 or 15 is on.
+        if (b[8] == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0) {
+            return Err(bad(&format!(
+                "format version {} with compression mode {} and cipher {}",
+                b[8], b[14], b[15]
+            )));
+        }
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let header = Header {
             appending: b[9] & 1 != 0,
@@ -180,6 +204,7 @@ impl Header {
             record_crc,
             record_comp,
             dict_offset: if state_ok { u64_at(96) } else { 0 },
+            sealing,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -241,6 +266,7 @@ mod tests {
             record_crc: RecordCrcMode::Crc16,
             record_comp: RecordCompMode::None,
             dict_offset: 0,
+            sealing: None,
         }
     }
 
@@ -266,6 +292,25 @@ mod tests {
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("casket.kh") && err.to_string().contains("mode 12"), "{err}");
+    }
+
+    /// An encrypted file is format version 2 with its cipher in byte 15 and
+    /// its KDF's salt, cost and key check in bytes 32 to 59; a plain one
+    /// stays version 1; an unknown cipher is an error naming it.
+    #[test]
+    fn a_sealed_header_is_version_2_and_an_unknown_cipher_is_refused() {
+        let sealing = Sealing { salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let h = Header { sealing: Some(sealing), ..sample() };
+        let b = h.encode();
+        assert_eq!((b[8], b[15], &b[32..48], &b[52..60]), (2, 1, &[7u8; 16][..], &[9u8; 8][..]));
+        assert_eq!(Header::decode(&b, 1 << 20, std::path::Path::new("x")).unwrap(), h);
+        assert_eq!(sample().encode()[8], 1);
+        let mut b = h.encode();
+        b[15] = 9;
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
+        assert!(err.to_string().contains("unknown cipher 9"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

@@ -44,22 +44,24 @@
 //!
 //! # One value codec
 //! A value's bytes pass between a record and a caller through one pair of
-//! functions in `value.rs`: `Codec::decode` yields every stored value handed
-//! out (to the functions of `process`, `process_multi` and `process_each`,
-//! and so to `get`, a cursor's `get` and the rest built on them; to the copy
-//! of a rebuild through `State::for_each`, and of a restore), and
-//! `Codec::encode` makes the bytes stored of every value a caller gives (in
-//! `State::apply`). Compression (`comp_mode.rs`, `compress.rs`, with the
-//! zstd dictionary in `dictionary.rs`) attaches there; with it off both are
-//! the identity, borrowing without a copy.
+//! functions of the state's `Codec` (`value.rs`): `Codec::decode` yields every
+//! stored value handed out (to the functions of `process`, `process_multi`
+//! and `process_each`, and so to `get`, a cursor's `get` and the rest built
+//! on them; to the copy of a rebuild through `State::for_each`, and of a
+//! restore), and `Codec::encode` makes the bytes stored of every value a
+//! caller gives (in `State::apply`). Compression (`comp_mode.rs`,
+//! `compress.rs`, with the zstd dictionary in `dictionary.rs`; see
+//! docs/compression.md) and encryption (`cipher.rs`; docs/encryption.md)
+//! attach there, compressing before sealing; with neither on both borrow
+//! without a copy.
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
 //! walks chains; `batch.rs` walks a batch's chains together, each step one
 //! batched read; `process.rs` the processors; `change.rs` the one mutation
-//! path; `value.rs` the value codec point; `free_pool.rs` the reusable space;
-//! `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
+//! path; `value.rs` the value codec and `cipher.rs` its encryption;
+//! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
 //! record it reads.
@@ -68,6 +70,7 @@ mod batch;
 mod buckets;
 mod chain;
 mod change;
+mod cipher;
 mod comp_mode;
 mod compress;
 mod crc_mode;
@@ -92,7 +95,8 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-pub use options::{HashOptions, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
+pub use options::{CipherKey, HashOptions, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
+pub(crate) use params::cipher_key as take_cipher_key;
 pub(crate) use params::record_comp_mode as take_record_comp_mode;
 pub(crate) use params::record_crc_mode as take_record_crc_mode;
 pub use rebuild::RebuildParams;
@@ -368,6 +372,7 @@ impl Dbm for HashDbm {
             ("update_mode".into(), if s.appending { "appending" } else { "in-place" }.to_string()),
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
             ("record_comp_mode".into(), s.comp_mode().name().to_string()),
+            ("cipher".into(), s.codec.cipher.as_ref().map_or("none", |_| cipher::Sealing::NAME).to_string()),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::compress::Compression;
+use super::cipher::Cipher;
 use super::dictionary::Dictionary;
 use super::free_pool::FreePool;
 use super::header::{self, Header, Kind};
@@ -37,6 +37,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
     let mut open = o.open.clone();
     open.writable = writable;
     let file = o.open_file(path, &open)?;
+    let mut made = None;
     if file.size() == 0 {
         if !writable {
             return Err(Error::new(
@@ -44,7 +45,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
                 format!("{} is empty: not a database", path.display()),
             ));
         }
-        create(file.as_ref(), o, kind)?;
+        made = create(file.as_ref(), o, kind)?;
     }
     let mut head = vec![0u8; header::SIZE.min(file.size() as usize)];
     file.read(0, &mut head)?;
@@ -85,8 +86,8 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
             RestoreMode::Automatic => return restore::restore_in_place(path, o, file),
         }
     }
-    let compression = Compression::new(header.record_comp);
-    if let Some(c) = &compression {
+    let codec = Codec::open(&header, o.cipher_key.as_ref(), made, path)?;
+    if let Some(c) = &codec.compression {
         if header.dict_offset != 0 {
             c.set_dictionary(load_dictionary(file.as_ref(), &header, path)?);
         }
@@ -111,11 +112,11 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         healthy: AtomicBool::new(!header.open_for_writing),
         torn: AtomicBool::new(false),
         record_crc: header.record_crc,
+        codec,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
         cached_blocks: o.file.pagecache,
         batch_guess: AtomicUsize::new(0),
-        codec: Codec { compression },
         dict_offset: AtomicU64::new(header.dict_offset),
         file,
     };
@@ -129,8 +130,13 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
     Ok(state)
 }
 
-/// Writes the header and an empty bucket array of a new database.
-pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()> {
+/// Writes the header and an empty bucket array of a new database; answers
+/// the cipher derived for it if `o` gives a key.
+pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Option<Cipher>> {
+    let cipher = match o.cipher_key.as_ref().filter(|k| !k.is_empty()) {
+        Some(key) => Some(Cipher::create(key)?),
+        None => None,
+    };
     let align = 1u64 << o.align_pow;
     let unit = align.max(file.block_size());
     let table_end = header::SIZE as u64 + o.num_buckets * u64::from(o.offset_width);
@@ -150,6 +156,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         record_crc: o.record_crc_mode,
         record_comp: o.record_comp_mode,
         dict_offset: 0,
+        sealing: cipher.as_ref().map(|c| *c.sealing()),
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {
@@ -157,7 +164,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<()>
         // to the next writer, while zeros without a header are refused.
         let _ = file.truncate(0);
     }
-    written
+    written.map(|()| cipher)
 }
 
 /// Reads the compression dictionary the header points at; a damaged one is

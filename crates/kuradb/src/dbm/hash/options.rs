@@ -1,5 +1,6 @@
 //! The tuning parameters of a hash database and how it is opened.
 
+pub use super::cipher::CipherKey;
 pub use super::comp_mode::RecordCompMode;
 pub use super::crc_mode::RecordCrcMode;
 use crate::file::{File, FileSpec, FileWrapper, OpenOptions};
@@ -84,6 +85,10 @@ pub struct HashOptions {
     pub min_read_size: usize,
     /// What to do with a file that was not closed cleanly.
     pub restore: RestoreMode,
+    /// Encrypts every value with a key derived from this one (at creation;
+    /// an encrypted file must be opened with it, a plain one without any).
+    /// An empty key is none. See docs/encryption.md.
+    pub cipher_key: Option<CipherKey>,
     /// Wraps every file the database opens (for tests).
     #[doc(hidden)]
     pub wrap_file: Option<FileWrapper>,
@@ -182,6 +187,13 @@ impl HashOptions {
         self
     }
 
+    /// Sets the key the values are encrypted with (see
+    /// [`HashOptions::cipher_key`](HashOptions#structfield.cipher_key)).
+    pub fn cipher_key(mut self, key: impl Into<CipherKey>) -> HashOptions {
+        self.cipher_key = Some(key.into());
+        self
+    }
+
     /// Wraps every file the database opens (for tests).
     #[doc(hidden)]
     pub fn wrap_file(mut self, wrap_file: Option<FileWrapper>) -> HashOptions {
@@ -217,6 +229,7 @@ impl Default for HashOptions {
             cache_buckets: false,
             min_read_size: 256,
             restore: RestoreMode::Automatic,
+            cipher_key: None,
             wrap_file: None,
         }
     }

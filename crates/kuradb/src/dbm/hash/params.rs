@@ -1,7 +1,7 @@
 //! The hash database's parameters, as [`Params`](crate::dbm::params::Params)
 //! name them: its file, opening and tuning, and what a rebuild may change.
 
-use super::{HashOptions, RebuildParams, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
+use super::{CipherKey, HashOptions, RebuildParams, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
 use crate::dbm::params::{bad_value, Taker};
 use crate::error::Result;
 
@@ -9,8 +9,8 @@ impl HashOptions {
     /// `base` with the parameters a hash database takes (also the node store
     /// of a tree): the file and its opening, `num_buckets` (or `buckets`),
     /// `align_pow`, `offset_width`, `fbp_capacity`, `min_read_size`,
-    /// `cache_buckets`, `update_mode`, `record_crc_mode`, `record_comp_mode`
-    /// and `restore_mode`.
+    /// `cache_buckets`, `update_mode`, `record_crc_mode`, `record_comp_mode`,
+    /// `restore_mode` and `cipher_key`.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<HashOptions> {
         (self.file, self.open) = t.file_and_open()?;
         if let Some(n) = t.number(&["num_buckets", "buckets"])? {
@@ -40,6 +40,9 @@ impl HashOptions {
         if let Some(mode) = record_comp_mode(t)? {
             self.record_comp_mode = mode;
         }
+        if let Some(key) = cipher_key(t) {
+            self.cipher_key = Some(key);
+        }
         if let Some((name, value)) = t.take(&["restore_mode"]) {
             self.restore = match value.trim().to_ascii_lowercase().trim_start_matches("restore_") {
                 "default" | "auto" | "automatic" => RestoreMode::Automatic,
@@ -53,7 +56,8 @@ impl HashOptions {
 
 impl RebuildParams {
     /// What a rebuild's parameters change: `num_buckets`, `align_pow`,
-    /// `offset_width`, `update_mode`, `record_crc_mode` and `record_comp_mode`.
+    /// `offset_width`, `update_mode`, `record_crc_mode`, `record_comp_mode`
+    /// and `cipher_key` (empty: written unencrypted).
     pub(crate) fn take_params(t: &mut Taker<'_>) -> Result<RebuildParams> {
         Ok(RebuildParams {
             num_buckets: t.number(&["num_buckets", "buckets"])?,
@@ -62,6 +66,7 @@ impl RebuildParams {
             update_mode: update_mode(t)?,
             record_crc_mode: record_crc_mode(t)?,
             record_comp_mode: record_comp_mode(t)?,
+            cipher_key: cipher_key(t),
         })
     }
 }
@@ -92,4 +97,10 @@ pub(crate) fn record_crc_mode(t: &mut Taker<'_>) -> Result<Option<RecordCrcMode>
 pub(crate) fn record_comp_mode(t: &mut Taker<'_>) -> Result<Option<RecordCompMode>> {
     let Some((_, value)) = t.take(&["record_comp_mode", "record_comp"]) else { return Ok(None) };
     RecordCompMode::from_name(value).map(Some)
+}
+
+/// The `cipher_key` parameter: the key the values are encrypted with (its
+/// text's bytes; an empty one is none).
+pub(crate) fn cipher_key(t: &mut Taker<'_>) -> Option<CipherKey> {
+    t.take(&["cipher_key"]).map(|(_, value)| CipherKey::from(value))
 }

@@ -160,7 +160,7 @@ impl State {
     /// The value of `found`, decoded, as the functions see it.
     #[inline]
     fn value_of<'a>(&self, found: Option<&'a Found>) -> Result<Option<Cow<'a, [u8]>>> {
-        found.map(|f| f.value(&self.codec)).transpose()
+        found.map(|f| f.value(self)).transpose()
     }
 }
 

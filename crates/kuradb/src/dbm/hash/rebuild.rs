@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::dictionary::{Dictionary, Sample};
 use super::header::Kind;
 use super::open::check_options;
-use super::options::{HashOptions, RecordCompMode, RecordCrcMode, UpdateMode};
+use super::options::{CipherKey, HashOptions, RecordCompMode, RecordCrcMode, UpdateMode};
 use super::record::size_for;
 use super::restore;
 use super::state::State;
@@ -32,6 +32,10 @@ pub struct RebuildParams {
     /// How values are compressed; a zstd rebuild trains a new dictionary
     /// from a sample of the records.
     pub record_comp_mode: Option<RecordCompMode>,
+    /// The key the new file's values are encrypted with: `None` keeps the
+    /// file's own (or none), an empty key writes them unencrypted, another
+    /// key re-encrypts them under it.
+    pub cipher_key: Option<CipherKey>,
 }
 
 impl HashDbm {
@@ -58,6 +62,7 @@ impl HashDbm {
         options.update_mode = params.update_mode.unwrap_or(mode);
         options.record_crc_mode = params.record_crc_mode.unwrap_or(state.record_crc);
         options.record_comp_mode = params.record_comp_mode.unwrap_or(state.comp_mode());
+        options.cipher_key = params.cipher_key.clone().or_else(|| state.codec.key().cloned());
         if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
             *guard = Some(state);
             return Err(e);
@@ -87,6 +92,12 @@ impl HashDbm {
                 Err(e)
             }
         }
+    }
+
+    /// The key the database's values are encrypted with, if they are: what a
+    /// tree's rebuild encrypts its new store with unless told otherwise.
+    pub(crate) fn cipher_key(&self) -> Result<Option<CipherKey>> {
+        Ok(self.state()?.as_ref().and_then(|s| s.codec.key().cloned()))
     }
 
     /// Gives the open database's file the name `to` (replacing any file

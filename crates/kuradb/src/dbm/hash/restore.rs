@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::buckets::bucket_of;
 use super::change::Change;
-use super::compress::Compression;
 use super::dictionary::Dictionary;
 use super::header::{self, Header, Kind};
 use super::open::open_state;
@@ -51,7 +50,8 @@ pub(super) fn copy_into(
     o.open.truncate = true;
     // Emptied, the file gets a new header and bucket array.
     let state = open_state(dest, true, &o, kind)?;
-    if let Some(dict) = dict {
+    // An encrypted file keeps no dictionary (see `Codec::open`).
+    if let Some(dict) = dict.filter(|_| state.codec.cipher.is_none()) {
         if let Err(e) = state.apply(Change::Dictionary(dict)) {
             let _ = state.close();
             return Err(e);
@@ -150,19 +150,19 @@ fn restore_open(
             ),
         ));
     }
+    // The key is checked before the scan: a wrong one fails at once.
+    let codec = Codec::open(&header, options.cipher_key.as_ref(), None, src)?;
     let (versions, dict_at) = scan(file.as_ref(), &header, end_offset)?;
     // The file's values are read with its own dictionary, which the new
     // file keeps: a damaged one is an error naming it, since without it no
     // value written with it can be read.
-    let source = Compression::new(header.record_comp);
     let mut carried = None;
-    if let (Some(c), Some(at)) = (&source, dict_at) {
+    if let (Some(c), Some(at)) = (&codec.compression, dict_at) {
         let (h, buf) = read_at(file.as_ref(), at, header.width as usize, u32::from(header.align_pow))?;
         let dict = Dictionary::from_record(at, &h, &buf, header.width as usize, src)?;
         carried = Some(Dictionary::new(dict.number, dict.bytes.clone()));
         c.set_dictionary(dict);
     }
-    let source = Codec { compression: source };
     let mut o = options.clone();
     o.num_buckets = header.num_buckets.max(versions.len() as u64 * 2 + 1);
     o.offset_width = header.width;
@@ -178,7 +178,12 @@ fn restore_open(
                 continue;
             }
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
-            put(key, &source.decode(version.offset, &h, &buf)?)?;
+            // A value that fails authentication was changed on purpose (its
+            // checksum holds): refused, as a read of it is, not dropped.
+            let value = codec
+                .decode(version.offset, &h, &buf)
+                .map_err(|e| Error::new(e.kind(), format!("{}: {}", src.display(), e.message())))?;
+            put(key, &value)?;
             kept += 1;
         }
         Ok(())

@@ -9,9 +9,11 @@ use parking_lot::{Mutex, RwLock};
 use super::crc_mode::RecordCrcMode;
 use super::free_pool::FreePool;
 use super::header::{Header, Kind};
+use super::record;
 use super::value::Codec;
 use crate::error::{Error, ErrorKind};
 use crate::file::File;
+use std::borrow::Cow;
 
 /// Stripes of record locks: a key's bucket maps to one.
 pub(super) const SLOT_LOCKS: usize = 1024;
@@ -52,6 +54,8 @@ pub(super) struct State {
     pub(super) torn: AtomicBool,
     /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
+    /// What every value passes through between a record and a caller.
+    pub(super) codec: Codec,
     pub(super) min_read_size: usize,
     /// Pad the file to whole blocks at synchronize and close (for direct I/O).
     pub(super) padding: bool,
@@ -64,8 +68,6 @@ pub(super) struct State {
     /// much, so that records longer than `min_read_size` cost no second
     /// round of reads. Single lookups keep to `min_read_size`.
     pub(super) batch_guess: AtomicUsize,
-    /// How values are stored (compressed or not), as the header says.
-    pub(super) codec: Codec,
     /// The offset of the compression dictionary's record; 0 if none.
     pub(super) dict_offset: AtomicU64,
 }
@@ -99,7 +101,31 @@ impl State {
             record_crc: self.record_crc,
             record_comp: self.codec.compression.as_ref().map_or(Default::default(), |c| c.mode),
             dict_offset: self.dict_offset.load(Ordering::Acquire),
+            sealing: self.codec.cipher.as_ref().map(|c| *c.sealing()),
         }
+    }
+
+    /// The value a caller sees of the record at `offset` read into `buf`
+    /// (see [`Codec::decode`]); one that fails to decode is broken, in this
+    /// file, which is unhealthy from now on.
+    #[inline(always)]
+    pub(super) fn decode<'a>(
+        &self,
+        offset: u64,
+        header: &record::Header,
+        buf: &'a [u8],
+    ) -> crate::Result<Cow<'a, [u8]>> {
+        match self.codec.decode(offset, header, buf) {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.undecodable(e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn undecodable(&self, e: Error) -> Error {
+        self.healthy.store(false, Ordering::Release);
+        Error::new(e.kind(), format!("{}: {}", self.file.path().display(), e.message()))
     }
 
     pub(super) fn read_only(&self) -> Error {

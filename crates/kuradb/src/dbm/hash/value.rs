@@ -1,34 +1,92 @@
 //! The one place a value's bytes pass between a record and a caller: every
 //! stored value handed out is read through [`Codec::decode`], and every
-//! caller's value stored is written through [`Codec::encode`]. With no
-//! codec on they are the identity, borrowing without a copy; compression
-//! (`compress.rs`) makes them own the bytes between the record and the caller.
+//! caller's value stored is written through [`Codec::encode`]. With no codec
+//! on, both borrow without a copy; with one, they own the bytes between the
+//! record and the caller: compression (`compress.rs`) shrinks what is
+//! stored, then encryption (`cipher.rs`) seals it; reads undo both in the
+//! reverse order.
 
 use std::borrow::Cow;
+use std::path::Path;
 
+use super::cipher::{Cipher, CipherKey};
 use super::compress::Compression;
+use super::header::Header;
 use super::record;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
-/// How a file's values are stored: compressed or not, as its header says.
+/// The value codec of an open file, built at open from its header and the
+/// options: compression (header byte 14) and encryption (byte 15), each
+/// optional.
 pub(super) struct Codec {
     pub(super) compression: Option<Compression>,
+    /// Seals every value with the file's key.
+    pub(super) cipher: Option<Cipher>,
 }
 
 impl Codec {
-    /// The bytes a record stores for a caller's `value`: compressed (if on).
-    #[inline]
-    pub(super) fn encode<'a>(&self, value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
-        match &self.compression {
-            None => Ok(Cow::Borrowed(value)),
-            Some(c) => Ok(Cow::Owned(c.encode(value)?)),
+    /// The codec of the file at `path`, whose header is `header`, opened with
+    /// `key`; `made` is the cipher a creation just derived for it, if any.
+    /// An encrypted file needs its key and a plain one takes none: either
+    /// mistake is an error naming the file, never the key.
+    pub(super) fn open(
+        header: &Header,
+        key: Option<&CipherKey>,
+        made: Option<Cipher>,
+        path: &Path,
+    ) -> Result<Codec> {
+        let key = key.filter(|k| !k.is_empty());
+        let cipher = match (&header.sealing, key) {
+            (None, None) => None,
+            (Some(_), _) if made.is_some() => made,
+            (Some(sealing), Some(key)) => Some(Cipher::open(key, sealing, path)?),
+            (Some(_), None) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("{} is encrypted: give cipher_key", path.display()),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} is not encrypted, but a cipher_key was given: open it without one, \
+                         or rebuild it with the cipher_key parameter to encrypt it",
+                        path.display()
+                    ),
+                ))
+            }
+        };
+        let compression = Compression::new(header.record_comp);
+        // A dictionary is made of the values' common strings, and its record
+        // is not sealed: an encrypted file compresses without one.
+        if let (Some(c), Some(_)) = (&compression, &cipher) {
+            c.stop_sampling();
         }
+        Ok(Codec { compression, cipher })
+    }
+
+    /// The key the file was opened with, if it is encrypted.
+    pub(super) fn key(&self) -> Option<&CipherKey> {
+        self.cipher.as_ref().map(Cipher::key)
+    }
+
+    /// The bytes a record of `key` stores for a caller's `value`: compressed
+    /// (if on), then sealed (if on).
+    #[inline(always)]
+    pub(super) fn encode<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        if self.compression.is_none() && self.cipher.is_none() {
+            return Ok(Cow::Borrowed(value));
+        }
+        transform(self, key, value)
     }
 
     /// The value a caller sees of the record at `offset` that `header`
-    /// describes, read into `buf` from its start through its value:
-    /// decompressed (if on).
-    #[inline]
+    /// describes, read into `buf` from its start through its value: opened
+    /// (if sealed), then decompressed (if on). A value that fails
+    /// authentication or decompression is an error naming the offset (the
+    /// caller adds the file).
+    #[inline(always)]
     pub(super) fn decode<'a>(
         &self,
         offset: u64,
@@ -37,9 +95,48 @@ impl Codec {
     ) -> Result<Cow<'a, [u8]>> {
         let at = header.header_size + header.key_size;
         let stored = &buf[at..at + header.value_size];
-        match &self.compression {
-            None => Ok(Cow::Borrowed(stored)),
-            Some(c) => c.decode(offset, stored),
+        if self.compression.is_none() && self.cipher.is_none() {
+            return Ok(Cow::Borrowed(stored));
         }
+        untransform(self, offset, &buf[header.header_size..at], stored)
+    }
+}
+
+// Out of line, so that the plain path of every read and write stays as
+// small as it was before there was a codec.
+
+#[inline(never)]
+fn transform<'a>(codec: &Codec, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    let shrunk = match &codec.compression {
+        None => Cow::Borrowed(value),
+        Some(c) => Cow::Owned(c.encode(value)?),
+    };
+    match &codec.cipher {
+        None => Ok(shrunk),
+        Some(cipher) => cipher.seal(key, &shrunk).map(Cow::Owned),
+    }
+}
+
+#[inline(never)]
+fn untransform<'a>(codec: &Codec, offset: u64, key: &[u8], stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+    let opened = match &codec.cipher {
+        None => Cow::Borrowed(stored),
+        Some(cipher) => match cipher.unseal(key, stored) {
+            Some(value) => Cow::Owned(value),
+            None => {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!(
+                        "the record at offset {offset} is broken: its value fails authentication \
+                         (changed, or moved from another key's record)"
+                    ),
+                ))
+            }
+        },
+    };
+    match (&codec.compression, opened) {
+        (None, opened) => Ok(opened),
+        (Some(c), Cow::Borrowed(stored)) => c.decode(offset, stored),
+        (Some(c), Cow::Owned(plain)) => Ok(Cow::Owned(c.decode(offset, &plain)?.into_owned())),
     }
 }

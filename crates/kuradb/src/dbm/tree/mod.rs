@@ -80,7 +80,7 @@ pub use cursor::TreeCursor;
 pub use options::TreeOptions;
 pub use range::TreeRange;
 
-use super::hash::{take_record_comp_mode, take_record_crc_mode};
+use super::hash::{take_cipher_key, take_record_comp_mode, take_record_crc_mode};
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -271,15 +271,16 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree(None, None)
+        self.rebuild_tree(None, None, None)
     }
 
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         let mut t = Taker::new(params, "rebuilding a tree database");
         let record_crc = take_record_crc_mode(&mut t)?;
         let record_comp = take_record_comp_mode(&mut t)?;
+        let cipher_key = take_cipher_key(&mut t);
         t.finish()?;
-        self.rebuild_tree(record_crc, record_comp)
+        self.rebuild_tree(record_crc, record_comp, cipher_key)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -333,7 +334,7 @@ impl Dbm for TreeDbm {
         // their modes are the tree's own figures; the rest of the store's
         // are named as the store's.
         let store = t.store.inspect()?;
-        let own = |k: &str| k == "record_crc_mode" || k == "record_comp_mode";
+        let own = |k: &str| k == "record_crc_mode" || k == "record_comp_mode" || k == "cipher";
         out.extend(store.iter().filter(|(k, _)| own(k)).cloned());
         out.extend(
             store

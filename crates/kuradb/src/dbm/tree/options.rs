@@ -1,7 +1,7 @@
 //! The tuning parameters of a tree database.
 
 use super::KeyComparator;
-use crate::dbm::hash::HashOptions;
+use crate::dbm::hash::{CipherKey, HashOptions};
 
 /// Everything [`TreeDbm::open`](super::TreeDbm::open) takes. `max_page_size`,
 /// `max_branches` and `comparator` apply when the file is created; a reopen
@@ -56,6 +56,14 @@ impl TreeOptions {
     /// Sets the share of the node cache, in percent, for nodes lookups use again.
     pub fn cached_pages_protected_percent(mut self, percent: u8) -> TreeOptions {
         self.cached_pages_protected_percent = percent;
+        self
+    }
+
+    /// Encrypts every page (and so every key and value) with a key derived
+    /// from `key`: the node store's
+    /// [`cipher_key`](HashOptions#structfield.cipher_key).
+    pub fn cipher_key(mut self, key: impl Into<CipherKey>) -> TreeOptions {
+        self.hash.cipher_key = Some(key.into());
         self
     }
 

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::TreeDbm;
-use crate::dbm::hash::{RecordCompMode, RecordCrcMode};
+use crate::dbm::hash::{CipherKey, RecordCompMode, RecordCrcMode};
 use crate::dbm::tree_node::Node;
 use crate::dbm::Dbm;
 use crate::error::Result;
@@ -13,12 +13,15 @@ impl TreeDbm {
     /// Rewrites the tree into a compact new file (leaves filled whole, a fresh
     /// node store sized for them) and replaces the old file atomically. The
     /// new file keeps the old one's record checksum mode unless `record_crc`
-    /// gives another, and its compression mode unless `record_comp` does (a
-    /// zstd store trains its dictionary from the pages the copy writes).
+    /// gives another, its compression mode unless `record_comp` does (a
+    /// zstd store trains its dictionary from the pages the copy writes), and
+    /// its cipher key unless `cipher_key` gives another (an empty one:
+    /// unencrypted).
     pub(super) fn rebuild_tree(
         &self,
         record_crc: Option<RecordCrcMode>,
         record_comp: Option<RecordCompMode>,
+        cipher_key: Option<CipherKey>,
     ) -> Result<()> {
         self.owner.check(&self.path)?;
         let _scan = crate::caching::ScanScope::enter();
@@ -48,6 +51,16 @@ impl TreeDbm {
             Some(mode) => mode,
             None => match tree.store.record_comp_mode() {
                 Ok(mode) => mode,
+                Err(e) => {
+                    *guard = Some(tree);
+                    return Err(e);
+                }
+            },
+        };
+        options.hash.cipher_key = match cipher_key {
+            Some(key) => Some(key),
+            None => match tree.store.cipher_key() {
+                Ok(key) => key,
                 Err(e) => {
                     *guard = Some(tree);
                     return Err(e);
