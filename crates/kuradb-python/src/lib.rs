@@ -15,6 +15,7 @@ mod cursor;
 mod database;
 mod error;
 mod future;
+mod reference_api;
 
 use pyo3::prelude::*;
 
@@ -27,5 +28,6 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cursor::RecordIterator>()?;
     error::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())
 }

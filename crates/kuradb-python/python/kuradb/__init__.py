@@ -14,6 +14,7 @@ its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.dbm`` is 
 """
 
 from ._kuradb import (
+    ANY_DATA,
     DBM,
     AsyncDBM,
     Future,
@@ -33,6 +34,7 @@ from ._kuradb import (
 )
 
 __all__ = [
+    "ANY_DATA",
     "DBM",
     "AsyncDBM",
     "Future",
