@@ -33,7 +33,10 @@ fn search_prints_the_matching_keys_in_each_mode() {
     assert_eq!(ok(&["search", "--mode", "regex", tree, "^a.*t$"]), "apricot\n");
     assert_eq!(ok(&["search", "--mode", "edit", "--max", "2", tree, "grap"]), "grape\napple\n");
     assert_eq!(ok(&["search", "--mode", "lower", tree, "b"]), "apricot\napple\n");
-    assert_eq!(ok(&["search", "--mode", "containword", "--hex", tree, "6170706c65"]), "6170706c65\n70696e650a6170706c65\n");
+    assert_eq!(
+        ok(&["search", "--mode", "containword", "--hex", tree, "6170706c65"]),
+        "6170706c65\n70696e650a6170706c65\n"
+    );
     fails_with(&["search", "--mode", "bogus", tree, "x"], "unknown search mode \"bogus\"");
     fails_with(&["search", "--mode", "regex", tree, "("], "invalid regular expression");
     let hash = dir.path().join("casket.tkh");

@@ -55,7 +55,11 @@ pub struct Database {
 
 impl Database {
     /// Runs `f` on the open database with the GIL released.
-    pub(crate) fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&AnyDbm) -> Result<R> + Send) -> PyResult<R> {
+    pub(crate) fn run<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+    ) -> PyResult<R> {
         py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 

@@ -46,7 +46,11 @@ impl Database {
     }
 
     /// Removes `key` and returns its value (None: it was absent).
-    fn remove_and_get<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn remove_and_get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let key = bytes_of(key, "key")?;
         let old = self.run(py, |db| db.remove_and_get(&key))?;
         Ok(old.map(|v| PyBytes::new(py, &v)))
@@ -107,7 +111,9 @@ impl Database {
         let wait = match timeout {
             None => None,
             Some(t) if t.is_nan() || t < 0.0 => {
-                return Err(PyValueError::new_err(format!("timeout must be a number of seconds >= 0, not {t}")))
+                return Err(PyValueError::new_err(format!(
+                    "timeout must be a number of seconds >= 0, not {t}"
+                )))
             }
             Some(t) => Some(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX)),
         };
@@ -156,9 +162,7 @@ impl Database {
     /// Writes every record to the file at `path` (replaced) as the
     /// reference's flat records.
     fn export_to_flat_records(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        self.run(py, |db| {
-            write_file(&path, |out| export_to_flat_records(db, out))
-        })
+        self.run(py, |db| write_file(&path, |out| export_to_flat_records(db, out)))
     }
 
     /// Sets every record of the flat record file at `path`; returns how many.

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
-use kuradb::dbm::{Desired, Dbm, Expected, SearchMode};
+use kuradb::dbm::{Dbm, Desired, Expected, SearchMode};
 use kuradb::{AnyDbm, Params};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
@@ -72,7 +72,8 @@ fn the_get_forms_agree_with_a_model_on_every_class() {
                     model.remove(&key);
                 }
                 _ => {
-                    let expected_value = if rng.gen_bool(0.5) { old.clone().unwrap_or_default() } else { value.clone() };
+                    let expected_value =
+                        if rng.gen_bool(0.5) { old.clone().unwrap_or_default() } else { value.clone() };
                     let expected = match rng.gen_range(0..3) {
                         0 => Expected::Absent,
                         1 => Expected::Any,
@@ -248,7 +249,9 @@ fn lev<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
-            t[i][j] = (t[i - 1][j] + 1).min(t[i][j - 1] + 1).min(t[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]));
+            t[i][j] = (t[i - 1][j] + 1)
+                .min(t[i][j - 1] + 1)
+                .min(t[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]));
         }
     }
     t[a.len()][b.len()]
@@ -337,7 +340,11 @@ fn search_works_on_every_class_and_refuses_a_bad_regex() {
         let mut found = db.search(SearchMode::CONTAIN, b"apple", 0).unwrap();
         found.sort();
         assert_eq!(found, [b"apple".to_vec(), b"pineapple".to_vec()], "{params}");
-        assert_eq!(db.search(SearchMode::Edit, "日本X".as_bytes(), 2).unwrap(), ["日本".as_bytes(), "日本語".as_bytes()], "{params}");
+        assert_eq!(
+            db.search(SearchMode::Edit, "日本X".as_bytes(), 2).unwrap(),
+            ["日本".as_bytes(), "日本語".as_bytes()],
+            "{params}"
+        );
         let mut found = db.search(SearchMode::Regex, b"^a.*t$|^g", 0).unwrap();
         found.sort();
         assert_eq!(found, [b"apricot".to_vec(), b"grape".to_vec()], "{params}");
@@ -377,7 +384,8 @@ fn flat_records_and_key_lines_carry_every_record_of_every_class() {
         assert_eq!(keys, expected, "{params}");
         // A cut file is refused, naming the problem, after the records before the cut.
         let cut = &file[..file.len() - 1];
-        let err = import_from_flat_records(&kuradb::StdHashDbm::new(&Default::default()), &mut &cut[..]).unwrap_err();
+        let err = import_from_flat_records(&kuradb::StdHashDbm::new(&Default::default()), &mut &cut[..])
+            .unwrap_err();
         assert!(err.message().contains("damaged"), "{params}: {err}");
         db.close().unwrap();
     }

@@ -122,7 +122,10 @@ fn import_records(db: &dyn Dbm, args: &ImportArgs, mut input: Box<dyn BufRead>, 
         let mut reader = FlatRecordReader::new(input);
         let (mut key, mut value) = (Vec::new(), Vec::new());
         let at = |e: Error| {
-            Error::new(e.kind(), format!("{}: {} (a TSV file needs no --flat)", args.input.display(), e.message()))
+            Error::new(
+                e.kind(),
+                format!("{}: {} (a TSV file needs no --flat)", args.input.display(), e.message()),
+            )
         };
         while reader.next_pair(&mut key, &mut value).map_err(at)? {
             put(&key, &value)?;

@@ -152,12 +152,7 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.rekey(old_key, new_key, overwrite, copying)
         }
-        fn set_and_get(
-            &self,
-            key: &[u8],
-            value: &[u8],
-            overwrite: bool,
-        ) -> $crate::Result<Option<Vec<u8>>> {
+        fn set_and_get(&self, key: &[u8], value: &[u8], overwrite: bool) -> $crate::Result<Option<Vec<u8>>> {
             let $this = self;
             $target.set_and_get(key, value, overwrite)
         }

@@ -38,9 +38,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
+pub use exchange::{Desired, Expected};
 pub(crate) use forward::forward_dbm;
 use params::{Params, Taker};
-pub use exchange::{Desired, Expected};
 pub use search::SearchMode;
 
 /// The delta of [`Dbm::increment`] that reads the number without changing it.

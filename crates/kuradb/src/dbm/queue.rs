@@ -143,7 +143,8 @@ impl Waiter {
                     if left.is_zero() {
                         return false;
                     }
-                    pushes = self.signal.raised.wait_timeout(pushes, left).unwrap_or_else(|p| p.into_inner()).0;
+                    pushes =
+                        self.signal.raised.wait_timeout(pushes, left).unwrap_or_else(|p| p.into_inner()).0;
                 }
             }
         }

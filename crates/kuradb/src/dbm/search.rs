@@ -82,12 +82,28 @@ pub enum SearchMode {
 
 impl SearchMode {
     /// Plain `contain`.
-    pub const CONTAIN: SearchMode = SearchMode::Contain { ignore_case: false, whole_word: false, any_line: false };
+    pub const CONTAIN: SearchMode =
+        SearchMode::Contain { ignore_case: false, whole_word: false, any_line: false };
 }
 
 const NAMES: [&str; 17] = [
-    "contain", "containcase", "containword", "containcaseword", "contain*", "containcase*", "containword*",
-    "containcaseword*", "begin", "end", "regex", "edit", "editbin", "upper", "upperinc", "lower", "lowerinc",
+    "contain",
+    "containcase",
+    "containword",
+    "containcaseword",
+    "contain*",
+    "containcase*",
+    "containword*",
+    "containcaseword*",
+    "begin",
+    "end",
+    "regex",
+    "edit",
+    "editbin",
+    "upper",
+    "upperinc",
+    "lower",
+    "lowerinc",
 ];
 
 impl FromStr for SearchMode {
@@ -154,8 +170,11 @@ pub(crate) fn search<D: Dbm + ?Sized>(
             } else {
                 vec![pattern.to_vec()]
             };
-            let patterns: Vec<Vec<u8>> =
-                if ignore_case { patterns.iter().map(|p| p.to_ascii_lowercase()).collect() } else { patterns };
+            let patterns: Vec<Vec<u8>> = if ignore_case {
+                patterns.iter().map(|p| p.to_ascii_lowercase()).collect()
+            } else {
+                patterns
+            };
             scan(db, capacity, |key| {
                 let lowered;
                 let text = if ignore_case {
@@ -222,7 +241,11 @@ fn scan<D: Dbm + ?Sized>(db: &D, capacity: usize, matches: impl Fn(&[u8]) -> boo
 }
 
 /// The `capacity` keys of least `distance`, ties in byte order.
-fn nearest<D: Dbm + ?Sized>(db: &D, capacity: usize, distance: impl Fn(&[u8]) -> usize) -> Result<Vec<Vec<u8>>> {
+fn nearest<D: Dbm + ?Sized>(
+    db: &D,
+    capacity: usize,
+    distance: impl Fn(&[u8]) -> usize,
+) -> Result<Vec<Vec<u8>>> {
     // A max-heap of the best so far: its top is the first to give way.
     let mut best: BinaryHeap<(usize, Vec<u8>)> = BinaryHeap::new();
     db.process_each(false, &mut |key, _| {
