@@ -5,6 +5,7 @@ both must print the same)."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import sys
 import threading
 import time
@@ -13,8 +14,7 @@ import pytest
 
 import kuradb
 
-from test_compat_tkrzw import REFERENCE_PYTHON, _has_reference, run as _unused  # noqa: F401
-import subprocess
+from test_compat_tkrzw import REFERENCE_PYTHON, _has_reference
 
 PROGRAM = pathlib.Path(__file__).with_name("reference_api_program.py")
 
@@ -41,8 +41,8 @@ def test_same_output_as_the_reference(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.fixture
-def db():
-    with kuradb.DBM("", True, dbm="baby") as db:
+def db(tmp_path: pathlib.Path):
+    with kuradb.DBM(tmp_path / "casket.tkmb", True) as db:
         yield db
 
 
@@ -92,7 +92,7 @@ def test_search_and_the_exports(db: kuradb.DBM, tmp_path: pathlib.Path) -> None:
     db.export_to_flat_records(tmp_path / "x.flat")
     db.export_keys_as_lines(tmp_path / "keys.txt")
     assert (tmp_path / "keys.txt").read_bytes() == b"apple\napricot\ngrape\n"
-    with kuradb.DBM("", True, dbm="stdhash") as other:
+    with kuradb.DBM(tmp_path / "other.tksh", True) as other:
         assert other.import_from_flat_records(tmp_path / "x.flat") == 3 and other["grape"] == b"v"
         (tmp_path / "bad.flat").write_bytes(b"\xff\x05abc")
         with pytest.raises(kuradb.BrokenDataError, match="damaged"):

@@ -244,9 +244,7 @@ fn lev<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     for (i, row) in t.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        t[0][j] = j;
-    }
+    t[0] = (0..=b.len()).collect();
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             t[i][j] = (t[i - 1][j] + 1)

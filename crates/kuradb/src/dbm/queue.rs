@@ -95,8 +95,11 @@ struct Signal {
     raised: Condvar,
 }
 
-/// The signals of the databases someone waits on, with how many wait.
-static SIGNALS: LazyLock<Mutex<HashMap<usize, (Arc<Signal>, usize)>>> = LazyLock::new(Default::default);
+/// A database's signal and how many pops wait on it.
+type Entry = (Arc<Signal>, usize);
+
+/// The signals of the databases someone waits on, by address.
+static SIGNALS: LazyLock<Mutex<HashMap<usize, Entry>>> = LazyLock::new(Default::default);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere cannot leave a counter half changed: go on with it.

@@ -32,7 +32,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// }
 /// let found = db.search("containcase".parse()?, b"apple", 0)?;
 /// assert_eq!(found, [b"Pineapple".to_vec(), b"apple".to_vec()]);
-/// // Nearest first: "apple" is 0 edits from "appel"… no, 2; "apricot" 5.
+/// // The two keys fewest edits away, nearest first ("apple" is two away).
 /// let nearest = db.search(SearchMode::Edit, b"appel", 2)?;
 /// assert_eq!(nearest, [b"apple".to_vec(), b"grape".to_vec()]);
 /// let after = db.search(SearchMode::Upper { inclusive: false }, b"apricot", 0)?;
