@@ -16,9 +16,9 @@
 mod admin;
 mod codec;
 mod convert;
-mod flat;
 mod progress;
 mod records;
+mod search;
 mod transfer;
 
 use std::path::Path;
@@ -55,6 +55,8 @@ enum UtilCommand {
     Export(transfer::ExportArgs),
     /// Adds every record of a TSV file (or a flat record file with --flat).
     Import(transfer::ImportArgs),
+    /// Prints the keys that match a pattern (contain, begin, end, regex, edit, …), one a line.
+    Search(search::SearchArgs),
     /// Rewrites a database compactly, optionally with new tuning parameters.
     Rebuild(admin::RebuildArgs),
     /// Recovers what a crashed or damaged database holds into a new file.
@@ -80,6 +82,7 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::List(a) => records::list(a),
         UtilCommand::Export(a) => transfer::export(a),
         UtilCommand::Import(a) => transfer::import(a),
+        UtilCommand::Search(a) => search::search(a),
         UtilCommand::Rebuild(a) => admin::rebuild(a),
         UtilCommand::Restore(a) => admin::restore(a),
         UtilCommand::Merge(a) => admin::merge(a),

@@ -55,12 +55,16 @@ pub struct Database {
 
 impl Database {
     /// Runs `f` on the open database with the GIL released.
-    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&AnyDbm) -> Result<R> + Send) -> PyResult<R> {
+    pub(crate) fn run<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+    ) -> PyResult<R> {
         py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 
     /// The address that marks this database in [`IN_CALLBACK`].
-    fn id(&self) -> usize {
+    pub(crate) fn id(&self) -> usize {
         self as *const Database as usize
     }
 
@@ -125,7 +129,7 @@ impl Database {
 }
 
 /// The value a Python callback returned, as what to do with the record.
-fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> {
+pub(crate) fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> {
     if result.is_none() {
         return Ok(Action::Keep);
     }
@@ -137,7 +141,7 @@ fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> {
 
 /// Calls a Python callback of the database `id` from inside it with the GIL
 /// taken back; an exception is kept in `failure` and the record left as it was.
-fn call_back(
+pub(crate) fn call_back(
     id: usize,
     failure: &mut Option<PyErr>,
     f: impl FnOnce(Python<'_>) -> PyResult<Action<'static>>,

@@ -16,6 +16,7 @@ mod database;
 mod error;
 mod future;
 mod index;
+mod reference_api;
 
 use pyo3::prelude::*;
 
@@ -30,5 +31,6 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndexIterator>()?;
     error::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())
 }

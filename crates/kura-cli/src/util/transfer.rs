@@ -1,15 +1,16 @@
 //! `kura util export|import`: every record to or from a TSV file (key TAB
 //! value, one record a line, fields escaped as `codec` says) or a flat record
-//! file of exact bytes (`--flat`, the layout of `flat`).
+//! file of exact bytes (`--flat`, the reference's layout, read and written by
+//! the library's `kuradb::dbm::flat_records`).
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use kuradb::dbm::flat_records::{write_flat_record, FlatRecordReader};
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
-use super::flat::{self, FlatReader};
 use super::{finish, output, progress, write_error, Access, CodecFlags, DbFlags};
 
 /// Arguments of `kura util export`.
@@ -47,7 +48,7 @@ fn export_records(db: &dyn Dbm, args: &ExportArgs) -> Result<()> {
     let mut line = Vec::new();
     while let Some((key, value)) = cursor.get()? {
         if args.flat {
-            flat::write_record(&mut out, &key).and_then(|()| flat::write_record(&mut out, &value))
+            write_flat_record(&mut out, &key).and_then(|()| write_flat_record(&mut out, &value))
         } else {
             line.clear();
             codec.encode_field(&key, &mut line);
@@ -118,17 +119,17 @@ fn import_records(db: &dyn Dbm, args: &ImportArgs, mut input: Box<dyn BufRead>, 
         Ok(())
     };
     if args.flat {
-        let mut reader = FlatReader::new(input);
+        let mut reader = FlatRecordReader::new(input);
         let (mut key, mut value) = (Vec::new(), Vec::new());
-        while reader.next_record(&mut key)? {
-            if !reader.next_record(&mut value)? {
-                return Err(Error::new(
-                    ErrorKind::BrokenData,
-                    format!("{}: the last key has no value (the file is cut short)", args.input.display()),
-                ));
-            }
+        let at = |e: Error| {
+            Error::new(
+                e.kind(),
+                format!("{}: {} (a TSV file needs no --flat)", args.input.display(), e.message()),
+            )
+        };
+        while reader.next_pair(&mut key, &mut value).map_err(at)? {
             put(&key, &value)?;
-            bar.set_position(reader.offset);
+            bar.set_position(reader.offset());
         }
     } else {
         let codec = args.codec.codec();

@@ -15,6 +15,7 @@ is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.dbm`` 
 """
 
 from ._kuradb import (
+    ANY_DATA,
     DBM,
     AsyncDBM,
     Future,
@@ -36,6 +37,7 @@ from ._kuradb import (
 )
 
 __all__ = [
+    "ANY_DATA",
     "DBM",
     "AsyncDBM",
     "Future",

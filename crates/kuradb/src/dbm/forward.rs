@@ -152,6 +152,53 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.rekey(old_key, new_key, overwrite, copying)
         }
+        fn set_and_get(&self, key: &[u8], value: &[u8], overwrite: bool) -> $crate::Result<Option<Vec<u8>>> {
+            let $this = self;
+            $target.set_and_get(key, value, overwrite)
+        }
+        fn remove_and_get(&self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
+            let $this = self;
+            $target.remove_and_get(key)
+        }
+        fn compare_exchange_and_get(
+            &self,
+            key: &[u8],
+            expected: $crate::dbm::Expected<'_>,
+            desired: $crate::dbm::Desired<'_>,
+        ) -> $crate::Result<(bool, Option<Vec<u8>>)> {
+            let $this = self;
+            $target.compare_exchange_and_get(key, expected, desired)
+        }
+        fn process_first<'a>(
+            &self,
+            writable: bool,
+            f: &mut $crate::dbm::EachProcessor<'a>,
+        ) -> $crate::Result<bool> {
+            let $this = self;
+            $target.process_first(writable, f)
+        }
+        // The queue's two ends go to the inner database together, so a pop
+        // waiting on it is woken by a push through any wrapper.
+        fn pop_first(
+            &self,
+            retry_wait: Option<std::time::Duration>,
+        ) -> $crate::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            let $this = self;
+            $target.pop_first(retry_wait)
+        }
+        fn push_last(&self, value: &[u8], wtime: Option<f64>) -> $crate::Result<Vec<u8>> {
+            let $this = self;
+            $target.push_last(value, wtime)
+        }
+        fn search(
+            &self,
+            mode: $crate::dbm::SearchMode,
+            pattern: &[u8],
+            capacity: usize,
+        ) -> $crate::Result<Vec<Vec<u8>>> {
+            let $this = self;
+            $target.search(mode, pattern, capacity)
+        }
         fn export(&self, dest: &dyn $crate::dbm::Dbm) -> $crate::Result<()> {
             let $this = self;
             $target.export(dest)

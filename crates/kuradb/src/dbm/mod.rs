@@ -13,7 +13,9 @@ pub mod baby;
 pub mod cache;
 pub mod class;
 pub mod comparator;
+pub mod exchange;
 pub mod flat;
+pub mod flat_records;
 mod forward;
 pub mod hash;
 pub(crate) mod ordered_cursor;
@@ -21,6 +23,8 @@ pub mod pair;
 pub mod params;
 pub mod persistence;
 pub mod poly;
+mod queue;
+pub mod search;
 pub mod shard;
 pub mod skip;
 pub mod std_map;
@@ -32,10 +36,13 @@ mod varint;
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
+pub use exchange::{Desired, Expected};
 pub(crate) use forward::forward_dbm;
 use params::{Params, Taker};
+pub use search::SearchMode;
 
 /// The delta of [`Dbm::increment`] that reads the number without changing it.
 pub const INCREMENT_UNCHANGED: i64 = i64::MIN;
@@ -375,6 +382,91 @@ pub trait Dbm: Send + Sync {
             }
         })?;
         outcome
+    }
+
+    /// Stores `value` under `key` and answers the value it replaced (`None`:
+    /// the key was absent). If the key exists and `overwrite` is false,
+    /// nothing changes and the answer is the value that stays (the reference
+    /// reports a duplication error beside it).
+    fn set_and_get(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<Option<Vec<u8>>> {
+        let mut old = None;
+        self.process(key, true, &mut |current| {
+            old = current.map(<[u8]>::to_vec);
+            if current.is_some() && !overwrite {
+                Action::Keep
+            } else {
+                Action::set(value)
+            }
+        })?;
+        Ok(old)
+    }
+
+    /// Removes `key` and answers the value it had (`None`: it was absent).
+    fn remove_and_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut old = None;
+        self.process(key, true, &mut |current| {
+            old = current.map(<[u8]>::to_vec);
+            if current.is_some() {
+                Action::Remove
+            } else {
+                Action::Keep
+            }
+        })?;
+        Ok(old)
+    }
+
+    /// Applies `desired` to `key`'s record if it meets `expected`, atomically,
+    /// and answers whether it did and the value the record had before
+    /// (whether or not it matched). [`Expected::Any`] and [`Desired::Keep`]
+    /// are the reference's `ANY_DATA`.
+    fn compare_exchange_and_get(
+        &self,
+        key: &[u8],
+        expected: Expected<'_>,
+        desired: Desired<'_>,
+    ) -> Result<(bool, Option<Vec<u8>>)> {
+        let mut outcome = (false, None);
+        self.process(key, desired != Desired::Keep, &mut |current| {
+            outcome = (expected.holds(current), current.map(<[u8]>::to_vec));
+            match desired {
+                _ if !outcome.0 => Action::Keep,
+                Desired::Keep => Action::Keep,
+                Desired::Remove => Action::Remove,
+                Desired::Value(v) => Action::set(v),
+            }
+        })?;
+        Ok(outcome)
+    }
+
+    /// Shows the first record, in the order of the database's cursor, to `f`
+    /// under the record's lock and carries out its answer; answers whether
+    /// there was a record. Ordered databases find it at once, unordered ones
+    /// by walking to their first record.
+    fn process_first<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<bool> {
+        queue::process_first(self, writable, f)
+    }
+
+    /// Removes the first record (see [`Dbm::process_first`]) and answers it.
+    /// With `retry_wait`, an empty database is waited on for up to that long
+    /// for a [`Dbm::push_last`] on the same database; `None` or zero answers
+    /// `None` at once. A skip database sees its last synchronized state, so
+    /// it pops the same record until synchronized.
+    fn pop_first(&self, retry_wait: Option<Duration>) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        queue::pop_first(self, retry_wait)
+    }
+
+    /// Stores `value` under a new key made from the time `wtime` (seconds
+    /// since the Unix epoch; `None` or negative: now): 8 big-endian bytes
+    /// counting 10 ns units, the next free one if taken, so records queue in
+    /// push order. Wakes the pops waiting on this database; answers the key.
+    fn push_last(&self, value: &[u8], wtime: Option<f64>) -> Result<Vec<u8>> {
+        queue::push_last(self, value, wtime)
+    }
+
+    /// The keys that `mode` matches with `pattern`, at most `capacity` of
+    /// them (0: all): see [`SearchMode`] for each mode's order.
+    fn search(&self, mode: SearchMode, pattern: &[u8], capacity: usize) -> Result<Vec<Vec<u8>>> {
+        search::search(self, mode, pattern, capacity)
     }
 
     /// Copies every record into `dest` (overwriting what is there).

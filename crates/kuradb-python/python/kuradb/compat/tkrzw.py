@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional,
 
 from .. import _kuradb
 
-__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator"]
+__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator", "File"]
 
 Data = Union[bytes, str]
 _IGNORED_PARAMS = ("concurrent", "num_shards")
@@ -175,6 +175,20 @@ def _bytes(data: Any) -> bytes:
     if isinstance(data, (bytearray, memoryview)):
         return bytes(data)
     return str(data).encode()
+
+
+def _like(value: Optional[bytes], model: Any) -> Optional[Data]:
+    """``value`` as str if ``model`` is a str, as the reference returns it."""
+    if value is not None and isinstance(model, str):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _path_of(file: Any) -> str:
+    path = file.GetPath() if hasattr(file, "GetPath") else None
+    if not isinstance(path, str):
+        raise TypeError("the file must be an open tkrzw.File")
+    return path
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -343,6 +357,94 @@ class DBM:
     def Export(self, dest_dbm: DBM) -> Status:
         return self._call(lambda db: db.export(dest_dbm._open))
 
+    def SetAndGet(self, key: Data, value: Data, overwrite: bool = True) -> Tuple[Status, Optional[Data]]:
+        """Sets a record and returns (status, old value or None); the old value
+        is str if ``value`` is. DUPLICATION_ERROR (with the value that stays)
+        if the record exists and ``overwrite`` is false."""
+        try:
+            old = self._open.set_and_get(_bytes(key), _bytes(value), overwrite)
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e), None
+        status = Status(Status.DUPLICATION_ERROR) if old is not None and not overwrite else Status()
+        return status, _like(old, value)
+
+    def RemoveAndGet(self, key: Data) -> Tuple[Status, Optional[Data]]:
+        """Removes a record and returns (status, its value); NOT_FOUND_ERROR
+        and None if absent. The value is str if ``key`` is."""
+        try:
+            old = self._open.remove_and_get(_bytes(key))
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e), None
+        return (Status() if old is not None else Status(Status.NOT_FOUND_ERROR)), _like(old, key)
+
+    def CompareExchangeAndGet(
+        self, key: Data, expected: Optional[Data], desired: Optional[Data]
+    ) -> Tuple[Status, Optional[Data]]:
+        """CompareExchange that also returns the value before (None: absent),
+        str if ``expected`` or ``desired`` is; INFEASIBLE_ERROR if it did not match."""
+        old_arg = None if expected is None else _bytes(expected)
+        new_arg = None if desired is None else _bytes(desired)
+        try:
+            done, old = self._open.compare_exchange_and_get(_bytes(key), old_arg, new_arg)
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e), None
+        text = isinstance(expected, str) or isinstance(desired, str)
+        if old is not None and text:
+            old = old.decode("utf-8", "replace")
+        return (Status() if done else Status(Status.INFEASIBLE_ERROR)), old
+
+    def ProcessFirst(self, func: Callable[[bytes, bytes], Any], writable: bool) -> Status:
+        """Calls func(key, value) on the first record, with Process's return
+        convention; NOT_FOUND_ERROR if the database is empty."""
+        def first(db: _kuradb.DBM) -> None:
+            if not db.process_first(func, writable):
+                raise _kuradb.NotFoundError("not found: no record")
+
+        return self._call(first)
+
+    def PopFirst(self, status: Optional[Status] = None) -> Optional[Tuple[bytes, bytes]]:
+        """Removes the first record and returns (key, value); None and
+        NOT_FOUND_ERROR if the database is empty."""
+        try:
+            record = self._open.pop_first()
+        except _kuradb.Error as e:
+            _report(status, _status_of(e))
+            return None
+        _report(status, _SUCCESS if record is not None else Status(Status.NOT_FOUND_ERROR))
+        return record
+
+    def PopFirstStr(self, status: Optional[Status] = None) -> Optional[Tuple[str, str]]:
+        record = self.PopFirst(status)
+        if record is None:
+            return None
+        return record[0].decode("utf-8", "replace"), record[1].decode("utf-8", "replace")
+
+    def PushLast(self, value: Data, wtime: Optional[float] = None) -> Status:
+        """Adds a record keyed by the time ``wtime`` (None: now), 8 big-endian
+        bytes of 10 ns units, the next free one if taken."""
+        return self._call(lambda db: db.push_last(_bytes(value), wtime))
+
+    def Search(self, mode: str, pattern: Data, capacity: int = 0) -> List[str]:
+        """The keys matching ``pattern`` in ``mode``, as str; raises
+        StatusException for an unknown mode or a bad pattern."""
+        try:
+            keys = self._open.search(mode, _bytes(pattern), capacity)
+        except _kuradb.Error as e:
+            raise StatusException(_status_of(e)) from None
+        return [k.decode("utf-8", "replace") for k in keys]
+
+    def ExportToFlatRecords(self, dest_file: Any) -> Status:
+        """Writes every record to ``dest_file`` (a File, emptied first) as flat records."""
+        return self._call(lambda db: db.export_to_flat_records(_path_of(dest_file)))
+
+    def ImportFromFlatRecords(self, src_file: Any) -> Status:
+        """Sets every record of the flat records in ``src_file`` (a File)."""
+        return self._call(lambda db: db.import_from_flat_records(_path_of(src_file)))
+
+    def ExportKeysAsLines(self, dest_file: Any) -> Status:
+        """Writes every key and a line feed to ``dest_file`` (a File, emptied first)."""
+        return self._call(lambda db: db.export_keys_as_lines(_path_of(dest_file)))
+
     def Inspect(self) -> Dict[str, str]:
         return self._open.inspect()
 
@@ -491,3 +593,4 @@ class Iterator:
 # Last: the asynchronous adapter is written on top of the names above.
 from ._tkrzw_async import AsyncDBM, Future  # noqa: E402
 from ._tkrzw_index import Index, IndexIterator  # noqa: E402
+from ._tkrzw_file import File  # noqa: E402

@@ -1,0 +1,134 @@
+"""``File`` of the reference's Python module, enough of it to hand a file to
+``DBM.ExportToFlatRecords``, ``ImportFromFlatRecords`` and
+``ExportKeysAsLines`` and to read and write it as the reference's programs
+do: Open, Close, Read, ReadStr, Write, Append, Truncate, Synchronize,
+GetSize, GetPath. It works through Python's own file objects, not kuradb's
+file layer, and has no ``Search`` (kuradb.compat.tkrzw re-exports it).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, BinaryIO, Optional
+
+from .tkrzw import Data, Status, _bytes, _report
+
+__all__ = ["File"]
+
+
+class File:
+    """A file read and written at offsets, as the reference's ``tkrzw.File``."""
+
+    def __init__(self) -> None:
+        self._file: Optional[BinaryIO] = None
+        self._path = ""
+
+    def Open(self, path: str, writable: bool, **params: Any) -> Status:
+        """Opens ``path``; ``truncate`` empties it and ``no_create`` refuses a
+        missing one (writable only). The reference's I/O tuning parameters are
+        accepted and have no effect here."""
+        if self._file is not None:
+            return Status(Status.PRECONDITION_ERROR, "opened file")
+        exists = os.path.exists(path)
+        if writable and not exists and params.get("no_create"):
+            return Status(Status.NOT_FOUND_ERROR, f"no such file: {path}")
+        try:
+            if not writable:
+                self._file = open(path, "rb", buffering=0)
+            elif params.get("truncate") or not exists:
+                self._file = open(path, "w+b", buffering=0)
+            else:
+                self._file = open(path, "r+b", buffering=0)
+        except FileNotFoundError as e:
+            return Status(Status.NOT_FOUND_ERROR, str(e))
+        except OSError as e:
+            return Status(Status.SYSTEM_ERROR, str(e))
+        self._path = path
+        return Status()
+
+    def Close(self) -> Status:
+        if self._file is None:
+            return Status(Status.PRECONDITION_ERROR, "not opened file")
+        self._file.close()
+        self._file = None
+        return Status()
+
+    def Read(self, off: int, size: int, status: Optional[Status] = None) -> Optional[bytes]:
+        """The ``size`` bytes at ``off``, or None (INFEASIBLE_ERROR) if they
+        go past the end."""
+        if self._file is None:
+            _report(status, Status(Status.PRECONDITION_ERROR, "not opened file"))
+            return None
+        if off < 0 or size < 0 or off + size > self._size():
+            _report(status, Status(Status.INFEASIBLE_ERROR, "excessive size"))
+            return None
+        self._file.seek(off)
+        data = self._file.read(size)
+        _report(status, Status())
+        return data
+
+    def ReadStr(self, off: int, size: int, status: Optional[Status] = None) -> Optional[str]:
+        data = self.Read(off, size, status)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def Write(self, off: int, data: Data) -> Status:
+        """Writes ``data`` at ``off``, extending the file if needed."""
+        if self._file is None:
+            return Status(Status.PRECONDITION_ERROR, "not opened file")
+        try:
+            self._file.seek(off)
+            self._file.write(_bytes(data))
+        except OSError as e:
+            return Status(Status.SYSTEM_ERROR, str(e))
+        return Status()
+
+    def Append(self, data: Data, status: Optional[Status] = None) -> Optional[int]:
+        """Writes ``data`` at the end; returns the offset it was written at."""
+        if self._file is None:
+            _report(status, Status(Status.PRECONDITION_ERROR, "not opened file"))
+            return None
+        off = self._size()
+        outcome = self.Write(off, data)
+        _report(status, outcome)
+        return off if outcome.IsOK() else None
+
+    def Truncate(self, size: int) -> Status:
+        if self._file is None:
+            return Status(Status.PRECONDITION_ERROR, "not opened file")
+        try:
+            self._file.truncate(size)
+        except OSError as e:
+            return Status(Status.SYSTEM_ERROR, str(e))
+        return Status()
+
+    def Synchronize(self, hard: bool, off: int = 0, size: int = 0) -> Status:
+        """Flushes to the OS, and to the device if ``hard`` (the whole file,
+        whatever the range)."""
+        if self._file is None:
+            return Status(Status.PRECONDITION_ERROR, "not opened file")
+        try:
+            self._file.flush()
+            if hard:
+                os.fsync(self._file.fileno())
+        except OSError as e:
+            return Status(Status.SYSTEM_ERROR, str(e))
+        return Status()
+
+    def GetSize(self) -> Optional[int]:
+        return None if self._file is None else self._size()
+
+    def GetPath(self) -> Optional[str]:
+        return None if self._file is None else self._path
+
+    def _size(self) -> int:
+        assert self._file is not None
+        self._file.flush()
+        return os.fstat(self._file.fileno()).st_size
+
+    def __repr__(self) -> str:
+        if self._file is None:
+            return "<tkrzw.File: class=unknown path= size=-1>"
+        return f"<tkrzw.File: class=PositionalParallelFile path={self._path} size={self._size()}>"
+
+    def __str__(self) -> str:
+        return repr(self)[len("<tkrzw.File: "):-1]
