@@ -10,6 +10,7 @@ mod file_options;
 mod file_perf;
 mod perf;
 mod report;
+mod serve;
 mod util;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     FilePerf(file_perf::FilePerfArgs),
     /// Administers a database file: create, inspect, get, set, list, export, import, rebuild, ….
     Util(util::UtilArgs),
+    /// Serves databases over the Redis protocol (redis-cli, Redis clients, proxies).
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(args),
         Command::FilePerf(args) => file_perf::run(args),
         Command::Util(args) => util::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
