@@ -69,7 +69,8 @@ fn requirepass_needs_auth_first() {
     let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
     // A client library that authenticates from the URL.
     let url = format!("redis://:s3cret@{}/", server.address);
-    let mut other = redis::Client::open(url).unwrap().get_connection_with_timeout(serve_support::TIMEOUT).unwrap();
+    let mut other =
+        redis::Client::open(url).unwrap().get_connection_with_timeout(serve_support::TIMEOUT).unwrap();
     assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut other).unwrap(), "v");
     // HELLO with AUTH authenticates too.
     let mut raw = server.raw();

@@ -75,7 +75,13 @@ fn model_run(spec: &str, seed: u64) {
                     if store {
                         model.insert(key.clone(), value.clone());
                     }
-                    let want = if get { opt(old.as_ref()) } else if store { Value::Okay } else { Value::Nil };
+                    let want = if get {
+                        opt(old.as_ref())
+                    } else if store {
+                        Value::Okay
+                    } else {
+                        Value::Nil
+                    };
                     (got, want)
                 }
             }
@@ -92,7 +98,8 @@ fn model_run(spec: &str, seed: u64) {
                 (run(&mut con, &[b"SETNX", &key, &value]), Value::Int(i64::from(fresh)))
             }
             4 => {
-                let want = Value::Array(vec![opt(model.get(&key)), opt(model.get(&key2)), opt(model.get(&key))]);
+                let want =
+                    Value::Array(vec![opt(model.get(&key)), opt(model.get(&key2)), opt(model.get(&key))]);
                 (run(&mut con, &[b"MGET", &key, &key2, &key]), want)
             }
             5 => {
@@ -140,7 +147,9 @@ fn model_run(spec: &str, seed: u64) {
                 let n = entry.len() as i64;
                 (run(&mut con, &[b"APPEND", &key, &value]), Value::Int(n))
             }
-            13 => (run(&mut con, &[b"STRLEN", &key]), Value::Int(model.get(&key).map_or(0, |v| v.len() as i64))),
+            13 => {
+                (run(&mut con, &[b"STRLEN", &key]), Value::Int(model.get(&key).map_or(0, |v| v.len() as i64)))
+            }
             14 => (run(&mut con, &[b"DBSIZE"]), Value::Int(model.len() as i64)),
             15 => {
                 let kind = if model.contains_key(&key) { "string" } else { "none" };
@@ -158,7 +167,8 @@ fn model_run(spec: &str, seed: u64) {
                     other => panic!("KEYS answered {other:?}"),
                 };
                 keys.sort();
-                let want: Vec<Value> = model.keys().filter(|k| k.starts_with(b"k1")).map(|k| bulk(k)).collect();
+                let want: Vec<Value> =
+                    model.keys().filter(|k| k.starts_with(b"k1")).map(|k| bulk(k)).collect();
                 (Value::Array(keys.iter().map(|k| bulk(k)).collect()), Value::Array(want))
             }
         };
@@ -175,8 +185,14 @@ fn scan_all(con: &mut redis::Connection, pattern: &str, count: usize) -> HashSet
     let mut seen = HashSet::new();
     let mut cursor = 0u64;
     for _ in 0..100_000 {
-        let (next, keys): (u64, Vec<Vec<u8>>) =
-            redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(count).query(con).unwrap();
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count)
+            .query(con)
+            .unwrap();
         seen.extend(keys);
         if next == 0 {
             return seen;
@@ -202,7 +218,8 @@ fn every_command_answers_as_a_map_would_on_a_tree_database() {
 fn scan_survives_writes_on_hash_and_tree_databases() {
     for spec in ["scan.tkh#num_buckets=64", "scan.tkt", "#dbm=baby", "#dbm=stdhash"] {
         let dir = tempfile::tempdir().unwrap();
-        let spec = if spec.starts_with('#') { spec.to_string() } else { format!("{}/{spec}", dir.path().display()) };
+        let spec =
+            if spec.starts_with('#') { spec.to_string() } else { format!("{}/{spec}", dir.path().display()) };
         let server = Server::start(&[&spec]);
         let mut con = server.client();
         let mut writer = server.client();
@@ -300,9 +317,16 @@ fn hello_3_switches_to_resp3_and_client_commands_work() {
     let server = Server::start(&["#dbm=stdhash"]);
     let mut raw = server.raw();
     let hello = exchange(&mut raw, b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
-    assert!(hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"), "{}", String::from_utf8_lossy(&hello));
+    assert!(
+        hello.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n"),
+        "{}",
+        String::from_utf8_lossy(&hello)
+    );
     assert_eq!(exchange(&mut raw, b"*2\r\n$3\r\nGET\r\n$1\r\nx\r\n"), b"_\r\n");
-    assert_eq!(exchange(&mut raw, b"*2\r\n$5\r\nHELLO\r\n$1\r\n4\r\n"), b"-NOPROTO unsupported protocol version\r\n");
+    assert_eq!(
+        exchange(&mut raw, b"*2\r\n$5\r\nHELLO\r\n$1\r\n4\r\n"),
+        b"-NOPROTO unsupported protocol version\r\n"
+    );
     let mut con = server.client();
     let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("tester").query(&mut con).unwrap();
     assert_eq!(redis::cmd("CLIENT").arg("GETNAME").query::<String>(&mut con).unwrap(), "tester");

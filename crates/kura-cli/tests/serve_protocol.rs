@@ -27,7 +27,11 @@ fn a_huge_announced_bulk_is_refused_on_its_header() {
     raw.write_all(b"*3\r\n$3\r\nSET\r\n$600000\r\n").unwrap();
     raw.write_all(&vec![b'x'; 600_000]).unwrap();
     let reply = exchange(&mut raw, b"\r\n$600000\r\n");
-    assert!(String::from_utf8_lossy(&reply).contains("--max_request_size"), "{}", String::from_utf8_lossy(&reply));
+    assert!(
+        String::from_utf8_lossy(&reply).contains("--max_request_size"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
     assert!(closed_by_peer(&mut raw));
     other_clients_still_served(&server);
 }
@@ -38,7 +42,11 @@ fn garbage_and_half_frames_cost_only_their_connection() {
     for garbage in [&b"hello world\r\n"[..], b"*1\r\n:12\r\n", b"*2\r\n$3\r\nGET\r\n$x\r\n", &[b'*'; 100]] {
         let mut raw = server.raw();
         let reply = exchange(&mut raw, garbage);
-        assert!(reply.starts_with(b"-ERR Protocol error"), "{garbage:?}: {}", String::from_utf8_lossy(&reply));
+        assert!(
+            reply.starts_with(b"-ERR Protocol error"),
+            "{garbage:?}: {}",
+            String::from_utf8_lossy(&reply)
+        );
         assert!(closed_by_peer(&mut raw), "{garbage:?}");
     }
     // A half frame, then the client goes away.
@@ -80,7 +88,8 @@ fn unix_socket_serves_too() {
     let server = Server::start_at(&format!("unix:{}", socket.display()), &["#dbm=stdhash"]);
     assert_eq!(server.address, format!("unix:{}", socket.display()));
     let url = format!("redis+unix://{}", socket.display());
-    let mut con = redis::Client::open(url).unwrap().get_connection_with_timeout(serve_support::TIMEOUT).unwrap();
+    let mut con =
+        redis::Client::open(url).unwrap().get_connection_with_timeout(serve_support::TIMEOUT).unwrap();
     let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
     assert_eq!(redis::cmd("GET").arg("k").query::<String>(&mut con).unwrap(), "v");
 }

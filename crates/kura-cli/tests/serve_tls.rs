@@ -61,7 +61,9 @@ fn client_config(trusted_ca: &str, identity: Option<&(String, String)>) -> Arc<C
         None => builder.with_no_client_auth(),
         Some((cert, key)) => {
             let chain = CertificateDer::pem_slice_iter(cert.as_bytes()).map(Result::unwrap).collect();
-            builder.with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap()).unwrap()
+            builder
+                .with_client_auth_cert(chain, PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap())
+                .unwrap()
         }
     };
     Arc::new(config)
@@ -122,7 +124,16 @@ fn bad_tls_files_are_named_at_startup() {
     let dir = tempfile::tempdir().unwrap();
     let bogus = write(dir.path(), "bogus.pem", "not a certificate");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
-        .args(["serve", "#dbm=stdhash", "--address", "127.0.0.1:0", "--tls_cert", &bogus, "--tls_key", &bogus])
+        .args([
+            "serve",
+            "#dbm=stdhash",
+            "--address",
+            "127.0.0.1:0",
+            "--tls_cert",
+            &bogus,
+            "--tls_key",
+            &bogus,
+        ])
         .output()
         .unwrap();
     assert!(!output.status.success());

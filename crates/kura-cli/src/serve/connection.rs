@@ -61,7 +61,9 @@ where
                 match ran {
                     Ok((back, out)) => (current, output) = (back, out),
                     Err(e) => {
-                        log::error!("client {peer}: a command failed unexpectedly: {e}; closing the connection");
+                        log::error!(
+                            "client {peer}: a command failed unexpectedly: {e}; closing the connection"
+                        );
                         return;
                     }
                 }

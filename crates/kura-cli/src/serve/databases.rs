@@ -41,7 +41,9 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
         let Some(name) = params.get("dbm") else {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("database {spec:?}: give a path, or dbm= naming an on-memory class (baby, cache, ...)"),
+                format!(
+                    "database {spec:?}: give a path, or dbm= naming an on-memory class (baby, cache, ...)"
+                ),
             ));
         };
         let class = DbmClass::from_name(name).map_err(in_spec)?;

@@ -16,7 +16,7 @@ use super::state::{After, Server, Session};
 /// Whether any request of `batch` calls a database (so the batch must run
 /// off the reactor threads).
 pub fn needs_database(batch: &[Vec<Bytes>]) -> bool {
-    batch.iter().any(|args| lookup(&args[0]).is_none_or(|(_, c)| c.flags & DB != 0))
+    batch.iter().any(|args| lookup(&args[0]).is_some_and(|(_, c)| c.flags & DB != 0))
 }
 
 /// Runs `batch` in order, appending the replies to `out`; stops early when

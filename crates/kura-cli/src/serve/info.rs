@@ -19,7 +19,8 @@ const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "keyspac
 pub fn text(server: &Server, sections: &[String]) -> String {
     let all = sections.iter().any(|s| s == "all" || s == "everything");
     let wanted = |name: &str| {
-        all || sections.iter().any(|s| s == name) || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
+        all || sections.iter().any(|s| s == name)
+            || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
     };
     let mut out = String::new();
     let writers: [(&str, fn(&Server, &mut String)); 6] = [

@@ -17,7 +17,8 @@ impl KeyPattern {
         if pattern == b"*" {
             return Ok(KeyPattern(None));
         }
-        let text = std::str::from_utf8(pattern).map_err(|_| "ERR a key pattern must be UTF-8 text".to_string())?;
+        let text =
+            std::str::from_utf8(pattern).map_err(|_| "ERR a key pattern must be UTF-8 text".to_string())?;
         let glob = GlobBuilder::new(text)
             .literal_separator(false)
             .backslash_escape(true)

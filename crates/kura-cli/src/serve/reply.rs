@@ -69,15 +69,17 @@ impl Reply {
             Reply::Bulk(b) => Frame2::BulkString(b),
             Reply::Nil => Frame2::Null,
             Reply::Array(items) => Frame2::Array(items.into_iter().map(Reply::into_resp2).collect()),
-            Reply::Map(pairs) => Frame2::Array(
-                pairs.into_iter().flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()]).collect(),
-            ),
+            Reply::Map(pairs) => {
+                Frame2::Array(pairs.into_iter().flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()]).collect())
+            }
         }
     }
 
     fn into_resp3(self) -> Frame3 {
         match self {
-            Reply::Status(s) => Frame3::SimpleString { data: Bytes::from_static(s.as_bytes()), attributes: None },
+            Reply::Status(s) => {
+                Frame3::SimpleString { data: Bytes::from_static(s.as_bytes()), attributes: None }
+            }
             Reply::Error(e) => Frame3::SimpleError { data: one_line(e).into(), attributes: None },
             Reply::Int(n) => Frame3::Number { data: n, attributes: None },
             Reply::Bulk(b) => Frame3::BlobString { data: b, attributes: None },

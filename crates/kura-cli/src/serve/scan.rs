@@ -92,12 +92,10 @@ impl ScanCursors {
             let entry = self.entries.lock().by_id.remove(&cursor);
             match entry {
                 Some(entry) if entry.db == index => Some(entry.position),
-                _ => {
-                    return Err(format!(
-                        "ERR unknown or expired SCAN cursor {cursor}: start again from 0 (cursors are kept for \
+                _ => return Err(format!(
+                    "ERR unknown or expired SCAN cursor {cursor}: start again from 0 (cursors are kept for \
                          the {MAX_CURSORS} most recent scans)"
-                    ))
-                }
+                )),
             }
         };
         let mut keys = Vec::new();
@@ -182,7 +180,11 @@ fn start_live(db: &Arc<AnyDbm>) -> Result<LiveCursor, String> {
     .map_err(err)
 }
 
-fn walk_live(mut live: LiveCursor, count: usize, visit: &mut dyn FnMut(&[u8])) -> Result<Option<LiveCursor>, String> {
+fn walk_live(
+    mut live: LiveCursor,
+    count: usize,
+    visit: &mut dyn FnMut(&[u8]),
+) -> Result<Option<LiveCursor>, String> {
     let more = live.with_dependent_mut(|_, cursor| -> kuradb::Result<bool> {
         for _ in 0..count {
             let Some((key, _)) = cursor.get()? else { return Ok(false) };

@@ -67,20 +67,32 @@ pub fn run(plan: Plan) -> Result<()> {
             for d in &server.databases {
                 let _ = kuradb::dbm::Dbm::synchronize(&*d.db, true);
             }
-            Err(Error::new(ErrorKind::Infeasible, "a command was still running at shutdown; databases synchronized, not closed"))
+            Err(Error::new(
+                ErrorKind::Infeasible,
+                "a command was still running at shutdown; databases synchronized, not closed",
+            ))
         }
     };
     log::info!("kura serve stopped");
     served.and(closed)
 }
 
-async fn listen_and_serve(server: Arc<Server>, tls: Option<TlsAcceptor>, pid_file: Option<&std::path::Path>) -> Result<()> {
+async fn listen_and_serve(
+    server: Arc<Server>,
+    tls: Option<TlsAcceptor>,
+    pid_file: Option<&std::path::Path>,
+) -> Result<()> {
     let listener = Listener::bind(&server.settings.address).await?;
     if let Some(path) = pid_file {
-        std::fs::write(path, format!("{}\n", std::process::id())).map_err(|e| Error::io("writing the pid file", path, e))?;
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .map_err(|e| Error::io("writing the pid file", path, e))?;
     }
     let address = listener.local_address();
-    log::info!("kura serve {} ready: {} database(s) on {address}", env!("CARGO_PKG_VERSION"), server.databases.len());
+    log::info!(
+        "kura serve {} ready: {} database(s) on {address}",
+        env!("CARGO_PKG_VERSION"),
+        server.databases.len()
+    );
     // The first line of stdout names the address, so a script that asked
     // for port 0 learns which port it got.
     println!("listening on {address}");
@@ -117,7 +129,8 @@ async fn listen_and_serve(server: Arc<Server>, tls: Option<TlsAcceptor>, pid_fil
 
 async fn watch_signals(server: Arc<Server>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
         log::error!("cannot watch SIGTERM and SIGINT; stop the server with SHUTDOWN");
         return;
     };

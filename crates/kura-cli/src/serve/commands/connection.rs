@@ -21,7 +21,9 @@ pub fn echo(_: &mut Ctx, args: &[Bytes]) -> Reply {
 pub fn select(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     match parse_int(&args[1]) {
         None => super::not_an_integer(),
-        Some(n) if n < 0 || n as usize >= ctx.server.databases.len() => Reply::error("ERR DB index is out of range"),
+        Some(n) if n < 0 || n as usize >= ctx.server.databases.len() => {
+            Reply::error("ERR DB index is out of range")
+        }
         Some(n) => {
             ctx.session.db = n as usize;
             Reply::OK
@@ -80,7 +82,10 @@ pub fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             name = Some(args[i + 1].clone());
             i += 2;
         } else {
-            return Reply::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])));
+            return Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[i])
+            ));
         }
     }
     if !ctx.session.authenticated {
@@ -141,7 +146,10 @@ pub fn client(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         arity(2, "info").unwrap_or_else(|| {
             let s = &ctx.session;
             let name = s.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            Reply::bulk(format!("id={} addr={} name={} db={} resp={}\n", s.id, s.peer, name, s.db, s.protocol))
+            Reply::bulk(format!(
+                "id={} addr={} name={} db={} resp={}\n",
+                s.id, s.peer, name, s.db, s.protocol
+            ))
         })
     } else {
         unknown_subcommand("client", sub)

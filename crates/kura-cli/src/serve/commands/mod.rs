@@ -53,7 +53,13 @@ pub struct Command {
     pub run: fn(&mut Ctx, &[Bytes]) -> Reply,
 }
 
-const fn cmd(name: &'static str, arity: i32, flags: u8, keys: (i32, i32, i32), run: fn(&mut Ctx, &[Bytes]) -> Reply) -> Command {
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u8,
+    keys: (i32, i32, i32),
+    run: fn(&mut Ctx, &[Bytes]) -> Reply,
+) -> Command {
     Command { name, arity, flags, keys, run }
 }
 

@@ -79,7 +79,8 @@ pub fn range(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut out = Vec::new();
     let outcome = (|| -> kuradb::Result<()> {
         let mut cursor = database.db.iter()?;
-        let (start, end, side) = if reverse { (&max, &min, Ordering::Less) } else { (&min, &max, Ordering::Greater) };
+        let (start, end, side) =
+            if reverse { (&max, &min, Ordering::Less) } else { (&min, &max, Ordering::Greater) };
         position(cursor.as_mut(), start, reverse)?;
         let mut taken = 0;
         while taken < limit {

@@ -17,7 +17,8 @@ use crate::serve::state::After;
 pub const REDIS_VERSION: &str = "7.0.0";
 
 pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    let sections: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    let sections: Vec<String> =
+        args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
     Reply::bulk(crate::serve::info::text(ctx.server, &sections))
 }
 
@@ -50,7 +51,10 @@ pub fn command(_: &mut Ctx, args: &[Bytes]) -> Reply {
         Reply::Array(COMMANDS.iter().map(|c| Reply::bulk(c.name)).collect())
     } else if is(sub, "INFO") {
         Reply::Array(
-            args[2..].iter().map(|name| super::lookup(name).map_or(Reply::Nil, |(_, c)| command_entry(c))).collect(),
+            args[2..]
+                .iter()
+                .map(|name| super::lookup(name).map_or(Reply::Nil, |(_, c)| command_entry(c)))
+                .collect(),
         )
     } else if is(sub, "DOCS") {
         // redis-cli asks for the docs to show hints; there are none to give.
@@ -63,7 +67,9 @@ pub fn command(_: &mut Ctx, args: &[Bytes]) -> Reply {
 pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if !is(&args[1], "GET") {
         if is(&args[1], "SET") {
-            return Reply::error("ERR CONFIG SET is not supported by kura serve: restart it with other flags");
+            return Reply::error(
+                "ERR CONFIG SET is not supported by kura serve: restart it with other flags",
+            );
         }
         return unknown_subcommand("config", &args[1]);
     }
@@ -87,7 +93,9 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             Err(e) => return Reply::Error(e),
         };
         for (name, value) in &settings {
-            if pattern.matches(name.as_bytes()) && !out.iter().any(|(k, _): &(Reply, Reply)| k == &Reply::bulk(*name)) {
+            if pattern.matches(name.as_bytes())
+                && !out.iter().any(|(k, _): &(Reply, Reply)| k == &Reply::bulk(*name))
+            {
                 out.push((Reply::bulk(*name), Reply::bulk(value.clone())));
             }
         }
@@ -110,7 +118,8 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if background.as_ref().is_some_and(|h| !h.is_finished()) {
         return Reply::error("ERR Background save already in progress");
     }
-    let databases: Vec<_> = ctx.server.databases.iter().map(|d| (Arc::clone(&d.db), d.spec.clone())).collect();
+    let databases: Vec<_> =
+        ctx.server.databases.iter().map(|d| (Arc::clone(&d.db), d.spec.clone())).collect();
     let status = Arc::clone(saves);
     *background = Some(std::thread::spawn(move || {
         let mut ok = true;
