@@ -15,6 +15,9 @@ use super::state::Server;
 /// `all`/`everything`, as in Redis).
 const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "keyspace"];
 
+/// Appends one section's lines.
+type SectionWriter = fn(&Server, &mut String);
+
 /// The text INFO answers for `sections` (none: the default ones).
 pub fn text(server: &Server, sections: &[String]) -> String {
     let all = sections.iter().any(|s| s == "all" || s == "everything");
@@ -23,7 +26,7 @@ pub fn text(server: &Server, sections: &[String]) -> String {
             || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
     };
     let mut out = String::new();
-    let writers: [(&str, fn(&Server, &mut String)); 6] = [
+    let writers: [(&str, SectionWriter); 6] = [
         ("server", server_section),
         ("clients", clients),
         ("persistence", persistence),

@@ -92,10 +92,12 @@ impl ScanCursors {
             let entry = self.entries.lock().by_id.remove(&cursor);
             match entry {
                 Some(entry) if entry.db == index => Some(entry.position),
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "ERR unknown or expired SCAN cursor {cursor}: start again from 0 (cursors are kept for \
                          the {MAX_CURSORS} most recent scans)"
-                )),
+                ))
+                }
             }
         };
         let mut keys = Vec::new();

@@ -100,7 +100,7 @@ pub fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 pub fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return wrong_arity("mset");
     }
     let pairs: Vec<(&[u8], &[u8])> = args[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
