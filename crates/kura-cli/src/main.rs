@@ -11,6 +11,7 @@ mod file_perf;
 mod perf;
 mod report;
 mod ulog;
+mod serve;
 mod util;
 
 use std::process::ExitCode;
@@ -35,6 +36,8 @@ enum Command {
     Util(util::UtilArgs),
     /// Update-log files: write, read, list, prune, apply (tkrzw_ulog_util's subcommands and flags).
     Ulog(ulog::UlogArgs),
+    /// Serves databases over the Redis protocol (redis-cli, Redis clients, proxies).
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::FilePerf(args) => file_perf::run(args),
         Command::Util(args) => util::run(args),
         Command::Ulog(args) => ulog::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

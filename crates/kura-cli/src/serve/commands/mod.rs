@@ -1,0 +1,210 @@
+//! The command table: each command's name, arity, flags, key positions (for
+//! COMMAND) and the function that runs it, with the helpers they share.
+//! One file per family: `strings` (values), `keys` (the keyspace), `range`
+//! (the ordered range scan), `connection` (the session) and `server`
+//! (administration).
+
+mod connection;
+mod keys;
+mod range;
+pub mod server;
+pub use server::REDIS_VERSION;
+mod strings;
+
+use bytes::Bytes;
+use kuradb::dbm::any::AnyDbm;
+
+use super::reply::Reply;
+use super::state::{Server, Session};
+
+/// The command changes data: refused by `--read_only`.
+pub const WRITE: u8 = 1;
+/// The command calls the database: it runs off the reactor threads.
+pub const DB: u8 = 2;
+/// The command may run before AUTH.
+pub const NO_AUTH: u8 = 4;
+
+/// What a command runs with.
+pub struct Ctx<'a> {
+    /// The shared state.
+    pub server: &'a Server,
+    /// The connection's state.
+    pub session: &'a mut Session,
+}
+
+impl Ctx<'_> {
+    /// The selected database.
+    pub fn db(&self) -> &AnyDbm {
+        &self.server.databases[self.session.db].db
+    }
+}
+
+/// One command of the table.
+pub struct Command {
+    /// Its name in lower case.
+    pub name: &'static str,
+    /// Redis's convention: N exactly N words (the name included), -N at least N.
+    pub arity: i32,
+    /// [`WRITE`], [`DB`], [`NO_AUTH`].
+    pub flags: u8,
+    /// The first key's, last key's (-1: the last word) positions and the step, for COMMAND.
+    pub keys: (i32, i32, i32),
+    /// Runs it on the words of the request (the name first).
+    pub run: fn(&mut Ctx, &[Bytes]) -> Reply,
+}
+
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u8,
+    keys: (i32, i32, i32),
+    run: fn(&mut Ctx, &[Bytes]) -> Reply,
+) -> Command {
+    Command { name, arity, flags, keys, run }
+}
+
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const ONE: (i32, i32, i32) = (1, 1, 1);
+const ALL: (i32, i32, i32) = (1, -1, 1);
+
+/// Every command served, the most frequent first (lookups scan in order).
+pub static COMMANDS: &[Command] = &[
+    cmd("get", 2, DB, ONE, strings::get),
+    cmd("set", -3, WRITE | DB, ONE, strings::set),
+    cmd("mget", -2, DB, ALL, strings::mget),
+    cmd("mset", -3, WRITE | DB, (1, -1, 2), strings::mset),
+    cmd("del", -2, WRITE | DB, ALL, keys::del),
+    cmd("unlink", -2, WRITE | DB, ALL, keys::del),
+    cmd("exists", -2, DB, ALL, keys::exists),
+    cmd("incr", 2, WRITE | DB, ONE, strings::incr),
+    cmd("incrby", 3, WRITE | DB, ONE, strings::incrby),
+    cmd("decr", 2, WRITE | DB, ONE, strings::decr),
+    cmd("decrby", 3, WRITE | DB, ONE, strings::decrby),
+    cmd("getset", 3, WRITE | DB, ONE, strings::getset),
+    cmd("setnx", 3, WRITE | DB, ONE, strings::setnx),
+    cmd("append", 3, WRITE | DB, ONE, strings::append),
+    cmd("strlen", 2, DB, ONE, strings::strlen),
+    cmd("type", 2, DB, ONE, keys::type_of),
+    cmd("scan", -2, DB, NONE, keys::scan),
+    cmd("keys", 2, DB, NONE, keys::keys),
+    cmd("range", -3, DB, NONE, range::range),
+    cmd("dbsize", 1, DB, NONE, keys::dbsize),
+    cmd("flushdb", -1, WRITE | DB, NONE, keys::flushdb),
+    cmd("ping", -1, 0, NONE, connection::ping),
+    cmd("echo", 2, 0, NONE, connection::echo),
+    cmd("select", 2, 0, NONE, connection::select),
+    cmd("auth", -2, NO_AUTH, NONE, connection::auth),
+    cmd("hello", -1, NO_AUTH, NONE, connection::hello),
+    cmd("quit", -1, NO_AUTH, NONE, connection::quit),
+    cmd("client", -2, 0, NONE, connection::client),
+    cmd("info", -1, DB, NONE, server::info),
+    cmd("command", -1, 0, NONE, server::command),
+    cmd("config", -2, 0, NONE, server::config),
+    cmd("save", 1, DB, NONE, server::save),
+    cmd("bgsave", -1, 0, NONE, server::bgsave),
+    cmd("lastsave", 1, 0, NONE, server::lastsave),
+    cmd("shutdown", -1, DB, NONE, server::shutdown),
+];
+
+/// The command `name` names (in any case) and its index in [`COMMANDS`].
+pub fn lookup(name: &[u8]) -> Option<(usize, &'static Command)> {
+    COMMANDS.iter().enumerate().find(|(_, c)| c.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// Whether `args` (the name included) fit `command`'s arity.
+pub fn arity_fits(command: &Command, args: usize) -> bool {
+    let arity = command.arity;
+    if arity >= 0 {
+        args == arity as usize
+    } else {
+        args >= arity.unsigned_abs() as usize
+    }
+}
+
+/// Redis's text for a wrong number of arguments.
+pub fn wrong_arity(name: &str) -> Reply {
+    Reply::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// Redis's text for an unknown command: its name and its first arguments.
+pub fn unknown_command(args: &[Bytes]) -> Reply {
+    let mut shown = String::new();
+    for arg in &args[1..] {
+        if shown.len() >= 128 {
+            break;
+        }
+        let text = String::from_utf8_lossy(arg);
+        let room = 128 - shown.len();
+        let cut: String = text.chars().take(room).collect();
+        shown.push_str(&format!("'{cut}' "));
+    }
+    let name: String = String::from_utf8_lossy(&args[0]).chars().take(128).collect();
+    Reply::error(format!("ERR unknown command '{name}', with args beginning with: {shown}"))
+}
+
+/// Redis's text for an unknown subcommand of `command`.
+pub fn unknown_subcommand(command: &str, sub: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        command.to_ascii_uppercase()
+    ))
+}
+
+/// `ERR syntax error`.
+pub fn syntax_error() -> Reply {
+    Reply::error("ERR syntax error")
+}
+
+/// `ERR value is not an integer or out of range`.
+pub fn not_an_integer() -> Reply {
+    Reply::error("ERR value is not an integer or out of range")
+}
+
+/// A database error as a reply.
+pub fn db_error(e: kuradb::Error) -> Reply {
+    Reply::error(format!("ERR {e}"))
+}
+
+/// An integer written as Redis writes one: decimal, no sign but `-`, no
+/// leading zeros, within i64.
+pub fn parse_int(text: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(text).ok()?;
+    let n: i64 = s.parse().ok()?;
+    (n.to_string() == s).then_some(n)
+}
+
+/// An integer argument, or the reply Redis gives for a bad one.
+pub fn int_arg(text: &[u8]) -> Result<i64, Reply> {
+    parse_int(text).ok_or_else(not_an_integer)
+}
+
+/// Whether `arg` is `word`, in any case.
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_must_be_canonical() {
+        assert_eq!(parse_int(b"-12"), Some(-12));
+        assert_eq!(parse_int(b"0"), Some(0));
+        for bad in [&b"+1"[..], b"01", b" 1", b"1.0", b"", b"9223372036854775808", b"-0"] {
+            assert_eq!(parse_int(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn error_texts_are_redis_own() {
+        let args: Vec<Bytes> = ["FOO", "a", "b"].into_iter().map(Bytes::from).collect();
+        assert_eq!(
+            unknown_command(&args),
+            Reply::error("ERR unknown command 'FOO', with args beginning with: 'a' 'b' ")
+        );
+        assert_eq!(wrong_arity("get"), Reply::error("ERR wrong number of arguments for 'get' command"));
+        assert!(lookup(b"GeT").is_some() && lookup(b"nope").is_none());
+    }
+}

@@ -1,0 +1,157 @@
+//! Administration: INFO, COMMAND, CONFIG GET, SAVE, BGSAVE, LASTSAVE,
+//! SHUTDOWN.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kuradb::dbm::Dbm;
+
+use super::{db_error, is, unknown_subcommand, Command, Ctx, COMMANDS, DB, NO_AUTH, WRITE};
+use crate::serve::pattern::KeyPattern;
+use crate::serve::reply::Reply;
+use crate::serve::state::After;
+
+/// The Redis version kura serve answers to (HELLO, INFO): the one whose
+/// commands and replies it follows, so clients pick the right dialect.
+pub const REDIS_VERSION: &str = "7.0.0";
+
+pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let sections: Vec<String> =
+        args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    Reply::bulk(crate::serve::info::text(ctx.server, &sections))
+}
+
+fn command_entry(c: &Command) -> Reply {
+    let mut flags = Vec::new();
+    flags.push(Reply::Status(if c.flags & WRITE != 0 { "write" } else { "readonly" }));
+    if c.flags & DB == 0 {
+        flags.push(Reply::Status("fast"));
+    }
+    if c.flags & NO_AUTH != 0 {
+        flags.push(Reply::Status("no_auth"));
+    }
+    Reply::Array(vec![
+        Reply::bulk(c.name),
+        Reply::Int(i64::from(c.arity)),
+        Reply::Array(flags),
+        Reply::Int(i64::from(c.keys.0)),
+        Reply::Int(i64::from(c.keys.1)),
+        Reply::Int(i64::from(c.keys.2)),
+    ])
+}
+
+pub fn command(_: &mut Ctx, args: &[Bytes]) -> Reply {
+    let Some(sub) = args.get(1) else {
+        return Reply::Array(COMMANDS.iter().map(command_entry).collect());
+    };
+    if is(sub, "COUNT") {
+        Reply::Int(COMMANDS.len() as i64)
+    } else if is(sub, "LIST") {
+        Reply::Array(COMMANDS.iter().map(|c| Reply::bulk(c.name)).collect())
+    } else if is(sub, "INFO") {
+        Reply::Array(
+            args[2..]
+                .iter()
+                .map(|name| super::lookup(name).map_or(Reply::Nil, |(_, c)| command_entry(c)))
+                .collect(),
+        )
+    } else if is(sub, "DOCS") {
+        // redis-cli asks for the docs to show hints; there are none to give.
+        Reply::Map(Vec::new())
+    } else {
+        unknown_subcommand("command", sub)
+    }
+}
+
+pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if !is(&args[1], "GET") {
+        if is(&args[1], "SET") {
+            return Reply::error(
+                "ERR CONFIG SET is not supported by kura serve: restart it with other flags",
+            );
+        }
+        return unknown_subcommand("config", &args[1]);
+    }
+    if args.len() < 3 {
+        return super::wrong_arity("config|get");
+    }
+    let s = &ctx.server.settings;
+    // The settings a client may ask about, with their Redis names.
+    let settings = [
+        ("databases", ctx.server.databases.len().to_string()),
+        ("maxclients", s.max_clients.to_string()),
+        ("proto-max-bulk-len", s.max_request_size.to_string()),
+        ("client-query-buffer-limit", s.max_request_size.to_string()),
+        ("save", String::new()),
+        ("appendonly", "no".to_string()),
+    ];
+    let mut out = Vec::new();
+    for pattern in &args[2..] {
+        let pattern = match KeyPattern::new(&pattern.to_ascii_lowercase()) {
+            Ok(p) => p,
+            Err(e) => return Reply::Error(e),
+        };
+        for (name, value) in &settings {
+            if pattern.matches(name.as_bytes())
+                && !out.iter().any(|(k, _): &(Reply, Reply)| k == &Reply::bulk(*name))
+            {
+                out.push((Reply::bulk(*name), Reply::bulk(value.clone())));
+            }
+        }
+    }
+    Reply::Map(out)
+}
+
+pub fn save(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
+    let outcome = ctx.server.databases.iter().try_for_each(|d| d.db.synchronize(true));
+    ctx.server.saves.done(outcome.is_ok());
+    outcome.map_or_else(db_error, |()| Reply::OK)
+}
+
+pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() > 2 || args.get(1).is_some_and(|a| !is(a, "SCHEDULE")) {
+        return super::syntax_error();
+    }
+    let saves = &ctx.server.saves;
+    let mut background = saves.background.lock();
+    if background.as_ref().is_some_and(|h| !h.is_finished()) {
+        return Reply::error("ERR Background save already in progress");
+    }
+    let databases: Vec<_> =
+        ctx.server.databases.iter().map(|d| (Arc::clone(&d.db), d.spec.clone())).collect();
+    let status = Arc::clone(saves);
+    *background = Some(std::thread::spawn(move || {
+        let mut ok = true;
+        for (db, spec) in databases {
+            if let Err(e) = db.synchronize(true) {
+                log::error!("BGSAVE of {spec}: {e}");
+                ok = false;
+            }
+        }
+        status.done(ok);
+        log::info!("background save {}", if ok { "done" } else { "failed" });
+    }));
+    Reply::Status("Background saving started")
+}
+
+pub fn lastsave(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
+    Reply::Int(ctx.server.saves.last.load(Relaxed) as i64)
+}
+
+pub fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    // Closing a kuradb database writes it back whatever the flag: NOSAVE
+    // cannot leave a database unclosed, so every form shuts down the same.
+    for arg in &args[1..] {
+        if is(arg, "ABORT") {
+            return Reply::error("ERR No shutdown in progress.");
+        }
+        if !["NOSAVE", "SAVE", "NOW", "FORCE"].iter().any(|w| is(arg, w)) {
+            return super::syntax_error();
+        }
+    }
+    log::info!("SHUTDOWN from client {} ({})", ctx.session.id, ctx.session.peer);
+    ctx.session.after = After::Shutdown;
+    ctx.server.begin_shutdown();
+    Reply::OK
+}

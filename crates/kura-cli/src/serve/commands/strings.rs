@@ -1,0 +1,168 @@
+//! Commands on values: GET, SET and its options, GETSET, SETNX, MGET, MSET,
+//! INCR/DECR and their BY forms, APPEND, STRLEN. Numbers are stored as
+//! decimal text, as Redis stores them.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use kuradb::dbm::{Action, Dbm};
+use kuradb::ErrorKind;
+
+use super::{db_error, int_arg, is, not_an_integer, parse_int, syntax_error, wrong_arity, Ctx};
+use crate::serve::reply::Reply;
+
+pub fn get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    ctx.db().get(&args[1]).map_or_else(db_error, Reply::bulk_or_nil)
+}
+
+/// When SET stores its value.
+#[derive(Clone, Copy, PartialEq)]
+enum Condition {
+    Always,
+    IfAbsent,
+    IfPresent,
+}
+
+pub fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (key, value) = (&args[1], &args[2]);
+    let mut condition = Condition::Always;
+    let mut want_old = false;
+    let mut i = 3;
+    while i < args.len() {
+        let arg = &args[i];
+        if is(arg, "NX") && condition != Condition::IfPresent {
+            condition = Condition::IfAbsent;
+        } else if is(arg, "XX") && condition != Condition::IfAbsent {
+            condition = Condition::IfPresent;
+        } else if is(arg, "GET") {
+            want_old = true;
+        } else if is(arg, "KEEPTTL") {
+            // Keeping the expiry time a record has not: nothing to keep.
+        } else if ["EX", "PX", "EXAT", "PXAT"].iter().any(|w| is(arg, w)) {
+            if i + 1 >= args.len() {
+                return syntax_error();
+            }
+            return Reply::error(
+                "ERR kura serve keeps no expiry times: SET's EX, PX, EXAT and PXAT options are not supported",
+            );
+        } else {
+            return syntax_error();
+        }
+        i += 1;
+    }
+    if condition == Condition::Always && !want_old {
+        return ctx.db().set(key, value, true).map_or_else(db_error, |()| Reply::OK);
+    }
+    let mut old = None;
+    let mut stored = false;
+    let outcome = ctx.db().process(key, true, &mut |current| {
+        if want_old {
+            old = current.map(<[u8]>::to_vec);
+        }
+        let exists = current.is_some();
+        if (condition == Condition::IfAbsent && exists) || (condition == Condition::IfPresent && !exists) {
+            return Action::Keep;
+        }
+        stored = true;
+        Action::set(value)
+    });
+    match outcome {
+        Err(e) => db_error(e),
+        Ok(()) if want_old => Reply::bulk_or_nil(old),
+        Ok(()) if stored => Reply::OK,
+        Ok(()) => Reply::Nil,
+    }
+}
+
+pub fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut old = None;
+    let outcome = ctx.db().process(&args[1], true, &mut |current| {
+        old = current.map(<[u8]>::to_vec);
+        Action::set(&args[2])
+    });
+    outcome.map_or_else(db_error, |()| Reply::bulk_or_nil(old))
+}
+
+pub fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match ctx.db().set(&args[1], &args[2], false) {
+        Ok(()) => Reply::Int(1),
+        Err(e) if e.kind() == ErrorKind::Duplication => Reply::Int(0),
+        Err(e) => db_error(e),
+    }
+}
+
+pub fn mget(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let keys: Vec<&[u8]> = args[1..].iter().map(|k| &k[..]).collect();
+    match ctx.db().get_multi(&keys) {
+        Ok(values) => Reply::Array(values.into_iter().map(Reply::bulk_or_nil).collect()),
+        Err(e) => db_error(e),
+    }
+}
+
+pub fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return wrong_arity("mset");
+    }
+    let pairs: Vec<(&[u8], &[u8])> = args[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
+    ctx.db().set_multi(&pairs, true).map_or_else(db_error, |()| Reply::OK)
+}
+
+pub fn incr(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    add(ctx, &args[1], 1)
+}
+
+pub fn decr(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    add(ctx, &args[1], -1)
+}
+
+pub fn incrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match int_arg(&args[2]) {
+        Ok(delta) => add(ctx, &args[1], delta),
+        Err(reply) => reply,
+    }
+}
+
+pub fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    match int_arg(&args[2]) {
+        Ok(i64::MIN) => Reply::error("ERR decrement would overflow"),
+        Ok(delta) => add(ctx, &args[1], -delta),
+        Err(reply) => reply,
+    }
+}
+
+/// Adds `delta` to the decimal number under `key` (0 if absent).
+fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
+    let mut reply = Reply::Nil;
+    let outcome = ctx.db().process(key, true, &mut |current| {
+        let Some(now) = current.map_or(Some(0), parse_int) else {
+            reply = not_an_integer();
+            return Action::Keep;
+        };
+        let Some(next) = now.checked_add(delta) else {
+            reply = Reply::error("ERR increment or decrement would overflow");
+            return Action::Keep;
+        };
+        reply = Reply::Int(next);
+        Action::Set(Cow::Owned(next.to_string().into_bytes()))
+    });
+    outcome.map_or_else(db_error, |()| reply)
+}
+
+pub fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut length = 0;
+    let outcome = ctx.db().process(&args[1], true, &mut |current| {
+        let joined = [current.unwrap_or_default(), &args[2]].concat();
+        length = joined.len();
+        Action::Set(Cow::Owned(joined))
+    });
+    outcome.map_or_else(db_error, |()| Reply::Int(length as i64))
+}
+
+pub fn strlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let mut length = 0;
+    let outcome = ctx.db().process(&args[1], false, &mut |current| {
+        length = current.map_or(0, <[u8]>::len);
+        Action::Keep
+    });
+    outcome.map_or_else(db_error, |()| Reply::Int(length as i64))
+}

@@ -1,0 +1,108 @@
+//! The databases a server serves, numbered as `SELECT` numbers them, opened
+//! from `PATH#params` specs and closed cleanly at shutdown.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::comparator::KeyComparator;
+use kuradb::dbm::poly::{DbmClass, Params};
+use kuradb::dbm::Dbm;
+use kuradb::{Error, ErrorKind, Result};
+
+/// One served database.
+pub struct Database {
+    /// The database itself; shared with the scan cursors that walk it.
+    pub db: Arc<AnyDbm>,
+    /// The spec it was opened from, for INFO and logs.
+    pub spec: String,
+    /// Whether its keys are ordered (range scans and key-resumed SCAN).
+    pub ordered: bool,
+    /// The order of its keys, for an ordered database.
+    pub order: KeyComparator,
+}
+
+/// Parses `PATH#name=value,...` into the path and PolyDbm parameters. The
+/// split is at the last `#`, so a path may hold `#` when parameters follow;
+/// an empty path (`#dbm=baby`) is an on-memory database of the class `dbm=`
+/// names.
+pub fn parse_spec(spec: &str) -> Result<(String, Params)> {
+    let (path, params) = spec.rsplit_once('#').unwrap_or((spec, ""));
+    let params = Params::parse(params)
+        .map_err(|e| Error::new(e.kind(), format!("database {spec:?}: {}", e.message())))?;
+    Ok((path.to_string(), params))
+}
+
+/// Opens the database `spec` names, writable unless `read_only`.
+pub fn open(spec: &str, read_only: bool) -> Result<Database> {
+    let (path, mut params) = parse_spec(spec)?;
+    let in_spec = |e: Error| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()));
+    let db = if path.is_empty() {
+        let Some(name) = params.get("dbm") else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "database {spec:?}: give a path, or dbm= naming an on-memory class (baby, cache, ...)"
+                ),
+            ));
+        };
+        let class = DbmClass::from_name(name).map_err(in_spec)?;
+        AnyDbm::open_class(class, None, !read_only, &params.without("dbm")).map_err(in_spec)?
+    } else {
+        // A server is started by hand or by a supervisor: a file another
+        // process holds should fail at once and say so, not hang.
+        if params.get("no_wait").is_none() {
+            params.insert("no_wait", "true")?;
+        }
+        AnyDbm::open(Path::new(&path), !read_only, &params).map_err(in_spec)?
+    };
+    let ordered = db.is_ordered();
+    let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
+    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order })
+}
+
+/// Synchronizes and closes every database, reporting the first failure
+/// after trying them all. Each must no longer be shared (the scan cursors
+/// are dropped first).
+pub fn close_all(databases: Vec<Database>) -> Result<()> {
+    let mut first = Ok(());
+    for database in databases {
+        let outcome = match Arc::try_unwrap(database.db) {
+            Ok(db) => db.synchronize(false).and_then(|()| db.close()),
+            Err(_) => Err(Error::new(
+                ErrorKind::Infeasible,
+                format!("database {:?} is still in use at shutdown; it was not closed", database.spec),
+            )),
+        };
+        if let Err(e) = outcome {
+            log::error!("closing {}: {e}", database.spec);
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+    }
+    first
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_spec_at_the_last_hash() {
+        let (path, params) = parse_spec("/tmp/a#b.tkh#num_buckets=10,file=pos-para").unwrap();
+        assert_eq!(path, "/tmp/a#b.tkh");
+        assert_eq!(params.get("num_buckets"), Some("10"));
+        let (path, params) = parse_spec("casket.tkt").unwrap();
+        assert_eq!(path, "casket.tkt");
+        assert_eq!(params.iter().count(), 0);
+        assert!(parse_spec("x.tkh#oops").is_err());
+    }
+
+    #[test]
+    fn opens_on_memory_databases_by_class() {
+        let db = open("#dbm=baby", false).unwrap();
+        assert!(db.ordered);
+        assert!(open("#num_buckets=3", false).is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! INFO's text: the sections `server`, `clients`, `persistence`, `stats`,
+//! `commandstats` (calls, time and failures per command) and `keyspace`,
+//! in Redis's `field:value` lines.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use kuradb::dbm::Dbm;
+
+use super::commands::COMMANDS;
+use super::commands::REDIS_VERSION;
+use super::state::Server;
+
+/// The sections shown by default (`commandstats` only when asked, or with
+/// `all`/`everything`, as in Redis).
+const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "keyspace"];
+
+/// Appends one section's lines.
+type SectionWriter = fn(&Server, &mut String);
+
+/// The text INFO answers for `sections` (none: the default ones).
+pub fn text(server: &Server, sections: &[String]) -> String {
+    let all = sections.iter().any(|s| s == "all" || s == "everything");
+    let wanted = |name: &str| {
+        all || sections.iter().any(|s| s == name)
+            || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
+    };
+    let mut out = String::new();
+    let writers: [(&str, SectionWriter); 6] = [
+        ("server", server_section),
+        ("clients", clients),
+        ("persistence", persistence),
+        ("stats", stats),
+        ("commandstats", commandstats),
+        ("keyspace", keyspace),
+    ];
+    for (name, write) in writers {
+        if wanted(name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            let mut title = name.to_string();
+            title[..1].make_ascii_uppercase();
+            let _ = write!(out, "# {title}\r\n");
+            write(server, &mut out);
+        }
+    }
+    out
+}
+
+fn server_section(server: &Server, out: &mut String) {
+    let uptime = server.started.elapsed().as_secs();
+    let _ = write!(
+        out,
+        "redis_version:{REDIS_VERSION}\r\nkura_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\n\
+         process_id:{}\r\ntcp_address:{}\r\ntls:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        usize::BITS,
+        std::process::id(),
+        server.settings.address,
+        if server.settings.tls { "yes" } else { "no" },
+        uptime / 86400,
+    );
+}
+
+fn clients(server: &Server, out: &mut String) {
+    let _ = write!(
+        out,
+        "connected_clients:{}\r\nmaxclients:{}\r\n",
+        server.connected.load(Relaxed),
+        server.settings.max_clients
+    );
+}
+
+fn persistence(server: &Server, out: &mut String) {
+    let saves = &server.saves;
+    let running = saves.background.lock().as_ref().is_some_and(|h| !h.is_finished());
+    let _ = write!(
+        out,
+        "rdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\n",
+        u8::from(running),
+        saves.last.load(Relaxed),
+        if saves.ok.load(Relaxed) { "ok" } else { "err" },
+    );
+}
+
+fn stats(server: &Server, out: &mut String) {
+    let s = &server.stats;
+    let _ = write!(
+        out,
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\nrejected_connections:{}\r\n\
+         total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_error_replies:{}\r\n\
+         unknown_commands:{}\r\nprotocol_errors:{}\r\n",
+        s.connections_received.load(Relaxed),
+        s.total_commands(),
+        s.rejected_connections.load(Relaxed),
+        s.input_bytes.load(Relaxed),
+        s.output_bytes.load(Relaxed),
+        s.commands.iter().map(|c| c.failed.load(Relaxed)).sum::<u64>(),
+        s.unknown_commands.load(Relaxed),
+        s.protocol_errors.load(Relaxed),
+    );
+}
+
+fn commandstats(server: &Server, out: &mut String) {
+    for (command, counts) in COMMANDS.iter().zip(&server.stats.commands) {
+        let calls = counts.calls.load(Relaxed);
+        if calls == 0 && counts.rejected.load(Relaxed) == 0 {
+            continue;
+        }
+        let usec = counts.usec.load(Relaxed);
+        let _ = write!(
+            out,
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+            command.name,
+            usec as f64 / calls.max(1) as f64,
+            counts.rejected.load(Relaxed),
+            counts.failed.load(Relaxed),
+        );
+    }
+}
+
+fn keyspace(server: &Server, out: &mut String) {
+    for (i, database) in server.databases.iter().enumerate() {
+        match database.db.count() {
+            Ok(0) => {}
+            Ok(n) => {
+                let _ = write!(out, "db{i}:keys={n},expires=0,avg_ttl=0\r\n");
+            }
+            Err(e) => log::warn!("INFO keyspace: counting {}: {e}", database.spec),
+        }
+    }
+}

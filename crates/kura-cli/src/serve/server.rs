@@ -1,0 +1,189 @@
+//! The server's life: open the databases, listen, accept connections until
+//! SIGTERM, SIGINT or SHUTDOWN, then let the connections finish what they
+//! run, and synchronize and close the databases.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kuradb::{Error, ErrorKind, Result};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+use super::databases::{self, Database};
+use super::listener::{Accepted, Listener};
+use super::state::{Server, Settings};
+
+/// How long connections get to finish at shutdown before they are cut.
+const DRAIN: Duration = Duration::from_secs(10);
+/// How long a client gets to finish its TLS handshake.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// What `run` needs besides the settings.
+pub struct Plan {
+    /// The database specs, in SELECT order.
+    pub specs: Vec<String>,
+    /// The settings.
+    pub settings: Settings,
+    /// The TLS acceptor, if connections use TLS.
+    pub tls: Option<TlsAcceptor>,
+    /// The reactor's threads.
+    pub threads: usize,
+    /// Where to write the process id, once listening.
+    pub pid_file: Option<std::path::PathBuf>,
+}
+
+/// Serves until shut down; the databases are closed when this returns.
+pub fn run(plan: Plan) -> Result<()> {
+    let mut opened: Vec<Database> = Vec::new();
+    for spec in &plan.specs {
+        match databases::open(spec, plan.settings.read_only) {
+            Ok(db) => opened.push(db),
+            Err(e) => {
+                let _ = databases::close_all(opened);
+                return Err(e);
+            }
+        }
+    }
+    let server = Arc::new(Server::new(opened, plan.settings));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(plan.threads.max(1))
+        .thread_name("kura-serve")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorKind::System, format!("starting the runtime: {e}")))?;
+    let served = runtime.block_on(listen_and_serve(Arc::clone(&server), plan.tls, plan.pid_file.as_deref()));
+    // Commands still running off the reactor finish before the databases close.
+    runtime.shutdown_timeout(Duration::from_secs(60));
+    if let Some(path) = &plan.pid_file {
+        let _ = std::fs::remove_file(path);
+    }
+    server.saves.wait();
+    server.cursors.clear();
+    let closed = match Arc::try_unwrap(server) {
+        Ok(server) => databases::close_all(server.databases),
+        Err(server) => {
+            for d in &server.databases {
+                let _ = kuradb::dbm::Dbm::synchronize(&*d.db, true);
+            }
+            Err(Error::new(
+                ErrorKind::Infeasible,
+                "a command was still running at shutdown; databases synchronized, not closed",
+            ))
+        }
+    };
+    log::info!("kura serve stopped");
+    served.and(closed)
+}
+
+async fn listen_and_serve(
+    server: Arc<Server>,
+    tls: Option<TlsAcceptor>,
+    pid_file: Option<&std::path::Path>,
+) -> Result<()> {
+    let listener = Listener::bind(&server.settings.address).await?;
+    if let Some(path) = pid_file {
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .map_err(|e| Error::io("writing the pid file", path, e))?;
+    }
+    let address = listener.local_address();
+    log::info!(
+        "kura serve {} ready: {} database(s) on {address}",
+        env!("CARGO_PKG_VERSION"),
+        server.databases.len()
+    );
+    // The first line of stdout names the address, so a script that asked
+    // for port 0 learns which port it got.
+    println!("listening on {address}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    tokio::spawn(watch_signals(Arc::clone(&server)));
+    let mut shutdown = server.shutdown_signal();
+    let mut tasks = JoinSet::new();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => {
+                    tasks.spawn(handle(Arc::clone(&server), conn, tls.clone()));
+                }
+                Err(e) => {
+                    // Out of file descriptors, typically: wait for some to free.
+                    log::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = shutdown.changed() => break,
+        }
+    }
+    listener.remove_socket();
+    drop(listener);
+    log::info!("shutting down: {} connection(s) to finish", tasks.len());
+    if tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await.is_err() {
+        log::warn!("{} connection(s) still busy after {DRAIN:?}: cut", tasks.len());
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    Ok(())
+}
+
+async fn watch_signals(server: Arc<Server>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        log::error!("cannot watch SIGTERM and SIGINT; stop the server with SHUTDOWN");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => log::info!("SIGTERM: shutting down"),
+        _ = int.recv() => log::info!("SIGINT: shutting down"),
+    }
+    server.begin_shutdown();
+}
+
+/// Counts a connection while it lives.
+struct Connected(Arc<Server>);
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.0.connected.fetch_sub(1, Relaxed);
+    }
+}
+
+async fn handle(server: Arc<Server>, conn: Accepted, tls: Option<TlsAcceptor>) {
+    server.stats.connections_received.fetch_add(1, Relaxed);
+    let count = server.connected.fetch_add(1, Relaxed) + 1;
+    let _connected = Connected(Arc::clone(&server));
+    match conn {
+        Accepted::Tcp(stream, peer) => start(server, stream, peer, tls, count).await,
+        Accepted::Unix(stream, peer) => start(server, stream, peer, tls, count).await,
+    }
+}
+
+async fn start<S>(server: Arc<Server>, stream: S, peer: String, tls: Option<TlsAcceptor>, count: usize)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    match tls {
+        None => admit(server, stream, peer, count).await,
+        Some(tls) => match tokio::time::timeout(HANDSHAKE, tls.accept(stream)).await {
+            Ok(Ok(stream)) => admit(server, stream, peer, count).await,
+            Ok(Err(e)) => log::info!("client {peer}: TLS handshake failed: {e}"),
+            Err(_) => log::info!("client {peer}: TLS handshake not done in {HANDSHAKE:?}"),
+        },
+    }
+}
+
+async fn admit<S>(server: Arc<Server>, mut stream: S, peer: String, count: usize)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    if count > server.settings.max_clients {
+        server.stats.rejected_connections.fetch_add(1, Relaxed);
+        log::warn!("client {peer} refused: --max_clients {} reached", server.settings.max_clients);
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = stream.shutdown().await;
+        return;
+    }
+    super::connection::serve(server, stream, peer).await;
+}

@@ -1,0 +1,167 @@
+//! What every connection shares (the server) and what each has of its own
+//! (the session).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use super::databases::Database;
+use super::scan::ScanCursors;
+use super::stats::Stats;
+
+/// The settings commands consult.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The password AUTH must give, if any.
+    pub requirepass: Option<String>,
+    /// Whether writes are refused.
+    pub read_only: bool,
+    /// The most connections at once.
+    pub max_clients: usize,
+    /// The most bytes one request may take.
+    pub max_request_size: u64,
+    /// The address served, as given.
+    pub address: String,
+    /// Whether connections use TLS.
+    pub tls: bool,
+}
+
+/// The state every connection shares.
+pub struct Server {
+    /// The databases, numbered as SELECT numbers them.
+    pub databases: Vec<Database>,
+    /// The settings.
+    pub settings: Settings,
+    /// The counters INFO shows.
+    pub stats: Stats,
+    /// The positions of SCANs in progress.
+    pub cursors: ScanCursors,
+    /// Connections open now.
+    pub connected: AtomicUsize,
+    /// The id the next connection gets.
+    next_client_id: AtomicU64,
+    /// When the server started.
+    pub started: Instant,
+    /// Set to true to shut down.
+    shutdown: watch::Sender<bool>,
+    /// SAVE's and BGSAVE's state.
+    pub saves: Arc<Saves>,
+}
+
+/// What SAVE and BGSAVE did last, and the background save running.
+pub struct Saves {
+    /// The background save running or last run.
+    pub background: Mutex<Option<JoinHandle<()>>>,
+    /// Whether the last save succeeded.
+    pub ok: AtomicBool,
+    /// When the last successful save finished, in seconds since the epoch.
+    pub last: AtomicU64,
+}
+
+impl Saves {
+    /// Notes a finished save.
+    pub fn done(&self, ok: bool) {
+        self.ok.store(ok, Relaxed);
+        if ok {
+            self.last.store(unix_time(), Relaxed);
+        }
+    }
+
+    /// Waits for the background save, if one runs.
+    pub fn wait(&self) {
+        let handle = self.background.lock().take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Server {
+    /// A server of `databases` with `settings`.
+    pub fn new(databases: Vec<Database>, settings: Settings) -> Server {
+        Server {
+            databases,
+            settings,
+            stats: Stats::new(),
+            cursors: ScanCursors::new(),
+            connected: AtomicUsize::new(0),
+            next_client_id: AtomicU64::new(1),
+            started: Instant::now(),
+            shutdown: watch::channel(false).0,
+            saves: Arc::new(Saves {
+                background: Mutex::new(None),
+                ok: AtomicBool::new(true),
+                last: AtomicU64::new(unix_time()),
+            }),
+        }
+    }
+
+    /// A new client id.
+    pub fn client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Relaxed)
+    }
+
+    /// Asks every connection and the listener to stop.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// A receiver that sees `true` once shutdown has begun.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+}
+
+/// Seconds since the epoch.
+pub fn unix_time() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// What happens to a connection after the replies being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// It goes on.
+    Continue,
+    /// It closes (QUIT).
+    Close,
+    /// It closes without a reply, and the server shuts down (SHUTDOWN).
+    Shutdown,
+}
+
+/// One connection's state.
+pub struct Session {
+    /// The client id (CLIENT ID).
+    pub id: u64,
+    /// The peer's address, for logs.
+    pub peer: String,
+    /// The selected database.
+    pub db: usize,
+    /// Whether AUTH succeeded (or no password is required).
+    pub authenticated: bool,
+    /// The protocol version: 2, or 3 after `HELLO 3`.
+    pub protocol: u8,
+    /// The name CLIENT SETNAME gave.
+    pub name: Option<Bytes>,
+    /// What to do once the replies are written.
+    pub after: After,
+}
+
+impl Session {
+    /// The state of a new connection from `peer`.
+    pub fn new(server: &Server, peer: String) -> Session {
+        Session {
+            id: server.client_id(),
+            peer,
+            db: 0,
+            authenticated: server.settings.requirepass.is_none(),
+            protocol: 2,
+            name: None,
+            after: After::Continue,
+        }
+    }
+}
