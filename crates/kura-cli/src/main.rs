@@ -10,8 +10,8 @@ mod file_options;
 mod file_perf;
 mod perf;
 mod report;
-mod ulog;
 mod serve;
+mod ulog;
 mod util;
 
 use std::process::ExitCode;

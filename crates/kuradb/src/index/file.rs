@@ -2,9 +2,8 @@
 
 use std::path::Path;
 
-use super::cursor::IndexCursor;
 use super::pairs::Pairs;
-use super::{pair_order, Index};
+use super::pair_order;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::{Params, Taker};
 use crate::dbm::tree::{TreeDbm, TreeOptions};
@@ -114,35 +113,4 @@ fn stored_order(db: &TreeDbm) -> Result<KeyComparator> {
     KeyComparator::from_name(name)
 }
 
-impl Index for FileIndex {
-    type Key = [u8];
-    type Value = [u8];
-
-    fn add(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.pairs.add(key, value)
-    }
-
-    fn remove(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.pairs.remove(key, value)
-    }
-
-    fn check(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.pairs.check(key, value)
-    }
-
-    fn get_values(&self, key: &[u8], max: usize) -> Result<Vec<Vec<u8>>> {
-        self.pairs.get_values(key, max)
-    }
-
-    fn count(&self) -> Result<u64> {
-        self.pairs.db.count()
-    }
-
-    fn clear(&self) -> Result<()> {
-        self.pairs.db.clear()
-    }
-
-    fn cursor(&self) -> Result<Box<dyn IndexCursor<[u8], [u8]> + '_>> {
-        Ok(Box::new(self.pairs.cursor()?))
-    }
-}
+super::pairs::index_over_pairs!(FileIndex);

@@ -1,8 +1,7 @@
 //! MemIndex: an index whose pairs are the records of a BabyDbm in memory.
 
-use super::cursor::IndexCursor;
 use super::pairs::Pairs;
-use super::{pair_order, Index};
+use super::pair_order;
 use crate::dbm::baby::{BabyDbm, BabyOptions};
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::Dbm;
@@ -38,35 +37,4 @@ impl MemIndex {
     }
 }
 
-impl Index for MemIndex {
-    type Key = [u8];
-    type Value = [u8];
-
-    fn add(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.pairs.add(key, value)
-    }
-
-    fn remove(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.pairs.remove(key, value)
-    }
-
-    fn check(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.pairs.check(key, value)
-    }
-
-    fn get_values(&self, key: &[u8], max: usize) -> Result<Vec<Vec<u8>>> {
-        self.pairs.get_values(key, max)
-    }
-
-    fn count(&self) -> Result<u64> {
-        self.pairs.db.count()
-    }
-
-    fn clear(&self) -> Result<()> {
-        self.pairs.db.clear()
-    }
-
-    fn cursor(&self) -> Result<Box<dyn IndexCursor<[u8], [u8]> + '_>> {
-        Ok(Box::new(self.pairs.cursor()?))
-    }
-}
+super::pairs::index_over_pairs!(MemIndex);

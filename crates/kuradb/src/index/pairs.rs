@@ -50,3 +50,43 @@ impl<D: Dbm> Pairs<D> {
         Ok(PairCursor::new(self.db.iter()?))
     }
 }
+
+/// Implements [`Index`](super::Index) for a type whose field `pairs` is a
+/// [`Pairs`]: the file and memory indexes answer alike.
+macro_rules! index_over_pairs {
+    ($index:ty) => {
+        impl $crate::index::Index for $index {
+            type Key = [u8];
+            type Value = [u8];
+
+            fn add(&self, key: &[u8], value: &[u8]) -> $crate::error::Result<()> {
+                self.pairs.add(key, value)
+            }
+
+            fn remove(&self, key: &[u8], value: &[u8]) -> $crate::error::Result<bool> {
+                self.pairs.remove(key, value)
+            }
+
+            fn check(&self, key: &[u8], value: &[u8]) -> $crate::error::Result<bool> {
+                self.pairs.check(key, value)
+            }
+
+            fn get_values(&self, key: &[u8], max: usize) -> $crate::error::Result<Vec<Vec<u8>>> {
+                self.pairs.get_values(key, max)
+            }
+
+            fn count(&self) -> $crate::error::Result<u64> {
+                self.pairs.db.count()
+            }
+
+            fn clear(&self) -> $crate::error::Result<()> {
+                self.pairs.db.clear()
+            }
+
+            fn cursor(&self) -> $crate::error::Result<Box<dyn $crate::index::IndexCursor<[u8], [u8]> + '_>> {
+                Ok(Box::new(self.pairs.cursor()?))
+            }
+        }
+    };
+}
+pub(super) use index_over_pairs;
