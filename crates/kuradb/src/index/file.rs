@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::pairs::Pairs;
 use super::pair_order;
+use super::pairs::Pairs;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::{Params, Taker};
 use crate::dbm::tree::{TreeDbm, TreeOptions};

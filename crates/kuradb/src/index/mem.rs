@@ -1,7 +1,7 @@
 //! MemIndex: an index whose pairs are the records of a BabyDbm in memory.
 
-use super::pairs::Pairs;
 use super::pair_order;
+use super::pairs::Pairs;
 use crate::dbm::baby::{BabyDbm, BabyOptions};
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::Dbm;
