@@ -13,8 +13,8 @@
 //!   ordered by a pair comparator ([`KeyComparator::PairLexical`] and its
 //!   numeric forms). It persists, and reopens with its pairs.
 //! - [`MemIndex`]: the same records in a [`BabyDbm`](crate::BabyDbm), in memory.
-//! - [`StdIndex`]: typed pairs (`K`, `V` any `Ord` types) in a `BTreeSet`
-//!   behind a reader-writer lock; no encoding at all.
+//! - [`StdIndex`]: typed pairs (`K`, `V` any `Ord` types) in a `BTreeMap`
+//!   of keys to their values, behind a reader-writer lock; no encoding at all.
 //!
 //! Every operation is thread-safe. A cursor keeps its position as a pair,
 //! not as a place in memory, so pairs added or removed meanwhile never
@@ -40,6 +40,7 @@ mod file;
 mod mem;
 mod pairs;
 mod std_index;
+mod values;
 
 pub use cursor::{IndexCursor, PairCursor};
 pub use file::FileIndex;
