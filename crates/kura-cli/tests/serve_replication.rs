@@ -41,7 +41,12 @@ fn wait_equal(master: &Server, replica: &Server, db: usize) -> Contents {
         if got == want {
             return got;
         }
-        assert!(Instant::now() < deadline, "database {db} of the replica never caught up: {} of {} keys", got.len(), want.len());
+        assert!(
+            Instant::now() < deadline,
+            "database {db} of the replica never caught up: {} of {} keys",
+            got.len(),
+            want.len()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -135,13 +140,20 @@ fn a_replica_refuses_writes_until_replicaof_no_one_promotes_it() {
     let replica = start_replica(std::slice::from_ref(&replica_db), &master);
     wait_equal(&master, &replica, 0);
     let mut con = replica.client();
-    for cmd in [redis::cmd("SET").arg("k").arg("v").clone(), redis::cmd("FLUSHDB").clone(), redis::cmd("DEL").arg("k").clone()] {
+    for cmd in [
+        redis::cmd("SET").arg("k").arg("v").clone(),
+        redis::cmd("FLUSHDB").clone(),
+        redis::cmd("DEL").arg("k").clone(),
+    ] {
         let err = cmd.query::<redis::Value>(&mut con).unwrap_err();
         assert_eq!(error_text(&err), "READONLY You can't write against a read only replica.");
     }
     let got: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
     assert_eq!(got, "from the master");
-    assert!(Path::new(&format!("{replica_db}.replica")).exists(), "the position is saved beside the database");
+    assert!(
+        Path::new(&format!("{replica_db}.replica")).exists(),
+        "the position is saved beside the database"
+    );
     let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut con).unwrap();
     let _: () = redis::cmd("SET").arg("k").arg("mine now").query(&mut con).unwrap();
     assert_eq!(info(&replica)["role"], "master");

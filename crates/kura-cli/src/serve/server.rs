@@ -55,7 +55,8 @@ pub fn run(plan: Plan) -> Result<()> {
         Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size)?,
         None => replication::attach_logs(opened, None, 0)?,
     };
-    let state_paths = opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
+    let state_paths =
+        opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
     let replication = Replication::new(logs, state_paths, plan.replicaof);
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
     let runtime = tokio::runtime::Builder::new_multi_thread()

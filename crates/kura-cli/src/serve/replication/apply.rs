@@ -14,8 +14,10 @@ use super::frames::Frame;
 use super::position::{self, Position};
 use crate::serve::state::Server;
 
-/// How often, at most, a busy replica synchronizes and saves its position.
-const SAVE_EVERY: Duration = Duration::from_millis(200);
+/// How often, at most, a busy replica synchronizes and saves its position
+/// (a hard synchronization: a tree reopened after a crash goes back to its
+/// last one, so a softer one could leave the database behind the position).
+const SAVE_EVERY: Duration = Duration::from_secs(1);
 
 /// What the applier keeps: the position and whether it is saved.
 pub struct Applied {
@@ -39,6 +41,7 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
             match frame {
                 Frame::Continue => link.status(|s| {
                     s.state = "up";
+                    s.error = None;
                     s.last_sync = "continue";
                 }),
                 Frame::FullResync(timestamp) => {
@@ -69,6 +72,7 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     idle = true;
                     link.status(|s| {
                         s.state = "up";
+                        s.error = None;
                         s.applied = timestamp;
                     });
                 }
@@ -107,7 +111,7 @@ pub fn save(link: &Link, database: &dyn Dbm, applied: &mut Applied) {
     }
     let Some(position) = &applied.position else { return };
     if let Some(path) = &link.state_path {
-        let saved = database.synchronize(false).and_then(|()| position::save(path, position));
+        let saved = database.synchronize(true).and_then(|()| position::save(path, position));
         if let Err(e) = saved {
             log::error!("saving the replica position: {e}");
             link.status(|s| s.error = Some(format!("saving the position: {e}")));

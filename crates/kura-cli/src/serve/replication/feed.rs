@@ -82,7 +82,8 @@ where
         Ok(Err(e)) => {
             log::error!("replica {peer}: the feed failed: {e}");
             let mut out = BytesMut::new();
-            crate::serve::reply::Reply::error(format!("ERR replication feed failed: {e}")).encode(2, &mut out);
+            crate::serve::reply::Reply::error(format!("ERR replication feed failed: {e}"))
+                .encode(2, &mut out);
             let _ = output.write_all(&out).await;
         }
         _ => log::info!("replica {peer}: link closed ({ended})"),

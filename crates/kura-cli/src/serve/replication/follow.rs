@@ -179,11 +179,12 @@ async fn settle(server: &Arc<Server>, db: usize) {
 async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(), String> {
     let link = &server.replication.links[db];
     link.status(|s| s.state = "connect");
-    let mut stream = match tokio::time::timeout(CONNECT, TcpStream::connect((target.host.as_str(), target.port))).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => return Err(format!("connecting: {e}")),
-        Err(_) => return Err(format!("connecting: no answer in {CONNECT:?}")),
-    };
+    let mut stream =
+        match tokio::time::timeout(CONNECT, TcpStream::connect((target.host.as_str(), target.port))).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(format!("connecting: {e}")),
+            Err(_) => return Err(format!("connecting: no answer in {CONNECT:?}")),
+        };
     let _ = stream.set_nodelay(true);
     let position = {
         let server = Arc::clone(server);

@@ -115,7 +115,11 @@ mod tests {
 
     #[test]
     fn frames_round_trip_and_wait_for_their_last_byte() {
-        let set = UpdateEntry { server_id: 0, dbm_index: 2, op: UpdateOp::Set { key: b"k".to_vec(), value: b"v".to_vec() } };
+        let set = UpdateEntry {
+            server_id: 0,
+            dbm_index: 2,
+            op: UpdateOp::Set { key: b"k".to_vec(), value: b"v".to_vec() },
+        };
         let mut out = BytesMut::new();
         handshake(true, 7).encode(2, &mut out);
         put_snapshot(&mut out, set.encode());

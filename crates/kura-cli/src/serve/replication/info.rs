@@ -66,7 +66,12 @@ pub fn section(server: &Server, out: &mut String) {
     }
     for db in 0..server.databases.len() {
         if let Some(queue) = replication.log(db) {
-            let _ = write!(out, "db{db}_log:prefix={},newest_timestamp={}\r\n", queue.prefix().display(), queue.timestamp());
+            let _ = write!(
+                out,
+                "db{db}_log:prefix={},newest_timestamp={}\r\n",
+                queue.prefix().display(),
+                queue.timestamp()
+            );
         }
     }
     let _ = write!(out, "full_resyncs_served:{}\r\n", replication.full_resyncs_served.load(Relaxed));

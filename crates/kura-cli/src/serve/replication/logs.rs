@@ -28,13 +28,16 @@ pub fn attach_logs(databases: Vec<Database>, dir: Option<&Path>, max_file_size: 
     };
     let mut done = Vec::with_capacity(databases.len());
     let mut logs = Vec::with_capacity(databases.len());
-    let own_prefix = databases.iter().find(|d| parse_spec(&d.spec).is_ok_and(|(_, p)| p.get("ulog_prefix").is_some()));
+    let own_prefix =
+        databases.iter().find(|d| parse_spec(&d.spec).is_ok_and(|(_, p)| p.get("ulog_prefix").is_some()));
     let mut failure = match own_prefix {
         Some(d) => Some(Error::new(
             ErrorKind::InvalidArgument,
             format!("database {:?}: give either --ulog or ulog_prefix, not both", d.spec),
         )),
-        None => std::fs::create_dir_all(dir).map_err(|e| Error::io("creating the update log directory", dir, e)).err(),
+        None => std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io("creating the update log directory", dir, e))
+            .err(),
     };
     let mut rest = databases.into_iter();
     while failure.is_none() {
@@ -57,7 +60,12 @@ pub fn attach_logs(databases: Vec<Database>, dir: Option<&Path>, max_file_size: 
     }
 }
 
-fn attach(database: Database, dir: &Path, index: usize, max_file_size: u64) -> Result<(Database, Arc<MessageQueue>)> {
+fn attach(
+    database: Database,
+    dir: &Path,
+    index: usize,
+    max_file_size: u64,
+) -> Result<(Database, Arc<MessageQueue>)> {
     let spec = database.spec.clone();
     let refuse = |why: &str| Error::new(ErrorKind::InvalidArgument, format!("database {spec:?}: {why}"));
     let Database { db, spec: _, ordered, order } = database;

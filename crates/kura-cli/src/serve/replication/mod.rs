@@ -105,7 +105,7 @@ impl Replication {
     /// The state of a server whose databases log into `logs` (one entry per
     /// database, `None` without `--ulog`), a replica of `target` if given;
     /// `state_paths` are where each database's replica state file goes
-    /// (`None` for an on-memory database).
+    /// beside (each database's path; `None` for an on-memory database).
     pub fn new(
         logs: Vec<Option<Arc<MessageQueue>>>,
         state_paths: Vec<Option<PathBuf>>,
@@ -114,7 +114,7 @@ impl Replication {
         let replica = target.is_some();
         if !replica {
             for path in state_paths.iter().flatten() {
-                position::forget(path);
+                position::forget(&position::state_path(path));
             }
         }
         Replication {

@@ -79,7 +79,9 @@ mod tests {
         assert_eq!(start(&queue, Some((50, 1))).unwrap(), Start::Continue { timestamp: 50, skip: 1 });
         assert!(matches!(start(&queue, Some((301, 0))).unwrap(), Start::Full { .. }), "ahead of the log");
         remove_old_files(queue.prefix(), 150, true).unwrap();
-        let Start::Full { reason, .. } = start(&queue, Some((50, 1))).unwrap() else { panic!("gap not seen") };
+        let Start::Full { reason, .. } = start(&queue, Some((50, 1))).unwrap() else {
+            panic!("gap not seen")
+        };
         assert!(reason.contains("no longer has"), "{reason}");
         assert!(matches!(start(&queue, Some((290, 1))).unwrap(), Start::Continue { .. }));
     }

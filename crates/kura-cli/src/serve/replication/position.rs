@@ -52,7 +52,8 @@ pub fn load(path: &Path) -> Result<Option<Position>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("reading the replica state", path, e)),
     };
-    let damaged = || Error::new(ErrorKind::BrokenData, format!("{}: not a replica state file", path.display()));
+    let damaged =
+        || Error::new(ErrorKind::BrokenData, format!("{}: not a replica state file", path.display()));
     let mut lines = text.lines();
     if lines.next() != Some(MAGIC) {
         return Err(damaged());
