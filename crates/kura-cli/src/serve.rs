@@ -8,7 +8,8 @@
 //! (frames to arguments, with the size guard), `dispatch` (checks, batches,
 //! counting), `commands` (the table and the commands by family), `scan`
 //! (SCAN's cursors), `pattern` (key globs), `reply` (RESP encoding),
-//! `state` (server and session), `stats` and `info` (INFO), `logging`.
+//! `state` (server and session), `stats` and `info` (INFO), `logging`,
+//! `replication` (REPLICAOF, the update-log feeds and the replica's links).
 //! docs/serve.md is the user's guide.
 
 mod commands;
@@ -19,6 +20,7 @@ mod info;
 mod listener;
 mod logging;
 mod pattern;
+mod replication;
 mod reply;
 mod request;
 mod scan;
@@ -89,6 +91,19 @@ pub struct ServeArgs {
     /// The least level logged: off, error, warn, info, debug or trace.
     #[arg(long = "log_level", default_value = "info")]
     log_level: String,
+
+    /// Logs every change of database N into update-log files DIR/dbN.*, from
+    /// which replicas follow this server.
+    #[arg(long = "ulog", value_name = "DIR")]
+    ulog: Option<PathBuf>,
+
+    /// The size at which an update-log file is closed and the next begun.
+    #[arg(long = "ulog_max_file_size", value_name = "BYTES", default_value_t = kuradb::ulog::DEFAULT_MAX_FILE_SIZE, requires = "ulog")]
+    ulog_max_file_size: u64,
+
+    /// Starts as a read-only replica of the server at HOST:PORT (see REPLICAOF).
+    #[arg(long = "replicaof", value_name = "HOST:PORT")]
+    replicaof: Option<String>,
 }
 
 /// Runs `kura serve`.
@@ -104,6 +119,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_ca.as_deref())?),
         _ => None,
     };
+    let replicaof = args.replicaof.as_deref().map(replication::Target::parse).transpose()?;
+    if args.read_only && (replicaof.is_some() || args.ulog.is_some()) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "--read_only opens the databases read-only: a replica must write them, and --ulog logs writes",
+        ));
+    }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let settings = state::Settings {
         requirepass: args.requirepass.clone(),
@@ -119,5 +141,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         tls,
         threads,
         pid_file: args.pid_file.clone(),
+        ulog: args.ulog.clone().map(|dir| (dir, args.ulog_max_file_size)),
+        replicaof,
     })
 }

@@ -71,7 +71,14 @@ where
                 run_batch(&server, &mut current, &batch, &mut output);
             }
             let after = current.after;
+            let feed = current.feed.take();
             session = Some(current);
+            if let Some(plan) = feed {
+                if write(&server, &mut stream, &mut output).await {
+                    super::replication::feed(server, stream, peer, plan).await;
+                }
+                return;
+            }
             if !write(&server, &mut stream, &mut output).await || after != After::Continue {
                 let _ = stream.shutdown().await;
                 return;

@@ -75,6 +75,8 @@ pub fn run_one(server: &Server, session: &mut Session, args: &[Bytes]) -> Reply 
         Some(Reply::error("NOAUTH Authentication required."))
     } else if server.settings.read_only && command.flags & WRITE != 0 {
         Some(Reply::error("READONLY You can't write against a read only server (kura serve --read_only)."))
+    } else if command.flags & WRITE != 0 && server.replication.is_replica() {
+        Some(Reply::error("READONLY You can't write against a read only replica."))
     } else {
         None
     };

@@ -1,4 +1,5 @@
 //! INFO's text: the sections `server`, `clients`, `persistence`, `stats`,
+//! `replication`,
 //! `commandstats` (calls, time and failures per command) and `keyspace`,
 //! in Redis's `field:value` lines.
 
@@ -13,7 +14,7 @@ use super::state::Server;
 
 /// The sections shown by default (`commandstats` only when asked, or with
 /// `all`/`everything`, as in Redis).
-const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "keyspace"];
+const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "replication", "keyspace"];
 
 /// Appends one section's lines.
 type SectionWriter = fn(&Server, &mut String);
@@ -26,11 +27,12 @@ pub fn text(server: &Server, sections: &[String]) -> String {
             || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
     };
     let mut out = String::new();
-    let writers: [(&str, SectionWriter); 6] = [
+    let writers: [(&str, SectionWriter); 7] = [
         ("server", server_section),
         ("clients", clients),
         ("persistence", persistence),
         ("stats", stats),
+        ("replication", super::replication::info::section),
         ("commandstats", commandstats),
         ("keyspace", keyspace),
     ];

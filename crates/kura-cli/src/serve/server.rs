@@ -13,6 +13,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::databases::{self, Database};
 use super::listener::{Accepted, Listener};
+use super::replication::{self, Replication};
 use super::state::{Server, Settings};
 
 /// How long connections get to finish at shutdown before they are cut.
@@ -32,6 +33,10 @@ pub struct Plan {
     pub threads: usize,
     /// Where to write the process id, once listening.
     pub pid_file: Option<std::path::PathBuf>,
+    /// The update logs' directory and file size (`--ulog`), if any.
+    pub ulog: Option<(std::path::PathBuf, u64)>,
+    /// The master to follow (`--replicaof`), if any.
+    pub replicaof: Option<replication::Target>,
 }
 
 /// Serves until shut down; the databases are closed when this returns.
@@ -46,13 +51,21 @@ pub fn run(plan: Plan) -> Result<()> {
             }
         }
     }
-    let server = Arc::new(Server::new(opened, plan.settings));
+    let (opened, logs) = match &plan.ulog {
+        Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size)?,
+        None => replication::attach_logs(opened, None, 0)?,
+    };
+    let state_paths =
+        opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
+    let replication = Replication::new(logs, state_paths, plan.replicaof);
+    let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.threads.max(1))
         .thread_name("kura-serve")
         .enable_all()
         .build()
         .map_err(|e| Error::new(ErrorKind::System, format!("starting the runtime: {e}")))?;
+    runtime.block_on(async { replication::spawn_followers(&server) });
     let served = runtime.block_on(listen_and_serve(Arc::clone(&server), plan.tls, plan.pid_file.as_deref()));
     // Commands still running off the reactor finish before the databases close.
     runtime.shutdown_timeout(Duration::from_secs(60));

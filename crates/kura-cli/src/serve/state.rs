@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::databases::Database;
+use super::replication::{FeedPlan, Replication};
 use super::scan::ScanCursors;
 use super::stats::Stats;
 
@@ -51,6 +52,8 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     /// SAVE's and BGSAVE's state.
     pub saves: Arc<Saves>,
+    /// Master or replica: the logs fed, the link followed.
+    pub replication: Replication,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -98,7 +101,13 @@ impl Server {
                 ok: AtomicBool::new(true),
                 last: AtomicU64::new(unix_time()),
             }),
+            replication: Replication::default(),
         }
+    }
+
+    /// The server with `replication` as its replication state.
+    pub fn with_replication(self, replication: Replication) -> Server {
+        Server { replication, ..self }
     }
 
     /// A new client id.
@@ -149,6 +158,8 @@ pub struct Session {
     pub name: Option<Bytes>,
     /// What to do once the replies are written.
     pub after: After,
+    /// Set by REPLSYNC: the connection becomes a replication feed.
+    pub feed: Option<FeedPlan>,
 }
 
 impl Session {
@@ -162,6 +173,7 @@ impl Session {
             protocol: 2,
             name: None,
             after: After::Continue,
+            feed: None,
         }
     }
 }

@@ -104,6 +104,9 @@ pub static COMMANDS: &[Command] = &[
     cmd("bgsave", -1, 0, NONE, server::bgsave),
     cmd("lastsave", 1, 0, NONE, server::lastsave),
     cmd("shutdown", -1, DB, NONE, server::shutdown),
+    cmd("replicaof", 3, DB, NONE, crate::serve::replication::commands::replicaof),
+    cmd("slaveof", 3, DB, NONE, crate::serve::replication::commands::replicaof),
+    cmd("replsync", -3, DB, NONE, crate::serve::replication::commands::replsync),
 ];
 
 /// The command `name` names (in any case) and its index in [`COMMANDS`].

@@ -1,0 +1,123 @@
+//! The replica's side of applying: the frames of a link are applied to the
+//! database in order, with the core's apply path (`apply_entry`: a set
+//! overwrites, a remove of an absent key is no error, a clear clears), and
+//! the position is saved beside the database once what it covers is
+//! synchronized.
+
+use std::time::{Duration, Instant};
+
+use kuradb::dbm::Dbm;
+use kuradb::ulog::apply_entry;
+
+use super::follow::Link;
+use super::frames::Frame;
+use super::position::{self, Position};
+use crate::serve::state::Server;
+
+/// How often, at most, a busy replica synchronizes and saves its position
+/// (a hard synchronization: a tree reopened after a crash goes back to its
+/// last one, so a softer one could leave the database behind the position).
+const SAVE_EVERY: Duration = Duration::from_secs(1);
+
+/// What the applier keeps: the position and whether it is saved.
+pub struct Applied {
+    /// The position reached; `None` before any, or during a full resync.
+    pub position: Option<Position>,
+    /// Whether the position moved since it was last saved.
+    pub dirty: bool,
+    /// When it was last saved.
+    pub saved_at: Instant,
+}
+
+/// Applies `batch`, received from `master`, to database `db`. An error ends
+/// the link (what was applied before it stays, and its position with it).
+pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) -> Result<(), String> {
+    let link = &server.replication.links[db];
+    let database = &*server.databases[db].db;
+    let mut applied = link.applied.lock();
+    let mut idle = false;
+    let outcome = (|| {
+        for frame in batch {
+            match frame {
+                Frame::Continue => link.status(|s| {
+                    s.state = "up";
+                    s.error = None;
+                    s.last_sync = "continue";
+                }),
+                Frame::FullResync(timestamp) => {
+                    // Forgotten first: a crash during the resync must not
+                    // resume from the old position over a half-loaded database.
+                    if let Some(path) = &link.state_path {
+                        position::forget(path);
+                    }
+                    applied.position = None;
+                    applied.dirty = false;
+                    database.clear().map_err(|e| format!("clearing the database for a full resync: {e}"))?;
+                    log::warn!("database {db}: full resync from {master} (its log follows from {timestamp})");
+                    link.status(|s| {
+                        s.state = "sync";
+                        s.last_sync = "full";
+                        s.full_resyncs += 1;
+                    });
+                }
+                Frame::Snapshot(entry) => {
+                    if applied.position.is_some() {
+                        return Err("a snapshot record outside a full resync".to_string());
+                    }
+                    apply_entry(database, &entry.op).map_err(|e| format!("applying the snapshot: {e}"))?;
+                }
+                Frame::SnapshotEnd(timestamp) => {
+                    applied.position = Some(Position { master: master.to_string(), timestamp, skip: 0 });
+                    applied.dirty = true;
+                    idle = true;
+                    link.status(|s| {
+                        s.state = "up";
+                        s.error = None;
+                        s.applied = timestamp;
+                    });
+                }
+                Frame::Entry(timestamp, entry) => {
+                    let Some(position) = applied.position.as_mut() else {
+                        return Err("a log entry before the snapshot ended".to_string());
+                    };
+                    apply_entry(database, &entry.op)
+                        .map_err(|e| format!("applying the entry of time {timestamp}: {e}"))?;
+                    position.advance(timestamp);
+                    applied.dirty = true;
+                    link.status(|s| {
+                        s.applied = timestamp;
+                        s.master_newest = s.master_newest.max(timestamp);
+                    });
+                }
+                Frame::Ping(newest) => {
+                    idle = true;
+                    link.status(|s| s.master_newest = s.master_newest.max(newest));
+                }
+                Frame::Error(text) => return Err(format!("the master says: {text}")),
+            }
+        }
+        Ok(())
+    })();
+    if applied.dirty && (idle || outcome.is_err() || applied.saved_at.elapsed() >= SAVE_EVERY) {
+        save(link, database, &mut applied);
+    }
+    outcome
+}
+
+/// Synchronizes the database, then saves the position, if it moved.
+pub fn save(link: &Link, database: &dyn Dbm, applied: &mut Applied) {
+    if !applied.dirty {
+        return;
+    }
+    let Some(position) = &applied.position else { return };
+    if let Some(path) = &link.state_path {
+        let saved = database.synchronize(true).and_then(|()| position::save(path, position));
+        if let Err(e) = saved {
+            log::error!("saving the replica position: {e}");
+            link.status(|s| s.error = Some(format!("saving the position: {e}")));
+            return;
+        }
+    }
+    applied.dirty = false;
+    applied.saved_at = Instant::now();
+}

@@ -1,0 +1,252 @@
+//! Replication between `kura serve` processes: a replica follows every
+//! kind of write on hash and tree databases, resumes after restarts of
+//! either side, refuses client writes until promoted, and resyncs fully
+//! when the master's log has lost the entries it needs.
+
+mod serve_support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serve_support::{error_text, Server, TIMEOUT};
+
+type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every record of database `db`, by KEYS and GET.
+fn contents(server: &Server, db: usize) -> Contents {
+    let mut con = server.client();
+    let _: () = redis::cmd("SELECT").arg(db).query(&mut con).unwrap();
+    let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    keys.into_iter()
+        .map(|k| {
+            let v: Vec<u8> = redis::cmd("GET").arg(&k).query(&mut con).unwrap();
+            (k, v)
+        })
+        .collect()
+}
+
+/// The `field:value` lines of INFO replication.
+fn info(server: &Server) -> BTreeMap<String, String> {
+    let text: String = redis::cmd("INFO").arg("replication").query(&mut server.client()).unwrap();
+    text.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Waits until `replica`'s database `db` holds what `master`'s does.
+fn wait_equal(master: &Server, replica: &Server, db: usize) -> Contents {
+    let want = contents(master, db);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let got = contents(replica, db);
+        if got == want {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "database {db} of the replica never caught up: {} of {} keys",
+            got.len(),
+            want.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited in vain for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn spec(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+fn start_master(dir: &Path, specs: &[String], extra: &[&str]) -> Server {
+    let ulog = spec(dir, "ulog");
+    let mut args: Vec<&str> = specs.iter().map(String::as_str).collect();
+    args.extend(["--ulog", &ulog]);
+    args.extend(extra);
+    Server::start(&args)
+}
+
+fn start_replica(specs: &[String], master: &Server) -> Server {
+    let mut args: Vec<&str> = specs.iter().map(String::as_str).collect();
+    args.extend(["--replicaof", &master.address]);
+    Server::start(&args)
+}
+
+fn query(server: &Server, db: usize, commands: &[&[&str]]) {
+    let mut con = server.client();
+    let _: () = redis::cmd("SELECT").arg(db).query(&mut con).unwrap();
+    for words in commands {
+        let mut cmd = redis::cmd(words[0]);
+        for w in &words[1..] {
+            cmd.arg(*w);
+        }
+        let _: redis::Value = cmd.query(&mut con).unwrap();
+    }
+}
+
+#[test]
+fn a_replica_follows_every_kind_of_write_on_hash_and_tree_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh"), spec(dir.path(), "m.tkt")], &[]);
+    query(&master, 0, &[&["SET", "before", "the replica"]]);
+    let replica = start_replica(&[spec(dir.path(), "r.tkh"), spec(dir.path(), "r.tkt")], &master);
+    for db in 0..2 {
+        query(
+            &master,
+            db,
+            &[
+                &["SET", "a", "1"],
+                &["MSET", "b", "2", "c", "3", "d", "4"],
+                &["INCR", "a"],
+                &["APPEND", "b", "x"],
+                &["DEL", "c", "nothing"],
+                &["FLUSHDB"],
+                &["SET", "after", "the clear"],
+                &["SET", "k1", "v1"],
+                &["GETSET", "k1", "v2"],
+                &["SETNX", "k2", "v"],
+            ],
+        );
+        let got = wait_equal(&master, &replica, db);
+        let want: Contents = [("after", "the clear"), ("k1", "v2"), ("k2", "v")]
+            .into_iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(got, want, "database {db}");
+    }
+    wait_for("the replica's lag to reach 0", || {
+        let i = info(&replica);
+        i["master_link_status"] == "up" && i["slave_lag_ms"] == "0"
+    });
+    let i = info(&replica);
+    assert_eq!(i["role"], "slave");
+    assert_eq!(i["master_port"], master.port().to_string());
+    assert!(i["db0_link"].contains("last_sync=full"), "a new replica starts with a snapshot: {i:?}");
+    let m = info(&master);
+    assert_eq!((m["role"].as_str(), m["connected_slaves"].as_str()), ("master", "2"), "{m:?}");
+}
+
+#[test]
+fn a_replica_refuses_writes_until_replicaof_no_one_promotes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &[]);
+    query(&master, 0, &[&["SET", "k", "from the master"]]);
+    let replica_db = spec(dir.path(), "r.tkh");
+    let replica = start_replica(std::slice::from_ref(&replica_db), &master);
+    wait_equal(&master, &replica, 0);
+    let mut con = replica.client();
+    for cmd in [
+        redis::cmd("SET").arg("k").arg("v").clone(),
+        redis::cmd("FLUSHDB").clone(),
+        redis::cmd("DEL").arg("k").clone(),
+    ] {
+        let err = cmd.query::<redis::Value>(&mut con).unwrap_err();
+        assert_eq!(error_text(&err), "READONLY You can't write against a read only replica.");
+    }
+    let got: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(got, "from the master");
+    assert!(
+        Path::new(&format!("{replica_db}.replica")).exists(),
+        "the position is saved beside the database"
+    );
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET").arg("k").arg("mine now").query(&mut con).unwrap();
+    assert_eq!(info(&replica)["role"], "master");
+    assert!(!Path::new(&format!("{replica_db}.replica")).exists(), "a promoted replica forgets its position");
+    // The old master's writes no longer arrive.
+    query(&master, 0, &[&["SET", "k", "late"]]);
+    std::thread::sleep(Duration::from_millis(300));
+    let got: String = redis::cmd("GET").arg("k").query(&mut con).unwrap();
+    assert_eq!(got, "mine now");
+    // A server without --ulog has no log to feed.
+    let err = redis::cmd("REPLSYNC").arg(0).arg("FULL").query::<redis::Value>(&mut con).unwrap_err();
+    assert!(error_text(&err).contains("--ulog"), "{err}");
+}
+
+#[test]
+fn a_replica_restarted_mid_stream_resumes_where_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkt")], &[]);
+    let replica_db = vec![spec(dir.path(), "r.tkt")];
+    let replica = start_replica(&replica_db, &master);
+    wait_for("the first link", || info(&replica)["master_link_status"] == "up");
+    let writer = {
+        let mut con = master.client();
+        std::thread::spawn(move || {
+            // Many entries share each millisecond: resuming inside one must
+            // skip exactly the applied ones.
+            for i in 0..3000 {
+                let _: () = redis::cmd("SET").arg(format!("key{i:05}")).arg(i).query(&mut con).unwrap();
+                if i % 7 == 0 {
+                    let _: () = redis::cmd("DEL").arg(format!("key{:05}", i / 2)).query(&mut con).unwrap();
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    drop(replica); // killed mid-stream, without a chance to save
+    let replica = start_replica(&replica_db, &master);
+    writer.join().unwrap();
+    let got = wait_equal(&master, &replica, 0);
+    assert!(got.len() > 2000, "{}", got.len());
+    let i = info(&replica);
+    assert!(i["db0_link"].contains("last_sync=continue"), "resumed, not resynced: {i:?}");
+}
+
+#[test]
+fn a_replica_reconnects_when_its_master_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let master_db = vec![spec(dir.path(), "m.tkh")];
+    let master = start_master(dir.path(), &master_db, &[]);
+    let port = master.port();
+    let replica = start_replica(&[spec(dir.path(), "r.tkh")], &master);
+    query(&master, 0, &[&["SET", "one", "1"], &["SET", "two", "2"]]);
+    wait_equal(&master, &replica, 0);
+    master.terminate();
+    master.wait(TIMEOUT);
+    wait_for("the link to go down", || info(&replica)["master_link_status"] == "down");
+    let ulog = spec(dir.path(), "ulog");
+    let master = Server::start_at(&format!("127.0.0.1:{port}"), &[&master_db[0], "--ulog", &ulog]);
+    query(&master, 0, &[&["DEL", "one"], &["SET", "three", "3"]]);
+    let got = wait_equal(&master, &replica, 0);
+    assert_eq!(got.keys().cloned().collect::<Vec<_>>(), vec![b"three".to_vec(), b"two".to_vec()]);
+    let i = info(&replica);
+    assert!(i["db0_link"].contains("last_sync=continue"), "{i:?}");
+}
+
+#[test]
+fn a_replica_resyncs_fully_when_the_master_log_lost_its_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &["--ulog_max_file_size", "2000"]);
+    let replica_db = vec![spec(dir.path(), "r.tkh")];
+    let replica = start_replica(&replica_db, &master);
+    query(&master, 0, &[&["SET", "early", "1"], &["SET", "doomed", "x"]]);
+    wait_equal(&master, &replica, 0);
+    replica.terminate();
+    replica.wait(TIMEOUT);
+    // Written while the replica is away, into files then removed.
+    let mut con = master.client();
+    let _: () = redis::cmd("DEL").arg("doomed").query(&mut con).unwrap();
+    for i in 0..200 {
+        let _: () = redis::cmd("SET").arg(format!("k{i}")).arg("v".repeat(50)).query(&mut con).unwrap();
+    }
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    let prefix = spec(dir.path(), "ulog/db0");
+    let removed = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["ulog", "removeoldfiles", "--timestamp", "+1d", "--exclude_latest", &prefix])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+    let _: () = redis::cmd("SET").arg("last").arg("1").query(&mut con).unwrap();
+    let replica = start_replica(&replica_db, &master);
+    let got = wait_equal(&master, &replica, 0);
+    assert!(!got.contains_key(&b"doomed"[..]) && got.len() == 202, "{}", got.len());
+    let i = info(&replica);
+    assert!(i["db0_link"].contains("last_sync=full"), "{i:?}");
+    assert_eq!(info(&master)["full_resyncs_served"], "2");
+}
