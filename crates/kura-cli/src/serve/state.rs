@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::databases::Database;
+use super::execution::Gate;
 use super::scan::ScanCursors;
 use super::stats::Stats;
 
@@ -51,6 +52,8 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     /// SAVE's and BGSAVE's state.
     pub saves: Arc<Saves>,
+    /// Keeps short calls in place from waiting behind long ones.
+    pub gate: Gate,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -98,6 +101,7 @@ impl Server {
                 ok: AtomicBool::new(true),
                 last: AtomicU64::new(unix_time()),
             }),
+            gate: Gate::default(),
         }
     }
 
