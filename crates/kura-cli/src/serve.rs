@@ -16,6 +16,7 @@ mod commands;
 mod connection;
 mod databases;
 mod dispatch;
+mod execution;
 mod info;
 mod listener;
 mod logging;

@@ -1,5 +1,6 @@
 //! One client connection: read what the client sent, run the complete
-//! requests as one batch (off the reactor when they call a database), write
+//! requests as one batch (in place when it is short, on the blocking pool
+//! otherwise: see `execution`), write
 //! the replies, and again. Input is read only when no complete request is
 //! buffered, so a client pipelining faster than it reads replies is slowed
 //! by its own socket, never by the server's memory; a protocol error is
@@ -11,7 +12,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::dispatch::{needs_database, run_batch};
+use super::dispatch::run_batch;
+use super::execution::{self, Need};
 use super::reply::Reply;
 use super::request::next_request;
 use super::state::{After, Server, Session};
@@ -37,6 +39,7 @@ where
     loop {
         let mut batch: Vec<Vec<Bytes>> = Vec::new();
         let mut fatal = None;
+        let buffered = input.len();
         while batch.len() < MAX_BATCH {
             match next_request(&mut input, limit) {
                 Ok(Some(request)) => batch.push(request),
@@ -50,10 +53,22 @@ where
         let full = batch.len() == MAX_BATCH;
         if !batch.is_empty() {
             let Some(mut current) = session.take() else { return };
-            if needs_database(&batch) {
+            let need = execution::need(&server, &current, &batch, buffered - input.len());
+            let in_place = match need {
+                Need::Nothing => Some(None),
+                Need::Short => server.gate.try_short().map(Some),
+                Need::Long => None,
+            };
+            if let Some(_short) = in_place {
+                run_batch(&server, &mut current, &batch, &mut output);
+                // The requests' words share the input buffer: once they are
+                // gone, the next read reuses it instead of allocating anew.
+                drop(batch);
+            } else {
                 let shared = Arc::clone(&server);
                 let mut out = std::mem::take(&mut output);
                 let ran = tokio::task::spawn_blocking(move || {
+                    let _long = shared.gate.long();
                     run_batch(&shared, &mut current, &batch, &mut out);
                     (current, out)
                 })
@@ -67,8 +82,6 @@ where
                         return;
                     }
                 }
-            } else {
-                run_batch(&server, &mut current, &batch, &mut output);
             }
             let after = current.after;
             let feed = current.feed.take();

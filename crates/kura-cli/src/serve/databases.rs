@@ -8,6 +8,7 @@ use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::Dbm;
+use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
 /// One served database.
@@ -20,6 +21,10 @@ pub struct Database {
     pub ordered: bool,
     /// The order of its keys, for an ordered database.
     pub order: KeyComparator,
+    /// Whether a call on a few keys is short enough to run in place on a
+    /// reactor thread: the database is on memory, or its file is read and
+    /// written through the OS page cache (no direct or synchronous I/O).
+    pub fast: bool,
 }
 
 /// Parses `PATH#name=value,...` into the path and PolyDbm parameters. The
@@ -58,7 +63,23 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
     };
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
-    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order })
+    let fast = through_page_cache(&params);
+    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order, fast })
+}
+
+/// Whether the file options in `params` leave I/O to the OS page cache:
+/// neither direct (`O_DIRECT`) nor synchronous (`O_SYNC`) access, where
+/// each call may wait for the device.
+fn through_page_cache(params: &Params) -> bool {
+    let mut file = FileSpec::default();
+    for (name, value) in params.iter() {
+        // The database opened with these: an error here cannot happen, and
+        // would only make the database "not fast".
+        if file.set(name, value).is_err() {
+            return false;
+        }
+    }
+    !file.direct && !file.sync
 }
 
 /// Synchronizes and closes every database, reporting the first failure
@@ -100,9 +121,18 @@ mod tests {
     }
 
     #[test]
+    fn direct_and_synchronous_io_are_not_fast() {
+        let fast = |spec: &str| through_page_cache(&parse_spec(spec).unwrap().1);
+        assert!(fast("a.tkh#file=mmap-para,num_buckets=10"));
+        assert!(fast("a.tkh#file=pos-para,access=padding"));
+        assert!(!fast("a.tkh#file=pos-para,block_size=512,access=direct"));
+        assert!(!fast("a.tkh#file=pos-para,access=sync"));
+    }
+
+    #[test]
     fn opens_on_memory_databases_by_class() {
         let db = open("#dbm=baby", false).unwrap();
-        assert!(db.ordered);
+        assert!(db.ordered && db.fast);
         assert!(open("#num_buckets=3", false).is_err());
     }
 }

@@ -9,15 +9,9 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use kuradb::dbm::Dbm;
 
-use super::commands::{self, arity_fits, lookup, Ctx, DB, NO_AUTH, WRITE};
+use super::commands::{self, arity_fits, lookup, Ctx, NO_AUTH, WRITE};
 use super::reply::Reply;
 use super::state::{After, Server, Session};
-
-/// Whether any request of `batch` calls a database (so the batch must run
-/// off the reactor threads).
-pub fn needs_database(batch: &[Vec<Bytes>]) -> bool {
-    batch.iter().any(|args| lookup(&args[0]).is_some_and(|(_, c)| c.flags & DB != 0))
-}
 
 /// Runs `batch` in order, appending the replies to `out`; stops early when
 /// a command ends the connection.

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::databases::Database;
 use super::replication::{FeedPlan, Replication};
+use super::execution::Gate;
 use super::scan::ScanCursors;
 use super::stats::Stats;
 
@@ -54,6 +55,8 @@ pub struct Server {
     pub saves: Arc<Saves>,
     /// Master or replica: the logs fed, the link followed.
     pub replication: Replication,
+    /// Keeps short calls in place from waiting behind long ones.
+    pub gate: Gate,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -102,6 +105,7 @@ impl Server {
                 last: AtomicU64::new(unix_time()),
             }),
             replication: Replication::default(),
+            gate: Gate::default(),
         }
     }
 

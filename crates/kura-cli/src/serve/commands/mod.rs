@@ -103,6 +103,7 @@ pub static COMMANDS: &[Command] = &[
     cmd("save", 1, DB, NONE, server::save),
     cmd("bgsave", -1, 0, NONE, server::bgsave),
     cmd("lastsave", 1, 0, NONE, server::lastsave),
+    cmd("debug", -2, DB, NONE, server::debug),
     cmd("shutdown", -1, DB, NONE, server::shutdown),
     cmd("replicaof", 3, DB, NONE, crate::serve::replication::commands::replicaof),
     cmd("slaveof", 3, DB, NONE, crate::serve::replication::commands::replicaof),

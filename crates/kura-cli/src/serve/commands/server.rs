@@ -1,8 +1,9 @@
 //! Administration: INFO, COMMAND, CONFIG GET, SAVE, BGSAVE, LASTSAVE,
-//! SHUTDOWN.
+//! DEBUG SLEEP, SHUTDOWN.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use kuradb::dbm::Dbm;
@@ -121,7 +122,11 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let databases: Vec<_> =
         ctx.server.databases.iter().map(|d| (Arc::clone(&d.db), d.spec.clone())).collect();
     let status = Arc::clone(saves);
+    let gate = ctx.server.gate.clone();
     *background = Some(std::thread::spawn(move || {
+        // Synchronizing locks each database for long: short calls must not
+        // wait for it in place.
+        let _long = gate.long();
         let mut ok = true;
         for (db, spec) in databases {
             if let Err(e) = db.synchronize(true) {
@@ -137,6 +142,25 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 pub fn lastsave(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
     Reply::Int(ctx.server.saves.last.load(Relaxed) as i64)
+}
+
+/// `DEBUG SLEEP seconds`: a call that takes that long. Redis's blocks its
+/// whole server; this one runs as every long call does, on the blocking
+/// pool, and holds up its own connection alone: it shows, and the tests
+/// check, that a long call does not stall the other clients.
+pub fn debug(_: &mut Ctx, args: &[Bytes]) -> Reply {
+    if !is(&args[1], "SLEEP") {
+        return unknown_subcommand("debug", &args[1]);
+    }
+    if args.len() != 3 {
+        return super::wrong_arity("debug|sleep");
+    }
+    let seconds = std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<f64>().ok());
+    let Some(pause) = seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()) else {
+        return Reply::error("ERR value is not a valid float");
+    };
+    std::thread::sleep(pause);
+    Reply::OK
 }
 
 pub fn shutdown(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
