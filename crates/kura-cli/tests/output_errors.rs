@@ -128,7 +128,8 @@ fn perf_json_prints_only_json_on_stdout() {
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(!stdout.is_empty(), "{args:?}");
         for line in stdout.lines() {
-            let object: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            let object: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
             assert!(object["qps"].is_number() && object["phase"].is_string(), "{line}");
         }
         // The reference's text lines are still there, on stderr.

@@ -43,7 +43,7 @@ cat casket.tsv escaped.tsv keys.tsv
 od -An -c casket.flat keys.flat
 $UTIL import --dbm tree copy.tkt casket.flat
 $UTIL import --tsv --escape tsvcopy.tkh escaped.tsv
-$UTIL import --tsv --buckets 100 rawcopy.tkh casket.tsv
+$UTIL import --tsv rawcopy.tkh casket.tsv
 echo "== copies"
 $UTIL list copy.tkt
 $UTIL get tsvcopy.tkh 300

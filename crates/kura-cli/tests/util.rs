@@ -221,7 +221,10 @@ fn bad_input_fails_with_a_clear_message() {
     std::fs::write(&tsv, "a\t1\nb 2\n").unwrap();
     fails_with(&["import", "--tsv", db, path_str(&tsv)], "bad.tsv line 2: no tab between key and value");
     std::fs::write(&tsv, "a\t1\nb\t\\q\n").unwrap();
-    fails_with(&["import", "--tsv", "--escape", db, path_str(&tsv)], "line 2: the value has an unknown escape \\q");
+    fails_with(
+        &["import", "--tsv", "--escape", db, path_str(&tsv)],
+        "line 2: the value has an unknown escape \\q",
+    );
     fails_with(&["import", "--flat", db, path_str(&tsv)], "damaged at byte 0");
     fails_with(&["import", db, path_str(&tsv)], "damaged at byte 0");
     fails_with(&["import", "--tsv", db, path_str(&dir.path().join("none.tsv"))], "none.tsv");

@@ -75,9 +75,11 @@ fn json_is_typed_and_one_object_a_result() {
     let db = s(&db);
     let set: serde_json::Value = serde_json::from_str(&ok(&["set", "--json", db, "k", "v"])).unwrap();
     assert_eq!(set, serde_json::json!({"key": "k", "value": "v"}));
-    let set: serde_json::Value = serde_json::from_str(&ok(&["set", "--json", "--append", "+", db, "k", "w"])).unwrap();
+    let set: serde_json::Value =
+        serde_json::from_str(&ok(&["set", "--json", "--append", "+", db, "k", "w"])).unwrap();
     assert_eq!(set["value"], "v+w");
-    let incr: serde_json::Value = serde_json::from_str(&ok(&["set", "--json", "--incr", "7", db, "n"])).unwrap();
+    let incr: serde_json::Value =
+        serde_json::from_str(&ok(&["set", "--json", "--incr", "7", db, "n"])).unwrap();
     assert_eq!(incr, serde_json::json!({"key": "n", "value": 7}));
     let got: serde_json::Value = serde_json::from_str(&ok(&["get", "--json", db, "k"])).unwrap();
     assert_eq!(got, serde_json::json!({"key": "k", "value": "v+w"}));
@@ -185,4 +187,28 @@ fn a_hash_file_of_the_reference_names_the_commands_that_read_it() {
     // Forced open as a kuradb hash database: the hint names kura's commands.
     let err = fails(&["get", "--dbm", "hash", s(&theirs), "k"]);
     assert!(err.contains("kura util convert") && !err.contains("export it to TSV"), "{err}");
+}
+
+#[test]
+fn rebuild_takes_every_class_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("casket.kt");
+    let tree = s(&tree);
+    ok(&["create", "--max_page_size", "1000", "--comparator", "dec", tree]);
+    for n in [10, 9, 300] {
+        ok(&["set", tree, &n.to_string(), "v"]);
+    }
+    ok(&["rebuild", "--max_page_size", "2000", "--max_branches", "64", tree]);
+    assert_eq!(ok(&["inspect", tree, "max_page_size"]), "2000\n");
+    assert_eq!(ok(&["inspect", tree, "max_branches"]), "64\n");
+    assert_eq!(ok(&["list", "--keys", tree]), "9\n10\n300\n");
+    let err = fails(&["rebuild", "--max_page_size", "10", tree]);
+    assert!(err.contains("max_page_size must be from 64"), "{err}");
+    let hash = dir.path().join("casket.kh");
+    let hash = s(&hash);
+    ok(&["create", "--buckets", "1000", hash]);
+    ok(&["rebuild", "--buckets", "5000", hash]);
+    assert_eq!(ok(&["inspect", hash, "num_buckets"]), "5000\n");
+    let err = fails(&["rebuild", "--max_page_size", "2000", hash]);
+    assert!(err.contains("max_page_size"), "{err}");
 }

@@ -101,8 +101,16 @@ impl Input {
             if meta.is_dir() {
                 return Err(super::is_a_directory(path));
             }
-            let reader = BufReader::with_capacity(1 << 16, file.try_clone().map_err(|e| Error::io("opening", path, e))?);
-            return Ok(Input { path: path.into(), reader: Box::new(reader), file: Some(file), size: Some(meta.len()) });
+            let reader = BufReader::with_capacity(
+                1 << 16,
+                file.try_clone().map_err(|e| Error::io("opening", path, e))?,
+            );
+            return Ok(Input {
+                path: path.into(),
+                reader: Box::new(reader),
+                file: Some(file),
+                size: Some(meta.len()),
+            });
         }
         let stdin = BufReader::with_capacity(1 << 16, std::io::stdin());
         if !twice {
@@ -115,7 +123,12 @@ impl Input {
         bar.finish_and_clear();
         copied.map_err(|e| Error::io("reading", Path::new("standard input"), e))?;
         let size = file.stream_position().map_err(|e| Error::io("writing", spool, e))?;
-        let mut input = Input { path: path.into(), reader: Box::new(std::io::empty()), file: Some(file), size: Some(size) };
+        let mut input = Input {
+            path: path.into(),
+            reader: Box::new(std::io::empty()),
+            file: Some(file),
+            size: Some(size),
+        };
         input.rewind()?;
         Ok(input)
     }
@@ -137,11 +150,17 @@ impl Input {
         put: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<u64> {
         let bar = progress::bar("importing", self.size, true);
-        let name = if self.path == Path::new("-") { "standard input".to_string() } else { self.path.display().to_string() };
+        let name = if self.path == Path::new("-") {
+            "standard input".to_string()
+        } else {
+            self.path.display().to_string()
+        };
         let Some(fields) = fields else {
             let mut reader = FlatRecordReader::new(&mut self.reader);
             let (mut key, mut value) = (Vec::new(), Vec::new());
-            let at = |e: Error| Error::new(e.kind(), format!("{name}: {} (for a TSV file, give --tsv)", e.message()));
+            let at = |e: Error| {
+                Error::new(e.kind(), format!("{name}: {} (for a TSV file, give --tsv)", e.message()))
+            };
             while reader.next_pair(&mut key, &mut value).map_err(at)? {
                 put(&key, &value)?;
                 bar.set_position(reader.offset());
@@ -152,7 +171,8 @@ impl Input {
         let (mut line, mut offset, mut skipped) = (Vec::new(), 0u64, 0u64);
         for number in 1.. {
             line.clear();
-            let n = self.reader.read_until(b'\n', &mut line).map_err(|e| Error::io("reading", &self.path, e))?;
+            let n =
+                self.reader.read_until(b'\n', &mut line).map_err(|e| Error::io("reading", &self.path, e))?;
             if n == 0 {
                 break;
             }

@@ -64,7 +64,9 @@ fn parse_comparator(name: &str) -> std::result::Result<KeyComparator, String> {
     match name.to_ascii_lowercase().as_str() {
         "lex" => Ok(KeyComparator::Lexical),
         "dec" => Ok(KeyComparator::Decimal),
-        "lexcase" => Err("lexcase (case-insensitive order) is not implemented by kuradb's tree: use lex".into()),
+        "lexcase" => {
+            Err("lexcase (case-insensitive order) is not implemented by kuradb's tree: use lex".into())
+        }
         _ => KeyComparator::from_name(name).map_err(|e| e.message().to_string()),
     }
 }
@@ -95,7 +97,8 @@ impl TuningFlags {
         given.extend(self.tree.given()?);
         // "none" is every class's default reducer, so a script giving it to
         // a hash database still runs.
-        given.extend(self.skip.given()?.into_iter().filter(|g| !(g.flag == "--reducer" && g.value == "none")));
+        given
+            .extend(self.skip.given()?.into_iter().filter(|g| !(g.flag == "--reducer" && g.value == "none")));
         if self.no_wait {
             given.push(Given::new("--no_wait", "no_wait", true));
         }
