@@ -46,7 +46,7 @@ fn a_bad_line_names_itself_and_imports_nothing() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"a\t1\nb\\q\t2\n").unwrap();
+    child.stdin.take().unwrap().write_all(b"a\t1\nb 2\n").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("standard input line 2"));
@@ -131,7 +131,8 @@ fn backup_past_a_writer_explains_and_waits_when_asked() {
         if err.contains("held open by a writer") || started.elapsed().as_secs() > 20 {
             break err;
         }
-        // The writer has not opened the file yet.
+        // The writer has not opened the file yet: the copy was taken.
+        let _ = std::fs::remove_file(&copy);
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert!(err.contains("copy_file_data") && err.contains("--wait"), "{err}");
@@ -184,31 +185,8 @@ fn a_hash_file_of_the_reference_names_the_commands_that_read_it() {
     }
     // Read by its header, with no flag.
     assert_eq!(ok(&["get", s(&theirs), "k"]), "v\n");
-    // Forced open as a kuradb hash database: the hint names kura's commands.
-    let err = fails(&["get", "--dbm", "hash", s(&theirs), "k"]);
+    // Opened as a kuradb hash database: the hint names kura's commands.
+    let options = kuradb::dbm::hash::HashOptions::default();
+    let err = kuradb::dbm::hash::HashDbm::open(&theirs, false, &options).err().expect("refused").to_string();
     assert!(err.contains("kura util convert") && !err.contains("export it to TSV"), "{err}");
-}
-
-#[test]
-fn rebuild_takes_every_class_tuning() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("casket.kt");
-    let tree = s(&tree);
-    ok(&["create", "--max_page_size", "1000", "--comparator", "dec", tree]);
-    for n in [10, 9, 300] {
-        ok(&["set", tree, &n.to_string(), "v"]);
-    }
-    ok(&["rebuild", "--max_page_size", "2000", "--max_branches", "64", tree]);
-    assert_eq!(ok(&["inspect", tree, "max_page_size"]), "2000\n");
-    assert_eq!(ok(&["inspect", tree, "max_branches"]), "64\n");
-    assert_eq!(ok(&["list", "--keys", tree]), "9\n10\n300\n");
-    let err = fails(&["rebuild", "--max_page_size", "10", tree]);
-    assert!(err.contains("max_page_size must be from 64"), "{err}");
-    let hash = dir.path().join("casket.kh");
-    let hash = s(&hash);
-    ok(&["create", "--buckets", "1000", hash]);
-    ok(&["rebuild", "--buckets", "5000", hash]);
-    assert_eq!(ok(&["inspect", hash, "num_buckets"]), "5000\n");
-    let err = fails(&["rebuild", "--max_page_size", "2000", hash]);
-    assert!(err.contains("max_page_size"), "{err}");
 }
