@@ -116,7 +116,8 @@ fn backup_past_a_writer_explains_and_waits_when_asked() {
     // A streaming import holds the database open as a writer until its
     // standard input closes.
     let mut writer = Command::new(env!("CARGO_BIN_EXE_kura"))
-        .args(["util", "import", "--tsv", "--sync_every", "1", s(&db), "-"])
+        // --wait: a backup that holds the reader's lock must not make it give up.
+        .args(["util", "import", "--tsv", "--wait", "--sync_every", "1", s(&db), "-"])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -189,4 +190,28 @@ fn a_hash_file_of_the_reference_names_the_commands_that_read_it() {
     let options = kuradb::dbm::hash::HashOptions::default();
     let err = kuradb::dbm::hash::HashDbm::open(&theirs, false, &options).err().expect("refused").to_string();
     assert!(err.contains("kura util convert") && !err.contains("export it to TSV"), "{err}");
+}
+
+#[test]
+fn rebuild_takes_every_class_tuning() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("casket.kt");
+    let tree = s(&tree);
+    ok(&["create", "--max_page_size", "1000", "--comparator", "dec", tree]);
+    for n in [10, 9, 300] {
+        ok(&["set", tree, &n.to_string(), "v"]);
+    }
+    ok(&["rebuild", "--max_page_size", "2000", "--max_branches", "64", tree]);
+    assert_eq!(ok(&["inspect", tree, "max_page_size"]), "2000\n");
+    assert_eq!(ok(&["inspect", tree, "max_branches"]), "64\n");
+    assert_eq!(ok(&["list", "--keys", tree]), "9\n10\n300\n");
+    let err = fails(&["rebuild", "--max_page_size", "10", tree]);
+    assert!(err.contains("max_page_size must be from 64"), "{err}");
+    let hash = dir.path().join("casket.kh");
+    let hash = s(&hash);
+    ok(&["create", "--buckets", "1000", hash]);
+    ok(&["rebuild", "--buckets", "5000", hash]);
+    assert_eq!(ok(&["inspect", hash, "num_buckets"]), "5000\n");
+    let err = fails(&["rebuild", "--max_page_size", "2000", hash]);
+    assert!(err.contains("max_page_size"), "{err}");
 }
