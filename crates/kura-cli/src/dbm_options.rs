@@ -285,7 +285,7 @@ pub struct SkipFlags {
 
 impl SkipFlags {
     /// The flags given, as parameters.
-    fn given(&self) -> Result<Vec<Given>> {
+    pub(crate) fn given(&self) -> Result<Vec<Given>> {
         let limit = usize::MAX as u64;
         let mut out = Vec::new();
         out.extend(number("--step_unit", "step_unit", self.step_unit, u32::MAX.into())?);
@@ -330,7 +330,7 @@ pub struct CacheFlags {
 
 impl CacheFlags {
     /// The flags given, as parameters.
-    fn given(&self) -> Result<Vec<Given>> {
+    pub(crate) fn given(&self) -> Result<Vec<Given>> {
         let mut out = Vec::new();
         out.extend(number("--cap_rec_num", "cap_rec_num", self.cap_rec_num, u64::MAX)?);
         out.extend(number("--cap_mem_size", "cap_mem_size", self.cap_mem_size, u64::MAX)?);
@@ -399,7 +399,7 @@ impl std::fmt::Debug for Kept {
 
 impl DbmOptions {
     /// Every flag given, as the parameter it stands for.
-    fn given(&self) -> Result<Vec<Given>> {
+    pub(crate) fn given(&self) -> Result<Vec<Given>> {
         let mut given = self.file.given();
         given.extend(self.hash.given()?);
         given.extend(self.tree.given()?);

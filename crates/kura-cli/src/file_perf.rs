@@ -32,6 +32,13 @@ enum Workload {
 
 /// Runs `kura file-perf`.
 pub fn run(args: &FilePerfArgs) -> Result<()> {
+    let json = match &args.workload {
+        Workload::Sequence(args) => args.common.json,
+        Workload::Wicked(args) => args.common.json,
+    };
+    if json {
+        crate::out::keep_stdout_for_json();
+    }
     match &args.workload {
         Workload::Sequence(args) => sequence::run(args),
         Workload::Wicked(args) => wicked::run(args),
@@ -60,7 +67,8 @@ struct CommonArgs {
     #[arg(long = "random_seed", value_name = "NUM", default_value_t = 0, allow_negative_numbers = true)]
     random_seed: i64,
 
-    /// Also prints each phase's result as one JSON object on a line of its own.
+    /// Prints each phase's result as one JSON object a line on stdout, and
+    /// the reference's text on stderr.
     #[arg(long = "json")]
     json: bool,
 

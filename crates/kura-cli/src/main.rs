@@ -1,13 +1,16 @@
 //! `kura`: the command-line tool of kuradb, for benchmarks and administration.
 //!
 //! One subcommand per module; each returns a [`kuradb::Result`], and a failure is
-//! printed as `kura: <error>` with exit status 1 (clap's usage errors exit with 2).
+//! printed as `kura: <error>` with exit status 1 (clap's usage errors exit with 2);
+//! a reader that closed the pipe ends a command quietly with status 141 (see
+//! [`out`]).
 
 #![forbid(unsafe_code)]
 
 mod dbm_options;
 mod file_options;
 mod file_perf;
+mod out;
 mod perf;
 mod report;
 mod serve;
@@ -49,11 +52,8 @@ fn main() -> ExitCode {
         Command::Ulog(args) => ulog::run(args),
         Command::Serve(args) => serve::run(args),
     };
-    match result {
+    match result.and_then(|()| out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("kura: {err}");
-            ExitCode::FAILURE
-        }
+        Err(err) => ExitCode::from(out::exit_status(&err)),
     }
 }

@@ -48,6 +48,16 @@ enum Workload {
 
 /// Runs `kura perf`.
 pub fn run(args: &PerfArgs) -> Result<()> {
+    let json = match &args.workload {
+        Workload::Sequence(args) => args.common.json,
+        Workload::Parallel(args) => args.common.json,
+        Workload::Wicked(args) => args.common.json,
+        Workload::Mixed(args) => args.common.json,
+        Workload::Index(args) => args.json,
+    };
+    if json {
+        crate::out::keep_stdout_for_json();
+    }
     match &args.workload {
         Workload::Sequence(args) => sequence::run(args),
         Workload::Parallel(args) => parallel::run(args),
@@ -83,7 +93,8 @@ struct CommonArgs {
     #[arg(long = "verbose")]
     verbose: bool,
 
-    /// Also prints each phase's result as one JSON object on a line of its own.
+    /// Prints each phase's result as one JSON object a line on stdout, and
+    /// the reference's text and the progress dots on stderr.
     #[arg(long = "json")]
     json: bool,
 

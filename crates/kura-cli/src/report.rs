@@ -1,8 +1,6 @@
 //! Workload plumbing shared by the benchmarks: worker threads, progress dots and
 //! the per-phase report, in the reference tools' format plus an optional JSON line.
 
-use std::fmt;
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
@@ -12,15 +10,7 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-/// Writes one line to stdout.
-///
-/// Output errors (a closed pipe) are ignored rather than panicking: the
-/// benchmark's own outcome decides the exit status.
-pub fn say(line: fmt::Arguments<'_>) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_fmt(line);
-    let _ = out.write_all(b"\n");
-}
+pub use crate::out::say;
 
 /// A flag the workers poll to give up early once one of them has failed.
 #[derive(Debug, Default)]
@@ -164,16 +154,14 @@ impl Progress {
     fn dot(&mut self, done: u64) {
         self.next_dot = done + self.dot_every;
         self.done = done;
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(b".");
+        // Dots are few (about 1000 a run), so flushing each keeps them live cheaply.
         if done.is_multiple_of(self.line_every) {
-            let _ = writeln!(out, " ({done:08})");
+            crate::out::say_bytes(format!(". ({done:08})\n").as_bytes());
             self.midline = false;
         } else {
+            crate::out::say_bytes(b".");
             self.midline = true;
         }
-        // Dots are few (about 1000 a run), so flushing each keeps them live cheaply.
-        let _ = out.flush();
     }
 }
 
@@ -253,15 +241,16 @@ impl PhaseReport {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 
-    /// Prints the text line and the detail lines, then the JSON line if `json`,
-    /// then a blank line.
+    /// Prints the text line and the detail lines, then the JSON line if `json`
+    /// (to stdout, where the text goes to stderr with `--json`: see
+    /// [`crate::out`]), then a blank line.
     pub fn print(&self, json: bool) {
         say(format_args!("{}", self.text()));
         for detail in &self.details {
             say(format_args!("{detail}"));
         }
         if json {
-            say(format_args!("{}", self.json()));
+            crate::out::json_line(format_args!("{}", self.json()));
         }
         say(format_args!(""));
     }

@@ -170,7 +170,7 @@ fn read(args: &ReadArgs) -> Result<()> {
     }
     let filter = ApplyFilter { min_timestamp: min, server_id: args.server_id, dbm_index: args.dbm_index };
     let mut reader = MessageQueueReader::new(&args.prefix, min);
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     let mut count = 0;
     while count < args.items {
         let Some((timestamp, message)) = reader.read(std::time::Duration::ZERO)? else { break };
@@ -193,16 +193,16 @@ fn read(args: &ReadArgs) -> Result<()> {
             UpdateOp::Clear => line.extend_from_slice(b"CLEAR"),
         }
         line.push(b'\n');
-        out.write_all(&line).map_err(stdout_error)?;
+        out.write_all(&line).map_err(crate::out::write_failed)?;
         count += 1;
     }
-    Ok(())
+    out.flush().map_err(crate::out::write_failed)
 }
 
 fn list(args: &ListArgs) -> Result<()> {
     let now = now_ms();
     let min = parse_timestamp(&args.timestamp, now)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     for (_, path) in find_files(&args.prefix)? {
         let meta = read_file_meta(&path)?;
         if meta.timestamp < min {
@@ -216,9 +216,9 @@ fn list(args: &ListArgs) -> Result<()> {
             age(meta.timestamp, now),
             meta.file_size
         );
-        out.write_all(line.as_bytes()).map_err(stdout_error)?;
+        out.write_all(line.as_bytes()).map_err(crate::out::write_failed)?;
     }
-    Ok(())
+    out.flush().map_err(crate::out::write_failed)
 }
 
 fn remove(args: &RemoveArgs) -> Result<()> {
@@ -240,19 +240,14 @@ fn apply(args: &ApplyArgs) -> Result<()> {
     let report = applied?;
     closed?;
     let last = report.last_timestamp.map_or_else(|| "none".to_string(), |t| t.to_string());
-    println!(
+    crate::out::print_line(format_args!(
         "{} entries applied, {} of other servers or databases skipped; last timestamp {last}",
         report.applied, report.skipped
-    );
-    Ok(())
+    ))
 }
 
 fn no_files(prefix: &Path) -> Error {
     Error::new(kuradb::ErrorKind::NotFound, format!("no update log files {}.0000000000, …", prefix.display()))
-}
-
-fn stdout_error(e: std::io::Error) -> Error {
-    Error::io("writing to", Path::new("standard output"), e)
 }
 
 /// How long ago `timestamp` was, as the reference's listfiles says it.

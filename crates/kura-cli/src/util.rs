@@ -16,10 +16,12 @@
 mod admin;
 mod codec;
 mod convert;
+mod import;
 mod progress;
 mod records;
 mod search;
 mod transfer;
+mod tuning;
 
 use std::path::Path;
 
@@ -49,12 +51,14 @@ enum UtilCommand {
     Set(records::SetArgs),
     /// Removes a key.
     Remove(records::RemoveArgs),
+    /// Changes the key of a record.
+    Rekey(records::RekeyArgs),
     /// Prints records, all or a range, one a line: key TAB value.
     List(records::ListArgs),
-    /// Writes every record to a TSV file (or a flat record file with --flat).
+    /// Writes every record to a flat record file (the reference's format), or a TSV file with --tsv.
     Export(transfer::ExportArgs),
-    /// Adds every record of a TSV file (or a flat record file with --flat).
-    Import(transfer::ImportArgs),
+    /// Adds every record of a flat record file, or a TSV file with --tsv; all or nothing.
+    Import(import::ImportArgs),
     /// Prints the keys that match a pattern (contain, begin, end, regex, edit, …), one a line.
     Search(search::SearchArgs),
     /// Rewrites a database compactly, optionally with new tuning parameters.
@@ -79,9 +83,10 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::Get(a) => records::get(a),
         UtilCommand::Set(a) => records::set(a),
         UtilCommand::Remove(a) => records::remove(a),
+        UtilCommand::Rekey(a) => records::rekey(a),
         UtilCommand::List(a) => records::list(a),
         UtilCommand::Export(a) => transfer::export(a),
-        UtilCommand::Import(a) => transfer::import(a),
+        UtilCommand::Import(a) => import::import(a),
         UtilCommand::Search(a) => search::search(a),
         UtilCommand::Rebuild(a) => admin::rebuild(a),
         UtilCommand::Restore(a) => admin::restore(a),
@@ -122,6 +127,9 @@ pub struct DbFlags {
     /// it out of the process list. A new file is encrypted with it.
     #[arg(long = "cipher_key", value_name = "KEY")]
     cipher_key: Option<String>,
+
+    #[command(flatten)]
+    tuning: tuning::TuningFlags,
 }
 
 /// The environment variable that gives the cipher key when neither
@@ -150,6 +158,7 @@ impl DbFlags {
         if let Some(file) = &self.file {
             params.insert("file", file).map_err(|e| in_flag("--file", e))?;
         }
+        self.tuning.insert_into(&mut params)?;
         if let Some(mode) = &self.record_comp {
             params.insert("record_comp_mode", mode).map_err(|e| in_flag("--record_comp", e))?;
         }
@@ -191,10 +200,16 @@ fn open_with(path: &Path, access: Access, params: &Params) -> Result<AnyDbm> {
 fn must_exist(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(()),
-        Ok(_) => Err(Error::new(ErrorKind::InvalidArgument, format!("{} is not a file", path.display()))),
+        Ok(_) => Err(is_a_directory(path)),
         Err(_) if is_shard_set(path) => Ok(()),
         Err(_) => Err(Error::new(ErrorKind::NotFound, format!("no database file {}", path.display()))),
     }
+}
+
+/// The error for a directory given where a file is wanted, the same from
+/// every command.
+fn is_a_directory(path: &Path) -> Error {
+    Error::new(ErrorKind::InvalidArgument, format!("{} is a directory, not a file", path.display()))
 }
 
 /// Whether `path` names a set of shard files (`NAME-00000-of-00004` …),
@@ -272,7 +287,10 @@ fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
 /// Writes to stdout, or to the file at `path` ("-" is stdout).
 fn output(path: &Path) -> Result<Box<dyn std::io::Write>> {
     if path == Path::new("-") {
-        return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock())));
+        return Ok(Box::new(crate::out::stdout()));
+    }
+    if path.is_dir() {
+        return Err(is_a_directory(path));
     }
     let file = std::fs::File::create(path).map_err(|e| Error::io("creating", path, e))?;
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, file)))
@@ -280,5 +298,11 @@ fn output(path: &Path) -> Result<Box<dyn std::io::Write>> {
 
 /// A write error of stdout or an output file as a kuradb error.
 fn write_error(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::io("writing", path, e)
+    move |e| {
+        if path == Path::new("-") {
+            crate::out::write_failed(e)
+        } else {
+            Error::io("writing", path, e)
+        }
+    }
 }

@@ -210,7 +210,10 @@ fn wicked_matches_its_model_under_concurrency() {
         let output = kura(&args, Some(&path));
         let stdout = text(&output.stdout);
         assert!(output.status.success(), "{extra:?}: {}\n{stdout}", text(&output.stderr));
-        assert!(stdout.contains("Validated after reopening: "), "{extra:?}: {stdout}");
+        // With --json the text for people is on stderr, stdout only JSON.
+        let report = text(&output.stderr);
+        assert!(report.contains("Validated after reopening: "), "{extra:?}: {report}");
+        assert!(stdout.lines().all(|l| l.starts_with('{')), "{extra:?}: {stdout}");
         let found: Value =
             serde_json::from_str(stdout.lines().find(|l| l.starts_with('{')).unwrap()).unwrap();
         assert_eq!(found["phase"], "wicked");
@@ -388,7 +391,8 @@ fn tree_flags_are_accepted() {
         args.extend(["--random_key", "--verbose"]);
         args.extend(*extra);
         let output = kura(&args, Some(&path));
-        let stdout = text(&output.stdout);
+        // With --json the text for people (the --verbose figures) is on stderr.
+        let stdout = text(&output.stderr);
         assert!(output.status.success(), "{extra:?}: {}\n{stdout}", text(&output.stderr));
         let comparator =
             extra.iter().position(|f| *f == "--key_comparator").map(|i| extra[i + 1].to_ascii_lowercase());

@@ -21,7 +21,7 @@ use crate::report::{run_workers, say, thread_rng, PhaseReport, Progress, Stop};
 #[derive(Args, Debug)]
 pub struct SequenceArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
 
     /// Uses random offsets rather than pre-defined ones.
     #[arg(long = "random")]

@@ -25,7 +25,7 @@ use crate::report::{run_workers, say, thread_rng, PhaseReport, Progress, Stop};
 #[derive(Args, Debug)]
 pub struct WickedArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
 }
 
 /// Operations are drawn from `0..OP_SCALE`; each kind takes the draws below its

@@ -53,9 +53,10 @@ pub struct IndexArgs {
     #[arg(long = "path", value_name = "PATH")]
     path: Option<std::path::PathBuf>,
 
-    /// Also prints each phase's result as one JSON object on a line of its own.
+    /// Prints each phase's result as one JSON object a line on stdout, and
+    /// the reference's text and the progress dots on stderr.
     #[arg(long = "json")]
-    json: bool,
+    pub(super) json: bool,
 
     #[command(flatten)]
     file: FileOptions,

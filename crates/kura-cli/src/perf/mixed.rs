@@ -31,7 +31,7 @@ use crate::report::{run_workers, say, thread_rng, PhaseReport, Stop};
 #[derive(Args, Debug)]
 pub struct MixedArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
 
     /// Threads walking the whole database with cursors while the --threads
     /// threads do their --iter random gets each.

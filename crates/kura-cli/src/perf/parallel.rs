@@ -27,7 +27,7 @@ use crate::report::{thread_rng, Progress, Stop};
 #[derive(Args, Debug)]
 pub struct ParallelArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
 
     /// Uses random keys rather than sequential ones.
     #[arg(long = "random_key")]

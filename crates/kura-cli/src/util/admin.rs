@@ -10,6 +10,8 @@ use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
+use crate::out::print_line;
+
 use super::{finish, must_exist, must_not_exist, open_with, progress, Access, DbFlags};
 
 /// Arguments of `kura util create`.
@@ -48,7 +50,8 @@ pub struct InspectArgs {
     #[command(flatten)]
     db: DbFlags,
 
-    /// Prints one JSON object instead of name: value lines.
+    /// Prints one JSON object instead of name: value lines, numbers as
+    /// numbers and true/false as booleans (with an attribute, its value as JSON).
     #[arg(long = "json")]
     json: bool,
 
@@ -59,29 +62,62 @@ pub struct InspectArgs {
     attribute: Option<String>,
 }
 
-/// Prints what a database says about itself.
+/// Prints what a database says about itself, each figure once.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
     let db = args.db.open(&args.file, Access::Read)?;
     let figures = figures(&db);
     let figures = finish(db, figures)?;
     if let Some(name) = &args.attribute {
-        let (_, value) = figures.iter().find(|(n, _)| n == name).ok_or_else(|| {
+        // The reference's name of the record count.
+        let wanted = if name == "num_records" { "count" } else { name.as_str() };
+        let (_, value) = figures.iter().find(|(n, _)| n == wanted).ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("{} has no attribute {name:?}", args.file.display()))
         })?;
-        println!("{value}");
-    } else if args.json {
-        let object: serde_json::Map<String, serde_json::Value> =
-            figures.into_iter().map(|(n, v)| (n, v.into())).collect();
-        println!("{}", serde_json::Value::Object(object));
-    } else {
-        for (name, value) in figures {
-            println!("{name}: {value}");
+        if args.json {
+            return print_line(format_args!("{}", typed(wanted, value)));
         }
+        return print_line(format_args!("{value}"));
     }
-    Ok(())
+    if args.json {
+        let object: serde_json::Map<String, serde_json::Value> =
+            figures.iter().map(|(n, v)| (n.clone(), typed(n, v))).collect();
+        return print_line(format_args!("{}", serde_json::Value::Object(object)));
+    }
+    let mut text = String::new();
+    for (name, value) in figures {
+        text.push_str(&format!("{name}: {value}\n"));
+    }
+    crate::out::print_bytes(text.as_bytes())
 }
 
-/// The figures of `inspect`: the common ones first, then the database's own.
+/// A figure as JSON: `true`/`false` as booleans, a decimal number as a
+/// number, anything else (and the path, whatever it looks like) as a string.
+pub fn typed(name: &str, value: &str) -> serde_json::Value {
+    if name == "path" {
+        return value.into();
+    }
+    match value {
+        "true" => return true.into(),
+        "false" => return false.into(),
+        _ => {}
+    }
+    if let Ok(n) = value.parse::<u64>() {
+        return n.into();
+    }
+    if let Ok(n) = value.parse::<i64>() {
+        return n.into();
+    }
+    // Only plain decimals: "inf", "NaN" or "1e5" in a figure stay text.
+    let decimal = value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'-');
+    match value.parse::<f64>() {
+        Ok(n) if decimal && n.is_finite() => n.into(),
+        _ => value.into(),
+    }
+}
+
+/// The figures of `inspect`: the common ones first, then the database's own,
+/// less those it repeats (its size, health, `file_path`, which is `path`, and
+/// `num_records`, which is `count`).
 fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
     let mut out = vec![
         ("path".to_string(), db.path().unwrap_or(Path::new("")).display().to_string()),
@@ -92,7 +128,12 @@ fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
         ("ordered".into(), db.is_ordered().to_string()),
         ("should_be_rebuilt".into(), db.should_be_rebuilt()?.to_string()),
     ];
-    out.extend(db.inspect()?);
+    for (name, value) in db.inspect()? {
+        let repeated = matches!(name.as_str(), "num_records" | "file_path");
+        if !repeated && !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, value));
+        }
+    }
     Ok(out)
 }
 
@@ -107,6 +148,12 @@ pub struct RebuildArgs {
     #[arg(long = "new_cipher_key", value_name = "KEY")]
     new_cipher_key: Option<String>,
 
+    /// Rebuilds a broken database by restoring what it holds (as `restore`,
+    /// skipping damaged records) into a new file that then replaces it. Run
+    /// it when no other process has the file open.
+    #[arg(long = "restore", conflicts_with = "new_cipher_key")]
+    restore: bool,
+
     /// The database file.
     file: PathBuf,
 }
@@ -116,6 +163,9 @@ pub struct RebuildArgs {
 /// the database refuses by name if it cannot change them.
 pub fn rebuild(args: &RebuildArgs) -> Result<()> {
     let params = args.db.params()?;
+    if args.restore {
+        return rebuild_by_restoring(&args.file, &params);
+    }
     let (open, mut tuning) = split_tuning(&params)?;
     if let Some(key) = &args.new_cipher_key {
         tuning.insert("cipher_key", key)?;
@@ -131,6 +181,41 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
     });
     spinner.finish_and_clear();
     finish(db, result)
+}
+
+/// `rebuild --restore`: the restored copy is written beside the file, then
+/// renamed over it, so the file is either the old one or the whole new one.
+fn rebuild_by_restoring(path: &Path, params: &Params) -> Result<()> {
+    must_exist(path)?;
+    if !path.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "rebuild --restore replaces one file, and {} is a set of shards: restore it with `kura util \
+                 restore OLD NEW`",
+                path.display()
+            ),
+        ));
+    }
+    // The class of the file itself, so the new file's extension does not matter.
+    let mut params = params.clone();
+    if params.get("dbm").is_none() {
+        if let Some(class) = kuradb::dbm::poly::DbmClass::of_file(path)? {
+            params.insert("dbm", class.name())?;
+        }
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".kura-restoring");
+    let temp = path.with_file_name(name);
+    must_not_exist(&temp, "rebuild --restore")?;
+    let spinner = progress::spinner("restoring");
+    let kept = AnyDbm::restore(path, &temp, &params);
+    spinner.finish_and_clear();
+    if let Err(e) = kept {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e);
+    }
+    std::fs::rename(&temp, path).map_err(|e| Error::io("replacing", path, e))
 }
 
 /// Splits parameters into those that say how to open a file and the rest.
@@ -172,8 +257,7 @@ pub fn restore(args: &RestoreArgs) -> Result<()> {
     let spinner = progress::spinner("restoring");
     let kept = AnyDbm::restore(&args.old_file, &args.new_file, &params);
     spinner.finish_and_clear();
-    println!("{} records restored into {}", kept?, args.new_file.display());
-    Ok(())
+    crate::out::print_line(format_args!("{} records restored into {}", kept?, args.new_file.display()))
 }
 
 /// Arguments of `kura util merge`.
@@ -219,7 +303,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 
 fn merge_into(dest: &dyn Dbm, sources: &[AnyDbm], overwrite: bool) -> Result<()> {
     let total = sources.iter().map(|s| s.count()).sum::<Result<u64>>()?;
-    let bar = progress::bar("merging", total, false);
+    let bar = progress::bar("merging", Some(total), false);
     for src in sources {
         let mut cursor = src.iter()?;
         cursor.first()?;
@@ -270,7 +354,20 @@ pub struct BackupArgs {
 /// writer may not (see the README for backing up a database a writer holds).
 pub fn backup(args: &BackupArgs) -> Result<()> {
     must_not_exist(&args.dest, "backup")?;
-    let db = args.db.open(&args.file, Access::Read)?;
+    let db = args.db.open(&args.file, Access::Read).map_err(|e| match e.kind() {
+        // No consistent copy can be read past a writer's exclusive lock.
+        ErrorKind::WouldBlock => Error::new(
+            ErrorKind::WouldBlock,
+            format!(
+                "{} is held open by a writer in another process, whose lock lets no other process read \
+                 a consistent state: have that process take the copy (`Dbm::copy_file_data(dest, true)`; \
+                 Python `db.copy_file_data(dest, True)`), or give --wait to copy it once the writer \
+                 closes it",
+                args.file.display()
+            ),
+        ),
+        _ => e,
+    })?;
     let result = db.copy_file_data(&args.dest, true);
     finish(db, result)
 }

@@ -60,26 +60,25 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         )
     })?;
     let class = db.conversion_class(&args.new_file, &params)?;
-    let bar = progress::bar("converting", db.count()?, false);
+    let bar = progress::bar("converting", Some(db.count()?), false);
     let written = db.convert(&args.new_file, &params, &mut |n| bar.set_position(n));
     bar.finish_and_clear();
     let written = written?;
     if let Some(s) = db.salvage() {
-        println!(
+        crate::out::print_line(format_args!(
             "{} was not closed by its writer: salvaged {} records; {} damaged stretches ({} bytes) held \
              records that are lost",
             args.old_file.display(),
             s.records,
             s.damaged_regions,
             s.damaged_bytes
-        );
+        ))?;
     }
-    println!(
+    crate::out::print_line(format_args!(
         "{written} records of {} ({}) converted into {} ({})",
         args.old_file.display(),
         db.reference_class(),
         args.new_file.display(),
         class.name()
-    );
-    Ok(())
+    ))
 }

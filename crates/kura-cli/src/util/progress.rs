@@ -7,17 +7,24 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A bar of `total` units (records, or bytes with `bytes`), hidden unless
-/// stderr is a terminal.
-pub fn bar(what: &str, total: u64, bytes: bool) -> ProgressBar {
+/// stderr is a terminal. With no total (standard input), the bytes or records
+/// done so far and the time, and no bar.
+pub fn bar(what: &str, total: Option<u64>, bytes: bool) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let template = if bytes {
+    let template = if total.is_none() {
+        if bytes {
+            "{msg}: {bytes} read ({elapsed})"
+        } else {
+            "{msg}: {human_pos} records ({elapsed})"
+        }
+    } else if bytes {
         "{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})"
     } else {
         "{msg} [{bar:40}] {human_pos}/{human_len} records ({eta})"
     };
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
     bar.set_style(ProgressStyle::with_template(template).expect("a valid template").progress_chars("=> "));
     bar.set_message(what.to_string());
     bar

@@ -19,6 +19,9 @@ pub struct GetArgs {
     db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
+    /// Prints one JSON object, {"key": …, "value": …}, as `list --json` does.
+    #[arg(long = "json")]
+    json: bool,
     /// The database file.
     file: PathBuf,
     /// The key.
@@ -33,7 +36,11 @@ pub fn get(args: &GetArgs) -> Result<()> {
     let found = db.get(&key);
     let value = finish(db, found)?.ok_or_else(|| not_found(&args.file, &args.key))?;
     let mut line = Vec::with_capacity(value.len() + 1);
-    codec.encode_alone(&value, &mut line);
+    if args.json {
+        json_line(&key, Some(&value), codec, &mut line);
+    } else {
+        codec.encode_alone(&value, &mut line);
+    }
     line.push(b'\n');
     print_bytes(&line)
 }
@@ -42,10 +49,7 @@ fn not_found(path: &Path, key: &OsString) -> Error {
     Error::new(ErrorKind::NotFound, format!("no record of key {key:?} in {}", path.display()))
 }
 
-fn print_bytes(bytes: &[u8]) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(bytes).and_then(|()| out.flush()).map_err(super::write_error(Path::new("stdout")))
-}
+use crate::out::print_bytes;
 
 /// Arguments of `kura util set`.
 #[derive(Args, Debug)]
@@ -65,8 +69,9 @@ pub struct SetArgs {
     #[arg(long = "append", value_name = "DELIM", conflicts_with = "incr")]
     append: Option<OsString>,
 
-    /// Adds N to the key's number (8 bytes, big-endian) and prints the result;
-    /// takes no VALUE.
+    /// Adds N to the key's number (8 bytes, big-endian) and prints the result.
+    /// Given a VALUE too, the reference's form: N is the number an absent key
+    /// starts from and VALUE the amount to add.
     #[arg(long = "incr", value_name = "N", allow_negative_numbers = true)]
     incr: Option<i64>,
 
@@ -80,11 +85,16 @@ pub struct SetArgs {
     )]
     initial: i64,
 
+    /// Prints the record as it now stands, one JSON object: {"key": …,
+    /// "value": …}, the value a number with --incr.
+    #[arg(long = "json")]
+    json: bool,
+
     /// The database file; created if it does not exist.
     file: PathBuf,
     /// The key.
     key: OsString,
-    /// The value (not with --incr).
+    /// The value (with --incr, the reference's amount to add).
     value: Option<OsString>,
 }
 
@@ -92,23 +102,52 @@ pub struct SetArgs {
 pub fn set(args: &SetArgs) -> Result<()> {
     let codec = args.codec.codec();
     let key = codec.decode_arg(&args.key, "key")?;
-    let value = match (&args.value, args.incr) {
-        (Some(_), Some(_)) => return Err(usage("set --incr adds N to the key's number and takes no VALUE")),
+    // `--incr N KEY` adds N from --initial; the reference's `--incr INITIAL
+    // KEY DELTA` adds DELTA to a number that starts at INITIAL.
+    let (value, increment) = match (&args.value, args.incr) {
+        (Some(delta), Some(initial)) => {
+            if args.initial != 0 {
+                return Err(usage("set --incr INITIAL KEY DELTA (the reference's form) takes no --initial"));
+            }
+            let text = delta.to_str().unwrap_or_default();
+            let delta = text.trim().parse::<i64>().map_err(|_| {
+                usage(&format!("set --incr INITIAL KEY DELTA: the DELTA {delta:?} is not a whole number"))
+            })?;
+            (Vec::new(), Some((delta, initial)))
+        }
         (None, None) => return Err(usage("set needs a VALUE after the key (or --incr N)")),
-        (Some(v), None) => codec.decode_arg(v, "value")?,
-        (None, Some(_)) => Vec::new(),
+        (Some(v), None) => (codec.decode_arg(v, "value")?, None),
+        (None, Some(delta)) => (Vec::new(), Some((delta, args.initial))),
     };
     let delimiter = args.append.as_ref().map(|d| codec.decode_arg(d, "delimiter")).transpose()?;
     let db = args.db.open(&args.file, Access::Create)?;
-    let result = match (args.incr, delimiter) {
-        (Some(delta), _) => db.increment(&key, delta, args.initial).map(Some),
+    let result = match (increment, delimiter) {
+        (Some((delta, initial)), _) => db.increment(&key, delta, initial).map(Some),
         (None, Some(delimiter)) => db.append(&key, &value, &delimiter).map(|()| None),
         (None, None) => db.set(&key, &value, !args.no_overwrite).map(|()| None),
     };
-    if let Some(number) = finish(db, result)? {
-        print_bytes(format!("{number}\n").as_bytes())?;
+    // With --json, the record as it stands after the change (an append's
+    // whole value), read before closing.
+    let stored = match (&result, args.json, args.incr) {
+        (Ok(_), true, None) => db.get(&key).map(Option::unwrap_or_default),
+        _ => Ok(Vec::new()),
+    };
+    let number = finish(db, result.and_then(|n| stored.map(|v| (n, v))))?;
+    match number {
+        (Some(number), _) if args.json => {
+            let mut record = json_record(&key, None, codec);
+            record.insert("value".to_string(), number.into());
+            print_bytes(format!("{}\n", serde_json::Value::Object(record)).as_bytes())
+        }
+        (Some(number), _) => print_bytes(format!("{number}\n").as_bytes()),
+        (None, value) if args.json => {
+            let mut line = Vec::new();
+            json_line(&key, Some(&value), codec, &mut line);
+            line.push(b'\n');
+            print_bytes(&line)
+        }
+        (None, _) => Ok(()),
     }
-    Ok(())
 }
 
 fn usage(message: &str) -> Error {
@@ -139,6 +178,40 @@ pub fn remove(args: &RemoveArgs) -> Result<()> {
     Ok(())
 }
 
+/// Arguments of `kura util rekey`.
+#[derive(Args, Debug)]
+pub struct RekeyArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    codec: CodecFlags,
+
+    /// Fails if a record of NEW_KEY exists, instead of replacing it.
+    #[arg(long = "no_overwrite")]
+    no_overwrite: bool,
+
+    /// The database file.
+    file: PathBuf,
+    /// The key of the record.
+    old_key: OsString,
+    /// Its new key.
+    new_key: OsString,
+}
+
+/// Gives a record a new key, in one step of the database; a missing old key
+/// is an error.
+pub fn rekey(args: &RekeyArgs) -> Result<()> {
+    let codec = args.codec.codec();
+    let old_key = codec.decode_arg(&args.old_key, "old key")?;
+    let new_key = codec.decode_arg(&args.new_key, "new key")?;
+    let db = args.db.open(&args.file, Access::Write)?;
+    let moved = db.rekey(&old_key, &new_key, !args.no_overwrite, false);
+    finish(db, moved).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => not_found(&args.file, &args.old_key),
+        _ => e,
+    })
+}
+
 /// Arguments of `kura util list`.
 #[derive(Args, Debug)]
 pub struct ListArgs {
@@ -147,8 +220,9 @@ pub struct ListArgs {
     #[command(flatten)]
     codec: CodecFlags,
 
-    /// Starts at the first key at or after KEY (ordered databases).
-    #[arg(long = "jump", value_name = "KEY")]
+    /// Starts at the first key at or after KEY (ordered databases); the
+    /// reference's --jump_key.
+    #[arg(long = "jump", alias = "jump_key", value_name = "KEY")]
     jump: Option<OsString>,
 
     /// Stops before the first key at or after KEY (ordered databases).
@@ -202,13 +276,13 @@ fn list_records(
     }
     let order = key_order(db)?;
     let total = db.count()?.min(args.items.unwrap_or(u64::MAX));
-    let bar = progress::bar("listing", total, false);
+    let bar = progress::bar("listing", Some(total), false);
     let mut cursor = db.iter()?;
     match jump {
         Some(key) => cursor.jump(key)?,
         None => cursor.first()?,
     }
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = crate::out::stdout();
     let mut line = Vec::new();
     let mut printed = 0u64;
     while printed < args.items.unwrap_or(u64::MAX) {
@@ -231,13 +305,13 @@ fn list_records(
             }
         }
         line.push(b'\n');
-        out.write_all(&line).map_err(super::write_error(Path::new("stdout")))?;
+        out.write_all(&line).map_err(crate::out::write_failed)?;
         printed += 1;
         bar.inc(1);
         cursor.next()?;
     }
     bar.finish_and_clear();
-    out.flush().map_err(super::write_error(Path::new("stdout")))
+    out.flush().map_err(crate::out::write_failed)
 }
 
 /// The order the database keeps its keys in, for --upper: the comparator its
@@ -251,6 +325,14 @@ fn key_order(db: &dyn Dbm) -> Result<KeyComparator> {
 }
 
 fn json_line(key: &[u8], value: Option<&[u8]>, codec: Codec, out: &mut Vec<u8>) {
+    let object = json_record(key, value, codec);
+    out.extend_from_slice(serde_json::Value::Object(object).to_string().as_bytes());
+}
+
+/// A record as a JSON object: "key" and "value" as text, or "key_hex" and
+/// "value_hex" for bytes that are not UTF-8 text (every one encoded with
+/// --hex or --base64).
+fn json_record(key: &[u8], value: Option<&[u8]>, codec: Codec) -> serde_json::Map<String, serde_json::Value> {
     let mut object = serde_json::Map::new();
     let mut put = |name: &str, data: &[u8]| match (codec, std::str::from_utf8(data)) {
         (Codec::Text, Ok(text)) => {
@@ -271,5 +353,5 @@ fn json_line(key: &[u8], value: Option<&[u8]>, codec: Codec, out: &mut Vec<u8>) 
     if let Some(value) = value {
         put("value", value);
     }
-    out.extend_from_slice(serde_json::Value::Object(object).to_string().as_bytes());
+    object
 }

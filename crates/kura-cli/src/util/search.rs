@@ -2,14 +2,13 @@
 //! [`Dbm::search`] in one of the reference's modes.
 
 use std::ffi::OsString;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use kuradb::dbm::{Dbm, SearchMode};
 use kuradb::Result;
 
-use super::{finish, write_error, Access, CodecFlags, DbFlags};
+use super::{finish, Access, CodecFlags, DbFlags};
 
 /// Arguments of `kura util search`.
 #[derive(Args, Debug)]
@@ -53,6 +52,5 @@ pub fn search(args: &SearchArgs) -> Result<()> {
         codec.encode_field(&key, &mut text);
         text.push(b'\n');
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(&text).and_then(|()| out.flush()).map_err(write_error(Path::new("stdout")))
+    crate::out::print_bytes(&text)
 }

@@ -195,7 +195,7 @@ impl DbmClass {
                 match file.read(&mut head[n..]) {
                     Ok(0) => break,
                     Ok(k) => n += k,
-                    Err(e) => return Err(Error::io("reading the header of", path, e)),
+                    Err(e) => return Err(Error::io("reading the header", path, e)),
                 }
             }
             n
@@ -221,8 +221,8 @@ impl DbmClass {
                 ErrorKind::InvalidArgument,
                 format!(
                     "{} is a database of the reference implementation (Tkrzw) in a format kuradb does \
-                     not read: export it with `tkrzw_dbm_util export --dbm auto {} data.flat` and load \
-                     that with `kura util import --flat`",
+                     not read: export it with `tkrzw_dbm_util export {} data.flat` and load that with \
+                     `kura util import NEW data.flat`",
                     path.display(),
                     path.display()
                 ),

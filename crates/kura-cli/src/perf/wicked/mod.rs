@@ -38,7 +38,7 @@ use crate::report::{say, thread_rng, Progress, Stop};
 #[derive(Args, Debug)]
 pub struct WickedArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
 
     /// Walks iterators occasionally, reading, setting and removing at the cursor.
     #[arg(long = "iterator")]

@@ -148,7 +148,9 @@ impl Header {
         if &b[..8] != MAGIC {
             if b.starts_with(REFERENCE_MAGIC) {
                 return Err(bad(
-                    "it was written by Tkrzw; export it to TSV with tkrzw_dbm_util and import that",
+                    "it is a hash database of the reference implementation (Tkrzw), which kuradb opens \
+                     read-only by its header (`kura util list`, `get`, `export`; dbm=auto) and `kura util \
+                     convert OLD NEW` turns into a kuradb database",
                 ));
             }
             return Err(bad("bad magic"));

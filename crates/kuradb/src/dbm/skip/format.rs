@@ -150,8 +150,9 @@ fn reference(path: &std::path::Path) -> Error {
     Error::new(
         ErrorKind::InvalidArgument,
         format!(
-            "{} is a skip database of the reference implementation (Tkrzw), whose format kuradb does not \
-             read: export it to TSV with tkrzw_dbm_util and import that",
+            "{} is a skip database of the reference implementation (Tkrzw), which kuradb opens read-only \
+             by its header (`kura util list`, `get`, `export`; dbm=auto) and `kura util convert OLD NEW` \
+             turns into a kuradb database",
             path.display()
         ),
     )

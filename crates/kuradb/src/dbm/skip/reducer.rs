@@ -36,9 +36,10 @@ impl Reducer {
             "first" => Reducer::First,
             "last" => Reducer::Last,
             "concat" => Reducer::Concat(Vec::new()),
-            "concatwithnull" | "concat_null" => Reducer::Concat(vec![0]),
-            "concatwithtab" | "concat_tab" => Reducer::Concat(vec![b'\t']),
-            "concatwithline" | "concat_line" => Reducer::Concat(vec![b'\n']),
+            // concatnull, … as tkrzw_dbm_util's --reducer spells them.
+            "concatwithnull" | "concat_null" | "concatnull" => Reducer::Concat(vec![0]),
+            "concatwithtab" | "concat_tab" | "concattab" => Reducer::Concat(vec![b'\t']),
+            "concatwithline" | "concat_line" | "concatline" => Reducer::Concat(vec![b'\n']),
             "total" | "sum" => Reducer::Total,
             _ => {
                 return Err(Error::new(

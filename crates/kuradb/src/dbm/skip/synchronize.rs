@@ -74,7 +74,7 @@ impl SkipDbm {
                 // keep, so the next build has to reach the device before it
                 // replaces it.
                 crate::sys::sync_parent_dir(&self.path)
-                    .map_err(|e| Error::io("synchronizing the directory of", &self.path, e))?;
+                    .map_err(|e| Error::io("synchronizing the directory", &self.path, e))?;
                 old.durable.store(true, Ordering::Release);
             }
             return Ok(());
@@ -139,7 +139,7 @@ impl SkipDbm {
         file.rename(&self.path)?;
         let named = match durable {
             true => crate::sys::sync_parent_dir(&self.path)
-                .map_err(|e| Error::io("synchronizing the directory of", &self.path, e)),
+                .map_err(|e| Error::io("synchronizing the directory", &self.path, e)),
             false => Ok(()),
         };
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;

@@ -298,8 +298,7 @@ impl Dbm for ReferenceDbm {
     }
 
     fn file_size(&self) -> Result<u64> {
-        let meta =
-            std::fs::metadata(&self.path).map_err(|e| Error::io("reading the size of", &self.path, e))?;
+        let meta = std::fs::metadata(&self.path).map_err(|e| Error::io("reading the size", &self.path, e))?;
         Ok(meta.len())
     }
 

@@ -50,12 +50,12 @@ impl ReferenceFormat {
     /// first bytes; `None` for any other file (or an empty one).
     pub fn of_file(path: &Path) -> Result<Option<ReferenceFormat>> {
         let mut file = std::fs::File::open(path).map_err(|e| Error::io("opening", path, e))?;
-        let size = file.metadata().map_err(|e| Error::io("reading the size of", path, e))?.len();
+        let size = file.metadata().map_err(|e| Error::io("reading the size", path, e))?.len();
         let mut head = Vec::with_capacity(HEAD_SIZE);
         (&mut file)
             .take(HEAD_SIZE as u64)
             .read_to_end(&mut head)
-            .map_err(|e| Error::io("reading the header of", path, e))?;
+            .map_err(|e| Error::io("reading the header", path, e))?;
         Ok(ReferenceFormat::of_head(&head, size))
     }
 

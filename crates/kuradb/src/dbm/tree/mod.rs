@@ -271,7 +271,7 @@ impl Dbm for TreeDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.rebuild_tree(None, None, None)
+        self.rebuild_tree(None, None, None, rebuild::PageShape::default())
     }
 
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
@@ -279,8 +279,13 @@ impl Dbm for TreeDbm {
         let record_crc = take_record_crc_mode(&mut t)?;
         let record_comp = take_record_comp_mode(&mut t)?;
         let cipher_key = take_cipher_key(&mut t);
+        // The page sizes may change: records are copied into a new tree.
+        let shape = rebuild::PageShape {
+            max_page_size: t.number(&["max_page_size"])?,
+            max_branches: t.number(&["max_branches"])?,
+        };
         t.finish()?;
-        self.rebuild_tree(record_crc, record_comp, cipher_key)
+        self.rebuild_tree(record_crc, record_comp, cipher_key, shape)
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {

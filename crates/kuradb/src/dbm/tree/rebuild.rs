@@ -17,11 +17,14 @@ impl TreeDbm {
     /// zstd store trains its dictionary from the pages the copy writes), and
     /// its cipher key unless `cipher_key` gives another (an empty one:
     /// unencrypted).
+    /// Rewrites the tree into a new file (with new page sizes where `shape`
+    /// says) that then takes the database's name.
     pub(super) fn rebuild_tree(
         &self,
         record_crc: Option<RecordCrcMode>,
         record_comp: Option<RecordCompMode>,
         cipher_key: Option<CipherKey>,
+        shape: PageShape,
     ) -> Result<()> {
         self.owner.check(&self.path)?;
         let _scan = crate::caching::ScanScope::enter();
@@ -35,8 +38,12 @@ impl TreeDbm {
         let temp_path = temp_beside(&self.path, "rebuild");
         let mut options = self.options.clone();
         options.comparator = tree.cmp;
-        options.max_page_size = tree.max_page_size;
-        options.max_branches = tree.max_branches;
+        options.max_page_size = shape.max_page_size.unwrap_or(tree.max_page_size);
+        options.max_branches = shape.max_branches.unwrap_or(tree.max_branches);
+        if let Err(e) = super::check_options(&options) {
+            *guard = Some(tree);
+            return Err(e);
+        }
         options.hash.record_crc_mode = match record_crc {
             Some(mode) => mode,
             None => match tree.store.record_crc_mode() {
@@ -125,4 +132,13 @@ impl TreeDbm {
             }
         }
     }
+}
+
+/// The page sizes a rebuild gives the new tree; `None` keeps the file's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PageShape {
+    /// A leaf whose records take more bytes than this splits.
+    pub max_page_size: Option<usize>,
+    /// An inner node with more children than this splits.
+    pub max_branches: Option<usize>,
 }

@@ -95,7 +95,7 @@ impl MessageQueueReader {
             // Looked at before the file is read: a writer starts the next
             // file only after the last record of this one is whole.
             let later = file_path(&self.prefix, at.file_id + 1).exists();
-            let len = at.file.metadata().map_err(|e| Error::io("reading the size of", &at.path, e))?.len();
+            let len = at.file.metadata().map_err(|e| Error::io("reading the size", &at.path, e))?.len();
             match read_next(&at.file, &at.path, at.offset, len)? {
                 Next::Record { timestamp, message, end } => {
                     at.offset = end;

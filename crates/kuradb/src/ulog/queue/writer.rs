@@ -157,7 +157,7 @@ impl Tail {
             .write(true)
             .open(&path)
             .map_err(|e| Error::io("opening the update log", &path, e))?;
-        let len = file.metadata().map_err(|e| Error::io("reading the size of", &path, e))?.len();
+        let len = file.metadata().map_err(|e| Error::io("reading the size", &path, e))?.len();
         if len < META_SIZE {
             // Created, then cut by a crash before its metadata was whole.
             drop(file);
@@ -182,7 +182,7 @@ impl Tail {
             }
         }
         if end < len {
-            file.set_len(end).map_err(|e| Error::io("cutting the torn end of", &path, e))?;
+            file.set_len(end).map_err(|e| Error::io("cutting the torn end", &path, e))?;
         }
         let mut tail = Tail { file, path, file_id, size: end, timestamp, cyclic: 0, broken: None };
         tail.save_meta(false)?;

@@ -1,0 +1,204 @@
+//! `kura util import`: the records of a flat record file (the default) or a
+//! TSV file (`--tsv`, fields as `export` writes them) into a database.
+//!
+//! **All or nothing.** A bad line (no tab, a bad escape) or a damaged flat
+//! record is found before anything is written: the input is read once to
+//! check every record, then again to import it. Standard input, which cannot
+//! be read twice, is first copied to an unnamed temporary file. So a failing
+//! import leaves the database as it was, and its error names the line (or the
+//! byte of a flat file) and why. `--skip_bad` imports the good lines instead
+//! and counts the bad ones on stderr (a damaged flat file cannot be skipped
+//! past: its record lengths are lost). `--sync_every N` asks for records to be
+//! durable as they come, which is at odds with checking them all first: it
+//! streams, and a bad line stops the import there, with the records before it
+//! imported.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use kuradb::dbm::flat_records::FlatRecordReader;
+use kuradb::dbm::Dbm;
+use kuradb::{Error, ErrorKind, Result};
+
+use super::transfer::{Fields, FormatFlags};
+use super::{finish, progress, Access, DbFlags};
+
+/// Arguments of `kura util import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    db: DbFlags,
+    #[command(flatten)]
+    format: FormatFlags,
+
+    /// Imports the good lines of a TSV file, skipping and counting the bad
+    /// ones, instead of importing nothing.
+    #[arg(long = "skip_bad")]
+    skip_bad: bool,
+
+    /// Synchronizes the database with the device every N records, so a crash
+    /// loses at most the records since (0: only when closing). Streams the
+    /// input: a bad line stops the import with the records before it kept.
+    #[arg(long = "sync_every", value_name = "N", default_value_t = 0)]
+    sync_every: u64,
+
+    /// The database file; created if it does not exist.
+    file: PathBuf,
+    /// The file to read ("-" for stdin).
+    input: PathBuf,
+}
+
+/// Sets every record of the input, in its order (a later one replaces an
+/// earlier one of the same key, except in a skip database, which keeps both).
+pub fn import(args: &ImportArgs) -> Result<()> {
+    let fields = args.format.tsv()?;
+    let streaming = args.sync_every > 0;
+    let mut input = Input::open(&args.input, !streaming)?;
+    if !streaming {
+        // Nothing is written unless every record reads (or, with
+        // --skip_bad, every record of a flat file).
+        input.records(fields, args.skip_bad, &mut |_, _| Ok(()))?;
+        input.rewind()?;
+    }
+    let db = args.db.open(&args.file, Access::Create)?;
+    let result = import_records(&db, args, fields, &mut input);
+    let skipped = finish(db, result)?;
+    if skipped > 0 {
+        eprintln!("kura: {skipped} bad lines of {} skipped", args.input.display());
+    }
+    Ok(())
+}
+
+fn import_records(db: &dyn Dbm, args: &ImportArgs, fields: Option<Fields>, input: &mut Input) -> Result<u64> {
+    let mut count = 0u64;
+    input.records(fields, args.skip_bad, &mut |key, value| {
+        db.set(key, value, true)?;
+        count += 1;
+        if args.sync_every > 0 && count.is_multiple_of(args.sync_every) {
+            db.synchronize(true)?;
+        }
+        Ok(())
+    })
+}
+
+/// The input of an import: a file, or stdin (copied to a temporary file
+/// when it is to be read twice).
+struct Input {
+    path: PathBuf,
+    reader: Box<dyn BufRead>,
+    /// The file under `reader`, to read again; `None` for streamed stdin.
+    file: Option<File>,
+    size: Option<u64>,
+}
+
+impl Input {
+    fn open(path: &Path, twice: bool) -> Result<Input> {
+        if path != Path::new("-") {
+            let file = File::open(path).map_err(|e| Error::io("opening", path, e))?;
+            let meta = file.metadata().map_err(|e| Error::io("reading the metadata", path, e))?;
+            if meta.is_dir() {
+                return Err(super::is_a_directory(path));
+            }
+            let reader = BufReader::with_capacity(
+                1 << 16,
+                file.try_clone().map_err(|e| Error::io("opening", path, e))?,
+            );
+            return Ok(Input {
+                path: path.into(),
+                reader: Box::new(reader),
+                file: Some(file),
+                size: Some(meta.len()),
+            });
+        }
+        let stdin = BufReader::with_capacity(1 << 16, std::io::stdin());
+        if !twice {
+            return Ok(Input { path: path.into(), reader: Box::new(stdin), file: None, size: None });
+        }
+        let spool = Path::new("a temporary file");
+        let mut file = tempfile::tempfile().map_err(|e| Error::io("creating", spool, e))?;
+        let bar = progress::bar("reading stdin", None, true);
+        let copied = std::io::copy(&mut bar.wrap_read(std::io::stdin().lock()), &mut file);
+        bar.finish_and_clear();
+        copied.map_err(|e| Error::io("reading", Path::new("standard input"), e))?;
+        let size = file.stream_position().map_err(|e| Error::io("writing", spool, e))?;
+        let mut input = Input {
+            path: path.into(),
+            reader: Box::new(std::io::empty()),
+            file: Some(file),
+            size: Some(size),
+        };
+        input.rewind()?;
+        Ok(input)
+    }
+
+    /// Starts over from the first byte.
+    fn rewind(&mut self) -> Result<()> {
+        let file = self.file.as_mut().expect("only a file is read twice");
+        file.rewind().map_err(|e| Error::io("rereading", &self.path, e))?;
+        let again = file.try_clone().map_err(|e| Error::io("rereading", &self.path, e))?;
+        self.reader = Box::new(BufReader::with_capacity(1 << 16, again));
+        Ok(())
+    }
+
+    /// Calls `put` with every record; answers how many bad lines were skipped.
+    fn records(
+        &mut self,
+        fields: Option<Fields>,
+        skip_bad: bool,
+        put: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<u64> {
+        let bar = progress::bar("importing", self.size, true);
+        let name = if self.path == Path::new("-") {
+            "standard input".to_string()
+        } else {
+            self.path.display().to_string()
+        };
+        let Some(fields) = fields else {
+            let mut reader = FlatRecordReader::new(&mut self.reader);
+            let (mut key, mut value) = (Vec::new(), Vec::new());
+            let at = |e: Error| {
+                Error::new(e.kind(), format!("{name}: {} (for a TSV file, give --tsv)", e.message()))
+            };
+            while reader.next_pair(&mut key, &mut value).map_err(at)? {
+                put(&key, &value)?;
+                bar.set_position(reader.offset());
+            }
+            bar.finish_and_clear();
+            return Ok(0);
+        };
+        let (mut line, mut offset, mut skipped) = (Vec::new(), 0u64, 0u64);
+        for number in 1.. {
+            line.clear();
+            let n =
+                self.reader.read_until(b'\n', &mut line).map_err(|e| Error::io("reading", &self.path, e))?;
+            if n == 0 {
+                break;
+            }
+            offset += n as u64;
+            match parse_line(&line, fields) {
+                Ok((key, value)) => put(&key, &value)?,
+                Err(_) if skip_bad => skipped += 1,
+                Err(e) => return Err(Error::new(e.kind(), format!("{name} line {number}: {}", e.message()))),
+            }
+            bar.set_position(offset);
+        }
+        bar.finish_and_clear();
+        Ok(skipped)
+    }
+}
+
+/// The key and value of a TSV line. CRLF line ends are accepted: the escaped
+/// format writes every carriage return of the data as \r.
+fn parse_line(line: &[u8], fields: Fields) -> Result<(Vec<u8>, Vec<u8>)> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    let tab = text.iter().position(|&b| b == b'\t').ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            "no tab between key and value (for a flat record file, leave out --tsv)",
+        )
+    })?;
+    Ok((fields.decode(&text[..tab], "key")?, fields.decode(&text[tab + 1..], "value")?))
+}
