@@ -16,6 +16,7 @@ mod database;
 mod error;
 mod future;
 mod index;
+mod ordered;
 mod reference_api;
 
 use pyo3::prelude::*;
