@@ -6,8 +6,6 @@
 //! shares the `DBM`'s database, so the `DBM` refuses to close while an
 //! `AsyncDBM` on it is open.
 
-use std::path::PathBuf;
-
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -16,7 +14,7 @@ use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
 
-use crate::convert::{bytes_of, opt_bytes_of, params_of};
+use crate::convert::{bytes_of, opt_bytes_of, params_of, FsPath};
 use crate::database::{pairs_of, Database};
 use crate::error::to_py;
 use crate::future::{PyFuture, Shape};
@@ -262,8 +260,8 @@ impl AsyncDatabase {
 
     /// Writes a consistent copy of the database's file to `dest`.
     #[pyo3(signature = (dest, hard = false))]
-    fn copy_file_data(&self, dest: PathBuf, hard: bool) -> PyResult<PyFuture> {
-        self.queue(Shape::Plain, |adb| adb.copy_file_data(dest, hard))
+    fn copy_file_data(&self, dest: FsPath, hard: bool) -> PyResult<PyFuture> {
+        self.queue(Shape::Plain, |adb| adb.copy_file_data(dest.0, hard))
     }
 
     /// Copies every record into the open kuradb.DBM `dest`.

@@ -1,7 +1,9 @@
-//! Python values to bytes and parameters: str is encoded as UTF-8, bytes are
-//! borrowed without copying, and keyword parameters become a [`Params`].
+//! Python values to bytes, paths and parameters: str is encoded as UTF-8,
+//! bytes are borrowed without copying, a path is str, bytes or any
+//! `os.PathLike`, and keyword parameters become a [`Params`].
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -34,6 +36,55 @@ pub fn bytes_of<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [
         "{what} must be bytes or str, not {}",
         obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
     )))
+}
+
+/// A file path given from Python: `str`, `bytes` (the operating system's
+/// bytes, as `os.fsencode` makes them) or any `os.PathLike` answering one of
+/// them, as `open()` takes.
+pub struct FsPath(pub PathBuf);
+
+impl<'py> FromPyObject<'py> for FsPath {
+    fn extract_bound(obj: &Bound<'py, PyAny>) -> PyResult<FsPath> {
+        let os = obj.py().import("os")?;
+        let fspath = os.call_method1("fspath", (obj,)).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "a path must be str, bytes or os.PathLike, not {}",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+            ))
+        })?;
+        if let Ok(b) = fspath.downcast::<PyBytes>() {
+            return Ok(FsPath(path_of_bytes(b.as_bytes())?));
+        }
+        Ok(FsPath(fspath.extract::<PathBuf>()?))
+    }
+}
+
+impl std::ops::Deref for FsPath {
+    type Target = PathBuf;
+
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for FsPath {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+#[cfg(unix)]
+fn path_of_bytes(bytes: &[u8]) -> PyResult<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+// Elsewhere a path's bytes are only meaningful as text.
+#[cfg(not(unix))]
+fn path_of_bytes(bytes: &[u8]) -> PyResult<PathBuf> {
+    std::str::from_utf8(bytes)
+        .map(PathBuf::from)
+        .map_err(|_| PyTypeError::new_err("a path given as bytes must be UTF-8 on this platform"))
 }
 
 /// An optional key or value: None is absence.

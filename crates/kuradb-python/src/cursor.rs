@@ -188,19 +188,54 @@ pub enum Yield {
     Items,
 }
 
+/// Where a [`RecordIterator`] stops, and which way it steps.
+pub enum Bounds {
+    /// Forward to the last record.
+    Whole,
+    /// Forward while the key is below the end (or at it, if inclusive) in
+    /// the database's key order.
+    Below { end: Vec<u8>, inclusive: bool, order: KeyComparator },
+    /// Backward while the key is at or above the start (None: to the first
+    /// record).
+    Backward { start: Option<Vec<u8>>, order: KeyComparator },
+    /// Forward while the key starts with the prefix (a lexical key order
+    /// keeps such keys together).
+    Prefix(Vec<u8>),
+}
+
+impl Bounds {
+    /// Whether the record of `key` is past the bounds.
+    fn passed(&self, key: &[u8]) -> bool {
+        match self {
+            Bounds::Whole => false,
+            Bounds::Below { end, inclusive, order } => match order.compare(key, end) {
+                Ordering::Less => false,
+                Ordering::Equal => !inclusive,
+                Ordering::Greater => true,
+            },
+            Bounds::Backward { start: Some(start), order } => order.compare(key, start) == Ordering::Less,
+            Bounds::Backward { start: None, .. } => false,
+            Bounds::Prefix(prefix) => !key.starts_with(prefix),
+        }
+    }
+
+    fn backward(&self) -> bool {
+        matches!(self, Bounds::Backward { .. })
+    }
+}
+
 /// An iterator over keys, values or `(key, value)` items, from the first
-/// record or a range's start, to the end or a range's end.
+/// record (or a range's end record) to the end of the database or the range.
 #[pyclass(name = "RecordIterator", module = "kuradb", frozen)]
 pub struct RecordIterator {
     slot: Arc<Slot>,
     yields: Yield,
-    /// The exclusive end of a range and the database's key order.
-    end: Option<(Vec<u8>, KeyComparator)>,
+    bounds: Bounds,
 }
 
 impl RecordIterator {
-    pub fn new(slot: Arc<Slot>, yields: Yield, end: Option<(Vec<u8>, KeyComparator)>) -> RecordIterator {
-        RecordIterator { slot, yields, end }
+    pub fn new(slot: Arc<Slot>, yields: Yield, bounds: Bounds) -> RecordIterator {
+        RecordIterator { slot, yields, bounds }
     }
 }
 
@@ -211,13 +246,16 @@ impl RecordIterator {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let end = &self.end;
+        let bounds = &self.bounds;
         let record = with_cursor(py, &self.slot, |c| {
-            let record = step(c)?;
-            Ok(match (record, end) {
-                (Some((k, _)), Some((end, cmp))) if cmp.compare(&k, end) != Ordering::Less => None,
-                (record, _) => record,
-            })
+            let record = c.get()?;
+            match record {
+                Some((k, _)) if bounds.passed(&k) => return Ok(None),
+                Some(_) if bounds.backward() => c.previous()?,
+                Some(_) => c.next()?,
+                None => {}
+            }
+            Ok(record)
         })?;
         let Some((k, v)) = record else { return Ok(None) };
         Ok(Some(match self.yields {

@@ -16,12 +16,11 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyTuple};
 
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::DbmClass;
-use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
 use kuradb::{ErrorKind, Result};
 
-use crate::convert::{bytes_of, opt_bytes_of, params_of};
-use crate::cursor::{Live, PyCursor, RecordIterator, Slot, Yield};
+use crate::convert::{bytes_of, opt_bytes_of, params_of, FsPath};
+use crate::cursor::{Bounds, Live, PyCursor, RecordIterator, Slot, Yield};
 use crate::error::{not_open, to_py};
 
 thread_local! {
@@ -99,7 +98,7 @@ impl Database {
     }
 
     /// A new cursor's slot, registered so `close` can empty it.
-    fn new_slot(&self, py: Python<'_>) -> PyResult<Arc<Slot>> {
+    pub(crate) fn new_slot(&self, py: Python<'_>) -> PyResult<Arc<Slot>> {
         self.check_not_in_callback().map_err(to_py)?;
         py.allow_threads(|| {
             let guard = self.db.read_recursive();
@@ -124,7 +123,7 @@ impl Database {
             None => Err(not_open()),
         })
         .map_err(to_py)?;
-        Ok(RecordIterator::new(slot, yields, None))
+        Ok(RecordIterator::new(slot, yields, Bounds::Whole))
     }
 }
 
@@ -167,7 +166,7 @@ impl Database {
     #[pyo3(signature = (path = None, writable = false, **params))]
     fn new(
         py: Python<'_>,
-        path: Option<PathBuf>,
+        path: Option<FsPath>,
         writable: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Database> {
@@ -197,7 +196,7 @@ impl Database {
     fn open(
         &self,
         py: Python<'_>,
-        path: PathBuf,
+        path: FsPath,
         writable: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
@@ -488,7 +487,7 @@ impl Database {
     fn apply_update_logs(
         &self,
         py: Python<'_>,
-        prefix: PathBuf,
+        prefix: FsPath,
         timestamp: u64,
         server_id: Option<u32>,
         dbm_index: Option<u32>,
@@ -513,7 +512,7 @@ impl Database {
     /// Writes a consistent, cleanly closed copy of the database's file to
     /// `dest` while it stays open.
     #[pyo3(signature = (dest, hard = false))]
-    fn copy_file_data(&self, py: Python<'_>, dest: PathBuf, hard: bool) -> PyResult<()> {
+    fn copy_file_data(&self, py: Python<'_>, dest: FsPath, hard: bool) -> PyResult<()> {
         self.run(py, |db| db.copy_file_data(&dest, hard))
     }
 
@@ -552,8 +551,8 @@ impl Database {
     #[pyo3(signature = (src, dest, **params))]
     fn restore(
         py: Python<'_>,
-        src: PathBuf,
-        dest: PathBuf,
+        src: FsPath,
+        dest: FsPath,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
         let params = params_of(params)?;
@@ -563,8 +562,15 @@ impl Database {
     /// The class a new database at `path` gets from its extension (`hash`,
     /// `tree`, …), or None if the extension names none.
     #[staticmethod]
-    fn class_for_path(path: PathBuf) -> Option<&'static str> {
+    fn class_for_path(path: FsPath) -> Option<&'static str> {
         DbmClass::from_extension(&path).map(DbmClass::name)
+    }
+
+    /// The number of shards of the shard set whose files exist at `path`
+    /// (`path-00000-of-NNNNN`, …), or None if there is none.
+    #[staticmethod]
+    fn shard_count(py: Python<'_>, path: FsPath) -> PyResult<Option<usize>> {
+        py.allow_threads(|| kuradb::dbm::shard::ShardDbm::existing_count(&path)).map_err(to_py)
     }
 
     /// The class of the open database (`hash`, `tree`, `skip`, …).
@@ -590,40 +596,6 @@ impl Database {
     /// The `(key, value)` pairs, in the database's order.
     fn items(&self, py: Python<'_>) -> PyResult<RecordIterator> {
         self.records_from_first(py, Yield::Items)
-    }
-
-    /// The `(key, value)` pairs of an ordered database with `lo <= key < hi`
-    /// in its key order (None: no bound).
-    #[pyo3(signature = (lo = None, hi = None))]
-    fn range(
-        &self,
-        py: Python<'_>,
-        lo: Option<Bound<'_, PyAny>>,
-        hi: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<RecordIterator> {
-        let lo = opt_bytes_of(&lo, "lo")?.map(|b| b.into_owned());
-        let hi = opt_bytes_of(&hi, "hi")?.map(|b| b.into_owned());
-        let order = self.run(py, |db| {
-            if !db.is_ordered() {
-                return Err(kuradb::Error::new(
-                    ErrorKind::NotImplemented,
-                    "range needs an ordered database (tree, skip); this one keeps no key order",
-                ));
-            }
-            let named = db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator").map(|(_, v)| v);
-            named.map_or(Ok(KeyComparator::default()), |name| KeyComparator::from_name(&name))
-        })?;
-        let slot = self.new_slot(py)?;
-        let start = Arc::clone(&slot);
-        py.allow_threads(move || match start.lock().as_mut() {
-            Some(live) => match &lo {
-                Some(lo) => live.cursor().jump_upper(lo, true),
-                None => live.cursor().first(),
-            },
-            None => Err(not_open()),
-        })
-        .map_err(to_py)?;
-        Ok(RecordIterator::new(slot, Yield::Items, hi.map(|hi| (hi, order))))
     }
 
     // The dict protocol.

@@ -7,6 +7,7 @@
 //! added or removed meanwhile never invalidate it, and it holds only a
 //! weak reference to the index, which closes whatever iterators remain.
 
+use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -17,7 +18,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use kuradb::index::{FileIndex, Index, IndexCursor, MemIndex};
 use kuradb::{ErrorKind, KeyComparator, Params};
 
-use crate::convert::{bytes_of, params_of};
+use crate::convert::{bytes_of, params_of, FsPath};
 use crate::error::to_py;
 
 type Pair = (Vec<u8>, Vec<u8>);
@@ -50,7 +51,7 @@ fn closed() -> kuradb::Error {
 /// many values, kept in order. ``Index(path, writable=True, **params)``
 /// opens or creates the index file at ``path`` (a tree file; the tree's
 /// parameters apply, ``key_comparator`` being a pair comparator such as
-/// ``"PairDecimalKeyComparator"``); an empty path makes an index in
+/// ``"PairDecimalKeyComparator"``); an empty path (or None) makes an index in
 /// memory. Keys and values are bytes or str (stored as UTF-8) and come
 /// back as bytes. ``(key, value) in index`` checks a pair, ``len(index)``
 /// counts them, iterating yields every pair in order; ``with`` closes it.
@@ -80,8 +81,8 @@ impl PyIndex {
     }
 }
 
-fn open_index(path: &str, writable: bool, params: &Params) -> kuradb::Result<Open> {
-    if !path.is_empty() {
+fn open_index(path: &Path, writable: bool, params: &Params) -> kuradb::Result<Open> {
+    if !path.as_os_str().is_empty() {
         return Ok(Open::File(Box::new(FileIndex::open(path, writable, params)?)));
     }
     let mut cmp = KeyComparator::PairLexical;
@@ -104,15 +105,16 @@ fn open_index(path: &str, writable: bool, params: &Params) -> kuradb::Result<Ope
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (path = "", writable = true, **params))]
+    #[pyo3(signature = (path = None, writable = true, **params))]
     fn new(
         py: Python<'_>,
-        path: &str,
+        path: Option<FsPath>,
         writable: bool,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyIndex> {
         let params = params_of(params)?;
-        let open = py.allow_threads(|| open_index(path, writable, &params)).map_err(to_py)?;
+        let path = path.map(|p| p.0).unwrap_or_default();
+        let open = py.allow_threads(|| open_index(&path, writable, &params)).map_err(to_py)?;
         Ok(PyIndex { open: RwLock::new(Some(Arc::new(open))), writable })
     }
 

@@ -2,7 +2,8 @@
 //! the `kuradb` package re-exports (see `python/kuradb/`).
 //!
 //! It maps the Rust API one to one ([`database`]: `kuradb.DBM` over a
-//! `PolyDbm`; [`cursor`]: its iterators; [`error`]: one exception per error
+//! `PolyDbm`; [`cursor`]: its iterators; [`ordered`]: the walks of an
+//! ordered database (range, prefix, reversed); [`error`]: one exception per error
 //! kind; [`index`]: `kuradb.Index`, a secondary index; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
 //! [`future`]s that asyncio awaits) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
@@ -16,6 +17,7 @@ mod database;
 mod error;
 mod future;
 mod index;
+mod ordered;
 mod reference_api;
 mod utility;
 

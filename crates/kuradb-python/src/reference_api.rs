@@ -5,7 +5,6 @@
 //! `ANY_DATA` (`b"\0[ANY]\0"`, the reference's value) stands for "any value"
 //! as `expected` and "leave it" as `desired` of `compare_exchange_and_get`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
@@ -16,7 +15,7 @@ use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, im
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode};
 use kuradb::Error;
 
-use crate::convert::{bytes_of, opt_bytes_of};
+use crate::convert::{bytes_of, opt_bytes_of, FsPath};
 use crate::database::{action_of, call_back, Database};
 use crate::error::to_py;
 
@@ -161,12 +160,12 @@ impl Database {
 
     /// Writes every record to the file at `path` (replaced) as the
     /// reference's flat records.
-    fn export_to_flat_records(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn export_to_flat_records(&self, py: Python<'_>, path: FsPath) -> PyResult<()> {
         self.run(py, |db| write_file(&path, |out| export_to_flat_records(db, out)))
     }
 
     /// Sets every record of the flat record file at `path`; returns how many.
-    fn import_from_flat_records(&self, py: Python<'_>, path: PathBuf) -> PyResult<u64> {
+    fn import_from_flat_records(&self, py: Python<'_>, path: FsPath) -> PyResult<u64> {
         self.run(py, |db| {
             let file = std::fs::File::open(&path).map_err(|e| io_error("opening", &path, e))?;
             import_from_flat_records(db, &mut std::io::BufReader::new(file))
@@ -174,7 +173,7 @@ impl Database {
     }
 
     /// Writes every key, each followed by a line feed, to the file at `path` (replaced).
-    fn export_keys_as_lines(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn export_keys_as_lines(&self, py: Python<'_>, path: FsPath) -> PyResult<()> {
         self.run(py, |db| write_file(&path, |out| export_keys_as_lines(db, out)))
     }
 }

@@ -60,7 +60,7 @@ def test_parameters_and_errors(tmp_path: pathlib.Path) -> None:
     status = dbm.Open(str(tmp_path / "a.tkh"), True, bogus=1)
     assert status == tkrzw.Status.INVALID_ARGUMENT_ERROR and "bogus" in status.GetMessage()
     assert dbm.Open(str(tmp_path / "a.tkt"), True, dbm="TreeDBM", file="PositionalParallelFile",
-                    num_shards=0, concurrent=True, update_mode="UPDATE_IN_PLACE", fbp_capacity=64,
+                    concurrent=True, update_mode="UPDATE_IN_PLACE", fbp_capacity=64,
                     key_comparator="RealNumberKeyComparator").IsOK()
     assert dbm.Inspect()["key_comparator"] == "real"
     assert dbm.Open(str(tmp_path / "b.tkt"), True) == tkrzw.Status.PRECONDITION_ERROR

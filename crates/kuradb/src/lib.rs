@@ -70,3 +70,8 @@ pub use dbm::{Action, Cursor, Dbm};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, FileSpec};
 pub use index::{FileIndex, MemIndex, StdIndex};
+
+/// The README's Rust snippets, compiled as doctests so they cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}

@@ -1,8 +1,9 @@
 """kuradb: an embedded key-value database of the DBM family, written in Rust.
 
 ``kuradb.DBM`` opens a database of any class (hash, tree, skip, …) from a path
-and keyword parameters; it answers the dict protocol and releases the GIL while
-it works. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
+(str, bytes or os.PathLike) and keyword parameters; it is a
+``collections.abc.MutableMapping`` of bytes to bytes and releases the GIL while
+it works. Every error is a ``kuradb.Error``, an ``OSError``. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
 its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.Index``
 is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
@@ -16,7 +17,6 @@ is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.dbm`` 
 
 from ._kuradb import (
     ANY_DATA,
-    DBM,
     AsyncDBM,
     Future,
     BrokenDataError,
@@ -28,6 +28,7 @@ from ._kuradb import (
     IndexIterator,
     InvalidArgumentError,
     Iterator,
+    NoSuchFileError,
     NotFoundError,
     OperatingSystemError,
     RecordIterator,
@@ -35,6 +36,7 @@ from ._kuradb import (
     WouldBlockError,
     __version__,
 )
+from ._mapping import DBM
 
 __all__ = [
     "ANY_DATA",
@@ -47,6 +49,7 @@ __all__ = [
     "IndexIterator",
     "Error",
     "NotFoundError",
+    "NoSuchFileError",
     "DuplicationError",
     "InvalidArgumentError",
     "InfeasibleError",

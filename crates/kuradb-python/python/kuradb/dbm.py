@@ -25,11 +25,18 @@ followed by any of these modifiers:
 - ``u`` (unlocked): the file is not locked against other processes.
 
 ``mode`` is the permission of a newly created file (less the umask). A new
-database is of the class its file name's extension names (``.kh``/``.tkh``
-hash, ``.kt``/``.tkt`` tree, ``.ks``/``.tks`` skip, …); without one it is a
-hash database. Keys and values are bytes or str (encoded as UTF-8) and are
+database is of the class its file name's extension names, as everywhere in
+kuradb (the table "File extensions" of its README: ``.kh`` ``.hash`` ``.tkh``
+hash, ``.kt`` ``.tree`` ``.tkt`` tree, ``.ks`` ``.skip`` ``.tks`` skip, and
+the on-memory classes'; ``kuradb.DBM.class_for_path`` tells); without one it
+is a hash database. Keys and values are bytes or str (encoded as UTF-8) and are
 read back as bytes. Any database error is raised as ``kuradb.dbm.error``, a
 subclass of OSError as dbm.gnu's is; a missing key raises KeyError.
+
+``shelve.open`` and the standard ``dbm.open`` choose among the standard
+library's modules only (``dbm.whichdb`` knows no others), so they never open
+a kuradb file: give ``shelve.Shelf`` the object this module's ``open``
+returns, as above.
 """
 
 from __future__ import annotations
@@ -204,9 +211,11 @@ class KuraDbm:
         return f"<kuradb.dbm.KuraDbm {self._db!r}>"
 
 
-def open(file: Union[str, "os.PathLike[str]"], flag: str = "r", mode: int = 0o666) -> KuraDbm:
-    """Opens the database at `file`; see the module's documentation for the
-    flags and modifiers."""
+def open(
+    file: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"], flag: str = "r", mode: int = 0o666
+) -> KuraDbm:
+    """Opens the database at `file` (str, bytes or os.PathLike); see the
+    module's documentation for the flags and modifiers."""
     if not flag or flag[0] not in "rwcn":
         raise ValueError(f"flag must start with r, w, c or n, not {flag!r}")
     for modifier in flag[1:]:
@@ -216,7 +225,7 @@ def open(file: Union[str, "os.PathLike[str]"], flag: str = "r", mode: int = 0o66
     exists = os.path.exists(path) and os.path.getsize(path) > 0
     kind = flag[0]
     if kind in "rw" and not exists:
-        raise error(f"{path} does not exist: open it with flag 'c' or 'n' to create it")
+        raise error(f"{os.fsdecode(path)} does not exist: open it with flag 'c' or 'n' to create it")
     writable = kind != "r"
     params: dict[str, Union[str, bool]] = {}
     if "u" in flag:

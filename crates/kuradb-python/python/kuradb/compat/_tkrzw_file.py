@@ -9,7 +9,7 @@ file layer, and has no ``Search`` (kuradb.compat.tkrzw re-exports it).
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Optional, Union
 
 from .tkrzw import Data, Status, _bytes, _report
 
@@ -23,7 +23,7 @@ class File:
         self._file: Optional[BinaryIO] = None
         self._path = ""
 
-    def Open(self, path: str, writable: bool, **params: Any) -> Status:
+    def Open(self, path: Union[str, bytes, "os.PathLike[str]"], writable: bool, **params: Any) -> Status:
         """Opens ``path``; ``truncate`` empties it and ``no_create`` refuses a
         missing one (writable only). The reference's I/O tuning parameters are
         accepted and have no effect here."""
@@ -31,7 +31,7 @@ class File:
             return Status(Status.PRECONDITION_ERROR, "opened file")
         exists = os.path.exists(path)
         if writable and not exists and params.get("no_create"):
-            return Status(Status.NOT_FOUND_ERROR, f"no such file: {path}")
+            return Status(Status.NOT_FOUND_ERROR, f"no such file: {os.fsdecode(path)}")
         try:
             if not writable:
                 self._file = open(path, "rb", buffering=0)
@@ -43,7 +43,7 @@ class File:
             return Status(Status.NOT_FOUND_ERROR, str(e))
         except OSError as e:
             return Status(Status.SYSTEM_ERROR, str(e))
-        self._path = path
+        self._path = os.fsdecode(path)
         return Status()
 
     def Close(self) -> Status:

@@ -13,7 +13,8 @@ are kuradb's tree files, not the reference's.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator as _PyIterator, List, Optional, Tuple
+import os
+from typing import Any, Callable, Iterator as _PyIterator, List, Optional, Tuple, Union
 
 from .. import _kuradb
 from .tkrzw import Data, Status, _bytes, _params, _status_of
@@ -44,8 +45,9 @@ class Index:
         except _kuradb.Error as e:
             return _status_of(e)
 
-    def Open(self, path: str, writable: bool, **params: Any) -> Status:
-        """Opens the index file at path, or an index in memory if path is empty."""
+    def Open(self, path: Union[str, bytes, "os.PathLike[str]"], writable: bool, **params: Any) -> Status:
+        """Opens the index file at path (str, bytes or os.PathLike), or an
+        index in memory if path is empty."""
         if self._index is not None:
             return Status(Status.PRECONDITION_ERROR, "opened index")
         try:

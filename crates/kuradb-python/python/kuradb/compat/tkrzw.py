@@ -13,14 +13,25 @@ Methods return a ``Status`` where the reference does, and a value or None
 (with an optional ``Status`` argument to receive the outcome) where it does.
 Parameters keep the reference's names and values (``dbm="TreeDBM"``,
 ``file="PositionalParallelFile"``, ``key_comparator="DecimalKeyComparator"``,
-``update_mode="UPDATE_APPENDING"``, …). ``concurrent`` is accepted and
-ignored (kuradb always releases the GIL and is always thread-safe), and so is
-``num_shards`` (kuradb does not shard). The database files are kuradb's, not
-the reference's.
+``update_mode="UPDATE_APPENDING"``, …). Paths are str, bytes or any
+os.PathLike. ``concurrent`` is accepted and ignored (kuradb always releases
+the GIL and is always thread-safe). ``num_shards`` shards as the reference
+does: ``Open("casket.tkh", True, num_shards=3)`` makes the files
+``casket.tkh-00000-of-00003`` … ``-00002-of-00003``, and ``num_shards=0``
+(or any value below 1) opens the shard set that exists at the path or makes
+one of a single shard. Unlike the reference, a number that differs from an
+existing set's is refused (the reference starts a second, empty set beside
+it); without ``num_shards`` a shard set is opened by its files. ``with
+tkrzw.DBM() as dbm`` closes the database at the end of the block (the
+reference has no context manager; an unopened one is left as it is). The
+database files are kuradb's, not the reference's; the reference's own files
+are read by ``kuradb`` through ``dbm="TkrzwDBM"`` (see the repository's
+docs/reference-files.md).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional, Tuple, Union
 
 from .. import _kuradb
@@ -28,7 +39,7 @@ from .. import _kuradb
 __all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator", "File", "Utility"]
 
 Data = Union[bytes, str]
-_IGNORED_PARAMS = ("concurrent", "num_shards")
+_IGNORED_PARAMS = ("concurrent",)
 _CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM"}
 
 
@@ -196,6 +207,25 @@ def _params(params: Dict[str, Any]) -> Dict[str, Any]:
     return _cipher_params(out)
 
 
+def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
+    """``num_shards`` as the reference reads it: a number below 1 means the
+    set that exists at `path`, else a new set of one shard."""
+    if "num_shards" not in params:
+        return params
+    try:
+        count = int(params["num_shards"])
+    except (TypeError, ValueError):
+        return params  # kuradb names the bad value
+    if count >= 1:
+        return params
+    out = dict(params)
+    if _kuradb.DBM.shard_count(path) is not None:
+        del out["num_shards"]  # kuradb opens an existing set by its files
+    else:
+        out["num_shards"] = 1
+    return out
+
+
 def _cipher_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """The reference's encryption modes in kuradb's terms: its
     ``record_comp_mode="RECORD_COMP_AES"`` with ``cipher_key`` is kuradb's
@@ -243,10 +273,17 @@ class DBM:
         if self._db is not None:
             return Status(Status.PRECONDITION_ERROR, "opened database")
         try:
-            self._db = _kuradb.DBM(path, writable, **_params(params))
+            self._db = _kuradb.DBM(path, writable, **_shard_params(path, _params(params)))
             return Status()
         except (_kuradb.Error, TypeError, ValueError) as e:
             return _status_of(e)
+
+    def __enter__(self) -> DBM:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._db is not None:
+            self.Close().OrDie()
 
     def Close(self) -> Status:
         db = self._open
