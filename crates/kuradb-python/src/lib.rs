@@ -17,6 +17,7 @@ mod error;
 mod future;
 mod index;
 mod reference_api;
+mod utility;
 
 use pyo3::prelude::*;
 
@@ -30,6 +31,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyIndexIterator>()?;
     error::register(m)?;
+    utility::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())

@@ -19,6 +19,8 @@
 //!   tree file ([`index::FileIndex`]), in memory ([`index::MemIndex`]) or
 //!   as typed pairs ([`index::StdIndex`]).
 //! - [`error`]: the one error type, [`Error`], with an [`ErrorKind`].
+//! - [`utility`]: the reference's hash functions and utilities, for the
+//!   bindings' compatibility layers.
 //!
 //! The main types are re-exported here: `kuradb::{HashDbm, TreeDbm, SkipDbm,
 //! PolyDbm, AnyDbm, Dbm, Cursor, …}`.
@@ -47,6 +49,7 @@ pub mod file;
 pub mod index;
 mod sys;
 pub mod ulog;
+pub mod utility;
 
 pub use dbm::any::AnyDbm;
 pub use dbm::async_dbm::{AsyncDbm, DbmFuture};

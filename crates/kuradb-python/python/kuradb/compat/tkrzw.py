@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Iterator as _PyIterator, List, Optional,
 
 from .. import _kuradb
 
-__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator", "File"]
+__all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator", "File", "Utility"]
 
 Data = Union[bytes, str]
 _IGNORED_PARAMS = ("concurrent", "num_shards")
@@ -594,3 +594,4 @@ class Iterator:
 from ._tkrzw_async import AsyncDBM, Future  # noqa: E402
 from ._tkrzw_index import Index, IndexIterator  # noqa: E402
 from ._tkrzw_file import File  # noqa: E402
+from ._tkrzw_utility import Utility  # noqa: E402
