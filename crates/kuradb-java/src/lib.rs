@@ -19,5 +19,5 @@ mod handle;
 mod natives_cursor;
 mod natives_dbm;
 mod natives_multi;
-
+mod natives_utility;
 mod throw;

@@ -119,4 +119,11 @@ public final class Native {
   public static native byte[][] cursorStep(long cursor);
   public static native void cursorSet(long cursor, byte[] value);
   public static native void cursorRemove(long cursor);
+
+  public static native String version();
+  public static native long primaryHash(byte[] data, long numBuckets);
+  public static native long secondaryHash(byte[] data, long numShards);
+  public static native int editDistanceLev(String a, String b);
+  public static native long memoryUsage();
+  public static native long memoryCapacity();
 }
