@@ -163,7 +163,7 @@ native! {
             return fail(env, ErrorKind::InvalidArgument, "a database cannot be exported into itself");
         }
         dest_database.with(env, |env, dest_db| {
-            source.with(env, |env, db| check(env, db.export(dest_db.as_ref())))
+            source.with(env, |env, db| check(env, db.export(&**dest_db)))
         })
     }
 }
@@ -176,9 +176,9 @@ native! {
         object::<Database>(env, handle)?.with(env, |env, db| {
             let written = write_file(Path::new(&path), |out| {
                 if keys_only {
-                    export_keys_as_lines(db.as_ref(), out)
+                    export_keys_as_lines(&**db, out)
                 } else {
-                    export_to_flat_records(db.as_ref(), out)
+                    export_to_flat_records(&**db, out)
                 }
             });
             check(env, written)
@@ -201,7 +201,7 @@ native! {
         let n = object::<Database>(env, handle)?.with(env, |env, db| {
             let read = std::fs::File::open(&path)
                 .map_err(|e| kuradb::Error::io("opening", Path::new(&path), e))
-                .and_then(|file| import_from_flat_records(db.as_ref(), &mut BufReader::new(file)));
+                .and_then(|file| import_from_flat_records(&**db, &mut BufReader::new(file)));
             check(env, read)
         })?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))

@@ -16,14 +16,15 @@ import java.util.Map;
  * reference does, and take its parameters ({@code dbm="TreeDBM"},
  * {@code num_buckets}, {@code file}, …). The files are kuradb's.
  *
- * <p>Differences: {@code DBM} is also {@link AutoCloseable} ({@code close()}
- * for try-with-resources; its {@code Status} is then checked with
- * {@code orDie}); using a DBM that is not open throws
+ * <p>Differences: for try-with-resources, {@link #closing()} answers an
+ * {@link AutoCloseable} that closes the database and checks the status with
+ * {@code orDie} ({@code DBM} itself cannot be one: its {@code close()}
+ * answers a {@code Status}, as the reference's does); using a DBM that is not open throws
  * {@link IllegalStateException}; {@code concurrent} is accepted and ignored
  * (kuradb is always thread-safe). All methods may be called from several
  * threads at once.
  */
-public class DBM implements AutoCloseable {
+public class DBM {
   static {
     Native.load();
   }
@@ -133,8 +134,38 @@ public class DBM implements AutoCloseable {
     return open(path, writable, (Map<String, String>) null);
   }
 
+  /** An {@link AutoCloseable} that closes its {@link DBM}, throwing {@link StatusException} on failure. */
+  public static final class Closing implements AutoCloseable {
+    private final DBM dbm;
+
+    Closing(DBM dbm) {
+      this.dbm = dbm;
+    }
+
+    /** @return the database */
+    public DBM dbm() {
+      return dbm;
+    }
+
+    /** Closes the database if it is still open. */
+    @Override
+    public void close() {
+      if (dbm.isOpen()) {
+        dbm.close().orDie();
+      }
+    }
+  }
+
+  /**
+   * For try-with-resources: {@code try (DBM.Closing c = dbm.closing()) { ... }}.
+   *
+   * @return an {@link AutoCloseable} that closes this database
+   */
+  public Closing closing() {
+    return new Closing(this);
+  }
+
   /** @return the status of closing; PRECONDITION_ERROR if it was not open */
-  @Override
   public synchronized Status close() {
     Dbm d = db;
     if (d == null) {
