@@ -29,7 +29,13 @@ impl<'a, 'l> Callback<'a, 'l> {
     /// Shows Java the record (`index` in the caller's list, key, value) and
     /// answers what it decided: `null` keeps the record, the remove marker
     /// removes it, any other array is the new value.
-    pub fn call(&mut self, env: &mut Env<'_>, index: usize, key: &[u8], value: Option<&[u8]>) -> Action<'static> {
+    pub fn call(
+        &mut self,
+        env: &mut Env<'_>,
+        index: usize,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Action<'static> {
         if self.failure.is_some() {
             return Action::Keep;
         }

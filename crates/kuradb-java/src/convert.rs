@@ -31,7 +31,11 @@ pub fn new_bytes<'l>(env: &mut Env<'l>, data: Option<&[u8]>) -> JResult<JByteArr
 }
 
 /// The elements of a Java `byte[][]`; null elements stay `None`.
-pub fn byte_arrays(env: &mut Env<'_>, array: &JObjectArray<'_, JByteArray<'_>>, what: &str) -> JResult<Vec<Option<Vec<u8>>>> {
+pub fn byte_arrays(
+    env: &mut Env<'_>,
+    array: &JObjectArray<'_, JByteArray<'_>>,
+    what: &str,
+) -> JResult<Vec<Option<Vec<u8>>>> {
     if array.is_null() {
         return null_argument(env, what);
     }
@@ -46,7 +50,11 @@ pub fn byte_arrays(env: &mut Env<'_>, array: &JObjectArray<'_, JByteArray<'_>>, 
 }
 
 /// The elements of a Java `byte[][]`, none of which may be null.
-pub fn keys(env: &mut Env<'_>, array: &JObjectArray<'_, JByteArray<'_>>, what: &str) -> JResult<Vec<Vec<u8>>> {
+pub fn keys(
+    env: &mut Env<'_>,
+    array: &JObjectArray<'_, JByteArray<'_>>,
+    what: &str,
+) -> JResult<Vec<Vec<u8>>> {
     let all = byte_arrays(env, array, what)?;
     if all.iter().any(Option::is_none) {
         return null_argument(env, what);
@@ -113,6 +121,7 @@ pub fn params(env: &mut Env<'_>, pairs: &JObjectArray<'_, JString<'_>>) -> JResu
 pub fn null_argument<T>(env: &mut Env<'_>, what: &str) -> JResult<T> {
     // NullPointerException is what Java code expects of a null argument.
     let message = format!("{what} is null");
-    let _ = env.throw_new(jni::jni_str!("java/lang/NullPointerException"), jni::strings::JNIString::from(message));
+    let _ = env
+        .throw_new(jni::jni_str!("java/lang/NullPointerException"), jni::strings::JNIString::from(message));
     Err(jni::errors::Error::JavaException)
 }

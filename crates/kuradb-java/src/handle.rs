@@ -44,13 +44,18 @@ pub struct CursorHandle {
 impl Database {
     /// A new handle for `db`.
     pub fn into_handle(db: AnyDbm) -> jlong {
-        let boxed = Box::new(Database { db: RwLock::new(Some(Arc::new(db))), cursors: Mutex::new(Vec::new()) });
+        let boxed =
+            Box::new(Database { db: RwLock::new(Some(Arc::new(db))), cursors: Mutex::new(Vec::new()) });
         Box::into_raw(boxed) as jlong
     }
 
     /// Runs `f` on the open database; throws if it is closed or if this
     /// thread is inside one of its callbacks.
-    pub fn with<R>(&self, env: &mut Env<'_>, f: impl FnOnce(&mut Env<'_>, &Arc<AnyDbm>) -> JResult<R>) -> JResult<R> {
+    pub fn with<R>(
+        &self,
+        env: &mut Env<'_>,
+        f: impl FnOnce(&mut Env<'_>, &Arc<AnyDbm>) -> JResult<R>,
+    ) -> JResult<R> {
         if self.in_callback() {
             return fail(
                 env,

@@ -15,15 +15,13 @@ use crate::handle::{free, object, CursorHandle, Database};
 use crate::throw::{check, fail, native, JResult};
 
 /// Runs `f` on the cursor of `handle`; throws if it or its database closed.
-fn with_cursor<R>(env: &mut Env<'_>, handle: jlong, f: impl FnOnce(&mut dyn Cursor) -> kuradb::Result<R>) -> JResult<R> {
+fn with_cursor<R>(
+    env: &mut Env<'_>,
+    handle: jlong,
+    f: impl FnOnce(&mut dyn Cursor) -> kuradb::Result<R>,
+) -> JResult<R> {
     let cursor: &CursorHandle = object(env, handle)?;
-    let result = {
-        let mut guard = cursor.slot.lock();
-        match guard.as_mut() {
-            Some(live) => Some(f(live.cursor())),
-            None => None,
-        }
-    };
+    let result = cursor.slot.lock().as_mut().map(|live| f(live.cursor()));
     match result {
         Some(r) => check(env, r),
         None => fail(env, ErrorKind::Infeasible, "the cursor or its database is closed"),

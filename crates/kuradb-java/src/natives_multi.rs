@@ -45,7 +45,11 @@ native! {
 }
 
 /// The values of a multi call, as many as the keys.
-fn keys_of_values(env: &mut jni::Env<'_>, values: &JObjectArray<'_, JByteArray<'_>>, count: usize) -> crate::throw::JResult<Vec<Vec<u8>>> {
+fn keys_of_values(
+    env: &mut jni::Env<'_>,
+    values: &JObjectArray<'_, JByteArray<'_>>,
+    count: usize,
+) -> crate::throw::JResult<Vec<Vec<u8>>> {
     let values = keys(env, values, "a value")?;
     if values.len() != count {
         return fail(env, ErrorKind::InvalidArgument, "there must be as many values as keys");
@@ -187,7 +191,10 @@ native! {
 }
 
 /// Writes a new file at `path` with `write`, flushed before it answers.
-fn write_file(path: &Path, write: impl FnOnce(&mut BufWriter<std::fs::File>) -> kuradb::Result<()>) -> kuradb::Result<()> {
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> kuradb::Result<()>,
+) -> kuradb::Result<()> {
     let file = std::fs::File::create(path).map_err(|e| kuradb::Error::io("creating", path, e))?;
     let mut out = BufWriter::new(file);
     write(&mut out)?;
