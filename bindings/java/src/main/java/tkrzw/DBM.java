@@ -4,7 +4,6 @@ import io.kuradb.Dbm;
 import io.kuradb.KuraException;
 import io.kuradb.Native;
 import java.lang.ref.Reference;
-import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,14 +51,6 @@ public class DBM {
     return Native.handleOf(open());
   }
 
-  static byte[] utf8(String s) {
-    return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  static String text(byte[] b) {
-    return b == null ? null : new String(b, StandardCharsets.UTF_8);
-  }
-
   private interface Op {
     void run(long handle);
   }
@@ -73,12 +64,6 @@ public class DBM {
       return Status.of(e);
     } finally {
       Reference.reachabilityFence(this);
-    }
-  }
-
-  private static void report(Status status, Status outcome) {
-    if (status != null) {
-      status.set(outcome.getCode(), outcome.getMessage());
     }
   }
 
@@ -198,7 +183,7 @@ public class DBM {
    * @return whether it has a record
    */
   public boolean contains(String key) {
-    return contains(utf8(key));
+    return contains(Convert.utf8(key));
   }
 
   /**
@@ -209,10 +194,10 @@ public class DBM {
   public byte[] get(byte[] key, Status status) {
     try {
       byte[] value = Native.get(handle(), key);
-      report(status, value == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
+      Convert.report(status, value == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
       return value;
     } catch (KuraException e) {
-      report(status, Status.of(e));
+      Convert.report(status, Status.of(e));
       return null;
     } finally {
       Reference.reachabilityFence(this);
@@ -233,7 +218,7 @@ public class DBM {
    * @return the value as UTF-8, or null
    */
   public String get(String key, Status status) {
-    return text(get(utf8(key), status));
+    return Convert.text(get(Convert.utf8(key), status));
   }
 
   /**
@@ -271,11 +256,11 @@ public class DBM {
   public Map<String, String> getMulti(String[] keys) {
     byte[][] raw = new byte[keys.length][];
     for (int i = 0; i < keys.length; i++) {
-      raw[i] = utf8(keys[i]);
+      raw[i] = Convert.utf8(keys[i]);
     }
     Map<String, String> found = new LinkedHashMap<>();
     for (Map.Entry<byte[], byte[]> e : getMulti(raw).entrySet()) {
-      found.put(text(e.getKey()), text(e.getValue()));
+      found.put(Convert.text(e.getKey()), Convert.text(e.getValue()));
     }
     return found;
   }
@@ -314,7 +299,7 @@ public class DBM {
    * @return the status
    */
   public Status set(String key, String value, boolean overwrite) {
-    return set(utf8(key), utf8(value), overwrite);
+    return set(Convert.utf8(key), Convert.utf8(value), overwrite);
   }
 
   /**
@@ -326,33 +311,13 @@ public class DBM {
     return set(key, value, true);
   }
 
-  private static byte[][][] split(Map<byte[], byte[]> records) {
-    byte[][] keys = new byte[records.size()][];
-    byte[][] values = new byte[records.size()][];
-    int i = 0;
-    for (Map.Entry<byte[], byte[]> e : records.entrySet()) {
-      keys[i] = e.getKey();
-      values[i++] = e.getValue();
-    }
-    return new byte[][][] {keys, values};
-  }
-
-  private static Map<byte[], byte[]> raw(Map<String, String> records, boolean anyAware) {
-    Map<byte[], byte[]> out = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : records.entrySet()) {
-      String v = e.getValue();
-      out.put(utf8(e.getKey()), anyAware && v == ANY_STRING ? ANY_BYTES : utf8(v));
-    }
-    return out;
-  }
-
   /**
    * @param records the records
    * @param overwrite whether to replace existing values
    * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
    */
   public Status setMulti(Map<byte[], byte[]> records, boolean overwrite) {
-    byte[][][] kv = split(records);
+    byte[][][] kv = Convert.split(records);
     try {
       return Native.setMulti(handle(), kv[0], kv[1], overwrite)
           ? new Status()
@@ -370,7 +335,7 @@ public class DBM {
    * @return the status
    */
   public Status setMultiString(Map<String, String> records, boolean overwrite) {
-    return setMulti(raw(records, false), overwrite);
+    return setMulti(Convert.raw(records, false), overwrite);
   }
 
   /**
@@ -401,8 +366,8 @@ public class DBM {
    * @return the status and the old value as a string
    */
   public Status.And<String> setAndGet(String key, String value, boolean overwrite) {
-    Status.And<byte[]> r = setAndGet(utf8(key), utf8(value), overwrite);
-    return new Status.And<>(r.status, text(r.value));
+    Status.And<byte[]> r = setAndGet(Convert.utf8(key), Convert.utf8(value), overwrite);
+    return new Status.And<>(r.status, Convert.text(r.value));
   }
 
   /**
@@ -424,7 +389,7 @@ public class DBM {
    * @return the status
    */
   public Status remove(String key) {
-    return remove(utf8(key));
+    return remove(Convert.utf8(key));
   }
 
   /**
@@ -450,7 +415,7 @@ public class DBM {
   public Status removeMulti(String[] keys) {
     byte[][] raw = new byte[keys.length][];
     for (int i = 0; i < keys.length; i++) {
-      raw[i] = utf8(keys[i]);
+      raw[i] = Convert.utf8(keys[i]);
     }
     return removeMulti(raw);
   }
@@ -479,8 +444,8 @@ public class DBM {
    * @return the status and the removed value as a string
    */
   public Status.And<String> removeAndGet(String key) {
-    Status.And<byte[]> r = removeAndGet(utf8(key));
-    return new Status.And<>(r.status, text(r.value));
+    Status.And<byte[]> r = removeAndGet(Convert.utf8(key));
+    return new Status.And<>(r.status, Convert.text(r.value));
   }
 
   /**
@@ -500,7 +465,7 @@ public class DBM {
    * @return the status
    */
   public Status append(String key, String value, String delim) {
-    return append(utf8(key), utf8(value), utf8(delim));
+    return append(Convert.utf8(key), Convert.utf8(value), Convert.utf8(delim));
   }
 
   /**
@@ -509,7 +474,7 @@ public class DBM {
    * @return the status
    */
   public Status appendMulti(Map<byte[], byte[]> records, byte[] delim) {
-    byte[][][] kv = split(records);
+    byte[][][] kv = Convert.split(records);
     return call(h -> Native.appendMulti(h, kv[0], kv[1], delim));
   }
 
@@ -519,7 +484,7 @@ public class DBM {
    * @return the status
    */
   public Status appendMulti(Map<String, String> records, String delim) {
-    return appendMulti(raw(records, false), utf8(delim));
+    return appendMulti(Convert.raw(records, false), Convert.utf8(delim));
   }
 
   /**
@@ -572,10 +537,6 @@ public class DBM {
     return result;
   }
 
-  private static byte[] anyAware(String s) {
-    return s == ANY_STRING ? ANY_BYTES : utf8(s);
-  }
-
   /**
    * Compare-and-exchange with strings, answering the old value.
    *
@@ -585,8 +546,8 @@ public class DBM {
    * @return the status and the old value as a string
    */
   public Status.And<String> compareExchangeAndGet(String key, String expected, String desired) {
-    Status.And<byte[]> r = compareExchangeAndGet(utf8(key), anyAware(expected), anyAware(desired));
-    return new Status.And<>(r.status, text(r.value));
+    Status.And<byte[]> r = compareExchangeAndGet(Convert.utf8(key), Convert.anyAware(expected), Convert.anyAware(desired));
+    return new Status.And<>(r.status, Convert.text(r.value));
   }
 
   /**
@@ -599,10 +560,10 @@ public class DBM {
   public long increment(byte[] key, long inc, long init, Status status) {
     try {
       long value = Native.increment(handle(), key, inc, init);
-      report(status, new Status());
+      Convert.report(status, new Status());
       return value;
     } catch (KuraException e) {
-      report(status, Status.of(e));
+      Convert.report(status, Status.of(e));
       return Long.MIN_VALUE;
     } finally {
       Reference.reachabilityFence(this);
@@ -617,7 +578,7 @@ public class DBM {
    * @return the number after adding
    */
   public long increment(String key, long inc, long init, Status status) {
-    return increment(utf8(key), inc, init, status);
+    return increment(Convert.utf8(key), inc, init, status);
   }
 
   /**
@@ -628,8 +589,8 @@ public class DBM {
    * @return the status; INFEASIBLE_ERROR if any expectation failed (then nothing changed)
    */
   public Status compareExchangeMulti(Map<byte[], byte[]> expected, Map<byte[], byte[]> desired) {
-    byte[][][] e = split(expected);
-    byte[][][] d = split(desired);
+    byte[][][] e = Convert.split(expected);
+    byte[][][] d = Convert.split(desired);
     try {
       return Native.compareExchangeMulti(handle(), e[0], e[1], ANY_BYTES, d[0], d[1])
           ? new Status()
@@ -649,7 +610,7 @@ public class DBM {
    * @return the status
    */
   public Status compareExchangeMultiString(Map<String, String> expected, Map<String, String> desired) {
-    return compareExchangeMulti(raw(expected, true), raw(desired, false));
+    return compareExchangeMulti(Convert.raw(expected, true), Convert.raw(desired, false));
   }
 
   /**
@@ -671,7 +632,7 @@ public class DBM {
    * @return the status
    */
   public Status rekey(String oldKey, String newKey, boolean overwrite, boolean copying) {
-    return rekey(utf8(oldKey), utf8(newKey), overwrite, copying);
+    return rekey(Convert.utf8(oldKey), Convert.utf8(newKey), overwrite, copying);
   }
 
   /**
@@ -681,10 +642,10 @@ public class DBM {
   public byte[][] popFirst(Status status) {
     try {
       byte[][] record = Native.popFirst(handle());
-      report(status, record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
+      Convert.report(status, record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
       return record;
     } catch (KuraException e) {
-      report(status, Status.of(e));
+      Convert.report(status, Status.of(e));
       return null;
     } finally {
       Reference.reachabilityFence(this);
@@ -702,7 +663,7 @@ public class DBM {
    */
   public String[] popFirstString(Status status) {
     byte[][] r = popFirst(status);
-    return r == null ? null : new String[] {text(r[0]), text(r[1])};
+    return r == null ? null : new String[] {Convert.text(r[0]), Convert.text(r[1])};
   }
 
   /** @return the first record as strings, removed, or null */
@@ -727,18 +688,7 @@ public class DBM {
    * @return the status
    */
   public Status pushLast(String value, double wtime) {
-    return pushLast(utf8(value), wtime);
-  }
-
-  private static Native.Callback bridge(RecordProcessor processor) {
-    return (i, k, v) -> answer(processor.process(k, v));
-  }
-
-  private static byte[] answer(byte[] answer) {
-    if (answer == null || answer == RecordProcessor.NOOP) {
-      return null;
-    }
-    return answer == RecordProcessor.REMOVE ? Dbm.REMOVE : answer;
+    return pushLast(Convert.utf8(value), wtime);
   }
 
   /**
@@ -750,7 +700,7 @@ public class DBM {
    * @return the status
    */
   public Status process(byte[] key, RecordProcessor processor, boolean writable) {
-    return call(h -> Native.process(h, key, bridge(processor), Dbm.REMOVE, writable));
+    return call(h -> Native.process(h, key, Convert.bridge(processor), Dbm.REMOVE, writable));
   }
 
   /**
@@ -760,7 +710,7 @@ public class DBM {
    * @return the status
    */
   public Status process(String key, RecordProcessor processor, boolean writable) {
-    return process(utf8(key), processor, writable);
+    return process(Convert.utf8(key), processor, writable);
   }
 
   /**
@@ -776,7 +726,7 @@ public class DBM {
       keys[i] = keyProcPairs.get(i).key;
     }
     Native.Callback callback =
-        (i, k, v) -> answer(keyProcPairs.get(i).processor.process(k, v));
+        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v));
     return call(h -> Native.processMulti(h, keys, callback, Dbm.REMOVE, writable));
   }
 
@@ -790,7 +740,7 @@ public class DBM {
   public Status processEach(RecordProcessor processor, boolean writable) {
     return call(h -> {
       processor.process(null, null);
-      Native.processEach(h, bridge(processor), Dbm.REMOVE, writable);
+      Native.processEach(h, Convert.bridge(processor), Dbm.REMOVE, writable);
       processor.process(null, null);
     });
   }
@@ -836,26 +786,13 @@ public class DBM {
    * @return the status
    */
   public Status rebuild(Map<String, String> params) {
-    String[] flat = flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.kuradbParams(params));
     return call(h -> Native.rebuild(h, flat));
   }
 
   /** @return the status of rebuilding */
   public Status rebuild() {
     return rebuild(null);
-  }
-
-  private static String[] flatten(Map<String, String> params) {
-    if (params == null) {
-      return null;
-    }
-    String[] flat = new String[params.size() * 2];
-    int i = 0;
-    for (Map.Entry<String, String> e : params.entrySet()) {
-      flat[i++] = e.getKey();
-      flat[i++] = e.getValue();
-    }
-    return flat;
   }
 
   /** @return whether a rebuild is worthwhile */
@@ -994,10 +931,10 @@ public class DBM {
    * @return the matching keys as strings
    */
   public String[] search(String mode, String pattern, int capacity) {
-    byte[][] keys = search(mode, utf8(pattern), capacity);
+    byte[][] keys = search(mode, Convert.utf8(pattern), capacity);
     String[] out = new String[keys.length];
     for (int i = 0; i < keys.length; i++) {
-      out[i] = text(keys[i]);
+      out[i] = Convert.text(keys[i]);
     }
     return out;
   }

@@ -158,7 +158,7 @@ public class Iterator implements AutoCloseable {
    */
   public String[] getString(Status status) {
     byte[][] record = get(status);
-    return record == null ? null : new String[] {DBM.text(record[0]), DBM.text(record[1])};
+    return record == null ? null : new String[] {Convert.text(record[0]), Convert.text(record[1])};
   }
 
   /** @return the current record as UTF-8 strings, or null */
@@ -174,7 +174,7 @@ public class Iterator implements AutoCloseable {
 
   /** @return the current key as a UTF-8 string, or null */
   public String getKeyString() {
-    return DBM.text(getKey());
+    return Convert.text(getKey());
   }
 
   /** @return the current value, or null */
@@ -185,7 +185,7 @@ public class Iterator implements AutoCloseable {
 
   /** @return the current value as a UTF-8 string, or null */
   public String getValueString() {
-    return DBM.text(getValue());
+    return Convert.text(getValue());
   }
 
   /**
@@ -240,7 +240,7 @@ public class Iterator implements AutoCloseable {
   /** @return the record as UTF-8 strings before moving on, or null */
   public String[] stepString() {
     byte[][] record = step(null);
-    return record == null ? null : new String[] {DBM.text(record[0]), DBM.text(record[1])};
+    return record == null ? null : new String[] {Convert.text(record[0]), Convert.text(record[1])};
   }
 
   @Override
@@ -251,6 +251,6 @@ public class Iterator implements AutoCloseable {
     } catch (RuntimeException e) {
       // A closed iterator has no position to show.
     }
-    return "tkrzw.Iterator(key=" + (key == null ? "(unlocated)" : DBM.text(key)) + ")";
+    return "tkrzw.Iterator(key=" + (key == null ? "(unlocated)" : Convert.text(key)) + ")";
   }
 }
