@@ -1,0 +1,641 @@
+package io.kuradb;
+
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * A kuradb database of any class (hash, tree, skip, tiny, baby, cache, …),
+ * chosen by the path's extension or the {@code dbm} parameter when it is
+ * opened.
+ *
+ * <pre>{@code
+ * try (Dbm db = Dbm.open("casket.kh", true, Map.of("num_buckets", "1000"))) {
+ *   db.set("hello", "world");
+ *   System.out.println(db.getString("hello"));
+ * }
+ * }</pre>
+ *
+ * <p>Keys and values are byte strings; the {@code String} overloads encode
+ * with UTF-8. A missing record is not an error: {@code get} answers null.
+ * Errors throw {@link KuraException} with the error's kind.
+ *
+ * <p>Thread safety: every method may be called from any number of threads at
+ * once, {@code close} included (operations in flight finish first; later ones
+ * throw). A {@link Processor} runs under the record's lock and must not use
+ * the same database (that throws rather than deadlocks). Cursors are for one
+ * thread at a time each.
+ */
+public final class Dbm implements AutoCloseable {
+  /** What a {@link Processor} answers to remove the record (compared by identity). */
+  public static final byte[] REMOVE = new byte[0];
+
+  /** What a {@link Processor} answers to leave the record as it is. */
+  public static final byte[] KEEP = null;
+
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  /** A function shown a record under its lock, deciding what becomes of it. */
+  @FunctionalInterface
+  public interface Processor {
+    /**
+     * Decides what to do with a record.
+     *
+     * @param key the record's key
+     * @param value its value, or null if it is absent
+     * @return {@link #KEEP} (null), {@link #REMOVE}, or the new value
+     */
+    byte[] process(byte[] key, byte[] value);
+  }
+
+  /** The native handle; the Cleaner frees it once this object is unreachable. */
+  final long handle;
+
+  private Dbm(long handle) {
+    this.handle = handle;
+    CLEANER.register(this, () -> Native.free(handle));
+  }
+
+  /**
+   * Opens (or creates) a database.
+   *
+   * @param path the file's path; its extension chooses the class unless {@code dbm} is given
+   * @param writable whether to open it for writing
+   * @param params the parameters PolyDbm takes ({@code dbm}, {@code truncate},
+   *     {@code num_buckets}, {@code file}, …: docs/java.md), or null
+   * @return the open database
+   * @throws KuraException if it cannot be opened
+   */
+  public static Dbm open(String path, boolean writable, Map<String, String> params) {
+    Objects.requireNonNull(path, "path");
+    return new Dbm(Native.open(path, writable, flatten(params)));
+  }
+
+  /**
+   * Opens a database with no parameters.
+   *
+   * @param path the file's path
+   * @param writable whether to open it for writing
+   * @return the open database
+   */
+  public static Dbm open(String path, boolean writable) {
+    return open(path, writable, null);
+  }
+
+  static String[] flatten(Map<String, String> params) {
+    if (params == null) {
+      return null;
+    }
+    String[] flat = new String[params.size() * 2];
+    int i = 0;
+    for (Map.Entry<String, String> e : params.entrySet()) {
+      flat[i++] = Objects.requireNonNull(e.getKey(), "a parameter's name");
+      flat[i++] = Objects.requireNonNull(e.getValue(), "a parameter's value");
+    }
+    return flat;
+  }
+
+  static byte[] utf8(String s) {
+    return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static String text(byte[] b) {
+    return b == null ? null : new String(b, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Writes everything back and closes the database; a second call does nothing.
+   *
+   * @throws KuraException if closing found an error
+   */
+  @Override
+  public void close() {
+    try {
+      Native.close(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return whether the database is open */
+  public boolean isOpen() {
+    try {
+      return Native.isOpen(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return its value, or null if it has no record
+   */
+  public byte[] get(byte[] key) {
+    try {
+      return Native.get(handle, key);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key, UTF-8 encoded
+   * @return its value decoded as UTF-8, or null
+   */
+  public String getString(String key) {
+    return text(get(utf8(Objects.requireNonNull(key, "key"))));
+  }
+
+  /**
+   * @param key the key
+   * @return whether it has a record
+   */
+  public boolean contains(byte[] key) {
+    try {
+      return Native.contains(handle, key);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return whether it has a record
+   */
+  public boolean contains(String key) {
+    return contains(utf8(Objects.requireNonNull(key, "key")));
+  }
+
+  /**
+   * Stores a record, replacing any value.
+   *
+   * @param key the key
+   * @param value the value
+   */
+  public void set(byte[] key, byte[] value) {
+    set(key, value, true);
+  }
+
+  /**
+   * Stores a record.
+   *
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @return false if the key existed and {@code overwrite} was false (nothing changed)
+   */
+  public boolean set(byte[] key, byte[] value, boolean overwrite) {
+    try {
+      return Native.set(handle, key, value, overwrite);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Stores a record of strings, replacing any value.
+   *
+   * @param key the key
+   * @param value the value
+   */
+  public void set(String key, String value) {
+    set(utf8(Objects.requireNonNull(key, "key")), utf8(Objects.requireNonNull(value, "value")), true);
+  }
+
+  /**
+   * @param key the key
+   * @return whether it had a record (now removed)
+   */
+  public boolean remove(byte[] key) {
+    try {
+      return Native.remove(handle, key);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return whether it had a record (now removed)
+   */
+  public boolean remove(String key) {
+    return remove(utf8(Objects.requireNonNull(key, "key")));
+  }
+
+  /**
+   * Appends to a record's value, with {@code delimiter} between an existing value and the new part.
+   *
+   * @param key the key
+   * @param value what to append
+   * @param delimiter what to put between (null: nothing)
+   */
+  public void append(byte[] key, byte[] value, byte[] delimiter) {
+    try {
+      Native.append(handle, key, value, delimiter);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Appends to a record's value.
+   *
+   * @param key the key
+   * @param value what to append
+   * @param delimiter what to put between (null: nothing)
+   */
+  public void append(String key, String value, String delimiter) {
+    append(utf8(Objects.requireNonNull(key, "key")), utf8(Objects.requireNonNull(value, "value")), utf8(delimiter));
+  }
+
+  /**
+   * Adds to a number stored as 8 bytes big-endian (as the reference stores it).
+   *
+   * @param key the key
+   * @param delta what to add ({@code Long.MIN_VALUE}: read without changing)
+   * @param initial the number an absent record starts from
+   * @return the number after adding
+   */
+  public long increment(byte[] key, long delta, long initial) {
+    try {
+      return Native.increment(handle, key, delta, initial);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Adds to a number stored under a string key.
+   *
+   * @param key the key
+   * @param delta what to add
+   * @param initial the number an absent record starts from
+   * @return the number after adding
+   */
+  public long increment(String key, long delta, long initial) {
+    return increment(utf8(Objects.requireNonNull(key, "key")), delta, initial);
+  }
+
+  /**
+   * Replaces the value with {@code desired} if it is {@code expected} now, atomically.
+   *
+   * @param key the key
+   * @param expected the value it must have (null: the record must be absent)
+   * @param desired the value it gets (null: the record is removed)
+   * @return whether it matched (and so changed)
+   */
+  public boolean compareExchange(byte[] key, byte[] expected, byte[] desired) {
+    try {
+      return Native.compareExchange(handle, key, expected, false, desired, false)[1] != null;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Compare-and-exchange with strings.
+   *
+   * @param key the key
+   * @param expected the value it must have (null: absent)
+   * @param desired the value it gets (null: removed)
+   * @return whether it matched
+   */
+  public boolean compareExchange(String key, String expected, String desired) {
+    return compareExchange(utf8(Objects.requireNonNull(key, "key")), utf8(expected), utf8(desired));
+  }
+
+  /**
+   * The values of several keys, read atomically together.
+   *
+   * @param keys the keys
+   * @return a map (in the keys' order) of the keys that have records to their values
+   */
+  public Map<byte[], byte[]> getMulti(List<byte[]> keys) {
+    byte[][] array = keys.toArray(new byte[0][]);
+    byte[][] values;
+    try {
+      values = Native.getMulti(handle, array);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    Map<byte[], byte[]> found = new LinkedHashMap<>();
+    for (int i = 0; i < array.length; i++) {
+      if (values[i] != null) {
+        found.put(array[i], values[i]);
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The values of several string keys, read atomically together.
+   *
+   * @param keys the keys
+   * @return a map (in the keys' order) of the keys that have records to their values
+   */
+  public Map<String, String> getMultiString(List<String> keys) {
+    byte[][] array = new byte[keys.size()][];
+    for (int i = 0; i < array.length; i++) {
+      array[i] = utf8(Objects.requireNonNull(keys.get(i), "a key"));
+    }
+    byte[][] values;
+    try {
+      values = Native.getMulti(handle, array);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    Map<String, String> found = new LinkedHashMap<>();
+    for (int i = 0; i < array.length; i++) {
+      if (values[i] != null) {
+        found.put(keys.get(i), text(values[i]));
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Stores every record atomically.
+   *
+   * @param records the records
+   * @param overwrite whether to replace existing values
+   * @return false if a key existed and {@code overwrite} was false (then nothing changed)
+   */
+  public boolean setMulti(Map<byte[], byte[]> records, boolean overwrite) {
+    byte[][] keys = new byte[records.size()][];
+    byte[][] values = new byte[records.size()][];
+    int i = 0;
+    for (Map.Entry<byte[], byte[]> e : records.entrySet()) {
+      keys[i] = e.getKey();
+      values[i++] = e.getValue();
+    }
+    try {
+      return Native.setMulti(handle, keys, values, overwrite);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Stores every string record atomically, replacing existing values.
+   *
+   * @param records the records
+   */
+  public void setMultiString(Map<String, String> records) {
+    Map<byte[], byte[]> raw = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : records.entrySet()) {
+      raw.put(utf8(Objects.requireNonNull(e.getKey(), "a key")), utf8(Objects.requireNonNull(e.getValue(), "a value")));
+    }
+    setMulti(raw, true);
+  }
+
+  /**
+   * Removes several keys atomically.
+   *
+   * @param keys the keys
+   * @return how many had records
+   */
+  public int removeMulti(List<byte[]> keys) {
+    try {
+      return Native.removeMulti(handle, keys.toArray(new byte[0][]));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Shows {@code processor} the record of {@code key} under its lock and
+   * carries out its answer.
+   *
+   * @param key the key
+   * @param processor the function
+   * @param writable false if the processor only reads (then it must answer {@link #KEEP})
+   * @throws RuntimeException whatever the processor threw, after the record was left as it was
+   */
+  public void process(byte[] key, Processor processor, boolean writable) {
+    Objects.requireNonNull(processor, "processor");
+    try {
+      Native.process(handle, key, (i, k, v) -> processor.process(k, v), REMOVE, writable);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Shows {@code processor} every record in turn (the database's order) and carries out each answer.
+   *
+   * @param processor the function
+   * @param writable false if the processor only reads
+   */
+  public void processEach(Processor processor, boolean writable) {
+    Objects.requireNonNull(processor, "processor");
+    try {
+      Native.processEach(handle, (i, k, v) -> processor.process(k, v), REMOVE, writable);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the number of records */
+  public long count() {
+    try {
+      return Native.count(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the size of the file (memory use for on-memory classes) */
+  public long fileSize() {
+    try {
+      return Native.fileSize(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the file's path, or null for a database without one */
+  public String path() {
+    try {
+      return Native.path(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the class's short name: hash, tree, skip, tiny, baby, cache, stdhash, stdtree */
+  public String className() {
+    try {
+      return Native.className(handle, false);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Removes every record. */
+  public void clear() {
+    try {
+      Native.clear(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Rewrites the database compactly. */
+  public void rebuild() {
+    rebuild(null);
+  }
+
+  /**
+   * Rewrites the database compactly with changed tuning.
+   *
+   * @param params the tuning to change (for example {@code num_buckets}), or null
+   */
+  public void rebuild(Map<String, String> params) {
+    try {
+      Native.rebuild(handle, flatten(params));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return whether fragmentation or load make a rebuild worthwhile */
+  public boolean shouldBeRebuilt() {
+    try {
+      return Native.shouldBeRebuilt(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Makes every change so far reach the OS, or with {@code hard} the device.
+   *
+   * @param hard whether to wait for the device
+   */
+  public void synchronize(boolean hard) {
+    try {
+      Native.synchronize(handle, hard);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Writes a consistent copy of the database's file while it stays open.
+   *
+   * @param dest the copy's path
+   * @param hard whether to make the copy durable before returning
+   */
+  public void copyFileData(String dest, boolean hard) {
+    try {
+      Native.copyFileData(handle, dest, hard);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return internal figures by name, in the core's order */
+  public Map<String, String> inspect() {
+    String[] flat;
+    try {
+      flat = Native.inspect(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    Map<String, String> map = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < flat.length; i += 2) {
+      map.put(flat[i], flat[i + 1]);
+    }
+    return map;
+  }
+
+  /** @return whether the database is consistent */
+  public boolean isHealthy() {
+    try {
+      return Native.isHealthy(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return whether iteration visits keys in order */
+  public boolean isOrdered() {
+    try {
+      return Native.isOrdered(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Keys that match a pattern.
+   *
+   * @param mode contain, begin, end, regex, edit, editbin, upper, lower, … (the reference's modes)
+   * @param pattern the pattern
+   * @param capacity the most keys to answer (0: all)
+   * @return the keys
+   */
+  public List<byte[]> search(String mode, byte[] pattern, int capacity) {
+    try {
+      return List.of(Native.search(handle, mode, pattern, capacity));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * A new cursor, positioned at the first record. Close it (try-with-resources) when done.
+   *
+   * @return the cursor
+   */
+  public Cursor cursor() {
+    Cursor cursor;
+    try {
+      cursor = new Cursor(this, Native.cursorNew(handle));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    cursor.first();
+    return cursor;
+  }
+
+  /**
+   * Every record's key and value, in the database's order, as a list (use {@link #cursor()} for large ones).
+   *
+   * @return the records
+   */
+  public List<Map.Entry<byte[], byte[]>> records() {
+    List<Map.Entry<byte[], byte[]>> all = new ArrayList<>();
+    try (Cursor c = cursor()) {
+      for (Map.Entry<byte[], byte[]> e : c) {
+        all.add(e);
+      }
+    }
+    return all;
+  }
+
+  /**
+   * Rebuilds a damaged database file into a new one.
+   *
+   * @param src the damaged file
+   * @param dest the new file (must not exist)
+   * @param params parameters (for example {@code dbm} for the class), or null
+   * @return how many records were saved
+   */
+  public static long restore(String src, String dest, Map<String, String> params) {
+    return Native.restore(src, dest, flatten(params));
+  }
+
+  @Override
+  public String toString() {
+    if (!isOpen()) {
+      return "Dbm(closed)";
+    }
+    return "Dbm(" + className() + ", " + path() + ", " + count() + " records)";
+  }
+}

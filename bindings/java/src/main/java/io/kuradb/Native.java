@@ -1,0 +1,129 @@
+package io.kuradb;
+
+/**
+ * The native methods of kuradb's JNI library, one per operation of the Rust
+ * core. Internal: use {@link Dbm} (or the {@code tkrzw} package) instead. It
+ * is public only so that the {@code tkrzw} package can reach it.
+ *
+ * <p>Handles are addresses of Rust objects. {@code close}/{@code cursorClose}
+ * empty them (a second close does nothing, later calls throw); {@code free}
+ * and {@code cursorFree} release their memory and must be called once, by the
+ * owner's {@link java.lang.ref.Cleaner}, when nothing can use them any more.
+ */
+public final class Native {
+  static {
+    NativeLoader.load();
+  }
+
+  private Native() {}
+
+  /** A record processor as the natives call it. */
+  @FunctionalInterface
+  public interface Callback {
+    /**
+     * Decides what to do with a record.
+     *
+     * @param index the index of the key in a multi call's list (0 otherwise)
+     * @param key the record's key
+     * @param value its value, or null if it is absent
+     * @return null to keep it, the remove marker to remove it, or the new value
+     */
+    byte[] call(int index, byte[] key, byte[] value);
+  }
+
+  /** Makes sure the library is loaded (running this class's initializer). */
+  public static void load() {}
+
+  /**
+   * The handle of an open {@link Dbm}, for the {@code tkrzw} package. The
+   * caller must keep {@code db} reachable while it uses the handle.
+   *
+   * @param db the database
+   * @return its handle
+   */
+  public static long handleOf(Dbm db) {
+    return db.handle;
+  }
+
+  /**
+   * The handle of a {@link Cursor}, for the {@code tkrzw} package.
+   *
+   * @param cursor the cursor
+   * @return its handle
+   */
+  public static long handleOf(Cursor cursor) {
+    return cursor.handle;
+  }
+
+  public static native long open(String path, boolean writable, String[] params);
+  public static native void close(long db);
+  public static native void free(long db);
+  public static native boolean isOpen(long db);
+  public static native byte[] get(long db, byte[] key);
+  public static native boolean contains(long db, byte[] key);
+  public static native boolean set(long db, byte[] key, byte[] value, boolean overwrite);
+  public static native boolean remove(long db, byte[] key);
+  public static native void append(long db, byte[] key, byte[] value, byte[] delimiter);
+  public static native long increment(long db, byte[] key, long delta, long initial);
+  public static native byte[][] compareExchange(
+      long db, byte[] key, byte[] expected, boolean expectAny, byte[] desired, boolean keep);
+  public static native byte[][] setAndGet(long db, byte[] key, byte[] value, boolean overwrite);
+  public static native byte[] removeAndGet(long db, byte[] key);
+  public static native void process(
+      long db, byte[] key, Callback callback, byte[] removeMarker, boolean writable);
+  public static native void processEach(
+      long db, Callback callback, byte[] removeMarker, boolean writable);
+  public static native long count(long db);
+  public static native long fileSize(long db);
+  public static native String path(long db);
+  public static native String className(long db, boolean reference);
+  public static native void clear(long db);
+  public static native void rebuild(long db, String[] params);
+  public static native boolean shouldBeRebuilt(long db);
+  public static native void synchronize(long db, boolean hard);
+  public static native void copyFileData(long db, String dest, boolean hard);
+  public static native String[] inspect(long db);
+  public static native boolean isHealthy(long db);
+  public static native boolean isOrdered(long db);
+  public static native byte[][] search(long db, String mode, byte[] pattern, int capacity);
+  public static native byte[][] popFirst(long db);
+  public static native byte[] pushLast(long db, byte[] value, double wtime);
+
+  public static native byte[][] getMulti(long db, byte[][] keys);
+  public static native boolean setMulti(long db, byte[][] keys, byte[][] values, boolean overwrite);
+  public static native int removeMulti(long db, byte[][] keys);
+  public static native void appendMulti(long db, byte[][] keys, byte[][] values, byte[] delimiter);
+  public static native boolean compareExchangeMulti(
+      long db, byte[][] expectedKeys, byte[][] expectedValues, byte[] anyMarker,
+      byte[][] desiredKeys, byte[][] desiredValues);
+  public static native void processMulti(
+      long db, byte[][] keys, Callback callback, byte[] removeMarker, boolean writable);
+  public static native void rekey(
+      long db, byte[] oldKey, byte[] newKey, boolean overwrite, boolean copying);
+  public static native void export(long db, long dest);
+  public static native void exportToFile(long db, String path, boolean keysOnly);
+  public static native long importFromFile(long db, String path);
+  public static native long restore(String src, String dest, String[] params);
+
+  public static native long cursorNew(long db);
+  public static native void cursorClose(long cursor);
+  public static native void cursorFree(long cursor);
+  public static native void cursorFirst(long cursor);
+  public static native void cursorLast(long cursor);
+  public static native void cursorJump(long cursor, byte[] key);
+  public static native void cursorJumpLower(long cursor, byte[] key, boolean inclusive);
+  public static native void cursorJumpUpper(long cursor, byte[] key, boolean inclusive);
+  public static native void cursorNext(long cursor);
+  public static native void cursorPrevious(long cursor);
+  public static native byte[][] cursorGet(long cursor);
+  public static native byte[][] cursorStep(long cursor);
+  public static native void cursorSet(long cursor, byte[] value);
+  public static native void cursorRemove(long cursor);
+
+  public static native String version();
+  public static native long primaryHash(byte[] data, long numBuckets);
+  public static native long secondaryHash(byte[] data, long numShards);
+  public static native int editDistanceLev(String a, String b);
+  public static native long memoryUsage();
+  public static native long memoryCapacity();
+}

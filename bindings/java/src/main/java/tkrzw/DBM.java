@@ -1,0 +1,993 @@
+package tkrzw;
+
+import io.kuradb.Dbm;
+import io.kuradb.KuraException;
+import io.kuradb.Native;
+import java.lang.ref.Reference;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The reference's polymorphic database manager ({@code tkrzw.DBM} of
+ * tkrzw-java) over kuradb, so that a program written for it runs with only
+ * its class path changed. Methods answer a {@link Status} where the
+ * reference does, and take its parameters ({@code dbm="TreeDBM"},
+ * {@code num_buckets}, {@code file}, …). The files are kuradb's.
+ *
+ * <p>Differences: for try-with-resources, {@link #closing()} answers an
+ * {@link AutoCloseable} that closes the database and checks the status with
+ * {@code orDie} ({@code DBM} itself cannot be one: its {@code close()}
+ * answers a {@code Status}, as the reference's does); using a DBM that is not open throws
+ * {@link IllegalStateException}; {@code concurrent} is accepted and ignored
+ * (kuradb is always thread-safe). All methods may be called from several
+ * threads at once.
+ */
+public class DBM {
+  static {
+    Native.load();
+  }
+
+  /** The special bytes that mean "any value" (expected) or "no change" (desired). */
+  public static final byte[] ANY_BYTES = new byte[] {'\0', '[', 'A', 'N', 'Y', ']', '\0'};
+
+  /** The special string that means "any value" (expected) or "no change" (desired). */
+  public static final String ANY_STRING = new String("\0[ANY]\0");
+
+  private volatile Dbm db;
+
+  /** A database manager, not yet open. */
+  public DBM() {}
+
+  private Dbm open() {
+    Dbm d = db;
+    if (d == null) {
+      throw new IllegalStateException("not opened database");
+    }
+    return d;
+  }
+
+  private long handle() {
+    return Native.handleOf(open());
+  }
+
+  private interface Op {
+    void run(long handle);
+  }
+
+  /** Runs {@code op}, answering its outcome as a status. */
+  private Status call(Op op) {
+    try {
+      op.run(handle());
+      return new Status();
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Closes the database if it is open and releases the object. */
+  public void destruct() {
+    if (db != null) {
+      close();
+    }
+  }
+
+  /**
+   * Opens a database file.
+   *
+   * @param path the path
+   * @param writable whether to open for writing
+   * @param params the reference's parameters, or null
+   * @return the status
+   */
+  public synchronized Status open(String path, boolean writable, Map<String, String> params) {
+    if (db != null) {
+      return new Status(Status.PRECONDITION_ERROR, "opened database");
+    }
+    try {
+      db = Dbm.open(path, writable, Utility.kuradbParams(params));
+      return new Status();
+    } catch (KuraException e) {
+      return Status.of(e);
+    } catch (IllegalArgumentException e) {
+      return new Status(Status.INVALID_ARGUMENT_ERROR, e.getMessage());
+    }
+  }
+
+  /**
+   * Opens a database file with parameters as {@code "key=value,key=value"}.
+   *
+   * @param path the path
+   * @param writable whether to open for writing
+   * @param params the parameters
+   * @return the status
+   */
+  public Status open(String path, boolean writable, String params) {
+    return open(path, writable, Utility.parseParams(params));
+  }
+
+  /**
+   * Opens a database file without parameters.
+   *
+   * @param path the path
+   * @param writable whether to open for writing
+   * @return the status
+   */
+  public Status open(String path, boolean writable) {
+    return open(path, writable, (Map<String, String>) null);
+  }
+
+  /** An {@link AutoCloseable} that closes its {@link DBM}, throwing {@link StatusException} on failure. */
+  public static final class Closing implements AutoCloseable {
+    private final DBM dbm;
+
+    Closing(DBM dbm) {
+      this.dbm = dbm;
+    }
+
+    /** @return the database */
+    public DBM dbm() {
+      return dbm;
+    }
+
+    /** Closes the database if it is still open. */
+    @Override
+    public void close() {
+      if (dbm.isOpen()) {
+        dbm.close().orDie();
+      }
+    }
+  }
+
+  /**
+   * For try-with-resources: {@code try (DBM.Closing c = dbm.closing()) { ... }}.
+   *
+   * @return an {@link AutoCloseable} that closes this database
+   */
+  public Closing closing() {
+    return new Closing(this);
+  }
+
+  /** @return the status of closing; PRECONDITION_ERROR if it was not open */
+  public synchronized Status close() {
+    Dbm d = db;
+    if (d == null) {
+      return new Status(Status.PRECONDITION_ERROR, "not opened database");
+    }
+    try {
+      d.close();
+      return new Status();
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      db = null;
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return whether it has a record
+   */
+  public boolean contains(byte[] key) {
+    try {
+      return Native.contains(handle(), key);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return whether it has a record
+   */
+  public boolean contains(String key) {
+    return contains(Convert.utf8(key));
+  }
+
+  /**
+   * @param key the key
+   * @param status receives the outcome (NOT_FOUND_ERROR if absent), or null
+   * @return the value, or null
+   */
+  public byte[] get(byte[] key, Status status) {
+    try {
+      byte[] value = Native.get(handle(), key);
+      Convert.report(status, value == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
+      return value;
+    } catch (KuraException e) {
+      Convert.report(status, Status.of(e));
+      return null;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return the value, or null
+   */
+  public byte[] get(byte[] key) {
+    return get(key, null);
+  }
+
+  /**
+   * @param key the key
+   * @param status receives the outcome, or null
+   * @return the value as UTF-8, or null
+   */
+  public String get(String key, Status status) {
+    return Convert.text(get(Convert.utf8(key), status));
+  }
+
+  /**
+   * @param key the key
+   * @return the value as UTF-8, or null
+   */
+  public String get(String key) {
+    return get(key, null);
+  }
+
+  /**
+   * @param keys the keys
+   * @return the records found (absent keys are left out)
+   */
+  public Map<byte[], byte[]> getMulti(byte[][] keys) {
+    byte[][] values;
+    try {
+      values = Native.getMulti(handle(), keys);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    Map<byte[], byte[]> found = new LinkedHashMap<>();
+    for (int i = 0; i < keys.length; i++) {
+      if (values[i] != null) {
+        found.put(keys[i], values[i]);
+      }
+    }
+    return found;
+  }
+
+  /**
+   * @param keys the keys
+   * @return the records found, as strings
+   */
+  public Map<String, String> getMulti(String[] keys) {
+    byte[][] raw = new byte[keys.length][];
+    for (int i = 0; i < keys.length; i++) {
+      raw[i] = Convert.utf8(keys[i]);
+    }
+    Map<String, String> found = new LinkedHashMap<>();
+    for (Map.Entry<byte[], byte[]> e : getMulti(raw).entrySet()) {
+      found.put(Convert.text(e.getKey()), Convert.text(e.getValue()));
+    }
+    return found;
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @return the status; DUPLICATION_ERROR if the key exists and {@code overwrite} is false
+   */
+  public Status set(byte[] key, byte[] value, boolean overwrite) {
+    try {
+      return Native.set(handle(), key, value, overwrite)
+          ? new Status()
+          : new Status(Status.DUPLICATION_ERROR);
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @return the status
+   */
+  public Status set(byte[] key, byte[] value) {
+    return set(key, value, true);
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @return the status
+   */
+  public Status set(String key, String value, boolean overwrite) {
+    return set(Convert.utf8(key), Convert.utf8(value), overwrite);
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @return the status
+   */
+  public Status set(String key, String value) {
+    return set(key, value, true);
+  }
+
+  /**
+   * @param records the records
+   * @param overwrite whether to replace existing values
+   * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
+   */
+  public Status setMulti(Map<byte[], byte[]> records, boolean overwrite) {
+    byte[][][] kv = Convert.split(records);
+    try {
+      return Native.setMulti(handle(), kv[0], kv[1], overwrite)
+          ? new Status()
+          : new Status(Status.DUPLICATION_ERROR);
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param records the records, as strings
+   * @param overwrite whether to replace existing values
+   * @return the status
+   */
+  public Status setMultiString(Map<String, String> records, boolean overwrite) {
+    return setMulti(Convert.raw(records, false), overwrite);
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @return the status and the old value (null if there was none)
+   */
+  public Status.And<byte[]> setAndGet(byte[] key, byte[] value, boolean overwrite) {
+    Status.And<byte[]> result = new Status.And<>();
+    try {
+      result.value = Native.setAndGet(handle(), key, value, overwrite)[0];
+      if (result.value != null && !overwrite) {
+        result.status = new Status(Status.DUPLICATION_ERROR);
+      }
+    } catch (KuraException e) {
+      result.status = Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return result;
+  }
+
+  /**
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @return the status and the old value as a string
+   */
+  public Status.And<String> setAndGet(String key, String value, boolean overwrite) {
+    Status.And<byte[]> r = setAndGet(Convert.utf8(key), Convert.utf8(value), overwrite);
+    return new Status.And<>(r.status, Convert.text(r.value));
+  }
+
+  /**
+   * @param key the key
+   * @return the status; NOT_FOUND_ERROR if there was no record
+   */
+  public Status remove(byte[] key) {
+    try {
+      return Native.remove(handle(), key) ? new Status() : new Status(Status.NOT_FOUND_ERROR);
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @return the status
+   */
+  public Status remove(String key) {
+    return remove(Convert.utf8(key));
+  }
+
+  /**
+   * @param keys the keys
+   * @return the status; NOT_FOUND_ERROR if some had no record (the others are removed)
+   */
+  public Status removeMulti(byte[][] keys) {
+    try {
+      return Native.removeMulti(handle(), keys) == keys.length
+          ? new Status()
+          : new Status(Status.NOT_FOUND_ERROR);
+    } catch (KuraException e) {
+      return Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param keys the keys
+   * @return the status
+   */
+  public Status removeMulti(String[] keys) {
+    byte[][] raw = new byte[keys.length][];
+    for (int i = 0; i < keys.length; i++) {
+      raw[i] = Convert.utf8(keys[i]);
+    }
+    return removeMulti(raw);
+  }
+
+  /**
+   * @param key the key
+   * @return the status (NOT_FOUND_ERROR if absent) and the removed value
+   */
+  public Status.And<byte[]> removeAndGet(byte[] key) {
+    Status.And<byte[]> result = new Status.And<>();
+    try {
+      result.value = Native.removeAndGet(handle(), key);
+      if (result.value == null) {
+        result.status = new Status(Status.NOT_FOUND_ERROR);
+      }
+    } catch (KuraException e) {
+      result.status = Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return result;
+  }
+
+  /**
+   * @param key the key
+   * @return the status and the removed value as a string
+   */
+  public Status.And<String> removeAndGet(String key) {
+    Status.And<byte[]> r = removeAndGet(Convert.utf8(key));
+    return new Status.And<>(r.status, Convert.text(r.value));
+  }
+
+  /**
+   * @param key the key
+   * @param value what to append
+   * @param delim what to put after an existing value
+   * @return the status
+   */
+  public Status append(byte[] key, byte[] value, byte[] delim) {
+    return call(h -> Native.append(h, key, value, delim));
+  }
+
+  /**
+   * @param key the key
+   * @param value what to append
+   * @param delim what to put after an existing value
+   * @return the status
+   */
+  public Status append(String key, String value, String delim) {
+    return append(Convert.utf8(key), Convert.utf8(value), Convert.utf8(delim));
+  }
+
+  /**
+   * @param records what to append to each key
+   * @param delim what to put after existing values
+   * @return the status
+   */
+  public Status appendMulti(Map<byte[], byte[]> records, byte[] delim) {
+    byte[][][] kv = Convert.split(records);
+    return call(h -> Native.appendMulti(h, kv[0], kv[1], delim));
+  }
+
+  /**
+   * @param records what to append to each key, as strings
+   * @param delim what to put after existing values
+   * @return the status
+   */
+  public Status appendMulti(Map<String, String> records, String delim) {
+    return appendMulti(Convert.raw(records, false), Convert.utf8(delim));
+  }
+
+  /**
+   * Compare-and-exchange.
+   *
+   * @param key the key
+   * @param expected the value it must have; null: absent; {@link #ANY_BYTES}: any value
+   * @param desired the value it gets; null: removed; {@link #ANY_BYTES}: unchanged
+   * @return the status; INFEASIBLE_ERROR if the record did not match
+   */
+  public Status compareExchange(byte[] key, byte[] expected, byte[] desired) {
+    return compareExchangeAndGet(key, expected, desired).status;
+  }
+
+  /**
+   * Compare-and-exchange with strings ({@link #ANY_STRING} as {@link #ANY_BYTES}).
+   *
+   * @param key the key
+   * @param expected the value it must have
+   * @param desired the value it gets
+   * @return the status
+   */
+  public Status compareExchange(String key, String expected, String desired) {
+    return compareExchangeAndGet(key, expected, desired).status;
+  }
+
+  /**
+   * Compare-and-exchange answering the old value.
+   *
+   * @param key the key
+   * @param expected the value it must have; null: absent; {@link #ANY_BYTES}: any value
+   * @param desired the value it gets; null: removed; {@link #ANY_BYTES}: unchanged
+   * @return the status (INFEASIBLE_ERROR if it did not match) and the old value
+   */
+  public Status.And<byte[]> compareExchangeAndGet(byte[] key, byte[] expected, byte[] desired) {
+    Status.And<byte[]> result = new Status.And<>();
+    try {
+      byte[][] r = Native.compareExchange(handle(), key,
+          expected == ANY_BYTES ? null : expected, expected == ANY_BYTES,
+          desired == ANY_BYTES ? null : desired, desired == ANY_BYTES);
+      result.value = r[0];
+      if (r[1] == null) {
+        result.status = new Status(Status.INFEASIBLE_ERROR);
+      }
+    } catch (KuraException e) {
+      result.status = Status.of(e);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return result;
+  }
+
+  /**
+   * Compare-and-exchange with strings, answering the old value.
+   *
+   * @param key the key
+   * @param expected the value it must have
+   * @param desired the value it gets
+   * @return the status and the old value as a string
+   */
+  public Status.And<String> compareExchangeAndGet(String key, String expected, String desired) {
+    Status.And<byte[]> r = compareExchangeAndGet(Convert.utf8(key), Convert.anyAware(expected), Convert.anyAware(desired));
+    return new Status.And<>(r.status, Convert.text(r.value));
+  }
+
+  /**
+   * @param key the key
+   * @param inc what to add ({@code Long.MIN_VALUE}: read only)
+   * @param init the starting number of an absent record
+   * @param status receives the outcome, or null
+   * @return the number after adding, or {@code Long.MIN_VALUE} on failure
+   */
+  public long increment(byte[] key, long inc, long init, Status status) {
+    try {
+      long value = Native.increment(handle(), key, inc, init);
+      Convert.report(status, new Status());
+      return value;
+    } catch (KuraException e) {
+      Convert.report(status, Status.of(e));
+      return Long.MIN_VALUE;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param key the key
+   * @param inc what to add
+   * @param init the starting number of an absent record
+   * @param status receives the outcome, or null
+   * @return the number after adding
+   */
+  public long increment(String key, long inc, long init, Status status) {
+    return increment(Convert.utf8(key), inc, init, status);
+  }
+
+  /**
+   * Several compare-and-exchanges, atomically.
+   *
+   * @param expected keys and the values they must have (null: absent; ANY_BYTES: any)
+   * @param desired keys and the values they get (null: removed)
+   * @return the status; INFEASIBLE_ERROR if any expectation failed (then nothing changed)
+   */
+  public Status compareExchangeMulti(Map<byte[], byte[]> expected, Map<byte[], byte[]> desired) {
+    byte[][][] e = Convert.split(expected);
+    byte[][][] d = Convert.split(desired);
+    try {
+      return Native.compareExchangeMulti(handle(), e[0], e[1], ANY_BYTES, d[0], d[1])
+          ? new Status()
+          : new Status(Status.INFEASIBLE_ERROR);
+    } catch (KuraException ex) {
+      return Status.of(ex);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Several compare-and-exchanges with strings, atomically.
+   *
+   * @param expected keys and the values they must have (ANY_STRING: any)
+   * @param desired keys and the values they get
+   * @return the status
+   */
+  public Status compareExchangeMultiString(Map<String, String> expected, Map<String, String> desired) {
+    return compareExchangeMulti(Convert.raw(expected, true), Convert.raw(desired, false));
+  }
+
+  /**
+   * @param oldKey the record's key
+   * @param newKey its new key
+   * @param overwrite whether to replace a record of the new key
+   * @param copying whether to keep the old record
+   * @return the status (NOT_FOUND_ERROR, DUPLICATION_ERROR)
+   */
+  public Status rekey(byte[] oldKey, byte[] newKey, boolean overwrite, boolean copying) {
+    return call(h -> Native.rekey(h, oldKey, newKey, overwrite, copying));
+  }
+
+  /**
+   * @param oldKey the record's key
+   * @param newKey its new key
+   * @param overwrite whether to replace a record of the new key
+   * @param copying whether to keep the old record
+   * @return the status
+   */
+  public Status rekey(String oldKey, String newKey, boolean overwrite, boolean copying) {
+    return rekey(Convert.utf8(oldKey), Convert.utf8(newKey), overwrite, copying);
+  }
+
+  /**
+   * @param status receives the outcome (NOT_FOUND_ERROR if empty), or null
+   * @return the first record as {key, value}, removed, or null
+   */
+  public byte[][] popFirst(Status status) {
+    try {
+      byte[][] record = Native.popFirst(handle());
+      Convert.report(status, record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
+      return record;
+    } catch (KuraException e) {
+      Convert.report(status, Status.of(e));
+      return null;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the first record, removed, or null */
+  public byte[][] popFirst() {
+    return popFirst(null);
+  }
+
+  /**
+   * @param status receives the outcome, or null
+   * @return the first record as strings, removed, or null
+   */
+  public String[] popFirstString(Status status) {
+    byte[][] r = popFirst(status);
+    return r == null ? null : new String[] {Convert.text(r[0]), Convert.text(r[1])};
+  }
+
+  /** @return the first record as strings, removed, or null */
+  public String[] popFirstString() {
+    return popFirstString(null);
+  }
+
+  /**
+   * Adds a record whose key is the time (8 bytes big-endian).
+   *
+   * @param value the value
+   * @param wtime the time in seconds; negative: now
+   * @return the status
+   */
+  public Status pushLast(byte[] value, double wtime) {
+    return call(h -> Native.pushLast(h, value, wtime));
+  }
+
+  /**
+   * @param value the value
+   * @param wtime the time in seconds; negative: now
+   * @return the status
+   */
+  public Status pushLast(String value, double wtime) {
+    return pushLast(Convert.utf8(value), wtime);
+  }
+
+  /**
+   * Shows {@code processor} the record of {@code key} under its lock.
+   *
+   * @param key the key
+   * @param processor the processor
+   * @param writable whether it may change the record
+   * @return the status
+   */
+  public Status process(byte[] key, RecordProcessor processor, boolean writable) {
+    return call(h -> Native.process(h, key, Convert.bridge(processor), Dbm.REMOVE, writable));
+  }
+
+  /**
+   * @param key the key
+   * @param processor the processor
+   * @param writable whether it may change the record
+   * @return the status
+   */
+  public Status process(String key, RecordProcessor processor, boolean writable) {
+    return process(Convert.utf8(key), processor, writable);
+  }
+
+  /**
+   * Shows each processor its key's record, all under their locks at once.
+   *
+   * @param keyProcPairs keys and their processors
+   * @param writable whether they may change the records
+   * @return the status
+   */
+  public Status processMulti(List<RecordProcessor.WithKey> keyProcPairs, boolean writable) {
+    byte[][] keys = new byte[keyProcPairs.size()][];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = keyProcPairs.get(i).key;
+    }
+    Native.Callback callback =
+        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v));
+    return call(h -> Native.processMulti(h, keys, callback, Dbm.REMOVE, writable));
+  }
+
+  /**
+   * Shows {@code processor} every record, with null key and value before the first and after the last.
+   *
+   * @param processor the processor
+   * @param writable whether it may change the records
+   * @return the status
+   */
+  public Status processEach(RecordProcessor processor, boolean writable) {
+    return call(h -> {
+      processor.process(null, null);
+      Native.processEach(h, Convert.bridge(processor), Dbm.REMOVE, writable);
+      processor.process(null, null);
+    });
+  }
+
+  /** @return the number of records, or -1 on failure */
+  public long count() {
+    try {
+      return Native.count(handle());
+    } catch (KuraException e) {
+      return -1;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the file's size, or -1 on failure */
+  public long getFileSize() {
+    try {
+      return Native.fileSize(handle());
+    } catch (KuraException e) {
+      return -1;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the file's path, or null */
+  public String getFilePath() {
+    try {
+      return Native.path(handle());
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return the status of removing every record */
+  public Status clear() {
+    return call(Native::clear);
+  }
+
+  /**
+   * @param params tuning to change, or null
+   * @return the status
+   */
+  public Status rebuild(Map<String, String> params) {
+    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    return call(h -> Native.rebuild(h, flat));
+  }
+
+  /** @return the status of rebuilding */
+  public Status rebuild() {
+    return rebuild(null);
+  }
+
+  /** @return whether a rebuild is worthwhile */
+  public boolean shouldBeRebuilt() {
+    try {
+      return Native.shouldBeRebuilt(handle());
+    } catch (KuraException e) {
+      return false;
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param hard whether to wait for the device
+   * @param params must be null or empty: kuradb's synchronize takes none
+   * @return the status
+   */
+  public Status synchronize(boolean hard, Map<String, String> params) {
+    if (params != null && !params.isEmpty()) {
+      return new Status(Status.INVALID_ARGUMENT_ERROR,
+          "synchronize takes no parameters here: " + params.keySet());
+    }
+    return call(h -> Native.synchronize(h, hard));
+  }
+
+  /**
+   * @param hard whether to wait for the device
+   * @return the status
+   */
+  public Status synchronize(boolean hard) {
+    return synchronize(hard, null);
+  }
+
+  /**
+   * @param destPath the copy's path
+   * @param syncHard whether to make the copy durable first
+   * @return the status
+   */
+  public Status copyFileData(String destPath, boolean syncHard) {
+    return call(h -> Native.copyFileData(h, destPath, syncHard));
+  }
+
+  /**
+   * @param destDBM the database to copy every record into
+   * @return the status
+   */
+  public Status export(DBM destDBM) {
+    long dest = destDBM.handle();
+    try {
+      return call(h -> Native.export(h, dest));
+    } finally {
+      Reference.reachabilityFence(destDBM);
+    }
+  }
+
+  /**
+   * Writes every record to a flat-record file (kuradb: a path rather than a {@code tkrzw.File}).
+   *
+   * @param destPath the file's path (replaced)
+   * @return the status
+   */
+  public Status exportToFlatRecords(String destPath) {
+    return call(h -> Native.exportToFile(h, destPath, false));
+  }
+
+  /**
+   * Sets every record of a flat-record file.
+   *
+   * @param srcPath the file's path
+   * @return the status
+   */
+  public Status importFromFlatRecords(String srcPath) {
+    return call(h -> Native.importFromFile(h, srcPath));
+  }
+
+  /**
+   * Writes every key as a line of text.
+   *
+   * @param destPath the file's path (replaced)
+   * @return the status
+   */
+  public Status exportKeysAsLines(String destPath) {
+    return call(h -> Native.exportToFile(h, destPath, true));
+  }
+
+  /** @return internal figures by name; {@code class} is the reference's class name (HashDBM, …) */
+  public Map<String, String> inspect() {
+    Map<String, String> figures = open().inspect();
+    try {
+      figures.put("class", Native.className(handle(), true));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+    return figures;
+  }
+
+  /** @return whether the database is open */
+  public boolean isOpen() {
+    return db != null;
+  }
+
+  /** @return whether it was opened for writing */
+  public boolean isWritable() {
+    return !"false".equals(open().inspect().get("file_writable"));
+  }
+
+  /** @return whether the database is healthy */
+  public boolean isHealthy() {
+    return open().isHealthy();
+  }
+
+  /** @return whether iteration is in key order */
+  public boolean isOrdered() {
+    return open().isOrdered();
+  }
+
+  /**
+   * @param mode contain, begin, end, regex, edit, editbin, upper, lower, …
+   * @param pattern the pattern
+   * @param capacity the most keys (0: all)
+   * @return the matching keys
+   */
+  public byte[][] search(String mode, byte[] pattern, int capacity) {
+    try {
+      return Native.search(handle(), mode, pattern, capacity);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * @param mode the mode
+   * @param pattern the pattern
+   * @param capacity the most keys (0: all)
+   * @return the matching keys as strings
+   */
+  public String[] search(String mode, String pattern, int capacity) {
+    byte[][] keys = search(mode, Convert.utf8(pattern), capacity);
+    String[] out = new String[keys.length];
+    for (int i = 0; i < keys.length; i++) {
+      out[i] = Convert.text(keys[i]);
+    }
+    return out;
+  }
+
+  /** @return a new iterator, not yet positioned (call {@code first()}) */
+  public Iterator makeIterator() {
+    try {
+      return new Iterator(this, Native.cursorNew(handle()));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** @return {@code tkrzw.DBM(class=HashDBM, path=..., num_records=N)}, or {@code tkrzw.DBM(unopened)} */
+  @Override
+  public String toString() {
+    Dbm d = db;
+    if (d == null) {
+      return "tkrzw.DBM(unopened)";
+    }
+    try {
+      return "tkrzw.DBM(class=" + Native.className(Native.handleOf(d), true) + ", path="
+          + d.path() + ", num_records=" + d.count() + ")";
+    } catch (KuraException e) {
+      return "tkrzw.DBM(unopened)";
+    } finally {
+      Reference.reachabilityFence(d);
+    }
+  }
+
+  /**
+   * Rebuilds a damaged database file into a new one.
+   *
+   * @param oldFilePath the damaged file
+   * @param newFilePath the new file
+   * @param className the class (HashDBM, …), or null or empty to go by the extension
+   * @param endOffset ignored unless 0 or negative: kuradb restores every record it can read
+   * @return the status
+   */
+  public static Status restoreDatabase(
+      String oldFilePath, String newFilePath, String className, long endOffset) {
+    if (endOffset > 0) {
+      return new Status(Status.NOT_IMPLEMENTED_ERROR, "restoring up to an end offset is not supported");
+    }
+    Map<String, String> params = new LinkedHashMap<>();
+    if (className != null && !className.isEmpty()) {
+      params.put("dbm", className);
+    }
+    try {
+      Dbm.restore(oldFilePath, newFilePath, params);
+      return new Status();
+    } catch (KuraException e) {
+      return Status.of(e);
+    }
+  }
+}

@@ -1,0 +1,132 @@
+package tkrzw;
+
+import io.kuradb.Native;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The reference's {@code tkrzw.Utility}: version, memory figures, its exact
+ * hash functions and edit distance, and parameter parsing.
+ */
+public class Utility {
+  /** The version of kuradb (not of the reference). */
+  public static final String VERSION;
+
+  /** The name of the operating system. */
+  public static final String OS_NAME = System.getProperty("os.name");
+
+  static {
+    Native.load();
+    VERSION = Native.version();
+  }
+
+  private Utility() {}
+
+  /** Loads the native library (it is loaded at first use anyway). */
+  public static void loadLibrary() {
+    Native.load();
+  }
+
+  /** @return the version of kuradb */
+  public static String getVersion() {
+    return VERSION;
+  }
+
+  /** @return the name of the operating system */
+  public static String getOSName() {
+    return OS_NAME;
+  }
+
+  /** @return the machine's total memory in bytes */
+  public static long getMemoryCapacity() {
+    return Native.memoryCapacity();
+  }
+
+  /** @return the process's resident memory in bytes */
+  public static long getMemoryUsage() {
+    return Native.memoryUsage();
+  }
+
+  /**
+   * The reference's primary hash (the one its hash databases bucket keys by).
+   *
+   * @param data the data
+   * @param numBuckets the modulus; 0 for the full 64-bit range
+   * @return the hash
+   */
+  public static long primaryHash(byte[] data, long numBuckets) {
+    return Native.primaryHash(data, numBuckets);
+  }
+
+  /**
+   * The reference's secondary hash (the one it shards keys by).
+   *
+   * @param data the data
+   * @param numShards the modulus; 0 for the full 64-bit range
+   * @return the hash
+   */
+  public static long secondaryHash(byte[] data, long numShards) {
+    return Native.secondaryHash(data, numShards);
+  }
+
+  /**
+   * The Levenshtein edit distance over Unicode characters.
+   *
+   * @param a a string
+   * @param b another
+   * @return the distance
+   */
+  public static int editDistanceLev(String a, String b) {
+    return Native.editDistanceLev(a, b);
+  }
+
+  /**
+   * Parses {@code "key=value,key=value"} into a map (blank items are skipped).
+   *
+   * @param expr the expression, or null
+   * @return the parameters
+   */
+  public static Map<String, String> parseParams(String expr) {
+    Map<String, String> params = new LinkedHashMap<>();
+    if (expr == null) {
+      return params;
+    }
+    for (String item : expr.split(",")) {
+      int eq = item.indexOf('=');
+      if (eq < 0) {
+        continue;
+      }
+      String name = item.substring(0, eq).trim();
+      if (!name.isEmpty()) {
+        params.put(name, item.substring(eq + 1).trim());
+      }
+    }
+    return params;
+  }
+
+  /**
+   * The reference's open parameters in kuradb's terms: {@code concurrent} is
+   * dropped (kuradb is always thread-safe); {@code RECORD_COMP_AES} with a
+   * {@code cipher_key} is kuradb's authenticated encryption; RC4 is refused.
+   */
+  static Map<String, String> kuradbParams(Map<String, String> params) {
+    if (params == null) {
+      return null;
+    }
+    Map<String, String> out = new LinkedHashMap<>(params);
+    out.remove("concurrent");
+    String mode = out.getOrDefault("record_comp_mode", "").trim().toUpperCase();
+    String bare = mode.startsWith("RECORD_COMP_") ? mode.substring("RECORD_COMP_".length()) : mode;
+    if (bare.equals("RC4")) {
+      throw new IllegalArgumentException("record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken"
+          + " cipher; give RECORD_COMP_AES (kuradb's authenticated encryption) with cipher_key");
+    }
+    if (bare.equals("AES")) {
+      if (out.getOrDefault("cipher_key", "").isEmpty()) {
+        throw new IllegalArgumentException("record_comp_mode RECORD_COMP_AES needs a cipher_key");
+      }
+      out.remove("record_comp_mode");
+    }
+    return out;
+  }
+}

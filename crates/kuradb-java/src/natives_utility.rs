@@ -1,0 +1,55 @@
+//! The natives of the reference's `Utility`: its hash functions, edit
+//! distance and memory figures, from `kuradb::utility`.
+
+use jni::objects::{JByteArray, JString};
+use jni::sys::{jint, jlong};
+use kuradb::utility;
+
+use crate::convert::{bytes, string};
+use crate::throw::native;
+
+native! {
+    /// kuradb's version.
+    fn Java_io_kuradb_Native_version(env) -> JString<'l> {
+        env.new_string(utility::VERSION)
+    }
+}
+
+native! {
+    /// The reference's primary hash of `data` modulo `num_buckets` (0: the full range).
+    fn Java_io_kuradb_Native_primaryHash(env, data: JByteArray<'l>, num_buckets: jlong) -> jlong {
+        let data = bytes(env, &data, "the data")?;
+        Ok(utility::primary_hash(&data, num_buckets as u64) as jlong)
+    }
+}
+
+native! {
+    /// The reference's secondary hash of `data` modulo `num_shards` (0: the full range).
+    fn Java_io_kuradb_Native_secondaryHash(env, data: JByteArray<'l>, num_shards: jlong) -> jlong {
+        let data = bytes(env, &data, "the data")?;
+        Ok(utility::secondary_hash(&data, num_shards as u64) as jlong)
+    }
+}
+
+native! {
+    /// The Levenshtein distance of two strings, over Unicode characters.
+    fn Java_io_kuradb_Native_editDistanceLev(env, a: JString<'l>, b: JString<'l>) -> jint {
+        let a = string(env, &a, "the first string")?;
+        let b = string(env, &b, "the second string")?;
+        Ok(i32::try_from(utility::edit_distance_lev(&a, &b)).unwrap_or(i32::MAX))
+    }
+}
+
+native! {
+    /// The process's resident memory in bytes.
+    fn Java_io_kuradb_Native_memoryUsage(_env) -> jlong {
+        Ok(i64::try_from(utility::memory_usage()).unwrap_or(i64::MAX))
+    }
+}
+
+native! {
+    /// The machine's total memory in bytes.
+    fn Java_io_kuradb_Native_memoryCapacity(_env) -> jlong {
+        Ok(i64::try_from(utility::memory_capacity()).unwrap_or(i64::MAX))
+    }
+}
