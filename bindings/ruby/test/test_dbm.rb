@@ -185,7 +185,7 @@ class TestDBM < Test::Unit::TestCase
       db.process("k") { false }
       assert_false(db.key?("k"))
       db.process("ro", false) { nil }
-      assert_raise(Kuradb::Error) { db.process("ro", false) { "no" } }
+      assert_raise(Kuradb::InvalidArgumentError) { db.process("ro", false) { "no" } }
       assert_false(db.key?("ro"))
       assert_raise(ArgumentError) { db.process("k") }
       db.process_each { |key, value| key == "absent" ? value.upcase : nil }
@@ -266,6 +266,11 @@ class TestDBM < Test::Unit::TestCase
     Kuradb::DBM.open(path("copy.tkh")) { |copy| assert_equal(100, copy.count) }
     assert_equal(100, Kuradb::DBM.restore(path("copy.tkh"), path("restored.tkh")))
     assert_match(/closed/, Kuradb::DBM.new.inspect)
+    Kuradb::DBM.open(nil, true, dbm: "baby") do |memory|
+      memory["a"] = "1"
+      assert_nil(memory.path)
+      assert_equal("baby", memory.dbm_class)
+    end
   end
 
   def test_params_and_errors
@@ -276,7 +281,7 @@ class TestDBM < Test::Unit::TestCase
     assert_match(/missing\.tkh/, err.message)
     Kuradb::DBM.open(path("ro.tkh"), true) { |db| db["a"] = "1" }
     Kuradb::DBM.open(path("ro.tkh"), false) do |db|
-      assert_raise(Kuradb::Error) { db["b"] = "2" }
+      assert_raise(Kuradb::InfeasibleError) { db["b"] = "2" }
       assert_equal("1", db["a"])
     end
     Kuradb::DBM.open(path("tree.tkt"), true, dbm: "tree", key_comparator: "decimal") do |db|

@@ -13,6 +13,7 @@ use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Val
 use parking_lot::{Mutex, RwLock};
 
 use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
@@ -99,6 +100,7 @@ impl Database {
         encoding: Option<String>,
     ) -> Result<(), Error> {
         rb_self.gate.enter(ruby)?;
+        // kuradb.rb has checked the name with Encoding.find.
         let encoding = encoding.map(|name| ruby.find_encindex(&name)).transpose()?;
         let mut p = Params::new();
         for (name, value) in &params {
@@ -111,7 +113,13 @@ impl Database {
                 kuradb::Error::new(ErrorKind::Infeasible, "the database is already open: close it first"),
             ));
         }
-        let db = AnyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
+        let db = if path.as_os_str().is_empty() {
+            // No path: an on-memory database of the class `dbm=` names.
+            DbmClass::for_path(&path, &p).and_then(|class| AnyDbm::open_class(class, None, writable, &p))
+        } else {
+            AnyDbm::open(&path, writable, &p)
+        };
+        let db = db.map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
         Ok(())

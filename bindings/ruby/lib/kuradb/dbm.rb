@@ -16,7 +16,8 @@ module Kuradb
     # Opens the database at +path+ (read-only unless +writable+); +params+
     # are the core's open parameters (dbm:, num_buckets:, truncate:, ...)
     # plus +encoding:+, the encoding returned Strings are tagged with.
-    # With a block, yields the database and closes it when the block ends
+    # An empty or nil +path+ opens an on-memory database of the class
+    # +dbm:+ names, without a file. With a block, yields the database and closes it when the block ends
     # (however it ends), answering the block's value; without, answers the
     # open database.
     def self.open(path, writable = false, **params)
@@ -37,10 +38,13 @@ module Kuradb
       _restore(src.to_s, dest.to_s, Params.pairs(params))
     end
 
-    # Opens this (closed) database object; see DBM.open.
+    # Opens this (closed) database object; see DBM.open. An empty or nil
+    # +path+ opens an on-memory database of the class +dbm:+ names.
     def open(path, writable = false, **params)
       encoding = params.delete(:encoding) || params.delete("encoding")
-      _open(path.to_s, writable ? true : false, Params.pairs(params), encoding&.to_s)
+      # Encoding.find raises ArgumentError naming an unknown encoding.
+      encoding &&= Encoding.find(encoding.to_s).name
+      _open(path.to_s, writable ? true : false, Params.pairs(params), encoding)
       self
     end
 

@@ -31,6 +31,8 @@ module Tkrzw
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
       params = params.transform_keys(&:to_sym).reject { |name, _| IGNORED_PARAMS.include?(name) }
+      # The reference's empty path is an on-memory database, TinyDBM unless named.
+      params[:dbm] ||= "TinyDBM" if path.to_s.empty?
       @db = Kuradb::DBM.open(path.to_s, writable, **params)
       @writable = writable ? true : false
       Status.new
