@@ -39,4 +39,5 @@ end
 
 require "kuradb/kuradb_ext"
 require "kuradb/dbm"
+require "kuradb/async_dbm"
 require "kuradb/version"

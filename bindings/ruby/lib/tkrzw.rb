@@ -17,12 +17,13 @@
 # Parameters keep the reference's names and values; "concurrent" is
 # accepted and ignored (see docs/ruby.md on the VM lock). The database
 # files are kuradb's, not the reference's. Classes of the reference not
-# listed in docs/ruby.md (AsyncDBM, Future, Index, File, TextFile) are
-# missing: their names are not defined, so a program using them fails at
-# once with NameError rather than misbehaving.
+# listed in docs/ruby.md (Index, File, TextFile) are missing: their names
+# are not defined, so a program using them fails at once with NameError
+# rather than misbehaving.
 
 require "kuradb"
 require "tkrzw/status"
 require "tkrzw/utility"
 require "tkrzw/dbm"
 require "tkrzw/iterator"
+require "tkrzw/async_dbm"

@@ -133,12 +133,28 @@ impl Database {
                 slot.lock().take();
             }
         }
-        let result = match Arc::try_unwrap(db) {
-            Ok(db) => db.close(),
-            // Unreachable: only the lock and the emptied cursors held it.
-            Err(_) => Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is still in use")),
-        };
-        result.map_err(|e| to_rb(ruby, e))
+        match Arc::try_unwrap(db) {
+            Ok(db) => db.close().map_err(|e| to_rb(ruby, e)),
+            Err(db) => {
+                // An AsyncDBM's workers hold it: it stays open.
+                *rb_self.db.write() = Some(db);
+                Err(to_rb(
+                    ruby,
+                    kuradb::Error::new(
+                        ErrorKind::Infeasible,
+                        "the database is in use by an open AsyncDBM: close the AsyncDBM first",
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The open database and its encoding, for an AsyncDBM's workers.
+    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<AnyDbm>, Option<Index>), Error> {
+        self.gate.enter(ruby)?;
+        let guard = self.db.read_recursive();
+        let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        Ok((Arc::clone(db), *self.encoding.lock()))
     }
 
     fn is_open(&self) -> bool {

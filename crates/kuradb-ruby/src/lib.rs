@@ -13,6 +13,7 @@
 
 #![deny(unsafe_code)]
 
+mod async_dbm;
 mod convert;
 mod cursor;
 mod database;
@@ -30,5 +31,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     database::define(ruby, module)?;
     cursor::define(ruby, module)?;
     utility::define(ruby, module)?;
+    async_dbm::define(ruby, module)?;
     Ok(())
 }
