@@ -154,7 +154,13 @@ impl AsyncDatabase {
         Ok(rb_self.run(move |db| db.rebuild_with(&p).map(|()| Reply::Nil)))
     }
 
-    fn search(ruby: &Ruby, rb_self: &Self, mode: String, pattern: RString, capacity: usize) -> Result<Future, Error> {
+    fn search(
+        ruby: &Ruby,
+        rb_self: &Self,
+        mode: String,
+        pattern: RString,
+        capacity: usize,
+    ) -> Result<Future, Error> {
         let mode: SearchMode = mode.parse().map_err(|e| to_rb(ruby, e))?;
         let pattern = bytes(pattern);
         Ok(rb_self.run(move |db| db.search(mode, &pattern, capacity).map(Reply::Keys)))

@@ -31,13 +31,12 @@ pub fn byte_list(list: RArray) -> Result<Vec<Vec<u8>>, Error> {
     (0..list.len()).map(|i| list.entry::<RString>(i as isize).map(bytes)).collect()
 }
 
+/// Keys with optional values, owned.
+pub type BytePairs = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
 /// The pairs of `list`, an Array of `[key, value]` Arrays; a nil value
 /// (allowed only with `nil_value`) is `None`.
-pub fn byte_pairs(
-    ruby: &Ruby,
-    list: RArray,
-    nil_value: bool,
-) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, Error> {
+pub fn byte_pairs(ruby: &Ruby, list: RArray, nil_value: bool) -> Result<BytePairs, Error> {
     let mut pairs = Vec::with_capacity(list.len());
     for i in 0..list.len() {
         let pair = list.entry::<RArray>(i as isize)?;
