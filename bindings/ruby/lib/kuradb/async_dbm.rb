@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+module Kuradb
+  # A DBM's operations run by worker threads, each answering a Future:
+  #
+  #   adb = Kuradb::AsyncDBM.new(db, 4)
+  #   futures = keys.map { |k| adb.set(k, "v") }
+  #   futures.each(&:get)          # raises the operation's error, if any
+  #   adb.get("k").get             # => "v"
+  #   adb.close                    # waits for what is queued
+  #
+  # The DBM cannot close while an AsyncDBM on it is open. Operations after
+  # close answer futures that raise InfeasibleError.
+  class AsyncDBM
+    # Puts the open +dbm+ behind +num_workers+ threads; with a block, yields
+    # the AsyncDBM and closes it when the block ends.
+    def self.new(dbm, num_workers = 1)
+      raise TypeError, "an AsyncDBM needs a Kuradb::DBM, not #{dbm.class}" unless dbm.is_a?(DBM)
+
+      adb = _new(dbm, Integer(num_workers))
+      return adb unless block_given?
+
+      begin
+        yield adb
+      ensure
+        adb.close
+      end
+    end
+
+    def set(key, value, overwrite: true)
+      _set(key, value, overwrite)
+    end
+
+    def append(key, value, delimiter = "")
+      _append(key, value, delimiter)
+    end
+
+    def increment(key, delta = 1, initial = 0)
+      _increment(key, delta, initial)
+    end
+
+    def get_multi(*keys)
+      _get_multi(keys.flatten)
+    end
+
+    def set_multi(records, overwrite: true)
+      _set_multi(records.to_a, overwrite)
+    end
+
+    def remove_multi(*keys)
+      _remove_multi(keys.flatten)
+    end
+
+    def synchronize(hard = false)
+      _synchronize(hard ? true : false)
+    end
+
+    def rebuild(**params)
+      _rebuild(Params.pairs(params))
+    end
+
+    def search(mode, pattern, capacity = 0)
+      _search(mode.to_s, pattern, capacity)
+    end
+  end
+
+  # The pending result of an AsyncDBM operation: #get waits for it and
+  # answers it (or raises its error); #wait(timeout) answers whether it is
+  # done within +timeout+ seconds (nil: no limit). Waiting lets other Ruby
+  # threads run.
+  class Future
+    def wait(timeout = nil)
+      _wait(timeout&.to_f)
+    end
+  end
+end

@@ -1,0 +1,244 @@
+# frozen_string_literal: true
+
+require "kuradb/params"
+
+module Kuradb
+  # A database of any class (hash, tree, skip, tiny, baby, cache, ...),
+  # chosen by the path's extension or the +dbm:+ parameter. One object may
+  # be used by several Ruby threads; see docs/ruby.md for how they share it.
+  #
+  # The native methods (get, [], []=, key?, remove, delete, count, ...) are
+  # defined by the extension; this file adds the ones with optional
+  # arguments or blocks, and Enumerable over (key, value) pairs.
+  class DBM
+    include Enumerable
+
+    # Opens the database at +path+ (read-only unless +writable+); +params+
+    # are the core's open parameters (dbm:, num_buckets:, truncate:, ...)
+    # plus +encoding:+, the encoding returned Strings are tagged with.
+    # An empty or nil +path+ opens an on-memory database of the class
+    # +dbm:+ names, without a file. With a block, yields the database and closes it when the block ends
+    # (however it ends), answering the block's value; without, answers the
+    # open database.
+    def self.open(path, writable = false, **params)
+      db = new
+      db.open(path, writable, **params)
+      return db unless block_given?
+
+      begin
+        yield db
+      ensure
+        db.close
+      end
+    end
+
+    # Restores the damaged database at +src+ into a new one at +dest+;
+    # answers the number of records kept.
+    def self.restore(src, dest, **params)
+      _restore(src.to_s, dest.to_s, Params.pairs(params))
+    end
+
+    # Opens this (closed) database object; see DBM.open. An empty or nil
+    # +path+ opens an on-memory database of the class +dbm:+ names.
+    def open(path, writable = false, **params)
+      encoding = params.delete(:encoding) || params.delete("encoding")
+      # Encoding.find raises ArgumentError naming an unknown encoding.
+      encoding &&= Encoding.find(encoding.to_s).name
+      _open(path.to_s, writable ? true : false, Params.pairs(params), encoding)
+      self
+    end
+
+    # Stores +value+ under +key+. With +overwrite: false+ an existing
+    # record stays and DuplicationError is raised.
+    def set(key, value, overwrite: true)
+      _set(key, value, overwrite)
+      self
+    end
+
+    # Stores +value+ under +key+ and answers the value it replaced (nil: none).
+    def set_and_get(key, value, overwrite: true)
+      _set_and_get(key, value, overwrite)
+    end
+
+    # The value of +key+; without a record, the +default+ or the block's
+    # value, or KeyError if neither is given (like Hash#fetch).
+    def fetch(key, *default)
+      value = get(key)
+      return value unless value.nil?
+      return yield(key) if block_given?
+      return default.first unless default.empty?
+
+      raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key)
+    end
+
+    # Appends +value+ to the value of +key+ with +delimiter+ between them,
+    # or sets it if there is no record.
+    def append(key, value, delimiter = "")
+      _append(key, value, delimiter)
+      self
+    end
+
+    # Adds +delta+ to the 8-byte big-endian number under +key+ (starting
+    # from +initial+ if absent) and answers the sum; +delta+ nil only reads.
+    def increment(key, delta = 1, initial = 0)
+      _increment(key, delta, initial)
+    end
+
+    # The values of the +keys+ that have records, as a Hash.
+    def get_multi(*keys)
+      _get_multi(keys.flatten)
+    end
+
+    # Stores every pair of +records+ (a Hash) atomically; with
+    # +overwrite: false+ nothing is stored if any key exists.
+    def set_multi(records, overwrite: true)
+      _set_multi(records.to_a, overwrite)
+      self
+    end
+
+    # Removes the records of +keys+ atomically; answers how many existed.
+    def remove_multi(*keys)
+      _remove_multi(keys.flatten)
+    end
+
+    # Calls the block with the key and its value (nil if absent) under the
+    # record's lock, and does what it returns: a String is the new value,
+    # false removes the record, nil or true keeps it. An exception from
+    # the block leaves the record and is raised here. The block must not
+    # use this database (that raises InfeasibleError).
+    def process(key, writable = true, &block)
+      raise ArgumentError, "process needs a block" unless block
+
+      _process(key, writable, block)
+    end
+
+    # Calls the block with every record under the database's lock, with the
+    # same return convention as #process.
+    def process_each(writable = true, &block)
+      raise ArgumentError, "process_each needs a block" unless block
+
+      _process_each(writable, block)
+    end
+
+    # Yields every record as (key, value), in the database's order. The
+    # records are read one at a time through a cursor, so the block may
+    # use the database (records it adds may or may not be visited).
+    def each
+      return enum_for(:each) { count } unless block_given?
+
+      cur = cursor
+      cur.first
+      while (record = cur.step)
+        yield record
+      end
+      self
+    end
+    alias each_pair each
+
+    # Yields every key.
+    def each_key
+      return enum_for(:each_key) { count } unless block_given?
+
+      each { |key, _| yield key }
+    end
+
+    # Yields every value.
+    def each_value
+      return enum_for(:each_value) { count } unless block_given?
+
+      each { |_, value| yield value }
+    end
+
+    # Every key, in the database's order.
+    def keys
+      each_key.to_a
+    end
+
+    # Every value, in the database's order.
+    def values
+      each_value.to_a
+    end
+
+    # A new cursor, not yet positioned (call first, last or a jump).
+    def cursor
+      _cursor
+    end
+
+    # Whether there are no records.
+    def empty?
+      count.zero?
+    end
+
+    # Rewrites the database compactly, with what +params+ change of its
+    # tuning (num_buckets:, align_pow:, ... of a hash database).
+    def rebuild(**params)
+      _rebuild(Params.pairs(params))
+      self
+    end
+
+    # Makes every change reach the OS, or the device with +hard+.
+    def synchronize(hard = false)
+      _synchronize(hard ? true : false)
+      self
+    end
+
+    # Writes a consistent copy of the database's file to +dest+.
+    def copy_file_data(dest, hard: false)
+      _copy_file_data(dest.to_s, hard)
+      self
+    end
+
+    # The keys that +mode+ ("contain", "begin", "end", "regex", "edit",
+    # "upper", ...) matches with +pattern+, at most +capacity+ (0: all).
+    def search(mode, pattern, capacity = 0)
+      _search(mode.to_s, pattern, capacity)
+    end
+
+    # The class of the open database: "hash", "tree", "skip", ...
+    def dbm_class
+      _dbm_class[0]
+    end
+
+    alias size count
+    alias length count
+    alias include? key?
+    alias has_key? key?
+    alias member? key?
+
+    # A short description (class, path, records) for p and irb; the
+    # database's own figures are #inspect_details.
+    def inspect
+      return "#<#{self.class.name} (closed)>" unless open?
+
+      "#<#{self.class.name} #{dbm_class} path=#{path.inspect} count=#{count}>"
+    end
+  end
+
+  # A cursor of a DBM (DBM#cursor); its records as (key, value) pairs by
+  # #each, from the current position on.
+  class Cursor
+    include Enumerable
+
+    # Moves to the last record whose key is below +key+ (or equal, with
+    # +inclusive+); ordered databases only.
+    def jump_lower(key, inclusive = false)
+      _jump_lower(key, inclusive)
+    end
+
+    # Moves to the first record whose key is above +key+ (or equal, with
+    # +inclusive+); ordered databases only.
+    def jump_upper(key, inclusive = false)
+      _jump_upper(key, inclusive)
+    end
+
+    # Yields (key, value) from the current position to the end.
+    def each
+      return enum_for(:each) unless block_given?
+
+      while (record = step)
+        yield record
+      end
+      self
+    end
+  end
+end

@@ -1,0 +1,149 @@
+# frozen_string_literal: true
+
+module Tkrzw
+  # The result of an AsyncDBM operation, as the reference's Tkrzw::Future:
+  # #get answers a Status, or [Status, value] for the operations that
+  # answer a value; #wait(timeout = -1) answers whether it is done.
+  class Future
+    def initialize(future, &convert)
+      @future = future
+      @convert = convert
+    end
+
+    # Waits up to +timeout+ seconds (negative: no limit).
+    def wait(timeout = -1)
+      @future.wait(timeout.negative? ? nil : timeout)
+    end
+
+    def get
+      outcome = begin
+        [Status.new, @future.get]
+      rescue Kuradb::Error => e
+        [StatusOf.status_of(e), nil]
+      end
+      @convert.call(*outcome)
+    end
+
+    def destruct
+      nil
+    end
+
+    def to_s
+      "#<Tkrzw::Future>"
+    end
+
+    alias inspect to_s
+  end
+
+  # A DBM's operations on worker threads, as the reference's Tkrzw::AsyncDBM.
+  class AsyncDBM
+    def initialize(dbm, num_worker_threads)
+      @adb = Kuradb::AsyncDBM.new(dbm.send(:opened), num_worker_threads)
+    end
+
+    # Waits for the queued operations and stops the workers.
+    def destruct
+      @adb.close
+      nil
+    end
+
+    def get(key)
+      future(@adb.get(str(key))) do |st, value|
+        st = Status.new(Status::NOT_FOUND_ERROR) if st.ok? && value.nil?
+        [st, value]
+      end
+    end
+
+    def get_multi(*keys)
+      wanted = keys.flatten.map { |k| str(k) }
+      future(@adb.get_multi(*wanted)) do |st, found|
+        found ||= {}
+        st = Status.new(Status::NOT_FOUND_ERROR) if st.ok? && found.size < wanted.uniq.size
+        [st, found]
+      end
+    end
+
+    def set(key, value, overwrite = true)
+      status_future(@adb.set(str(key), str(value), overwrite: overwrite ? true : false))
+    end
+
+    def set_multi(overwrite = true, **records)
+      pairs = records.to_h { |k, v| [str(k), str(v)] }
+      status_future(@adb.set_multi(pairs, overwrite: overwrite ? true : false))
+    end
+
+    def append(key, value, delim = "")
+      status_future(@adb.append(str(key), str(value), str(delim)))
+    end
+
+    # Appends each record in turn (not atomically together).
+    def append_multi(delim = "", **records)
+      futures = records.map { |k, v| @adb.append(str(k), str(v), str(delim)) }
+      last = futures.pop || @adb.count
+      future(last) do |st, _|
+        futures.each { |f| f.get } if st.ok?
+        st
+      rescue Kuradb::Error => e
+        StatusOf.status_of(e)
+      end
+    end
+
+    def remove(key)
+      future(@adb.remove(str(key))) do |st, existed|
+        st.ok? && !existed ? Status.new(Status::NOT_FOUND_ERROR) : st
+      end
+    end
+
+    def remove_multi(*keys)
+      wanted = keys.flatten.map { |k| str(k) }
+      future(@adb.remove_multi(*wanted)) do |st, removed|
+        st.ok? && removed < wanted.uniq.size ? Status.new(Status::NOT_FOUND_ERROR) : st
+      end
+    end
+
+    def compare_exchange(key, expected, desired)
+      f = @adb.compare_exchange(str(key), expected&.then { |e| str(e) }, desired&.then { |d| str(d) })
+      future(f) { |st, done| st.ok? && !done ? Status.new(Status::INFEASIBLE_ERROR) : st }
+    end
+
+    def increment(key, inc = 1, init = 0)
+      future(@adb.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)) { |st, n| [st, n] }
+    end
+
+    def clear
+      status_future(@adb.clear)
+    end
+
+    def rebuild(**params)
+      status_future(@adb.rebuild(**params.transform_keys(&:to_sym)))
+    end
+
+    def synchronize(hard, **_params)
+      status_future(@adb.synchronize(hard))
+    end
+
+    def search(mode, pattern, capacity = 0)
+      future(@adb.search(mode.to_s, str(pattern), capacity)) { |st, keys| [st, keys || []] }
+    end
+
+    def to_s
+      "#<Tkrzw::AsyncDBM>"
+    end
+
+    alias inspect to_s
+
+    private
+
+    def future(native, &convert)
+      Future.new(native, &convert)
+    end
+
+    def status_future(native)
+      Future.new(native) { |st, _| st }
+    end
+
+    def str(data)
+      data.is_a?(String) ? data : data.to_s
+    end
+  end
+end

@@ -1,0 +1,289 @@
+# frozen_string_literal: true
+
+module Tkrzw
+  # Polymorphic database manager, as the reference's Tkrzw::DBM, over a
+  # Kuradb::DBM. Keys and values may be any objects: they are stored as
+  # their to_s, as the reference does.
+  class DBM
+    # What the reference calls an absent database, raised as it raises it.
+    NOT_OPENED = "not opened database"
+    private_constant :NOT_OPENED
+
+    # Parameters of the reference that kuradb takes no action on: the
+    # reference's "concurrent" releases the VM lock, which kuradb cannot
+    # (docs/ruby.md).
+    IGNORED_PARAMS = %i[concurrent].freeze
+    private_constant :IGNORED_PARAMS
+
+    def initialize
+      @db = nil
+      @writable = false
+    end
+
+    # Closes the database if it is open; the object stays usable for open.
+    def destruct
+      close if @db
+      nil
+    end
+
+    # Opens a database file; every parameter of the reference is a keyword.
+    def open(path, writable, **params)
+      return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
+
+      params = params.transform_keys(&:to_sym).reject { |name, _| IGNORED_PARAMS.include?(name) }
+      # The reference's empty path is an on-memory database, TinyDBM unless named.
+      params[:dbm] ||= "TinyDBM" if path.to_s.empty?
+      @db = Kuradb::DBM.open(path.to_s, writable, **params)
+      @writable = writable ? true : false
+      Status.new
+    rescue Kuradb::Error, TypeError, ArgumentError => e
+      StatusOf.status_of(e)
+    end
+
+    def close
+      db = opened
+      outcome = call { db.close }
+      @db = nil unless db.open?
+      outcome
+    end
+
+    def get(key, status = nil)
+      value = opened.get(str(key))
+      StatusOf.report(status, value.nil? ? Status.new(Status::NOT_FOUND_ERROR) : Status.new)
+      value
+    rescue Kuradb::Error => e
+      StatusOf.report(status, StatusOf.status_of(e))
+      nil
+    end
+
+    # The records of the +keys+ that exist, as a Hash.
+    def get_multi(*keys)
+      opened.get_multi(keys.flatten.map { |k| str(k) })
+    rescue Kuradb::Error
+      {}
+    end
+
+    def set(key, value, overwrite = true)
+      call { opened.set(str(key), str(value), overwrite: overwrite ? true : false) }
+    end
+
+    def set_multi(overwrite = true, **records)
+      pairs = records.to_h { |k, v| [str(k), str(v)] }
+      call { opened.set_multi(pairs, overwrite: overwrite ? true : false) }
+    end
+
+    # [Status, the old value or nil].
+    def set_and_get(key, value, overwrite = true)
+      old = nil
+      outcome = call { old = opened.set_and_get(str(key), str(value), overwrite: overwrite ? true : false) }
+      outcome = Status.new(Status::DUPLICATION_ERROR, "the record exists") if outcome.ok? && !overwrite && old
+      [outcome, old]
+    end
+
+    def remove(key)
+      call do
+        raise Kuradb::NotFoundError, "not found: no record" unless opened.remove(str(key))
+      end
+    end
+
+    def remove_multi(*keys)
+      wanted = keys.flatten.map { |k| str(k) }
+      call do
+        raise Kuradb::NotFoundError, "not found: some records are missing" if opened.remove_multi(wanted) < wanted.uniq.size
+      end
+    end
+
+    # [Status, the removed value or nil].
+    def remove_and_get(key)
+      old = nil
+      outcome = call { old = opened.remove_and_get(str(key)) }
+      outcome = Status.new(Status::NOT_FOUND_ERROR) if outcome.ok? && old.nil?
+      [outcome, old]
+    end
+
+    def append(key, value, delim = "")
+      call { opened.append(str(key), str(value), str(delim)) }
+    end
+
+    def append_multi(delim = "", **records)
+      call { records.each { |k, v| opened.append(str(k), str(v), str(delim)) } }
+    end
+
+    def compare_exchange(key, expected, desired)
+      call do
+        done = opened.compare_exchange(str(key), expected&.then { |e| str(e) }, desired&.then { |d| str(d) })
+        raise Kuradb::InfeasibleError, "infeasible: the value does not match" unless done
+      end
+    end
+
+    # The new number, or nil on failure; +inc+ Utility::INT64MIN only reads.
+    def increment(key, inc = 1, init = 0, status = nil)
+      value = opened.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)
+      StatusOf.report(status, Status.new)
+      value
+    rescue Kuradb::Error => e
+      StatusOf.report(status, StatusOf.status_of(e))
+      nil
+    end
+
+    def compare_exchange_multi(expected, desired)
+      conv = ->(pairs) { pairs.map { |k, v| [str(k), v&.then { |x| str(x) }] } }
+      call do
+        raise Kuradb::InfeasibleError, "infeasible: the values do not match" unless
+          opened.compare_exchange_multi(conv.call(expected), conv.call(desired))
+      end
+    end
+
+    def count
+      opened.count
+    rescue Kuradb::Error
+      nil
+    end
+
+    def file_size
+      opened.file_size
+    rescue Kuradb::Error
+      nil
+    end
+
+    def file_path
+      opened.path
+    rescue Kuradb::Error
+      nil
+    end
+
+    def clear
+      call { opened.clear }
+    end
+
+    def rebuild(**params)
+      call { opened.rebuild(**params.transform_keys(&:to_sym)) }
+    end
+
+    def should_be_rebuilt?
+      opened.should_be_rebuilt?
+    end
+
+    # Only a skip database takes +params+ (its reducer, applied at rebuild).
+    def synchronize(hard, **params)
+      call do
+        opened.rebuild(**params.transform_keys(&:to_sym)) unless params.empty?
+        opened.synchronize(hard)
+      end
+    end
+
+    def copy_file_data(dest_path, sync_hard = false)
+      call { opened.copy_file_data(dest_path.to_s, hard: sync_hard ? true : false) }
+    end
+
+    def export(dest_dbm)
+      call { opened.export(dest_dbm.send(:opened)) }
+    end
+
+    # A Hash of the database's figures; "class" is the reference's name.
+    def inspect_details
+      details = opened.inspect_details
+      details["class"] = opened._dbm_class[1]
+      details
+    end
+
+    def open?
+      !@db.nil?
+    end
+
+    def writable?
+      open? && @writable
+    end
+
+    def healthy?
+      opened.healthy?
+    end
+
+    def ordered?
+      opened.ordered?
+    end
+
+    # The keys matching +pattern+ by +mode+ ("contain", "begin", "end",
+    # "regex", "edit", "editbin", ...); an unknown mode raises.
+    def search(mode, pattern, capacity = 0)
+      opened.search(mode.to_s, str(pattern), capacity)
+    rescue Kuradb::Error => e
+      raise StatusException, StatusOf.status_of(e)
+    end
+
+    def make_iterator
+      Iterator.new(self)
+    end
+
+    # Restores a broken database as a new one; the class is guessed from
+    # the extension unless +class_name+ gives it. +end_offset+ other than
+    # -1 is refused: kuradb restores every record it can read.
+    def self.restore_database(old_file_path, new_file_path, class_name = "", end_offset = -1)
+      unless end_offset.to_i == -1
+        return Status.new(Status::NOT_IMPLEMENTED_ERROR, "end_offset other than -1 is not supported")
+      end
+
+      params = class_name.to_s.empty? ? {} : { dbm: class_name.to_s }
+      Kuradb::DBM.restore(old_file_path.to_s, new_file_path.to_s, **params)
+      Status.new
+    rescue Kuradb::Error, TypeError, ArgumentError => e
+      StatusOf.status_of(e)
+    end
+
+    def to_s
+      return "#<Tkrzw::DBM:(unopened)>" unless @db
+
+      "#<Tkrzw::DBM:#{file_path.inspect}:#{@db._dbm_class[1]}:#{count}>"
+    end
+
+    alias inspect to_s
+
+    # The number of records, or -1 on failure.
+    def to_i
+      opened.count
+    rescue Kuradb::Error
+      -1
+    end
+
+    def [](key)
+      get(key)
+    end
+
+    def []=(key, value)
+      opened[str(key)] = str(value)
+    end
+
+    # Removes the record and answers its value, or nil.
+    def delete(key)
+      opened.delete(str(key))
+    end
+
+    def include?(key)
+      opened.key?(str(key))
+    end
+
+    # Yields every record as (key, value).
+    def each(&block)
+      opened.each(&block)
+      nil
+    end
+
+    private
+
+    def opened
+      @db or raise NOT_OPENED
+    end
+
+    def str(data)
+      data.is_a?(String) ? data : data.to_s
+    end
+
+    # Runs the block and answers its outcome as a Status.
+    def call
+      yield
+      Status.new
+    rescue Kuradb::Error, TypeError, ArgumentError => e
+      StatusOf.status_of(e)
+    end
+  end
+end

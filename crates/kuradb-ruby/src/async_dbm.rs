@@ -1,0 +1,260 @@
+//! `Kuradb::AsyncDBM` and `Kuradb::Future`: a DBM's operations run by the
+//! core's [`AsyncDbm`] worker threads, each answering a future.
+//!
+//! The workers run without Ruby's VM lock (they never touch Ruby objects);
+//! `Future#get` waits in short slices and lets other Ruby threads run
+//! between them, so a Ruby thread waiting on a future does not stop the
+//! others.
+
+use std::time::Duration;
+
+use magnus::encoding::Index;
+use magnus::prelude::*;
+use magnus::{function, method, Error, IntoValue, RArray, RModule, RString, Ruby, Value};
+use parking_lot::Mutex;
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::async_dbm::{AsyncDbm, DbmFuture};
+use kuradb::dbm::params::Params;
+use kuradb::dbm::{Dbm, SearchMode, INCREMENT_UNCHANGED};
+use kuradb::ErrorKind;
+
+use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
+use crate::database::Database;
+use crate::error::to_rb;
+
+/// What an operation answers, converted to Ruby by `Future#get`.
+pub enum Reply {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Count(u64),
+    Value(Option<Vec<u8>>),
+    Records(Vec<(Vec<u8>, Vec<u8>)>),
+    Keys(Vec<Vec<u8>>),
+}
+
+/// A DBM behind worker threads; made by `Kuradb::AsyncDBM.new(dbm, workers)`.
+#[magnus::wrap(class = "Kuradb::AsyncDBM", free_immediately, size)]
+pub struct AsyncDatabase {
+    inner: Mutex<Option<AsyncDbm<AnyDbm>>>,
+    encoding: Option<Index>,
+}
+
+/// The pending result of one operation of an AsyncDBM.
+#[magnus::wrap(class = "Kuradb::Future", free_immediately, size)]
+pub struct Future {
+    pending: Mutex<Option<DbmFuture<Reply>>>,
+    done: Mutex<Option<kuradb::Result<Reply>>>,
+    encoding: Option<Index>,
+}
+
+fn closed() -> kuradb::Error {
+    kuradb::Error::new(ErrorKind::Infeasible, "the AsyncDBM is closed")
+}
+
+impl AsyncDatabase {
+    fn new(ruby: &Ruby, db: &Database, workers: usize) -> Result<AsyncDatabase, Error> {
+        let (shared, encoding) = db.share(ruby)?;
+        let inner = AsyncDbm::new(shared, workers).map_err(|e| to_rb(ruby, e))?;
+        Ok(AsyncDatabase { inner: Mutex::new(Some(inner)), encoding })
+    }
+
+    /// Queues `f` and answers its future (an already failed one if closed).
+    fn run(&self, f: impl FnOnce(&AnyDbm) -> kuradb::Result<Reply> + Send + 'static) -> Future {
+        let pending = match self.inner.lock().as_ref() {
+            Some(adb) if !adb.is_closed() => Some(adb.execute(f)),
+            _ => None,
+        };
+        let done = if pending.is_none() { Some(Err(closed())) } else { None };
+        Future { pending: Mutex::new(pending), done: Mutex::new(done), encoding: self.encoding }
+    }
+
+    /// Waits for the queued operations, stops the workers and lets the DBM
+    /// close again.
+    fn close(&self) {
+        if let Some(adb) = self.inner.lock().take() {
+            adb.close();
+        }
+    }
+
+    fn get(&self, key: RString) -> Future {
+        let key = bytes(key);
+        self.run(move |db| db.get(&key).map(Reply::Value))
+    }
+
+    fn set(&self, key: RString, value: RString, overwrite: bool) -> Future {
+        let (key, value) = (bytes(key), bytes(value));
+        self.run(move |db| db.set(&key, &value, overwrite).map(|()| Reply::Nil))
+    }
+
+    fn remove(&self, key: RString) -> Future {
+        let key = bytes(key);
+        self.run(move |db| db.remove(&key).map(Reply::Bool))
+    }
+
+    fn append(&self, key: RString, value: RString, delim: RString) -> Future {
+        let (key, value, delim) = (bytes(key), bytes(value), bytes(delim));
+        self.run(move |db| db.append(&key, &value, &delim).map(|()| Reply::Nil))
+    }
+
+    fn increment(&self, key: RString, delta: Option<i64>, initial: i64) -> Future {
+        let key = bytes(key);
+        let delta = delta.unwrap_or(INCREMENT_UNCHANGED);
+        self.run(move |db| db.increment(&key, delta, initial).map(Reply::Int))
+    }
+
+    fn compare_exchange(&self, key: RString, expected: Option<RString>, desired: Option<RString>) -> Future {
+        let (key, expected, desired) = (bytes(key), opt_bytes(expected), opt_bytes(desired));
+        self.run(move |db| {
+            db.compare_exchange(&key, expected.as_deref(), desired.as_deref()).map(Reply::Bool)
+        })
+    }
+
+    fn get_multi(&self, keys: RArray) -> Result<Future, Error> {
+        let keys = byte_list(keys)?;
+        Ok(self.run(move |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let values = db.get_multi(&refs)?;
+            let found = keys.iter().zip(values).filter_map(|(k, v)| v.map(|v| (k.clone(), v))).collect();
+            Ok(Reply::Records(found))
+        }))
+    }
+
+    fn set_multi(ruby: &Ruby, rb_self: &Self, pairs: RArray, overwrite: bool) -> Result<Future, Error> {
+        let pairs = byte_pairs(ruby, pairs, false)?;
+        Ok(rb_self.run(move |db| {
+            let refs: Vec<(&[u8], &[u8])> =
+                pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
+            db.set_multi(&refs, overwrite).map(|()| Reply::Nil)
+        }))
+    }
+
+    fn remove_multi(&self, keys: RArray) -> Result<Future, Error> {
+        let keys = byte_list(keys)?;
+        Ok(self.run(move |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.remove_multi(&refs).map(|n| Reply::Count(n as u64))
+        }))
+    }
+
+    fn clear(&self) -> Future {
+        self.run(|db| db.clear().map(|()| Reply::Nil))
+    }
+
+    fn synchronize(&self, hard: bool) -> Future {
+        self.run(move |db| db.synchronize(hard).map(|()| Reply::Nil))
+    }
+
+    fn rebuild(ruby: &Ruby, rb_self: &Self, params: Vec<(String, String)>) -> Result<Future, Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        Ok(rb_self.run(move |db| db.rebuild_with(&p).map(|()| Reply::Nil)))
+    }
+
+    fn search(
+        ruby: &Ruby,
+        rb_self: &Self,
+        mode: String,
+        pattern: RString,
+        capacity: usize,
+    ) -> Result<Future, Error> {
+        let mode: SearchMode = mode.parse().map_err(|e| to_rb(ruby, e))?;
+        let pattern = bytes(pattern);
+        Ok(rb_self.run(move |db| db.search(mode, &pattern, capacity).map(Reply::Keys)))
+    }
+
+    fn count(&self) -> Future {
+        self.run(|db| db.count().map(Reply::Count))
+    }
+}
+
+impl Future {
+    /// Waits until the operation is done or `timeout` seconds pass (nil or
+    /// negative: no limit), letting other Ruby threads run meanwhile;
+    /// answers whether it is done.
+    fn wait(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<bool, Error> {
+        let limit = timeout.filter(|t| *t >= 0.0).map(Duration::from_secs_f64);
+        let start = std::time::Instant::now();
+        loop {
+            let ready = match rb_self.pending.lock().as_ref() {
+                None => true,
+                Some(f) => f.wait_timeout(Duration::from_millis(1)),
+            };
+            if ready {
+                return Ok(true);
+            }
+            if limit.is_some_and(|l| start.elapsed() >= l) {
+                return Ok(false);
+            }
+            // Lets other threads run, and Thread#raise or kill reach this one.
+            ruby.thread_sleep(Duration::ZERO)?;
+        }
+    }
+
+    /// The operation's result (waiting for it); its error is raised.
+    fn get(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        Future::wait(ruby, rb_self, None)?;
+        let mut done = rb_self.done.lock();
+        if done.is_none() {
+            if let Some(f) = rb_self.pending.lock().take() {
+                *done = Some(f.wait());
+            }
+        }
+        let reply = match done.as_ref() {
+            Some(Ok(reply)) => reply,
+            Some(Err(e)) => return Err(to_rb(ruby, kuradb::Error::new(e.kind(), e.message().to_string()))),
+            None => return Err(to_rb(ruby, closed())),
+        };
+        let out = |data: &[u8]| string(ruby, rb_self.encoding, data);
+        Ok(match reply {
+            Reply::Nil => ruby.qnil().as_value(),
+            Reply::Bool(b) => b.into_value_with(ruby),
+            Reply::Int(n) => n.into_value_with(ruby),
+            Reply::Count(n) => n.into_value_with(ruby),
+            Reply::Value(v) => v.as_deref().map(out).transpose()?.into_value_with(ruby),
+            Reply::Records(records) => {
+                let hash = ruby.hash_new();
+                for (k, v) in records {
+                    hash.aset(out(k)?, out(v)?)?;
+                }
+                hash.as_value()
+            }
+            Reply::Keys(keys) => {
+                let list = ruby.ary_new_capa(keys.len());
+                for k in keys {
+                    list.push(out(k)?)?;
+                }
+                list.as_value()
+            }
+        })
+    }
+}
+
+/// Defines `Kuradb::AsyncDBM` and `Kuradb::Future`.
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("AsyncDBM", ruby.class_object())?;
+    class.define_singleton_method("_new", function!(AsyncDatabase::new, 2))?;
+    class.define_method("close", method!(AsyncDatabase::close, 0))?;
+    class.define_method("get", method!(AsyncDatabase::get, 1))?;
+    class.define_method("_set", method!(AsyncDatabase::set, 3))?;
+    class.define_method("remove", method!(AsyncDatabase::remove, 1))?;
+    class.define_method("_append", method!(AsyncDatabase::append, 3))?;
+    class.define_method("_increment", method!(AsyncDatabase::increment, 3))?;
+    class.define_method("compare_exchange", method!(AsyncDatabase::compare_exchange, 3))?;
+    class.define_method("_get_multi", method!(AsyncDatabase::get_multi, 1))?;
+    class.define_method("_set_multi", method!(AsyncDatabase::set_multi, 2))?;
+    class.define_method("_remove_multi", method!(AsyncDatabase::remove_multi, 1))?;
+    class.define_method("clear", method!(AsyncDatabase::clear, 0))?;
+    class.define_method("_synchronize", method!(AsyncDatabase::synchronize, 1))?;
+    class.define_method("_rebuild", method!(AsyncDatabase::rebuild, 1))?;
+    class.define_method("_search", method!(AsyncDatabase::search, 3))?;
+    class.define_method("count", method!(AsyncDatabase::count, 0))?;
+    let future = module.define_class("Future", ruby.class_object())?;
+    future.undef_default_alloc_func();
+    future.define_method("_wait", method!(Future::wait, 1))?;
+    future.define_method("get", method!(Future::get, 0))?;
+    Ok(())
+}

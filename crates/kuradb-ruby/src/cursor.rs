@@ -1,0 +1,174 @@
+//! `Kuradb::Cursor`: a position among a database's records (`DBM#cursor`).
+//!
+//! A cursor borrows its database, but a Ruby object cannot hold a borrow,
+//! so [`Live`] keeps the cursor together with an `Arc` of the database
+//! (a self-referential pair built by `self_cell`). The database keeps a
+//! weak reference to every [`Slot`] and empties them when it closes, so no
+//! cursor outlives an open database: a cursor of a closed database raises.
+
+use std::sync::Arc;
+
+use magnus::encoding::Index;
+use magnus::prelude::*;
+use magnus::{method, Error, RArray, RModule, RString, Ruby};
+use parking_lot::Mutex;
+use self_cell::self_cell;
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::{Cursor as DbmCursor, Dbm};
+
+use crate::convert::{bytes, string};
+use crate::error::{not_open, to_rb};
+
+type BoxedCursor<'a> = Box<dyn DbmCursor + 'a>;
+
+self_cell!(
+    /// A cursor and the database it borrows.
+    pub struct Live {
+        owner: Arc<AnyDbm>,
+        #[not_covariant]
+        dependent: BoxedCursor,
+    }
+);
+
+impl Live {
+    /// A new cursor of `db`, not yet positioned.
+    pub fn open(db: Arc<AnyDbm>) -> kuradb::Result<Live> {
+        Live::try_new(db, |db| db.iter())
+    }
+}
+
+/// Where a cursor object keeps its cursor; `None` once the database closed.
+pub type Slot = Mutex<Option<Live>>;
+
+/// A cursor over the records of a database: position it with `first`,
+/// `last`, `jump`, `jump_lower` or `jump_upper`, move with `next` and
+/// `previous`, read with `get`, `key` and `value`, change with `set` and
+/// `remove`. `last`, `jump_lower`, `jump_upper` and `previous` need an
+/// ordered database (tree, skip, baby, std_tree).
+#[magnus::wrap(class = "Kuradb::Cursor", free_immediately, size)]
+pub struct Cursor {
+    slot: Arc<Slot>,
+    encoding: Option<Index>,
+}
+
+impl Cursor {
+    pub fn new(slot: Arc<Slot>, encoding: Option<Index>) -> Cursor {
+        Cursor { slot, encoding }
+    }
+
+    /// Runs `f` on the cursor. Cursor calls never run Ruby code under a
+    /// database lock, so they need no gate; they hold only their own.
+    fn with<R>(
+        &self,
+        ruby: &Ruby,
+        f: impl FnOnce(&mut dyn DbmCursor) -> kuradb::Result<R>,
+    ) -> Result<R, Error> {
+        let mut guard = self.slot.lock();
+        let live = guard.as_mut().ok_or_else(|| to_rb(ruby, not_open()))?;
+        live.with_dependent_mut(|_, cursor| f(cursor.as_mut())).map_err(|e| to_rb(ruby, e))
+    }
+
+    fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
+        string(ruby, self.encoding, data)
+    }
+
+    fn first(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.first())
+    }
+
+    fn last(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.last())
+    }
+
+    fn jump(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.jump(&bytes(key)))
+    }
+
+    fn jump_lower(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.jump_lower(&bytes(key), inclusive))
+    }
+
+    fn jump_upper(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.jump_upper(&bytes(key), inclusive))
+    }
+
+    fn next(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.next())
+    }
+
+    fn previous(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.previous())
+    }
+
+    /// The record at the position as `[key, value]`, or nil past the end.
+    fn get(ruby: &Ruby, rb_self: &Self) -> Result<Option<RArray>, Error> {
+        match rb_self.with(ruby, |c| c.get())? {
+            None => Ok(None),
+            Some((k, v)) => {
+                Ok(Some(ruby.ary_new_from_values(&[rb_self.out(ruby, &k)?, rb_self.out(ruby, &v)?])))
+            }
+        }
+    }
+
+    /// The record at the position, and moves to the next one (one call
+    /// per record for `each`).
+    fn step(ruby: &Ruby, rb_self: &Self) -> Result<Option<RArray>, Error> {
+        let record = rb_self.with(ruby, |c| {
+            let record = c.get()?;
+            if record.is_some() {
+                c.next()?;
+            }
+            Ok(record)
+        })?;
+        match record {
+            None => Ok(None),
+            Some((k, v)) => {
+                Ok(Some(ruby.ary_new_from_values(&[rb_self.out(ruby, &k)?, rb_self.out(ruby, &v)?])))
+            }
+        }
+    }
+
+    fn key(ruby: &Ruby, rb_self: &Self) -> Result<Option<RString>, Error> {
+        let record = rb_self.with(ruby, |c| c.get())?;
+        record.map(|(k, _)| rb_self.out(ruby, &k)).transpose()
+    }
+
+    fn value(ruby: &Ruby, rb_self: &Self) -> Result<Option<RString>, Error> {
+        let record = rb_self.with(ruby, |c| c.get())?;
+        record.map(|(_, v)| rb_self.out(ruby, &v)).transpose()
+    }
+
+    fn set(ruby: &Ruby, rb_self: &Self, value: RString) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.set(&bytes(value)))
+    }
+
+    fn remove(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |c| c.remove())
+    }
+
+    fn is_live(&self) -> bool {
+        self.slot.lock().is_some()
+    }
+}
+
+/// Defines `Kuradb::Cursor` and its methods (`DBM#cursor` makes them).
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("Cursor", ruby.class_object())?;
+    class.undef_default_alloc_func();
+    class.define_method("first", method!(Cursor::first, 0))?;
+    class.define_method("last", method!(Cursor::last, 0))?;
+    class.define_method("jump", method!(Cursor::jump, 1))?;
+    class.define_method("_jump_lower", method!(Cursor::jump_lower, 2))?;
+    class.define_method("_jump_upper", method!(Cursor::jump_upper, 2))?;
+    class.define_method("next", method!(Cursor::next, 0))?;
+    class.define_method("previous", method!(Cursor::previous, 0))?;
+    class.define_method("get", method!(Cursor::get, 0))?;
+    class.define_method("step", method!(Cursor::step, 0))?;
+    class.define_method("key", method!(Cursor::key, 0))?;
+    class.define_method("value", method!(Cursor::value, 0))?;
+    class.define_method("set", method!(Cursor::set, 1))?;
+    class.define_method("remove", method!(Cursor::remove, 0))?;
+    class.define_method("live?", method!(Cursor::is_live, 0))?;
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! `Kuradb::Utility`: the reference's utility functions (`kuradb::utility`)
+//! for Ruby; `Tkrzw::Utility` wraps them with the reference's names.
+
+use magnus::prelude::*;
+use magnus::{function, Error, RModule, RString, Ruby};
+
+use crate::convert::bytes;
+
+/// The reference's primary hash; `num_buckets` 0 is the whole 64-bit range.
+fn primary_hash(data: RString, num_buckets: u64) -> u64 {
+    kuradb::utility::primary_hash(&bytes(data), num_buckets)
+}
+
+/// The reference's secondary hash; `num_shards` 0 is the whole 64-bit range.
+fn secondary_hash(data: RString, num_shards: u64) -> u64 {
+    kuradb::utility::secondary_hash(&bytes(data), num_shards)
+}
+
+/// The Levenshtein distance of two strings: in Unicode characters with
+/// `utf` (invalid UTF-8 counts as U+FFFD), else in bytes.
+fn edit_distance_lev(a: RString, b: RString, utf: bool) -> usize {
+    let (a, b) = (bytes(a), bytes(b));
+    if utf {
+        kuradb::utility::edit_distance_lev(&String::from_utf8_lossy(&a), &String::from_utf8_lossy(&b))
+    } else {
+        kuradb::utility::edit_distance_lev_bytes(&a, &b)
+    }
+}
+
+/// Defines `Kuradb::Utility` and its functions.
+pub fn define(_ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let utility = module.define_module("Utility")?;
+    utility.define_singleton_method("primary_hash", function!(primary_hash, 2))?;
+    utility.define_singleton_method("secondary_hash", function!(secondary_hash, 2))?;
+    utility.define_singleton_method("edit_distance_lev", function!(edit_distance_lev, 3))?;
+    utility.define_singleton_method("memory_usage", function!(kuradb::utility::memory_usage, 0))?;
+    utility.define_singleton_method("memory_capacity", function!(kuradb::utility::memory_capacity, 0))?;
+    utility.const_set("CORE_VERSION", kuradb::utility::VERSION)?;
+    Ok(())
+}
