@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use super::databases::Database;
-use super::replication::{FeedPlan, Replication};
 use super::execution::Gate;
+use super::replication::{FeedPlan, Replication};
 use super::scan::ScanCursors;
 use super::stats::Stats;
 
