@@ -88,7 +88,7 @@ where
             session = Some(current);
             if let Some(plan) = feed {
                 if write(&server, &mut stream, &mut output).await {
-                    super::replication::feed(server, stream, peer, plan).await;
+                    super::replication::feed(Arc::clone(&server), stream, peer, plan).await;
                 }
                 return;
             }

@@ -25,6 +25,8 @@ use kuradb::{Error, ErrorKind, Result};
 use super::transfer::{Fields, FormatFlags};
 use super::{finish, progress, Access, DbFlags};
 
+/// What takes each imported record, key then value.
+type RecordSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
 /// Arguments of `kura util import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
@@ -143,12 +145,7 @@ impl Input {
     }
 
     /// Calls `put` with every record; answers how many bad lines were skipped.
-    fn records(
-        &mut self,
-        fields: Option<Fields>,
-        skip_bad: bool,
-        put: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
-    ) -> Result<u64> {
+    fn records(&mut self, fields: Option<Fields>, skip_bad: bool, put: &mut RecordSink<'_>) -> Result<u64> {
         let bar = progress::bar("importing", self.size, true);
         let name = if self.path == Path::new("-") {
             "standard input".to_string()

@@ -68,7 +68,7 @@ fn attach(
 ) -> Result<(Database, Arc<MessageQueue>)> {
     let spec = database.spec.clone();
     let refuse = |why: &str| Error::new(ErrorKind::InvalidArgument, format!("database {spec:?}: {why}"));
-    let Database { db, spec: _, ordered, order } = database;
+    let Database { db, spec: _, ordered, order, fast } = database;
     // Just opened: nothing else holds the database yet.
     let db = match Arc::try_unwrap(db) {
         Ok(AnyDbm::One(db)) => db,
@@ -87,5 +87,5 @@ fn attach(
     };
     let logger = Arc::new(MqUpdateLogger::new(Arc::clone(&queue), 0, index as u32));
     let db = Arc::new(AnyDbm::One(db.with_update_logger(logger)));
-    Ok((Database { db, spec, ordered, order }, queue))
+    Ok((Database { db, spec, ordered, order, fast }, queue))
 }
