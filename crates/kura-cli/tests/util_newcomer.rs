@@ -114,9 +114,11 @@ fn backup_past_a_writer_explains_and_waits_when_asked() {
     let db = dir.path().join("casket.kh");
     ok(&["set", s(&db), "k", "v"]);
     // A streaming import holds the database open as a writer until its
-    // standard input closes.
+    // standard input closes. --wait: a backup below may hold the file for
+    // a moment when the import opens it, and the writer must wait rather
+    // than give up.
     let mut writer = Command::new(env!("CARGO_BIN_EXE_kura"))
-        .args(["util", "import", "--tsv", "--sync_every", "1", s(&db), "-"])
+        .args(["util", "import", "--wait", "--tsv", "--sync_every", "1", s(&db), "-"])
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
