@@ -22,6 +22,8 @@ for ext, params in [("tkh", {"num_buckets": 100, "update_mode": "UPDATE_APPENDIN
     print(code(dbm.Set("1", "one")), code(dbm.Set(b"2", b"two")), code(dbm.Set("1", "uno", False)))
     status = tkrzw.Status()
     print(dbm.Get("1"), dbm.GetStr("2"), dbm.Get("3"), dbm.Get("3", status), code(status))
+    print(dbm.Get(b"1", status), code(status), dbm.Get(2), dbm.Get(bytearray(b"1")), code(dbm.Set(7, 7.5)), dbm.Get("7"))
+    print(code(dbm.Remove(7)), code(dbm.Remove("7")), dbm.Get("7"))
     print(code(dbm.Append("1", "x", ":")), dbm.GetStr("1"), code(dbm.Remove("9")), code(dbm.Remove("2")))
     print(dbm.Increment("n", 5), dbm.Increment("n"), dbm.Increment("n", 0, 100))
     print(code(dbm.CompareExchange("1", "one:x", "ONE")), code(dbm.CompareExchange("1", "zzz", "Z")))
@@ -66,3 +68,10 @@ try:
 except tkrzw.StatusException as e:
     print("OrDie", str(e))
 print(tkrzw.Status() == tkrzw.Status.SUCCESS, tkrzw.Status(7) == 7, tkrzw.Status(7, "m").IsOK(), str(tkrzw.Status()))
+
+unopened = tkrzw.DBM()
+for call in (lambda: unopened.Get("x"), lambda: unopened.Set("x", "y"), lambda: unopened.Remove("x")):
+    try:
+        call()
+    except TypeError as e:
+        print("unopened:", e)

@@ -78,6 +78,9 @@ class Status:
         13: "APPLICATION_ERROR",
     }
 
+    # Every call answers a new Status: slots make that cheap.
+    __slots__ = ("_code", "_message")
+
     def __init__(self, code: int = 0, message: str = "") -> None:
         self._code = code
         self._message = message
@@ -158,6 +161,7 @@ _CODES = {
     _kuradb.CanceledError: Status.CANCELED_ERROR,
 }
 _SUCCESS = Status()
+_NOT_OPENED = "invalid arguments: not opened database"
 
 
 def _status_of(error: BaseException) -> Status:
@@ -256,7 +260,7 @@ class DBM:
     @property
     def _open(self) -> _kuradb.DBM:
         if self._db is None:
-            raise TypeError("invalid arguments: not opened database")
+            raise TypeError(_NOT_OPENED)
         return self._db
 
     def _call(self, action: Callable[[_kuradb.DBM], Any]) -> Status:
@@ -303,13 +307,20 @@ class DBM:
         raw = _bytes(key)
         return self._call(lambda db: db.process(raw, lambda value: func(raw, value), writable))
 
+    # Get, Set and Remove are the calls a program makes most: they are
+    # written out rather than built on _call and _open, whose extra frames
+    # cost more than the lookup itself.
     def Get(self, key: Data, status: Optional[Status] = None) -> Optional[bytes]:
+        db = self._db
+        if db is None:
+            raise TypeError(_NOT_OPENED)
         try:
-            value = self._open.get(_bytes(key))
+            value = db.get(key if type(key) is bytes else _bytes(key))
         except _kuradb.Error as e:
             _report(status, _status_of(e))
             return None
-        _report(status, _SUCCESS if value is not None else Status(Status.NOT_FOUND_ERROR))
+        if status is not None:
+            status.Set(Status.SUCCESS if value is not None else Status.NOT_FOUND_ERROR, "")
         return value
 
     def GetStr(self, key: Data, status: Optional[Status] = None) -> Optional[str]:
@@ -324,17 +335,28 @@ class DBM:
         return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
 
     def Set(self, key: Data, value: Data, overwrite: bool = True) -> Status:
-        return self._call(lambda db: db.set(_bytes(key), _bytes(value), overwrite))
+        db = self._db
+        if db is None:
+            raise TypeError(_NOT_OPENED)
+        try:
+            db.set(key if type(key) is bytes else _bytes(key),
+                   value if type(value) is bytes else _bytes(value), overwrite)
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e)
+        return Status()
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
         return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
 
     def Remove(self, key: Data) -> Status:
-        def remove(db: _kuradb.DBM) -> None:
-            if not db.remove(_bytes(key)):
-                raise _kuradb.NotFoundError("not found: no record")
-
-        return self._call(remove)
+        db = self._db
+        if db is None:
+            raise TypeError(_NOT_OPENED)
+        try:
+            found = db.remove(key if type(key) is bytes else _bytes(key))
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e)
+        return Status() if found else Status(Status.NOT_FOUND_ERROR, "no record")
 
     def RemoveMulti(self, keys: List[Data]) -> Status:
         def remove(db: _kuradb.DBM) -> None:

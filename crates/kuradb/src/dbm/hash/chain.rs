@@ -9,6 +9,9 @@ use super::record::{self, MAX_HEADER};
 use super::state::State;
 use crate::error::Result;
 
+/// The largest first read of a record made on the stack.
+const FIRST_READ_ON_STACK: usize = 512;
+
 /// A record found in a chain.
 #[derive(Clone)]
 pub(super) struct Found {
@@ -43,13 +46,30 @@ impl State {
     fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
         let size = self.file.size();
         let first = self.first_read(offset, key.map_or(0, <[u8]>::len), value, size)?;
-        let mut buf = vec![0u8; first];
-        self.file.read(offset, &mut buf)?;
-        let (header, end) = self.examine(offset, &buf, key, value, size)?;
-        if buf.len() < end {
-            let more = buf.len();
+        if first > FIRST_READ_ON_STACK {
+            let mut buf = vec![0u8; first];
+            self.file.read(offset, &mut buf)?;
+            let (header, end) = self.examine(offset, &buf, key, value, size)?;
+            if buf.len() < end {
+                let more = buf.len();
+                buf.resize(end, 0);
+                self.file.read(offset + more as u64, &mut buf[more..])?;
+            }
+            self.verify(offset, &header, &buf)?;
+            return Ok((header, buf));
+        }
+        // Most first reads are small: read onto the stack, then allocate once
+        // for what the caller needs, rather than growing a heap buffer (a
+        // realloc per lookup) and allocating for records of other keys.
+        let mut head = [0u8; FIRST_READ_ON_STACK];
+        let head = &mut head[..first];
+        self.file.read(offset, head)?;
+        let (header, end) = self.examine(offset, head, key, value, size)?;
+        let mut buf = Vec::with_capacity(end);
+        buf.extend_from_slice(&head[..end.min(first)]);
+        if first < end {
             buf.resize(end, 0);
-            self.file.read(offset + more as u64, &mut buf[more..])?;
+            self.file.read(offset + first as u64, &mut buf[first..])?;
         }
         self.verify(offset, &header, &buf)?;
         Ok((header, buf))
