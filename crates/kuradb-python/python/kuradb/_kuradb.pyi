@@ -103,9 +103,12 @@ class DBM:
     are bytes or str (encoded as UTF-8); values are read back as bytes.
     """
 
-    def __init__(self, path: Optional[Path] = None, writable: bool = False, **params: Param) -> None: ...
-    def open(self, path: Path, writable: bool = False, **params: Param) -> None:
-        """Opens or creates the database; every PolyDbm parameter is a keyword
+    def __init__(self, path: Optional[Path] = None, writable: bool = False, *, release_gil: bool = True,
+                 **params: Param) -> None: ...
+    def open(self, path: Path, writable: bool = False, *, release_gil: bool = True, **params: Param) -> None:
+        """Opens or creates the database; release_gil=False keeps the GIL
+        through record operations (less cost per call, threads take turns).
+        Every PolyDbm parameter is a keyword
         (dbm, file, block_size, access_options, num_buckets, align_pow,
         cache_buckets, update_mode, record_crc_mode, record_comp_mode, fbp_capacity,
         max_page_size, max_branches, max_cached_pages, key_comparator,

@@ -14,8 +14,10 @@ Methods return a ``Status`` where the reference does, and a value or None
 Parameters keep the reference's names and values (``dbm="TreeDBM"``,
 ``file="PositionalParallelFile"``, ``key_comparator="DecimalKeyComparator"``,
 ``update_mode="UPDATE_APPENDING"``, …). Paths are str, bytes or any
-os.PathLike. ``concurrent`` is accepted and ignored (kuradb always releases
-the GIL and is always thread-safe). ``num_shards`` shards as the reference
+os.PathLike. ``concurrent=True`` releases the GIL during each call, as the
+reference's does; without it a call keeps the GIL (the database is
+thread-safe either way; Python threads then take turns, which costs less per
+call). ``num_shards`` shards as the reference
 does: ``Open("casket.tkh", True, num_shards=3)`` makes the files
 ``casket.tkh-00000-of-00003`` … ``-00002-of-00003``, and ``num_shards=0``
 (or any value below 1) opens the shard set that exists at the path or makes
@@ -39,7 +41,8 @@ from .. import _kuradb
 __all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future", "Index", "IndexIterator", "File", "Utility"]
 
 Data = Union[bytes, str]
-_IGNORED_PARAMS = ("concurrent",)
+# Parameters of the binding rather than of the database file.
+_BINDING_PARAMS = ("concurrent",)
 _CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM"}
 
 
@@ -207,7 +210,7 @@ def _path_of(file: Any) -> str:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    out = {k: v for k, v in params.items() if k not in _IGNORED_PARAMS}
+    out = {k: v for k, v in params.items() if k not in _BINDING_PARAMS}
     return _cipher_params(out)
 
 
@@ -277,7 +280,10 @@ class DBM:
         if self._db is not None:
             return Status(Status.PRECONDITION_ERROR, "opened database")
         try:
-            self._db = _kuradb.DBM(path, writable, **_shard_params(path, _params(params)))
+            # As in the reference, only a concurrent database lets other
+            # threads run during its calls.
+            self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)),
+                                   **_shard_params(path, _params(params)))
             return Status()
         except (_kuradb.Error, TypeError, ValueError) as e:
             return _status_of(e)
