@@ -47,9 +47,10 @@ pub fn acceptor(cert: &Path, key: &Path, ca: Option<&Path>) -> Result<TlsAccepto
     let builder = match ca {
         None => builder.with_no_client_auth(),
         Some(ca) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots(ca, "--tls_ca")?), provider)
-                .build()
-                .map_err(|e| tls_error("--tls_ca", ca, e))?;
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots(ca, "--tls_ca")?), provider)
+                    .build()
+                    .map_err(|e| tls_error("--tls_ca", ca, e))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
@@ -73,9 +74,13 @@ pub fn connector(ca: &Path, identity: Option<(&Path, &Path)>) -> Result<TlsConne
         None => builder.with_no_client_auth(),
         Some((cert, key)) => {
             let chain = certificates(cert, "--replica_tls_cert")?;
-            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| tls_error("--replica_tls_key", key, e))?;
+            let key =
+                PrivateKeyDer::from_pem_file(key).map_err(|e| tls_error("--replica_tls_key", key, e))?;
             builder.with_client_auth_cert(chain, key).map_err(|e| {
-                Error::new(ErrorKind::InvalidArgument, format!("--replica_tls_cert and --replica_tls_key: {e}"))
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("--replica_tls_cert and --replica_tls_key: {e}"),
+                )
             })?
         }
     };

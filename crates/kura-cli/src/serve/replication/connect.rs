@@ -87,7 +87,10 @@ pub async fn open(
             let name = match &tls.name {
                 Some(name) => name.clone(),
                 None => ServerName::try_from(target.host.clone()).map_err(|e| {
-                    format!("{:?} is no name a certificate can carry ({e}): give --replica_tls_name", target.host)
+                    format!(
+                        "{:?} is no name a certificate can carry ({e}): give --replica_tls_name",
+                        target.host
+                    )
                 })?,
             };
             let stream = tls
