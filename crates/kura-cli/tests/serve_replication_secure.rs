@@ -200,9 +200,10 @@ fn a_wrong_or_missing_masterauth_keeps_the_link_down_and_says_why() {
     let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
     let log = spec(dir.path(), "replica.log");
     let db = spec(dir.path(), "r.tkh");
-    let replica = Server::start(&replica_args(&db, &master, &["--masterauth", "wrong", "--log_file", &log]));
+    let replica =
+        Server::start(&replica_args(&db, &master, &["--masterauth", "guess-42", "--log_file", &log]));
     let link = wait_refused(&replica, &["--masterauth", "WRONGPASS"]);
-    assert!(!link.contains("wrong"), "the password is not shown: {link}");
+    assert!(!link.contains("guess-42"), "the password is not shown: {link}");
     // Retried with a back-off, not in a busy loop: a few attempts a second.
     let connections = |con: &mut redis::Connection| -> u64 {
         info(con, "stats")["total_connections_received"].parse().unwrap()
@@ -212,7 +213,7 @@ fn a_wrong_or_missing_masterauth_keeps_the_link_down_and_says_why() {
     let attempts = connections(&mut con) - before;
     assert!(attempts <= 6, "{attempts} connections in 1.5 s");
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("refused --masterauth: WRONGPASS"), "{logged}");
+    assert!(logged.contains("refused --masterauth: WRONGPASS") && !logged.contains("guess-42"), "{logged}");
     drop(replica);
     // Without --masterauth, the replica says what to give.
     let db = spec(dir.path(), "r2.tkh");
@@ -296,4 +297,29 @@ fn a_replica_refuses_a_master_its_ca_did_not_sign_or_that_is_not_named() {
     args.extend(["--replica_tls_name", "localhost"]);
     let replica = Server::start(&replica_args(&db, &master, &args));
     wait_following(&replica, &map(&[("k", "v")]));
+}
+
+#[test]
+fn bad_replica_tls_flags_are_named_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = write(dir.path(), "bogus.pem", "not a certificate");
+    let pki = pki(dir.path(), "a", &["localhost"]);
+    let cases: [(&[&str], &str); 4] = [
+        (&["--replica_tls"], "--replica_tls_ca"),
+        (&["--replica_tls", "--replica_tls_ca", &bogus], "bogus.pem"),
+        (&["--replica_tls_ca", &pki.ca], "--replica_tls"),
+        (
+            &["--replica_tls", "--replica_tls_ca", &pki.ca, "--replica_tls_name", "no such name!"],
+            "--replica_tls_name",
+        ),
+    ];
+    for (flags, named) in cases {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
+            .args(["serve", "#dbm=stdhash", "--address", "127.0.0.1:0"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(named), "{flags:?}: {stderr}");
+    }
 }
