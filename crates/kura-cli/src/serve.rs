@@ -105,6 +105,34 @@ pub struct ServeArgs {
     /// Starts as a read-only replica of the server at HOST:PORT (see REPLICAOF).
     #[arg(long = "replicaof", value_name = "HOST:PORT")]
     replicaof: Option<String>,
+
+    /// The password a replica gives its master (the master's --requirepass),
+    /// with --replicaof or REPLICAOF.
+    #[arg(long = "masterauth", value_name = "PASSWORD")]
+    masterauth: Option<String>,
+
+    /// A replica connects to its master over TLS (needs --replica_tls_ca).
+    #[arg(long = "replica_tls", requires = "replica_tls_ca")]
+    replica_tls: bool,
+
+    /// The PEM CA certificate that signed the master's certificate.
+    #[arg(long = "replica_tls_ca", value_name = "FILE", requires = "replica_tls")]
+    replica_tls_ca: Option<PathBuf>,
+
+    /// A PEM certificate chain the replica shows its master (for a master
+    /// started with --tls_ca); needs --replica_tls_key.
+    #[arg(long = "replica_tls_cert", value_name = "FILE", requires_all = ["replica_tls", "replica_tls_key"])]
+    replica_tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --replica_tls_cert.
+    #[arg(long = "replica_tls_key", value_name = "FILE", requires = "replica_tls_cert")]
+    replica_tls_key: Option<PathBuf>,
+
+    /// The name the master's certificate must carry, when it is not the host
+    /// the replica connects to (say, an IP address and a certificate that
+    /// names only a DNS name).
+    #[arg(long = "replica_tls_name", value_name = "NAME", requires = "replica_tls")]
+    replica_tls_name: Option<String>,
 }
 
 /// Runs `kura serve`.
@@ -127,6 +155,17 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             "--read_only opens the databases read-only: a replica must write them, and --ulog logs writes",
         ));
     }
+    let replica_link = replication::LinkSecurity {
+        masterauth: args.masterauth.clone(),
+        tls: match &args.replica_tls_ca {
+            Some(ca) if args.replica_tls => {
+                let identity = args.replica_tls_cert.as_deref().zip(args.replica_tls_key.as_deref());
+                let connector = tls::connector(ca, identity)?;
+                Some(replication::LinkTls::new(connector, args.replica_tls_name.as_deref())?)
+            }
+            _ => None,
+        },
+    };
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let settings = state::Settings {
         requirepass: args.requirepass.clone(),
@@ -144,5 +183,6 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         pid_file: args.pid_file.clone(),
         ulog: args.ulog.clone().map(|dir| (dir, args.ulog_max_file_size)),
         replicaof,
+        replica_link,
     })
 }

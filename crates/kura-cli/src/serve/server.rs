@@ -37,6 +37,8 @@ pub struct Plan {
     pub ulog: Option<(std::path::PathBuf, u64)>,
     /// The master to follow (`--replicaof`), if any.
     pub replicaof: Option<replication::Target>,
+    /// How a replica reaches its master (`--masterauth`, `--replica_tls…`).
+    pub replica_link: replication::LinkSecurity,
 }
 
 /// Serves until shut down; the databases are closed when this returns.
@@ -57,7 +59,7 @@ pub fn run(plan: Plan) -> Result<()> {
     };
     let state_paths =
         opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
-    let replication = Replication::new(logs, state_paths, plan.replicaof);
+    let replication = Replication::new(logs, state_paths, plan.replicaof).with_security(plan.replica_link);
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.threads.max(1))

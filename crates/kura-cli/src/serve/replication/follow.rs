@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::apply::{apply_batch, save, Applied};
+use super::connect;
 use super::frames::{self, Frame};
 use super::position::{self, Position};
 use super::Target;
@@ -25,7 +25,8 @@ const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// A link up this long starts its next back-off from the least again.
 const STABLE: Duration = Duration::from_secs(10);
-/// How long a connection to the master may take.
+/// How long a connection to the master may take (with its TLS handshake
+/// and AUTH).
 const CONNECT: Duration = Duration::from_secs(5);
 /// How long the master may be silent (it pings every 500 ms) before the
 /// link is taken for dead.
@@ -179,13 +180,13 @@ async fn settle(server: &Arc<Server>, db: usize) {
 async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(), String> {
     let link = &server.replication.links[db];
     link.status(|s| s.state = "connect");
-    let mut stream =
-        match tokio::time::timeout(CONNECT, TcpStream::connect((target.host.as_str(), target.port))).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => return Err(format!("connecting: {e}")),
-            Err(_) => return Err(format!("connecting: no answer in {CONNECT:?}")),
-        };
-    let _ = stream.set_nodelay(true);
+    let mut input = BytesMut::with_capacity(64 * 1024);
+    let security = &server.replication.security;
+    let mut stream = match tokio::time::timeout(CONNECT, connect::open(target, security, &mut input)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(format!("connecting: no answer in {CONNECT:?}")),
+    };
     let position = {
         let server = Arc::clone(server);
         // Through the applier's lock: a batch of the last link may still run.
@@ -204,8 +205,9 @@ async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(),
     }
     let mut out = BytesMut::new();
     Reply::Array(request).encode(2, &mut out);
-    stream.write_all(&out).await.map_err(|e| format!("sending REPLSYNC: {e}"))?;
-    let mut input = BytesMut::with_capacity(64 * 1024);
+    // Flushed: over TLS a write may stay in the session's buffer.
+    let sent = async { stream.write_all(&out).await.and(stream.flush().await) };
+    sent.await.map_err(|e| format!("sending REPLSYNC: {e}"))?;
     let mut greeted = false;
     loop {
         let mut batch = Vec::new();
@@ -217,8 +219,13 @@ async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(),
         }
         if !batch.is_empty() {
             if !greeted {
-                if !matches!(batch[0], Frame::Continue | Frame::FullResync(_) | Frame::Error(_)) {
-                    return Err(format!("the master did not answer REPLSYNC: {:?}", batch[0]));
+                match &batch[0] {
+                    Frame::Continue | Frame::FullResync(_) => {}
+                    Frame::Error(text) if text.starts_with("NOAUTH") => {
+                        return Err(format!("the master requires a password: give --masterauth ({text})"))
+                    }
+                    Frame::Error(_) => {}
+                    other => return Err(format!("the master did not answer REPLSYNC: {other:?}")),
                 }
                 greeted = true;
             }

@@ -7,12 +7,13 @@
 //! One file per concept: `logs` (opening the databases' logs), `position`
 //! (where a replica is, and its state file), `frames` (what travels on the
 //! link), `plan` (a master's answer to REPLSYNC: go on, or a full resync),
-//! `feed` (the master's side of a link), `follow` and `apply` (the
-//! replica's), `commands` (REPLICAOF, REPLSYNC) and `info` (INFO
-//! replication). docs/serve.md, "Replication", is the user's guide.
+//! `feed` (the master's side of a link), `connect` (how a replica reaches
+//! a master: TLS, AUTH), `follow` and `apply` (the replica's side),
+//! `commands` (REPLICAOF, REPLSYNC) and `info` (INFO replication). docs/serve.md, "Replication", is the user's guide.
 
 mod apply;
 pub mod commands;
+mod connect;
 mod feed;
 mod follow;
 mod frames;
@@ -32,6 +33,7 @@ use kuradb::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+pub use connect::{LinkSecurity, LinkTls};
 pub use feed::{feed, FeedPlan};
 pub use follow::spawn_followers;
 pub use logs::attach_logs;
@@ -99,6 +101,8 @@ pub struct Replication {
     next_feed: AtomicU64,
     /// Full resyncs this server served as a master.
     full_resyncs_served: AtomicU64,
+    /// How this server, as a replica, reaches its master (TLS, AUTH).
+    security: LinkSecurity,
 }
 
 impl Replication {
@@ -125,7 +129,14 @@ impl Replication {
             feeds: Mutex::new(BTreeMap::new()),
             next_feed: AtomicU64::new(1),
             full_resyncs_served: AtomicU64::new(0),
+            security: LinkSecurity::default(),
         }
+    }
+
+    /// The state with `security` for the links to any master followed
+    /// (`--masterauth`, `--replica_tls…`; REPLICAOF uses them too).
+    pub fn with_security(self, security: LinkSecurity) -> Replication {
+        Replication { security, ..self }
     }
 
     /// Whether the server is a replica, so clients may not write.
