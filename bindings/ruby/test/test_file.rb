@@ -66,6 +66,10 @@ class TestFile < Test::Unit::TestCase
     assert_raise(RuntimeError) { file.read(0, 1) }
     assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, Tkrzw::File.new.open(path("none"), false).code)
     assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, Tkrzw::File.new.open(path("g"), true, file: "NoFile").code)
+    default = Tkrzw::File.new
+    default.open(path("d.dat"), true).or_die
+    assert_match(/MemoryMapAtomicFile/, default.to_s)
+    default.close.or_die
   end
 
   def test_flat_records_through_a_tkrzw_file

@@ -164,12 +164,19 @@ impl RbFile {
     ) -> Result<(), Error> {
         let encoding = encoding.map(|name| ruby.find_encindex(&name)).transpose()?;
         let opening = opening(writable, &params).map_err(|e| to_rb(ruby, e))?;
+        let already = || kuradb::Error::new(ErrorKind::Infeasible, "the file is already open");
+        if rb_self.is_open() {
+            return Err(to_rb(ruby, already()));
+        }
+        // Opened before the lock is taken (see `Kuradb::Index#open`).
+        let open = || opening.spec.open(&path, &opening.options);
+        let mut file = if concurrent { without_gvl(open) } else { open() }.map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
-            return Err(to_rb(ruby, kuradb::Error::new(ErrorKind::Infeasible, "the file is already open")));
+            drop(slot);
+            let _ = file.close();
+            return Err(to_rb(ruby, already()));
         }
-        let open = || opening.spec.open(&path, &opening.options);
-        let file = if concurrent { without_gvl(open) } else { open() }.map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(file));
         rb_self.sync_hard.store(opening.sync_hard, Ordering::Relaxed);
         rb_self.concurrent.store(concurrent, Ordering::Relaxed);

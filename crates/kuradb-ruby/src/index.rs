@@ -152,14 +152,23 @@ impl RbIndex {
         for (name, value) in &params {
             p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
         }
+        let already =
+            || kuradb::Error::new(ErrorKind::Infeasible, "the index is already open: close it first");
+        if rb_self.is_open() {
+            return Err(to_rb(ruby, already()));
+        }
+        // Opened before the lock is taken: a thread holding it must never
+        // wait for the VM lock, which another thread may hold while it
+        // waits for this lock.
+        let open = run(concurrent, || open_index(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
-            return Err(to_rb(
-                ruby,
-                kuradb::Error::new(ErrorKind::Infeasible, "the index is already open: close it first"),
-            ));
+            drop(slot);
+            if let Open::File(index) = open {
+                let _ = index.close();
+            }
+            return Err(to_rb(ruby, already()));
         }
-        let open = run(concurrent, || open_index(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(open));
         *rb_self.encoding.lock() = encoding;
         rb_self.writable.store(writable, Ordering::Relaxed);

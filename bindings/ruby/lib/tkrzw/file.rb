@@ -25,7 +25,8 @@ module Tkrzw
 
     # Opens the file at +path+. Parameters: truncate, no_create, no_wait,
     # no_lock, sync_hard (a hard synchronization at close), the file
-    # class and its options (file, block_size, access_options, ...),
+    # class (MemoryMapAtomicFile by default, as the reference's) and its
+    # options (file, block_size, access_options, ...),
     # encoding (of the Strings #read answers) and concurrent.
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened file") if @file
@@ -34,6 +35,8 @@ module Tkrzw
       encoding = params.delete(:encoding)
       encoding &&= Encoding.find(encoding.to_s).name
       concurrent = Kuradb::Params.flag(params.delete(:concurrent))
+      # The reference's default class.
+      params[:file] ||= "MemoryMapAtomicFile"
       file = Kuradb::File.new
       file._open(path.to_s, writable ? true : false, Kuradb::Params.pairs(params), encoding, concurrent)
       @file = file
