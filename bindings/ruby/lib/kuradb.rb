@@ -40,4 +40,6 @@ end
 require "kuradb/kuradb_ext"
 require "kuradb/dbm"
 require "kuradb/async_dbm"
+require "kuradb/index"
+require "kuradb/file"
 require "kuradb/version"

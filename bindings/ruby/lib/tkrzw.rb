@@ -14,12 +14,10 @@
 #
 # Methods answer a Status where the reference does, and a value or nil
 # (with an optional Status argument to receive the outcome) where it does.
-# Parameters keep the reference's names and values; "concurrent" is
-# accepted and ignored (see docs/ruby.md on the VM lock). The database
-# files are kuradb's, not the reference's. Classes of the reference not
-# listed in docs/ruby.md (Index, File, TextFile) are missing: their names
-# are not defined, so a program using them fails at once with NameError
-# rather than misbehaving.
+# Parameters keep the reference's names and values; "concurrent" runs the
+# calls that run no Ruby code without the VM lock (docs/ruby.md, "Threads
+# and the VM lock"). The database and index files are kuradb's, not the
+# reference's.
 
 require "kuradb"
 require "tkrzw/status"
@@ -27,3 +25,5 @@ require "tkrzw/utility"
 require "tkrzw/dbm"
 require "tkrzw/iterator"
 require "tkrzw/async_dbm"
+require "tkrzw/file"
+require "tkrzw/index"

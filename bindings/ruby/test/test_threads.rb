@@ -2,9 +2,10 @@
 
 require_relative "helper"
 
-# Ruby threads sharing one database. The VM lock stays held inside the
-# core (docs/ruby.md), so the threads interleave rather than run in
-# parallel; what matters is that every update lands and nothing deadlocks.
+# Ruby threads sharing one database. By default the VM lock stays held
+# inside the core (docs/ruby.md), so the threads interleave rather than run
+# in parallel; what matters is that every update lands and nothing
+# deadlocks. test_concurrent.rb covers `concurrent: true`.
 class TestThreads < Test::Unit::TestCase
   include TempDir
 

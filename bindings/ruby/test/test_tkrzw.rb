@@ -195,8 +195,8 @@ class TestTkrzw < Test::Unit::TestCase
   end
 
   def test_a_program_written_for_tkrzw_runs
-    program = File.join(__dir__, "programs", "tkrzw_example.rb")
-    lib = File.expand_path("../lib", __dir__)
+    program = ::File.join(__dir__, "programs", "tkrzw_example.rb")
+    lib = ::File.expand_path("../lib", __dir__)
     out, err, st = Open3.capture3(RbConfig.ruby, "-I", lib, program, path("casket.tkh"))
     assert_true(st.success?, err)
     lines = out.lines.map(&:chomp)

@@ -6,6 +6,7 @@
 //! between them, so a Ruby thread waiting on a future does not stop the
 //! others.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use magnus::encoding::Index;
@@ -22,6 +23,7 @@ use kuradb::ErrorKind;
 use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
 use crate::database::Database;
 use crate::error::to_rb;
+use crate::flat_records::{export_records, import_records, Target};
 
 /// What an operation answers, converted to Ruby by `Future#get`.
 pub enum Reply {
@@ -169,6 +171,36 @@ impl AsyncDatabase {
     fn count(&self) -> Future {
         self.run(|db| db.count().map(Reply::Count))
     }
+
+    fn copy_file_data(&self, dest: PathBuf, hard: bool) -> Future {
+        self.run(move |db| db.copy_file_data(&dest, hard).map(|()| Reply::Nil))
+    }
+
+    /// Copies every record into `dest`, an open DBM; the task holds a
+    /// handle of it, so `dest` refuses to close until the task is done.
+    fn export(ruby: &Ruby, rb_self: &Self, dest: &Database) -> Result<Future, Error> {
+        let (target, _) = dest.share(ruby)?;
+        Ok(rb_self.run(move |db| {
+            if std::ptr::eq(db, &*target) {
+                return Err(kuradb::Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a database cannot be exported into itself",
+                ));
+            }
+            db.export(&*target).map(|()| Reply::Nil)
+        }))
+    }
+
+    /// `target` is a path or a `Kuradb::File`, which the task keeps open.
+    fn export_to_flat_records(ruby: &Ruby, rb_self: &Self, target: Value) -> Result<Future, Error> {
+        let target = Target::of(ruby, target)?;
+        Ok(rb_self.run(move |db| export_records(db, &target).map(|()| Reply::Nil)))
+    }
+
+    fn import_from_flat_records(ruby: &Ruby, rb_self: &Self, source: Value) -> Result<Future, Error> {
+        let source = Target::of(ruby, source)?;
+        Ok(rb_self.run(move |db| import_records(db, &source).map(Reply::Count)))
+    }
 }
 
 impl Future {
@@ -252,6 +284,10 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_rebuild", method!(AsyncDatabase::rebuild, 1))?;
     class.define_method("_search", method!(AsyncDatabase::search, 3))?;
     class.define_method("count", method!(AsyncDatabase::count, 0))?;
+    class.define_method("_copy_file_data", method!(AsyncDatabase::copy_file_data, 2))?;
+    class.define_method("export", method!(AsyncDatabase::export, 1))?;
+    class.define_method("_export_to_flat_records", method!(AsyncDatabase::export_to_flat_records, 1))?;
+    class.define_method("_import_from_flat_records", method!(AsyncDatabase::import_from_flat_records, 1))?;
     let future = module.define_class("Future", ruby.class_object())?;
     future.undef_default_alloc_func();
     future.define_method("_wait", method!(Future::wait, 1))?;

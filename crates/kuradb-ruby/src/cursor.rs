@@ -19,6 +19,7 @@ use kuradb::dbm::{Cursor as DbmCursor, Dbm};
 
 use crate::convert::{bytes, string};
 use crate::error::{not_open, to_rb};
+use crate::nogvl::without_gvl;
 
 type BoxedCursor<'a> = Box<dyn DbmCursor + 'a>;
 
@@ -50,23 +51,32 @@ pub type Slot = Mutex<Option<Live>>;
 pub struct Cursor {
     slot: Arc<Slot>,
     encoding: Option<Index>,
+    /// Whether moves release the VM lock, as the database's calls do.
+    concurrent: bool,
 }
 
 impl Cursor {
-    pub fn new(slot: Arc<Slot>, encoding: Option<Index>) -> Cursor {
-        Cursor { slot, encoding }
+    pub fn new(slot: Arc<Slot>, encoding: Option<Index>, concurrent: bool) -> Cursor {
+        Cursor { slot, encoding, concurrent }
     }
 
-    /// Runs `f` on the cursor. Cursor calls never run Ruby code under a
-    /// database lock, so they need no gate; they hold only their own.
-    fn with<R>(
+    /// Runs `f` on the cursor, without the VM lock if the database is
+    /// `concurrent`. Cursor calls never run Ruby code under a database
+    /// lock, so they need no gate; they hold only their own, taken and
+    /// dropped on the far side (as `Database::with` does).
+    fn with<R: Send>(
         &self,
         ruby: &Ruby,
-        f: impl FnOnce(&mut dyn DbmCursor) -> kuradb::Result<R>,
+        f: impl FnOnce(&mut dyn DbmCursor) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let mut guard = self.slot.lock();
-        let live = guard.as_mut().ok_or_else(|| to_rb(ruby, not_open()))?;
-        live.with_dependent_mut(|_, cursor| f(cursor.as_mut())).map_err(|e| to_rb(ruby, e))
+        let slot = &*self.slot;
+        let call = move || {
+            let mut guard = slot.lock();
+            let live = guard.as_mut().ok_or_else(not_open)?;
+            live.with_dependent_mut(|_, cursor| f(cursor.as_mut()))
+        };
+        let result = if self.concurrent { without_gvl(call) } else { call() };
+        result.map_err(|e| to_rb(ruby, e))
     }
 
     fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
@@ -82,15 +92,18 @@ impl Cursor {
     }
 
     fn jump(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<(), Error> {
-        rb_self.with(ruby, |c| c.jump(&bytes(key)))
+        let key = bytes(key);
+        rb_self.with(ruby, |c| c.jump(&key))
     }
 
     fn jump_lower(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |c| c.jump_lower(&bytes(key), inclusive))
+        let key = bytes(key);
+        rb_self.with(ruby, |c| c.jump_lower(&key, inclusive))
     }
 
     fn jump_upper(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |c| c.jump_upper(&bytes(key), inclusive))
+        let key = bytes(key);
+        rb_self.with(ruby, |c| c.jump_upper(&key, inclusive))
     }
 
     fn next(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
@@ -140,7 +153,8 @@ impl Cursor {
     }
 
     fn set(ruby: &Ruby, rb_self: &Self, value: RString) -> Result<(), Error> {
-        rb_self.with(ruby, |c| c.set(&bytes(value)))
+        let value = bytes(value);
+        rb_self.with(ruby, |c| c.set(&value))
     }
 
     fn remove(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use magnus::block::Proc;
@@ -22,6 +23,7 @@ use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, pair_refs, string}
 use crate::cursor::{Cursor, Live, Slot};
 use crate::error::{not_open, to_rb, type_error};
 use crate::guard::Gate;
+use crate::nogvl::without_gvl;
 
 /// A database of any class (hash, tree, skip, …), chosen when it is opened.
 #[magnus::wrap(class = "Kuradb::DBM", free_immediately, size)]
@@ -34,6 +36,9 @@ pub struct Database {
     /// The encoding that keys and values come back in (`None`: binary).
     encoding: Mutex<Option<Index>>,
     gate: Gate,
+    /// Whether calls that run no Ruby code release the VM lock (the
+    /// `concurrent` open parameter; docs/ruby.md, "Threads and the VM lock").
+    concurrent: AtomicBool,
 }
 
 /// A record's new state as a block returned it: `nil` or `true` keeps the
@@ -70,16 +75,34 @@ impl Database {
             cursors: Mutex::new(Vec::new()),
             encoding: Mutex::new(None),
             gate: Gate::default(),
+            concurrent: AtomicBool::new(false),
         }
     }
 
     /// Runs `f` on the open database (after waiting for other threads'
-    /// blocks, see [`Gate::enter`]).
-    fn with<R>(&self, ruby: &Ruby, f: impl FnOnce(&AnyDbm) -> kuradb::Result<R>) -> Result<R, Error> {
+    /// blocks, see [`Gate::enter`]), with the VM lock released if the
+    /// database was opened `concurrent`. `f` is `Send`, so it holds no Ruby
+    /// object: callers copy keys and values out before.
+    pub(crate) fn with<R: Send>(
+        &self,
+        ruby: &Ruby,
+        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+    ) -> Result<R, Error> {
         self.gate.enter(ruby)?;
-        let guard = self.db.read_recursive();
-        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        f(db).map_err(|e| to_rb(ruby, e))
+        let slot = &self.db;
+        // The read lock is taken and dropped on the far side, so a thread
+        // never waits for the VM lock while holding it (close waits for it).
+        let call = move || {
+            let guard = slot.read_recursive();
+            guard.as_deref().map_or_else(|| Err(not_open()), f)
+        };
+        let result = if self.is_concurrent() { without_gvl(call) } else { call() };
+        result.map_err(|e| to_rb(ruby, e))
+    }
+
+    /// Whether the open database releases the VM lock around its calls.
+    pub fn is_concurrent(&self) -> bool {
+        self.concurrent.load(Ordering::Relaxed)
     }
 
     /// A key or value as a Ruby String in the database's encoding.
@@ -98,6 +121,7 @@ impl Database {
         writable: bool,
         params: Vec<(String, String)>,
         encoding: Option<String>,
+        concurrent: bool,
     ) -> Result<(), Error> {
         rb_self.gate.enter(ruby)?;
         // kuradb.rb has checked the name with Encoding.find.
@@ -122,18 +146,25 @@ impl Database {
         let db = db.map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
+        rb_self.concurrent.store(concurrent, Ordering::Relaxed);
         Ok(())
     }
 
     fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         rb_self.gate.enter(ruby)?;
-        let Some(db) = rb_self.db.write().take() else { return Ok(()) };
+        // Another thread may be in a call without the VM lock, holding the
+        // read lock: wait for it without the VM lock too.
+        let slot = &rb_self.db;
+        let taken =
+            if rb_self.is_concurrent() { without_gvl(|| slot.write().take()) } else { slot.write().take() };
+        let Some(db) = taken else { return Ok(()) };
         for slot in rb_self.cursors.lock().drain(..) {
             if let Some(slot) = slot.upgrade() {
                 slot.lock().take();
             }
         }
         match Arc::try_unwrap(db) {
+            Ok(db) if rb_self.is_concurrent() => without_gvl(|| db.close()).map_err(|e| to_rb(ruby, e)),
             Ok(db) => db.close().map_err(|e| to_rb(ruby, e)),
             Err(db) => {
                 // An AsyncDBM's workers hold it: it stays open.
@@ -142,7 +173,8 @@ impl Database {
                     ruby,
                     kuradb::Error::new(
                         ErrorKind::Infeasible,
-                        "the database is in use by an open AsyncDBM: close the AsyncDBM first",
+                        "the database is in use by an open AsyncDBM (or by an export into it running in \
+                         another thread): close the AsyncDBM first",
                     ),
                 ))
             }
@@ -162,17 +194,20 @@ impl Database {
     }
 
     fn get(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<Option<RString>, Error> {
-        let value = rb_self.with(ruby, |db| db.get(&bytes(key)))?;
+        let key = bytes(key);
+        let value = rb_self.with(ruby, |db| db.get(&key))?;
         rb_self.opt_out(ruby, value)
     }
 
     fn store(ruby: &Ruby, rb_self: &Self, key: RString, value: RString) -> Result<RString, Error> {
-        rb_self.with(ruby, |db| db.set(&bytes(key), &bytes(value), true))?;
+        let (k, v) = (bytes(key), bytes(value));
+        rb_self.with(ruby, |db| db.set(&k, &v, true))?;
         Ok(value)
     }
 
     fn set(ruby: &Ruby, rb_self: &Self, key: RString, value: RString, overwrite: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |db| db.set(&bytes(key), &bytes(value), overwrite))
+        let (key, value) = (bytes(key), bytes(value));
+        rb_self.with(ruby, |db| db.set(&key, &value, overwrite))
     }
 
     fn set_and_get(
@@ -182,21 +217,25 @@ impl Database {
         value: RString,
         overwrite: bool,
     ) -> Result<Option<RString>, Error> {
-        let old = rb_self.with(ruby, |db| db.set_and_get(&bytes(key), &bytes(value), overwrite))?;
+        let (key, value) = (bytes(key), bytes(value));
+        let old = rb_self.with(ruby, |db| db.set_and_get(&key, &value, overwrite))?;
         rb_self.opt_out(ruby, old)
     }
 
     fn remove(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<bool, Error> {
-        rb_self.with(ruby, |db| db.remove(&bytes(key)))
+        let key = bytes(key);
+        rb_self.with(ruby, |db| db.remove(&key))
     }
 
     fn remove_and_get(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<Option<RString>, Error> {
-        let old = rb_self.with(ruby, |db| db.remove_and_get(&bytes(key)))?;
+        let key = bytes(key);
+        let old = rb_self.with(ruby, |db| db.remove_and_get(&key))?;
         rb_self.opt_out(ruby, old)
     }
 
     fn contains(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<bool, Error> {
-        rb_self.with(ruby, |db| db.contains(&bytes(key)))
+        let key = bytes(key);
+        rb_self.with(ruby, |db| db.contains(&key))
     }
 
     fn append(
@@ -206,7 +245,8 @@ impl Database {
         value: RString,
         delim: RString,
     ) -> Result<(), Error> {
-        rb_self.with(ruby, |db| db.append(&bytes(key), &bytes(value), &bytes(delim)))
+        let (key, value, delim) = (bytes(key), bytes(value), bytes(delim));
+        rb_self.with(ruby, |db| db.append(&key, &value, &delim))
     }
 
     fn compare_exchange(
@@ -216,8 +256,8 @@ impl Database {
         expected: Option<RString>,
         desired: Option<RString>,
     ) -> Result<bool, Error> {
-        let (expected, desired) = (opt_bytes(expected), opt_bytes(desired));
-        rb_self.with(ruby, |db| db.compare_exchange(&bytes(key), expected.as_deref(), desired.as_deref()))
+        let (key, expected, desired) = (bytes(key), opt_bytes(expected), opt_bytes(desired));
+        rb_self.with(ruby, |db| db.compare_exchange(&key, expected.as_deref(), desired.as_deref()))
     }
 
     fn increment(
@@ -227,14 +267,16 @@ impl Database {
         delta: Option<i64>,
         initial: i64,
     ) -> Result<i64, Error> {
-        let delta = delta.unwrap_or(INCREMENT_UNCHANGED);
-        rb_self.with(ruby, |db| db.increment(&bytes(key), delta, initial))
+        let (key, delta) = (bytes(key), delta.unwrap_or(INCREMENT_UNCHANGED));
+        rb_self.with(ruby, |db| db.increment(&key, delta, initial))
     }
 
     fn get_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<RHash, Error> {
         let keys = byte_list(keys)?;
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let values = rb_self.with(ruby, |db| db.get_multi(&refs))?;
+        let values = rb_self.with(ruby, |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.get_multi(&refs)
+        })?;
         let found = ruby.hash_new();
         for (key, value) in keys.iter().zip(values) {
             if let Some(value) = value {
@@ -253,8 +295,10 @@ impl Database {
 
     fn remove_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<usize, Error> {
         let keys = byte_list(keys)?;
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        rb_self.with(ruby, |db| db.remove_multi(&refs))
+        rb_self.with(ruby, |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.remove_multi(&refs)
+        })
     }
 
     fn compare_exchange_multi(
@@ -372,10 +416,11 @@ impl Database {
                 kuradb::Error::new(ErrorKind::InvalidArgument, "a database cannot be exported into itself"),
             ));
         }
-        dest.gate.enter(ruby)?;
-        let dest_guard = dest.db.read_recursive();
-        let target = dest_guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        rb_self.with(ruby, |db| db.export(target))
+        // A handle, not the read lock: the call may run without the VM
+        // lock, and a lock held across it would make a close of `dest` wait
+        // for this thread while this thread waits for the VM lock.
+        let (target, _) = dest.share(ruby)?;
+        rb_self.with(ruby, |db| db.export(&*target))
     }
 
     fn inspect_details(ruby: &Ruby, rb_self: &Self) -> Result<BTreeMap<String, String>, Error> {
@@ -402,7 +447,8 @@ impl Database {
         capacity: usize,
     ) -> Result<RArray, Error> {
         let mode: SearchMode = mode.parse().map_err(|e| to_rb(ruby, e))?;
-        let keys = rb_self.with(ruby, |db| db.search(mode, &bytes(pattern), capacity))?;
+        let pattern = bytes(pattern);
+        let keys = rb_self.with(ruby, |db| db.search(mode, &pattern, capacity))?;
         let found = ruby.ary_new_capa(keys.len());
         for key in keys {
             found.push(rb_self.out(ruby, &key)?)?;
@@ -422,7 +468,7 @@ impl Database {
             cursors.retain(|w| w.strong_count() > 0);
         }
         cursors.push(Arc::downgrade(&slot));
-        Ok(Cursor::new(slot, *rb_self.encoding.lock()))
+        Ok(Cursor::new(slot, *rb_self.encoding.lock(), rb_self.is_concurrent()))
     }
 
     fn restore(
@@ -444,7 +490,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("DBM", ruby.class_object())?;
     class.define_singleton_method("new", function!(Database::new, 0))?;
     class.define_singleton_method("_restore", function!(Database::restore, 3))?;
-    class.define_method("_open", method!(Database::open, 4))?;
+    class.define_method("_open", method!(Database::open, 5))?;
     class.define_method("close", method!(Database::close, 0))?;
     class.define_method("open?", method!(Database::is_open, 0))?;
     class.define_method("[]", method!(Database::get, 1))?;
@@ -481,5 +527,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_dbm_class", method!(Database::dbm_class, 0))?;
     class.define_method("_search", method!(Database::search, 3))?;
     class.define_method("_cursor", method!(Database::cursor, 0))?;
+    class.define_method("concurrent?", method!(Database::is_concurrent, 0))?;
+    crate::flat_records::define(class)?;
     Ok(())
 }

@@ -7,9 +7,11 @@
 //! (blocks, `Enumerable`, keyword parameters) and the reference's API
 //! (`require "tkrzw"`) to Ruby files on top.
 //!
-//! Ruby's global VM lock stays held during every call into the database:
-//! magnus has no safe way to release it. [`guard`] keeps that from
-//! deadlocking while a `process` block runs under a record lock.
+//! Ruby's global VM lock stays held during calls into the database unless
+//! it was opened `concurrent`: then the calls that run no Ruby code release
+//! it ([`nogvl`], the crate's only `unsafe` code). [`guard`] keeps a
+//! `process` block, which runs Ruby code under a record lock, from
+//! deadlocking with other threads.
 
 #![deny(unsafe_code)]
 
@@ -18,7 +20,11 @@ mod convert;
 mod cursor;
 mod database;
 mod error;
+mod file;
+mod flat_records;
 mod guard;
+mod index;
+mod nogvl;
 mod utility;
 
 use magnus::{Error, Ruby};
@@ -32,5 +38,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     cursor::define(ruby, module)?;
     utility::define(ruby, module)?;
     async_dbm::define(ruby, module)?;
+    index::define(ruby, module)?;
+    file::define(ruby, module)?;
     Ok(())
 }

@@ -62,6 +62,22 @@ module Kuradb
     def search(mode, pattern, capacity = 0)
       _search(mode.to_s, pattern, capacity)
     end
+
+    # Writes a consistent copy of the database's file to +dest+.
+    def copy_file_data(dest, hard: false)
+      _copy_file_data(dest.to_s, hard ? true : false)
+    end
+
+    # Writes every record to a new flat record file at +path+.
+    def export_to_flat_records(path)
+      _export_to_flat_records(path.is_a?(File) ? path : path.to_s)
+    end
+
+    # Sets every record of the flat record file at +path+; the future
+    # answers how many.
+    def import_from_flat_records(path)
+      _import_from_flat_records(path.is_a?(File) ? path : path.to_s)
+    end
   end
 
   # The pending result of an AsyncDBM operation: #get waits for it and

@@ -15,7 +15,9 @@ module Kuradb
 
     # Opens the database at +path+ (read-only unless +writable+); +params+
     # are the core's open parameters (dbm:, num_buckets:, truncate:, ...)
-    # plus +encoding:+, the encoding returned Strings are tagged with.
+    # plus +encoding:+, the encoding returned Strings are tagged with, and
+    # +concurrent:+, true to run calls that run no Ruby code without Ruby's
+    # VM lock, so that other threads run meanwhile (docs/ruby.md).
     # An empty or nil +path+ opens an on-memory database of the class
     # +dbm:+ names, without a file. With a block, yields the database and closes it when the block ends
     # (however it ends), answering the block's value; without, answers the
@@ -44,7 +46,8 @@ module Kuradb
       encoding = params.delete(:encoding) || params.delete("encoding")
       # Encoding.find raises ArgumentError naming an unknown encoding.
       encoding &&= Encoding.find(encoding.to_s).name
-      _open(path.to_s, writable ? true : false, Params.pairs(params), encoding)
+      concurrent = params.key?(:concurrent) ? params.delete(:concurrent) : params.delete("concurrent")
+      _open(path.to_s, writable ? true : false, Params.pairs(params), encoding, Params.flag(concurrent))
       self
     end
 
@@ -179,6 +182,26 @@ module Kuradb
     # Makes every change reach the OS, or the device with +hard+.
     def synchronize(hard = false)
       _synchronize(hard ? true : false)
+      self
+    end
+
+    # Writes every record to a new flat record file at +path+ (the
+    # reference's format for moving records between databases); +path+ may
+    # also be an open Kuradb::File, written at its end.
+    def export_to_flat_records(path)
+      _export_to_flat_records(path.is_a?(File) ? path : path.to_s)
+      self
+    end
+
+    # Sets every record of the flat record file at +path+ (or of a
+    # Kuradb::File, read from its start); answers how many.
+    def import_from_flat_records(path)
+      _import_from_flat_records(path.is_a?(File) ? path : path.to_s)
+    end
+
+    # Writes every key, each followed by a line feed, to a new file at +path+.
+    def export_keys_as_lines(path)
+      _export_keys_as_lines(path.is_a?(File) ? path : path.to_s)
       self
     end
 

@@ -20,5 +20,15 @@ module Kuradb
         [name.to_s, text]
       end
     end
+
+    # A true/false parameter given as true, false, nil or its text
+    # ("true", "false", "1", "0"); anything else raises ArgumentError.
+    def flag(value)
+      case value
+      when true, "true", "1", 1 then true
+      when false, nil, "false", "0", 0 then false
+      else raise ArgumentError, "a flag parameter must be true or false, not #{value.inspect}"
+      end
+    end
   end
 end

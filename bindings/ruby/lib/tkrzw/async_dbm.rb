@@ -5,17 +5,24 @@ module Tkrzw
   # #get answers a Status, or [Status, value] for the operations that
   # answer a value; #wait(timeout = -1) answers whether it is done.
   class Future
-    def initialize(future, &convert)
+    # +future+ is a Kuradb::Future, or nil for an operation that failed
+    # before it was queued, with its Status +failure+.
+    def initialize(future, failure = nil, &convert)
       @future = future
+      @failure = failure
       @convert = convert
     end
 
     # Waits up to +timeout+ seconds (negative: no limit).
     def wait(timeout = -1)
+      return true if @future.nil?
+
       @future.wait(timeout.negative? ? nil : timeout)
     end
 
     def get
+      return @convert.call(@failure, nil) if @future.nil?
+
       outcome = begin
         [Status.new, @future.get]
       rescue Kuradb::Error => e
@@ -126,6 +133,43 @@ module Tkrzw
       future(@adb.search(mode.to_s, str(pattern), capacity)) { |st, keys| [st, keys || []] }
     end
 
+    def copy_file_data(dest_path, sync_hard = false)
+      status_future(@adb.copy_file_data(dest_path.to_s, hard: sync_hard ? true : false))
+    end
+
+    # The task holds +dest_dbm+ open: it refuses to close until the task
+    # is done.
+    def export(dest_dbm)
+      native = begin
+        @adb.export(dest_dbm.send(:opened))
+      rescue Kuradb::Error, RuntimeError => e
+        return failed(e)
+      end
+      status_future(native)
+    end
+
+    # Writes every record to +dest_file+ (a Tkrzw::File open for writing,
+    # or a path), replacing what it held.
+    def export_to_flat_records(dest_file)
+      path = begin
+        File.target(dest_file)
+      rescue Kuradb::Error, TypeError => e
+        return failed(e)
+      end
+      status_future(@adb.export_to_flat_records(path))
+    end
+
+    # Sets every record of the flat record file +src_file+ (a Tkrzw::File
+    # or a path).
+    def import_from_flat_records(src_file)
+      path = begin
+        File.target(src_file)
+      rescue Kuradb::Error, TypeError => e
+        return failed(e)
+      end
+      status_future(@adb.import_from_flat_records(path))
+    end
+
     def to_s
       "#<Tkrzw::AsyncDBM>"
     end
@@ -140,6 +184,11 @@ module Tkrzw
 
     def status_future(native)
       Future.new(native) { |st, _| st }
+    end
+
+    # A future already done, with the Status of +error+.
+    def failed(error)
+      Future.new(nil, StatusOf.status_of(error)) { |st, _| st }
     end
 
     def str(data)

@@ -9,12 +9,6 @@ module Tkrzw
     NOT_OPENED = "not opened database"
     private_constant :NOT_OPENED
 
-    # Parameters of the reference that kuradb takes no action on: the
-    # reference's "concurrent" releases the VM lock, which kuradb cannot
-    # (docs/ruby.md).
-    IGNORED_PARAMS = %i[concurrent].freeze
-    private_constant :IGNORED_PARAMS
-
     def initialize
       @db = nil
       @writable = false
@@ -27,10 +21,12 @@ module Tkrzw
     end
 
     # Opens a database file; every parameter of the reference is a keyword.
+    # +concurrent: true+ runs the calls that run no Ruby code without the
+    # VM lock, as the reference's does (docs/ruby.md).
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      params = params.transform_keys(&:to_sym).reject { |name, _| IGNORED_PARAMS.include?(name) }
+      params = params.transform_keys(&:to_sym)
       # The reference's empty path is an on-memory database, TinyDBM unless named.
       params[:dbm] ||= "TinyDBM" if path.to_s.empty?
       @db = Kuradb::DBM.open(path.to_s, writable, **params)
@@ -45,6 +41,31 @@ module Tkrzw
       outcome = call { db.close }
       @db = nil unless db.open?
       outcome
+    end
+
+    # Calls the block with the key and the value (nil if absent) under the
+    # record's lock: a String (or any object, as its to_s) it answers is
+    # the new value, false removes the record, nil keeps it. The block
+    # must not use this database. It runs with the VM lock held, also in
+    # the concurrent mode (where the reference refuses it).
+    def process(key, writable, &block)
+      raise ArgumentError, "process needs a block" unless block
+
+      call { opened.process(str(key), writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+    end
+
+    # Calls the block with every record, as #process does for one, and
+    # once before and once after them with nil and nil, as the reference
+    # does.
+    def process_each(writable, &block)
+      raise ArgumentError, "process_each needs a block" unless block
+
+      call do
+        db = opened
+        block.call(nil, nil)
+        db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        block.call(nil, nil)
+      end
     end
 
     def get(key, status = nil)
@@ -152,6 +173,20 @@ module Tkrzw
       nil
     end
 
+    # The last modification time of the database's file in seconds (a
+    # Float), as the operating system keeps it (kuradb's files hold no
+    # time of their own): the newest of the shard files of a sharded
+    # database; nil for a database in memory or on failure.
+    def timestamp
+      path = opened.path
+      return nil if path.nil? || path.empty?
+
+      files = ::File.exist?(path) ? [path] : Dir.glob("#{path.gsub(/[*?\[\]{}\\]/) { |c| "\\#{c}" }}-*-of-*")
+      files.map { |f| ::File.mtime(f).to_f }.max
+    rescue Kuradb::Error, SystemCallError
+      nil
+    end
+
     def clear
       call { opened.clear }
     end
@@ -178,6 +213,25 @@ module Tkrzw
 
     def export(dest_dbm)
       call { opened.export(dest_dbm.send(:opened)) }
+    end
+
+    # Writes every record to +dest_file+ (a Tkrzw::File open for writing,
+    # or a path), replacing what it held, in the reference's flat record
+    # format.
+    def export_to_flat_records(dest_file)
+      call { opened.export_to_flat_records(File.target(dest_file)) }
+    end
+
+    # Sets every record of the flat record file +src_file+ (a Tkrzw::File
+    # or a path).
+    def import_from_flat_records(src_file)
+      call { opened.import_from_flat_records(File.target(src_file)) }
+    end
+
+    # Writes every key, each followed by a line feed, to +dest_file+ (a
+    # Tkrzw::File open for writing, or a path), replacing what it held.
+    def export_keys_as_lines(dest_file)
+      call { opened.export_keys_as_lines(File.target(dest_file)) }
     end
 
     # A Hash of the database's figures; "class" is the reference's name.
@@ -276,6 +330,11 @@ module Tkrzw
 
     def str(data)
       data.is_a?(String) ? data : data.to_s
+    end
+
+    # What a block's answer means to Kuradb::DBM#process.
+    def fate(answer)
+      answer.nil? || answer == false ? answer : str(answer)
     end
 
     # Runs the block and answers its outcome as a Status.

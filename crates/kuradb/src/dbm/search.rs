@@ -155,6 +155,9 @@ impl fmt::Display for SearchMode {
     }
 }
 
+/// Walks a sequence of keys (or lines): calls the visitor with each, in order.
+type Walk<'a> = dyn FnMut(&mut dyn FnMut(&[u8])) -> Result<()> + 'a;
+
 /// The keys of `db` that `mode` matches with `pattern`, at most `capacity` (0: all).
 pub(crate) fn search<D: Dbm + ?Sized>(
     db: &D,
@@ -162,6 +165,54 @@ pub(crate) fn search<D: Dbm + ?Sized>(
     pattern: &[u8],
     capacity: usize,
 ) -> Result<Vec<Vec<u8>>> {
+    if let SearchMode::Upper { inclusive } | SearchMode::Lower { inclusive } = mode {
+        let capacity = if capacity == 0 { usize::MAX } else { capacity };
+        return ordered(db, matches!(mode, SearchMode::Upper { .. }), inclusive, pattern, capacity);
+    }
+    let mut walk = |visit: &mut dyn FnMut(&[u8])| {
+        db.process_each(false, &mut |key, _| {
+            visit(key);
+            Action::Keep
+        })
+    };
+    matching(&mut walk, mode, pattern, capacity)
+}
+
+/// The lines of `text` (separated by line feeds, a carriage return before
+/// one dropped; a final line feed ends the last line) that `mode` matches
+/// with `pattern`, at most `capacity` (0: all), as the reference's search
+/// of a text file does. The ordered modes (upper, lower) need an ordered
+/// database and are refused.
+///
+/// ```
+/// use kuradb::dbm::search::search_lines;
+/// use kuradb::dbm::SearchMode;
+/// let text = b"tokyo\nosaka\r\nkyoto\n";
+/// assert_eq!(search_lines(text, SearchMode::End, b"yo", 0).unwrap(), [b"tokyo".to_vec()]);
+/// assert_eq!(search_lines(text, SearchMode::End, b"ka", 0).unwrap(), [b"osaka".to_vec()]);
+/// assert_eq!(search_lines(text, SearchMode::CONTAIN, b"o", 2).unwrap().len(), 2);
+/// ```
+pub fn search_lines(text: &[u8], mode: SearchMode, pattern: &[u8], capacity: usize) -> Result<Vec<Vec<u8>>> {
+    if let SearchMode::Upper { .. } | SearchMode::Lower { .. } = mode {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("search mode {mode} needs an ordered database, not lines of text"),
+        ));
+    }
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    let mut walk = |visit: &mut dyn FnMut(&[u8])| {
+        if !text.is_empty() {
+            for line in body.split(|&b| b == b'\n') {
+                visit(line.strip_suffix(b"\r").unwrap_or(line));
+            }
+        }
+        Ok(())
+    };
+    matching(&mut walk, mode, pattern, capacity)
+}
+
+/// The keys `walk` visits that `mode` (not an ordered one) matches.
+fn matching(walk: &mut Walk<'_>, mode: SearchMode, pattern: &[u8], capacity: usize) -> Result<Vec<Vec<u8>>> {
     let capacity = if capacity == 0 { usize::MAX } else { capacity };
     match mode {
         SearchMode::Contain { ignore_case, whole_word, any_line } => {
@@ -175,7 +226,7 @@ pub(crate) fn search<D: Dbm + ?Sized>(
             } else {
                 patterns
             };
-            scan(db, capacity, |key| {
+            scan(walk, capacity, |key| {
                 let lowered;
                 let text = if ignore_case {
                     lowered = key.to_ascii_lowercase();
@@ -186,8 +237,8 @@ pub(crate) fn search<D: Dbm + ?Sized>(
                 patterns.iter().any(|p| contains(text, p, whole_word))
             })
         }
-        SearchMode::Begin => scan(db, capacity, |key| key.starts_with(pattern)),
-        SearchMode::End => scan(db, capacity, |key| key.ends_with(pattern)),
+        SearchMode::Begin => scan(walk, capacity, |key| key.starts_with(pattern)),
+        SearchMode::End => scan(walk, capacity, |key| key.ends_with(pattern)),
         SearchMode::Regex => {
             let text = std::str::from_utf8(pattern).map_err(|_| {
                 Error::new(ErrorKind::InvalidArgument, "a regular expression must be UTF-8 text")
@@ -195,60 +246,66 @@ pub(crate) fn search<D: Dbm + ?Sized>(
             let regex = regex::bytes::Regex::new(text).map_err(|e| {
                 Error::new(ErrorKind::InvalidArgument, format!("invalid regular expression {text:?}: {e}"))
             })?;
-            scan(db, capacity, |key| regex.is_match(key))
+            scan(walk, capacity, |key| regex.is_match(key))
         }
         SearchMode::Edit => {
             let chars: Vec<char> = String::from_utf8_lossy(pattern).chars().collect();
-            nearest(db, capacity, |key| {
+            nearest(walk, capacity, |key| {
                 let key: Vec<char> = String::from_utf8_lossy(key).chars().collect();
                 edit_distance(&chars, &key)
             })
         }
-        SearchMode::EditBinary => nearest(db, capacity, |key| edit_distance(pattern, key)),
-        SearchMode::Upper { inclusive } | SearchMode::Lower { inclusive } => {
-            let upper = matches!(mode, SearchMode::Upper { .. });
-            let mut cursor = db.iter()?;
-            if upper {
-                cursor.jump_upper(pattern, inclusive)?;
-            } else {
-                cursor.jump_lower(pattern, inclusive)?;
-            }
-            let mut found = Vec::new();
-            while found.len() < capacity {
-                let Some((key, _)) = cursor.get()? else { break };
-                found.push(key);
-                if upper {
-                    cursor.next()?;
-                } else {
-                    cursor.previous()?;
-                }
-            }
-            Ok(found)
-        }
+        SearchMode::EditBinary => nearest(walk, capacity, |key| edit_distance(pattern, key)),
+        SearchMode::Upper { .. } | SearchMode::Lower { .. } => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("search mode {mode} needs an ordered database"),
+        )),
     }
 }
 
-/// Every key `matches` takes, in the database's order, up to `capacity`.
-fn scan<D: Dbm + ?Sized>(db: &D, capacity: usize, matches: impl Fn(&[u8]) -> bool) -> Result<Vec<Vec<u8>>> {
+/// The keys after (`upper`) or before `pattern` in the database's order.
+fn ordered<D: Dbm + ?Sized>(
+    db: &D,
+    upper: bool,
+    inclusive: bool,
+    pattern: &[u8],
+    capacity: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let mut cursor = db.iter()?;
+    if upper {
+        cursor.jump_upper(pattern, inclusive)?;
+    } else {
+        cursor.jump_lower(pattern, inclusive)?;
+    }
     let mut found = Vec::new();
-    db.process_each(false, &mut |key, _| {
+    while found.len() < capacity {
+        let Some((key, _)) = cursor.get()? else { break };
+        found.push(key);
+        if upper {
+            cursor.next()?;
+        } else {
+            cursor.previous()?;
+        }
+    }
+    Ok(found)
+}
+
+/// Every key `matches` takes, in the walk's order, up to `capacity`.
+fn scan(walk: &mut Walk<'_>, capacity: usize, matches: impl Fn(&[u8]) -> bool) -> Result<Vec<Vec<u8>>> {
+    let mut found = Vec::new();
+    walk(&mut |key| {
         if found.len() < capacity && matches(key) {
             found.push(key.to_vec());
         }
-        Action::Keep
     })?;
     Ok(found)
 }
 
 /// The `capacity` keys of least `distance`, ties in byte order.
-fn nearest<D: Dbm + ?Sized>(
-    db: &D,
-    capacity: usize,
-    distance: impl Fn(&[u8]) -> usize,
-) -> Result<Vec<Vec<u8>>> {
+fn nearest(walk: &mut Walk<'_>, capacity: usize, distance: impl Fn(&[u8]) -> usize) -> Result<Vec<Vec<u8>>> {
     // A max-heap of the best so far: its top is the first to give way.
     let mut best: BinaryHeap<(usize, Vec<u8>)> = BinaryHeap::new();
-    db.process_each(false, &mut |key, _| {
+    walk(&mut |key| {
         let d = distance(key);
         if best.len() < capacity {
             best.push((d, key.to_vec()));
@@ -256,7 +313,6 @@ fn nearest<D: Dbm + ?Sized>(
             best.pop();
             best.push((d, key.to_vec()));
         }
-        Action::Keep
     })?;
     let mut sorted: Vec<Reverse<(usize, Vec<u8>)>> = best.into_iter().map(Reverse).collect();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
