@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 
 use kuradb::file::{FileKind, OpenOptions};
 use kuradb::{ErrorKind, File, FileSpec, Params};
+use parking_lot::RwLock;
 
 /// An open file and what closing it must do.
 pub struct FileObject {
@@ -14,6 +15,10 @@ pub struct FileObject {
     /// Pad the file's end to a multiple of its block size on close (the
     /// `padding` access option, which the file layer leaves to its user).
     padding: bool,
+    /// Held shared by every access and exclusively by a truncation: the
+    /// file layer leaves it to its user not to cut a region while it is
+    /// read (a memory-mapped read of a cut region would crash the JVM).
+    pub cutting: RwLock<()>,
 }
 
 impl FileObject {
@@ -42,7 +47,7 @@ impl FileObject {
             }
         }
         let file = spec.open(path, &options)?;
-        Ok(FileObject { file, padding: spec.padding && writable })
+        Ok(FileObject { file, padding: spec.padding && writable, cutting: RwLock::new(()) })
     }
 
     /// Pads the file if asked to, then closes it.

@@ -58,6 +58,7 @@ native! {
                 return fail(env, ErrorKind::Infeasible, &format!("reading {size} bytes at {offset} goes past the end of the file ({} bytes)", f.file.size()));
             }
             let mut buf = vec![0u8; size];
+            let _access = f.cutting.read();
             check(env, f.file.read(offset, &mut buf))?;
             Ok(buf)
         })?;
@@ -72,7 +73,10 @@ native! {
         let Ok(offset) = u64::try_from(offset) else {
             return fail(env, ErrorKind::InvalidArgument, "the offset must not be negative");
         };
-        object::<FileHandle>(env, handle)?.with(env, |env, f| check(env, f.file.write(offset, &data)))
+        object::<FileHandle>(env, handle)?.with(env, |env, f| {
+            let _access = f.cutting.read();
+            check(env, f.file.write(offset, &data))
+        })
     }
 }
 
@@ -80,7 +84,10 @@ native! {
     /// Writes `data` at the end; answers the offset it went to.
     fn Java_io_kuradb_Native_fileAppend(env, handle: jlong, data: JByteArray<'l>) -> jlong {
         let data = bytes(env, &data, "the data")?;
-        let off = object::<FileHandle>(env, handle)?.with(env, |env, f| check(env, f.file.append(&data)))?;
+        let off = object::<FileHandle>(env, handle)?.with(env, |env, f| {
+            let _access = f.cutting.read();
+            check(env, f.file.append(&data))
+        })?;
         Ok(i64::try_from(off).unwrap_or(i64::MAX))
     }
 }
@@ -91,7 +98,10 @@ native! {
         let Ok(size) = u64::try_from(size) else {
             return fail(env, ErrorKind::InvalidArgument, "the size must not be negative");
         };
-        object::<FileHandle>(env, handle)?.with(env, |env, f| check(env, f.file.truncate(size)))
+        object::<FileHandle>(env, handle)?.with(env, |env, f| {
+            let _cut = f.cutting.write();
+            check(env, f.file.truncate(size))
+        })
     }
 }
 
@@ -144,11 +154,19 @@ native! {
 
 /// The lines matching: the file's distinct lines become the keys of a tree
 /// in memory, which the database search then scans.
-fn search_lines(f: &FileObject, mode: SearchMode, pattern: &[u8], capacity: usize) -> kuradb::Result<Vec<Vec<u8>>> {
-    let size = usize::try_from(f.file.size())
-        .map_err(|_| kuradb::Error::new(ErrorKind::Infeasible, "the file is too large to search in memory"))?;
+fn search_lines(
+    f: &FileObject,
+    mode: SearchMode,
+    pattern: &[u8],
+    capacity: usize,
+) -> kuradb::Result<Vec<Vec<u8>>> {
+    let size = usize::try_from(f.file.size()).map_err(|_| {
+        kuradb::Error::new(ErrorKind::Infeasible, "the file is too large to search in memory")
+    })?;
     let mut text = vec![0u8; size];
+    let access = f.cutting.read();
     f.file.read(0, &mut text)?;
+    drop(access);
     let lines = StdTreeDbm::new(&Default::default());
     let body = text.strip_suffix(b"\n").unwrap_or(&text);
     if !text.is_empty() {
@@ -179,6 +197,7 @@ native! {
 
 /// Appends the records (or keys) of `db` to `file`.
 pub fn export_into(db: &dyn Dbm, file: &FileObject, keys_only: bool) -> kuradb::Result<()> {
+    let _access = file.cutting.read();
     let mut out = BufWriter::new(Appender(&*file.file));
     if keys_only {
         export_keys_as_lines(db, &mut out)?;
@@ -190,5 +209,6 @@ pub fn export_into(db: &dyn Dbm, file: &FileObject, keys_only: bool) -> kuradb::
 
 /// Sets every record of `file`'s flat records in `db`.
 pub fn import_from(db: &dyn Dbm, file: &FileObject) -> kuradb::Result<u64> {
+    let _access = file.cutting.read();
     import_from_flat_records(db, &mut BufReader::new(Reader::new(&*file.file)))
 }

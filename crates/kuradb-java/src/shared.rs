@@ -25,7 +25,11 @@ impl<T> Shared<T> {
     }
 
     /// Runs `f` on the open object; throws `INFEASIBLE` if it is closed.
-    pub fn with<R>(&self, env: &mut Env<'_>, f: impl FnOnce(&mut Env<'_>, &Arc<T>) -> JResult<R>) -> JResult<R> {
+    pub fn with<R>(
+        &self,
+        env: &mut Env<'_>,
+        f: impl FnOnce(&mut Env<'_>, &Arc<T>) -> JResult<R>,
+    ) -> JResult<R> {
         let guard = self.inner.read_recursive();
         match guard.as_ref() {
             Some(value) => f(env, value),

@@ -12,24 +12,35 @@ use crate::handle::{object, Database};
 use crate::throw::{check, native};
 
 /// Synchronizes `db` as the reference's `Synchronize(hard, params)` does.
-/// Only a skip database uses a parameter, `reducer`: its records of one
-/// key are reduced (by a rebuild with that reducer) before the file is
-/// written. Other databases ignore `reducer`, as the reference's do; any
-/// other parameter is refused, naming it.
+/// Only a skip database uses the parameters: `merge` (paths of other
+/// databases, separated by colons) adds every record of those databases,
+/// and `reducer` reduces the records of one key (by a rebuild with that
+/// reducer), before the file is written. Other databases ignore both, as
+/// the reference's do; any other parameter is refused, naming it.
 pub fn synchronize_with(db: &AnyDbm, hard: bool, params: &Params) -> kuradb::Result<()> {
-    let mut reducer = None;
+    let (mut reducer, mut merge) = (None, None);
     for (name, value) in params.iter() {
         match name {
             "reducer" => reducer = Some(value),
+            "merge" => merge = Some(value),
             _ => {
                 return Err(kuradb::Error::new(
                     ErrorKind::InvalidArgument,
-                    format!("synchronize takes the parameter reducer only (for a SkipDBM), not {name}"),
+                    format!("synchronize takes the parameters merge and reducer (for a SkipDBM), not {name}"),
                 ))
             }
         }
     }
-    if let (Some(reducer), DbmClass::Skip) = (reducer, db.class()) {
+    if db.class() != DbmClass::Skip {
+        return db.synchronize(hard);
+    }
+    for path in merge.into_iter().flat_map(|m| m.split(':')).filter(|p| !p.is_empty()) {
+        let source = AnyDbm::open(path, false, &Params::new())?;
+        let exported = source.export(db);
+        source.close()?;
+        exported?;
+    }
+    if let Some(reducer) = reducer {
         let mut only = Params::new();
         only.insert("reducer", reducer)?;
         db.rebuild_with(&only)?;

@@ -739,8 +739,9 @@ public class DBM {
 
   /**
    * @param hard whether to wait for the device
-   * @param params null, or {@code reducer} (ReduceToFirst, ReduceToLast, …): a SkipDBM reduces each
-   *     key's records by it before writing its file; other classes ignore it, as the reference's do
+   * @param params null, or for a SkipDBM {@code merge} (paths of databases whose records it adds,
+   *     separated by colons) and {@code reducer} (ReduceToFirst, ReduceToLast, …, applied to each
+   *     key's records before its file is written); other classes ignore them, as the reference's do
    * @return the status; INVALID_ARGUMENT_ERROR for any other parameter
    */
   public Status synchronize(boolean hard, Map<String, String> params) {

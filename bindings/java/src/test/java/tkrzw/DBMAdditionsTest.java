@@ -48,6 +48,14 @@ class DBMAdditionsTest {
     assertEquals(Status.SUCCESS, dbm.synchronize(false, Map.of("reducer", "ReduceConcat")).getCode());
     assertEquals("12", dbm.get("a"), "the records of a were concatenated");
     assertEquals(2, dbm.count());
+    DBM other = new DBM();
+    other.open(dir.resolve("other.tks").toString(), true, "truncate=true").orDie();
+    other.set("m", "merged").orDie();
+    other.close().orDie();
+    assertEquals(Status.SUCCESS, dbm.synchronize(false,
+        Map.of("merge", dir.resolve("other.tks").toString(), "reducer", "ReduceToLast")).getCode());
+    assertEquals("merged", dbm.get("m"), "the other database's records were merged");
+    assertEquals(3, dbm.count());
     assertEquals(Status.INVALID_ARGUMENT_ERROR,
         dbm.synchronize(false, Map.of("reducer", "ReduceToNothing")).getCode());
     assertEquals(Status.INVALID_ARGUMENT_ERROR,
