@@ -175,12 +175,15 @@ native! {
     }
 }
 
+/// A key and its value, or none for an absent record.
+type OptionalPair = (Vec<u8>, Option<Vec<u8>>);
+
 /// Keys and values (null: absent) as pairs.
 fn optional_pairs(
     env: &mut Env<'_>,
     keys_array: &JObjectArray<'_, JByteArray<'_>>,
     values_array: &JObjectArray<'_, JByteArray<'_>>,
-) -> JResult<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+) -> JResult<Vec<OptionalPair>> {
     let keys = keys(env, keys_array, "a key")?;
     let values = byte_arrays(env, values_array, "the values")?;
     if values.len() != keys.len() {

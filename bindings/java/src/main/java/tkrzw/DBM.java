@@ -648,6 +648,17 @@ public class DBM {
   }
 
   /**
+   * Shows each processor its key's record, as the reference's examples pass them (an array).
+   *
+   * @param keyProcPairs keys and their processors
+   * @param writable whether they may change the records
+   * @return the status
+   */
+  public Status processMulti(RecordProcessor.WithKey[] keyProcPairs, boolean writable) {
+    return processMulti(List.of(keyProcPairs), writable);
+  }
+
+  /**
    * Shows {@code processor} every record, with null key and value before the first and after the last.
    *
    * @param processor the processor

@@ -82,4 +82,18 @@ class DBMAdditionsTest {
     dbm.close().orDie();
     assertThrows(IllegalStateException.class, dbm::getTimestamp, "not open");
   }
+
+  @Test
+  void processMultiTakesAnArrayAsTheReferencesExamplesPassIt() {
+    DBM dbm = new DBM();
+    dbm.open(dir.resolve("casket.tkh").toString(), true).orDie();
+    RecordProcessor.WithKey[] ops = {
+      new RecordProcessor.WithKey("doc-4", (k, v) -> "Tokyo Go!".getBytes(StandardCharsets.UTF_8)),
+      new RecordProcessor.WithKey("doc-5", (k, v) -> "Japan Go!".getBytes(StandardCharsets.UTF_8)),
+    };
+    assertEquals(Status.SUCCESS, dbm.processMulti(ops, true).getCode());
+    assertEquals("Tokyo Go!", dbm.get("doc-4"));
+    assertEquals("Japan Go!", dbm.get("doc-5"));
+    dbm.close().orDie();
+  }
 }

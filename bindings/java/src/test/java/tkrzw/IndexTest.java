@@ -122,4 +122,19 @@ class IndexTest {
     index.close().orDie();
     assertNull(iter.get(), "the index closed under it");
   }
+
+  @Test
+  void theReferencesIndexExampleRuns() {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream saved = System.out;
+    System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+    try {
+      ReferenceIndexExample.main(new String[] {dir.resolve("casket.tkt").toString()});
+    } finally {
+      System.setOut(saved);
+    }
+    assertEquals("general\n -- marilla\n -- matthew\nsales\n -- anne\n -- gilbert\n"
+        + "general: marilla\ngeneral: matthew\nsales: anne\nsales: gilbert\n",
+        out.toString(java.nio.charset.StandardCharsets.UTF_8));
+  }
 }
