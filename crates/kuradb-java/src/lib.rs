@@ -15,9 +15,16 @@
 mod callback;
 mod convert;
 mod cursor;
+mod file_object;
+mod future;
 mod handle;
+mod natives_async;
 mod natives_cursor;
 mod natives_dbm;
+mod natives_file;
+mod natives_index;
 mod natives_multi;
 mod natives_utility;
+mod shared;
+mod synchronize;
 mod throw;

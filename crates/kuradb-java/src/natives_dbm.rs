@@ -43,8 +43,12 @@ native! {
         }
         let closed = match Arc::try_unwrap(db) {
             Ok(db) => db.close(),
-            // Unreachable: only the lock and the emptied cursor slots held it.
-            Err(_) => Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is still in use")),
+            // Only an AsyncDBM (or one of its tasks) still holds it, besides
+            // the lock and the emptied cursor slots; it is closed when they let go.
+            Err(_) => Err(kuradb::Error::new(
+                ErrorKind::Infeasible,
+                "the database is still used by an AsyncDBM: destruct it before closing the database",
+            )),
         };
         check(env, closed)
     }
@@ -196,6 +200,22 @@ native! {
         database.with(env, |env, db| {
             let mut callback = Callback::new(&callback, &remove);
             let result = database.as_callback(|| db.process_each(writable, &mut |key, value| callback.call(env, 0, key, Some(value))));
+            callback.finish(Ok(()))?;
+            check(env, result)
+        })
+    }
+}
+
+native! {
+    /// Shows Java's callback the first record; answers whether there was one.
+    fn Java_io_kuradb_Native_processFirst(env, handle: jlong, callback: JObject<'l>, remove: JObject<'l>, writable: jboolean) -> jboolean {
+        if callback.is_null() {
+            return crate::convert::null_argument(env, "the processor");
+        }
+        let database: &Database = object(env, handle)?;
+        database.with(env, |env, db| {
+            let mut callback = Callback::new(&callback, &remove);
+            let result = database.as_callback(|| db.process_first(writable, &mut |key, value| callback.call(env, 0, key, Some(value))));
             callback.finish(Ok(()))?;
             check(env, result)
         })

@@ -45,7 +45,7 @@ native! {
 }
 
 /// The values of a multi call, as many as the keys.
-fn keys_of_values(
+pub(crate) fn keys_of_values(
     env: &mut jni::Env<'_>,
     values: &JObjectArray<'_, JByteArray<'_>>,
     count: usize,

@@ -71,4 +71,31 @@ final class Convert {
     }
     return flat;
   }
+
+  static String[] texts(byte[][] items) {
+    String[] out = new String[items.length];
+    for (int i = 0; i < items.length; i++) {
+      out[i] = text(items[i]);
+    }
+    return out;
+  }
+
+  static byte[][] utf8s(String[] items) {
+    byte[][] out = new byte[items.length][];
+    for (int i = 0; i < items.length; i++) {
+      out[i] = utf8(items[i]);
+    }
+    return out;
+  }
+
+  /** The first {@code size} bytes of {@code data} (all of them if size is its length). */
+  static byte[] prefix(byte[] data, long size) {
+    if (data == null || size == data.length) {
+      return data;
+    }
+    if (size < 0 || size > data.length) {
+      throw new IllegalArgumentException("size " + size + " is outside the buffer of " + data.length);
+    }
+    return java.util.Arrays.copyOf(data, (int) size);
+  }
 }

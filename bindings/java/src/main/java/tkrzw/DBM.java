@@ -47,7 +47,7 @@ public class DBM {
     return d;
   }
 
-  private long handle() {
+  long handle() {
     return Native.handleOf(open());
   }
 
@@ -57,14 +57,7 @@ public class DBM {
 
   /** Runs {@code op}, answering its outcome as a status. */
   private Status call(Op op) {
-    try {
-      op.run(handle());
-      return new Status();
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.status(this, () -> op.run(handle()));
   }
 
   /** Closes the database if it is open and releases the object. */
@@ -171,11 +164,7 @@ public class DBM {
    * @return whether it has a record
    */
   public boolean contains(byte[] key) {
-    try {
-      return Native.contains(handle(), key);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.reporting(this, null, () -> Native.contains(handle(), key), false);
   }
 
   /**
@@ -192,16 +181,9 @@ public class DBM {
    * @return the value, or null
    */
   public byte[] get(byte[] key, Status status) {
-    try {
-      byte[] value = Native.get(handle(), key);
-      Convert.report(status, value == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
-      return value;
-    } catch (KuraException e) {
-      Convert.report(status, Status.of(e));
-      return null;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    Status.And<byte[]> r = Calls.and(this, () -> Native.get(handle(), key), Status.NOT_FOUND_ERROR);
+    Convert.report(status, r.status);
+    return r.value;
   }
 
   /**
@@ -272,15 +254,7 @@ public class DBM {
    * @return the status; DUPLICATION_ERROR if the key exists and {@code overwrite} is false
    */
   public Status set(byte[] key, byte[] value, boolean overwrite) {
-    try {
-      return Native.set(handle(), key, value, overwrite)
-          ? new Status()
-          : new Status(Status.DUPLICATION_ERROR);
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.check(this, () -> Native.set(handle(), key, value, overwrite), Status.DUPLICATION_ERROR);
   }
 
   /**
@@ -318,15 +292,8 @@ public class DBM {
    */
   public Status setMulti(Map<byte[], byte[]> records, boolean overwrite) {
     byte[][][] kv = Convert.split(records);
-    try {
-      return Native.setMulti(handle(), kv[0], kv[1], overwrite)
-          ? new Status()
-          : new Status(Status.DUPLICATION_ERROR);
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.check(this, () -> Native.setMulti(handle(), kv[0], kv[1], overwrite),
+        Status.DUPLICATION_ERROR);
   }
 
   /**
@@ -375,13 +342,7 @@ public class DBM {
    * @return the status; NOT_FOUND_ERROR if there was no record
    */
   public Status remove(byte[] key) {
-    try {
-      return Native.remove(handle(), key) ? new Status() : new Status(Status.NOT_FOUND_ERROR);
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.check(this, () -> Native.remove(handle(), key), Status.NOT_FOUND_ERROR);
   }
 
   /**
@@ -397,15 +358,8 @@ public class DBM {
    * @return the status; NOT_FOUND_ERROR if some had no record (the others are removed)
    */
   public Status removeMulti(byte[][] keys) {
-    try {
-      return Native.removeMulti(handle(), keys) == keys.length
-          ? new Status()
-          : new Status(Status.NOT_FOUND_ERROR);
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.check(this, () -> Native.removeMulti(handle(), keys) == keys.length,
+        Status.NOT_FOUND_ERROR);
   }
 
   /**
@@ -413,11 +367,7 @@ public class DBM {
    * @return the status
    */
   public Status removeMulti(String[] keys) {
-    byte[][] raw = new byte[keys.length][];
-    for (int i = 0; i < keys.length; i++) {
-      raw[i] = Convert.utf8(keys[i]);
-    }
-    return removeMulti(raw);
+    return removeMulti(Convert.utf8s(keys));
   }
 
   /**
@@ -425,18 +375,7 @@ public class DBM {
    * @return the status (NOT_FOUND_ERROR if absent) and the removed value
    */
   public Status.And<byte[]> removeAndGet(byte[] key) {
-    Status.And<byte[]> result = new Status.And<>();
-    try {
-      result.value = Native.removeAndGet(handle(), key);
-      if (result.value == null) {
-        result.status = new Status(Status.NOT_FOUND_ERROR);
-      }
-    } catch (KuraException e) {
-      result.status = Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
-    return result;
+    return Calls.and(this, () -> Native.removeAndGet(handle(), key), Status.NOT_FOUND_ERROR);
   }
 
   /**
@@ -558,16 +497,7 @@ public class DBM {
    * @return the number after adding, or {@code Long.MIN_VALUE} on failure
    */
   public long increment(byte[] key, long inc, long init, Status status) {
-    try {
-      long value = Native.increment(handle(), key, inc, init);
-      Convert.report(status, new Status());
-      return value;
-    } catch (KuraException e) {
-      Convert.report(status, Status.of(e));
-      return Long.MIN_VALUE;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.reporting(this, status, () -> Native.increment(handle(), key, inc, init), Long.MIN_VALUE);
   }
 
   /**
@@ -591,15 +521,9 @@ public class DBM {
   public Status compareExchangeMulti(Map<byte[], byte[]> expected, Map<byte[], byte[]> desired) {
     byte[][][] e = Convert.split(expected);
     byte[][][] d = Convert.split(desired);
-    try {
-      return Native.compareExchangeMulti(handle(), e[0], e[1], ANY_BYTES, d[0], d[1])
-          ? new Status()
-          : new Status(Status.INFEASIBLE_ERROR);
-    } catch (KuraException ex) {
-      return Status.of(ex);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.check(this,
+        () -> Native.compareExchangeMulti(handle(), e[0], e[1], ANY_BYTES, d[0], d[1]),
+        Status.INFEASIBLE_ERROR);
   }
 
   /**
@@ -640,16 +564,9 @@ public class DBM {
    * @return the first record as {key, value}, removed, or null
    */
   public byte[][] popFirst(Status status) {
-    try {
-      byte[][] record = Native.popFirst(handle());
-      Convert.report(status, record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status());
-      return record;
-    } catch (KuraException e) {
-      Convert.report(status, Status.of(e));
-      return null;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    Status.And<byte[][]> r = Calls.and(this, () -> Native.popFirst(handle()), Status.NOT_FOUND_ERROR);
+    Convert.report(status, r.status);
+    return r.value;
   }
 
   /** @return the first record, removed, or null */
@@ -731,6 +648,17 @@ public class DBM {
   }
 
   /**
+   * Shows each processor its key's record, as the reference's examples pass them (an array).
+   *
+   * @param keyProcPairs keys and their processors
+   * @param writable whether they may change the records
+   * @return the status
+   */
+  public Status processMulti(RecordProcessor.WithKey[] keyProcPairs, boolean writable) {
+    return processMulti(List.of(keyProcPairs), writable);
+  }
+
+  /**
    * Shows {@code processor} every record, with null key and value before the first and after the last.
    *
    * @param processor the processor
@@ -745,26 +673,27 @@ public class DBM {
     });
   }
 
+  /**
+   * Shows {@code processor} the first record (in key order for an ordered database).
+   *
+   * @param processor the processor
+   * @param writable whether it may change the record
+   * @return the status; NOT_FOUND_ERROR if the database is empty
+   */
+  public Status processFirst(RecordProcessor processor, boolean writable) {
+    return Calls.check(this,
+        () -> Native.processFirst(handle(), Convert.bridge(processor), Dbm.REMOVE, writable),
+        Status.NOT_FOUND_ERROR);
+  }
+
   /** @return the number of records, or -1 on failure */
   public long count() {
-    try {
-      return Native.count(handle());
-    } catch (KuraException e) {
-      return -1;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.reporting(this, null, () -> Native.count(handle()), -1L);
   }
 
   /** @return the file's size, or -1 on failure */
   public long getFileSize() {
-    try {
-      return Native.fileSize(handle());
-    } catch (KuraException e) {
-      return -1;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.reporting(this, null, () -> Native.fileSize(handle()), -1L);
   }
 
   /** @return the file's path, or null */
@@ -773,6 +702,25 @@ public class DBM {
       return Native.path(handle());
     } finally {
       Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * The time of the database's last change reaching its file, as the file
+   * system recorded it (kuradb keeps no timestamp of its own).
+   *
+   * @return seconds since the epoch, or NaN for a database without a file, or on failure
+   */
+  public double getTimestamp() {
+    String path = getFilePath();
+    if (path == null || path.isEmpty()) {
+      return Double.NaN;
+    }
+    try {
+      java.nio.file.attribute.FileTime time = java.nio.file.Files.getLastModifiedTime(java.nio.file.Path.of(path));
+      return time.to(java.util.concurrent.TimeUnit.MICROSECONDS) / 1e6;
+    } catch (java.io.IOException | RuntimeException e) {
+      return Double.NaN;
     }
   }
 
@@ -797,27 +745,21 @@ public class DBM {
 
   /** @return whether a rebuild is worthwhile */
   public boolean shouldBeRebuilt() {
-    try {
-      return Native.shouldBeRebuilt(handle());
-    } catch (KuraException e) {
-      return false;
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.reporting(this, null, () -> Native.shouldBeRebuilt(handle()), false);
   }
 
   /**
    * @param hard whether to wait for the device
-   * @param params must be null or empty: kuradb's synchronize takes none
-   * @return the status
+   * @param params null, or for a SkipDBM {@code merge} (paths of databases whose records it adds,
+   *     separated by colons) and {@code reducer} (ReduceToFirst, ReduceToLast, …, applied to each
+   *     key's records before its file is written); other classes ignore them, as the reference's do
+   * @return the status; INVALID_ARGUMENT_ERROR for any other parameter
    */
   public Status synchronize(boolean hard, Map<String, String> params) {
-    if (params != null && !params.isEmpty()) {
-      return new Status(Status.INVALID_ARGUMENT_ERROR,
-          "synchronize takes no parameters here: " + params.keySet());
-    }
-    return call(h -> Native.synchronize(h, hard));
+    String[] flat = Convert.flatten(params);
+    return call(h -> Native.synchronizeWith(h, hard, flat));
   }
+
 
   /**
    * @param hard whether to wait for the device
@@ -877,6 +819,48 @@ public class DBM {
    */
   public Status exportKeysAsLines(String destPath) {
     return call(h -> Native.exportToFile(h, destPath, true));
+  }
+
+  /**
+   * Appends every record to a file as flat records.
+   *
+   * @param destFile the file, open for writing
+   * @return the status
+   */
+  public Status exportToFlatRecords(File destFile) {
+    return withFile(destFile, (h, f) -> Native.exportToFileObject(h, f, false));
+  }
+
+  /**
+   * Sets every record of a file's flat records.
+   *
+   * @param srcFile the file, open
+   * @return the status
+   */
+  public Status importFromFlatRecords(File srcFile) {
+    return withFile(srcFile, (h, f) -> Native.importFromFileObject(h, f));
+  }
+
+  /**
+   * Appends every key to a file as a line of text.
+   *
+   * @param destFile the file, open for writing
+   * @return the status
+   */
+  public Status exportKeysAsLines(File destFile) {
+    return withFile(destFile, (h, f) -> Native.exportToFileObject(h, f, true));
+  }
+
+  private interface FileOp {
+    void run(long handle, long file);
+  }
+
+  private Status withFile(File file, FileOp op) {
+    try {
+      return Calls.status(this, () -> op.run(handle(), file.handle()));
+    } finally {
+      Reference.reachabilityFence(file);
+    }
   }
 
   /** @return internal figures by name; {@code class} is the reference's class name (HashDBM, …) */

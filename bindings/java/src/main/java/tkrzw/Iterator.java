@@ -1,8 +1,6 @@
 package tkrzw;
 
-import io.kuradb.KuraException;
 import io.kuradb.Native;
-import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 
@@ -12,8 +10,6 @@ import java.nio.charset.StandardCharsets;
  * does; {@link #destruct()} (or {@link #close()}) releases it.
  */
 public class Iterator implements AutoCloseable {
-  private static final Cleaner CLEANER = Cleaner.create();
-
   private final long handle;
   @SuppressWarnings("unused")
   private final DBM dbm;
@@ -21,7 +17,7 @@ public class Iterator implements AutoCloseable {
   Iterator(DBM dbm, long handle) {
     this.dbm = dbm;
     this.handle = handle;
-    CLEANER.register(this, () -> Native.cursorFree(handle));
+    Calls.CLEANER.register(this, () -> Native.cursorFree(handle));
   }
 
   private interface Step {
@@ -29,14 +25,7 @@ public class Iterator implements AutoCloseable {
   }
 
   private Status call(Step step) {
-    try {
-      step.run();
-      return new Status();
-    } catch (KuraException e) {
-      return Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
+    return Calls.status(this, step::run);
   }
 
   /** Releases the iterator; later calls fail. */
@@ -131,20 +120,9 @@ public class Iterator implements AutoCloseable {
    * @return the current record as {key, value}, or null
    */
   public byte[][] get(Status status) {
-    byte[][] record = null;
-    Status outcome;
-    try {
-      record = Native.cursorGet(handle);
-      outcome = record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status();
-    } catch (KuraException e) {
-      outcome = Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
-    if (status != null) {
-      status.set(outcome.getCode(), outcome.getMessage());
-    }
-    return record;
+    Status.And<byte[][]> r = Calls.and(this, () -> Native.cursorGet(handle), Status.NOT_FOUND_ERROR);
+    Convert.report(status, r.status);
+    return r.value;
   }
 
   /** @return the current record as {key, value}, or null */
@@ -216,20 +194,9 @@ public class Iterator implements AutoCloseable {
    * @return the record as {key, value}, or null
    */
   public byte[][] step(Status status) {
-    byte[][] record = null;
-    Status outcome;
-    try {
-      record = Native.cursorStep(handle);
-      outcome = record == null ? new Status(Status.NOT_FOUND_ERROR) : new Status();
-    } catch (KuraException e) {
-      outcome = Status.of(e);
-    } finally {
-      Reference.reachabilityFence(this);
-    }
-    if (status != null) {
-      status.set(outcome.getCode(), outcome.getMessage());
-    }
-    return record;
+    Status.And<byte[][]> r = Calls.and(this, () -> Native.cursorStep(handle), Status.NOT_FOUND_ERROR);
+    Convert.report(status, r.status);
+    return r.value;
   }
 
   /** @return the record as {key, value} before moving on, or null */

@@ -115,6 +115,8 @@ public class Utility {
     }
     Map<String, String> out = new LinkedHashMap<>(params);
     out.remove("concurrent");
+    // The reference separates access options with colons; kuradb with + (or , | space).
+    out.computeIfPresent("access_options", (k, v) -> v.replace(':', '+'));
     String mode = out.getOrDefault("record_comp_mode", "").trim().toUpperCase();
     String bare = mode.startsWith("RECORD_COMP_") ? mode.substring("RECORD_COMP_".length()) : mode;
     if (bare.equals("RC4")) {

@@ -73,6 +73,8 @@ public final class Native {
       long db, byte[] key, Callback callback, byte[] removeMarker, boolean writable);
   public static native void processEach(
       long db, Callback callback, byte[] removeMarker, boolean writable);
+  public static native boolean processFirst(
+      long db, Callback callback, byte[] removeMarker, boolean writable);
   public static native long count(long db);
   public static native long fileSize(long db);
   public static native String path(long db);
@@ -126,4 +128,65 @@ public final class Native {
   public static native int editDistanceLev(String a, String b);
   public static native long memoryUsage();
   public static native long memoryCapacity();
+
+  public static native void synchronizeWith(long db, boolean hard, String[] params);
+  public static native void exportToFileObject(long db, long file, boolean keysOnly);
+  public static native long importFromFileObject(long db, long file);
+
+  public static native long fileOpen(String path, boolean writable, String[] params);
+  public static native void fileClose(long file);
+  public static native void fileFree(long file);
+  public static native byte[] fileRead(long file, long offset, long size);
+  public static native void fileWrite(long file, long offset, byte[] data);
+  public static native long fileAppend(long file, byte[] data);
+  public static native void fileTruncate(long file, long size);
+  public static native void fileSynchronize(long file, boolean hard);
+  public static native long fileGetSize(long file);
+  public static native String filePath(long file);
+  public static native String fileClassName(long file);
+  public static native byte[][] fileSearch(long file, String mode, byte[] pattern, int capacity);
+
+  public static native long indexOpen(String path, boolean writable, String[] params);
+  public static native void indexClose(long index);
+  public static native void indexFree(long index);
+  public static native boolean indexContains(long index, byte[] key, byte[] value);
+  public static native byte[][] indexGetValues(long index, byte[] key, int max);
+  public static native void indexAdd(long index, byte[] key, byte[] value);
+  public static native boolean indexRemove(long index, byte[] key, byte[] value);
+  public static native long indexCount(long index);
+  public static native String indexPath(long index);
+  public static native void indexClear(long index);
+  public static native void indexRebuild(long index);
+  public static native void indexSynchronize(long index, boolean hard);
+  public static native boolean indexIsWritable(long index);
+  public static native byte[][] indexStep(long index, int step, byte[] key, byte[] value);
+
+  public static native long asyncNew(long db, int threads);
+  public static native void asyncDestruct(long async);
+  public static native void asyncFree(long async);
+  public static native long asyncGet(long async, byte[] key);
+  public static native long asyncGetMulti(long async, byte[][] keys);
+  public static native long asyncSet(long async, byte[] key, byte[] value, boolean overwrite);
+  public static native long asyncSetMulti(long async, byte[][] keys, byte[][] values, boolean overwrite);
+  public static native long asyncRemove(long async, byte[] key);
+  public static native long asyncRemoveMulti(long async, byte[][] keys);
+  public static native long asyncAppend(long async, byte[] key, byte[] value, byte[] delimiter);
+  public static native long asyncAppendMulti(long async, byte[][] keys, byte[][] values, byte[] delimiter);
+  public static native long asyncCompareExchange(long async, byte[] key, byte[] expected, byte[] desired);
+  public static native long asyncIncrement(long async, byte[] key, long delta, long initial);
+  public static native long asyncCompareExchangeMulti(
+      long async, byte[][] expectedKeys, byte[][] expectedValues,
+      byte[][] desiredKeys, byte[][] desiredValues);
+  public static native long asyncClear(long async);
+  public static native long asyncRebuild(long async, String[] params);
+  public static native long asyncSynchronize(long async, boolean hard, String[] params);
+  public static native long asyncCopyFileData(long async, String dest, boolean hard);
+  public static native long asyncExport(long async, long destDb);
+  public static native long asyncExportToFile(long async, long file);
+  public static native long asyncImportFromFile(long async, long file);
+  public static native long asyncSearch(long async, String mode, byte[] pattern, int capacity);
+
+  public static native boolean futureAwait(long future, double timeout);
+  public static native byte[][] futureGet(long future);
+  public static native void futureFree(long future);
 }
