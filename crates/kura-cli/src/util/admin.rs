@@ -179,25 +179,18 @@ fn validate(db: &AnyDbm) -> Result<u64> {
     let expected = db.count()?;
     let spinner = progress::spinner("validating");
     let mut read = 0u64;
-    let mut cursor = db.iter()?;
-    cursor.first()?;
-    let result = loop {
-        match cursor.get() {
-            Ok(Some(_)) => read += 1,
-            Ok(None) => break Ok(read),
-            Err(e) => {
-                break Err(Error::new(
-                    e.kind(),
-                    format!("validation: reading the record after the {read} first: {}", e.message()),
-                ))
-            }
+    let result = db.iter().and_then(|mut cursor| {
+        cursor.first()?;
+        while cursor.get()?.is_some() {
+            read += 1;
+            cursor.next()?;
         }
-        if let Err(e) = cursor.next() {
-            break Err(e);
-        }
-    };
+        Ok(())
+    });
     spinner.finish_and_clear();
-    let read = result?;
+    result.map_err(|e| {
+        Error::new(e.kind(), format!("validation failed after {read} good records: {}", e.message()))
+    })?;
     if read != expected {
         return Err(Error::new(
             ErrorKind::BrokenData,

@@ -55,6 +55,11 @@ pub struct ListArgs {
     #[arg(long = "keys")]
     keys: bool,
 
+    /// C-escapes keys and values (\t, \n, \\, \xNN, …), as the reference's
+    /// --escape; kura's list always does, unless --hex or --base64 is given.
+    #[arg(long = "escape", conflicts_with_all = ["hex", "base64"])]
+    escape: bool,
+
     /// Prints one JSON object a line: {"key": …, "value": …}. A key or value
     /// that is not UTF-8 text is given as "key_hex"/"value_hex" instead;
     /// with --hex or --base64 every one is encoded.
@@ -113,7 +118,7 @@ fn parse_items(text: &str) -> std::result::Result<u64, String> {
 /// Prints records in the database's order, from where --move and --jump
 /// put the cursor to --upper, at most --items of them.
 pub fn list(args: &ListArgs) -> Result<()> {
-    let codec = args.codec.codec();
+    let codec = if args.escape { Codec::Text } else { args.codec.codec() };
     let jump = args.jump.as_ref().map(|k| codec.decode_arg(k, "--jump key")).transpose()?;
     let upper = args.upper.as_ref().map(|k| codec.decode_arg(k, "--upper key")).transpose()?;
     let movement = args.movement.unwrap_or(if jump.is_some() { Move::Jump } else { Move::First });
