@@ -123,7 +123,7 @@ pub fn set(args: &SetArgs) -> Result<()> {
     let codec = args.codec.codec();
     if args.multi {
         let words: Vec<&OsString> = std::iter::once(&args.key).chain(&args.value).chain(&args.more).collect();
-        if words.len() % 2 != 0 {
+        if !words.len().is_multiple_of(2) {
             return Err(usage("set --multi takes KEY VALUE pairs: the last key has no value"));
         }
         let words = multi::decode_all(codec, words, "key or value")?;
