@@ -278,7 +278,7 @@ pub struct SkipFlags {
     pub insert_in_order: bool,
 
     /// (skip) How each synchronization reduces a key's records: none, first,
-    /// last, concat, concat_null, concat_tab, concat_line or total [default: none].
+    /// second, last, concat, concat_null, concat_tab, concat_line or total [default: none].
     #[arg(long = "reducer", value_name = "NAME", value_parser = parse_reducer)]
     pub reducer: Option<String>,
 }

@@ -36,7 +36,7 @@ enum Command {
     /// Benchmarks and checks the file layer (flags of tkrzw_file_perf).
     FilePerf(file_perf::FilePerfArgs),
     /// Administers a database file: create, inspect, get, set, list, export, import, rebuild, ….
-    Util(util::UtilArgs),
+    Util(Box<util::UtilArgs>),
     /// Update-log files: write, read, list, prune, apply (tkrzw_ulog_util's subcommands and flags).
     Ulog(ulog::UlogArgs),
     /// Serves databases over the Redis protocol (redis-cli, Redis clients, proxies).

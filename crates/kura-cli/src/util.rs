@@ -5,7 +5,7 @@
 //! Every database is opened through [`PolyDbm`], from the file's path and a
 //! parameter string built from `--dbm`, `--file` and `--params`, so each class
 //! PolyDbm learns is served here without a change. One function per
-//! subcommand, in `records` (get, set, remove, list), `transfer` (export,
+//! subcommand, in `records` (get, set, remove, rekey), `list`, `transfer` (export,
 //! import), `convert` (a file of the reference into kuradb's) and `admin`
 //! (the rest).
 //!
@@ -17,17 +17,21 @@ mod admin;
 mod codec;
 mod convert;
 mod import;
+mod list;
+mod multi;
 mod progress;
 mod records;
 mod search;
 mod transfer;
 mod tuning;
+mod ulog_transfer;
 
 use std::path::Path;
 
 use clap::{Args, Subcommand};
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
 pub use codec::Codec;
@@ -53,8 +57,8 @@ enum UtilCommand {
     Remove(records::RemoveArgs),
     /// Changes the key of a record.
     Rekey(records::RekeyArgs),
-    /// Prints records, all or a range, one a line: key TAB value.
-    List(records::ListArgs),
+    /// Prints records, 10 or --items of them from where --move puts the cursor, one a line: key TAB value.
+    List(list::ListArgs),
     /// Writes every record to a flat record file (the reference's format), or a TSV file with --tsv.
     Export(transfer::ExportArgs),
     /// Adds every record of a flat record file, or a TSV file with --tsv; all or nothing.
@@ -84,7 +88,7 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::Set(a) => records::set(a),
         UtilCommand::Remove(a) => records::remove(a),
         UtilCommand::Rekey(a) => records::rekey(a),
-        UtilCommand::List(a) => records::list(a),
+        UtilCommand::List(a) => list::list(a),
         UtilCommand::Export(a) => transfer::export(a),
         UtilCommand::Import(a) => import::import(a),
         UtilCommand::Search(a) => search::search(a),
@@ -116,6 +120,12 @@ pub struct DbFlags {
     /// Waits for a lock another process holds instead of failing at once.
     #[arg(long = "wait")]
     wait: bool,
+
+    /// Synchronizes the database with the device (hard: the data reaches
+    /// the disk) before closing it, as the reference's --sync_hard; for the
+    /// commands that write (a command that only reads refuses it).
+    #[arg(long = "sync_hard")]
+    sync_hard: bool,
 
     /// Compresses values (a tree's pages): none, zstd, lz4 or zlib; for a
     /// new file (create, import) or a rebuild; the same as --params
@@ -180,11 +190,41 @@ impl DbFlags {
 
     /// Opens the database at `path`.
     fn open(&self, path: &Path, access: Access) -> Result<AnyDbm> {
+        if self.sync_hard && access == Access::Read {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "--sync_hard: this command only reads {}, so nothing of it is to be synchronized",
+                    path.display()
+                ),
+            ));
+        }
         open_with(path, access, &self.params()?)
+    }
+
+    /// Closes `db` as [`finish`] does, synchronizing it with the device
+    /// first if --sync_hard was given and `result` is a success.
+    fn finish<T>(&self, db: AnyDbm, result: Result<T>) -> Result<T> {
+        let result = match result {
+            Ok(value) if self.sync_hard => db.synchronize(true).map(|()| value),
+            other => other,
+        };
+        finish(db, result)
+    }
+
+    /// With --sync_hard, makes the database a command wrote by other means
+    /// than an open handle (a restore) durable: it is opened, synchronized
+    /// with the device and closed.
+    fn sync_written(&self, path: &Path, params: &Params) -> Result<()> {
+        if !self.sync_hard {
+            return Ok(());
+        }
+        let db = open_with(path, Access::Write, params)?;
+        self.finish(db, Ok(()))
     }
 }
 
-fn in_flag(flag: &str, e: Error) -> Error {
+pub(crate) fn in_flag(flag: &str, e: Error) -> Error {
     Error::new(e.kind(), format!("{flag}: {}", e.message()))
 }
 

@@ -44,7 +44,7 @@ fn a_closed_pipe_ends_every_subcommand_quietly() {
     let db = database(dir.path(), 40_000);
     let ulog = dir.path().join("log");
     let mut cases: Vec<Vec<String>> = vec![
-        vec!["util".into(), "list".into(), s(&db).into()],
+        vec!["util".into(), "list".into(), "--items".into(), "all".into(), s(&db).into()],
         vec!["util".into(), "export".into(), "--tsv".into(), s(&db).into(), "-".into()],
         vec!["util".into(), "search".into(), s(&db).into(), "key".into()],
         vec![

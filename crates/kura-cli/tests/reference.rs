@@ -93,7 +93,7 @@ fn flat_exports_round_trip_through_the_reference_and_back() {
             inspect.contains("read_only_reference_file: true") && inspect.contains("count: 258"),
             "{inspect}"
         );
-        let listed = ok(&["list", "--hex", s(&reference)]);
+        let listed = ok(&["list", "--items", "all", "--hex", s(&reference)]);
         assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 258, "{class}");
         let out = kura(&["set", s(&reference), "apple", "green"]);
         let err = String::from_utf8_lossy(&out.stderr);

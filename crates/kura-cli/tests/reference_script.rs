@@ -3,8 +3,11 @@
 //! set (plain, --append, the reference's --incr INITIAL KEY DELTA, --reducer),
 //! get, rekey, remove, list, export and import (flat records by default,
 //! --tsv, --tsv --escape, --keys), rebuild with tuning and --restore,
-//! inspect of an attribute. Where Debian's tkrzw-utils is missing, the test
-//! prints a message and passes unchecked.
+//! inspect of an attribute; list (10 records by default, --move),
+//! get/set/remove --multi, --sync_hard, --alloc_init/--alloc_inc, inspect
+//! --validate, export/import --ulog with --ulog_ids, restore --auto and
+//! --class, the --append update mode and the second reducer. Where Debian's
+//! tkrzw-utils is missing, the test prints a message and passes unchecked.
 
 use std::path::Path;
 use std::process::Command;
@@ -64,6 +67,44 @@ $UTIL set --reducer concattab sums.tks k b
 $UTIL get sums.tks k
 if $UTIL get casket.tkt nothing > /dev/null 2>&1; then echo "found"; else echo "missing"; fi
 if $UTIL set --no_overwrite casket.tkt 10 x > /dev/null 2>&1; then echo "set"; else echo "kept"; fi
+$UTIL create --dbm tree --alloc_init 65536 --alloc_inc 1.5 --sync_hard many.tkt
+$UTIL set --multi --sync_hard many.tkt 01 a 02 b 03 c
+for k in 04 05 06 07 08 09 10 11 12; do $UTIL set many.tkt $k v$k; done
+echo "== list, 10 by default"
+$UTIL list many.tkt
+$UTIL list --items 12 --keys many.tkt
+echo "== list --move"
+for move in first jump jumplower jumplowerinc jumpupper jumpupperinc; do
+  $UTIL list --move $move --jump_key 05 --items 3 many.tkt
+done
+echo "== --multi"
+$UTIL get --multi many.tkt 01 nothing 03
+$UTIL remove --multi many.tkt 01 nothing 02
+$UTIL get --multi many.tkt 01 02 03
+$UTIL set --multi --append + many.tkt 03 x 04 y
+$UTIL get --multi many.tkt 03 04
+$UTIL inspect --validate many.tkt > /dev/null
+echo "== --ulog"
+$UTIL export --ulog 1000 --ulog_ids 1 2 many.tkt log
+$UTIL import --ulog 1000 --sync_hard logcopy.tkh log
+$UTIL get logcopy.tkh 05
+$UTIL inspect logcopy.tkh num_records
+$UTIL import --ulog 1000 --ulog_ids 7 2 other.tkh log
+$UTIL inspect other.tkh num_records
+$UTIL import --ulog 1000 --ulog_ids 1 2 same.tkh log
+$UTIL inspect same.tkh num_records
+echo "== restore"
+$UTIL restore --auto default many.tkt > /dev/null 2>&1
+$UTIL restore --class TreeDBM many.tkt restored.tkt > /dev/null 2>&1
+$UTIL list --items 3 restored.tkt
+$UTIL create --append appended.tkh
+$UTIL set appended.tkh k 1
+$UTIL set appended.tkh k 2
+$UTIL rebuild --append --sync_hard appended.tkh > /dev/null
+$UTIL get appended.tkh k
+$UTIL create --dbm skip second.tks
+for v in a b c; do $UTIL set --reducer second second.tks k $v; done
+$UTIL get second.tks k
 "#;
 
 fn run(util: &str, dir: &Path) -> String {

@@ -142,6 +142,7 @@ impl Model {
             let reduced = match reducer {
                 Reducer::All => continue,
                 Reducer::First => list[0].clone(),
+                Reducer::Second => list[1.min(list.len() - 1)].clone(),
                 Reducer::Last => list[list.len() - 1].clone(),
                 Reducer::Concat(d) => list.join(&d[..]),
                 Reducer::Total => total(list),

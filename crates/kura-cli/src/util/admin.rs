@@ -24,6 +24,9 @@ pub struct CreateArgs {
     #[arg(long = "truncate")]
     truncate: bool,
 
+    #[command(flatten)]
+    update: UpdateModeFlag,
+
     /// The database file to create; its tuning comes from --params.
     file: PathBuf,
 }
@@ -31,6 +34,7 @@ pub struct CreateArgs {
 /// Creates an empty database.
 pub fn create(args: &CreateArgs) -> Result<()> {
     let mut params = args.db.params()?;
+    args.update.insert_into(&mut params)?;
     if args.truncate {
         if params.get("truncate").is_none() {
             params.insert("truncate", "true")?;
@@ -41,7 +45,28 @@ pub fn create(args: &CreateArgs) -> Result<()> {
             format!("{} exists; give --truncate to empty it", args.file.display()),
         ));
     }
-    open_with(&args.file, Access::Create, &params)?.close()
+    let db = open_with(&args.file, Access::Create, &params)?;
+    args.db.finish(db, Ok(()))
+}
+
+/// The reference's `--append` tuning flag of create and rebuild (elsewhere
+/// `--append DELIM` appends to a record).
+#[derive(Args, Debug)]
+struct UpdateModeFlag {
+    /// (hash, tree) Appends every update to the file rather than updating
+    /// in place (update_mode=appending): the crash-safest mode, which keeps
+    /// every old version for `restore --end_offset`.
+    #[arg(long = "append", conflicts_with = "in_place")]
+    append: bool,
+}
+
+impl UpdateModeFlag {
+    fn insert_into(&self, params: &mut Params) -> Result<()> {
+        if self.append {
+            params.insert("update_mode", "appending").map_err(|e| super::in_flag("--append", e))?;
+        }
+        Ok(())
+    }
 }
 
 /// Arguments of `kura util inspect`.
@@ -55,6 +80,13 @@ pub struct InspectArgs {
     #[arg(long = "json")]
     json: bool,
 
+    /// Reads every record, which checks each one's checksum (and its
+    /// decompression and decryption), and checks that their number is the
+    /// count the database keeps; a damaged record fails the command naming
+    /// it. The number read is the figure `validated_records`.
+    #[arg(long = "validate")]
+    validate: bool,
+
     /// The database file.
     file: PathBuf,
 
@@ -65,7 +97,12 @@ pub struct InspectArgs {
 /// Prints what a database says about itself, each figure once.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
     let db = args.db.open(&args.file, Access::Read)?;
-    let figures = figures(&db);
+    let figures = figures(&db).and_then(|mut figures| {
+        if args.validate {
+            figures.push(("validated_records".into(), validate(&db)?.to_string()));
+        }
+        Ok(figures)
+    });
     let figures = finish(db, figures)?;
     if let Some(name) = &args.attribute {
         // The reference's name of the record count.
@@ -137,6 +174,34 @@ fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
+/// Reads every record; answers how many, which must be the database's count.
+fn validate(db: &AnyDbm) -> Result<u64> {
+    let expected = db.count()?;
+    let spinner = progress::spinner("validating");
+    let mut read = 0u64;
+    let result = db.iter().and_then(|mut cursor| {
+        cursor.first()?;
+        while cursor.get()?.is_some() {
+            read += 1;
+            cursor.next()?;
+        }
+        Ok(())
+    });
+    spinner.finish_and_clear();
+    result.map_err(|e| {
+        Error::new(e.kind(), format!("validation failed after {read} good records: {}", e.message()))
+    })?;
+    if read != expected {
+        return Err(Error::new(
+            ErrorKind::BrokenData,
+            format!(
+                "validation: {read} records read where the database counts {expected}: rebuild or restore it"
+            ),
+        ));
+    }
+    Ok(read)
+}
+
 /// Arguments of `kura util rebuild`.
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
@@ -154,6 +219,9 @@ pub struct RebuildArgs {
     #[arg(long = "restore", conflicts_with = "new_cipher_key")]
     restore: bool,
 
+    #[command(flatten)]
+    update: UpdateModeFlag,
+
     /// The database file.
     file: PathBuf,
 }
@@ -162,9 +230,11 @@ pub struct RebuildArgs {
 /// the opening's (no_wait, no_lock) open it; the rest are the new tuning, which
 /// the database refuses by name if it cannot change them.
 pub fn rebuild(args: &RebuildArgs) -> Result<()> {
-    let params = args.db.params()?;
+    let mut params = args.db.params()?;
+    args.update.insert_into(&mut params)?;
     if args.restore {
-        return rebuild_by_restoring(&args.file, &params);
+        rebuild_by_restoring(&args.file, &params)?;
+        return args.db.sync_written(&args.file, &split_tuning(&params)?.0);
     }
     let (open, mut tuning) = split_tuning(&params)?;
     if let Some(key) = &args.new_cipher_key {
@@ -180,7 +250,7 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
         _ => e,
     });
     spinner.finish_and_clear();
-    finish(db, result)
+    args.db.finish(db, result)
 }
 
 /// `rebuild --restore`: the restored copy is written beside the file, then
@@ -235,29 +305,99 @@ pub struct RestoreArgs {
     #[command(flatten)]
     db: DbFlags,
 
-    /// The crashed or damaged database file; it is only read.
+    /// The crashed or damaged database file; it is only read (with --auto,
+    /// restored in place).
     old_file: PathBuf,
     /// The new database file to write what it holds into; must not exist.
-    new_file: PathBuf,
+    /// Not given with --auto.
+    new_file: Option<PathBuf>,
 
     /// Restores the state the file held when it ended at this byte offset
     /// (a hash database in appending mode, which keeps every version).
     #[arg(long = "end_offset", value_name = "OFFSET")]
     end_offset: Option<u64>,
+
+    /// As the reference's --auto: `none` (the default) restores into
+    /// NEW_FILE; `default` or `default-ns` opens OLD_FILE for writing, which
+    /// restores a file left by a crash in place, the one way its class
+    /// does (kuradb takes no shortcut, so the two are the same). `sync` and
+    /// `sync-ns`, a rollback to the last synchronized state, are refused:
+    /// kuradb's hash restore keeps every record that reads.
+    #[arg(long = "auto", value_name = "MODE",
+          value_parser = ["none", "default", "default-ns", "sync", "sync-ns"])]
+    auto: Option<String>,
+
+    /// The class of the old database (the reference's --class, which names
+    /// it for PolyDBM and ShardDBM): the same as --dbm, and the reference's
+    /// names (HashDBM, TreeDBM, …) are taken.
+    #[arg(long = "class", value_name = "CLASS")]
+    class: Option<String>,
 }
 
-/// Restores what a damaged database holds into a new one of the same class.
+/// Restores what a damaged database holds into a new one of the same class,
+/// or with --auto, in place.
 pub fn restore(args: &RestoreArgs) -> Result<()> {
     must_exist(&args.old_file)?;
-    must_not_exist(&args.new_file, "restore")?;
     let mut params = args.db.params()?;
+    if let Some(class) = &args.class {
+        params.insert("dbm", class).map_err(|e| super::in_flag("--class", e))?;
+    }
+    if let Some(mode) = args.auto.as_deref().filter(|m| *m != "none") {
+        return restore_in_place(args, mode, &params);
+    }
+    let new_file = args.new_file.as_ref().ok_or_else(|| {
+        Error::new(ErrorKind::InvalidArgument, "restore needs NEW_FILE, the file to restore into (or --auto)")
+    })?;
+    must_not_exist(new_file, "restore")?;
+    let open_params = params.clone();
     if let Some(end) = args.end_offset {
         params.insert("end_offset", &end.to_string())?;
     }
     let spinner = progress::spinner("restoring");
-    let kept = AnyDbm::restore(&args.old_file, &args.new_file, &params);
+    let kept = AnyDbm::restore(&args.old_file, new_file, &params);
     spinner.finish_and_clear();
-    crate::out::print_line(format_args!("{} records restored into {}", kept?, args.new_file.display()))
+    let kept = kept?;
+    args.db.sync_written(new_file, &open_params)?;
+    crate::out::print_line(format_args!("{kept} records restored into {}", new_file.display()))
+}
+
+/// `restore --auto MODE OLD`: the open-time restore of the file's class.
+fn restore_in_place(args: &RestoreArgs, mode: &str, params: &Params) -> Result<()> {
+    if mode.starts_with("sync") {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "--auto {mode}: kuradb has no restore to the last synchronized state (a hash restore keeps \
+                 every record that reads): give --auto default"
+            ),
+        ));
+    }
+    if let Some(new_file) = &args.new_file {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "--auto restores {} in place and writes no {}: leave NEW_FILE out",
+                args.old_file.display(),
+                new_file.display()
+            ),
+        ));
+    }
+    if args.end_offset.is_some() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "--end_offset restores into a new file: give NEW_FILE and no --auto",
+        ));
+    }
+    let spinner = progress::spinner("restoring");
+    let db = open_with(&args.old_file, Access::Write, params);
+    spinner.finish_and_clear();
+    let db = db?;
+    let count = db.count();
+    let count = args.db.finish(db, count)?;
+    crate::out::print_line(format_args!(
+        "{count} records in {} after opening it with restoring",
+        args.old_file.display()
+    ))
 }
 
 /// Arguments of `kura util merge`.
@@ -297,7 +437,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     let dest = args.db.open(&args.dest_file, Access::Create)?;
     let result = merge_into(&dest, &sources, !args.no_overwrite);
     let closed: Vec<Result<()>> = sources.into_iter().map(AnyDbm::close).collect();
-    finish(dest, result)?;
+    args.db.finish(dest, result)?;
     closed.into_iter().collect()
 }
 
@@ -334,7 +474,7 @@ pub struct ClearArgs {
 pub fn clear(args: &ClearArgs) -> Result<()> {
     let db = args.db.open(&args.file, Access::Write)?;
     let result = db.clear();
-    finish(db, result)
+    args.db.finish(db, result)
 }
 
 /// Arguments of `kura util backup`.

@@ -23,7 +23,8 @@ use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
 use super::transfer::{Fields, FormatFlags};
-use super::{finish, progress, Access, DbFlags};
+use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
+use super::{progress, Access, DbFlags};
 
 /// What takes each imported record, key then value.
 type RecordSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
@@ -46,9 +47,13 @@ pub struct ImportArgs {
     #[arg(long = "sync_every", value_name = "N", default_value_t = 0)]
     sync_every: u64,
 
+    #[command(flatten)]
+    ulog: UlogFlags,
+
     /// The database file; created if it does not exist.
     file: PathBuf,
-    /// The file to read ("-" for stdin).
+    /// The file to read ("-" for stdin). With --ulog, the prefix of the
+    /// update log files.
     input: PathBuf,
 }
 
@@ -56,6 +61,16 @@ pub struct ImportArgs {
 /// earlier one of the same key, except in a skip database, which keeps both).
 pub fn import(args: &ImportArgs) -> Result<()> {
     let fields = args.format.tsv()?;
+    if args.ulog.timestamp.is_some() {
+        refuse_with_ulog(&[
+            ("--tsv", fields.is_some()),
+            ("--skip_bad", args.skip_bad),
+            ("--sync_every", args.sync_every > 0),
+        ])?;
+        let db = args.db.open(&args.file, Access::Create)?;
+        let result = ulog_transfer::import(&db, &args.input, &args.ulog);
+        return args.db.finish(db, result);
+    }
     let streaming = args.sync_every > 0;
     let mut input = Input::open(&args.input, !streaming)?;
     if !streaming {
@@ -66,7 +81,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     }
     let db = args.db.open(&args.file, Access::Create)?;
     let result = import_records(&db, args, fields, &mut input);
-    let skipped = finish(db, result)?;
+    let skipped = args.db.finish(db, result)?;
     if skipped > 0 {
         eprintln!("kura: {skipped} bad lines of {} skipped", args.input.display());
     }

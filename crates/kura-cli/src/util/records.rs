@@ -1,16 +1,13 @@
-//! `kura util get|set|remove|list`: one record, or a run of them.
+//! `kura util get|set|remove|rekey`: one record (or, with `--multi`, several).
 
-use std::cmp::Ordering;
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
-use super::{finish, progress, Access, Codec, CodecFlags, DbFlags};
+use super::{finish, multi, Access, Codec, CodecFlags, DbFlags};
 
 /// Arguments of `kura util get`.
 #[derive(Args, Debug)]
@@ -22,15 +19,29 @@ pub struct GetArgs {
     /// Prints one JSON object, {"key": …, "value": …}, as `list --json` does.
     #[arg(long = "json")]
     json: bool,
+    /// Gets several keys at once (atomically, with `get_multi`) and prints
+    /// key TAB value for each one found, as the reference's --multi; a
+    /// missing key is left out.
+    #[arg(long = "multi")]
+    multi: bool,
     /// The database file.
     file: PathBuf,
     /// The key.
     key: OsString,
+    /// More keys, with --multi.
+    #[arg(requires = "multi", value_name = "KEY")]
+    more_keys: Vec<OsString>,
 }
 
 /// Prints the value of a key and a line feed; a missing key is an error.
 pub fn get(args: &GetArgs) -> Result<()> {
     let codec = args.codec.codec();
+    if args.multi {
+        let keys = multi::decode_all(codec, std::iter::once(&args.key).chain(&args.more_keys), "key")?;
+        let db = args.db.open(&args.file, Access::Read)?;
+        let found = multi::get(&db, &keys, codec, args.json);
+        return finish(db, found);
+    }
     let key = codec.decode_arg(&args.key, "key")?;
     let db = args.db.open(&args.file, Access::Read)?;
     let found = db.get(&key);
@@ -87,8 +98,14 @@ pub struct SetArgs {
 
     /// Prints the record as it now stands, one JSON object: {"key": …,
     /// "value": …}, the value a number with --incr.
-    #[arg(long = "json")]
+    #[arg(long = "json", conflicts_with = "multi")]
     json: bool,
+
+    /// Sets several records, KEY VALUE [KEY VALUE …], at once (atomically,
+    /// with `set_multi`: with --no_overwrite, nothing is set if any key
+    /// exists), or appends to each with --append, as the reference's --multi.
+    #[arg(long = "multi", conflicts_with = "incr")]
+    multi: bool,
 
     /// The database file; created if it does not exist.
     file: PathBuf,
@@ -96,11 +113,25 @@ pub struct SetArgs {
     key: OsString,
     /// The value (with --incr, the reference's amount to add).
     value: Option<OsString>,
+    /// More keys and values, with --multi.
+    #[arg(requires = "multi", value_name = "KEY VALUE")]
+    more: Vec<OsString>,
 }
 
 /// Sets, appends to or increments a record.
 pub fn set(args: &SetArgs) -> Result<()> {
     let codec = args.codec.codec();
+    if args.multi {
+        let words: Vec<&OsString> = std::iter::once(&args.key).chain(&args.value).chain(&args.more).collect();
+        if !words.len().is_multiple_of(2) {
+            return Err(usage("set --multi takes KEY VALUE pairs: the last key has no value"));
+        }
+        let words = multi::decode_all(codec, words, "key or value")?;
+        let delimiter = args.append.as_ref().map(|d| codec.decode_arg(d, "delimiter")).transpose()?;
+        let db = args.db.open(&args.file, Access::Create)?;
+        let result = multi::set(&db, &words, !args.no_overwrite, delimiter.as_deref());
+        return args.db.finish(db, result);
+    }
     let key = codec.decode_arg(&args.key, "key")?;
     // `--incr N KEY` adds N from --initial; the reference's `--incr INITIAL
     // KEY DELTA` adds DELTA to a number that starts at INITIAL.
@@ -132,7 +163,7 @@ pub fn set(args: &SetArgs) -> Result<()> {
         (Ok(_), true, None) => db.get(&key).map(Option::unwrap_or_default),
         _ => Ok(Vec::new()),
     };
-    let number = finish(db, result.and_then(|n| stored.map(|v| (n, v))))?;
+    let number = args.db.finish(db, result.and_then(|n| stored.map(|v| (n, v))))?;
     match number {
         (Some(number), _) if args.json => {
             let mut record = json_record(&key, None, codec);
@@ -161,18 +192,32 @@ pub struct RemoveArgs {
     db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
+    /// Removes several keys at once (atomically, with `remove_multi`), as
+    /// the reference's --multi; a missing key is no error.
+    #[arg(long = "multi")]
+    multi: bool,
     /// The database file.
     file: PathBuf,
     /// The key.
     key: OsString,
+    /// More keys, with --multi.
+    #[arg(requires = "multi", value_name = "KEY")]
+    more_keys: Vec<OsString>,
 }
 
 /// Removes a record; a missing key is an error.
 pub fn remove(args: &RemoveArgs) -> Result<()> {
-    let key = args.codec.codec().decode_arg(&args.key, "key")?;
+    let codec = args.codec.codec();
+    if args.multi {
+        let keys = multi::decode_all(codec, std::iter::once(&args.key).chain(&args.more_keys), "key")?;
+        let db = args.db.open(&args.file, Access::Write)?;
+        let removed = db.remove_multi(&keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        return args.db.finish(db, removed.map(|_| ()));
+    }
+    let key = codec.decode_arg(&args.key, "key")?;
     let db = args.db.open(&args.file, Access::Write)?;
     let removed = db.remove(&key);
-    if !finish(db, removed)? {
+    if !args.db.finish(db, removed)? {
         return Err(not_found(&args.file, &args.key));
     }
     Ok(())
@@ -206,125 +251,13 @@ pub fn rekey(args: &RekeyArgs) -> Result<()> {
     let new_key = codec.decode_arg(&args.new_key, "new key")?;
     let db = args.db.open(&args.file, Access::Write)?;
     let moved = db.rekey(&old_key, &new_key, !args.no_overwrite, false);
-    finish(db, moved).map_err(|e| match e.kind() {
+    args.db.finish(db, moved).map_err(|e| match e.kind() {
         ErrorKind::NotFound => not_found(&args.file, &args.old_key),
         _ => e,
     })
 }
 
-/// Arguments of `kura util list`.
-#[derive(Args, Debug)]
-pub struct ListArgs {
-    #[command(flatten)]
-    db: DbFlags,
-    #[command(flatten)]
-    codec: CodecFlags,
-
-    /// Starts at the first key at or after KEY (ordered databases); the
-    /// reference's --jump_key.
-    #[arg(long = "jump", alias = "jump_key", value_name = "KEY")]
-    jump: Option<OsString>,
-
-    /// Stops before the first key at or after KEY (ordered databases).
-    #[arg(long = "upper", value_name = "KEY")]
-    upper: Option<OsString>,
-
-    /// With --upper, includes KEY itself.
-    #[arg(long = "upper_inclusive", requires = "upper")]
-    upper_inclusive: bool,
-
-    /// Prints at most N records.
-    #[arg(long = "items", value_name = "N")]
-    items: Option<u64>,
-
-    /// Prints keys only.
-    #[arg(long = "keys")]
-    keys: bool,
-
-    /// Prints one JSON object a line: {"key": …, "value": …}. A key or value
-    /// that is not UTF-8 text is given as "key_hex"/"value_hex" instead;
-    /// with --hex or --base64 every one is encoded.
-    #[arg(long = "json")]
-    json: bool,
-
-    /// The database file.
-    file: PathBuf,
-}
-
-/// Prints records in the database's order, from --jump to --upper.
-pub fn list(args: &ListArgs) -> Result<()> {
-    let codec = args.codec.codec();
-    let jump = args.jump.as_ref().map(|k| codec.decode_arg(k, "--jump key")).transpose()?;
-    let upper = args.upper.as_ref().map(|k| codec.decode_arg(k, "--upper key")).transpose()?;
-    let db = args.db.open(&args.file, Access::Read)?;
-    let result = list_records(&db, args, codec, jump.as_deref(), upper.as_deref());
-    finish(db, result)
-}
-
-fn list_records(
-    db: &dyn Dbm,
-    args: &ListArgs,
-    codec: Codec,
-    jump: Option<&[u8]>,
-    upper: Option<&[u8]>,
-) -> Result<()> {
-    if (jump.is_some() || upper.is_some()) && !db.is_ordered() {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            "--jump and --upper need an ordered database (tree or skip); this one keeps no key order",
-        ));
-    }
-    let order = key_order(db)?;
-    let total = db.count()?.min(args.items.unwrap_or(u64::MAX));
-    let bar = progress::bar("listing", Some(total), false);
-    let mut cursor = db.iter()?;
-    match jump {
-        Some(key) => cursor.jump(key)?,
-        None => cursor.first()?,
-    }
-    let mut out = crate::out::stdout();
-    let mut line = Vec::new();
-    let mut printed = 0u64;
-    while printed < args.items.unwrap_or(u64::MAX) {
-        let Some((key, value)) = cursor.get()? else { break };
-        if let Some(upper) = upper {
-            match order.compare(&key, upper) {
-                Ordering::Greater => break,
-                Ordering::Equal if !args.upper_inclusive => break,
-                _ => {}
-            }
-        }
-        line.clear();
-        if args.json {
-            json_line(&key, (!args.keys).then_some(&value[..]), codec, &mut line);
-        } else {
-            codec.encode_field(&key, &mut line);
-            if !args.keys {
-                line.push(b'\t');
-                codec.encode_field(&value, &mut line);
-            }
-        }
-        line.push(b'\n');
-        out.write_all(&line).map_err(crate::out::write_failed)?;
-        printed += 1;
-        bar.inc(1);
-        cursor.next()?;
-    }
-    bar.finish_and_clear();
-    out.flush().map_err(crate::out::write_failed)
-}
-
-/// The order the database keeps its keys in, for --upper: the comparator its
-/// inspection names (a tree's), or byte order, which every other ordered
-/// database keeps.
-fn key_order(db: &dyn Dbm) -> Result<KeyComparator> {
-    match db.inspect()?.into_iter().find(|(name, _)| name == "key_comparator") {
-        Some((_, name)) => KeyComparator::from_name(&name),
-        None => Ok(KeyComparator::Lexical),
-    }
-}
-
-fn json_line(key: &[u8], value: Option<&[u8]>, codec: Codec, out: &mut Vec<u8>) {
+pub(super) fn json_line(key: &[u8], value: Option<&[u8]>, codec: Codec, out: &mut Vec<u8>) {
     let object = json_record(key, value, codec);
     out.extend_from_slice(serde_json::Value::Object(object).to_string().as_bytes());
 }

@@ -17,6 +17,7 @@ use kuradb::dbm::flat_records::write_flat_record;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
+use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
 use super::{finish, output, progress, write_error, Access, Codec, CodecFlags, DbFlags};
 
 /// The flags that choose the record file's format, shared by export and import.
@@ -108,15 +109,25 @@ pub struct ExportArgs {
     #[arg(long = "keys")]
     keys: bool,
 
+    #[command(flatten)]
+    ulog: UlogFlags,
+
     /// The database file.
     file: PathBuf,
-    /// The file to write ("-" for stdout); replaced if it exists.
+    /// The file to write ("-" for stdout); replaced if it exists. With
+    /// --ulog, the prefix of the update log files, added to if they exist.
     out: PathBuf,
 }
 
 /// Writes every record of the database, in its order.
 pub fn export(args: &ExportArgs) -> Result<()> {
     let fields = args.format.tsv()?;
+    if args.ulog.timestamp.is_some() {
+        refuse_with_ulog(&[("--tsv", fields.is_some()), ("--keys", args.keys)])?;
+        let db = args.db.open(&args.file, Access::Read)?;
+        let result = ulog_transfer::export(&db, &args.out, &args.ulog);
+        return finish(db, result);
+    }
     let db = args.db.open(&args.file, Access::Read)?;
     let result = export_records(&db, args, fields);
     finish(db, result)

@@ -56,6 +56,79 @@ pub struct TuningFlags {
     /// only when nothing else can open it).
     #[arg(long = "no_lock")]
     no_lock: bool,
+
+    #[command(flatten)]
+    file: FileFlags,
+}
+
+/// The reference's common flags of the file under the database.
+#[derive(Args, Debug, Clone)]
+struct FileFlags {
+    /// Bytes the file's space is reserved by when a writer opens it
+    /// (alloc_init; negative: kuradb's default, 1 MiB).
+    #[arg(long = "alloc_init", value_name = "NUM", allow_negative_numbers = true)]
+    alloc_init: Option<i64>,
+
+    /// Factor the reserved space grows by when it is full (alloc_inc; 0 or
+    /// less: kuradb's default, 2.0).
+    #[arg(long = "alloc_inc", value_name = "NUM", allow_negative_numbers = true)]
+    alloc_inc: Option<f64>,
+
+    /// The block size of the positional file (--file pos-para or pos-atom):
+    /// every system call reads or writes whole blocks.
+    #[arg(long = "block_size", value_name = "NUM")]
+    block_size: Option<u64>,
+
+    /// Bypasses the OS page cache (O_DIRECT; a positional file with
+    /// --block_size of 512 or more).
+    #[arg(long = "direct_io")]
+    direct_io: bool,
+
+    /// Makes every write of the positional file wait for the device (O_SYNC).
+    #[arg(long = "sync_io")]
+    sync_io: bool,
+
+    /// Pads the end of the positional file to a multiple of the block size.
+    #[arg(long = "padding")]
+    padding: bool,
+
+    /// Keeps recently used blocks of the positional file in a page cache in the process.
+    #[arg(long = "pagecache")]
+    pagecache: bool,
+}
+
+impl FileFlags {
+    fn given(&self) -> Vec<Given> {
+        let mut given = Vec::new();
+        if let Some(n) = self.alloc_init.and_then(|n| u64::try_from(n).ok()) {
+            given.push(Given::new("--alloc_init", "alloc_init", n));
+        }
+        if let Some(x) = self.alloc_inc.filter(|x| *x > 0.0) {
+            given.push(Given::new("--alloc_inc", "alloc_inc", x));
+        }
+        if let Some(n) = self.block_size {
+            given.push(Given::new("--block_size", "block_size", n));
+        }
+        let access: Vec<&str> = [
+            (self.direct_io, "direct"),
+            (self.sync_io, "sync"),
+            (self.padding, "padding"),
+            (self.pagecache, "pagecache"),
+        ]
+        .into_iter()
+        .filter_map(|(on, word)| on.then_some(word))
+        .collect();
+        if !access.is_empty() {
+            let flag = match access[0] {
+                "direct" => "--direct_io",
+                "sync" => "--sync_io",
+                "padding" => "--padding",
+                _ => "--pagecache",
+            };
+            given.push(Given::new(flag, "access_options", access.join(",")));
+        }
+        given
+    }
 }
 
 /// The reference's comparator names (lex, dec, hex), or kuradb's.
@@ -105,6 +178,7 @@ impl TuningFlags {
         if self.no_lock {
             given.push(Given::new("--no_lock", "no_lock", true));
         }
+        given.extend(self.file.given());
         for g in given {
             params.insert(g.param, &g.value).map_err(|e| {
                 Error::new(ErrorKind::InvalidArgument, format!("{}: {}", g.flag, e.message()))

@@ -13,6 +13,10 @@ pub enum Reducer {
     All,
     /// Keeps the oldest record.
     First,
+    /// Keeps the second oldest record, or the only one (the reference's
+    /// `ReduceToSecond`: a key synchronized before keeps the first value
+    /// set after that synchronization).
+    Second,
     /// Keeps the newest record.
     Last,
     /// Keeps one record holding every value, oldest first, with the
@@ -25,7 +29,7 @@ pub enum Reducer {
 }
 
 impl Reducer {
-    /// The reducer of a name: `none` (or `all`), `first`, `last`, `concat`,
+    /// The reducer of a name: `none` (or `all`), `first`, `second`, `last`, `concat`,
     /// `concat_null`, `concat_tab`, `concat_line`, `total` (or `sum`); the
     /// reference's `ReduceToFirst`-style names are accepted too.
     pub fn from_name(name: &str) -> Result<Reducer> {
@@ -34,6 +38,7 @@ impl Reducer {
         Ok(match short {
             "none" | "all" | "" => Reducer::All,
             "first" => Reducer::First,
+            "second" => Reducer::Second,
             "last" => Reducer::Last,
             "concat" => Reducer::Concat(Vec::new()),
             // concatnull, … as tkrzw_dbm_util's --reducer spells them.
@@ -45,7 +50,7 @@ impl Reducer {
                 return Err(Error::new(
                     ErrorKind::InvalidArgument,
                     format!(
-                        "unknown reducer {name:?}: expected none, first, last, concat, concat_null, \
+                        "unknown reducer {name:?}: expected none, first, second, last, concat, concat_null, \
                          concat_tab, concat_line or total"
                     ),
                 ))
@@ -62,6 +67,7 @@ impl Reducer {
         match self {
             Reducer::All => (0..group.len()).try_for_each(|i| add(group.get(i))),
             Reducer::First => add(group.get(0)),
+            Reducer::Second => add(group.get(1.min(group.len() - 1))),
             Reducer::Last => add(group.get(group.len() - 1)),
             Reducer::Concat(delimiter) if delimiter.is_empty() => add(group.all()),
             Reducer::Concat(delimiter) => {

@@ -18,8 +18,9 @@ fn reducers_have_names_and_sum_numbers() {
     assert_eq!(Reducer::from_name("concat_tab").unwrap(), Reducer::Concat(b"\t".to_vec()));
     assert_eq!(Reducer::from_name("ReduceConcatWithLine").unwrap(), Reducer::Concat(b"\n".to_vec()));
     assert_eq!(Reducer::from_name("total").unwrap(), Reducer::Total);
-    let err = Reducer::from_name("second").unwrap_err();
-    assert!(err.message().contains("unknown reducer \"second\""), "{err}");
+    assert_eq!(Reducer::from_name("ReduceToSecond").unwrap(), Reducer::Second);
+    let err = Reducer::from_name("third").unwrap_err();
+    assert!(err.message().contains("unknown reducer \"third\""), "{err}");
     let sum = |values: &[&str]| total(values.iter().map(|v| v.as_bytes()));
     assert_eq!(sum(&["1", " 2 ", "-10", "x"]), "-7");
     assert_eq!(sum(&["9223372036854775807", "1"]), "9223372036854775808");
@@ -53,6 +54,12 @@ fn every_reducer_applies_to_old_and_new_records() {
     db.set(b"a", b"8", true).unwrap();
     db.synchronize_with(false, &Reducer::First).unwrap();
     assert_eq!(records(&db), all(&[("a", "7"), ("b", "42")]));
+    // As the reference's ReduceToSecond: the first value set since the
+    // last synchronization replaces the old one, a later one does not.
+    db.set(b"a", b"9", true).unwrap();
+    db.set(b"a", b"10", true).unwrap();
+    db.synchronize_with(false, &Reducer::Second).unwrap();
+    assert_eq!(records(&db), all(&[("a", "9"), ("b", "42")]));
     db.close().unwrap();
 }
 
