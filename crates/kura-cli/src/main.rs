@@ -40,7 +40,7 @@ enum Command {
     /// Update-log files: write, read, list, prune, apply (tkrzw_ulog_util's subcommands and flags).
     Ulog(ulog::UlogArgs),
     /// Serves databases over the Redis protocol (redis-cli, Redis clients, proxies).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
 }
 
 fn main() -> ExitCode {
