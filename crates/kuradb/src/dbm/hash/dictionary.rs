@@ -143,10 +143,8 @@ impl Dictionary {
         // it here, naming it, rather than at each read.
         match mode {
             _ if bytes.is_empty() => return Err(broken("it is empty")),
-            RecordCompMode::Zstd => {
-                if zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_err() {
-                    return Err(broken("zstd cannot load it"));
-                }
+            RecordCompMode::Zstd if zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_err() => {
+                return Err(broken("zstd cannot load it"))
             }
             RecordCompMode::Lz4 | RecordCompMode::Zlib if bytes.len() > PRESET_MAX => {
                 return Err(broken(&format!("it has {} bytes, more than {PRESET_MAX}", bytes.len())))
