@@ -270,8 +270,9 @@ fn patch_header(path: &Path, at: usize, byte: u8) {
     std::fs::write(path, b).unwrap();
 }
 
-/// A compressed file says so in byte 14 and takes format version 2, which
-/// a reader that knows only version 1 refuses; a plain file is as before.
+/// A compressed file says so in byte 14 and takes format version 2 (3 for
+/// lz4 and zlib, whose values may use a dictionary), which a reader that
+/// knows only version 1 refuses; a plain file is as before.
 /// An unknown mode byte is refused, naming it.
 #[test]
 fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
@@ -282,7 +283,12 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
             .unwrap();
         db.close().unwrap();
         let b = std::fs::read(&path).unwrap();
-        assert_eq!((b[8], b[14]), (if mode.is_on() { 2 } else { 1 }, mode.byte()), "{mode}");
+        let version = match mode {
+            RecordCompMode::None => 1,
+            RecordCompMode::Zstd => 2,
+            RecordCompMode::Lz4 | RecordCompMode::Zlib => 3,
+        };
+        assert_eq!((b[8], b[14]), (version, mode.byte()), "{mode}");
     }
     let path = dir.path().join("zstd.kh");
     patch_header(&path, 14, 9);

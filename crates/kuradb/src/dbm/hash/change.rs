@@ -64,7 +64,7 @@ impl State {
             }
             Change::Dictionary(dict) => {
                 let Some(c) = &self.codec.compression else { return Ok(()) };
-                if c.dictionary().is_some() {
+                if c.dictionary().is_some() || !c.takes_dictionary() || dict.mode != c.mode {
                     return Ok(());
                 }
                 self.put_dictionary(dict.number, &dict.bytes)?;
@@ -76,13 +76,13 @@ impl State {
 
     /// Samples `value` for the compression dictionary while one is wanted,
     /// and trains and installs it once the sample is large enough (see
-    /// `dictionary.rs`). A sample zstd finds unfit leaves the file without
+    /// `dictionary.rs`). A sample the trainer finds unfit leaves the file without
     /// one until a rebuild.
     #[inline]
     fn train_on(&self, value: &[u8]) -> Result<()> {
         let Some(c) = &self.codec.compression else { return Ok(()) };
         let Some(sample) = c.sample(value) else { return Ok(()) };
-        match Dictionary::train(Dictionary::next_number(None), &sample) {
+        match Dictionary::train(c.mode, Dictionary::next_number(None), &sample) {
             Some(dict) => self.apply(Change::Dictionary(dict)),
             None => {
                 c.stop_sampling();

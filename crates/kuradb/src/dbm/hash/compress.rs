@@ -12,6 +12,10 @@
 //! codecs' own framing is trimmed where the record already says it: zstd
 //! frames are magicless and carry neither content size, dictionary id nor
 //! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it).
+//!
+//! Every mode may have a dictionary (see `dictionary.rs`): zstd's own, and
+//! the preset dictionaries of the lz4 block and DEFLATE formats. The codecs'
+//! states are kept per thread and reset between values, never made anew.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +35,8 @@ const PLAIN: u8 = 1;
 /// A compressed value claims at most this many times its stored size: a
 /// damaged size field must not make a read allocate gigabytes.
 const MAX_RATIO: u64 = 1 << 16;
+/// The most bytes a value's size takes as a varint.
+const MAX_VARINT: usize = 10;
 
 thread_local! {
     static ZSTD_C: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
@@ -44,6 +50,10 @@ thread_local! {
 /// one, and the sample a dictionary is being trained from.
 pub(super) struct Compression {
     pub(super) mode: RecordCompMode,
+    /// Whether the file may hold a dictionary: zstd files always, lz4 and
+    /// zlib ones from format version 3 (see `header.rs`), which readers
+    /// that knew no preset dictionary refuse.
+    dictionaries: bool,
     /// Set once: at open from the file, at training, or by a rebuild or
     /// restore carrying one over.
     dictionary: OnceLock<Dictionary>,
@@ -53,14 +63,23 @@ pub(super) struct Compression {
 }
 
 impl Compression {
-    /// The compression of `mode`; `None` for mode none.
-    pub(super) fn new(mode: RecordCompMode) -> Option<Compression> {
+    /// The compression of `mode`; `None` for mode none. `presets` says
+    /// whether an lz4 or zlib file may hold a dictionary (a zstd file always
+    /// may).
+    pub(super) fn new(mode: RecordCompMode, presets: bool) -> Option<Compression> {
+        let dictionaries = mode == RecordCompMode::Zstd || presets;
         mode.is_on().then(|| Compression {
             mode,
+            dictionaries,
             dictionary: OnceLock::new(),
-            sampling: AtomicBool::new(mode == RecordCompMode::Zstd),
+            sampling: AtomicBool::new(dictionaries),
             sample: Mutex::new(Sample::default()),
         })
+    }
+
+    /// Whether the file may hold a dictionary.
+    pub(super) fn takes_dictionary(&self) -> bool {
+        self.dictionaries
     }
 
     /// The dictionary values are compressed with, if any.
@@ -69,10 +88,14 @@ impl Compression {
     }
 
     /// Makes `dict` the one values are compressed with from now on; a
-    /// compression that has one already keeps it.
-    pub(super) fn set_dictionary(&self, dict: Dictionary) {
+    /// compression that has one already keeps it, and one of a file that
+    /// takes none, or of another mode, is refused.
+    pub(super) fn set_dictionary(&self, dict: Dictionary) -> bool {
+        if !self.dictionaries || dict.mode != self.mode {
+            return false;
+        }
         self.sampling.store(false, Ordering::Release);
-        let _ = self.dictionary.set(dict);
+        self.dictionary.set(dict).is_ok()
     }
 
     /// Stops sampling, for good: training failed or is not wanted.
@@ -96,17 +119,22 @@ impl Compression {
     /// The stored form of `value`.
     pub(super) fn encode(&self, value: &[u8]) -> Result<Vec<u8>> {
         let dict = self.dictionary.get();
-        let mut out = Vec::with_capacity(value.len() + 1);
+        // Room for no more than the value itself, a longer result being
+        // stored raw; but LZ4 refuses to start with less than its bound, and
+        // DEFLATE gets its own bound, so that every stream ends in one call
+        // (zlib-rs 0.6 can panic on incompressible data left waiting for
+        // room in its pending buffer). Sized once: the raw form fits too.
+        let room = match self.mode {
+            RecordCompMode::Lz4 => lz4_flex::block::get_maximum_output_size(value.len()),
+            RecordCompMode::Zlib => deflate_bound(value.len()),
+            _ => value.len() + 1,
+        };
+        let mut out = Vec::with_capacity(MAX_VARINT + 1 + room);
         out.push(dict.map_or(PLAIN, |d| d.number));
         put_varint(&mut out, value.len() as u64);
         let at = out.len();
-        // Room for no more than the value itself, a longer result being
-        // stored raw; but LZ4 refuses to start with less than its bound.
         if value.len() > at {
-            let room = match self.mode {
-                RecordCompMode::Lz4 => lz4_flex::block::get_maximum_output_size(value.len()),
-                _ => value.len() + 1 - at,
-            };
+            let room = if self.mode == RecordCompMode::Zstd { value.len() + 1 - at } else { room };
             out.resize(at + room, 0);
             match self.compress_into(value, &mut out[at..], dict) {
                 Some(n) if at + n <= value.len() => {
@@ -127,9 +155,15 @@ impl Compression {
     fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
         match self.mode {
             RecordCompMode::None => None,
-            RecordCompMode::Lz4 => lz4_flex::block::compress_into(value, out).ok(),
+            RecordCompMode::Lz4 => match dict {
+                None => lz4_flex::block::compress_into(value, out).ok(),
+                Some(d) => lz4_flex::block::compress_into_with_dict(value, out, &d.bytes).ok(),
+            },
             RecordCompMode::Zlib => DEFLATE.with_borrow_mut(|c| {
                 c.reset();
+                if let Some(d) = dict {
+                    c.set_dictionary(&d.bytes).ok()?;
+                }
                 match c.compress(value, out, flate2::FlushCompress::Finish) {
                     Ok(flate2::Status::StreamEnd) => Some(c.total_out() as usize),
                     _ => None,
@@ -194,9 +228,16 @@ impl Compression {
     ) -> std::result::Result<usize, String> {
         match self.mode {
             RecordCompMode::None => Err("the file is not compressed".into()),
-            RecordCompMode::Lz4 => lz4_flex::block::decompress_into(body, out).map_err(|e| e.to_string()),
+            RecordCompMode::Lz4 => match dict {
+                None => lz4_flex::block::decompress_into(body, out),
+                Some(d) => lz4_flex::block::decompress_into_with_dict(body, out, &d.bytes),
+            }
+            .map_err(|e| e.to_string()),
             RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
                 d.reset(false);
+                if let Some(dict) = dict {
+                    d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
+                }
                 match d.decompress(body, out, flate2::FlushDecompress::Finish) {
                     Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
                     Ok(_) => Err("the stream is cut short".into()),
@@ -212,6 +253,13 @@ impl Compression {
     }
 }
 
+/// The most bytes a raw DEFLATE stream of `len` bytes takes: stored
+/// blocks of at most 65,535 bytes with 5 bytes of header each, and slack for
+/// the final block's bits.
+fn deflate_bound(len: usize) -> usize {
+    len + 5 * (len / 65_535 + 1) + 64
+}
+
 fn zstd_compress(
     c: &mut CCtx<'static>,
     value: &[u8],
@@ -224,8 +272,8 @@ fn zstd_compress(
     c.set_parameter(CParameter::ContentSizeFlag(false)).ok()?;
     c.set_parameter(CParameter::ChecksumFlag(false)).ok()?;
     c.set_parameter(CParameter::DictIdFlag(false)).ok()?;
-    if let Some(d) = dict {
-        c.ref_cdict(&d.cdict).ok()?;
+    if let Some((cdict, _)) = dict.and_then(|d| d.zstd.as_ref()) {
+        c.ref_cdict(cdict).ok()?;
     }
     c.compress2(out, value).ok()
 }
@@ -239,8 +287,53 @@ fn zstd_decompress(
     let name = |code: usize| zstd_safe::get_error_name(code).to_string();
     d.reset(ResetDirective::SessionAndParameters).map_err(name)?;
     d.set_parameter(DParameter::Format(FrameFormat::Magicless)).map_err(name)?;
-    if let Some(dict) = dict {
-        d.ref_ddict(&dict.ddict).map_err(name)?;
+    if let Some((_, ddict)) = dict.and_then(|d| d.zstd.as_ref()) {
+        d.ref_ddict(ddict).map_err(name)?;
     }
     d.decompress(out, body).map_err(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dbm::hash::dictionary::PRESET_SIZE;
+
+    /// Every mode, with and without a dictionary, gives back what it took,
+    /// for values of every length up to a few KiB, compressible or not
+    /// (incompressible ones once made zlib-rs panic for want of room).
+    #[test]
+    fn values_of_every_length_round_trip_in_every_mode() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let noise: Vec<u8> = (0..6000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let text = "{\"sku\":\"SKU-000123\",\"price\":4500,\"status\":\"shipped\"},".repeat(120).into_bytes();
+        for mode in [RecordCompMode::Zstd, RecordCompMode::Lz4, RecordCompMode::Zlib] {
+            for with_dict in [false, true] {
+                let c = Compression::new(mode, true).unwrap();
+                if with_dict {
+                    let bytes = text[..PRESET_SIZE.min(text.len())].to_vec();
+                    assert!(c.set_dictionary(Dictionary::new(mode, 2, bytes)));
+                }
+                let lengths = (0..6000).step_by(37).map(|n| (0, n));
+                // Many different incompressible values in a row, through
+                // the same thread's codec state.
+                let runs = (0..200).map(|i| (i * 29 % 5000, 300));
+                for (at, len) in lengths.chain(runs) {
+                    for source in [&noise, &text] {
+                        let value = &source[at.min(source.len())..(at + len).min(source.len())];
+                        let stored = c.encode(value).unwrap();
+                        assert!(stored.len() <= value.len() + 1, "{mode} {len}");
+                        let back = c.decode(0, &stored).unwrap();
+                        assert_eq!(&back[..], value, "{mode} dict {with_dict} len {len}");
+                    }
+                }
+            }
+        }
+    }
 }

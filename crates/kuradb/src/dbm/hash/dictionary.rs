@@ -1,6 +1,6 @@
-//! The zstd dictionary of a compressed file: trained from the file's own
-//! values, so that values of a few hundred bytes, which share little with
-//! themselves but much with each other (field names, common strings),
+//! The compression dictionary of a compressed file: built from the file's
+//! own values, so that values of a few hundred bytes, which share little
+//! with themselves but much with each other (field names, common strings),
 //! compress as well as large ones.
 //!
 //! A file holds at most one dictionary, in a record of its own kind
@@ -11,6 +11,18 @@
 //! rebuild trains a new one with the next number into the new file, and
 //! reads the old file's values with the old one.
 //!
+//! # What a dictionary holds
+//! - zstd: a dictionary in zstd's own format (entropy tables, then content),
+//!   trained by zstd's trainer (`zstd::dict::from_continuous`).
+//! - lz4 and zlib: raw content, which their block and DEFLATE streams take
+//!   as a preset dictionary (the bytes "before" each value, that matches may
+//!   point into). It is the last [`PRESET_SIZE`] bytes of a dictionary
+//!   trained as for zstd: the trainer puts the segments most common in the
+//!   sample last, where matches are cheapest to reach, and its entropy
+//!   tables, at its head, stay out. Small on purpose: both codecs hash the
+//!   whole preset dictionary at every compression, and on JSON-like values
+//!   4 KiB gains nearly what 16 KiB does (see `docs/compression.md`).
+//!
 //! # When a dictionary is trained
 //! Values of at most [`SAMPLE_MAX`] bytes are sampled as they are written
 //! until [`TRAIN_BYTES`] of them have been seen; then a dictionary of at most
@@ -19,6 +31,7 @@
 //! rebuild tries again). A rebuild samples the same amount from the records
 //! it copies.
 
+use super::comp_mode::RecordCompMode;
 use crate::dbm::hash::record;
 use crate::error::{Error, ErrorKind, Result};
 use zstd::zstd_safe::{CDict, DDict};
@@ -35,31 +48,54 @@ pub(super) const ZSTD_LEVEL: i32 = 3;
 /// The numbers of dictionaries, as the flag byte of a value names them (0 and
 /// 1 mean raw and compressed without a dictionary).
 pub(super) const FIRST_NUMBER: u8 = 2;
+/// The size of an lz4 or zlib dictionary: the content part of a trained
+/// zstd dictionary's tail (see the module's doc).
+pub(super) const PRESET_SIZE: usize = 4 << 10;
+/// A trained zstd dictionary's head holds its entropy tables (a magic, an
+/// id, a Huffman and three FSE tables): at most this many bytes, which the
+/// content an lz4 or zlib dictionary takes from its tail never reaches into.
+const ZSTD_TABLES_MAX: usize = 1 << 10;
+/// The largest preset dictionary a file may hold: lz4's window (zlib's is
+/// half of it, and uses the last 32 KiB of a longer one).
+const PRESET_MAX: usize = 64 << 10;
 
 /// A trained dictionary, prepared for compressing and decompressing.
 pub(super) struct Dictionary {
+    /// The mode whose values it serves: its bytes mean nothing to another.
+    pub(super) mode: RecordCompMode,
     pub(super) number: u8,
     pub(super) bytes: Vec<u8>,
-    pub(super) cdict: CDict<'static>,
-    pub(super) ddict: DDict<'static>,
+    /// zstd's digested forms of `bytes`, made once (zstd only).
+    pub(super) zstd: Option<(CDict<'static>, DDict<'static>)>,
 }
 
 impl Dictionary {
-    /// Prepares the dictionary `bytes` numbered `number`.
-    pub(super) fn new(number: u8, bytes: Vec<u8>) -> Dictionary {
-        let cdict = CDict::create(&bytes, ZSTD_LEVEL);
-        let ddict = DDict::create(&bytes);
-        Dictionary { number, bytes, cdict, ddict }
+    /// Prepares the dictionary `bytes` of `mode` numbered `number`.
+    pub(super) fn new(mode: RecordCompMode, number: u8, bytes: Vec<u8>) -> Dictionary {
+        let zstd = (mode == RecordCompMode::Zstd)
+            .then(|| (CDict::create(&bytes, ZSTD_LEVEL), DDict::create(&bytes)));
+        Dictionary { mode, number, bytes, zstd }
     }
 
-    /// Trains a dictionary numbered `number` from `sample`; `None` if zstd
-    /// finds the sample unfit (too few or too uniform values).
-    pub(super) fn train(number: u8, sample: &Sample) -> Option<Dictionary> {
-        if sample.sizes.len() < 8 {
+    /// A copy, for a file that carries this one over (a restore, a rebuild
+    /// whose sample is unfit).
+    pub(super) fn duplicate(&self) -> Dictionary {
+        Dictionary::new(self.mode, self.number, self.bytes.clone())
+    }
+
+    /// Trains a dictionary of `mode` numbered `number` from `sample`; `None`
+    /// if zstd's trainer finds the sample unfit (too few or too uniform
+    /// values).
+    pub(super) fn train(mode: RecordCompMode, number: u8, sample: &Sample) -> Option<Dictionary> {
+        if sample.sizes.len() < 8 || !mode.is_on() {
             return None;
         }
-        let bytes = zstd::dict::from_continuous(&sample.data, &sample.sizes, DICT_SIZE).ok()?;
-        Some(Dictionary::new(number, bytes))
+        let mut bytes = zstd::dict::from_continuous(&sample.data, &sample.sizes, DICT_SIZE).ok()?;
+        if mode != RecordCompMode::Zstd {
+            let content = bytes.len().checked_sub(ZSTD_TABLES_MAX).filter(|&n| n >= 256)?;
+            bytes.drain(..bytes.len() - content.min(PRESET_SIZE));
+        }
+        Some(Dictionary::new(mode, number, bytes))
     }
 
     /// The number of the dictionary trained after the one numbered `number`.
@@ -74,6 +110,7 @@ impl Dictionary {
     /// parsed header, `buf` the record read from its start, `width` the
     /// file's offset width.
     pub(super) fn from_record(
+        mode: RecordCompMode,
         offset: u64,
         head: &record::Header,
         buf: &[u8],
@@ -102,13 +139,20 @@ impl Dictionary {
             _ => return Err(broken("it has no valid dictionary number")),
         };
         let bytes = buf[head.header_size + head.key_size..end].to_vec();
-        // A dictionary zstd cannot load would fail every value: refuse it
-        // here, naming it, rather than at each read.
-        let check = zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_ok() && !bytes.is_empty();
-        if !check {
-            return Err(broken("zstd cannot load it"));
+        // A dictionary the codec cannot load would fail every value: refuse
+        // it here, naming it, rather than at each read.
+        match mode {
+            _ if bytes.is_empty() => return Err(broken("it is empty")),
+            RecordCompMode::Zstd if zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_err() => {
+                return Err(broken("zstd cannot load it"))
+            }
+            RecordCompMode::Lz4 | RecordCompMode::Zlib if bytes.len() > PRESET_MAX => {
+                return Err(broken(&format!("it has {} bytes, more than {PRESET_MAX}", bytes.len())))
+            }
+            RecordCompMode::None => return Err(broken("the file is not compressed")),
+            _ => {}
         }
-        Ok(Dictionary::new(number, bytes))
+        Ok(Dictionary::new(mode, number, bytes))
     }
 }
 

@@ -7,7 +7,7 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | magic `KuraHDB\n` |
-//! | 8 | format version: 1, or 2 when byte 14 or 15 is set (a feature a version-1 reader would misread) |
+//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4 or zlib file whose values may use a dictionary |
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
@@ -30,7 +30,11 @@
 //! Integers are little-endian. A file whose values are encrypted has format
 //! version 2, which readers before encryption refuse by name (they ignored
 //! byte 15, and would have handed out ciphertext as values); every other
-//! file keeps version 1.
+//! file keeps version 1. An lz4 or zlib file made since those modes have
+//! dictionaries is version 3 (unless encrypted: an encrypted file keeps no
+//! dictionary), which readers before it refuse by name: they would read its
+//! values without the dictionary. A version-2 lz4 or zlib file reads as
+//! before and stays without a dictionary until a rebuild makes it anew.
 
 use super::cipher::Sealing;
 use super::comp_mode::RecordCompMode;
@@ -44,6 +48,9 @@ const VERSION: u8 = 1;
 /// encryption): a reader of version 1 alone would hand out stored bytes as
 /// values, so it must refuse the file, which it does by its version.
 const VERSION_FEATURES: u8 = 2;
+/// The version of an lz4 or zlib file whose values may be compressed with
+/// a preset dictionary: a reader of version 2 would misread them.
+const VERSION_PRESETS: u8 = 3;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -68,6 +75,8 @@ pub(crate) struct Header {
     pub dict_offset: u64,
     /// How the values are encrypted, if they are.
     pub sealing: Option<Sealing>,
+    /// Whether an lz4 or zlib file's values may use a dictionary (version 3).
+    pub presets: bool,
 }
 
 /// What a file of the hash format holds.
@@ -90,6 +99,12 @@ impl Kind {
 }
 
 impl Header {
+    /// Whether a file of `mode`, encrypted or not, is made as version 3: lz4
+    /// and zlib files that may hold a dictionary.
+    pub(crate) fn may_have_presets(mode: RecordCompMode, encrypted: bool) -> bool {
+        matches!(mode, RecordCompMode::Lz4 | RecordCompMode::Zlib) && !encrypted
+    }
+
     pub(crate) fn encode(&self) -> [u8; SIZE] {
         let mut b = [0u8; SIZE];
         b[..8].copy_from_slice(MAGIC);
@@ -109,6 +124,9 @@ impl Header {
         b[14] = self.record_comp.byte();
         if b[14] != 0 || b[15] != 0 {
             b[8] = VERSION_FEATURES;
+        }
+        if self.presets {
+            b[8] = VERSION_PRESETS;
         }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
@@ -155,9 +173,9 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if b[8] != VERSION && b[8] != VERSION_FEATURES {
+        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS].contains(&b[8]) {
             return Err(bad(&format!(
-                "format version {} is not supported (expected {VERSION} or {VERSION_FEATURES})",
+                "format version {} is not supported (expected {VERSION} to {VERSION_PRESETS})",
                 b[8]
             )));
         }
@@ -182,8 +200,14 @@ impl Header {
             Sealing::ID => Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?),
             other => return Err(bad(&format!("unknown cipher {other}"))),
         };
-        // Version 2 says exactly that a feature of bytes 14 or 15 is on.
-        if (b[8] == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0) {
+        // Version 2 says exactly that a feature of bytes 14 or 15 is on;
+        // version 3 that the file is lz4 or zlib, and not encrypted.
+        let presets = b[8] == VERSION_PRESETS;
+        let mismatched = match b[8] {
+            VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
+            version => (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0),
+        };
+        if mismatched {
             return Err(bad(&format!(
                 "format version {} with compression mode {} and cipher {}",
                 b[8], b[14], b[15]
@@ -207,6 +231,7 @@ impl Header {
             record_comp,
             dict_offset: if state_ok { u64_at(96) } else { 0 },
             sealing,
+            presets,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -269,6 +294,31 @@ mod tests {
             record_comp: RecordCompMode::None,
             dict_offset: 0,
             sealing: None,
+            presets: false,
+        }
+    }
+
+    /// Lz4 and zlib files that may hold a dictionary are version 3, which
+    /// says so; version 3 with another mode, or version 2 claiming it, is
+    /// refused.
+    #[test]
+    fn a_header_with_presets_is_version_3() {
+        let path = std::path::Path::new("x");
+        let h = Header { record_comp: RecordCompMode::Lz4, presets: true, ..sample() };
+        let b = h.encode();
+        assert_eq!(b[8], 3);
+        assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+        let h = Header { record_comp: RecordCompMode::Zlib, ..sample() };
+        let b = h.encode();
+        assert_eq!(b[8], 2);
+        assert!(!Header::decode(&b, 1 << 20, path).unwrap().presets);
+        for mode in [RecordCompMode::None, RecordCompMode::Zstd] {
+            let mut b = Header { record_comp: mode, presets: true, ..sample() }.encode();
+            assert_eq!(b[8], 3);
+            let crc = crc32fast::hash(&b[..60]);
+            b[60..64].copy_from_slice(&crc.to_le_bytes());
+            let err = Header::decode(&b, 1 << 20, path).unwrap_err();
+            assert!(err.to_string().contains("format version 3"), "{err}");
         }
     }
 

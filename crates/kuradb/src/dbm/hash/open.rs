@@ -89,7 +89,20 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
     let codec = Codec::open(&header, o.cipher_key.as_ref(), made, path)?;
     if let Some(c) = &codec.compression {
         if header.dict_offset != 0 {
-            c.set_dictionary(load_dictionary(file.as_ref(), &header, path)?);
+            // A file that takes no dictionary pointing at one is damaged.
+            let dict = load_dictionary(file.as_ref(), &header, path)?;
+            if !c.set_dictionary(dict) {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!(
+                        "{} is broken: its header points at a compression dictionary, which a file of \
+                         format version {} in mode {} cannot have",
+                        path.display(),
+                        if header.presets { 3 } else { 2 },
+                        c.mode
+                    ),
+                ));
+            }
         }
     }
     let state = State {
@@ -157,6 +170,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
         record_comp: o.record_comp_mode,
         dict_offset: 0,
         sealing: cipher.as_ref().map(|c| *c.sealing()),
+        presets: Header::may_have_presets(o.record_comp_mode, cipher.is_some()),
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {
@@ -178,5 +192,5 @@ fn load_dictionary(file: &dyn File, header: &Header, path: &Path) -> Result<Dict
             format!("the compression dictionary at offset {offset} of {} is broken: {e}", path.display()),
         )
     })?;
-    Dictionary::from_record(offset, &h, &buf, width, path)
+    Dictionary::from_record(header.record_comp, offset, &h, &buf, width, path)
 }

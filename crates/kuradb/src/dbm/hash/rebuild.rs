@@ -29,8 +29,8 @@ pub struct RebuildParams {
     pub update_mode: Option<UpdateMode>,
     /// Whether every read verifies each record's checksum.
     pub record_crc_mode: Option<RecordCrcMode>,
-    /// How values are compressed; a zstd rebuild trains a new dictionary
-    /// from a sample of the records.
+    /// How values are compressed; a compressed rebuild trains a new
+    /// dictionary from a sample of the records.
     pub record_comp_mode: Option<RecordCompMode>,
     /// The key the new file's values are encrypted with: `None` keeps the
     /// file's own (or none), an empty key writes them unencrypted, another
@@ -180,12 +180,12 @@ impl State {
         self.codec.compression.as_ref().map_or(RecordCompMode::None, |c| c.mode)
     }
 
-    /// The dictionary a rebuild into a file of `mode` starts with: for zstd,
-    /// one trained anew from a sample of the records (numbered after the
-    /// file's own, whose values the copy still reads with it), or else the
-    /// file's own; none for other modes.
+    /// The dictionary a rebuild into a file of `mode` starts with: one
+    /// trained anew from a sample of the records (numbered after the file's
+    /// own, whose values the copy still reads with it), or else the file's
+    /// own if it is of the same mode; none for mode none.
     fn dictionary_for(&self, mode: RecordCompMode) -> Result<Option<Dictionary>> {
-        if mode != RecordCompMode::Zstd {
+        if !mode.is_on() {
             return Ok(None);
         }
         let mut sample = Sample::default();
@@ -201,8 +201,8 @@ impl State {
         }
         let old = self.codec.compression.as_ref().and_then(|c| c.dictionary());
         let number = Dictionary::next_number(old.map(|d| d.number));
-        Ok(Dictionary::train(number, &sample)
-            .or_else(|| old.map(|d| Dictionary::new(d.number, d.bytes.clone()))))
+        Ok(Dictionary::train(mode, number, &sample)
+            .or_else(|| old.filter(|d| d.mode == mode).map(Dictionary::duplicate)))
     }
 }
 

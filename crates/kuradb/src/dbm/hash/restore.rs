@@ -159,8 +159,8 @@ fn restore_open(
     let mut carried = None;
     if let (Some(c), Some(at)) = (&codec.compression, dict_at) {
         let (h, buf) = read_at(file.as_ref(), at, header.width as usize, u32::from(header.align_pow))?;
-        let dict = Dictionary::from_record(at, &h, &buf, header.width as usize, src)?;
-        carried = Some(Dictionary::new(dict.number, dict.bytes.clone()));
+        let dict = Dictionary::from_record(header.record_comp, at, &h, &buf, header.width as usize, src)?;
+        carried = Some(dict.duplicate());
         c.set_dictionary(dict);
     }
     let mut o = options.clone();

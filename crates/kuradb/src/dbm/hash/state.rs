@@ -102,6 +102,9 @@ impl State {
             record_comp: self.codec.compression.as_ref().map_or(Default::default(), |c| c.mode),
             dict_offset: self.dict_offset.load(Ordering::Acquire),
             sealing: self.codec.cipher.as_ref().map(|c| *c.sealing()),
+            presets: self.codec.compression.as_ref().is_some_and(|c| {
+                c.takes_dictionary() && Header::may_have_presets(c.mode, self.codec.cipher.is_some())
+            }),
         }
     }
 

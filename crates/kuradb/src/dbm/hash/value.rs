@@ -57,7 +57,7 @@ impl Codec {
                 ))
             }
         };
-        let compression = Compression::new(header.record_comp);
+        let compression = Compression::new(header.record_comp, header.presets);
         // A dictionary is made of the values' common strings, and its record
         // is not sealed: an encrypted file compresses without one.
         if let (Some(c), Some(_)) = (&compression, &cipher) {
