@@ -285,7 +285,7 @@ fn bad_input_fails_clearly() {
             1,
             "--step_unit is a flag of the skip",
         ),
-        (&["sequence", "--dbm", "skip", "--reducer", "second"], Some(&path), 2, "unknown reducer \"second\""),
+        (&["sequence", "--dbm", "skip", "--reducer", "third"], Some(&path), 2, "unknown reducer \"third\""),
         (&["wicked", "--dbm", "skip", "--validate"], Some(&path), 1, "validate it with `kura perf sequence"),
         (
             &["parallel", "--dbm", "tiny", "--align_pow", "3"],
