@@ -142,6 +142,24 @@ class TestExchangeQueue < Test::Unit::TestCase
     end
   end
 
+  # Without the fix in close (waiting for the popping thread's read lock
+  # with the VM lock held), no other Ruby thread ran during the close.
+  def test_close_during_a_waiting_pop_lets_ruby_run
+    db = open_tree
+    popper = Thread.new { db.pop_first(retry_wait: 0.4) }
+    sleep 0.05
+    ticks = []
+    ticker = Thread.new { loop { ticks << Time.now; sleep 0.005 } }
+    from = Time.now
+    db.close
+    to = Time.now
+    ticker.kill
+    assert_nil(popper.value)
+    assert_false(db.open?)
+    assert_operator(to - from, :>, 0.15, "close waited for the pop")
+    assert_operator(ticks.count { |t| t > from + 0.05 && t < to - 0.05 }, :>, 0, "Ruby ran during the close")
+  end
+
   def test_async_forms
     open_tree do |db|
       Kuradb::AsyncDBM.new(db, 2) do |adb|

@@ -165,10 +165,13 @@ impl Database {
     fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         rb_self.gate.enter(ruby)?;
         // Another thread may be in a call without the VM lock, holding the
-        // read lock: wait for it without the VM lock too.
+        // read lock (any call if `concurrent`, a waiting `pop_first` in any
+        // mode): wait for it without the VM lock too.
         let slot = &rb_self.db;
-        let taken =
-            if rb_self.is_concurrent() { without_gvl(|| slot.write().take()) } else { slot.write().take() };
+        let taken = match slot.try_write() {
+            Some(mut guard) => guard.take(),
+            None => without_gvl(|| slot.write().take()),
+        };
         let Some(db) = taken else { return Ok(()) };
         for slot in rb_self.cursors.lock().drain(..) {
             if let Some(slot) = slot.upgrade() {
