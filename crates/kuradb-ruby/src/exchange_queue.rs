@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use magnus::block::Proc;
+use magnus::prelude::*;
 use magnus::{method, Error, RArray, RClass, RString, Ruby, Value};
 
 use kuradb::dbm::any::AnyDbm;
@@ -177,7 +178,6 @@ fn push_last(ruby: &Ruby, rb_self: &Database, value: RString, wtime: Option<f64>
 
 /// Defines the natives above on `Kuradb::DBM`.
 pub fn define(class: RClass) -> Result<(), Error> {
-    use magnus::Module;
     class.define_method("_process_multi", method!(process_multi, 3))?;
     class.define_method("_process_first", method!(process_first, 2))?;
     class.define_method("_compare_exchange_and_get", method!(compare_exchange_and_get, 5))?;
