@@ -78,6 +78,23 @@ class TestExchangeQueue < Test::Unit::TestCase
     end
   end
 
+  # The blocks run under record locks, so they refuse their own database,
+  # in both modes; the other calls work the same with `concurrent`.
+  def test_blocks_refuse_their_database_and_concurrent_mode
+    Kuradb::DBM.open(path("c.tkh"), true, truncate: true, concurrent: true) do |db|
+      db["a"] = "1"
+      assert_raise(Kuradb::InfeasibleError) { db.process_multi(["a"]) { db["a"] } }
+      assert_raise(Kuradb::InfeasibleError) { db.process_first { db.push_last("x") } }
+      assert_equal("1", db["a"])
+      db.process_multi(%w[a b]) { |k, v| "#{k}#{v}" }
+      assert_equal(["a1", "b"], [db["a"], db["b"]])
+      assert_equal([true, "a1"], db.compare_exchange_and_get("a", ANY, nil))
+      db.rekey("b", "c")
+      key = db.push_last("q", wtime: 1)
+      assert_equal(["c", key], db.keys.sort_by { |k| k == "c" ? 0 : 1 })
+    end
+  end
+
   def test_process_first
     open_tree do |db|
       assert_false(db.process_first { flunk("called on an empty database") })
