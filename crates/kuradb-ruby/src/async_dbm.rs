@@ -17,12 +17,13 @@ use parking_lot::Mutex;
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::async_dbm::{AsyncDbm, DbmFuture};
 use kuradb::dbm::params::Params;
-use kuradb::dbm::{Dbm, SearchMode, INCREMENT_UNCHANGED};
+use kuradb::dbm::{Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 
 use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
 use crate::database::Database;
 use crate::error::to_rb;
+use crate::exchange_queue::{exchange_multi, retry_wait};
 use crate::flat_records::{export_records, import_records, Target};
 
 /// What an operation answers, converted to Ruby by `Future#get`.
@@ -33,6 +34,8 @@ pub enum Reply {
     Count(u64),
     Value(Option<Vec<u8>>),
     Records(Vec<(Vec<u8>, Vec<u8>)>),
+    /// One record as `[key, value]`, or nil.
+    Record(Option<(Vec<u8>, Vec<u8>)>),
     Keys(Vec<Vec<u8>>),
 }
 
@@ -106,10 +109,21 @@ impl AsyncDatabase {
         self.run(move |db| db.increment(&key, delta, initial).map(Reply::Int))
     }
 
-    fn compare_exchange(&self, key: RString, expected: Option<RString>, desired: Option<RString>) -> Future {
+    /// `expected_any` and `desired_any` stand for the reference's
+    /// `ANY_DATA` (see `Kuradb::DBM#compare_exchange_and_get`).
+    fn compare_exchange(
+        &self,
+        key: RString,
+        expected: Option<RString>,
+        expected_any: bool,
+        desired: Option<RString>,
+        desired_any: bool,
+    ) -> Future {
         let (key, expected, desired) = (bytes(key), opt_bytes(expected), opt_bytes(desired));
         self.run(move |db| {
-            db.compare_exchange(&key, expected.as_deref(), desired.as_deref()).map(Reply::Bool)
+            let expected = if expected_any { Expected::Any } else { Expected::from(expected.as_deref()) };
+            let desired = if desired_any { Desired::Keep } else { Desired::from(desired.as_deref()) };
+            db.compare_exchange_and_get(&key, expected, desired).map(|(done, _)| Reply::Bool(done))
         })
     }
 
@@ -138,6 +152,34 @@ impl AsyncDatabase {
             let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
             db.remove_multi(&refs).map(|n| Reply::Count(n as u64))
         }))
+    }
+
+    fn compare_exchange_multi(
+        ruby: &Ruby,
+        rb_self: &Self,
+        expected: RArray,
+        any: Vec<bool>,
+        desired: RArray,
+    ) -> Result<Future, Error> {
+        let (expected, desired) = (byte_pairs(ruby, expected, true)?, byte_pairs(ruby, desired, true)?);
+        Ok(rb_self.run(move |db| exchange_multi(db, &expected, &any, &desired).map(Reply::Bool)))
+    }
+
+    fn rekey(&self, old_key: RString, new_key: RString, overwrite: bool, copying: bool) -> Future {
+        let (old_key, new_key) = (bytes(old_key), bytes(new_key));
+        self.run(move |db| db.rekey(&old_key, &new_key, overwrite, copying).map(|()| Reply::Nil))
+    }
+
+    /// A waiting pop occupies one worker for up to `wait` seconds.
+    fn pop_first(&self, wait: Option<f64>) -> Future {
+        let wait = retry_wait(wait);
+        self.run(move |db| db.pop_first(wait).map(Reply::Record))
+    }
+
+    /// The future answers the new record's key.
+    fn push_last(&self, value: RString, wtime: Option<f64>) -> Future {
+        let value = bytes(value);
+        self.run(move |db| db.push_last(&value, wtime).map(|key| Reply::Value(Some(key))))
     }
 
     fn clear(&self) -> Future {
@@ -254,6 +296,12 @@ impl Future {
                 }
                 hash.as_value()
             }
+            Reply::Record(record) => match record {
+                Some((k, v)) => {
+                    ruby.ary_new_from_values(&[out(k)?.as_value(), out(v)?.as_value()]).as_value()
+                }
+                None => ruby.qnil().as_value(),
+            },
             Reply::Keys(keys) => {
                 let list = ruby.ary_new_capa(keys.len());
                 for k in keys {
@@ -275,10 +323,14 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("remove", method!(AsyncDatabase::remove, 1))?;
     class.define_method("_append", method!(AsyncDatabase::append, 3))?;
     class.define_method("_increment", method!(AsyncDatabase::increment, 3))?;
-    class.define_method("compare_exchange", method!(AsyncDatabase::compare_exchange, 3))?;
+    class.define_method("_compare_exchange", method!(AsyncDatabase::compare_exchange, 5))?;
     class.define_method("_get_multi", method!(AsyncDatabase::get_multi, 1))?;
     class.define_method("_set_multi", method!(AsyncDatabase::set_multi, 2))?;
     class.define_method("_remove_multi", method!(AsyncDatabase::remove_multi, 1))?;
+    class.define_method("_compare_exchange_multi", method!(AsyncDatabase::compare_exchange_multi, 3))?;
+    class.define_method("_rekey", method!(AsyncDatabase::rekey, 4))?;
+    class.define_method("_pop_first", method!(AsyncDatabase::pop_first, 1))?;
+    class.define_method("_push_last", method!(AsyncDatabase::push_last, 2))?;
     class.define_method("clear", method!(AsyncDatabase::clear, 0))?;
     class.define_method("_synchronize", method!(AsyncDatabase::synchronize, 1))?;
     class.define_method("_rebuild", method!(AsyncDatabase::rebuild, 1))?;

@@ -19,9 +19,10 @@ use kuradb::dbm::params::Params;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 
-use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, pair_refs, string};
+use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
 use crate::cursor::{Cursor, Live, Slot};
 use crate::error::{not_open, to_rb, type_error};
+use crate::exchange_queue::exchange_multi;
 use crate::guard::Gate;
 use crate::nogvl::without_gvl;
 
@@ -30,12 +31,12 @@ use crate::nogvl::without_gvl;
 pub struct Database {
     /// The open database; calls hold the read lock, `open` and `close` the
     /// write lock (never contended: the VM lock orders them, see [`Gate`]).
-    db: RwLock<Option<Arc<AnyDbm>>>,
+    pub(crate) db: RwLock<Option<Arc<AnyDbm>>>,
     /// Every cursor made since opening, emptied on close.
     cursors: Mutex<Vec<Weak<Slot>>>,
     /// The encoding that keys and values come back in (`None`: binary).
     encoding: Mutex<Option<Index>>,
-    gate: Gate,
+    pub(crate) gate: Gate,
     /// Whether calls that run no Ruby code release the VM lock (the
     /// `concurrent` open parameter; docs/ruby.md, "Threads and the VM lock").
     concurrent: AtomicBool,
@@ -43,7 +44,7 @@ pub struct Database {
 
 /// A record's new state as a block returned it: `nil` or `true` keeps the
 /// record, `false` removes it, a String is the new value.
-fn action_of(ruby: &Ruby, result: Value) -> Result<Action<'static>, Error> {
+pub(crate) fn action_of(ruby: &Ruby, result: Value) -> Result<Action<'static>, Error> {
     if result.is_nil() || result.is_kind_of(ruby.class_true_class()) {
         return Ok(Action::Keep);
     }
@@ -88,6 +89,17 @@ impl Database {
         ruby: &Ruby,
         f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
+        self.with_released(ruby, self.is_concurrent(), f)
+    }
+
+    /// Like [`Database::with`], releasing the VM lock if `release` (as for
+    /// a call that may wait long) whatever the `concurrent` parameter.
+    pub(crate) fn with_released<R: Send>(
+        &self,
+        ruby: &Ruby,
+        release: bool,
+        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+    ) -> Result<R, Error> {
         self.gate.enter(ruby)?;
         let slot = &self.db;
         // The read lock is taken and dropped on the far side, so a thread
@@ -96,7 +108,7 @@ impl Database {
             let guard = slot.read_recursive();
             guard.as_deref().map_or_else(|| Err(not_open()), f)
         };
-        let result = if self.is_concurrent() { without_gvl(call) } else { call() };
+        let result = if release { without_gvl(call) } else { call() };
         result.map_err(|e| to_rb(ruby, e))
     }
 
@@ -106,11 +118,11 @@ impl Database {
     }
 
     /// A key or value as a Ruby String in the database's encoding.
-    fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
+    pub(crate) fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
         string(ruby, *self.encoding.lock(), data)
     }
 
-    fn opt_out(&self, ruby: &Ruby, data: Option<Vec<u8>>) -> Result<Option<RString>, Error> {
+    pub(crate) fn opt_out(&self, ruby: &Ruby, data: Option<Vec<u8>>) -> Result<Option<RString>, Error> {
         data.map(|d| self.out(ruby, &d)).transpose()
     }
 
@@ -153,10 +165,13 @@ impl Database {
     fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         rb_self.gate.enter(ruby)?;
         // Another thread may be in a call without the VM lock, holding the
-        // read lock: wait for it without the VM lock too.
+        // read lock (any call if `concurrent`, a waiting `pop_first` in any
+        // mode): wait for it without the VM lock too.
         let slot = &rb_self.db;
-        let taken =
-            if rb_self.is_concurrent() { without_gvl(|| slot.write().take()) } else { slot.write().take() };
+        let taken = match slot.try_write() {
+            Some(mut guard) => guard.take(),
+            None => without_gvl(|| slot.write().take()),
+        };
         let Some(db) = taken else { return Ok(()) };
         for slot in rb_self.cursors.lock().drain(..) {
             if let Some(slot) = slot.upgrade() {
@@ -301,14 +316,16 @@ impl Database {
         })
     }
 
+    /// `any[i]` says the i-th expected value is the reference's `ANY_DATA`.
     fn compare_exchange_multi(
         ruby: &Ruby,
         rb_self: &Self,
         expected: RArray,
+        any: Vec<bool>,
         desired: RArray,
     ) -> Result<bool, Error> {
         let (expected, desired) = (byte_pairs(ruby, expected, true)?, byte_pairs(ruby, desired, true)?);
-        rb_self.with(ruby, |db| db.compare_exchange_multi(&pair_refs(&expected), &pair_refs(&desired)))
+        rb_self.with(ruby, |db| exchange_multi(db, &expected, &any, &desired))
     }
 
     /// Calls `block` with the key and the value (or nil) under the record's
@@ -504,12 +521,12 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("delete", method!(Database::remove_and_get, 1))?;
     class.define_method("key?", method!(Database::contains, 1))?;
     class.define_method("_append", method!(Database::append, 3))?;
-    class.define_method("compare_exchange", method!(Database::compare_exchange, 3))?;
+    class.define_method("_compare_exchange", method!(Database::compare_exchange, 3))?;
     class.define_method("_increment", method!(Database::increment, 3))?;
     class.define_method("_get_multi", method!(Database::get_multi, 1))?;
     class.define_method("_set_multi", method!(Database::set_multi, 2))?;
     class.define_method("_remove_multi", method!(Database::remove_multi, 1))?;
-    class.define_method("compare_exchange_multi", method!(Database::compare_exchange_multi, 2))?;
+    class.define_method("_compare_exchange_multi", method!(Database::compare_exchange_multi, 3))?;
     class.define_method("_process", method!(Database::process, 3))?;
     class.define_method("_process_each", method!(Database::process_each, 2))?;
     class.define_method("count", method!(Database::count, 0))?;
@@ -529,5 +546,6 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_cursor", method!(Database::cursor, 0))?;
     class.define_method("concurrent?", method!(Database::is_concurrent, 0))?;
     crate::flat_records::define(class)?;
+    crate::exchange_queue::define(class)?;
     Ok(())
 }

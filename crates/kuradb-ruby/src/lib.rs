@@ -20,6 +20,7 @@ mod convert;
 mod cursor;
 mod database;
 mod error;
+mod exchange_queue;
 mod file;
 mod flat_records;
 mod guard;

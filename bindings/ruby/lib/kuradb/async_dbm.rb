@@ -51,6 +51,34 @@ module Kuradb
       _remove_multi(keys.flatten)
     end
 
+    # The future answers whether it exchanged; +expected+ and +desired+ may
+    # be DBM::ANY_DATA, as in DBM#compare_exchange.
+    def compare_exchange(key, expected, desired)
+      _compare_exchange(key, expected, DBM::ANY_DATA == expected, desired, DBM::ANY_DATA == desired)
+    end
+
+    # The future answers whether it exchanged (see DBM#compare_exchange_multi).
+    def compare_exchange_multi(expected, desired)
+      expected = expected.to_a
+      _compare_exchange_multi(expected, expected.map { |pair| DBM::ANY_DATA == pair[1] }, desired.to_a)
+    end
+
+    # Moves the record of +old_key+ to +new_key+, as DBM#rekey.
+    def rekey(old_key, new_key, overwrite: true, copying: false)
+      _rekey(old_key, new_key, overwrite ? true : false, copying ? true : false)
+    end
+
+    # The future answers [key, value] of the first record, removed, or nil;
+    # a +retry_wait+ holds one worker for up to that many seconds.
+    def pop_first(retry_wait: nil)
+      _pop_first(retry_wait&.to_f)
+    end
+
+    # The future answers the new record's key (see DBM#push_last).
+    def push_last(value, wtime: nil)
+      _push_last(value, wtime&.to_f)
+    end
+
     def synchronize(hard = false)
       _synchronize(hard ? true : false)
     end

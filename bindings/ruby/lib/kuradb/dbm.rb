@@ -13,6 +13,13 @@ module Kuradb
   class DBM
     include Enumerable
 
+    # The reference's ANY_DATA (any String equal to it counts): as an
+    # expected value of #compare_exchange, #compare_exchange_and_get or
+    # #compare_exchange_multi, "the record exists, with any value"; as the
+    # desired value of the first two, "leave the record as it is" (in
+    # #compare_exchange_multi's desired pairs it is an ordinary value).
+    ANY_DATA = "\0[ANY]\0".b.freeze
+
     # Opens the database at +path+ (read-only unless +writable+); +params+
     # are the core's open parameters (dbm:, num_buckets:, truncate:, ...)
     # plus +encoding:+, the encoding returned Strings are tagged with, and
@@ -113,6 +120,71 @@ module Kuradb
       raise ArgumentError, "process needs a block" unless block
 
       _process(key, writable, block)
+    end
+
+    # Calls the block with each of +keys+ and its value (nil if absent), as
+    # #process does for one, atomically: every record is locked before the
+    # first call, and no other thread sees a state between two calls. A key
+    # given twice is shown the value the first call left.
+    def process_multi(keys, writable = true, &block)
+      raise ArgumentError, "process_multi needs a block" unless block
+
+      _process_multi(Array(keys), writable ? true : false, block)
+    end
+
+    # Calls the block with the first record's key and value (in the order of
+    # a cursor), as #process does; answers false, without calling it, if
+    # the database is empty.
+    def process_first(writable = true, &block)
+      raise ArgumentError, "process_first needs a block" unless block
+
+      _process_first(writable ? true : false, block)
+    end
+
+    # If the record of +key+ is +expected+ (nil: absent; ANY_DATA: any
+    # value), makes it +desired+ (nil: removed; ANY_DATA: left as it is),
+    # atomically; answers whether it did.
+    def compare_exchange(key, expected, desired)
+      return compare_exchange_and_get(key, expected, desired).first if ANY_DATA == expected || ANY_DATA == desired
+
+      _compare_exchange(key, expected, desired)
+    end
+
+    # If every pair of +expected+ ([key, value] Arrays; nil: absent,
+    # ANY_DATA: any value) holds, applies every pair of +desired+ (nil:
+    # remove), atomically; answers whether it did.
+    def compare_exchange_multi(expected, desired)
+      expected = expected.to_a
+      _compare_exchange_multi(expected, expected.map { |pair| ANY_DATA == pair[1] }, desired.to_a)
+    end
+
+    # Like #compare_exchange, answering [done, the value before (nil:
+    # absent)]; +expected+ and +desired+ may be ANY_DATA.
+    def compare_exchange_and_get(key, expected, desired)
+      _compare_exchange_and_get(key, expected, ANY_DATA == expected, desired, ANY_DATA == desired)
+    end
+
+    # Moves the record of +old_key+ to +new_key+ atomically (keeping the old
+    # one with +copying: true+). NotFoundError if +old_key+ is absent,
+    # DuplicationError if +new_key+ exists and +overwrite+ is false.
+    def rekey(old_key, new_key, overwrite: true, copying: false)
+      _rekey(old_key, new_key, overwrite ? true : false, copying ? true : false)
+      self
+    end
+
+    # Removes the first record and answers it as [key, value], or nil if
+    # there is none; with +retry_wait+ seconds, an empty database is waited
+    # on that long for a #push_last (the VM lock is released meanwhile).
+    def pop_first(retry_wait: nil)
+      _pop_first(retry_wait&.to_f)
+    end
+
+    # Stores +value+ under a new key made from the time +wtime+ (seconds
+    # since the epoch; nil: now): 8 big-endian bytes counting 10 ns units,
+    # the next free one if taken, so records queue in push order. Answers
+    # the key.
+    def push_last(value, wtime: nil)
+      _push_last(value, wtime&.to_f)
     end
 
     # Calls the block with every record under the database's lock, with the

@@ -113,6 +113,38 @@ module Tkrzw
       future(f) { |st, done| st.ok? && !done ? Status.new(Status::INFEASIBLE_ERROR) : st }
     end
 
+    # INFEASIBLE_ERROR if an expectation does not hold; an expected value
+    # may be DBM::ANY_DATA.
+    def compare_exchange_multi(expected, desired)
+      conv = ->(pairs) { pairs.map { |k, v| [str(k), v&.then { |x| str(x) }] } }
+      native = begin
+        @adb.compare_exchange_multi(conv.call(expected), conv.call(desired))
+      rescue TypeError, ArgumentError => e
+        return failed(e)
+      end
+      future(native) { |st, done| st.ok? && !done ? Status.new(Status::INFEASIBLE_ERROR) : st }
+    end
+
+    # NOT_FOUND_ERROR without +old_key+; DUPLICATION_ERROR if +new_key+
+    # exists and +overwrite+ is false.
+    def rekey(old_key, new_key, overwrite = true, copying = false)
+      status_future(@adb.rekey(str(old_key), str(new_key), overwrite: overwrite ? true : false,
+                                                           copying: copying ? true : false))
+    end
+
+    # The future's get answers [Status, key, value] of the first record,
+    # removed; NOT_FOUND_ERROR and nils if the database is empty.
+    def pop_first
+      future(@adb.pop_first) do |st, record|
+        st = Status.new(Status::NOT_FOUND_ERROR) if st.ok? && record.nil?
+        [st, *(record || [nil, nil])]
+      end
+    end
+
+    def push_last(value, wtime = nil)
+      status_future(@adb.push_last(str(value), wtime: wtime&.to_f))
+    end
+
     def increment(key, inc = 1, init = 0)
       future(@adb.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)) { |st, n| [st, n] }
     end

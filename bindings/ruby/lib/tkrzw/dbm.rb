@@ -9,6 +9,11 @@ module Tkrzw
     NOT_OPENED = "not opened database"
     private_constant :NOT_OPENED
 
+    # As an expected value of the compare-exchange methods: the record
+    # exists, with any value; as a desired value of #compare_exchange and
+    # #compare_exchange_and_get: leave the record as it is.
+    ANY_DATA = Kuradb::DBM::ANY_DATA
+
     def initialize
       @db = nil
       @writable = false
@@ -65,6 +70,27 @@ module Tkrzw
         block.call(nil, nil)
         db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v)) }
         block.call(nil, nil)
+      end
+    end
+
+    # Calls the block with each of +keys+ and its value (nil if absent) as
+    # #process does, atomically over all of them: every record is locked
+    # before the first call.
+    def process_multi(keys, writable, &block)
+      raise ArgumentError, "process_multi needs a block" unless block
+
+      wanted = Array(keys).flatten.map { |k| str(k) }
+      call { opened.process_multi(wanted, writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+    end
+
+    # Calls the block with the first record's key and value, as #process
+    # does; NOT_FOUND_ERROR if the database is empty.
+    def process_first(writable, &block)
+      raise ArgumentError, "process_first needs a block" unless block
+
+      call do
+        found = opened.process_first(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        raise Kuradb::NotFoundError, "not found: no record" unless found
       end
     end
 
@@ -135,6 +161,46 @@ module Tkrzw
         done = opened.compare_exchange(str(key), expected&.then { |e| str(e) }, desired&.then { |d| str(d) })
         raise Kuradb::InfeasibleError, "infeasible: the value does not match" unless done
       end
+    end
+
+    # [Status, the value before or nil]; INFEASIBLE_ERROR if the record was
+    # not +expected+. Either value may be ANY_DATA.
+    def compare_exchange_and_get(key, expected, desired)
+      outcome = nil
+      status = call do
+        outcome = opened.compare_exchange_and_get(str(key), expected&.then { |e| str(e) },
+                                                  desired&.then { |d| str(d) })
+      end
+      return [status, nil] unless status.ok?
+
+      [outcome[0] ? status : Status.new(Status::INFEASIBLE_ERROR, "infeasible: the value does not match"),
+       outcome[1]]
+    end
+
+    # NOT_FOUND_ERROR without +old_key+; DUPLICATION_ERROR if +new_key+
+    # exists and +overwrite+ is false.
+    def rekey(old_key, new_key, overwrite = true, copying = false)
+      call do
+        opened.rekey(str(old_key), str(new_key), overwrite: overwrite ? true : false,
+                                                 copying: copying ? true : false)
+      end
+    end
+
+    # [key, value] of the first record, removed, or nil (NOT_FOUND_ERROR in
+    # +status+ if the database is empty).
+    def pop_first(status = nil)
+      record = opened.pop_first
+      StatusOf.report(status, record ? Status.new : Status.new(Status::NOT_FOUND_ERROR))
+      record
+    rescue Kuradb::Error => e
+      StatusOf.report(status, StatusOf.status_of(e))
+      nil
+    end
+
+    # Stores +value+ under a key made from the time +wtime+ (seconds since
+    # the epoch; nil: now), 8 big-endian bytes of 10 ns units.
+    def push_last(value, wtime = nil)
+      call { opened.push_last(str(value), wtime: wtime&.to_f) }
     end
 
     # The new number, or nil on failure; +inc+ Utility::INT64MIN only reads.
