@@ -139,6 +139,22 @@ class TestTkrzw < Test::Unit::TestCase
     assert_equal(Status::SUCCESS, dbm.copy_file_data(path("copy.tkh")))
     assert_equal(Status::SUCCESS, DBM.restore_database(path("copy.tkh"), path("restored.tkh")))
     assert_equal(Status::SUCCESS, DBM.restore_database(path("copy.tkh"), path("r2.tkh"), "HashDBM", -1))
+    # A positive end offset: an appending hash file as it was at that size.
+    log = DBM.new
+    assert_equal(Status::SUCCESS, log.open(path("log.tkh"), true, update_mode: "UPDATE_APPENDING"))
+    log.set("k", "first")
+    log.set("gone", "later")
+    log.synchronize(false)
+    size_then = log.file_size
+    log.set("k", "second")
+    log.remove("gone")
+    log.close
+    assert_equal(Status::SUCCESS, DBM.restore_database(path("log.tkh"), path("then.tkh"), "", size_then))
+    past = DBM.new
+    assert_equal(Status::SUCCESS, past.open(path("then.tkh"), false))
+    assert_equal(%w[first later], [past.get("k"), past.get("gone")])
+    past.close
+    assert_equal(Status::INVALID_ARGUMENT_ERROR, DBM.restore_database(path("log.tkh"), path("t2.tkt"), "TreeDBM", 100))
     export = DBM.new
     assert_equal(Status::SUCCESS, export.open("", true, dbm: "BabyDBM"))
     assert_equal(Status::SUCCESS, dbm.export(export))

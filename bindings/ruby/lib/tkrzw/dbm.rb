@@ -336,14 +336,12 @@ module Tkrzw
     end
 
     # Restores a broken database as a new one; the class is guessed from
-    # the extension unless +class_name+ gives it. +end_offset+ other than
-    # -1 is refused: kuradb restores every record it can read.
+    # the extension unless +class_name+ gives it. A positive +end_offset+
+    # restores a hash database in appending mode as it was when the file
+    # ended there; 0 or negative restores every record it can read.
     def self.restore_database(old_file_path, new_file_path, class_name = "", end_offset = -1)
-      unless end_offset.to_i == -1
-        return Status.new(Status::NOT_IMPLEMENTED_ERROR, "end_offset other than -1 is not supported")
-      end
-
       params = class_name.to_s.empty? ? {} : { dbm: class_name.to_s }
+      params[:end_offset] = end_offset.to_i if end_offset.to_i.positive?
       Kuradb::DBM.restore(old_file_path.to_s, new_file_path.to_s, **params)
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e

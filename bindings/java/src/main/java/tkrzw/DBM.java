@@ -955,17 +955,19 @@ public class DBM {
    * @param oldFilePath the damaged file
    * @param newFilePath the new file
    * @param className the class (HashDBM, …), or null or empty to go by the extension
-   * @param endOffset ignored unless 0 or negative: kuradb restores every record it can read
+   * @param endOffset a positive byte offset restores a hash database in appending mode as it
+   *     was when the file ended there (the records written before it); 0 or negative restores
+   *     every record it can read
    * @return the status
    */
   public static Status restoreDatabase(
       String oldFilePath, String newFilePath, String className, long endOffset) {
-    if (endOffset > 0) {
-      return new Status(Status.NOT_IMPLEMENTED_ERROR, "restoring up to an end offset is not supported");
-    }
     Map<String, String> params = new LinkedHashMap<>();
     if (className != null && !className.isEmpty()) {
       params.put("dbm", className);
+    }
+    if (endOffset > 0) {
+      params.put("end_offset", Long.toString(endOffset));
     }
     try {
       Dbm.restore(oldFilePath, newFilePath, params);

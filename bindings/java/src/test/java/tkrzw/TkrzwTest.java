@@ -233,6 +233,25 @@ class TkrzwTest {
     check.open(restored, false).orDie();
     assertEquals("v7", check.get("k7"));
     check.close().orDie();
+    // A positive end offset: an appending hash file as it was at that size.
+    DBM log = new DBM();
+    log.open(dir.resolve("log.tkh").toString(), true, Map.of("update_mode", "UPDATE_APPENDING")).orDie();
+    log.set("k", "first").orDie();
+    log.set("gone", "later").orDie();
+    log.synchronize(false).orDie();
+    long then = log.getFileSize();
+    log.set("k", "second").orDie();
+    log.remove("gone").orDie();
+    log.close().orDie();
+    String past = dir.resolve("then.tkh").toString();
+    DBM.restoreDatabase(dir.resolve("log.tkh").toString(), past, "", then).orDie();
+    DBM pastDb = new DBM();
+    pastDb.open(past, false).orDie();
+    assertEquals("first", pastDb.get("k"));
+    assertEquals("later", pastDb.get("gone"));
+    pastDb.close().orDie();
+    assertEquals(Status.INVALID_ARGUMENT_ERROR,
+        DBM.restoreDatabase(dir.resolve("log.tkh").toString(), dir.resolve("t.tkt").toString(), "TreeDBM", 100).getCode());
   }
 
   @Test
