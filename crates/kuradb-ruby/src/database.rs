@@ -44,7 +44,7 @@ pub struct Database {
 
 /// A record's new state as a block returned it: `nil` or `true` keeps the
 /// record, `false` removes it, a String is the new value.
-pub(crate) fn action_of(ruby: &Ruby, result: Value) -> Result<Action<'static>, Error> {
+fn action_of(ruby: &Ruby, result: Value) -> Result<Action<'static>, Error> {
     if result.is_nil() || result.is_kind_of(ruby.class_true_class()) {
         return Ok(Action::Keep);
     }
@@ -124,6 +124,45 @@ impl Database {
 
     pub(crate) fn opt_out(&self, ruby: &Ruby, data: Option<Vec<u8>>) -> Result<Option<RString>, Error> {
         data.map(|d| self.out(ruby, &d)).transpose()
+    }
+
+    /// Runs `call` on the open database, which shows records through the
+    /// visitor it is given: each visit calls `block` with the key and the
+    /// value (or nil) under the records' locks and does what it returns.
+    /// Blocks run gated (see [`Gate`]); the first exception (or `break`,
+    /// `throw`) a block raises leaves the records still to come as they
+    /// are, and is raised once the locks are released.
+    pub(crate) fn with_block<R>(
+        &self,
+        ruby: &Ruby,
+        block: &Proc,
+        call: impl FnOnce(&AnyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
+    ) -> Result<R, Error> {
+        let mut failure = None;
+        self.gate.enter(ruby)?;
+        let guard = self.db.read_recursive();
+        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        let result = self.gate.run_blocks(|| {
+            call(db, &mut |key, value| {
+                if failure.is_some() {
+                    return Action::Keep;
+                }
+                let answer = (|| {
+                    let value = value.map(|v| self.out(ruby, v)).transpose()?;
+                    let result: Value = block.call((self.out(ruby, key)?, value))?;
+                    action_of(ruby, result)
+                })();
+                answer.unwrap_or_else(|e| {
+                    failure = Some(e);
+                    Action::Keep
+                })
+            })
+        });
+        drop(guard);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        result.map_err(|e| to_rb(ruby, e))
     }
 
     fn open(
@@ -334,60 +373,16 @@ impl Database {
     /// lock is released.
     fn process(ruby: &Ruby, rb_self: &Self, key: RString, writable: bool, block: Proc) -> Result<(), Error> {
         let key = bytes(key);
-        let mut failure = None;
-        rb_self.gate.enter(ruby)?;
-        let guard = rb_self.db.read_recursive();
-        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        let result = rb_self.gate.run_blocks(|| {
-            db.process(&key, writable, &mut |value| {
-                if failure.is_some() {
-                    return Action::Keep;
-                }
-                let answer = (|| {
-                    let value = rb_self.opt_out(ruby, value.map(<[u8]>::to_vec))?;
-                    let result: Value = block.call((rb_self.out(ruby, &key)?, value))?;
-                    action_of(ruby, result)
-                })();
-                answer.unwrap_or_else(|e| {
-                    failure = Some(e);
-                    Action::Keep
-                })
-            })
-        });
-        drop(guard);
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        result.map_err(|e| to_rb(ruby, e))
+        rb_self
+            .with_block(ruby, &block, |db, visit| db.process(&key, writable, &mut |value| visit(&key, value)))
     }
 
     /// Calls `block` with every record under the database's lock, like
     /// [`Database::process`]; an exception stops the walk.
     fn process_each(ruby: &Ruby, rb_self: &Self, writable: bool, block: Proc) -> Result<(), Error> {
-        let mut failure = None;
-        rb_self.gate.enter(ruby)?;
-        let guard = rb_self.db.read_recursive();
-        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        let result = rb_self.gate.run_blocks(|| {
-            db.process_each(writable, &mut |key, value| {
-                if failure.is_some() {
-                    return Action::Keep;
-                }
-                let answer = (|| {
-                    let result: Value = block.call((rb_self.out(ruby, key)?, rb_self.out(ruby, value)?))?;
-                    action_of(ruby, result)
-                })();
-                answer.unwrap_or_else(|e| {
-                    failure = Some(e);
-                    Action::Keep
-                })
-            })
-        });
-        drop(guard);
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        result.map_err(|e| to_rb(ruby, e))
+        rb_self.with_block(ruby, &block, |db, visit| {
+            db.process_each(writable, &mut |key, value| visit(key, Some(value)))
+        })
     }
 
     fn count(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {

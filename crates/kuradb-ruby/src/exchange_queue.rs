@@ -8,15 +8,14 @@ use std::time::Duration;
 
 use magnus::block::Proc;
 use magnus::prelude::*;
-use magnus::{method, Error, RArray, RClass, RString, Ruby, Value};
+use magnus::{method, Error, RArray, RClass, RString, Ruby};
 
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::exchange::{Desired, Expected};
 use kuradb::dbm::{Action, Dbm};
 
 use crate::convert::{byte_list, bytes, opt_bytes, pair_refs, BytePairs};
-use crate::database::{action_of, Database};
-use crate::error::{not_open, to_rb};
+use crate::database::Database;
 
 /// Calls `block` with each key and its value (or nil), every record locked
 /// before the first call, and does what each call returns (see
@@ -31,57 +30,17 @@ fn process_multi(
 ) -> Result<(), Error> {
     let keys = byte_list(keys)?;
     let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let mut failure = None;
-    rb_self.gate.enter(ruby)?;
-    let guard = rb_self.db.read_recursive();
-    let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-    let result = rb_self.gate.run_blocks(|| {
-        db.process_multi(&refs, writable, &mut |_, key, value| {
-            if failure.is_some() {
-                return Action::Keep;
-            }
-            let answer = (|| {
-                let value = rb_self.opt_out(ruby, value.map(<[u8]>::to_vec))?;
-                let result: Value = block.call((rb_self.out(ruby, key)?, value))?;
-                action_of(ruby, result)
-            })();
-            answer.unwrap_or_else(|e| {
-                failure = Some(e);
-                Action::Keep
-            })
-        })
-    });
-    drop(guard);
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    result.map_err(|e| to_rb(ruby, e))
+    rb_self.with_block(ruby, &block, |db, visit| {
+        db.process_multi(&refs, writable, &mut |_, key, value| visit(key, value))
+    })
 }
 
 /// Calls `block` with the first record's key and value, as `process` does;
 /// answers false (without calling it) if the database is empty.
 fn process_first(ruby: &Ruby, rb_self: &Database, writable: bool, block: Proc) -> Result<bool, Error> {
-    let mut failure = None;
-    rb_self.gate.enter(ruby)?;
-    let guard = rb_self.db.read_recursive();
-    let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-    let result = rb_self.gate.run_blocks(|| {
-        db.process_first(writable, &mut |key, value| {
-            let answer = (|| {
-                let result: Value = block.call((rb_self.out(ruby, key)?, rb_self.out(ruby, value)?))?;
-                action_of(ruby, result)
-            })();
-            answer.unwrap_or_else(|e| {
-                failure = Some(e);
-                Action::Keep
-            })
-        })
-    });
-    drop(guard);
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    result.map_err(|e| to_rb(ruby, e))
+    rb_self.with_block(ruby, &block, |db, visit| {
+        db.process_first(writable, &mut |key, value| visit(key, Some(value)))
+    })
 }
 
 /// `[done, old value or nil]`. `expected_any` stands for the reference's
