@@ -148,8 +148,77 @@ fn alloc_init_reserves_the_space_a_writer_opens_with() {
     let without = reserved(None, "plain.tkh");
     assert!(with >= RESERVED, "{with} bytes with --alloc_init {RESERVED}");
     assert!(without < RESERVED, "{without} bytes without --alloc_init");
-    let err = fails(&["create", "--alloc_inc", "0.5", s(&dir.path().join("inc.tkh"))]);
-    assert!(err.contains("alloc_inc must be at least 1.0"), "{err}");
+    let inc = dir.path().join("inc.tkh");
+    let err = fails(&["create", "--alloc_inc", "0.5", s(&inc)]);
+    assert!(
+        err.contains("--alloc_inc: the factor the reserved space grows by must be at least 1.0, not 0.5"),
+        "{err}"
+    );
+    assert!(!inc.exists(), "a refused create leaves no file");
+}
+
+/// A create that the file system refuses (a reservation beyond its largest
+/// file) fails naming the cause and leaves none of the files it made, while
+/// one that was there before survives a failed `--truncate`.
+#[test]
+fn a_failed_create_leaves_no_file_behind() {
+    const TOO_LARGE: &str = "100000000000000000";
+    let dir = tempfile::tempdir().unwrap();
+    for (name, params) in [("big.tkh", None), ("big.tkt", None), ("shards.tkh", Some("num_shards=3"))] {
+        let db = dir.path().join(name);
+        let mut args = vec!["create", "--alloc_init", TOO_LARGE];
+        if let Some(params) = params {
+            args.extend(["--params", params]);
+        }
+        args.push(s(&db));
+        let err = fails(&args);
+        assert!(err.contains("File too large") || err.contains("No space"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{name}: left {left:?}");
+    }
+    let kept = dir.path().join("kept.tkh");
+    ok(&["set", s(&kept), "k", "v"]);
+    fails(&["create", "--truncate", "--alloc_init", TOO_LARGE, s(&kept)]);
+    assert!(kept.exists(), "a file that was there before is not removed");
+}
+
+/// `--sync_hard` reaches the device: counted by strace, a set with it makes
+/// more synchronizing system calls than one without (skipped where strace is
+/// missing or may not trace).
+#[test]
+fn sync_hard_makes_the_writer_synchronize() {
+    let probe = Command::new("strace").args(["-qq", "-e", "trace=none", "true"]).output();
+    if !matches!(&probe, Ok(out) if out.status.success()) {
+        eprintln!("skipped: strace is missing or cannot trace here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hard.tkh");
+    ok(&["create", s(&db)]);
+    let sync_calls = |extra: &[&str]| -> usize {
+        let log = dir.path().join("strace.log");
+        let mut args = vec![
+            "-f",
+            "-qq",
+            "-o",
+            s(&log),
+            "-e",
+            "trace=fsync,fdatasync,msync,sync_file_range,syncfs,sync",
+            env!("CARGO_BIN_EXE_kura"),
+            "util",
+            "set",
+        ];
+        args.extend(extra);
+        args.extend([s(&db), "k", "v"]);
+        let out = Command::new("strace").args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let calls = std::fs::read_to_string(&log).unwrap().lines().filter(|l| l.contains('(')).count();
+        std::fs::remove_file(&log).unwrap();
+        calls
+    };
+    let plain = sync_calls(&[]);
+    let hard = sync_calls(&["--sync_hard"]);
+    assert!(hard > plain, "{hard} synchronizing calls with --sync_hard, {plain} without");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `kura util create|inspect|rebuild|restore|merge|clear|backup`: the
 //! commands that act on a database as a whole.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -45,8 +46,43 @@ pub fn create(args: &CreateArgs) -> Result<()> {
             format!("{} exists; give --truncate to empty it", args.file.display()),
         ));
     }
-    let db = open_with(&args.file, Access::Create, &params)?;
-    args.db.finish(db, Ok(()))
+    let before = files_named_after(&args.file);
+    let created = open_with(&args.file, Access::Create, &params).and_then(|db| args.db.finish(db, Ok(())));
+    if created.is_err() {
+        // A create that fails (a reservation larger than the file system
+        // allows, a full disk) leaves no half-made database behind: only the
+        // files this command made, never one that was there before.
+        for made in files_named_after(&args.file).difference(&before) {
+            let _ = std::fs::remove_file(made);
+        }
+    }
+    created
+}
+
+/// The files a database at `path` consists of: the file itself and, for a
+/// sharded one, its `path-NNNNN-of-NNNNN` shards.
+fn files_named_after(path: &Path) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::new();
+    if path.is_file() {
+        files.insert(path.to_path_buf());
+    }
+    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), path.parent()) else {
+        return files;
+    };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let shard_prefix = format!("{name}-");
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let entry_name = entry.file_name();
+            let Some(entry_name) = entry_name.to_str() else { continue };
+            if let Some(rest) = entry_name.strip_prefix(&shard_prefix) {
+                if rest.contains("-of-") && entry.path().is_file() {
+                    files.insert(path.with_file_name(entry_name));
+                }
+            }
+        }
+    }
+    files
 }
 
 /// The reference's `--append` tuning flag of create and rebuild (elsewhere

@@ -98,12 +98,23 @@ struct FileFlags {
 }
 
 impl FileFlags {
-    fn given(&self) -> Vec<Given> {
+    fn given(&self) -> Result<Vec<Given>> {
         let mut given = Vec::new();
         if let Some(n) = self.alloc_init.and_then(|n| u64::try_from(n).ok()) {
             given.push(Given::new("--alloc_init", "alloc_init", n));
         }
         if let Some(x) = self.alloc_inc.filter(|x| *x > 0.0) {
+            // Checked here rather than by the file layer, so that the message
+            // names the flag the user typed (the reference takes a factor below
+            // 1.0 silently; a file that could never grow is refused instead).
+            if !x.is_finite() || x < 1.0 {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "--alloc_inc: the factor the reserved space grows by must be at least 1.0, not {x}"
+                    ),
+                ));
+            }
             given.push(Given::new("--alloc_inc", "alloc_inc", x));
         }
         if let Some(n) = self.block_size {
@@ -127,7 +138,7 @@ impl FileFlags {
             };
             given.push(Given::new(flag, "access_options", access.join(",")));
         }
-        given
+        Ok(given)
     }
 }
 
@@ -178,7 +189,7 @@ impl TuningFlags {
         if self.no_lock {
             given.push(Given::new("--no_lock", "no_lock", true));
         }
-        given.extend(self.file.given());
+        given.extend(self.file.given()?);
         for g in given {
             params.insert(g.param, &g.value).map_err(|e| {
                 Error::new(ErrorKind::InvalidArgument, format!("{}: {}", g.flag, e.message()))
