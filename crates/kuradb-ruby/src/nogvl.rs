@@ -43,6 +43,16 @@ unsafe extern "C" fn run<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut c_void 
     std::ptr::null_mut()
 }
 
+/// Runs `f` with the VM lock released if `release`, else as it is (the
+/// `concurrent` open parameter, or a call that may wait long).
+pub fn released_if<R: Send>(release: bool, f: impl FnOnce() -> R + Send) -> R {
+    if release {
+        without_gvl(f)
+    } else {
+        f()
+    }
+}
+
 /// Runs `f` with the VM lock released and answers what it answers. `f` and
 /// its answer are `Send`, so neither holds a Ruby object (module doc).
 pub fn without_gvl<F, R>(f: F) -> R
