@@ -24,6 +24,7 @@ mod error;
 mod exchange_queue;
 mod file;
 mod flat_records;
+mod future;
 mod guard;
 mod handle;
 mod index;
