@@ -26,21 +26,28 @@ class TestFutureWait < Test::Unit::TestCase
     finished
   end
 
+  # Yields an open DBM and the future of a pop on it that waits up to 30 s
+  # for a push.
+  def waiting_pop(name)
+    Kuradb::DBM.open(path(name), true) do |db|
+      Kuradb::AsyncDBM.new(db, 1) do |adb|
+        yield db, adb.pop_first(retry_wait: 30)
+      end
+    end
+  end
+
   def wait_until_asleep(thread)
     Thread.pass until thread.status == "sleep" || !thread.alive?
   end
 
   def test_other_threads_run_while_a_future_waits_for_a_push
-    Kuradb::DBM.open(path("q.tkh"), true) do |db|
-      Kuradb::AsyncDBM.new(db, 1) do |adb|
-        future = adb.pop_first(retry_wait: 30)
-        waiter = Thread.new { future.get }
-        wait_until_asleep(waiter)
-        assert_true(passes_freely, "a thread waiting on a future kept the VM lock")
-        assert_false(future.wait(0.05))
-        db.push_last("job")
-        assert_equal("job", waiter.value[1])
-      end
+    waiting_pop("q.tkh") do |db, future|
+      waiter = Thread.new { future.get }
+      wait_until_asleep(waiter)
+      assert_true(passes_freely, "a thread waiting on a future kept the VM lock")
+      assert_false(future.wait(0.05))
+      db.push_last("job")
+      assert_equal("job", waiter.value[1])
     end
   end
 
@@ -72,41 +79,35 @@ class TestFutureWait < Test::Unit::TestCase
   end
 
   def test_raise_and_kill_end_a_wait_and_the_future_still_answers
-    Kuradb::DBM.open(path("i.tkh"), true) do |db|
-      Kuradb::AsyncDBM.new(db, 1) do |adb|
-        future = adb.pop_first(retry_wait: 30)
-        raised = Thread.new { future.get }
-        raised.report_on_exception = false
-        wait_until_asleep(raised)
-        raised.raise(ArgumentError, "stop waiting")
-        assert_raise_message("stop waiting") { raised.join(10) || flunk("Thread#raise did not end the wait") }
-        killed = Thread.new { future.wait }
-        wait_until_asleep(killed)
-        killed.kill
-        assert_not_nil(killed.join(10), "Thread#kill did not end the wait")
-        # A wakeup is no interrupt: the wait goes on.
-        woken = Thread.new { future.wait }
-        wait_until_asleep(woken)
-        woken.wakeup
-        assert_nil(woken.join(0.2))
-        db.push_last("late")
-        assert_true(woken.value)
-        assert_equal("late", future.get[1])
-      end
+    waiting_pop("i.tkh") do |db, future|
+      raised = Thread.new { future.get }
+      raised.report_on_exception = false
+      wait_until_asleep(raised)
+      raised.raise(ArgumentError, "stop waiting")
+      assert_raise_message("stop waiting") { raised.join(10) || flunk("Thread#raise did not end the wait") }
+      killed = Thread.new { future.wait }
+      wait_until_asleep(killed)
+      killed.kill
+      assert_not_nil(killed.join(10), "Thread#kill did not end the wait")
+      # A wakeup is no interrupt: the wait goes on.
+      woken = Thread.new { future.wait }
+      wait_until_asleep(woken)
+      woken.wakeup
+      assert_nil(woken.join(0.2))
+      db.push_last("late")
+      assert_true(woken.value)
+      assert_equal("late", future.get[1])
     end
   end
 
   def test_a_wait_with_no_limit_or_an_endless_one
-    Kuradb::DBM.open(path("t.tkh"), true) do |db|
-      Kuradb::AsyncDBM.new(db, 1) do |adb|
-        future = adb.pop_first(retry_wait: 30)
-        assert_false(future.wait(0.01))
-        pusher = Thread.new { sleep 0.05; db.push_last("x") }
-        # An endless timeout is no limit (it used to be a panic).
-        assert_true(future.wait(Float::INFINITY))
-        pusher.join
-        assert_true(future.wait(0))
-      end
+    waiting_pop("t.tkh") do |db, future|
+      assert_false(future.wait(0.01))
+      pusher = Thread.new { sleep 0.05; db.push_last("x") }
+      # An endless timeout is no limit (it used to be a panic).
+      assert_true(future.wait(Float::INFINITY))
+      pusher.join
+      assert_true(future.wait(0))
     end
   end
 
