@@ -111,6 +111,19 @@ class TestFutureWait < Test::Unit::TestCase
     end
   end
 
+  def test_close_waits_for_a_pop_without_the_vm_lock
+    Kuradb::DBM.open(path("c.tkh"), true) do |db|
+      adb = Kuradb::AsyncDBM.new(db, 1)
+      future = adb.pop_first(retry_wait: 30)
+      pusher = Thread.new { sleep 0.1; db.push_last("last") }
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      adb.close # waits for the pop, which waits for the pusher
+      assert_operator(Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10)
+      pusher.join
+      assert_equal("last", future.get[1])
+    end
+  end
+
   def test_ctrl_c_ends_a_wait_on_a_future
     lib = File.expand_path("../lib", __dir__)
     script = <<~RUBY
