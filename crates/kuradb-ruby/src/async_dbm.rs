@@ -1,56 +1,35 @@
 //! `Kuradb::AsyncDBM` and `Kuradb::Future`: a DBM's operations run by the
 //! core's [`AsyncDbm`] worker threads, each answering a future.
 //!
-//! The workers run without Ruby's VM lock (they never touch Ruby objects);
-//! `Future#get` waits in short slices and lets other Ruby threads run
-//! between them, so a Ruby thread waiting on a future does not stop the
-//! others.
+//! The workers run without Ruby's VM lock (they never touch Ruby objects),
+//! and `Future#get` waits without it ([`crate::future`]), so a Ruby thread
+//! waiting on a future does not stop the others.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use magnus::encoding::Index;
 use magnus::prelude::*;
-use magnus::{function, method, Error, IntoValue, RArray, RModule, RString, Ruby, Value};
+use magnus::{function, method, Error, RArray, RModule, RString, Ruby, Value};
 use parking_lot::Mutex;
 
 use kuradb::dbm::any::AnyDbm;
-use kuradb::dbm::async_dbm::{AsyncDbm, DbmFuture};
+use kuradb::dbm::async_dbm::AsyncDbm;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 
-use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
+use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes};
 use crate::database::Database;
 use crate::error::to_rb;
 use crate::exchange_queue::{exchange_multi, retry_wait};
 use crate::flat_records::{export_records, import_records, Target};
-
-/// What an operation answers, converted to Ruby by `Future#get`.
-pub enum Reply {
-    Nil,
-    Bool(bool),
-    Int(i64),
-    Count(u64),
-    Value(Option<Vec<u8>>),
-    Records(Vec<(Vec<u8>, Vec<u8>)>),
-    /// One record as `[key, value]`, or nil.
-    Record(Option<(Vec<u8>, Vec<u8>)>),
-    Keys(Vec<Vec<u8>>),
-}
+use crate::future::{Future, Reply};
+use crate::nogvl::without_gvl;
 
 /// A DBM behind worker threads; made by `Kuradb::AsyncDBM.new(dbm, workers)`.
 #[magnus::wrap(class = "Kuradb::AsyncDBM", free_immediately, size)]
 pub struct AsyncDatabase {
     inner: Mutex<Option<AsyncDbm<AnyDbm>>>,
-    encoding: Option<Index>,
-}
-
-/// The pending result of one operation of an AsyncDBM.
-#[magnus::wrap(class = "Kuradb::Future", free_immediately, size)]
-pub struct Future {
-    pending: Mutex<Option<DbmFuture<Reply>>>,
-    done: Mutex<Option<kuradb::Result<Reply>>>,
     encoding: Option<Index>,
 }
 
@@ -67,19 +46,18 @@ impl AsyncDatabase {
 
     /// Queues `f` and answers its future (an already failed one if closed).
     fn run(&self, f: impl FnOnce(&AnyDbm) -> kuradb::Result<Reply> + Send + 'static) -> Future {
-        let pending = match self.inner.lock().as_ref() {
-            Some(adb) if !adb.is_closed() => Some(adb.execute(f)),
-            _ => None,
-        };
-        let done = if pending.is_none() { Some(Err(closed())) } else { None };
-        Future { pending: Mutex::new(pending), done: Mutex::new(done), encoding: self.encoding }
+        match self.inner.lock().as_ref() {
+            Some(adb) if !adb.is_closed() => Future::pending(adb.execute(f), self.encoding),
+            _ => Future::failed(closed(), self.encoding),
+        }
     }
 
     /// Waits for the queued operations, stops the workers and lets the DBM
-    /// close again.
+    /// close again. Waits without the VM lock: an operation may wait for
+    /// another Ruby thread (a `pop_first` for its push).
     fn close(&self) {
         if let Some(adb) = self.inner.lock().take() {
-            adb.close();
+            without_gvl(move || adb.close());
         }
     }
 
@@ -245,74 +223,6 @@ impl AsyncDatabase {
     }
 }
 
-impl Future {
-    /// Waits until the operation is done or `timeout` seconds pass (nil or
-    /// negative: no limit), letting other Ruby threads run meanwhile;
-    /// answers whether it is done.
-    fn wait(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<bool, Error> {
-        let limit = timeout.filter(|t| *t >= 0.0).map(Duration::from_secs_f64);
-        let start = std::time::Instant::now();
-        loop {
-            let ready = match rb_self.pending.lock().as_ref() {
-                None => true,
-                Some(f) => f.wait_timeout(Duration::from_millis(1)),
-            };
-            if ready {
-                return Ok(true);
-            }
-            if limit.is_some_and(|l| start.elapsed() >= l) {
-                return Ok(false);
-            }
-            // Lets other threads run, and Thread#raise or kill reach this one.
-            ruby.thread_sleep(Duration::ZERO)?;
-        }
-    }
-
-    /// The operation's result (waiting for it); its error is raised.
-    fn get(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
-        Future::wait(ruby, rb_self, None)?;
-        let mut done = rb_self.done.lock();
-        if done.is_none() {
-            if let Some(f) = rb_self.pending.lock().take() {
-                *done = Some(f.wait());
-            }
-        }
-        let reply = match done.as_ref() {
-            Some(Ok(reply)) => reply,
-            Some(Err(e)) => return Err(to_rb(ruby, kuradb::Error::new(e.kind(), e.message().to_string()))),
-            None => return Err(to_rb(ruby, closed())),
-        };
-        let out = |data: &[u8]| string(ruby, rb_self.encoding, data);
-        Ok(match reply {
-            Reply::Nil => ruby.qnil().as_value(),
-            Reply::Bool(b) => b.into_value_with(ruby),
-            Reply::Int(n) => n.into_value_with(ruby),
-            Reply::Count(n) => n.into_value_with(ruby),
-            Reply::Value(v) => v.as_deref().map(out).transpose()?.into_value_with(ruby),
-            Reply::Records(records) => {
-                let hash = ruby.hash_new();
-                for (k, v) in records {
-                    hash.aset(out(k)?, out(v)?)?;
-                }
-                hash.as_value()
-            }
-            Reply::Record(record) => match record {
-                Some((k, v)) => {
-                    ruby.ary_new_from_values(&[out(k)?.as_value(), out(v)?.as_value()]).as_value()
-                }
-                None => ruby.qnil().as_value(),
-            },
-            Reply::Keys(keys) => {
-                let list = ruby.ary_new_capa(keys.len());
-                for k in keys {
-                    list.push(out(k)?)?;
-                }
-                list.as_value()
-            }
-        })
-    }
-}
-
 /// Defines `Kuradb::AsyncDBM` and `Kuradb::Future`.
 pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("AsyncDBM", ruby.class_object())?;
@@ -340,9 +250,5 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("export", method!(AsyncDatabase::export, 1))?;
     class.define_method("_export_to_flat_records", method!(AsyncDatabase::export_to_flat_records, 1))?;
     class.define_method("_import_from_flat_records", method!(AsyncDatabase::import_from_flat_records, 1))?;
-    let future = module.define_class("Future", ruby.class_object())?;
-    future.undef_default_alloc_func();
-    future.define_method("_wait", method!(Future::wait, 1))?;
-    future.define_method("get", method!(Future::get, 0))?;
-    Ok(())
+    crate::future::define(ruby, module)
 }

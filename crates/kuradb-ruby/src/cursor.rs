@@ -18,8 +18,8 @@ use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::{Cursor as DbmCursor, Dbm};
 
 use crate::convert::{bytes, string};
-use crate::error::{not_open, to_rb};
-use crate::nogvl::without_gvl;
+use crate::error::not_open;
+use crate::handle;
 
 type BoxedCursor<'a> = Box<dyn DbmCursor + 'a>;
 
@@ -69,14 +69,9 @@ impl Cursor {
         ruby: &Ruby,
         f: impl FnOnce(&mut dyn DbmCursor) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let slot = &*self.slot;
-        let call = move || {
-            let mut guard = slot.lock();
-            let live = guard.as_mut().ok_or_else(not_open)?;
+        handle::call(ruby, &*self.slot, self.concurrent, not_open, |live| {
             live.with_dependent_mut(|_, cursor| f(cursor.as_mut()))
-        };
-        let result = if self.concurrent { without_gvl(call) } else { call() };
-        result.map_err(|e| to_rb(ruby, e))
+        })
     }
 
     fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {

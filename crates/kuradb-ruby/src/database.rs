@@ -24,7 +24,8 @@ use crate::cursor::{Cursor, Live, Slot};
 use crate::error::{not_open, to_rb, type_error};
 use crate::exchange_queue::exchange_multi;
 use crate::guard::Gate;
-use crate::nogvl::without_gvl;
+use crate::handle;
+use crate::nogvl::{released_if, without_gvl};
 
 /// A database of any class (hash, tree, skip, …), chosen when it is opened.
 #[magnus::wrap(class = "Kuradb::DBM", free_immediately, size)]
@@ -101,15 +102,7 @@ impl Database {
         f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         self.gate.enter(ruby)?;
-        let slot = &self.db;
-        // The read lock is taken and dropped on the far side, so a thread
-        // never waits for the VM lock while holding it (close waits for it).
-        let call = move || {
-            let guard = slot.read_recursive();
-            guard.as_deref().map_or_else(|| Err(not_open()), f)
-        };
-        let result = if release { without_gvl(call) } else { call() };
-        result.map_err(|e| to_rb(ruby, e))
+        handle::call(ruby, &self.db, release, not_open, f)
     }
 
     /// Whether the open database releases the VM lock around its calls.
@@ -218,8 +211,7 @@ impl Database {
             }
         }
         match Arc::try_unwrap(db) {
-            Ok(db) if rb_self.is_concurrent() => without_gvl(|| db.close()).map_err(|e| to_rb(ruby, e)),
-            Ok(db) => db.close().map_err(|e| to_rb(ruby, e)),
+            Ok(db) => released_if(rb_self.is_concurrent(), || db.close()).map_err(|e| to_rb(ruby, e)),
             Err(db) => {
                 // An AsyncDBM's workers hold it: it stays open.
                 *rb_self.db.write() = Some(db);

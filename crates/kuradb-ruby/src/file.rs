@@ -21,7 +21,8 @@ use kuradb::ErrorKind;
 
 use crate::convert::{bytes, string};
 use crate::error::to_rb;
-use crate::nogvl::without_gvl;
+use crate::handle;
+use crate::nogvl::released_if;
 
 /// An open file, shared with the tasks of an AsyncDBM that write into it.
 pub type SharedFile = Arc<Box<dyn File>>;
@@ -146,11 +147,8 @@ impl RbFile {
         ruby: &Ruby,
         f: impl FnOnce(&dyn File) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let slot = &self.open;
-        let call =
-            move || slot.read().as_ref().map_or_else(|| Err(closed()), |file| f(file.as_ref().as_ref()));
-        let result = if self.concurrent.load(Ordering::Relaxed) { without_gvl(call) } else { call() };
-        result.map_err(|e| to_rb(ruby, e))
+        let concurrent = self.concurrent.load(Ordering::Relaxed);
+        handle::call(ruby, &self.open, concurrent, closed, |file| f(file.as_ref()))
     }
 
     fn open(
@@ -170,7 +168,7 @@ impl RbFile {
         }
         // Opened before the lock is taken (see `Kuradb::Index#open`).
         let open = || opening.spec.open(&path, &opening.options);
-        let mut file = if concurrent { without_gvl(open) } else { open() }.map_err(|e| to_rb(ruby, e))?;
+        let mut file = released_if(concurrent, open).map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
             drop(slot);
@@ -189,15 +187,13 @@ impl RbFile {
         match Arc::try_unwrap(file) {
             Ok(mut file) => {
                 let hard = rb_self.sync_hard.load(Ordering::Relaxed);
-                let mut close = move || {
+                let close = move || {
                     if hard {
                         file.synchronize(true)?;
                     }
                     file.close()
                 };
-                let result =
-                    if rb_self.concurrent.load(Ordering::Relaxed) { without_gvl(close) } else { close() };
-                result.map_err(|e| to_rb(ruby, e))
+                released_if(rb_self.concurrent.load(Ordering::Relaxed), close).map_err(|e| to_rb(ruby, e))
             }
             Err(file) => {
                 *rb_self.open.write() = Some(file);

@@ -22,7 +22,8 @@ use kuradb::{ErrorKind, KeyComparator, Params};
 
 use crate::convert::{bytes, opt_bytes, string};
 use crate::error::to_rb;
-use crate::nogvl::without_gvl;
+use crate::handle;
+use crate::nogvl::released_if;
 
 /// The open index, in a file or in memory.
 enum Open {
@@ -99,15 +100,6 @@ pub struct RbIndexCursor {
     encoding: Option<Encoding>,
 }
 
-/// Runs `call` without the VM lock if `concurrent` (see `nogvl`).
-fn run<R: Send>(concurrent: bool, call: impl FnOnce() -> R + Send) -> R {
-    if concurrent {
-        without_gvl(call)
-    } else {
-        call()
-    }
-}
-
 impl RbIndex {
     fn new() -> RbIndex {
         RbIndex {
@@ -126,12 +118,7 @@ impl RbIndex {
         ruby: &Ruby,
         f: impl FnOnce(&dyn Index<Key = [u8], Value = [u8]>) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let slot = &self.open;
-        let call = move || {
-            let guard = slot.read_recursive();
-            guard.as_deref().map_or_else(|| Err(closed()), |open| f(open.index()))
-        };
-        run(self.concurrent.load(Ordering::Relaxed), call).map_err(|e| to_rb(ruby, e))
+        self.with_open(ruby, |open| f(open.index()))
     }
 
     fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
@@ -160,7 +147,7 @@ impl RbIndex {
         // Opened before the lock is taken: a thread holding it must never
         // wait for the VM lock, which another thread may hold while it
         // waits for this lock.
-        let open = run(concurrent, || open_index(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
+        let open = released_if(concurrent, || open_index(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
             drop(slot);
@@ -179,14 +166,16 @@ impl RbIndex {
     fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         let concurrent = rb_self.concurrent.load(Ordering::Relaxed);
         let slot = &rb_self.open;
-        let Some(open) = run(concurrent, || slot.write().take()) else { return Ok(()) };
+        let Some(open) = released_if(concurrent, || slot.write().take()) else { return Ok(()) };
         for cursor in rb_self.cursors.lock().drain(..) {
             if let Some(cursor) = cursor.upgrade() {
                 cursor.lock().take();
             }
         }
         match Arc::try_unwrap(open) {
-            Ok(Open::File(index)) => run(concurrent, move || index.close()).map_err(|e| to_rb(ruby, e)),
+            Ok(Open::File(index)) => {
+                released_if(concurrent, move || index.close()).map_err(|e| to_rb(ruby, e))
+            }
             Ok(Open::Mem(_)) => Ok(()),
             // Only a call of another thread holds a handle, for a moment.
             Err(open) => {
@@ -243,9 +232,7 @@ impl RbIndex {
         ruby: &Ruby,
         f: impl FnOnce(&Open) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let slot = &self.open;
-        let call = move || slot.read_recursive().as_deref().map_or_else(|| Err(closed()), f);
-        run(self.concurrent.load(Ordering::Relaxed), call).map_err(|e| to_rb(ruby, e))
+        handle::call(ruby, &self.open, self.concurrent.load(Ordering::Relaxed), closed, f)
     }
 
     fn rebuild(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
@@ -295,13 +282,9 @@ impl RbIndexCursor {
         ruby: &Ruby,
         f: impl FnOnce(&mut dyn IndexCursor<[u8], [u8]>) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        let slot = &*self.slot;
-        let call = move || {
-            let mut guard = slot.lock();
-            let live = guard.as_mut().ok_or_else(closed)?;
+        handle::call(ruby, &*self.slot, self.concurrent, closed, |live| {
             live.with_dependent_mut(|_, cursor| f(cursor.as_mut()))
-        };
-        run(self.concurrent, call).map_err(|e| to_rb(ruby, e))
+        })
     }
 
     fn first(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {

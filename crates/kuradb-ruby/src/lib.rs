@@ -9,9 +9,10 @@
 //!
 //! Ruby's global VM lock stays held during calls into the database unless
 //! it was opened `concurrent`: then the calls that run no Ruby code release
-//! it ([`nogvl`], the crate's only `unsafe` code). [`guard`] keeps a
-//! `process` block, which runs Ruby code under a record lock, from
-//! deadlocking with other threads.
+//! it ([`nogvl`], the crate's only `unsafe` code); every such call goes
+//! through [`handle::call`] (the object's lock, the release, the call).
+//! [`guard`] keeps a `process` block, which runs Ruby code under a record
+//! lock, from deadlocking with other threads.
 
 #![deny(unsafe_code)]
 
@@ -23,7 +24,9 @@ mod error;
 mod exchange_queue;
 mod file;
 mod flat_records;
+mod future;
 mod guard;
+mod handle;
 mod index;
 mod nogvl;
 mod utility;

@@ -8,6 +8,11 @@
 //! needs out of Ruby objects first and makes Ruby objects from the answer
 //! afterwards, with the lock held again.
 //!
+//! [`without_gvl_until_interrupted`] is the form for a wait that may last
+//! (a future's): Ruby may end it from another thread when this one is
+//! interrupted, through an unblocking function that only touches `Sync`
+//! Rust data.
+//!
 //! The call uses `rb_thread_call_without_gvl2`, the form that never raises:
 //! if the thread has an interrupt pending (`Thread#raise`, `Thread#kill`,
 //! a signal), Ruby does not run the code at all, and [`without_gvl`] then
@@ -43,6 +48,16 @@ unsafe extern "C" fn run<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut c_void 
     std::ptr::null_mut()
 }
 
+/// Runs `f` with the VM lock released if `release`, else as it is (the
+/// `concurrent` open parameter, or a call that may wait long).
+pub fn released_if<R: Send>(release: bool, f: impl FnOnce() -> R + Send) -> R {
+    if release {
+        without_gvl(f)
+    } else {
+        f()
+    }
+}
+
 /// Runs `f` with the VM lock released and answers what it answers. `f` and
 /// its answer are `Send`, so neither holds a Ruby object (module doc).
 pub fn without_gvl<F, R>(f: F) -> R
@@ -70,5 +85,47 @@ where
             Some(f) => f(),
             None => unreachable!("the call ran but left no outcome"),
         },
+    }
+}
+
+/// Calls the unblocking function that `data` points to; Ruby calls it from
+/// another thread (the one that interrupts this one) while [`run`] runs.
+unsafe extern "C" fn unblock<U: Fn() + Sync>(data: *mut c_void) {
+    // SAFETY: `data` is the `&U` that `without_gvl_until_interrupted`
+    // passed to Ruby, which calls this only while the call it was given
+    // for is under way (Ruby sets and clears it under the thread's
+    // interrupt lock), so the `U` is alive; `U: Sync` makes calling it from
+    // another thread, while `run` runs, sound. It touches no Ruby object.
+    let unblock = unsafe { &*data.cast::<U>() };
+    // Not a panic into Ruby's C frames: the wait just goes on uncut.
+    let _ = panic::catch_unwind(AssertUnwindSafe(unblock));
+}
+
+/// Runs `f` with the VM lock released, like [`without_gvl`], for a wait
+/// that may last: if this thread is interrupted meanwhile (`Thread#raise`,
+/// `Thread#kill`, a signal such as Ctrl-C), Ruby calls `unblock` from
+/// another thread, which must make `f` return soon. Answers `None` if Ruby
+/// did not run `f` because an interrupt was pending already. Either way the
+/// caller then lets Ruby take the interrupt (`Ruby::thread_check_ints`,
+/// which raises if it should) and waits again if it did not raise.
+pub fn without_gvl_until_interrupted<F, R, U>(f: F, unblock: &U) -> Option<R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+    U: Fn() + Sync,
+{
+    let mut call = Call { f: Some(f), outcome: None };
+    let data = (&mut call as *mut Call<F, R>).cast::<c_void>();
+    let unblock_data = (unblock as *const U).cast_mut().cast::<c_void>();
+    // SAFETY: as in `without_gvl`; besides, `unblock::<U>` matches the type
+    // `unblock_data` points to, and `unblock` outlives the call, after
+    // which Ruby no longer calls it.
+    unsafe {
+        rb_sys::rb_thread_call_without_gvl2(Some(run::<F, R>), data, Some(self::unblock::<U>), unblock_data);
+    }
+    match call.outcome {
+        Some(Ok(answer)) => Some(answer),
+        Some(Err(panic)) => panic::resume_unwind(panic),
+        None => None,
     }
 }
