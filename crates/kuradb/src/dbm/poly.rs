@@ -80,7 +80,22 @@ pub struct PolyDbm {
 
 impl PolyDbm {
     /// Opens or creates the database at `path` as `params` say (see the
-    /// module's documentation for how the class is chosen).
+    /// module's documentation for how the class is chosen). An empty path
+    /// opens an on-memory database with no file:
+    ///
+    /// ```
+    /// use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
+    /// use kuradb::dbm::Dbm;
+    /// # fn main() -> kuradb::Result<()> {
+    /// let db = PolyDbm::open("", true, &Params::parse("dbm=baby")?)?;
+    /// db.set(b"k", b"v", true)?;
+    /// assert_eq!((db.class(), db.file_path()), (DbmClass::Baby, None));
+    /// db.close()?; // writes nothing
+    /// let err = PolyDbm::open("", true, &Params::parse("dbm=hash")?).err().unwrap();
+    /// assert_eq!(err.kind(), kuradb::ErrorKind::NotFound);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
         if path.as_os_str().is_empty() {
