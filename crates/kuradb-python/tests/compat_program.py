@@ -69,6 +69,48 @@ except tkrzw.StatusException as e:
     print("OrDie", str(e))
 print(tkrzw.Status() == tkrzw.Status.SUCCESS, tkrzw.Status(7) == 7, tkrzw.Status(7, "m").IsOK(), str(tkrzw.Status()))
 
+# An empty path: an on-memory database with no file. The working directory
+# is an empty one of its own, to show that nothing is written anywhere.
+memory_dir = os.path.join(directory, "memory")
+os.mkdir(memory_dir)
+os.chdir(memory_dir)
+for params in [{}, {"dbm": "TinyDBM"}, {"dbm": "BabyDBM"}, {"dbm": "CacheDBM"}, {"dbm": "StdHashDBM"},
+               {"dbm": "StdTreeDBM"}, {"num_shards": 3}, {"num_shards": 2, "dbm": "BabyDBM"}]:
+    dbm = tkrzw.DBM()
+    print("memory", params, code(dbm.Open("", True, **params)), dbm.IsOpen())
+    print(code(dbm.Set("b", "2")), code(dbm.Set("a", "1")), dbm.GetStr("a"), dbm.Count())
+    print(dbm.GetFilePath(), dbm.GetFileSize(), dbm.IsWritable(), dbm.IsHealthy(), dbm.IsOrdered())
+    print(dbm.Inspect()["class"], dbm.Inspect()["num_records"], str(dbm), repr(dbm))
+    print(code(dbm.Synchronize(False)), code(dbm.Synchronize(True)), code(dbm.Rebuild()), dbm.ShouldBeRebuilt())
+    print(code(dbm.CopyFileData(os.path.join(directory, "copy.flat"))), code(dbm.Close()), dbm.IsOpen())
+    print(code(dbm.Open("", True, **params)), dbm.Count(), code(dbm.Close()))
+for params in [{"dbm": "HashDBM"}, {"dbm": "TreeDBM"}, {"dbm": "SkipDBM"}, {"dbm": "HashDBM", "num_shards": 2}]:
+    dbm = tkrzw.DBM()
+    print("memory", params, code(dbm.Open("", True, **params)), dbm.IsOpen())
+dbm = tkrzw.DBM()
+print("memory read-only", code(dbm.Open("", False)), dbm.IsWritable(), code(dbm.Set("a", "1")), dbm.Count())
+print(code(dbm.Close()), os.listdir("."), os.path.exists(os.path.join(directory, "copy.flat")))
+
+# RestoreDatabase: every record, the records as they were at an offset of a
+# file in appending mode, a missing source, a new path already taken.
+path = os.path.join(directory, "restore.tkh")
+dbm = tkrzw.DBM()
+dbm.Open(path, True, update_mode="UPDATE_APPENDING", num_buckets=10).OrDie()
+dbm.Set("k", "first").OrDie()
+dbm.Synchronize(False).OrDie()
+then = dbm.GetFileSize()
+dbm.Set("k", "second").OrDie()
+dbm.Set("j", "jay").OrDie()
+dbm.Close().OrDie()
+for args in [("all.tkh",), ("then.tkh", "", then), ("named.tkh", "HashDBM", 0), ("all.tkh",)]:
+    new_path = os.path.join(directory, args[0])
+    print("restore", args[:2], code(tkrzw.DBM.RestoreDatabase(path, new_path, *args[1:])))
+    dbm = tkrzw.DBM()
+    dbm.Open(new_path, False).OrDie()
+    print(sorted(dbm), code(dbm.Close()))
+print("restore", code(tkrzw.DBM.RestoreDatabase(os.path.join(directory, "missing.tkh"),
+                                                  os.path.join(directory, "none.tkh"))))
+
 unopened = tkrzw.DBM()
 for call in (lambda: unopened.Get("x"), lambda: unopened.Set("x", "y"), lambda: unopened.Remove("x")):
     try:

@@ -14,7 +14,6 @@ use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Val
 use parking_lot::{Mutex, RwLock};
 
 use kuradb::dbm::any::AnyDbm;
-use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
@@ -181,13 +180,8 @@ impl Database {
                 kuradb::Error::new(ErrorKind::Infeasible, "the database is already open: close it first"),
             ));
         }
-        let db = if path.as_os_str().is_empty() {
-            // No path: an on-memory database of the class `dbm=` names.
-            DbmClass::for_path(&path, &p).and_then(|class| AnyDbm::open_class(class, None, writable, &p))
-        } else {
-            AnyDbm::open(&path, writable, &p)
-        };
-        let db = db.map_err(|e| to_rb(ruby, e))?;
+        // An empty path: an on-memory database of the class `dbm=` names (see PolyDbm).
+        let db = AnyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
         rb_self.concurrent.store(concurrent, Ordering::Relaxed);

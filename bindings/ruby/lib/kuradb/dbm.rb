@@ -26,7 +26,8 @@ module Kuradb
     # +concurrent:+, true to run calls that run no Ruby code without Ruby's
     # VM lock, so that other threads run meanwhile (docs/ruby.md).
     # An empty or nil +path+ opens an on-memory database of the class
-    # +dbm:+ names, without a file. With a block, yields the database and closes it when the block ends
+    # +dbm:+ names (tiny without it), without a file; with +num_shards:+, a
+    # set of them. With a block, yields the database and closes it when the block ends
     # (however it ends), answering the block's value; without, answers the
     # open database.
     def self.open(path, writable = false, **params)
@@ -48,7 +49,8 @@ module Kuradb
     end
 
     # Opens this (closed) database object; see DBM.open. An empty or nil
-    # +path+ opens an on-memory database of the class +dbm:+ names.
+    # +path+ opens an on-memory database of the class +dbm:+ names (tiny
+    # without it).
     def open(path, writable = false, **params)
       encoding = params.delete(:encoding) || params.delete("encoding")
       # Encoding.find raises ArgumentError naming an unknown encoding.

@@ -17,6 +17,7 @@ module Tkrzw
     def initialize
       @db = nil
       @writable = false
+      @no_file = false
     end
 
     # Closes the database if it is open; the object stays usable for open.
@@ -27,15 +28,18 @@ module Tkrzw
 
     # Opens a database file; every parameter of the reference is a keyword.
     # +concurrent: true+ runs the calls that run no Ruby code without the
-    # VM lock, as the reference's does (docs/ruby.md).
+    # VM lock, as the reference's does (docs/ruby.md). An empty path opens
+    # an on-memory database with no file, as the reference's does: of the
+    # class +dbm:+ names (TinyDBM by default; a file class answers
+    # NOT_FOUND_ERROR), taking writes even if not +writable+; #file_path
+    # and #file_size answer nil (#file_path "" for a shard set), #writable?
+    # false, #copy_file_data PRECONDITION_ERROR.
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      params = params.transform_keys(&:to_sym)
-      # The reference's empty path is an on-memory database, TinyDBM unless named.
-      params[:dbm] ||= "TinyDBM" if path.to_s.empty?
-      @db = Kuradb::DBM.open(path.to_s, writable, **params)
-      @writable = writable ? true : false
+      @db = Kuradb::DBM.open(path.to_s, writable, **params.transform_keys(&:to_sym))
+      @no_file = path.to_s.empty?
+      @writable = writable && !@no_file ? true : false
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)
@@ -228,7 +232,8 @@ module Tkrzw
     end
 
     def file_size
-      opened.file_size
+      db = opened
+      @no_file ? nil : db.file_size
     rescue Kuradb::Error
       nil
     end
@@ -274,6 +279,9 @@ module Tkrzw
     end
 
     def copy_file_data(dest_path, sync_hard = false)
+      opened
+      return Status.new(Status::PRECONDITION_ERROR, "the database has no file: it was opened with an empty path") if @no_file
+
       call { opened.copy_file_data(dest_path.to_s, hard: sync_hard ? true : false) }
     end
 
@@ -338,10 +346,16 @@ module Tkrzw
     # Restores a broken database as a new one; the class is guessed from
     # the extension unless +class_name+ gives it. A positive +end_offset+
     # restores a hash database in appending mode as it was when the file
-    # ended there; 0 or negative restores every record it can read.
+    # ended there; 0 or negative restores every record it can read. A
+    # non-empty file at +new_file_path+ answers PRECONDITION_ERROR, as the
+    # reference answers, rather than being written over.
     def self.restore_database(old_file_path, new_file_path, class_name = "", end_offset = -1)
       params = class_name.to_s.empty? ? {} : { dbm: class_name.to_s }
       params[:end_offset] = end_offset.to_i if end_offset.to_i.positive?
+      if ::File.size?(new_file_path.to_s)
+        return Status.new(Status::PRECONDITION_ERROR, "the new database is not empty")
+      end
+
       Kuradb::DBM.restore(old_file_path.to_s, new_file_path.to_s, **params)
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e

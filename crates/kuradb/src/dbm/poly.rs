@@ -18,6 +18,14 @@
 //! `kura util convert`, and [`PolyDbm::restore`] salvages it into a kuradb
 //! database.
 //!
+//! An empty path names no file: it opens an on-memory database that lives
+//! and dies with the handle, as the reference's `PolyDBM` does — of the class
+//! `dbm=` names (an on-memory one: tiny, baby, cache, stdhash, stdtree), a
+//! [`TinyDbm`](super::tiny::TinyDbm) without it. It is writable whatever
+//! `writable` says (there is no file to protect), and closing it writes
+//! nothing. A file class with an empty path is a
+//! [`NotFound`](ErrorKind::NotFound) error, as the reference's "no such file".
+//!
 //! `ulog_prefix` (with `ulog_max_file_size`, `ulog_server_id`,
 //! `ulog_dbm_index`) makes a writer log every change into update-log files
 //! at that prefix (see [`crate::ulog`]).
@@ -72,14 +80,50 @@ pub struct PolyDbm {
 
 impl PolyDbm {
     /// Opens or creates the database at `path` as `params` say (see the
-    /// module's documentation for how the class is chosen).
+    /// module's documentation for how the class is chosen). An empty path
+    /// opens an on-memory database with no file:
+    ///
+    /// ```
+    /// use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
+    /// use kuradb::dbm::Dbm;
+    /// # fn main() -> kuradb::Result<()> {
+    /// let db = PolyDbm::open("", true, &Params::parse("dbm=baby")?)?;
+    /// db.set(b"k", b"v", true)?;
+    /// assert_eq!((db.class(), db.file_path()), (DbmClass::Baby, None));
+    /// db.close()?; // writes nothing
+    /// let err = PolyDbm::open("", true, &Params::parse("dbm=hash")?).err().unwrap();
+    /// assert_eq!(err.kind(), kuradb::ErrorKind::NotFound);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
+        if path.as_os_str().is_empty() {
+            return PolyDbm::open_without_file(writable, params);
+        }
         if is_reference_file(path)? {
             return PolyDbm::open_reference(path, writable, params);
         }
         let class = DbmClass::for_path(path, params)?;
         PolyDbm::open_class(class, Some(path), writable, params)
+    }
+
+    /// What an empty path opens: the on-memory class `dbm=` names (a
+    /// [`TinyDbm`](super::tiny::TinyDbm) without it), with no file.
+    fn open_without_file(writable: bool, params: &Params) -> Result<PolyDbm> {
+        let class = params.get("dbm").map(DbmClass::from_name).transpose()?.unwrap_or(DbmClass::Tiny);
+        if !class.is_on_memory() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no such file: the path is empty, and a {} database keeps its records in a file; \
+                     give a path, or dbm= an on-memory class ({}) for a database without one",
+                    class.name(),
+                    on_memory_names()
+                ),
+            ));
+        }
+        PolyDbm::open_class(class, None, writable, params)
     }
 
     /// Opens a file of the reference implementation, read-only.
@@ -187,6 +231,11 @@ impl PolyDbm {
     pub fn dbm(&self) -> &dyn Dbm {
         self.db.as_ref()
     }
+}
+
+/// The on-memory classes' names, as messages list them.
+fn on_memory_names() -> String {
+    DbmClass::all().filter(|c| c.is_on_memory()).map(DbmClass::name).collect::<Vec<_>>().join(", ")
 }
 
 /// Whether `path` is a non-empty file the reference implementation wrote.

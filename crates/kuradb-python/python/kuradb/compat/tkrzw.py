@@ -29,6 +29,14 @@ reference has no context manager; an unopened one is left as it is). The
 database files are kuradb's, not the reference's; the reference's own files
 are read by ``kuradb`` through ``dbm="TkrzwDBM"`` (see the repository's
 docs/reference-files.md).
+
+An empty path opens an on-memory database with no file, as the reference
+does: ``Open("", True)`` a TinyDBM, ``dbm=`` one of BabyDBM, CacheDBM,
+StdHashDBM, StdTreeDBM, TinyDBM (a file class answers NOT_FOUND_ERROR), with
+``num_shards`` a set of on-memory shards. As the reference's, it takes writes
+even when opened read-only, IsWritable() says False, GetFilePath() and
+GetFileSize() answer None (GetFilePath() "" for a shard set), CopyFileData
+answers PRECONDITION_ERROR, and closing it writes nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +51,8 @@ __all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future",
 Data = Union[bytes, str]
 # Parameters of the binding rather than of the database file.
 _BINDING_PARAMS = ("concurrent",)
-_CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM"}
+_CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM", "tiny": "TinyDBM", "baby": "BabyDBM",
+                "cache": "CacheDBM", "stdhash": "StdHashDBM", "stdtree": "StdTreeDBM"}
 
 
 class Status:
@@ -171,7 +180,8 @@ def _status_of(error: BaseException) -> Status:
     if isinstance(error, _kuradb.Error):
         message = str(error)
         name, _, rest = message.partition(": ")
-        code = _CODES.get(type(error), Status.UNKNOWN_ERROR)
+        # The nearest class that has a code: NoSuchFileError is a NotFoundError.
+        code = next((_CODES[c] for c in type(error).__mro__ if c in _CODES), Status.UNKNOWN_ERROR)
         if code == Status.INFEASIBLE_ERROR and "for reading only" in message:
             code = Status.PRECONDITION_ERROR  # as the reference says of a write to a reader
         return Status(code, rest or name)
@@ -259,6 +269,10 @@ class DBM:
 
     def __init__(self) -> None:
         self._db: Optional[_kuradb.DBM] = None
+        # Opened with an empty path: on memory, with no file (and whether as
+        # a shard set, whose path the reference reports as "" rather than None).
+        self._no_file = False
+        self._sharded = False
 
     @property
     def _open(self) -> _kuradb.DBM:
@@ -282,8 +296,10 @@ class DBM:
         try:
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
-            self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)),
-                                   **_shard_params(path, _params(params)))
+            kept = _shard_params(path, _params(params))
+            self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)), **kept)
+            self._no_file = len(os.fspath(path)) == 0
+            self._sharded = "num_shards" in kept
             return Status()
         except (_kuradb.Error, TypeError, ValueError) as e:
             return _status_of(e)
@@ -399,10 +415,14 @@ class DBM:
         return self._open.count()
 
     def GetFileSize(self) -> Optional[int]:
-        return self._open.file_size()
+        db = self._open
+        return None if self._no_file else db.file_size()
 
     def GetFilePath(self) -> Optional[str]:
-        return str(self._open.path())
+        db = self._open
+        if self._no_file and not self._sharded:
+            return None
+        return str(db.path())
 
     def Clear(self) -> Status:
         return self._call(lambda db: db.clear())
@@ -417,6 +437,8 @@ class DBM:
         return self._call(lambda db: db.synchronize(hard))
 
     def CopyFileData(self, dest_path: str, sync_hard: bool = False) -> Status:
+        if self._db is not None and self._no_file:
+            return Status(Status.PRECONDITION_ERROR, "the database has no file: it was opened with an empty path")
         return self._call(lambda db: db.copy_file_data(dest_path, sync_hard))
 
     def Export(self, dest_dbm: DBM) -> Status:
@@ -511,13 +533,19 @@ class DBM:
         return self._call(lambda db: db.export_keys_as_lines(_path_of(dest_file)))
 
     def Inspect(self) -> Dict[str, str]:
-        return self._open.inspect()
+        """kuradb's figures, with "class" the reference's class name."""
+        figures = self._open.inspect()
+        figures["class"] = self._class_name()
+        return figures
 
     def IsOpen(self) -> bool:
         return self._db is not None
 
     def IsWritable(self) -> bool:
-        return self._open.inspect().get("file_writable", "true") == "true"
+        # As the reference's, an on-memory database without a file says
+        # False: it has no file open for writing (it takes writes all the same).
+        db = self._open
+        return not self._no_file and db.inspect().get("file_writable", "true") == "true"
 
     def IsHealthy(self) -> bool:
         return self._open.is_healthy()
@@ -553,15 +581,45 @@ class DBM:
     def __iter__(self) -> _PyIterator[Tuple[bytes, bytes]]:
         return iter(self._open.items())
 
+    def _shown_path(self) -> str:
+        path = self.GetFilePath()
+        return "-" if path is None else path
+
     def __repr__(self) -> str:
         if self._db is None:
             return "<tkrzw.DBM: unopened>"
-        return f"<tkrzw.DBM: class={self._class_name()} path={self._db.path()} num_records={len(self._db)}>"
+        return f"<tkrzw.DBM: class={self._class_name()} path={self._shown_path()} num_records={len(self._db)}>"
 
     def __str__(self) -> str:
         if self._db is None:
             return "unopened"
-        return f"{self._class_name()}:{self._db.path()}:{len(self._db)}"
+        return f"{self._class_name()}:{self._shown_path()}:{len(self._db)}"
+
+    @staticmethod
+    def RestoreDatabase(old_file_path: str, new_file_path: str, class_name: Optional[str] = "",
+                        end_offset: Optional[int] = -1, cipher_key: Optional[Data] = "") -> Status:
+        """Restores the broken database at ``old_file_path`` into a new one at
+        ``new_file_path``. ``class_name`` (empty: from the file's header or
+        extension) names the class; a positive ``end_offset`` restores a hash
+        database in appending mode as it was when its file ended there (0 or
+        negative: every record that can be read); ``cipher_key`` opens an
+        encrypted database. A new path holding a non-empty file answers
+        PRECONDITION_ERROR, as the reference does, rather than writing over it."""
+        params: Dict[str, Any] = {}
+        if class_name:
+            params["dbm"] = class_name
+        if end_offset is not None and end_offset > 0:
+            params["end_offset"] = end_offset
+        if cipher_key:
+            params["cipher_key"] = cipher_key
+        try:
+            new = os.fspath(new_file_path)
+            if os.path.isfile(new) and os.path.getsize(new) > 0:
+                return Status(Status.PRECONDITION_ERROR, "the new database is not empty")
+            _kuradb.DBM.restore(old_file_path, new, **params)
+        except (_kuradb.Error, TypeError, ValueError) as e:
+            return _status_of(e)
+        return Status()
 
 
 class Iterator:

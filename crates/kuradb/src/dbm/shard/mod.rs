@@ -103,7 +103,8 @@ impl ShardDbm {
 
     /// Opens the shard set at `path`, or creates one of `num_shards` shards
     /// (a parameter, which must match an existing set's count if given); the
-    /// other parameters open each shard. With `ulog_prefix`, a writer logs
+    /// other parameters open each shard. An empty path makes a set of
+    /// `num_shards` on-memory databases, with no files. With `ulog_prefix`, a writer logs
     /// into one update log, shard `i`'s entries with index `ulog_dbm_index + i`.
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<ShardDbm> {
         let path = path.as_ref().to_path_buf();
@@ -146,9 +147,12 @@ impl ShardDbm {
             _ => None,
         };
         let mut shards = Vec::with_capacity(count);
+        // An empty path names no files: every shard is an on-memory database
+        // (see PolyDbm::open).
+        let on_memory = path.as_os_str().is_empty();
         for i in 0..count {
-            let shard = ShardDbm::shard_path(&path, i, count);
-            if !writable && !shard.exists() {
+            let shard = if on_memory { PathBuf::new() } else { ShardDbm::shard_path(&path, i, count) };
+            if !on_memory && !writable && !shard.exists() {
                 return Err(Error::new(
                     ErrorKind::NotFound,
                     format!(

@@ -35,6 +35,8 @@ public class DBM {
   public static final String ANY_STRING = new String("\0[ANY]\0");
 
   private volatile Dbm db;
+  /** Opened with an empty path: on memory, with no file (as the reference, it says so). */
+  private volatile boolean noFile;
 
   /** A database manager, not yet open. */
   public DBM() {}
@@ -70,7 +72,9 @@ public class DBM {
   /**
    * Opens a database file.
    *
-   * @param path the path
+   * @param path the path; empty: an on-memory database with no file, of the class {@code dbm}
+   *     names (BabyDBM, CacheDBM, StdHashDBM, StdTreeDBM, TinyDBM, the default), which takes
+   *     writes even when not writable; a file class answers NOT_FOUND_ERROR
    * @param writable whether to open for writing
    * @param params the reference's parameters, or null
    * @return the status
@@ -81,6 +85,7 @@ public class DBM {
     }
     try {
       db = Dbm.open(path, writable, Utility.kuradbParams(params));
+      noFile = path.isEmpty();
       return new Status();
     } catch (KuraException e) {
       return Status.of(e);
@@ -691,12 +696,15 @@ public class DBM {
     return Calls.reporting(this, null, () -> Native.count(handle()), -1L);
   }
 
-  /** @return the file's size, or -1 on failure */
+  /** @return the file's size, or -1 on failure or for a database without a file */
   public long getFileSize() {
+    if (open().isOpen() && noFile) {
+      return -1;
+    }
     return Calls.reporting(this, null, () -> Native.fileSize(handle()), -1L);
   }
 
-  /** @return the file's path, or null */
+  /** @return the file's path, or null (a database opened with an empty path; "" for its shard set) */
   public String getFilePath() {
     try {
       return Native.path(handle());
@@ -775,6 +783,9 @@ public class DBM {
    * @return the status
    */
   public Status copyFileData(String destPath, boolean syncHard) {
+    if (open().isOpen() && noFile) {
+      return new Status(Status.PRECONDITION_ERROR, "the database has no file: it was opened with an empty path");
+    }
     return call(h -> Native.copyFileData(h, destPath, syncHard));
   }
 
@@ -879,9 +890,9 @@ public class DBM {
     return db != null;
   }
 
-  /** @return whether it was opened for writing */
+  /** @return whether it was opened for writing; false without a file, as the reference says */
   public boolean isWritable() {
-    return !"false".equals(open().inspect().get("file_writable"));
+    return !"false".equals(open().inspect().get("file_writable")) && !noFile;
   }
 
   /** @return whether the database is healthy */
@@ -958,7 +969,8 @@ public class DBM {
    * @param endOffset a positive byte offset restores a hash database in appending mode as it
    *     was when the file ended there (the records written before it); 0 or negative restores
    *     every record it can read
-   * @return the status
+   * @return the status; PRECONDITION_ERROR if a non-empty file is at the new path, as the
+   *     reference answers, rather than writing over it
    */
   public static Status restoreDatabase(
       String oldFilePath, String newFilePath, String className, long endOffset) {
@@ -970,6 +982,9 @@ public class DBM {
       params.put("end_offset", Long.toString(endOffset));
     }
     try {
+      if (new java.io.File(newFilePath).length() > 0) {
+        return new Status(Status.PRECONDITION_ERROR, "the new database is not empty");
+      }
       Dbm.restore(oldFilePath, newFilePath, params);
       return new Status();
     } catch (KuraException e) {

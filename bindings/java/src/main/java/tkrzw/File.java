@@ -1,7 +1,6 @@
 package tkrzw;
 
 import io.kuradb.Native;
-import java.util.Map;
 
 /**
  * A file read and written at offsets, as the reference's {@code tkrzw.File},
@@ -11,83 +10,17 @@ import java.util.Map;
  * {@code block_size} and {@code access_options} {@code direct}, {@code sync},
  * {@code padding}, {@code pagecache}). It is what
  * {@link DBM#exportToFlatRecords(File)} and the other flat-record methods
- * take. All methods may be called from several threads at once; using a
- * file that is not open answers PRECONDITION_ERROR.
+ * take. {@code open} creates a missing file when writable and takes
+ * {@code truncate}, {@code no_create}, {@code no_wait}, {@code no_lock},
+ * {@code file} (the class), {@code block_size}, {@code access_options}, …;
+ * {@code close} pads the file first if asked to. All methods may be called
+ * from several threads at once; using a file that is not open answers
+ * PRECONDITION_ERROR.
  */
-public class File {
-  static {
-    Native.load();
-  }
-
-  private volatile long handle;
-
+public class File extends NativeHandle {
   /** A file, not yet open. */
-  public File() {}
-
-  long handle() {
-    long h = handle;
-    if (h == 0) {
-      throw new Calls.NotOpen("file");
-    }
-    return h;
-  }
-
-  /** Closes the file if it is open. */
-  public void destruct() {
-    if (handle != 0) {
-      close();
-    }
-  }
-
-  /**
-   * Opens a file.
-   *
-   * @param path the path
-   * @param writable whether to open for writing (creating it if missing)
-   * @param params {@code truncate}, {@code no_create}, {@code no_wait},
-   *     {@code no_lock}, {@code file} (the class), {@code block_size},
-   *     {@code access_options}, … or null
-   * @return the status
-   */
-  public synchronized Status open(String path, boolean writable, Map<String, String> params) {
-    if (handle != 0) {
-      return new Status(Status.PRECONDITION_ERROR, "opened file");
-    }
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
-    return Calls.status(this, () -> {
-      long h = Native.fileOpen(path, writable, flat);
-      Calls.CLEANER.register(this, () -> Native.fileFree(h));
-      handle = h;
-    });
-  }
-
-  /**
-   * @param path the path
-   * @param writable whether to open for writing
-   * @param params the parameters as {@code "key=value,key=value"}
-   * @return the status
-   */
-  public Status open(String path, boolean writable, String params) {
-    return open(path, writable, Utility.parseParams(params));
-  }
-
-  /**
-   * @param path the path
-   * @param writable whether to open for writing
-   * @return the status
-   */
-  public Status open(String path, boolean writable) {
-    return open(path, writable, (Map<String, String>) null);
-  }
-
-  /** @return the status of closing (padding the file first if asked to) */
-  public synchronized Status close() {
-    long h = handle;
-    if (h == 0) {
-      return new Status(Status.PRECONDITION_ERROR, "not opened file");
-    }
-    handle = 0;
-    return Calls.status(this, () -> Native.fileClose(h));
+  public File() {
+    super("file", Native::fileOpen, Native::fileClose, Native::fileFree);
   }
 
   /**
@@ -274,7 +207,7 @@ public class File {
   /** @return {@code tkrzw.File(class=..., path=..., size=N)}, or {@code tkrzw.File(unopened)} */
   @Override
   public String toString() {
-    long h = handle;
+    long h = currentHandle();
     if (h == 0) {
       return "tkrzw.File(unopened)";
     }

@@ -1,7 +1,6 @@
 package tkrzw;
 
 import io.kuradb.Native;
-import java.util.Map;
 
 /**
  * A secondary index, as the reference's {@code tkrzw.Index}: a set of
@@ -15,78 +14,10 @@ import java.util.Map;
  * open answers PRECONDITION_ERROR (false, -1 or an empty array where the
  * method answers no status).
  */
-public class Index {
-  static {
-    Native.load();
-  }
-
-  private volatile long handle;
-
+public class Index extends NativeHandle {
   /** An index, not yet open. */
-  public Index() {}
-
-  long handle() {
-    long h = handle;
-    if (h == 0) {
-      throw new Calls.NotOpen("index");
-    }
-    return h;
-  }
-
-  /** Closes the index if it is open. */
-  public void destruct() {
-    if (handle != 0) {
-      close();
-    }
-  }
-
-  /**
-   * Opens an index.
-   *
-   * @param path the file's path, or empty for an index in memory
-   * @param writable whether to open for writing
-   * @param params tree parameters ({@code key_comparator}, {@code truncate}, …), or null
-   * @return the status
-   */
-  public synchronized Status open(String path, boolean writable, Map<String, String> params) {
-    if (handle != 0) {
-      return new Status(Status.PRECONDITION_ERROR, "opened index");
-    }
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
-    return Calls.status(this, () -> {
-      long h = Native.indexOpen(path, writable, flat);
-      Calls.CLEANER.register(this, () -> Native.indexFree(h));
-      handle = h;
-    });
-  }
-
-  /**
-   * @param path the file's path, or empty
-   * @param writable whether to open for writing
-   * @param params the parameters as {@code "key=value,key=value"}
-   * @return the status
-   */
-  public Status open(String path, boolean writable, String params) {
-    return open(path, writable, Utility.parseParams(params));
-  }
-
-  /**
-   * @param path the file's path, or empty
-   * @param writable whether to open for writing
-   * @return the status
-   */
-  public Status open(String path, boolean writable) {
-    return open(path, writable, (Map<String, String>) null);
-  }
-
-  /** @return the status of closing */
-  public synchronized Status close() {
-    long h = handle;
-    if (h == 0) {
-      return new Status(Status.PRECONDITION_ERROR, "not opened index");
-    }
-    handle = 0;
-    return Calls.status(this, () -> Native.indexClose(h));
+  public Index() {
+    super("index", Native::indexOpen, Native::indexClose, Native::indexFree);
   }
 
   /**
@@ -193,7 +124,7 @@ public class Index {
 
   /** @return whether the index is open */
   public boolean isOpen() {
-    return handle != 0;
+    return currentHandle() != 0;
   }
 
   /** @return whether the index takes changes */
@@ -209,7 +140,7 @@ public class Index {
   /** @return {@code tkrzw.Index(path=..., num_records=N)}, or {@code tkrzw.Index(unopened)} */
   @Override
   public String toString() {
-    if (handle == 0) {
+    if (currentHandle() == 0) {
       return "tkrzw.Index(unopened)";
     }
     return "tkrzw.Index(path=" + getFilePath() + ", num_records=" + count() + ")";
