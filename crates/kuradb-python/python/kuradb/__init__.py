@@ -5,7 +5,8 @@
 ``collections.abc.MutableMapping`` of bytes to bytes and releases the GIL while
 it works. Every error is a ``kuradb.Error``, an ``OSError``. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
 its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.Index``
-is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.dbm`` is the standard library's dbm interface and
+is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.UpdateLogReader``
+reads the update logs that ``ulog_prefix=`` writes. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
 
     >>> import kuradb
@@ -33,6 +34,8 @@ from ._kuradb import (
     OperatingSystemError,
     RecordIterator,
     UnsupportedError,
+    UpdateLogEntry,
+    UpdateLogReader,
     WouldBlockError,
     __version__,
 )
@@ -47,6 +50,8 @@ __all__ = [
     "RecordIterator",
     "Index",
     "IndexIterator",
+    "UpdateLogReader",
+    "UpdateLogEntry",
     "Error",
     "NotFoundError",
     "NoSuchFileError",

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::entry::{encode_into, OpRef};
-use super::queue::MessageQueue;
+use super::queue::{record_buffer, MessageQueue};
 use super::UpdateLogger;
 use crate::error::Result;
 
@@ -45,9 +45,10 @@ impl MqUpdateLogger {
     }
 
     fn write(&self, op: OpRef<'_>) -> Result<()> {
-        let mut message = Vec::with_capacity(16 + op_len(&op));
-        encode_into(&mut message, self.server_id, self.dbm_index, &op);
-        self.queue.write(None, &message).map(|_| ())
+        // The entry goes straight into the record's buffer: no copy of the value.
+        let mut record = record_buffer(16 + op_len(&op));
+        encode_into(&mut record, self.server_id, self.dbm_index, &op);
+        self.queue.write_record(None, record).map(|_| ())
     }
 }
 

@@ -10,6 +10,7 @@ mod scan;
 mod writer;
 
 pub use files::{file_path, find_files, read_file_meta, remove_old_files};
+pub(crate) use format::record_buffer;
 pub use format::FileMeta;
 pub use reader::MessageQueueReader;
 pub use writer::MessageQueue;

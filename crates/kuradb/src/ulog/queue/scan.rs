@@ -2,7 +2,6 @@
 //! the writer's check of the last file at open.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::format::{checksum_holds, decode_head, Head, RECORD_HEADER};
@@ -21,31 +20,30 @@ pub(crate) enum Next {
     Broken(String),
 }
 
-/// Reads the record of `file` (of `len` bytes, at `path`) at `offset`.
+/// Reads the record of `file` (of `len` bytes, at `path`) at `offset`, with
+/// positional reads: the fixed part, then the message and its checksum.
 pub(crate) fn read_next(file: &File, path: &Path, offset: u64, len: u64) -> Result<Next> {
     if offset >= len {
         return Ok(Next::End);
     }
-    let io = |e| Error::io("reading the update log", path, e);
     let mut head = [0u8; RECORD_HEADER];
     let avail = (len - offset).min(RECORD_HEADER as u64) as usize;
-    let mut reader = file;
-    reader.seek(SeekFrom::Start(offset)).map_err(io)?;
-    reader.read_exact(&mut head[..avail]).map_err(io)?;
+    read_exact_at(file, path, &mut head[..avail], offset)?;
     if avail < RECORD_HEADER {
         return Ok(if head[..avail].iter().all(|&b| b == 0) { Next::End } else { Next::Partial });
     }
     let (timestamp, size) = match decode_head(&head) {
         Head::Record { timestamp, size } => (timestamp, size),
-        Head::Zero => return zero_tail(file, path, offset + RECORD_HEADER as u64, len),
+        Head::Zero => return zero_tail(file, path, offset, len),
         Head::Broken => return Ok(Next::Broken(format!("no record at offset {offset}"))),
     };
-    let end = offset + RECORD_HEADER as u64 + u64::from(size) + 1;
+    let body_at = offset + RECORD_HEADER as u64;
+    let end = body_at + u64::from(size) + 1;
     if end > len {
         return Ok(Next::Partial);
     }
     let mut body = vec![0u8; size as usize + 1];
-    reader.read_exact(&mut body).map_err(io)?;
+    read_exact_at(file, path, &mut body, body_at)?;
     let sum = body.pop().unwrap_or_default();
     if !checksum_holds(&head, &body, sum) {
         return Ok(Next::Broken(format!("the record at offset {offset} fails its checksum")));
@@ -53,16 +51,29 @@ pub(crate) fn read_next(file: &File, path: &Path, offset: u64, len: u64) -> Resu
     Ok(Next::Record { timestamp, message: body, end })
 }
 
-/// `End` if only zeros follow `from`, else `Broken`.
+/// Fills `buf` from `offset`; the file ending first (cut meanwhile) is an error.
+fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<()> {
+    let done =
+        crate::sys::read_at(file, buf, offset).map_err(|e| Error::io("reading the update log", path, e))?;
+    if done < buf.len() {
+        let cut = std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the file ended sooner than its size said",
+        );
+        return Err(Error::io("reading the update log", path, cut));
+    }
+    Ok(())
+}
+
+/// `End` if only zeros follow `from` (where zeros stand for a record), else `Broken`.
 fn zero_tail(file: &File, path: &Path, from: u64, len: u64) -> Result<Next> {
-    let mut reader = file;
     let mut buf = vec![0u8; 8192];
     let mut at = from;
     while at < len {
         let n = (len - at).min(buf.len() as u64) as usize;
-        reader.read_exact(&mut buf[..n]).map_err(|e| Error::io("reading the update log", path, e))?;
+        read_exact_at(file, path, &mut buf[..n], at)?;
         if buf[..n].iter().any(|&b| b != 0) {
-            return Ok(Next::Broken(format!("no record at offset {}", from - RECORD_HEADER as u64)));
+            return Ok(Next::Broken(format!("no record at offset {from}")));
         }
         at += n as u64;
     }

@@ -2,14 +2,13 @@
 //! file once the last one has reached the size limit.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
 use super::files::{file_path, find_files, read_file_meta};
-use super::format::{encode_meta, encode_record, MAX_TIMESTAMP, META_SIZE};
+use super::format::{encode_meta, finish_record, record_buffer, MAX_TIMESTAMP, META_SIZE, RECORD_HEADER};
 use super::reader::MessageQueueReader;
 use super::scan::{read_next, Next};
 use crate::error::{Error, ErrorKind, Result};
@@ -88,6 +87,14 @@ impl MessageQueue {
     /// timestamp earlier than the last one written is raised to it, so the
     /// file stays in time order). Returns the timestamp recorded.
     pub fn write(&self, timestamp: Option<u64>, message: &[u8]) -> Result<u64> {
+        let mut record = record_buffer(message.len());
+        record.extend_from_slice(message);
+        self.write_record(timestamp, record)
+    }
+
+    /// [`MessageQueue::write`] of a [`record_buffer`] the caller has put the
+    /// message into, which saves a copy of it.
+    pub(crate) fn write_record(&self, timestamp: Option<u64>, mut record: Vec<u8>) -> Result<u64> {
         let timestamp = timestamp.unwrap_or_else(super::super::now_ms);
         if timestamp > MAX_TIMESTAMP {
             return Err(Error::new(
@@ -95,7 +102,7 @@ impl MessageQueue {
                 format!("timestamp {timestamp} does not fit in the 6 bytes of a queue record"),
             ));
         }
-        if message.len() >= u32::MAX as usize {
+        if record.len() - RECORD_HEADER >= u32::MAX as usize {
             return Err(Error::new(ErrorKind::InvalidArgument, "a queue message must be under 4 GiB"));
         }
         let written = {
@@ -108,7 +115,7 @@ impl MessageQueue {
                 tail.save_meta(false)?;
                 *tail = next;
             }
-            tail.append(timestamp, message)?
+            tail.append(timestamp, &mut record)?
         };
         *self.notifier.writes.lock() += 1;
         self.notifier.cond.notify_all();
@@ -201,13 +208,14 @@ impl Tail {
         Ok(tail)
     }
 
-    fn append(&mut self, timestamp: u64, message: &[u8]) -> Result<u64> {
+    /// Appends `record` (a [`record_buffer`] holding its message) with one
+    /// positional write (`pwrite`), so that a crash leaves the record whole,
+    /// absent, or cut short at the end of the file, which readers take for
+    /// not yet written and the next writer's open cuts off.
+    fn append(&mut self, timestamp: u64, record: &mut Vec<u8>) -> Result<u64> {
         self.timestamp = self.timestamp.max(timestamp);
-        let mut record = Vec::with_capacity(message.len() + 12);
-        encode_record(&mut record, self.timestamp, message);
-        let wrote =
-            (&self.file).seek(SeekFrom::Start(self.size)).and_then(|_| (&self.file).write_all(&record));
-        if let Err(e) = wrote {
+        finish_record(record, self.timestamp);
+        if let Err(e) = crate::sys::write_at(&self.file, record, self.size) {
             // A part of the record may be in the file: cut it off, or stop
             // writing, since a reader would take the next record for damage.
             if self.file.set_len(self.size).is_err() {
@@ -227,9 +235,7 @@ impl Tail {
         self.cyclic = self.cyclic % 255 + 1;
         let meta = encode_meta(self.cyclic, self.file_id, self.timestamp, self.size);
         let path = &self.path;
-        (&self.file)
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| (&self.file).write_all(&meta))
+        crate::sys::write_at(&self.file, &meta, 0)
             .map_err(|e| Error::io("writing the metadata of the update log", path, e))?;
         if hard {
             self.file.sync_data().map_err(|e| Error::io("synchronizing the update log", path, e))?;
