@@ -155,6 +155,17 @@ class TestTkrzw < Test::Unit::TestCase
     assert_equal(%w[first later], [past.get("k"), past.get("gone")])
     past.close
     assert_equal(Status::INVALID_ARGUMENT_ERROR, DBM.restore_database(path("log.tkh"), path("t2.tkt"), "TreeDBM", 100))
+    # An encrypted source restores with its key, and the copy keeps it.
+    secret = DBM.new
+    assert_equal(Status::SUCCESS, secret.open(path("secret.tkh"), true, cipher_key: "k3y"))
+    secret.set("hidden", "value")
+    secret.close
+    assert_not_equal(Status::SUCCESS, DBM.restore_database(path("secret.tkh"), path("nokey.tkh")))
+    assert_equal(Status::SUCCESS, DBM.restore_database(path("secret.tkh"), path("withkey.tkh"), "", -1, "k3y"))
+    kept = DBM.new
+    assert_equal(Status::SUCCESS, kept.open(path("withkey.tkh"), false, cipher_key: "k3y"))
+    assert_equal("value", kept.get("hidden"))
+    kept.close
     export = DBM.new
     assert_equal(Status::SUCCESS, export.open("", true, dbm: "BabyDBM"))
     assert_equal(Status::SUCCESS, dbm.export(export))

@@ -349,9 +349,11 @@ module Tkrzw
     # ended there; 0 or negative restores every record it can read. A
     # non-empty file at +new_file_path+ answers PRECONDITION_ERROR, as the
     # reference answers, rather than being written over.
-    def self.restore_database(old_file_path, new_file_path, class_name = "", end_offset = -1)
+    def self.restore_database(old_file_path, new_file_path, class_name = "", end_offset = -1, cipher_key = nil)
       params = class_name.to_s.empty? ? {} : { dbm: class_name.to_s }
       params[:end_offset] = end_offset.to_i if end_offset.to_i.positive?
+      # The key of an encrypted source, which the restored copy keeps.
+      params[:cipher_key] = cipher_key.to_s unless cipher_key.nil? || cipher_key.to_s.empty?
       if ::File.size?(new_file_path.to_s)
         return Status.new(Status::PRECONDITION_ERROR, "the new database is not empty")
       end

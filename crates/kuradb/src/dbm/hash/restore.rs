@@ -5,8 +5,9 @@
 //! parses and whose checksum holds is a version of its key; anything else is
 //! skipped one alignment unit at a time until a record parses again. Of the
 //! versions of a key the one with the latest epoch wins, a live one before a
-//! void one within an epoch, and if the winner is a removed record the key
-//! stays removed.
+//! void one within an epoch (in a hash file in appending mode, whose records
+//! are in time order, the last one), and if the winner is a removed record
+//! the key stays removed.
 //!
 //! The nodes of a tree database are restored as of the last completed hard
 //! synchronization instead, the epoch the header names (versions of later
@@ -329,6 +330,7 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Ve
     // with a value is a version that a later hard synchronization marked
     // void because it was replaced: at the offset, it was the value.
     let history = end_offset.is_some();
+    let in_time_order = header.appending && header.kind == Kind::Hash;
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
@@ -365,11 +367,20 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Ve
                 versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live });
             }
         } else if magic != MAGIC_PAD && h.epoch <= last_epoch {
-            // Within an epoch a live version beats a void one: a completed hard
-            // synchronization leaves every replaced version marked void, so
-            // of a synchronized state only the current version looks live.
-            let newer =
-                versions.get(key).is_none_or(|v| (h.epoch, h.live, offset) >= (v.epoch, v.live, v.offset));
+            // In place, space is reused, so offsets say nothing of time: within
+            // an epoch a live version beats a void one, since a completed hard
+            // synchronization leaves every replaced version marked void, so of
+            // a synchronized state only the current version looks live. A hash
+            // file in appending mode reuses nothing: its records are in time
+            // order, and the last one of a key is its state, a removal record
+            // (void) included, synchronized hard or not.
+            let newer = versions.get(key).is_none_or(|v| {
+                if in_time_order {
+                    (h.epoch, offset) >= (v.epoch, v.offset)
+                } else {
+                    (h.epoch, h.live, offset) >= (v.epoch, v.live, v.offset)
+                }
+            });
             if newer {
                 versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live: h.live });
             }
