@@ -64,7 +64,8 @@
 //! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
-//! record it reads.
+//! record it reads; `training.rs` trains the compression dictionary once
+//! an operation has let go of its locks.
 
 mod batch;
 mod buckets;

@@ -165,7 +165,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("training.kh");
         // One bucket: every key shares the slot lock of the write that fills the sample.
-        let options = HashOptions { record_comp_mode: RecordCompMode::Zstd, num_buckets: 1, ..Default::default() };
+        let options =
+            HashOptions { record_comp_mode: RecordCompMode::Zstd, num_buckets: 1, ..Default::default() };
         let db = Arc::new(HashDbm::open(&path, true, &options).unwrap());
         let (started, training) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
