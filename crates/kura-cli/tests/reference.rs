@@ -174,3 +174,69 @@ fn a_file_whose_writer_was_killed_converts_with_a_salvage_count() {
     ours.sort();
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn compressed_reference_files_list_get_export_and_convert() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let flat = dir.path().join("in.flat");
+    std::fs::write(
+        &flat,
+        records().iter().flat_map(|(k, v)| [flat_field(k), flat_field(v)].concat()).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    for mode in ["zlib", "zstd", "lz4", "lzma"] {
+        for (name, class) in [("c.tkh", "hash"), ("c.tkt", "tree")] {
+            let what = format!("{class} {mode}");
+            let reference = dir.path().join(format!("{mode}-{name}"));
+            let create = ["create", "--dbm", class, "--buckets", "101", "--record_comp", mode, s(&reference)];
+            tool("tkrzw_dbm_util", &create);
+            tool("tkrzw_dbm_util", &["import", s(&reference), s(&flat)]);
+            assert_eq!(ok(&["get", s(&reference), "apple"]), b"red\n", "{what}");
+            let inspect = String::from_utf8(ok(&["inspect", s(&reference)])).unwrap();
+            assert!(inspect.contains(&format!("record_comp_mode: {mode}")), "{what}: {inspect}");
+            let listed = ok(&["list", "--items", "all", "--hex", s(&reference)]);
+            assert_eq!(listed.iter().filter(|&&b| b == b'\n').count(), 258, "{what}");
+            // Exported, the reference's own import reads the same records.
+            let mine = dir.path().join(format!("{mode}-{class}.mine.flat"));
+            ok(&["export", "--flat", s(&reference), s(&mine)]);
+            let back = dir.path().join(format!("{mode}-{class}.back.tkh"));
+            tool("tkrzw_dbm_util", &["create", "--dbm", "hash", "--buckets", "101", s(&back)]);
+            tool("tkrzw_dbm_util", &["import", s(&back), s(&mine)]);
+            let mut found = contents(&back);
+            found.sort();
+            assert_eq!(found, records(), "{what}: exported");
+            // Converted, uncompressed and compressed as --record_comp says.
+            for comp in [None, Some("lz4")] {
+                let converted = dir.path().join(format!("{mode}-{class}-{comp:?}.kh"));
+                let mut args = vec!["convert"];
+                args.extend(comp.map(|c| ["--record_comp", c]).into_iter().flatten());
+                args.extend([s(&reference), s(&converted)]);
+                ok(&args);
+                let inspect = String::from_utf8(ok(&["inspect", s(&converted)])).unwrap();
+                let said = format!("record_comp_mode: {}", comp.unwrap_or("none"));
+                assert!(inspect.contains(&said), "{what} converted with {comp:?}: {inspect}");
+                let mut found = contents(&converted);
+                found.sort();
+                assert_eq!(found, records(), "{what}: converted with {comp:?}");
+            }
+        }
+    }
+}
+
+/// One field of the reference's flat record format: 0xFF, the length as a
+/// big-endian base-128 varint, the bytes.
+fn flat_field(data: &[u8]) -> Vec<u8> {
+    let mut digits = vec![(data.len() & 0x7f) as u8];
+    let mut n = data.len() >> 7;
+    while n > 0 {
+        digits.push((n & 0x7f) as u8 | 0x80);
+        n >>= 7;
+    }
+    let mut out = vec![0xff];
+    out.extend(digits.iter().rev());
+    out.extend_from_slice(data);
+    out
+}

@@ -47,7 +47,8 @@ impl State {
                 (Action::Set(value), found) => {
                     let stored = self.codec.encode(key, &value)?;
                     self.set_record(key, bucket, found, &stored)?;
-                    self.train_on(&value)
+                    self.train_on(&value);
+                    Ok(())
                 }
             },
             Change::Clear => {
@@ -74,20 +75,13 @@ impl State {
         }
     }
 
-    /// Samples `value` for the compression dictionary while one is wanted,
-    /// and trains and installs it once the sample is large enough (see
-    /// `dictionary.rs`). A sample the trainer finds unfit leaves the file without
-    /// one until a rebuild.
+    /// Samples `value` for the compression dictionary while one is wanted;
+    /// once the sample is large enough, keeps it for training after the
+    /// locks are let go (see `training.rs`).
     #[inline]
-    fn train_on(&self, value: &[u8]) -> Result<()> {
-        let Some(c) = &self.codec.compression else { return Ok(()) };
-        let Some(sample) = c.sample(value) else { return Ok(()) };
-        match Dictionary::train(c.mode, Dictionary::next_number(None), &sample) {
-            Some(dict) => self.apply(Change::Dictionary(dict)),
-            None => {
-                c.stop_sampling();
-                Ok(())
-            }
+    fn train_on(&self, value: &[u8]) {
+        if let Some(sample) = self.codec.compression.as_ref().and_then(|c| c.sample(value)) {
+            self.keep_untrained(sample);
         }
     }
 

@@ -64,7 +64,8 @@
 //! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
-//! record it reads.
+//! record it reads; `training.rs` trains the compression dictionary once
+//! an operation has let go of its locks.
 
 mod batch;
 mod buckets;
@@ -88,6 +89,7 @@ mod rebuild;
 mod record;
 mod restore;
 mod state;
+mod training;
 mod value;
 
 use std::path::{Path, PathBuf};
@@ -252,12 +254,14 @@ impl Dbm for HashDbm {
 
     fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
         let guard = self.state()?;
-        guard.as_ref().map_or(Ok(()), |s| s.process(key, writable, f))
+        let done = guard.as_ref().map_or(Ok(()), |s| s.process(key, writable, f));
+        self.end_writing(guard, done)
     }
 
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
         let guard = self.state()?;
-        guard.as_ref().map_or(Ok(()), |s| s.process_multi(keys, writable, f))
+        let done = guard.as_ref().map_or(Ok(()), |s| s.process_multi(keys, writable, f));
+        self.end_writing(guard, done)
     }
 
     fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
@@ -265,12 +269,14 @@ impl Dbm for HashDbm {
         self.owner.check(&self.path)?;
         let _scan = crate::caching::ScanScope::enter();
         let guard = self.state.write();
-        guard.as_ref().map_or_else(|| Err(self.closed()), |s| s.process_each(writable, f))
+        let done = guard.as_ref().map_or_else(|| Err(self.closed()), |s| s.process_each(writable, f));
+        self.end_writing(guard, done)
     }
 
     fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
         let guard = self.state()?;
-        guard.as_ref().map_or(Ok(()), |s| s.process_presence(key, f))
+        let done = guard.as_ref().map_or(Ok(()), |s| s.process_presence(key, f));
+        self.end_writing(guard, done)
     }
 
     fn contains(&self, key: &[u8]) -> Result<bool> {

@@ -131,6 +131,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         cached_blocks: o.file.pagecache,
         batch_guess: AtomicUsize::new(0),
         dict_offset: AtomicU64::new(header.dict_offset),
+        untrained: Default::default(),
         file,
     };
     let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };

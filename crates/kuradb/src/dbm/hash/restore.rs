@@ -63,7 +63,8 @@ pub(super) fn copy_into(
         let found = state.find(key, bucket)?;
         state.apply(Change::Record { key, bucket, found, action: Action::set(value) })
     };
-    match fill(&mut put) {
+    // The copy holds its new file alone: a sample it filled is trained now.
+    match fill(&mut put).and_then(|()| state.train_untrained()) {
         Ok(()) => Ok(state),
         Err(e) => {
             let _ = state.close();

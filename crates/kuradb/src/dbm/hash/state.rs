@@ -70,6 +70,9 @@ pub(super) struct State {
     pub(super) batch_guess: AtomicUsize,
     /// The offset of the compression dictionary's record; 0 if none.
     pub(super) dict_offset: AtomicU64,
+    /// A full sample for the compression dictionary, waiting to be trained
+    /// outside the locks (see `training.rs`).
+    pub(super) untrained: std::sync::Arc<super::training::Untrained>,
 }
 
 impl State {

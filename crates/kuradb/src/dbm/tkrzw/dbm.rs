@@ -96,7 +96,7 @@ impl ReferenceDbm {
             path: path.to_path_buf(),
             format,
             reference_class: loaded.class,
-            records: loaded.records.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            records: loaded.records,
             index: Vec::new(),
             order: loaded.order,
             figures: loaded.figures,
@@ -173,22 +173,27 @@ fn key_hash(key: &[u8]) -> u64 {
 }
 
 /// What [`load`] read of a file.
-struct Loaded<'a> {
+struct Loaded {
     class: String,
-    records: Vec<(&'a [u8], &'a [u8])>,
+    records: Vec<Record>,
     order: Option<KeyComparator>,
     figures: Vec<(String, String)>,
     healthy: bool,
     damage: Option<Damage>,
 }
 
-fn load(format: ReferenceFormat, data: &[u8], salvage: bool) -> Result<Loaded<'_>> {
+/// Copies borrowed records out of the file's bytes.
+fn owned(records: Vec<(&[u8], &[u8])>) -> Vec<Record> {
+    records.into_iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+fn load(format: ReferenceFormat, data: &[u8], salvage: bool) -> Result<Loaded> {
     Ok(match format {
         ReferenceFormat::Hash => {
             let header = HashHeader::parse(data)?;
             let salvage = salvage || !header.healthy;
             let (live, damage) = hash::replay(data, &header, salvage)?;
-            let records: Vec<(&[u8], &[u8])> = live.into_iter().map(|(_, k, v)| (k, v)).collect();
+            let records: Vec<Record> = live.into_iter().map(|(_, k, v)| (k.into(), v.into())).collect();
             if !salvage && records.len() as u64 != header.num_records {
                 return Err(super::bytes::broken(format!(
                     "its records number {} but its header says {}",
@@ -238,7 +243,7 @@ fn load(format: ReferenceFormat, data: &[u8], salvage: bool) -> Result<Loaded<'_
             let s = skip::read(data, salvage)?;
             Loaded {
                 class: "SkipDBM".to_string(),
-                records: s.records,
+                records: owned(s.records),
                 order: Some(KeyComparator::Lexical),
                 figures: s.header.figures(),
                 healthy: s.header.healthy,
@@ -252,7 +257,7 @@ fn load(format: ReferenceFormat, data: &[u8], salvage: bool) -> Result<Loaded<'_
             figures.retain(|(k, _)| k != "class");
             Loaded {
                 class: class.unwrap_or_else(|| "FlatRecord".to_string()),
-                records: f.records,
+                records: owned(f.records),
                 order: None,
                 figures,
                 healthy: true,

@@ -25,9 +25,11 @@
 //! records stay in the file), and it is how a file whose writer was killed
 //! is salvaged.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::bytes::{broken, fixnum, magic_checksum, record_crc, Bytes};
+use super::codec::RefCodec;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(super) const MAGIC: &[u8] = b"TkrzwHDB\n";
@@ -94,29 +96,19 @@ impl HashHeader {
                 header.static_flags
             )));
         }
-        if let Some(codec) = header.codec() {
+        if let Err(codec) = RefCodec::of_flags(header.static_flags) {
             return Err(Error::new(
                 ErrorKind::NotImplemented,
-                format!(
-                    "its values are compressed with {codec} (the reference's record_comp_mode), which this \
-                     reader does not decode: rebuild it uncompressed with `tkrzw_dbm_util rebuild \
-                     --record_comp none` first"
-                ),
+                format!("its values are encoded with {codec}, which this reader does not decode"),
             ));
         }
         Ok(header)
     }
 
-    /// The codec the static flags name, if any.
-    pub fn codec(&self) -> Option<&'static str> {
-        match self.static_flags & 0x70 {
-            0 => None,
-            0x10 => Some("zlib"),
-            0x20 => Some("zstd"),
-            0x30 => Some("lz4"),
-            0x40 => Some("lzma"),
-            _ => Some("an extra codec (the reference's RC4 or AES cipher, or a custom one)"),
-        }
+    /// The codec the values are compressed with, if any.
+    pub fn codec(&self) -> Option<RefCodec> {
+        // Checked by `parse`.
+        RefCodec::of_flags(self.static_flags).ok().flatten()
     }
 
     /// Whether every update is appended (else updated in place).
@@ -166,7 +158,7 @@ impl HashHeader {
             ("record_base", self.record_base().to_string()),
             ("update_mode", mode.to_string()),
             ("record_crc_mode", crc),
-            ("record_comp_mode", "none".to_string()),
+            ("record_comp_mode", self.codec().map_or("none", RefCodec::name).to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (format!("{prefix}{k}"), v))
@@ -174,8 +166,9 @@ impl HashHeader {
     }
 }
 
-/// A live record found by [`replay`]: where it is, its key and its value.
-pub(super) type Live<'a> = (u64, &'a [u8], &'a [u8]);
+/// A live record found by [`replay`]: where it is, its key and its value
+/// (decompressed if the file's values are).
+pub(super) type Live<'a> = (u64, &'a [u8], Cow<'a, [u8]>);
 
 /// What a salvaging replay skipped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -245,8 +238,26 @@ pub(super) fn replay<'a>(
             }
         }
     }
-    let mut records: Vec<Live<'a>> = live.into_iter().map(|(k, (at, v))| (at, k, v)).collect();
-    records.sort_unstable_by_key(|r| r.0);
+    let mut stored: Vec<(u64, &'a [u8], &'a [u8])> =
+        live.into_iter().map(|(k, (at, v))| (at, k, v)).collect();
+    stored.sort_unstable_by_key(|r| r.0);
+    let Some(codec) = header.codec() else {
+        return Ok((stored.into_iter().map(|(at, k, v)| (at, k, Cow::Borrowed(v))).collect(), damage));
+    };
+    // Only the live values are decoded: the older versions a replay passes
+    // over cost no decompression.
+    let mut records = Vec::with_capacity(stored.len());
+    for (at, key, value) in stored {
+        match codec.decode(value) {
+            Ok(plain) => records.push((at, key, Cow::Owned(plain))),
+            Err(why) if !salvage => return Err(broken(format!("the record at offset {at}: {why}"))),
+            // Its checksums matched, so the value was stored so: it is lost.
+            Err(_) => {
+                damage.regions += 1;
+                damage.bytes += value.len() as u64;
+            }
+        }
+    }
     Ok((records, damage))
 }
 

@@ -9,11 +9,14 @@
 //! it is read, and [`ReferenceDbm::salvage`] says what was kept and lost.
 //!
 //! The formats are described in each module (`hash`, `tree`, `skip`,
-//! `flat`) and in docs/reference-files.md. What this reader refuses, by name:
-//! values compressed by the reference (`record_comp_mode` other than none),
-//! and a tree ordered by a comparator kuradb does not have.
+//! `flat`) and in docs/reference-files.md. Values the reference compressed
+//! (`record_comp_mode` zlib, zstd, lz4 or lzma) are decompressed as they are
+//! read (`codec`). What this reader refuses, by name: values encoded by the
+//! reference's extra codecs (its ciphers), and a tree ordered by a
+//! comparator kuradb does not have.
 
 mod bytes;
+mod codec;
 mod convert;
 mod cursor;
 mod dbm;

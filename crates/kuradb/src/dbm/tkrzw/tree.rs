@@ -22,9 +22,11 @@
 //! replay finds (the leaf chain may be half written), later pages winning
 //! a key both hold.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::bytes::{broken, fixnum, Bytes};
+use super::dbm::Record;
 use super::hash::{self, Damage, HashHeader};
 use crate::dbm::comparator::KeyComparator;
 use crate::error::{Error, ErrorKind, Result};
@@ -114,23 +116,24 @@ impl TreeMeta {
 }
 
 /// The records of a reference tree file, in the comparator's order.
-pub(super) struct TreeRecords<'a> {
+pub(super) struct TreeRecords {
     pub header: HashHeader,
     pub meta: TreeMeta,
-    pub records: Vec<(&'a [u8], &'a [u8])>,
+    pub records: Vec<Record>,
     pub damage: Option<Damage>,
 }
 
 /// Reads the tree file `data`; `salvage` reads every leaf page of a file
 /// whose writer was killed, which a clean file does not need.
-pub(super) fn read(data: &[u8], salvage: bool) -> Result<TreeRecords<'_>> {
+pub(super) fn read(data: &[u8], salvage: bool) -> Result<TreeRecords> {
     let header = HashHeader::parse(data)?;
     let meta = TreeMeta::parse(&header.opaque)?;
     let comparator = meta.comparator()?;
     let salvage = salvage || !header.healthy;
     let (pages, damage) = hash::replay(data, &header, salvage)?;
-    let mut by_id: HashMap<u64, &[u8]> = HashMap::with_capacity(pages.len());
-    for &(_, key, value) in &pages {
+    // A page is a hash value: decompressed already if the file's are.
+    let mut by_id: HashMap<u64, Cow<[u8]>> = HashMap::with_capacity(pages.len());
+    for (_, key, value) in pages {
         if key.len() != PAGE_ID_WIDTH {
             return Err(broken(format!("a page's id is {} bytes, not {PAGE_ID_WIDTH}", key.len())));
         }
@@ -142,7 +145,7 @@ pub(super) fn read(data: &[u8], salvage: bool) -> Result<TreeRecords<'_>> {
         let mut all: HashMap<&[u8], &[u8]> = HashMap::new();
         for id in leaves {
             // A page torn by the crash is skipped whole: its records are lost.
-            if let Ok((_, _, records)) = parse_leaf(by_id[&id]) {
+            if let Ok((_, _, records)) = parse_leaf(&by_id[&id]) {
                 all.extend(records);
             }
         }
@@ -152,11 +155,12 @@ pub(super) fn read(data: &[u8], salvage: bool) -> Result<TreeRecords<'_>> {
     } else {
         walk_leaves(&by_id, &meta)?
     };
+    let records = records.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
     Ok(TreeRecords { header, meta, records, damage: salvage.then_some(damage) })
 }
 
 /// Every record of the leaves, following the chain from the first leaf.
-fn walk_leaves<'a>(by_id: &HashMap<u64, &'a [u8]>, meta: &TreeMeta) -> Result<Vec<(&'a [u8], &'a [u8])>> {
+fn walk_leaves<'a>(by_id: &'a HashMap<u64, Cow<[u8]>>, meta: &TreeMeta) -> Result<Vec<(&'a [u8], &'a [u8])>> {
     let mut records = Vec::with_capacity(meta.num_records.min(1 << 24) as usize);
     let mut seen = HashSet::new();
     let mut id = meta.first_id;
