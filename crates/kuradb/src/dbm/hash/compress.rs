@@ -11,7 +11,8 @@
 //! itself is stored raw, so incompressible data costs one byte a value. The
 //! codecs' own framing is trimmed where the record already says it: zstd
 //! frames are magicless and carry neither content size, dictionary id nor
-//! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it).
+//! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it);
+//! lz4 is the block format (see `lz4.rs`).
 //!
 //! Every mode may have a dictionary (see `dictionary.rs`): zstd's own, and
 //! the preset dictionaries of the lz4 block and DEFLATE formats. The codecs'
@@ -26,6 +27,7 @@ use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DParameter, FrameFormat, Res
 
 use super::comp_mode::RecordCompMode;
 use super::dictionary::{Dictionary, Sample, ZSTD_LEVEL};
+use super::lz4;
 use super::record::MAX_ITEM;
 use crate::dbm::varint::{get_varint, put_varint};
 use crate::error::{Error, ErrorKind, Result};
@@ -120,12 +122,13 @@ impl Compression {
     pub(super) fn encode(&self, value: &[u8]) -> Result<Vec<u8>> {
         let dict = self.dictionary.get();
         // Room for no more than the value itself, a longer result being
-        // stored raw; but LZ4 refuses to start with less than its bound, and
+        // stored raw; but LZ4 gets its bound (liblz4's faster path, and
+        // lz4_flex, for values over 2 GiB, refuses to start with less), and
         // DEFLATE gets its own bound, so that every stream ends in one call
         // (zlib-rs 0.6 can panic on incompressible data left waiting for
         // room in its pending buffer). Sized once: the raw form fits too.
         let room = match self.mode {
-            RecordCompMode::Lz4 => lz4_flex::block::get_maximum_output_size(value.len()),
+            RecordCompMode::Lz4 => lz4::bound(value.len()),
             RecordCompMode::Zlib => deflate_bound(value.len()),
             _ => value.len() + 1,
         };
@@ -155,10 +158,7 @@ impl Compression {
     fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
         match self.mode {
             RecordCompMode::None => None,
-            RecordCompMode::Lz4 => match dict {
-                None => lz4_flex::block::compress_into(value, out).ok(),
-                Some(d) => lz4_flex::block::compress_into_with_dict(value, out, &d.bytes).ok(),
-            },
+            RecordCompMode::Lz4 => lz4::compress_into(value, out, dict),
             RecordCompMode::Zlib => DEFLATE.with_borrow_mut(|c| {
                 c.reset();
                 if let Some(d) = dict {
@@ -228,11 +228,7 @@ impl Compression {
     ) -> std::result::Result<usize, String> {
         match self.mode {
             RecordCompMode::None => Err("the file is not compressed".into()),
-            RecordCompMode::Lz4 => match dict {
-                None => lz4_flex::block::decompress_into(body, out),
-                Some(d) => lz4_flex::block::decompress_into_with_dict(body, out, &d.bytes),
-            }
-            .map_err(|e| e.to_string()),
+            RecordCompMode::Lz4 => lz4::decompress_into(body, out, dict),
             RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
                 d.reset(false);
                 if let Some(dict) = dict {
