@@ -209,43 +209,49 @@ impl Compression {
         if size > MAX_ITEM || size > (body.len() as u64).saturating_mul(MAX_RATIO) {
             return Err(broken(format!("claims an impossible size {size}")));
         }
-        let mut out = vec![0u8; size as usize];
-        let n = self
-            .decompress(body, &mut out, dict)
+        let out = self
+            .decompress(body, size as usize, dict)
             .map_err(|why| broken(format!("does not decompress: {why}")))?;
-        if n != out.len() {
-            return Err(broken(format!("decompresses to {n} bytes, not the {size} it claims")));
+        if out.len() as u64 != size {
+            return Err(broken(format!("decompresses to {} bytes, not the {size} it claims", out.len())));
         }
         Ok(std::borrow::Cow::Owned(out))
     }
 
-    /// Decompresses `body` into `out`, answering the size.
+    /// Decompresses `body`, which decodes to at most `size` bytes.
     fn decompress(
         &self,
         body: &[u8],
-        out: &mut [u8],
+        size: usize,
         dict: Option<&Dictionary>,
-    ) -> std::result::Result<usize, String> {
-        match self.mode {
-            RecordCompMode::None => Err("the file is not compressed".into()),
-            RecordCompMode::Lz4 => lz4::decompress_into(body, out, dict),
+    ) -> std::result::Result<Vec<u8>, String> {
+        if self.mode == RecordCompMode::Lz4 {
+            return lz4::decompress(body, size, dict);
+        }
+        let mut out = vec![0u8; size];
+        let out_ref = &mut out[..];
+        let n = match self.mode {
+            // lz4 answered above.
+            RecordCompMode::None | RecordCompMode::Lz4 => Err("the file is not compressed".into()),
             RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
                 d.reset(false);
                 if let Some(dict) = dict {
                     d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
                 }
-                match d.decompress(body, out, flate2::FlushDecompress::Finish) {
+                match d.decompress(body, out_ref, flate2::FlushDecompress::Finish) {
                     Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
                     Ok(_) => Err("the stream is cut short".into()),
                     Err(e) => Err(e.to_string()),
                 }
             }),
             RecordCompMode::Zstd => ZSTD_D.with_borrow_mut(|d| {
-                let n = zstd_decompress(d, body, out, dict);
+                let n = zstd_decompress(d, body, out_ref, dict);
                 let _ = d.reset(ResetDirective::SessionAndParameters);
                 n
             }),
-        }
+        }?;
+        out.truncate(n);
+        Ok(out)
     }
 }
 

@@ -29,26 +29,28 @@ pub(super) fn compress_into(value: &[u8], out: &mut [u8], dict: Option<&Dictiona
     lz4::compress(value, out, dict.and_then(|d| d.lz4.as_ref()))
 }
 
-/// Decompresses the block `body` into `out`, answering the size written, or
-/// why the block is not one.
-pub(super) fn decompress_into(
+/// Decompresses the block `body`, which decodes to at most `size` bytes;
+/// answers them, or why the block is not one.
+pub(super) fn decompress(
     body: &[u8],
-    out: &mut [u8],
+    size: usize,
     dict: Option<&Dictionary>,
-) -> std::result::Result<usize, String> {
+) -> std::result::Result<Vec<u8>, String> {
     let bytes = dict.map(|d| &d.bytes[..]);
-    if out.len() > LZ4_MAX_INPUT {
-        return match bytes {
-            None => lz4_flex::block::decompress_into(body, out),
-            Some(b) => lz4_flex::block::decompress_into_with_dict(body, out, b),
+    if size > LZ4_MAX_INPUT {
+        let mut out = vec![0u8; size];
+        let n = match bytes {
+            None => lz4_flex::block::decompress_into(body, &mut out),
+            Some(b) => lz4_flex::block::decompress_into_with_dict(body, &mut out, b),
         }
-        .map_err(|e| e.to_string());
+        .map_err(|e| e.to_string())?;
+        out.truncate(n);
+        return Ok(out);
     }
-    lz4::decompress(body, out, bytes).map_err(|at| {
+    lz4::decompress(body, size, bytes).map_err(|at| {
         format!(
-            "the lz4 block ({} bytes) is malformed or decodes to more than {} bytes; decoding stopped at its byte {at}",
+            "the lz4 block ({} bytes) is malformed or decodes to more than {size} bytes; decoding stopped at its byte {at}",
             body.len(),
-            out.len()
         )
     })
 }
@@ -94,19 +96,15 @@ mod tests {
         let dict = dictionary();
         for value in values() {
             let mut out = vec![0u8; bound(value.len())];
-            let mut back = vec![0u8; value.len()];
             let n = compress_into(&value, &mut out, None).unwrap();
             assert_eq!(lz4_flex::block::decompress(&out[..n], value.len()).unwrap(), value);
             let n = compress_into(&value, &mut out, Some(&dict)).unwrap();
             let flex = lz4_flex::block::decompress_with_dict(&out[..n], value.len(), &dict.bytes).unwrap();
             assert_eq!(flex, value);
             let old = lz4_flex::block::compress(&value);
-            assert_eq!(decompress_into(&old, &mut back, None), Ok(value.len()));
-            assert_eq!(back, value);
+            assert_eq!(decompress(&old, value.len(), None).unwrap(), value);
             let old = lz4_flex::block::compress_with_dict(&value, &dict.bytes);
-            back.fill(0);
-            assert_eq!(decompress_into(&old, &mut back, Some(&dict)), Ok(value.len()));
-            assert_eq!(back, value);
+            assert_eq!(decompress(&old, value.len(), Some(&dict)).unwrap(), value);
         }
     }
 
