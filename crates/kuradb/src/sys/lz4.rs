@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lz4_sys::LZ4StreamEncode;
 
@@ -85,15 +86,27 @@ thread_local! {
     /// The state every compression on this thread works in, reset (lazily:
     /// its table is cleared only when its offsets run out) before each.
     static WORKING: RefCell<Stream> = RefCell::new(Stream::new());
+    /// The dictionary last decoded with on this thread, by id, and a buffer
+    /// holding its content, behind which values are decoded.
+    static DECODING: RefCell<(u64, Vec<u8>)> = const { RefCell::new((0, Vec::new())) };
 }
+
+/// Numbers dictionaries, so that a thread's decoding buffer knows whether
+/// it holds the one asked for (an address could be reused by a later one).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// A thread's decoding buffer keeps at most this much room past the
+/// dictionary once a large value has gone through it.
+const KEPT_ROOM: usize = 1 << 20;
 
 /// A preset dictionary, hashed once into a state of its own that each
 /// compression with it attaches to the thread's working state.
 pub(crate) struct Lz4Dictionary {
     stream: Stream,
-    /// The content, which the state points into: held (never read here)
-    /// and never changed; boxed, so it does not move with the struct.
-    _content: Box<[u8]>,
+    /// The content liblz4 uses (the last 64 KiB at most), which the state
+    /// points into: never changed, and boxed, so it does not move with the
+    /// struct.
+    content: Box<[u8]>,
+    id: u64,
 }
 
 // SAFETY: after `new`, the dictionary's state and bytes are only read:
@@ -111,17 +124,16 @@ impl Lz4Dictionary {
     #[expect(unsafe_code, reason = "loads the dictionary into liblz4's state")]
     pub(crate) fn new(bytes: &[u8]) -> Lz4Dictionary {
         let stream = Stream::new();
-        let bytes: Box<[u8]> = bytes.into();
-        let tail = &bytes[bytes.len().saturating_sub(64 << 10)..];
-        // SAFETY: the state is valid (made above) and ours alone; `tail` is
-        // a live slice of at most 64 KiB (fits a c_int) inside the boxed
-        // bytes, which the state then points into: they live as long as the
+        let content: Box<[u8]> = bytes[bytes.len().saturating_sub(64 << 10)..].into();
+        // SAFETY: the state is valid (made above) and ours alone; `content`
+        // is a live slice of at most 64 KiB (fits a c_int), which the state
+        // then points into: it lives as long as the
         // state (same struct) and are never written or moved (a Box's heap
         // block stays put when the struct moves). The slow load indexes
         // every position of the dictionary, not every third: done once, it
         // finds more matches for every value after.
-        unsafe { LZ4_loadDictSlow(stream.0.as_ptr(), tail.as_ptr().cast(), tail.len() as c_int) };
-        Lz4Dictionary { stream, _content: bytes }
+        unsafe { LZ4_loadDictSlow(stream.0.as_ptr(), content.as_ptr().cast(), content.len() as c_int) };
+        Lz4Dictionary { stream, content, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
     }
 }
 
@@ -170,47 +182,70 @@ pub(crate) fn compress(src: &[u8], dst: &mut [u8], dict: Option<&Lz4Dictionary>)
 /// `src` at which decoding stopped. A block decoding to fewer bytes may
 /// answer them: the caller compares.
 ///
-/// With a dictionary, the block is decoded right behind a copy of it, so
-/// that liblz4 takes the dictionary as the prefix of its output: its
-/// faster path, which tells no match into the dictionary from one into
-/// the output (copying 4 KiB and moving the value down costs less than the
-/// other path's test per match).
-#[expect(unsafe_code, reason = "calls liblz4's checked decoder into a vector's spare room")]
-pub(crate) fn decompress(src: &[u8], size: usize, dict: Option<&[u8]>) -> Result<Vec<u8>, usize> {
-    let dict = dict.unwrap_or_default();
-    let dict = &dict[dict.len().saturating_sub(64 << 10)..];
+/// With a dictionary, the block is decoded right behind its content, in a
+/// buffer per thread that keeps the content between values, so that
+/// liblz4 takes it as the prefix of its output: its faster path, which
+/// tells no match into the dictionary from one into the output (copying
+/// the value out costs less than the other path's test per match).
+pub(crate) fn decompress(src: &[u8], size: usize, dict: Option<&Lz4Dictionary>) -> Result<Vec<u8>, usize> {
     if src.len() > c_int::MAX as usize || size > c_int::MAX as usize {
         return Err(0);
     }
-    let mut buf = Vec::with_capacity(dict.len() + size);
-    buf.extend_from_slice(dict);
+    let Some(dict) = dict else {
+        let mut out = Vec::new();
+        decode_behind(&mut out, src, size)?;
+        return Ok(out);
+    };
+    DECODING.with_borrow_mut(|(id, buf)| {
+        let prefix = dict.content.len();
+        if *id != dict.id {
+            buf.clear();
+            buf.extend_from_slice(&dict.content);
+            *id = dict.id;
+        }
+        let n = decode_behind(buf, src, size);
+        let out = n.map(|_| buf[prefix..].to_vec());
+        buf.truncate(prefix);
+        if buf.capacity() > prefix + KEPT_ROOM {
+            buf.shrink_to(prefix + KEPT_ROOM);
+        }
+        out
+    })
+}
+
+/// Decodes the block `src`, of at most `size` bytes, at the end of `buf`,
+/// whose bytes (the last 64 KiB of them) are its preset dictionary;
+/// answers the size, or the byte of `src` at which decoding stopped.
+#[expect(unsafe_code, reason = "calls liblz4's checked decoder into a vector's spare room")]
+fn decode_behind(buf: &mut Vec<u8>, src: &[u8], size: usize) -> Result<usize, usize> {
+    let prefix = buf.len().min(64 << 10);
+    buf.reserve(size);
+    let len = buf.len();
     let base = buf.as_mut_ptr();
-    // SAFETY: buf holds the dictionary's copy in its first dict.len() bytes
-    // and has room for size more (its capacity); `base` points at its
-    // start, so dst = base + dict.len() is in bounds, and liblz4 writes at
-    // most size (its capacity argument; both it and src.len() fit a c_int,
-    // checked above) bytes there, inside the spare room, whatever src holds,
-    // and reads only inside src and the dictionary's copy (its "safe"
-    // decoder bounds every read and write). src is a live slice that cannot
-    // overlap buf, newly allocated. It answers the bytes written, or a
-    // negative number.
+    // SAFETY: buf has room for size bytes past its len (reserved above), so
+    // dst = base + len is in bounds and liblz4 writes at most size bytes
+    // (its capacity argument; size and src.len() fit a c_int, checked by
+    // the caller) there, inside the spare room, whatever src holds; it reads
+    // only inside src and the prefix, the last `prefix` initialized bytes
+    // of buf, right before dst (its "safe" decoder bounds every read and
+    // write). src is a live slice, which cannot overlap buf (borrowed
+    // mutably). It answers the bytes written, or a negative number.
     let n = unsafe {
         LZ4_decompress_safe_usingDict(
             src.as_ptr().cast(),
-            base.add(dict.len()).cast(),
+            base.add(len).cast(),
             src.len() as c_int,
             size as c_int,
-            base.cast_const().cast(),
-            dict.len() as c_int,
+            base.add(len - prefix).cast_const().cast(),
+            prefix as c_int,
         )
     };
     // liblz4 answers -(position + 1) for a block it stops in.
     let n = usize::try_from(n).map_err(|_| (-(n as i64) - 1) as usize)?;
-    // SAFETY: the first dict.len() bytes were copied in and liblz4 wrote
-    // the n after them (n <= size, so within the capacity).
-    unsafe { buf.set_len(dict.len() + n) };
-    buf.drain(..dict.len());
-    Ok(buf)
+    // SAFETY: liblz4 wrote the n bytes after len (n <= size, within the
+    // capacity), so they are initialized.
+    unsafe { buf.set_len(len + n) };
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -229,10 +264,34 @@ mod tests {
         assert_eq!(decompress(&out[..plain], value.len(), None).unwrap(), value);
         let with = compress(value, &mut out, Some(&dict)).unwrap();
         assert!(with < plain, "{with} bytes with the dictionary, {plain} without");
-        assert_eq!(decompress(&out[..with], value.len(), Some(&content[..])).unwrap(), value);
+        assert_eq!(decompress(&out[..with], value.len(), Some(&dict)).unwrap(), value);
         assert!(
             decompress(&out[..with], value.len(), None).is_err(),
             "its matches point into the dictionary"
+        );
+    }
+
+    /// Values of two dictionaries read in turn on one thread each decode
+    /// with their own (the thread's decoding buffer holds one at a time).
+    #[test]
+    fn dictionaries_taken_in_turn_each_decode_their_values() {
+        let a = Lz4Dictionary::new(b"{\"sku\":\"SKU-000000\",\"price\":0,\"status\":\"shipped\"}");
+        let b = Lz4Dictionary::new(b"{\"user\":\"user00000\",\"city\":\"osaka\",\"note\":\"ok\"}");
+        let (va, vb) = (
+            &b"{\"sku\":\"SKU-000777\",\"price\":12,\"status\":\"shipped\"}"[..],
+            &b"{\"user\":\"user04711\",\"city\":\"osaka\",\"note\":\"ok\"}"[..],
+        );
+        let (mut ba, mut bb) = (vec![0u8; 128], vec![0u8; 128]);
+        let na = compress(va, &mut ba, Some(&a)).unwrap();
+        let nb = compress(vb, &mut bb, Some(&b)).unwrap();
+        for _ in 0..3 {
+            assert_eq!(decompress(&ba[..na], va.len(), Some(&a)).unwrap(), va);
+            assert_eq!(decompress(&bb[..nb], vb.len(), Some(&b)).unwrap(), vb);
+        }
+        assert_ne!(
+            decompress(&ba[..na], va.len(), Some(&b)).ok().as_deref(),
+            Some(va),
+            "b's content is not a's"
         );
     }
 

@@ -47,7 +47,7 @@ pub(super) fn decompress(
         out.truncate(n);
         return Ok(out);
     }
-    lz4::decompress(body, size, bytes).map_err(|at| {
+    lz4::decompress(body, size, dict.and_then(|d| d.lz4.as_ref())).map_err(|at| {
         format!(
             "the lz4 block ({} bytes) is malformed or decodes to more than {size} bytes; decoding stopped at its byte {at}",
             body.len(),
