@@ -30,7 +30,7 @@
 //! block, in two places only, each for one reason:
 //!
 //! - `sys`, the platform code: system calls (`fallocate`, `pthread_atfork`,
-//!   `fcntl`) and copies in and out of memory maps.
+//!   `fcntl`), copies in and out of memory maps, and calls into liblz4.
 //! - `dbm::tiny::record`, the records of TinyDbm and CacheDbm: each record
 //!   is one heap allocation holding its links, key and value, which safe
 //!   Rust cannot lay out without a second allocation or wider links. The

@@ -158,6 +158,33 @@ fn files_of_the_format_before_dictionaries_read_unchanged() {
     }
 }
 
+/// An lz4 file with a dictionary, written by the code of that time (lz4_flex
+/// compressing with the preset dictionary: `main-v3-lz4-dict.kh`, dictionary
+/// 2 kept over a clear, then the fixture's records), reads unchanged, and
+/// values written to it now read back after a reopen.
+#[test]
+fn an_lz4_file_with_a_dictionary_written_before_reads_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compression/main-v3-lz4-dict.kh");
+    let path = dir.path().join("v3.kh");
+    std::fs::copy(src, &path).unwrap();
+    assert_eq!(version(&path), 3);
+    let bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(6).position(|w| w == b"key020").unwrap() + 6;
+    assert_eq!(bytes[at], 2, "the fixture holds values compressed with dictionary 2");
+    let mut model = fixture_model();
+    let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+    assert_eq!(info(&db, "record_comp_dict"), "2 (4096 bytes)");
+    h::compare(&db, &model).unwrap();
+    db.close().unwrap();
+    let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+    model.extend(fill_json(&db, 0, 300, 8));
+    h::compare(&db, &model).unwrap();
+    db.close().unwrap();
+    let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+    h::compare(&db, &model).unwrap();
+}
+
 /// A value compressed with the dictionary whose body is garbage, or whose
 /// flag names another dictionary, is a broken-data error naming its
 /// record; no damage to its first bytes panics.

@@ -3,6 +3,7 @@
 //! turns its errors into kuradb errors that name the file and operation.
 
 mod batch;
+pub(crate) mod lz4;
 mod mmap;
 mod process;
 #[cfg(target_os = "linux")]

@@ -11,7 +11,8 @@
 //! itself is stored raw, so incompressible data costs one byte a value. The
 //! codecs' own framing is trimmed where the record already says it: zstd
 //! frames are magicless and carry neither content size, dictionary id nor
-//! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it).
+//! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it);
+//! lz4 is the block format (see `lz4.rs`).
 //!
 //! Every mode may have a dictionary (see `dictionary.rs`): zstd's own, and
 //! the preset dictionaries of the lz4 block and DEFLATE formats. The codecs'
@@ -26,6 +27,7 @@ use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DParameter, FrameFormat, Res
 
 use super::comp_mode::RecordCompMode;
 use super::dictionary::{Dictionary, Sample, ZSTD_LEVEL};
+use super::lz4;
 use super::record::MAX_ITEM;
 use crate::dbm::varint::{get_varint, put_varint};
 use crate::error::{Error, ErrorKind, Result};
@@ -120,12 +122,13 @@ impl Compression {
     pub(super) fn encode(&self, value: &[u8]) -> Result<Vec<u8>> {
         let dict = self.dictionary.get();
         // Room for no more than the value itself, a longer result being
-        // stored raw; but LZ4 refuses to start with less than its bound, and
+        // stored raw; but LZ4 gets its bound (liblz4's faster path, and
+        // lz4_flex, for values over 2 GiB, refuses to start with less), and
         // DEFLATE gets its own bound, so that every stream ends in one call
         // (zlib-rs 0.6 can panic on incompressible data left waiting for
         // room in its pending buffer). Sized once: the raw form fits too.
         let room = match self.mode {
-            RecordCompMode::Lz4 => lz4_flex::block::get_maximum_output_size(value.len()),
+            RecordCompMode::Lz4 => lz4::bound(value.len()),
             RecordCompMode::Zlib => deflate_bound(value.len()),
             _ => value.len() + 1,
         };
@@ -155,10 +158,7 @@ impl Compression {
     fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
         match self.mode {
             RecordCompMode::None => None,
-            RecordCompMode::Lz4 => match dict {
-                None => lz4_flex::block::compress_into(value, out).ok(),
-                Some(d) => lz4_flex::block::compress_into_with_dict(value, out, &d.bytes).ok(),
-            },
+            RecordCompMode::Lz4 => lz4::compress_into(value, out, dict),
             RecordCompMode::Zlib => DEFLATE.with_borrow_mut(|c| {
                 c.reset();
                 if let Some(d) = dict {
@@ -209,47 +209,49 @@ impl Compression {
         if size > MAX_ITEM || size > (body.len() as u64).saturating_mul(MAX_RATIO) {
             return Err(broken(format!("claims an impossible size {size}")));
         }
-        let mut out = vec![0u8; size as usize];
-        let n = self
-            .decompress(body, &mut out, dict)
+        let out = self
+            .decompress(body, size as usize, dict)
             .map_err(|why| broken(format!("does not decompress: {why}")))?;
-        if n != out.len() {
-            return Err(broken(format!("decompresses to {n} bytes, not the {size} it claims")));
+        if out.len() as u64 != size {
+            return Err(broken(format!("decompresses to {} bytes, not the {size} it claims", out.len())));
         }
         Ok(std::borrow::Cow::Owned(out))
     }
 
-    /// Decompresses `body` into `out`, answering the size.
+    /// Decompresses `body`, which decodes to at most `size` bytes.
     fn decompress(
         &self,
         body: &[u8],
-        out: &mut [u8],
+        size: usize,
         dict: Option<&Dictionary>,
-    ) -> std::result::Result<usize, String> {
-        match self.mode {
-            RecordCompMode::None => Err("the file is not compressed".into()),
-            RecordCompMode::Lz4 => match dict {
-                None => lz4_flex::block::decompress_into(body, out),
-                Some(d) => lz4_flex::block::decompress_into_with_dict(body, out, &d.bytes),
-            }
-            .map_err(|e| e.to_string()),
+    ) -> std::result::Result<Vec<u8>, String> {
+        if self.mode == RecordCompMode::Lz4 {
+            return lz4::decompress(body, size, dict);
+        }
+        let mut out = vec![0u8; size];
+        let out_ref = &mut out[..];
+        let n = match self.mode {
+            // lz4 answered above.
+            RecordCompMode::None | RecordCompMode::Lz4 => Err("the file is not compressed".into()),
             RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
                 d.reset(false);
                 if let Some(dict) = dict {
                     d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
                 }
-                match d.decompress(body, out, flate2::FlushDecompress::Finish) {
+                match d.decompress(body, out_ref, flate2::FlushDecompress::Finish) {
                     Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
                     Ok(_) => Err("the stream is cut short".into()),
                     Err(e) => Err(e.to_string()),
                 }
             }),
             RecordCompMode::Zstd => ZSTD_D.with_borrow_mut(|d| {
-                let n = zstd_decompress(d, body, out, dict);
+                let n = zstd_decompress(d, body, out_ref, dict);
                 let _ = d.reset(ResetDirective::SessionAndParameters);
                 n
             }),
-        }
+        }?;
+        out.truncate(n);
+        Ok(out)
     }
 }
 

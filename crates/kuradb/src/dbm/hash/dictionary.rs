@@ -19,9 +19,10 @@
 //!   point into). It is the last [`PRESET_SIZE`] bytes of a dictionary
 //!   trained as for zstd: the trainer puts the segments most common in the
 //!   sample last, where matches are cheapest to reach, and its entropy
-//!   tables, at its head, stay out. Small on purpose: both codecs hash the
-//!   whole preset dictionary at every compression, and on JSON-like values
-//!   4 KiB gains nearly what 16 KiB does (see `docs/compression.md`).
+//!   tables, at its head, stay out. Small on purpose: DEFLATE hashes the
+//!   whole preset dictionary at every compression (lz4 hashes it once, see
+//!   `lz4.rs`), and on JSON-like values 4 KiB gains nearly what 16 KiB does
+//!   (see `docs/compression.md`).
 //!
 //! # When a dictionary is trained
 //! Values of at most [`SAMPLE_MAX`] bytes are sampled as they are written
@@ -34,6 +35,7 @@
 use super::comp_mode::RecordCompMode;
 use crate::dbm::hash::record;
 use crate::error::{Error, ErrorKind, Result};
+use crate::sys::lz4::Lz4Dictionary;
 use zstd::zstd_safe::{CDict, DDict};
 
 /// The size of the sample of values a dictionary is trained from.
@@ -67,6 +69,8 @@ pub(super) struct Dictionary {
     pub(super) bytes: Vec<u8>,
     /// zstd's digested forms of `bytes`, made once (zstd only).
     pub(super) zstd: Option<(CDict<'static>, DDict<'static>)>,
+    /// liblz4's hashed form of `bytes`, made once (lz4 only).
+    pub(super) lz4: Option<Lz4Dictionary>,
 }
 
 impl Dictionary {
@@ -74,7 +78,8 @@ impl Dictionary {
     pub(super) fn new(mode: RecordCompMode, number: u8, bytes: Vec<u8>) -> Dictionary {
         let zstd = (mode == RecordCompMode::Zstd)
             .then(|| (CDict::create(&bytes, ZSTD_LEVEL), DDict::create(&bytes)));
-        Dictionary { mode, number, bytes, zstd }
+        let lz4 = (mode == RecordCompMode::Lz4).then(|| Lz4Dictionary::new(&bytes));
+        Dictionary { mode, number, bytes, zstd, lz4 }
     }
 
     /// A copy, for a file that carries this one over (a restore, a rebuild

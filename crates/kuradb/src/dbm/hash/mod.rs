@@ -81,6 +81,7 @@ mod doomed;
 mod durability;
 mod free_pool;
 mod header;
+mod lz4;
 mod open;
 mod options;
 mod params;
