@@ -79,6 +79,7 @@ mod dictionary;
 mod doomed;
 mod durability;
 mod free_pool;
+mod key_cipher;
 mod header;
 mod open;
 mod options;
@@ -276,10 +277,11 @@ impl Dbm for HashDbm {
     fn contains(&self, key: &[u8]) -> Result<bool> {
         let guard = self.state()?;
         let Some(s) = guard.as_ref() else { return Ok(false) };
-        let bucket = bucket_of(key, s.num_buckets);
+        let key = s.codec.seal_key(key)?;
+        let bucket = bucket_of(&key, s.num_buckets);
         let _slot = s.slot(bucket).read();
         // The value is not read: a lookup costs the header and key alone.
-        Ok(s.find_record(key, bucket, false)?.is_some())
+        Ok(s.find_record(&key, bucket, false)?.is_some())
     }
 
     fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
@@ -373,6 +375,10 @@ impl Dbm for HashDbm {
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
             ("record_comp_mode".into(), s.comp_mode().name().to_string()),
             ("cipher".into(), s.codec.cipher.as_ref().map_or("none", |_| cipher::Sealing::NAME).to_string()),
+            (
+                "key_cipher".into(),
+                if s.codec.seals_keys() { cipher::Sealing::KEYS_NAME } else { "none" }.to_string(),
+            ),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];
