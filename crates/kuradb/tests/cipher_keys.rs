@@ -63,7 +63,8 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
         db.set(&secret(i), format!("v{i}").as_bytes(), true).unwrap();
         model.insert(secret(i), format!("v{i}").into_bytes());
     }
-    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (200..260).map(|i| (secret(i), format!("v{i}").into_bytes())).collect();
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> =
+        (200..260).map(|i| (secret(i), format!("v{i}").into_bytes())).collect();
     let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
     db.set_multi(&refs, true).unwrap();
     model.extend(pairs.iter().cloned());
@@ -183,10 +184,16 @@ fn a_changed_stored_key_is_an_authentication_error_naming_the_offset() {
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("key fails authentication"), "{err}");
     let err = db.rebuild().unwrap_err();
-    assert!(err.to_string().contains("key fails authentication") && err.to_string().contains(&offset), "{err}");
+    assert!(
+        err.to_string().contains("key fails authentication") && err.to_string().contains(&offset),
+        "{err}"
+    );
     db.close().unwrap();
     let err = HashDbm::restore(&path, dir.path().join("restored.kh"), &o).unwrap_err();
-    assert!(err.to_string().contains("key fails authentication") && err.to_string().contains(&offset), "{err}");
+    assert!(
+        err.to_string().contains("key fails authentication") && err.to_string().contains(&offset),
+        "{err}"
+    );
 }
 
 /// The passphrase of the fixture.
@@ -197,7 +204,9 @@ const FIXTURE_KEY: &str = "fixture passphrase";
 fn fixture_model() -> Model {
     (0..40usize)
         .filter(|&i| i != 5)
-        .map(|i| (format!("plainkey{i:03}").into_bytes(), format!("value-{i}-{}", "v".repeat(i % 7)).into_bytes()))
+        .map(|i| {
+            (format!("plainkey{i:03}").into_bytes(), format!("value-{i}-{}", "v".repeat(i % 7)).into_bytes())
+        })
         .collect()
 }
 

@@ -457,7 +457,8 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     }
     // A source refused for the key it was given (none, the wrong one, one
     // its class takes none of) may simply need its own.
-    let hint = |e: Error| match (e.kind(), shared) {
+    let hint = |e: Error| {
+        match (e.kind(), shared) {
         (ErrorKind::InvalidArgument, true) => Error::new(
             e.kind(),
             format!(
@@ -466,6 +467,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
             ),
         ),
         _ => e,
+    }
     };
     let mut sources = Vec::new();
     for path in &args.src_files {

@@ -209,7 +209,8 @@ impl Header {
         let sealing = match b[15] {
             0 => None,
             id @ (Sealing::ID | Sealing::ID_KEYS) => Some(
-                Sealing::decode(&b[32..32 + Sealing::SIZE], id == Sealing::ID_KEYS).map_err(|why| bad(&why))?,
+                Sealing::decode(&b[32..32 + Sealing::SIZE], id == Sealing::ID_KEYS)
+                    .map_err(|why| bad(&why))?,
             ),
             other => return Err(bad(&format!("unknown cipher {other}"))),
         };
@@ -367,7 +368,8 @@ mod tests {
     /// stays version 1; an unknown cipher is an error naming it.
     #[test]
     fn a_sealed_header_is_version_2_and_an_unknown_cipher_is_refused() {
-        let sealing = Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let sealing =
+            Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
         let h = Header { sealing: Some(sealing), ..sample() };
         let b = h.encode();
         assert_eq!((b[8], b[15], &b[32..48], &b[52..60]), (2, 1, &[7u8; 16][..], &[9u8; 8][..]));

@@ -104,7 +104,9 @@ impl Codec {
             Some(keys) => keys.open(stored).map(Cow::Owned).ok_or_else(|| {
                 Error::new(
                     ErrorKind::BrokenData,
-                    format!("the record at offset {offset} is broken: its key fails authentication (changed)"),
+                    format!(
+                        "the record at offset {offset} is broken: its key fails authentication (changed)"
+                    ),
                 )
             }),
         }
