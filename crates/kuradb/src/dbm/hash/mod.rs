@@ -53,14 +53,20 @@
 //! `compress.rs`, with the zstd dictionary in `dictionary.rs`; see
 //! docs/compression.md) and encryption (`cipher.rs`; docs/encryption.md)
 //! attach there, compressing before sealing; with neither on both borrow
-//! without a copy.
+//! without a copy. Keys pass likewise through `Codec::seal_key` (a
+//! caller's key, at the entry of every lookup and write) and
+//! `Codec::open_key` (a stored key, wherever one is handed out: walks,
+//! cursors, rebuild and restore), which seal and open them in an encrypted
+//! hash database (`key_cipher.rs`); below them everything works on stored
+//! keys.
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
 //! walks chains; `batch.rs` walks a batch's chains together, each step one
 //! batched read; `process.rs` the processors; `change.rs` the one mutation
-//! path; `value.rs` the value codec and `cipher.rs` its encryption;
+//! path; `value.rs` the value codec, `cipher.rs` its encryption and
+//! `key_cipher.rs` the keys';
 //! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
