@@ -1,7 +1,7 @@
 //! Authenticated encryption (`cipher_key`) of the hash and tree databases:
 //! an encrypted database behaves like a `BTreeMap` across reopens, rebuilds
 //! (which may change or drop the key) and crashes, on every file spec; no
-//! value (for a tree, no key either) is stored in clear; a wrong, missing or
+//! value is stored in clear (nor any key: see `tests/cipher_keys.rs`); a wrong, missing or
 //! needless key is an error at open; a changed or moved ciphertext is an
 //! authentication error naming the file and the record's offset; the key is
 //! never shown.
@@ -261,14 +261,24 @@ fn the_key_is_in_no_inspect_row_nor_the_options_debug_form() {
     assert!(plain.inspect().unwrap().iter().any(|(k, v)| k == "cipher" && v == "none"));
 }
 
-/// Where `needle` starts in `bytes`.
-fn find(bytes: &[u8], needle: &[u8]) -> usize {
-    bytes.windows(needle.len()).position(|w| w == needle).expect("in the file")
-}
-
 /// A record of a short key and value: magic, a 4-byte offset, epoch,
 /// checksum and three one-byte sizes come before its key.
 const RECORD_HEAD: usize = 1 + 4 + 4 + 4 + 3;
+
+/// The offset, stored key size and stored value size of each record of a
+/// small file (sizes under 128, offset_width 4), in file order: the keys are
+/// sealed, so a record is found by where it is, not by its key.
+fn records_of(bytes: &[u8]) -> Vec<(usize, usize, usize)> {
+    let mut at = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+    let mut records = Vec::new();
+    while at < bytes.len() {
+        let (key, value, pad) = (bytes[at + 13] as usize, bytes[at + 14] as usize, bytes[at + 15] as usize);
+        assert!(key < 128 && value < 128 && pad < 128, "a small record at {at}");
+        records.push((at, key, value));
+        at += RECORD_HEAD + key + value + pad;
+    }
+    records
+}
 
 #[test]
 fn a_changed_ciphertext_byte_is_an_authentication_error_naming_the_offset() {
@@ -280,8 +290,11 @@ fn a_changed_ciphertext_byte_is_an_authentication_error_naming_the_offset() {
     db.set(b"key-intact", b"another value", true).unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
-    let at = find(&bytes, b"key-tampered");
-    bytes[at + b"key-tampered".len() + 30] ^= 0x01;
+    // The first record written, its key sealed (16 bytes longer).
+    let (record, key_size, _) = records_of(&bytes)[0];
+    assert_eq!(key_size, b"key-tampered".len() + 16);
+    let at = record + RECORD_HEAD;
+    bytes[at + key_size + 30] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
     let db = hash_at(&path, &o).unwrap();
     let err = db.get(b"key-tampered").unwrap_err();
@@ -311,8 +324,11 @@ fn values_swapped_between_two_records_are_detected() {
     db.set(b"bobby", b"balance 99", true).unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
-    let (a, b) = (find(&bytes, b"alice") + 5, find(&bytes, b"bobby") + 5);
+    let records = records_of(&bytes);
+    let value_at = |(at, key_size, _): (usize, usize, usize)| at + RECORD_HEAD + key_size;
+    let (a, b) = (value_at(records[0]), value_at(records[1]));
     let len = 10 + 40;
+    assert_eq!((records[0].2, records[1].2), (len, len));
     let value_a = bytes[a..a + len].to_vec();
     let value_b = bytes[b..b + len].to_vec();
     bytes[a..a + len].copy_from_slice(&value_b);
@@ -335,7 +351,8 @@ fn a_rebuild_encrypts_reencrypts_and_decrypts_and_a_restore_keeps_the_key() {
     db.rebuild_with(&on).unwrap();
     assert_eq!(db.get(b"japan").unwrap().as_deref(), Some(&b"tokyo-tokyo-tokyo"[..]));
     db.close().unwrap();
-    assert_eq!(std::fs::read(&path).unwrap()[8], 2, "the format version of an encrypted file");
+    // Version 4: an encrypted hash database's keys are sealed too.
+    assert_eq!(std::fs::read(&path).unwrap()[8], 4, "the format version of an encrypted hash file");
     assert!(!std::fs::read(&path).unwrap().windows(5).any(|w| w == b"tokyo"));
     let o = HashOptions::default().cipher_key("first");
     let db = hash_at(&path, &o).unwrap();

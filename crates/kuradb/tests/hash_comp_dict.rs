@@ -228,7 +228,7 @@ fn a_damaged_value_with_a_dictionary_is_broken_data() {
 }
 
 /// An encrypted lz4 file trains no dictionary (its record would not be
-/// sealed) and stays version 2.
+/// sealed) and is version 4 (keys sealed), never 3.
 #[test]
 fn an_encrypted_file_keeps_no_dictionary() {
     let dir = tempfile::tempdir().unwrap();
@@ -239,7 +239,7 @@ fn an_encrypted_file_keeps_no_dictionary() {
     assert_eq!(info(&db, "record_comp_dict"), "");
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
-    assert_eq!(version(&path), 2);
+    assert_eq!(version(&path), 4);
 }
 
 /// The same JSON-like values take clearly less room with a dictionary than

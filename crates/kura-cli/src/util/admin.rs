@@ -447,8 +447,15 @@ pub struct MergeArgs {
     #[arg(long = "no_overwrite")]
     no_overwrite: bool,
 
-    /// The database to merge into; created if it does not exist. --dbm, --file
-    /// and --params are its.
+    /// The key the sources are encrypted with (hash and tree), if not the
+    /// destination's; by default the environment variable
+    /// KURA_SRC_CIPHER_KEY, else the destination's key (--cipher_key or
+    /// KURA_CIPHER_KEY). Empty: the sources are not encrypted.
+    #[arg(long = "src_cipher_key", value_name = "KEY")]
+    src_cipher_key: Option<String>,
+
+    /// The database to merge into; created if it does not exist. --dbm, --file,
+    /// --params and --cipher_key are its.
     dest_file: PathBuf,
 
     /// The databases to read, in order; each is opened as its header says.
@@ -456,10 +463,48 @@ pub struct MergeArgs {
     src_files: Vec<PathBuf>,
 }
 
+/// The environment variable that gives the sources' cipher key of `kura
+/// util merge` when `--src_cipher_key` does not.
+pub const SRC_CIPHER_KEY_VAR: &str = "KURA_SRC_CIPHER_KEY";
+
+/// The key `merge` opens its sources with, and whether it is the
+/// destination's: `--src_cipher_key`, else [`SRC_CIPHER_KEY_VAR`], else the
+/// destination's key. Empty or none: the sources are not encrypted.
+fn source_key(args: &MergeArgs) -> Result<(Option<String>, bool)> {
+    if let Some(key) = &args.src_cipher_key {
+        return Ok((Some(key.clone()), false));
+    }
+    if let Some(key) = std::env::var_os(SRC_CIPHER_KEY_VAR) {
+        let key = key.into_string().map_err(|_| {
+            Error::new(ErrorKind::InvalidArgument, format!("{SRC_CIPHER_KEY_VAR} is not valid UTF-8"))
+        })?;
+        return Ok((Some(key), false));
+    }
+    Ok((args.db.params()?.get("cipher_key").map(str::to_string), true))
+}
+
 /// Copies every record of the sources into the destination.
 pub fn merge(args: &MergeArgs) -> Result<()> {
     let mut src_params = Params::new();
     src_params.insert("no_wait", if args.db.wait { "false" } else { "true" })?;
+    let (key, shared) = source_key(args)?;
+    if let Some(key) = key.filter(|k| !k.is_empty()) {
+        src_params.insert("cipher_key", &key)?;
+    }
+    // A source refused for the key it was given (none, the wrong one, one
+    // its class takes none of) may simply need its own.
+    let hint = |e: Error| {
+        match (e.kind(), shared) {
+        (ErrorKind::InvalidArgument, true) => Error::new(
+            e.kind(),
+            format!(
+                "{} (the sources are opened with the destination's cipher_key unless --src_cipher_key                  or {SRC_CIPHER_KEY_VAR} gives theirs; empty: not encrypted)",
+                e.message()
+            ),
+        ),
+        _ => e,
+    }
+    };
     let mut sources = Vec::new();
     for path in &args.src_files {
         if path == &args.dest_file {
@@ -468,7 +513,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
                 format!("{} is both the destination and a source", path.display()),
             ));
         }
-        sources.push(open_with(path, Access::Read, &src_params)?);
+        sources.push(open_with(path, Access::Read, &src_params).map_err(hint)?);
     }
     let dest = args.db.open(&args.dest_file, Access::Create)?;
     let result = merge_into(&dest, &sources, !args.no_overwrite);

@@ -24,6 +24,25 @@ pub(super) struct Found {
     pub(super) buf: Vec<u8>,
 }
 
+/// A key met in a chain: as stored, and as the caller knows it where the
+/// two differ (sealed keys).
+pub(super) struct ChainKey {
+    pub(super) stored: Vec<u8>,
+    opened: Option<Vec<u8>>,
+}
+
+impl ChainKey {
+    /// The key as the caller knows it.
+    pub(super) fn plain(&self) -> &[u8] {
+        self.opened.as_deref().unwrap_or(&self.stored)
+    }
+
+    /// The key as the caller knows it, owned.
+    pub(super) fn into_plain(self) -> Vec<u8> {
+        self.opened.unwrap_or(self.stored)
+    }
+}
+
 impl Found {
     /// The value, as a caller sees it, decoded by `state`'s codec.
     #[inline(always)]
@@ -191,16 +210,21 @@ impl State {
         Ok(None)
     }
 
-    /// The keys of a bucket's chain, in chain order.
-    pub(super) fn chain_keys(&self, bucket: u64) -> Result<Vec<Vec<u8>>> {
+    /// The keys of a bucket's chain, in chain order. Sealed keys are opened
+    /// (and so authenticated) before anything else is judged of them.
+    pub(super) fn chain_keys(&self, bucket: u64) -> Result<Vec<ChainKey>> {
         self.check_untorn()?;
         let mut keys = Vec::new();
         let mut offset = self.read_bucket(bucket)?;
         while offset != 0 {
             let (header, buf) = self.read_record(offset, None, false)?;
             let key = &buf[header.header_size..header.header_size + header.key_size];
+            let opened = match self.codec.seals_keys() {
+                true => Some(self.open_key(offset, key)?.into_owned()),
+                false => None,
+            };
             self.check_bucket(key, bucket, offset)?;
-            keys.push(key.to_vec());
+            keys.push(ChainKey { stored: key.to_vec(), opened });
             offset = header.next;
             if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
                 return Err(self.broken(offset, "a chain loops"));
@@ -209,8 +233,8 @@ impl State {
         Ok(keys)
     }
 
-    /// Calls `f` with every live record, walking the buckets in order. The
-    /// caller keeps other writers out.
+    /// Calls `f` with every live record's key and value as a caller knows
+    /// them, walking the buckets in order. The caller keeps other writers out.
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         self.check_untorn()?;
         for bucket in 0..self.num_buckets {
@@ -219,8 +243,9 @@ impl State {
             while offset != 0 {
                 let (header, buf) = self.read_record(offset, None, true)?;
                 let key = &buf[header.header_size..header.header_size + header.key_size];
+                let plain = self.open_key(offset, key)?;
                 self.check_bucket(key, bucket, offset)?;
-                f(key, &self.decode(offset, &header, &buf)?)?;
+                f(&plain, &self.decode(offset, &header, &buf)?)?;
                 offset = header.next;
                 steps += 1;
                 if steps > self.count.load(Ordering::Relaxed) + 1024 {

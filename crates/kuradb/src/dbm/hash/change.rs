@@ -123,9 +123,12 @@ impl State {
     /// Stores `value`, encoded already, as `key`'s record.
     fn set_record(&self, key: &[u8], bucket: u64, found: Option<Found>, value: &[u8]) -> Result<()> {
         if key.len() as u64 > MAX_ITEM || value.len() as u64 > MAX_ITEM {
+            // A sealed key's bytes would mean nothing to the caller.
+            let shown =
+                if self.codec.seals_keys() { "of an encrypted key".to_string() } else { show_key(key) };
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("the record {} is too large (at most 4 GiB each for key and value)", show_key(key)),
+                format!("the record {shown} is too large (at most 4 GiB each for key and value)"),
             ));
         }
         let Some(f) = found else {

@@ -18,6 +18,10 @@
 //!   associated data is the record's key, so a value moved to another key
 //!   fails authentication. The offset is not bound: it changes whenever a
 //!   record moves (a rebuild, a restore, an update that does not fit).
+//! - Keys (a hash database's, in files of format version 4): sealed
+//!   deterministically by `key_cipher.rs`, under a key derived apart. A
+//!   value is then bound to its record's stored key, the key's ciphertext,
+//!   which stands for exactly one key as the key itself did.
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,6 +31,7 @@ use chacha20poly1305::aead::{AeadInPlace, KeyInit};
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 
+use super::key_cipher::KeyCipher;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The bytes of a nonce.
@@ -97,9 +102,12 @@ impl From<Vec<u8>> for CipherKey {
 }
 
 /// What a file's header keeps of its encryption (bytes 32 to 59; byte 15
-/// holds [`Sealing::ID`]): the KDF's salt and cost, and the key-check value.
+/// holds [`Sealing::ID`] or [`Sealing::ID_KEYS`]): the KDF's salt and cost,
+/// the key-check value, and whether the keys are sealed too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sealing {
+    /// Whether the records' keys are sealed too (`key_cipher.rs`).
+    pub keys: bool,
     pub salt: [u8; 16],
     /// Argon2id's memory, 2^mem_log2 KiB.
     pub mem_log2: u8,
@@ -114,10 +122,24 @@ impl Sealing {
     /// Byte 15 of a header whose values are sealed with XChaCha20-Poly1305
     /// under an Argon2id key (0: not encrypted).
     pub(crate) const ID: u8 = 1;
+    /// Byte 15 of a header whose values are sealed so and whose keys are
+    /// sealed with AES-SIV (format version 4).
+    pub(crate) const ID_KEYS: u8 = 2;
     /// The bytes of the header it takes.
     pub(crate) const SIZE: usize = 28;
     /// The name `inspect` shows.
     pub(crate) const NAME: &'static str = "xchacha20-poly1305";
+    /// The name `inspect` shows of the keys' cipher.
+    pub(crate) const KEYS_NAME: &'static str = "aes-256-siv";
+
+    /// Byte 15 of the header.
+    pub(crate) fn id(&self) -> u8 {
+        if self.keys {
+            Sealing::ID_KEYS
+        } else {
+            Sealing::ID
+        }
+    }
 
     /// Writes it into `b`, the header's bytes 32 to 59.
     pub(crate) fn encode(&self, b: &mut [u8]) {
@@ -129,10 +151,11 @@ impl Sealing {
         b[20..28].copy_from_slice(&self.check);
     }
 
-    /// Reads it from `b`, the header's bytes 32 to 59; an error says what is wrong.
-    pub(crate) fn decode(b: &[u8]) -> std::result::Result<Sealing, String> {
+    /// Reads it from `b`, the header's bytes 32 to 59, of a file whose keys
+    /// are sealed if `keys` says so; an error says what is wrong.
+    pub(crate) fn decode(b: &[u8], keys: bool) -> std::result::Result<Sealing, String> {
         let mut sealing =
-            Sealing { salt: [0; 16], mem_log2: b[16], passes: b[17], lanes: b[18], check: [0; 8] };
+            Sealing { keys, salt: [0; 16], mem_log2: b[16], passes: b[17], lanes: b[18], check: [0; 8] };
         sealing.salt.copy_from_slice(&b[..16]);
         sealing.check.copy_from_slice(&b[20..28]);
         // Bounded, so that a damaged or hostile header cannot make an open
@@ -154,6 +177,8 @@ impl Sealing {
 /// caller's, and that key, for the new file a rebuild writes.
 pub(crate) struct Cipher {
     aead: XChaCha20Poly1305,
+    /// Seals the records' keys, in a file whose header says so.
+    keys: Option<KeyCipher>,
     key: CipherKey,
     sealing: Sealing,
 }
@@ -166,20 +191,22 @@ const PASSES: u8 = 2;
 const LANES: u8 = 1;
 
 impl Cipher {
-    /// The cipher of a new file under `key`, with a fresh salt.
-    pub(crate) fn create(key: &CipherKey) -> Result<Cipher> {
+    /// The cipher of a new file under `key`, with a fresh salt, sealing the
+    /// records' keys too if `keys` says so.
+    pub(crate) fn create(key: &CipherKey, keys: bool) -> Result<Cipher> {
         let mut salt = [0u8; 16];
         rand::rngs::OsRng.fill_bytes(&mut salt);
-        let mut sealing = Sealing { salt, mem_log2: MEM_LOG2, passes: PASSES, lanes: LANES, check: [0; 8] };
-        let (aead, check) = derive(key, &sealing)?;
+        let mut sealing =
+            Sealing { keys, salt, mem_log2: MEM_LOG2, passes: PASSES, lanes: LANES, check: [0; 8] };
+        let (aead, check, keys) = derive(key, &sealing)?;
         sealing.check = check;
-        Ok(Cipher { aead, key: key.clone(), sealing })
+        Ok(Cipher { aead, keys, key: key.clone(), sealing })
     }
 
     /// The cipher of the file at `path`, whose header holds `sealing`, under
     /// `key`: an error if the key is not the file's.
     pub(crate) fn open(key: &CipherKey, sealing: &Sealing, path: &std::path::Path) -> Result<Cipher> {
-        let (aead, check) = derive(key, sealing)?;
+        let (aead, check, keys) = derive(key, sealing)?;
         if check != sealing.check {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -189,7 +216,12 @@ impl Cipher {
                 ),
             ));
         }
-        Ok(Cipher { aead, key: key.clone(), sealing: *sealing })
+        Ok(Cipher { aead, keys, key: key.clone(), sealing: *sealing })
+    }
+
+    /// The cipher of the records' keys, if they are sealed.
+    pub(crate) fn keys(&self) -> Option<&KeyCipher> {
+        self.keys.as_ref()
     }
 
     /// The key it was made from.
@@ -233,8 +265,9 @@ impl Cipher {
     }
 }
 
-/// The cipher and the key-check value `key` derives under `sealing`'s salt and cost.
-fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8; 8])> {
+/// The values' cipher, the key-check value and (if `sealing` says the keys
+/// are sealed) the keys' cipher that `key` derives under `sealing`'s salt and cost.
+fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8; 8], Option<KeyCipher>)> {
     let failed = |e: argon2::Error| {
         Error::new(ErrorKind::InvalidArgument, format!("the cipher key's derivation failed: {e}"))
     };
@@ -250,8 +283,9 @@ fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8;
     })?;
     let mut check = [0u8; 8];
     check.copy_from_slice(&derived[32..40]);
+    let keys = sealing.keys.then(|| KeyCipher::derive(&derived));
     derived.fill(0);
-    Ok((aead, check))
+    Ok((aead, check, keys))
 }
 
 #[cfg(test)]
@@ -260,7 +294,7 @@ mod tests {
 
     #[test]
     fn a_sealed_value_opens_only_for_its_key_and_unchanged() {
-        let cipher = Cipher::create(&CipherKey::from("passphrase")).unwrap();
+        let cipher = Cipher::create(&CipherKey::from("passphrase"), false).unwrap();
         let sealed = cipher.seal(b"japan", b"tokyo").unwrap();
         assert_eq!(sealed.len(), 5 + OVERHEAD);
         assert!(!sealed.windows(5).any(|w| w == b"tokyo"));
@@ -278,15 +312,19 @@ mod tests {
 
     #[test]
     fn the_key_check_tells_the_right_key_from_a_wrong_one() {
-        let cipher = Cipher::create(&CipherKey::from("right")).unwrap();
+        let cipher = Cipher::create(&CipherKey::from("right"), true).unwrap();
         let mut header = [0u8; Sealing::SIZE];
         cipher.sealing().encode(&mut header);
-        let sealing = Sealing::decode(&header).unwrap();
+        let sealing = Sealing::decode(&header, true).unwrap();
         assert_eq!(&sealing, cipher.sealing());
         let path = std::path::Path::new("casket.kh");
         let reopened = Cipher::open(&CipherKey::from("right"), &sealing, path).unwrap();
         let sealed = cipher.seal(b"k", b"v").unwrap();
         assert_eq!(reopened.unseal(b"k", &sealed).as_deref(), Some(&b"v"[..]));
+        // The keys' cipher is derived anew, the same: a key seals as before.
+        let seal = |c: &Cipher| c.keys().expect("keys sealed").seal(b"k").unwrap();
+        assert_eq!(seal(&reopened), seal(&cipher));
+        assert!(Cipher::create(&CipherKey::from("right"), false).unwrap().keys().is_none());
         let err = Cipher::open(&CipherKey::from("wrong"), &sealing, path).err().unwrap();
         assert!(err.to_string().contains("wrong cipher_key for casket.kh"), "{err}");
         assert!(!err.to_string().contains("right"), "{err}");
@@ -294,13 +332,13 @@ mod tests {
 
     #[test]
     fn impossible_kdf_costs_are_refused() {
-        let cipher = Cipher::create(&CipherKey::from("k")).unwrap();
+        let cipher = Cipher::create(&CipherKey::from("k"), false).unwrap();
         let mut header = [0u8; Sealing::SIZE];
         cipher.sealing().encode(&mut header);
         for (at, value) in [(16, 30u8), (16, 0), (17, 0), (18, 0), (18, 200)] {
             let mut bad = header;
             bad[at] = value;
-            assert!(Sealing::decode(&bad).is_err(), "byte {at} = {value}");
+            assert!(Sealing::decode(&bad, false).is_err(), "byte {at} = {value}");
         }
     }
 }

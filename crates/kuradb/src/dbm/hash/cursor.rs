@@ -37,7 +37,7 @@ impl HashCursor<'_> {
             let _slot = s.slot(bucket).read();
             let keys = s.chain_keys(bucket)?;
             if !keys.is_empty() {
-                self.keys.extend(keys);
+                self.keys.extend(keys.into_iter().map(|k| k.into_plain()));
                 break;
             }
             bucket += 1;
@@ -54,9 +54,12 @@ impl Cursor for HashCursor<'_> {
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        let num_buckets = self.db.state()?.as_ref().map_or(1, |s| s.num_buckets);
-        self.load_from(bucket_of(key, num_buckets))?;
-        if self.bucket != bucket_of(key, num_buckets) || !self.keys.iter().any(|k| k == key) {
+        let bucket = match self.db.state()?.as_ref() {
+            Some(s) => bucket_of(&s.codec.seal_key(key)?, s.num_buckets),
+            None => 0,
+        };
+        self.load_from(bucket)?;
+        if self.bucket != bucket || !self.keys.iter().any(|k| k == key) {
             self.keys.clear();
             return Err(no_record_to_jump_to(key));
         }

@@ -7,14 +7,14 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | magic `KuraHDB\n` |
-//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4 or zlib file whose values may use a dictionary |
+//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4 or zlib file whose values may use a dictionary; 4 when byte 15 is 2 (keys sealed) |
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
 //! | 14 | record compression mode: 0 = none, 1 = zstd, 2 = lz4, 3 = zlib (files before it have 0) |
-//! | 15 | cipher: 0 = values stored as given; 1 = sealed with XChaCha20-Poly1305 under an Argon2id key (see `cipher.rs`) |
+//! | 15 | cipher: 0 = values stored as given; 1 = sealed with XChaCha20-Poly1305 under an Argon2id key (see `cipher.rs`); 2 = so, and the records' keys sealed with AES-SIV (`key_cipher.rs`) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
 //! | 32 | with a cipher: the KDF's salt (16 bytes), memory as a power of two in KiB, passes and lanes (a byte each), 0, and the key-check value (8 bytes) |
@@ -35,6 +35,11 @@
 //! dictionary), which readers before it refuse by name: they would read its
 //! values without the dictionary. A version-2 lz4 or zlib file reads as
 //! before and stays without a dictionary until a rebuild makes it anew.
+//! A hash database encrypted since keys are sealed is version 4 (cipher 2),
+//! which readers before it refuse by name: they would compare a caller's
+//! key with stored ciphertext and find nothing. Version-2 encrypted files
+//! (keys in clear) read and take writes as before; a rebuild or restore
+//! writes them as version 4.
 
 use super::cipher::Sealing;
 use super::comp_mode::RecordCompMode;
@@ -51,6 +56,9 @@ const VERSION_FEATURES: u8 = 2;
 /// The version of an lz4 or zlib file whose values may be compressed with
 /// a preset dictionary: a reader of version 2 would misread them.
 const VERSION_PRESETS: u8 = 3;
+/// The version of a file whose keys are sealed (cipher 2): a reader of
+/// version 3 would look keys up in clear among ciphertexts.
+const VERSION_SEALED_KEYS: u8 = 4;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -118,7 +126,7 @@ impl Header {
         };
         b[13] = self.record_crc.bits();
         if let Some(sealing) = &self.sealing {
-            b[15] = Sealing::ID;
+            b[15] = sealing.id();
             sealing.encode(&mut b[32..32 + Sealing::SIZE]);
         }
         b[14] = self.record_comp.byte();
@@ -127,6 +135,9 @@ impl Header {
         }
         if self.presets {
             b[8] = VERSION_PRESETS;
+        }
+        if b[15] == Sealing::ID_KEYS {
+            b[8] = VERSION_SEALED_KEYS;
         }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
@@ -173,9 +184,9 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS].contains(&b[8]) {
+        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS, VERSION_SEALED_KEYS].contains(&b[8]) {
             return Err(bad(&format!(
-                "format version {} is not supported (expected {VERSION} to {VERSION_PRESETS})",
+                "format version {} is not supported (expected {VERSION} to {VERSION_SEALED_KEYS})",
                 b[8]
             )));
         }
@@ -197,15 +208,21 @@ impl Header {
             .ok_or_else(|| bad(&format!("unknown record compression mode {}", b[14])))?;
         let sealing = match b[15] {
             0 => None,
-            Sealing::ID => Some(Sealing::decode(&b[32..32 + Sealing::SIZE]).map_err(|why| bad(&why))?),
+            id @ (Sealing::ID | Sealing::ID_KEYS) => Some(
+                Sealing::decode(&b[32..32 + Sealing::SIZE], id == Sealing::ID_KEYS)
+                    .map_err(|why| bad(&why))?,
+            ),
             other => return Err(bad(&format!("unknown cipher {other}"))),
         };
-        // Version 2 says exactly that a feature of bytes 14 or 15 is on;
-        // version 3 that the file is lz4 or zlib, and not encrypted.
+        // Version 2 says exactly that a feature of bytes 14 or 15 is on,
+        // keys not sealed; version 3 that the file is lz4 or zlib, and not
+        // encrypted; version 4 that its keys are sealed.
         let presets = b[8] == VERSION_PRESETS;
+        let keys_sealed = b[15] == Sealing::ID_KEYS;
         let mismatched = match b[8] {
             VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
-            version => (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0),
+            VERSION_SEALED_KEYS => !keys_sealed,
+            version => keys_sealed || (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0),
         };
         if mismatched {
             return Err(bad(&format!(
@@ -351,7 +368,8 @@ mod tests {
     /// stays version 1; an unknown cipher is an error naming it.
     #[test]
     fn a_sealed_header_is_version_2_and_an_unknown_cipher_is_refused() {
-        let sealing = Sealing { salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let sealing =
+            Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
         let h = Header { sealing: Some(sealing), ..sample() };
         let b = h.encode();
         assert_eq!((b[8], b[15], &b[32..48], &b[52..60]), (2, 1, &[7u8; 16][..], &[9u8; 8][..]));
@@ -363,6 +381,35 @@ mod tests {
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         let err = Header::decode(&b, 1 << 20, std::path::Path::new("casket.kh")).unwrap_err();
         assert!(err.to_string().contains("unknown cipher 9"), "{err}");
+    }
+
+    /// A file whose keys are sealed is version 4 with cipher 2, and
+    /// nothing else is; a reader of version 3 refuses it by its version.
+    #[test]
+    fn sealed_keys_are_cipher_2_of_version_4_and_nothing_else_is() {
+        let path = std::path::Path::new("casket.kh");
+        let sealing = Sealing { keys: true, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let h = Header { sealing: Some(sealing), kind: Kind::Hash, ..sample() };
+        let b = h.encode();
+        assert_eq!((b[8], b[15]), (4, 2));
+        assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+        let with_comp = Header { record_comp: RecordCompMode::Lz4, ..h.clone() };
+        assert_eq!(with_comp.encode()[8], 4);
+        let resealed = |mut b: [u8; SIZE], at: usize, value: u8| {
+            b[at] = value;
+            let crc = crc32fast::hash(&b[..60]);
+            b[60..64].copy_from_slice(&crc.to_le_bytes());
+            Header::decode(&b, 1 << 20, path)
+        };
+        // Version 2 or 3 claiming sealed keys, version 4 claiming none.
+        for version in [1, 2, 3] {
+            let err = resealed(b, 8, version).unwrap_err();
+            assert!(err.to_string().contains(&format!("format version {version}")), "{err}");
+        }
+        let err = resealed(b, 15, 1).unwrap_err();
+        assert!(err.to_string().contains("format version 4 with compression mode 0 and cipher 1"), "{err}");
+        let err = resealed(b, 8, 5).unwrap_err();
+        assert!(err.to_string().contains("format version 5 is not supported (expected 1 to 4)"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

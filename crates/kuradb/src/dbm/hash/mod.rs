@@ -53,14 +53,20 @@
 //! `compress.rs`, with the zstd dictionary in `dictionary.rs`; see
 //! docs/compression.md) and encryption (`cipher.rs`; docs/encryption.md)
 //! attach there, compressing before sealing; with neither on both borrow
-//! without a copy.
+//! without a copy. Keys pass likewise through `Codec::seal_key` (a
+//! caller's key, at the entry of every lookup and write) and
+//! `Codec::open_key` (a stored key, wherever one is handed out: walks,
+//! cursors, rebuild and restore), which seal and open them in an encrypted
+//! hash database (`key_cipher.rs`); below them everything works on stored
+//! keys.
 //!
 //! # Files
 //! `state.rs` holds the state of an open database; `open.rs` makes it;
 //! `buckets.rs` the bucket array and links; `chain.rs` reads records and
 //! walks chains; `batch.rs` walks a batch's chains together, each step one
 //! batched read; `process.rs` the processors; `change.rs` the one mutation
-//! path; `value.rs` the value codec and `cipher.rs` its encryption;
+//! path; `value.rs` the value codec, `cipher.rs` its encryption and
+//! `key_cipher.rs` the keys';
 //! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
 //! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
@@ -81,6 +87,7 @@ mod doomed;
 mod durability;
 mod free_pool;
 mod header;
+mod key_cipher;
 mod lz4;
 mod open;
 mod options;
@@ -283,10 +290,11 @@ impl Dbm for HashDbm {
     fn contains(&self, key: &[u8]) -> Result<bool> {
         let guard = self.state()?;
         let Some(s) = guard.as_ref() else { return Ok(false) };
-        let bucket = bucket_of(key, s.num_buckets);
+        let key = s.codec.seal_key(key)?;
+        let bucket = bucket_of(&key, s.num_buckets);
         let _slot = s.slot(bucket).read();
         // The value is not read: a lookup costs the header and key alone.
-        Ok(s.find_record(key, bucket, false)?.is_some())
+        Ok(s.find_record(&key, bucket, false)?.is_some())
     }
 
     fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
@@ -380,6 +388,10 @@ impl Dbm for HashDbm {
             ("record_crc_mode".into(), s.record_crc.name().to_string()),
             ("record_comp_mode".into(), s.comp_mode().name().to_string()),
             ("cipher".into(), s.codec.cipher.as_ref().map_or("none", |_| cipher::Sealing::NAME).to_string()),
+            (
+                "key_cipher".into(),
+                if s.codec.seals_keys() { cipher::Sealing::KEYS_NAME } else { "none" }.to_string(),
+            ),
             ("epoch".into(), s.epoch.load(Ordering::Acquire).to_string()),
             ("healthy".into(), s.healthy.load(Ordering::Acquire).to_string()),
         ];

@@ -147,8 +147,11 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
 /// Writes the header and an empty bucket array of a new database; answers
 /// the cipher derived for it if `o` gives a key.
 pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Option<Cipher>> {
+    // A hash database's keys are sealed; a tree's node store's keys are
+    // page numbers, and its pages (the tree's keys among them) are sealed
+    // whole as values.
     let cipher = match o.cipher_key.as_ref().filter(|k| !k.is_empty()) {
-        Some(key) => Some(Cipher::create(key)?),
+        Some(key) => Some(Cipher::create(key, kind == Kind::Hash)?),
         None => None,
     };
     let align = 1u64 << o.align_pow;

@@ -19,6 +19,8 @@ impl State {
         if writable && !self.writable {
             return Err(self.read_only());
         }
+        let stored = self.codec.seal_key(key)?;
+        let key = &*stored;
         let bucket = bucket_of(key, self.num_buckets);
         if writable {
             let _slot = self.slot(bucket).write();
@@ -47,6 +49,8 @@ impl State {
         if !self.writable {
             return Err(self.read_only());
         }
+        let stored = self.codec.seal_key(key)?;
+        let key = &*stored;
         let bucket = bucket_of(key, self.num_buckets);
         let _slot = self.slot(bucket).write();
         let found = self.find_record(key, bucket, false)?;
@@ -68,14 +72,16 @@ impl State {
         if writable && !self.writable {
             return Err(self.read_only());
         }
-        let buckets: Vec<u64> = keys.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
+        let sealed = self.seal_keys(keys)?;
+        let stored: Vec<&[u8]> = sealed.iter().map(|k| &**k).collect();
+        let buckets: Vec<u64> = stored.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
         let _locks = self.lock_slots(&buckets, writable);
         let mut changed = HashSet::new();
         for start in (0..keys.len()).step_by(BATCH_KEYS) {
             let end = keys.len().min(start + BATCH_KEYS);
-            let mut finds = self.find_many(&keys[start..end], &buckets[start..end], true)?;
+            let mut finds = self.find_many(&stored[start..end], &buckets[start..end], true)?;
             changed.clear();
-            for (i, (&key, &bucket)) in keys[start..end].iter().zip(&buckets[start..end]).enumerate() {
+            for (i, (&key, &bucket)) in stored[start..end].iter().zip(&buckets[start..end]).enumerate() {
                 let batched = finds.take(i);
                 let found = match changed.contains(&bucket) {
                     true => self.find(key, bucket)?,
@@ -85,7 +91,7 @@ impl State {
                     }
                 };
                 let value = self.value_of(found.as_ref())?;
-                let action = f(start + i, key, value.as_deref());
+                let action = f(start + i, keys[start + i], value.as_deref());
                 drop(value);
                 if writable {
                     if action != Action::Keep {
@@ -103,18 +109,25 @@ impl State {
     /// Whether each of `keys` has a record, found as
     /// [`State::process_multi`] finds them but without reading the values.
     pub(super) fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
-        let buckets: Vec<u64> = keys.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
+        let sealed = self.seal_keys(keys)?;
+        let stored: Vec<&[u8]> = sealed.iter().map(|k| &**k).collect();
+        let buckets: Vec<u64> = stored.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
         let _locks = self.lock_slots(&buckets, false);
         let mut found = Vec::with_capacity(keys.len());
         for start in (0..keys.len()).step_by(BATCH_KEYS) {
             let end = keys.len().min(start + BATCH_KEYS);
-            let mut finds = self.find_many(&keys[start..end], &buckets[start..end], false)?;
+            let mut finds = self.find_many(&stored[start..end], &buckets[start..end], false)?;
             for i in 0..end - start {
                 self.check_untorn()?;
                 found.push(finds.take(i)?.is_some());
             }
         }
         Ok(found)
+    }
+
+    /// The bytes the records of `keys` store (see `Codec::seal_key`).
+    fn seal_keys<'k>(&self, keys: &[&'k [u8]]) -> Result<Vec<Cow<'k, [u8]>>> {
+        keys.iter().map(|k| self.codec.seal_key(k)).collect()
     }
 
     /// Locks the slots of `buckets`, each once, in one global order, so that
@@ -142,11 +155,11 @@ impl State {
         }
         for bucket in 0..self.num_buckets {
             for key in self.chain_keys(bucket)? {
-                let found = self.find(&key, bucket)?;
+                let found = self.find(&key.stored, bucket)?;
                 let Some(value) = self.value_of(found.as_ref())?.map(Cow::into_owned) else { continue };
-                let action = f(&key, &value);
+                let action = f(key.plain(), &value);
                 if writable {
-                    self.apply(Change::Record { key: &key, bucket, found, action })?;
+                    self.apply(Change::Record { key: &key.stored, bucket, found, action })?;
                 } else if action != Action::Keep {
                     return Err(refused());
                 }

@@ -36,8 +36,8 @@ use crate::file::{temp_beside, File, OpenOptions};
 /// locked as `options.open` says), gives it the compression dictionary
 /// `dict` (if compressed), fills it through the `put` callback that `fill`
 /// is given and answers it open for writing, so that the caller may put it
-/// in the place of another without letting go of its lock. The values
-/// `put` takes are callers' values, which the new file's codec encodes.
+/// in the place of another without letting go of its lock. The keys and
+/// values `put` takes are callers', which the new file's codec encodes.
 pub(super) fn copy_into(
     dest: &Path,
     options: &HashOptions,
@@ -59,6 +59,8 @@ pub(super) fn copy_into(
         }
     }
     let mut put = |key: &[u8], value: &[u8]| {
+        let stored = state.codec.seal_key(key)?;
+        let key = &*stored;
         let bucket = bucket_of(key, state.num_buckets);
         let found = state.find(key, bucket)?;
         state.apply(Change::Record { key, bucket, found, action: Action::set(value) })
@@ -180,12 +182,13 @@ fn restore_open(
                 continue;
             }
             let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
-            // A value that fails authentication was changed on purpose (its
-            // checksum holds): refused, as a read of it is, not dropped.
-            let value = codec
-                .decode(version.offset, &h, &buf)
-                .map_err(|e| Error::new(e.kind(), format!("{}: {}", src.display(), e.message())))?;
-            put(key, &value)?;
+            // A key or value that fails authentication was changed on
+            // purpose (its checksum holds): refused, as a read of it is, not
+            // dropped.
+            let in_src = |e: Error| Error::new(e.kind(), format!("{}: {}", src.display(), e.message()));
+            let key = codec.open_key(version.offset, key).map_err(in_src)?;
+            let value = codec.decode(version.offset, &h, &buf).map_err(in_src)?;
+            put(&key, &value)?;
             kept += 1;
         }
         Ok(())

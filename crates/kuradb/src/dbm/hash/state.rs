@@ -127,6 +127,17 @@ impl State {
         }
     }
 
+    /// The caller's key that `stored`, the key of the record at `offset`,
+    /// holds (see [`Codec::open_key`]); one that fails authentication is
+    /// broken, in this file, which is unhealthy from now on.
+    #[inline(always)]
+    pub(super) fn open_key<'a>(&self, offset: u64, stored: &'a [u8]) -> crate::Result<Cow<'a, [u8]>> {
+        match self.codec.open_key(offset, stored) {
+            Ok(key) => Ok(key),
+            Err(e) => Err(self.undecodable(e)),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn undecodable(&self, e: Error) -> Error {

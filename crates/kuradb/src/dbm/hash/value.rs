@@ -5,6 +5,13 @@
 //! record and the caller: compression (`compress.rs`) shrinks what is
 //! stored, then encryption (`cipher.rs`) seals it; reads undo both in the
 //! reverse order.
+//!
+//! Keys pass likewise through [`Codec::seal_key`] (a caller's key, to the
+//! bytes a record stores and a lookup compares) and [`Codec::open_key`] (a
+//! stored key, to the caller's), which seal and open them in a file whose
+//! keys are encrypted (`key_cipher.rs`) and borrow them otherwise. Below
+//! those two, everything (buckets, chains, the value's binding) works on
+//! stored keys.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -71,8 +78,43 @@ impl Codec {
         self.cipher.as_ref().map(Cipher::key)
     }
 
-    /// The bytes a record of `key` stores for a caller's `value`: compressed
-    /// (if on), then sealed (if on).
+    /// Whether records' keys are stored sealed.
+    pub(super) fn seals_keys(&self) -> bool {
+        self.cipher.as_ref().is_some_and(|c| c.keys().is_some())
+    }
+
+    /// The bytes a record of the caller's `key` stores, which a lookup
+    /// compares and the bucket is hashed from: `key` itself unless keys are
+    /// sealed. A key too large once sealed is an error naming the limit.
+    #[inline(always)]
+    pub(super) fn seal_key<'a>(&self, key: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match self.cipher.as_ref().and_then(Cipher::keys) {
+            None => Ok(Cow::Borrowed(key)),
+            Some(keys) => keys.seal(key).map(Cow::Owned),
+        }
+    }
+
+    /// The caller's key that `stored`, the key of the record at `offset`,
+    /// holds; one that fails authentication is an error naming the offset
+    /// (the caller adds the file).
+    #[inline(always)]
+    pub(super) fn open_key<'a>(&self, offset: u64, stored: &'a [u8]) -> Result<Cow<'a, [u8]>> {
+        match self.cipher.as_ref().and_then(Cipher::keys) {
+            None => Ok(Cow::Borrowed(stored)),
+            Some(keys) => keys.open(stored).map(Cow::Owned).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::BrokenData,
+                    format!(
+                        "the record at offset {offset} is broken: its key fails authentication (changed)"
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// The bytes a record of `key` (as stored: see [`Codec::seal_key`])
+    /// stores for a caller's `value`: compressed (if on), then sealed (if on),
+    /// bound to `key`.
     #[inline(always)]
     pub(super) fn encode<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
         if self.compression.is_none() && self.cipher.is_none() {
