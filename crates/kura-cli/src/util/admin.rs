@@ -1,12 +1,12 @@
 //! `kura util create|inspect|rebuild|restore|merge|clear|backup`: the
 //! commands that act on a database as a whole.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::shard::{ShardDbm, MAX_SHARDS};
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
@@ -46,43 +46,33 @@ pub fn create(args: &CreateArgs) -> Result<()> {
             format!("{} exists; give --truncate to empty it", args.file.display()),
         ));
     }
-    let before = files_named_after(&args.file);
+    let made = files_of_new_database(&args.file, &params);
+    let existed: Vec<bool> = made.iter().map(|file| file.exists()).collect();
     let created = open_with(&args.file, Access::Create, &params).and_then(|db| args.db.finish(db, Ok(())));
     if created.is_err() {
         // A create that fails (a reservation larger than the file system
         // allows, a full disk) leaves no half-made database behind: only the
         // files this command made, never one that was there before.
-        for made in files_named_after(&args.file).difference(&before) {
-            let _ = std::fs::remove_file(made);
+        for (file, existed) in made.iter().zip(existed) {
+            if !existed {
+                let _ = std::fs::remove_file(file);
+            }
         }
     }
     created
 }
 
-/// The files a database at `path` consists of: the file itself and, for a
-/// sharded one, its `path-NNNNN-of-NNNNN` shards.
-fn files_named_after(path: &Path) -> BTreeSet<PathBuf> {
-    let mut files = BTreeSet::new();
-    if path.is_file() {
-        files.insert(path.to_path_buf());
-    }
-    let (Some(name), Some(dir)) = (path.file_name().and_then(|n| n.to_str()), path.parent()) else {
-        return files;
-    };
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let shard_prefix = format!("{name}-");
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let entry_name = entry.file_name();
-            let Some(entry_name) = entry_name.to_str() else { continue };
-            if let Some(rest) = entry_name.strip_prefix(&shard_prefix) {
-                if rest.contains("-of-") && entry.path().is_file() {
-                    files.insert(path.with_file_name(entry_name));
-                }
-            }
+/// The files a database created at `path` with `params` consists of: the
+/// file itself, or a shard set's `num_shards` files, named as the shard set
+/// names them (an out-of-range count is refused by the open, making none).
+fn files_of_new_database(path: &Path, params: &Params) -> Vec<PathBuf> {
+    match params.get("num_shards").and_then(|n| n.trim().parse::<usize>().ok()) {
+        Some(count) if count <= MAX_SHARDS => {
+            (0..count).map(|i| ShardDbm::shard_path(path, i, count)).collect()
         }
+        Some(_) => Vec::new(),
+        None => vec![path.to_path_buf()],
     }
-    files
 }
 
 /// The reference's `--append` tuning flag of create and rebuild (elsewhere
