@@ -26,6 +26,29 @@ def test_cipher_key_encrypts_and_a_wrong_or_missing_key_fails(tmp_path, name):
         kuradb.DBM(path, False)
 
 
+@pytest.mark.parametrize("name", ["casket.kh", "casket.kt"])
+def test_keys_are_sealed_in_the_file_and_read_back_in_clear(tmp_path, name):
+    # Hash keys are sealed with AES-256-SIV, tree keys inside their sealed
+    # pages: neither appears in the file, yet lookups, iteration and
+    # removal see the caller's keys.
+    path = str(tmp_path / name)
+    keys = [b"sealed-key-%04d" % i for i in range(50)]
+    db = kuradb.DBM(path, True, cipher_key="s3cret passphrase")
+    for key in keys:
+        db.set(key, b"v")
+    db.remove(keys[0])
+    db.close()
+    with open(path, "rb") as f:
+        content = f.read()
+    assert b"sealed-key-" not in content
+    db = kuradb.DBM(path, False, cipher_key="s3cret passphrase")
+    assert sorted(k for k, _ in db.items()) == keys[1:]
+    assert db.get(keys[1]) == b"v"
+    assert db.get(keys[0]) is None
+    assert len(db) == len(keys) - 1
+    db.close()
+
+
 def test_a_rebuild_changes_the_key(tmp_path):
     path = str(tmp_path / "casket.kh")
     db = kuradb.DBM(path, True, cipher_key="one")
