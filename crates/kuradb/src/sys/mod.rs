@@ -8,6 +8,7 @@ mod mmap;
 mod process;
 #[cfg(target_os = "linux")]
 mod uring;
+pub(crate) mod zdict;
 
 use std::fs;
 use std::io;

@@ -45,8 +45,8 @@ impl State {
                 (Action::Keep, _) | (Action::Remove, None) => Ok(()),
                 (Action::Remove, Some(found)) => self.remove_record(key, found),
                 (Action::Set(value), found) => {
-                    let stored = self.codec.encode(key, &value)?;
-                    self.set_record(key, bucket, found, &stored)?;
+                    let codec = &self.codec;
+                    codec.encode_with(key, &value, |stored| self.set_record(key, bucket, found, stored))?;
                     self.train_on(&value);
                     Ok(())
                 }

@@ -29,7 +29,7 @@ use super::comp_mode::RecordCompMode;
 use super::dictionary::{Dictionary, Sample, ZSTD_LEVEL};
 use super::lz4;
 use super::record::MAX_ITEM;
-use crate::dbm::varint::{get_varint, put_varint};
+use crate::dbm::varint::{get_varint, write_varint};
 use crate::error::{Error, ErrorKind, Result};
 
 const RAW: u8 = 0;
@@ -46,7 +46,14 @@ thread_local! {
     static DEFLATE: RefCell<flate2::Compress> =
         RefCell::new(flate2::Compress::new(flate2::Compression::new(6), false));
     static INFLATE: RefCell<flate2::Decompress> = RefCell::new(flate2::Decompress::new(false));
+    /// The stored form of the value being written (see
+    /// [`Compression::encode_with`]).
+    static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
+
+/// A thread's buffer for stored forms keeps at most this much room once a
+/// larger value has gone through it.
+const KEPT_STORED: usize = 1 << 20;
 
 /// The compression of a file's values: its mode, its dictionary if it has
 /// one, and the sample a dictionary is being trained from.
@@ -118,39 +125,68 @@ impl Compression {
         Some(std::mem::take(&mut *sample))
     }
 
-    /// The stored form of `value`.
-    pub(super) fn encode(&self, value: &[u8]) -> Result<Vec<u8>> {
+    /// The stored form of `value`, owned.
+    pub(super) fn encode(&self, value: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let n = self.encode_into(value, &mut out);
+        out.truncate(n);
+        out
+    }
+
+    /// Calls `f` with the stored form of `value`, built in a buffer kept
+    /// per thread: a write allocates nothing and zeroes nothing once the
+    /// buffer has grown (it used to allocate and zero the codec's bound at
+    /// every value, then free it).
+    pub(super) fn encode_with<R>(&self, value: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+        STORED.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut out) => {
+                let n = self.encode_into(value, &mut out);
+                let r = f(&out[..n]);
+                // A large value's room is not kept for the small ones after.
+                if out.len() > KEPT_STORED {
+                    *out = Vec::new();
+                }
+                r
+            }
+            // Re-entered from `f` (a database written from inside another
+            // one's write): a buffer of its own.
+            Err(_) => f(&self.encode(value)),
+        })
+    }
+
+    /// Writes the stored form of `value` at the start of `out`, answering
+    /// its length. `out` keeps its length between calls (bytes past the
+    /// answer are leftovers), so that its room is zeroed once, when it
+    /// grows, not at every value.
+    fn encode_into(&self, value: &[u8], out: &mut Vec<u8>) -> usize {
         let dict = self.dictionary.get();
         // Room for no more than the value itself, a longer result being
         // stored raw; but LZ4 gets its bound (liblz4's faster path, and
         // lz4_flex, for values over 2 GiB, refuses to start with less), and
         // DEFLATE gets its own bound, so that every stream ends in one call
         // (zlib-rs 0.6 can panic on incompressible data left waiting for
-        // room in its pending buffer). Sized once: the raw form fits too.
+        // room in its pending buffer). The raw form fits too.
         let room = match self.mode {
             RecordCompMode::Lz4 => lz4::bound(value.len()),
             RecordCompMode::Zlib => deflate_bound(value.len()),
             _ => value.len() + 1,
         };
-        let mut out = Vec::with_capacity(MAX_VARINT + 1 + room);
-        out.push(dict.map_or(PLAIN, |d| d.number));
-        put_varint(&mut out, value.len() as u64);
-        let at = out.len();
+        let need = MAX_VARINT + 1 + room;
+        if out.len() < need {
+            out.resize(need, 0);
+        }
+        out[0] = dict.map_or(PLAIN, |d| d.number);
+        let at = 1 + write_varint(&mut out[1..], value.len() as u64);
         if value.len() > at {
             let room = if self.mode == RecordCompMode::Zstd { value.len() + 1 - at } else { room };
-            out.resize(at + room, 0);
-            match self.compress_into(value, &mut out[at..], dict) {
-                Some(n) if at + n <= value.len() => {
-                    out.truncate(at + n);
-                    return Ok(out);
-                }
+            match self.compress_into(value, &mut out[at..at + room], dict) {
+                Some(n) if at + n <= value.len() => return at + n,
                 _ => {}
             }
         }
-        out.clear();
-        out.push(RAW);
-        out.extend_from_slice(value);
-        Ok(out)
+        out[0] = RAW;
+        out[1..1 + value.len()].copy_from_slice(value);
+        1 + value.len()
     }
 
     /// Compresses `value` into `out`, answering the size, or `None` if it
@@ -329,13 +365,39 @@ mod tests {
                 for (at, len) in lengths.chain(runs) {
                     for source in [&noise, &text] {
                         let value = &source[at.min(source.len())..(at + len).min(source.len())];
-                        let stored = c.encode(value).unwrap();
+                        let stored = c.encode(value);
                         assert!(stored.len() <= value.len() + 1, "{mode} {len}");
                         let back = c.decode(0, &stored).unwrap();
                         assert_eq!(&back[..], value, "{mode} dict {with_dict} len {len}");
                     }
                 }
             }
+        }
+    }
+
+    /// The stored form built in the thread's buffer is the one a fresh
+    /// buffer gets, value after value of every size and kind, although that
+    /// buffer keeps its length, and the bytes of longer values before, from
+    /// one value to the next; a stored form asked for while the buffer is in
+    /// use (from inside the function) gets a buffer of its own.
+    #[test]
+    fn stored_forms_from_the_thread_buffer_are_fresh_ones() {
+        let text = "{\"sku\":\"SKU-000123\",\"status\":\"shipped\"},".repeat(150).into_bytes();
+        let noise: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for mode in [RecordCompMode::Zstd, RecordCompMode::Lz4, RecordCompMode::Zlib] {
+            let c = Compression::new(mode, true).unwrap();
+            for len in [5000, 3, 1200, 0, 64, 4999, 17, 2500] {
+                for source in [&text, &noise] {
+                    let value = &source[..len.min(source.len())];
+                    let stored = c.encode_with(value, <[u8]>::to_vec);
+                    assert_eq!(stored, c.encode(value), "{mode} {len}");
+                    assert_eq!(&c.decode(0, &stored).unwrap()[..], value, "{mode} {len}");
+                }
+            }
+            let (a, b) = (&text[..900], &noise[..700]);
+            let (sa, sb) = c.encode_with(a, |sa| c.encode_with(b, |sb| (sa.to_vec(), sb.to_vec())));
+            assert_eq!(&c.decode(0, &sa).unwrap()[..], a);
+            assert_eq!(&c.decode(0, &sb).unwrap()[..], b);
         }
     }
 }

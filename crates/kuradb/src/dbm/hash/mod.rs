@@ -48,7 +48,7 @@
 //! stored value handed out (to the functions of `process`, `process_multi`
 //! and `process_each`, and so to `get`, a cursor's `get` and the rest built
 //! on them; to the copy of a rebuild through `State::for_each`, and of a
-//! restore), and `Codec::encode` makes the bytes stored of every value a
+//! restore), and `Codec::encode_with` makes the bytes stored of every value a
 //! caller gives (in `State::apply`). Compression (`comp_mode.rs`,
 //! `compress.rs`, with the zstd dictionary in `dictionary.rs`; see
 //! docs/compression.md) and encryption (`cipher.rs`; docs/encryption.md)
@@ -285,6 +285,11 @@ impl Dbm for HashDbm {
         let guard = self.state()?;
         let done = guard.as_ref().map_or(Ok(()), |s| s.process_presence(key, f));
         self.end_writing(guard, done)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let guard = self.state()?;
+        guard.as_ref().map_or(Ok(None), |s| s.get(key))
     }
 
     fn contains(&self, key: &[u8]) -> Result<bool> {

@@ -39,6 +39,19 @@ impl State {
         }
     }
 
+    /// The value of `key`, as a read-only [`State::process`] would show it,
+    /// owned: a value the codec decoded (decompressed, opened) is handed
+    /// over as it came out, where `Dbm::get`'s default copies what its
+    /// function is shown, which copied such a value twice.
+    pub(super) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let stored = self.codec.seal_key(key)?;
+        let key = &*stored;
+        let bucket = bucket_of(key, self.num_buckets);
+        let _slot = self.slot(bucket).read();
+        let found = self.find(key, bucket)?;
+        Ok(self.value_of(found.as_ref())?.map(Cow::into_owned))
+    }
+
     /// Like a writable [`State::process`] whose function needs only to know
     /// whether the record exists: the old value is not read.
     pub(super) fn process_presence<'a>(

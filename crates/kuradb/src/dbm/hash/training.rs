@@ -220,4 +220,44 @@ mod tests {
         }
         assert_eq!(db.count().unwrap(), N as u64 + 1);
     }
+
+    /// Random values past the sample's 1 MiB leave an lz4 file without a
+    /// dictionary (its sample does not compress, so nothing is trained) and
+    /// read back; sampling has stopped, and a rebuild tries again: over
+    /// values that compress, it trains one.
+    #[test]
+    fn random_values_leave_no_dictionary_until_a_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("random.kh");
+        let options = HashOptions { record_comp_mode: RecordCompMode::Lz4, ..Default::default() };
+        let db = HashDbm::open(&path, true, &options).unwrap();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut noise = |len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        let random: Vec<Vec<u8>> = (0..N).map(|i| noise(1200 + i % 800)).collect();
+        for (i, v) in random.iter().enumerate() {
+            db.set(format!("k{i}").as_bytes(), v, true).unwrap();
+        }
+        assert!(!has_dictionary(&db));
+        for i in (0..N).step_by(13) {
+            assert_eq!(db.get(format!("k{i}").as_bytes()).unwrap().as_ref(), Some(&random[i]));
+        }
+        for i in 0..N {
+            db.set(format!("k{i}").as_bytes(), &value(i), true).unwrap();
+        }
+        assert!(!has_dictionary(&db), "sampling stopped with the unfit sample");
+        db.rebuild().unwrap();
+        assert!(has_dictionary(&db));
+        for i in (0..N).step_by(13) {
+            assert_eq!(db.get(format!("k{i}").as_bytes()).unwrap(), Some(value(i)));
+        }
+    }
 }

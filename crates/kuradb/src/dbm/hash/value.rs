@@ -1,6 +1,6 @@
 //! The one place a value's bytes pass between a record and a caller: every
 //! stored value handed out is read through [`Codec::decode`], and every
-//! caller's value stored is written through [`Codec::encode`]. With no codec
+//! caller's value stored is written through [`Codec::encode_with`]. With no codec
 //! on, both borrow without a copy; with one, they own the bytes between the
 //! record and the caller: compression (`compress.rs`) shrinks what is
 //! stored, then encryption (`cipher.rs`) seals it; reads undo both in the
@@ -112,15 +112,22 @@ impl Codec {
         }
     }
 
-    /// The bytes a record of `key` (as stored: see [`Codec::seal_key`])
-    /// stores for a caller's `value`: compressed (if on), then sealed (if on),
-    /// bound to `key`.
+    /// Calls `f` with the bytes a record of `key` (as stored: see
+    /// [`Codec::seal_key`]) stores for a caller's `value`: compressed (if
+    /// on), then sealed (if on), bound to `key`. Compressed only, they are
+    /// built in a buffer kept per thread (see `Compression::encode_with`).
     #[inline(always)]
-    pub(super) fn encode<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
-        if self.compression.is_none() && self.cipher.is_none() {
-            return Ok(Cow::Borrowed(value));
+    pub(super) fn encode_with<R>(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        f: impl FnOnce(&[u8]) -> Result<R>,
+    ) -> Result<R> {
+        match (&self.compression, &self.cipher) {
+            (None, None) => f(value),
+            (Some(c), None) => c.encode_with(value, f),
+            _ => f(&transform(self, key, value)?),
         }
-        transform(self, key, value)
     }
 
     /// The value a caller sees of the record at `offset` that `header`
@@ -151,7 +158,7 @@ impl Codec {
 fn transform<'a>(codec: &Codec, key: &[u8], value: &'a [u8]) -> Result<Cow<'a, [u8]>> {
     let shrunk = match &codec.compression {
         None => Cow::Borrowed(value),
-        Some(c) => Cow::Owned(c.encode(value)?),
+        Some(c) => Cow::Owned(c.encode(value)),
     };
     match &codec.cipher {
         None => Ok(shrunk),
