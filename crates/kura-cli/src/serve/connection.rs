@@ -9,13 +9,13 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::dispatch::run_batch;
 use super::execution::{self, Need};
 use super::reply::Reply;
-use super::request::next_request;
+use super::request::Batch;
 use super::state::{After, Server, Session};
 
 /// The most requests run as one batch (a pipeline longer than this runs in
@@ -30,26 +30,17 @@ pub async fn serve<S>(server: Arc<Server>, mut stream: S, peer: String)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let mut shutdown = server.shutdown_signal();
+    let mut stop = std::pin::pin!(server.stop_notified());
+    let mut armed = false;
     let mut session = Some(Session::new(&server, peer.clone()));
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
+    let mut batch = Batch::default();
     let limit = server.settings.max_request_size;
     log::debug!("client {peer} connected");
     loop {
-        let mut batch: Vec<Vec<Bytes>> = Vec::new();
-        let mut fatal = None;
         let buffered = input.len();
-        while batch.len() < MAX_BATCH {
-            match next_request(&mut input, limit) {
-                Ok(Some(request)) => batch.push(request),
-                Ok(None) => break,
-                Err(e) => {
-                    fatal = Some(e);
-                    break;
-                }
-            }
-        }
+        let fatal = batch.fill(&mut input, MAX_BATCH, limit).err();
         let full = batch.len() == MAX_BATCH;
         if !batch.is_empty() {
             let Some(mut current) = session.take() else { return };
@@ -61,20 +52,18 @@ where
             };
             if let Some(_short) = in_place {
                 run_batch(&server, &mut current, &batch, &mut output);
-                // The requests' words share the input buffer: once they are
-                // gone, the next read reuses it instead of allocating anew.
-                drop(batch);
             } else {
                 let shared = Arc::clone(&server);
                 let mut out = std::mem::take(&mut output);
+                let ran = std::mem::take(&mut batch);
                 let ran = tokio::task::spawn_blocking(move || {
                     let _long = shared.gate.long();
-                    run_batch(&shared, &mut current, &batch, &mut out);
-                    (current, out)
+                    run_batch(&shared, &mut current, &ran, &mut out);
+                    (current, out, ran)
                 })
                 .await;
                 match ran {
-                    Ok((back, out)) => (current, output) = (back, out),
+                    Ok((back, out, ran)) => (current, output, batch) = (back, out, ran),
                     Err(e) => {
                         log::error!(
                             "client {peer}: a command failed unexpectedly: {e}; closing the connection"
@@ -83,6 +72,9 @@ where
                     }
                 }
             }
+            // The requests' words share the input buffer: once they are
+            // gone, the next read reuses it instead of allocating anew.
+            batch.clear();
             let after = current.after;
             let feed = current.feed.take();
             session = Some(current);
@@ -105,7 +97,7 @@ where
             let _ = stream.shutdown().await;
             return;
         }
-        if *shutdown.borrow() {
+        if server.stopping() {
             return;
         }
         if full {
@@ -113,16 +105,17 @@ where
         }
         input.reserve(READ_CHUNK.max(input.len()));
         tokio::select! {
+            // Input first: the shutdown check is a flag's load after the
+            // first wait, and no random draw decides the order.
+            biased;
             read = stream.read_buf(&mut input) => match read {
                 Ok(0) | Err(_) => {
                     log::debug!("client {peer} left");
                     return;
                 }
-                Ok(n) => {
-                    server.stats.input_bytes.fetch_add(n as u64, Relaxed);
-                }
+                Ok(n) => server.stats.add_input(n),
             },
-            _ = shutdown.changed() => return,
+            () = std::future::poll_fn(|cx| server.poll_stop(cx, stop.as_mut(), &mut armed)) => return,
         }
     }
 }
@@ -133,7 +126,7 @@ async fn write<S: AsyncWrite + Unpin>(server: &Server, stream: &mut S, output: &
         return true;
     }
     let ok = stream.write_all(output).await.is_ok() && stream.flush().await.is_ok();
-    server.stats.output_bytes.fetch_add(output.len() as u64, Relaxed);
+    server.stats.add_output(output.len());
     output.clear();
     ok
 }

@@ -29,10 +29,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use super::commands::{lookup, DB};
+use super::request::Batch;
 use super::state::{Server, Session};
+use super::stats::{thread_slot, SLOTS};
 
 /// The most words (command names and arguments, all requests together) of
 /// a batch run in place.
@@ -54,11 +54,9 @@ pub enum Need {
 
 /// What `batch` (which took `bytes` bytes of input) needs of the database
 /// selected in `session`.
-pub fn need(server: &Server, session: &Session, batch: &[Vec<Bytes>], bytes: usize) -> Need {
+pub fn need(server: &Server, session: &Session, batch: &Batch, bytes: usize) -> Need {
     let mut need = Need::Nothing;
-    let mut words = 0;
-    for args in batch {
-        words += args.len();
+    for args in batch.iter() {
         match lookup(&args[0]) {
             Some((_, command)) if command.flags & DB != 0 => {
                 // A command on named keys touches just those keys.
@@ -75,7 +73,7 @@ pub fn need(server: &Server, session: &Session, batch: &[Vec<Bytes>], bytes: usi
         return need;
     }
     let fast = server.databases.get(session.db).is_some_and(|d| d.fast);
-    if fast && words <= SHORT_ARGS && bytes <= SHORT_BYTES {
+    if fast && batch.words() <= SHORT_ARGS && bytes <= SHORT_BYTES {
         Need::Short
     } else {
         Need::Long
@@ -84,15 +82,25 @@ pub fn need(server: &Server, session: &Session, batch: &[Vec<Bytes>], bytes: usi
 
 /// Keeps short calls in place from waiting behind long ones. Cloning it
 /// shares it.
+///
+/// The count of short calls is kept per thread slot, each on its own cache
+/// line: every in-place batch announces itself, and one shared count made
+/// the reactor threads take its line from each other on every batch. A
+/// long call, which is rare, adds the slots up.
 #[derive(Clone, Default)]
 pub struct Gate(Arc<Counts>);
+
+/// A count of short calls, alone on its cache line.
+#[derive(Default)]
+#[repr(align(128))]
+struct ShortCount(AtomicUsize);
 
 #[derive(Default)]
 struct Counts {
     /// Long calls running.
     long: AtomicUsize,
-    /// Short calls running in place.
-    short: AtomicUsize,
+    /// Short calls running in place, per thread slot.
+    short: [ShortCount; SLOTS],
 }
 
 impl Gate {
@@ -101,12 +109,13 @@ impl Gate {
     pub fn try_short(&self) -> Option<ShortCall<'_>> {
         // Announce first, then look: a long call announcing itself at the
         // same moment sees this one and waits for it (both orders are SeqCst).
-        self.0.short.fetch_add(1, SeqCst);
+        let count = &self.0.short[thread_slot()].0;
+        count.fetch_add(1, SeqCst);
         if self.0.long.load(SeqCst) > 0 {
-            self.0.short.fetch_sub(1, SeqCst);
+            count.fetch_sub(1, SeqCst);
             return None;
         }
-        Some(ShortCall(self))
+        Some(ShortCall(count))
     }
 
     /// Enters a long call: from now on short batches go to the pool, and
@@ -114,7 +123,7 @@ impl Gate {
     /// off the reactor.
     pub fn long(&self) -> LongCall {
         self.0.long.fetch_add(1, SeqCst);
-        while self.0.short.load(SeqCst) > 0 {
+        while self.0.short.iter().any(|count| count.0.load(SeqCst) > 0) {
             std::thread::yield_now();
         }
         LongCall(self.clone())
@@ -128,11 +137,11 @@ impl Gate {
 }
 
 /// A short call in place, while it lives.
-pub struct ShortCall<'a>(&'a Gate);
+pub struct ShortCall<'a>(&'a AtomicUsize);
 
 impl Drop for ShortCall<'_> {
     fn drop(&mut self) {
-        self.0 .0.short.fetch_sub(1, SeqCst);
+        self.0.fetch_sub(1, SeqCst);
     }
 }
 

@@ -98,28 +98,29 @@ fn stats(server: &Server, out: &mut String) {
         s.connections_received.load(Relaxed),
         s.total_commands(),
         s.rejected_connections.load(Relaxed),
-        s.input_bytes.load(Relaxed),
-        s.output_bytes.load(Relaxed),
-        s.commands.iter().map(|c| c.failed.load(Relaxed)).sum::<u64>(),
+        s.input_bytes(),
+        s.output_bytes(),
+        s.total_failed(),
         s.unknown_commands.load(Relaxed),
         s.protocol_errors.load(Relaxed),
     );
 }
 
 fn commandstats(server: &Server, out: &mut String) {
-    for (command, counts) in COMMANDS.iter().zip(&server.stats.commands) {
-        let calls = counts.calls.load(Relaxed);
-        if calls == 0 && counts.rejected.load(Relaxed) == 0 {
+    for (index, command) in COMMANDS.iter().enumerate() {
+        let counts = server.stats.command(index);
+        let calls = counts.calls;
+        if calls == 0 && counts.rejected == 0 {
             continue;
         }
-        let usec = counts.usec.load(Relaxed);
+        let usec = counts.usec;
         let _ = write!(
             out,
             "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
             command.name,
             usec as f64 / calls.max(1) as f64,
-            counts.rejected.load(Relaxed),
-            counts.failed.load(Relaxed),
+            counts.rejected,
+            counts.failed,
         );
     }
 }

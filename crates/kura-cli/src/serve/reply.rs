@@ -2,8 +2,8 @@
 //! encoding as RESP2 or RESP3 frames by the `redis-protocol` crate.
 
 use bytes::{Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame as Frame2;
-use redis_protocol::resp3::types::{BytesFrame as Frame3, FrameMap};
+use redis_protocol::resp2::types::{BorrowedFrame as Borrowed2, BytesFrame as Frame2};
+use redis_protocol::resp3::types::{BorrowedFrame as Borrowed3, BytesFrame as Frame3, FrameMap};
 
 /// A reply to one command.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +58,23 @@ impl Reply {
             let _ = redis_protocol::resp3::encode::complete::extend_encode(out, &self.into_resp3(), false);
         } else {
             let _ = redis_protocol::resp2::encode::extend_encode(out, &self.into_resp2(), false);
+        }
+    }
+
+    /// Appends the encoding of a bulk string of `data`, borrowed: a value
+    /// read from the database goes straight into the output, without a
+    /// copy of its own.
+    pub fn encode_bulk(data: &[u8], version: u8, out: &mut BytesMut) {
+        // As in `encode`: encoding into a growing buffer cannot fail.
+        if version >= 3 {
+            let frame = Borrowed3::BlobString { data, attributes: None };
+            let _ = redis_protocol::resp3::encode::complete::extend_encode_borrowed(out, &frame, false);
+        } else {
+            let _ = redis_protocol::resp2::encode::extend_encode_borrowed(
+                out,
+                &Borrowed2::BulkString(data),
+                false,
+            );
         }
     }
 
@@ -126,6 +143,15 @@ mod tests {
         assert_eq!(encoded(Reply::Nil, 2), b"$-1\r\n");
         let map = Reply::Map(vec![(Reply::bulk(&b"k"[..]), Reply::Int(1))]);
         assert_eq!(encoded(map, 2), b"*2\r\n$1\r\nk\r\n:1\r\n");
+    }
+
+    #[test]
+    fn encodes_a_borrowed_bulk_as_an_owned_one() {
+        for version in [2, 3] {
+            let mut out = BytesMut::new();
+            Reply::encode_bulk(b"ab\r\n", version, &mut out);
+            assert_eq!(out.to_vec(), encoded(Reply::bulk(&b"ab\r\n"[..]), version));
+        }
     }
 
     #[test]

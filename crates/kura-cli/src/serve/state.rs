@@ -1,14 +1,18 @@
 //! What every connection shares (the server) and what each has of its own
 //! (the session).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::watch;
+use tokio::sync::futures::Notified;
+use tokio::sync::{watch, Notify};
 
 use super::databases::Database;
 use super::execution::Gate;
@@ -51,6 +55,11 @@ pub struct Server {
     pub started: Instant,
     /// Set to true to shut down.
     shutdown: watch::Sender<bool>,
+    /// True once shutdown has begun: what a connection checks between
+    /// requests (a plain load, where the watch above takes a lock).
+    stopping: AtomicBool,
+    /// Wakes the connections waiting for input when shutdown begins.
+    stop: Notify,
     /// SAVE's and BGSAVE's state.
     pub saves: Arc<Saves>,
     /// Master or replica: the logs fed, the link followed.
@@ -99,6 +108,8 @@ impl Server {
             next_client_id: AtomicU64::new(1),
             started: Instant::now(),
             shutdown: watch::channel(false).0,
+            stopping: AtomicBool::new(false),
+            stop: Notify::new(),
             saves: Arc::new(Saves {
                 background: Mutex::new(None),
                 ok: AtomicBool::new(true),
@@ -121,7 +132,45 @@ impl Server {
 
     /// Asks every connection and the listener to stop.
     pub fn begin_shutdown(&self) {
+        // The flag first: a connection woken below, or checking on its own,
+        // must find it set.
+        self.stopping.store(true, SeqCst);
         self.shutdown.send_replace(true);
+        self.stop.notify_waiters();
+    }
+
+    /// Whether shutdown has begun.
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(SeqCst)
+    }
+
+    /// The future a connection waits on besides its input, with
+    /// [`Server::poll_stop`]: made once per connection.
+    pub fn stop_notified(&self) -> Notified<'_> {
+        self.stop.notified()
+    }
+
+    /// Ready once shutdown has begun. `notified` (from
+    /// [`Server::stop_notified`]) is polled only the first time, which
+    /// registers the task's waker; after that the flag is checked alone.
+    /// Polling the notification again on every wait for input took a lock
+    /// shared by all connections once per request.
+    pub fn poll_stop(
+        &self,
+        cx: &mut Context<'_>,
+        notified: Pin<&mut Notified<'_>>,
+        armed: &mut bool,
+    ) -> Poll<()> {
+        if self.stopping() {
+            return Poll::Ready(());
+        }
+        if !*armed {
+            *armed = true;
+            // A notification made before `notify_waiters` is woken by it
+            // even if not yet polled, so no shutdown is missed.
+            return notified.poll(cx);
+        }
+        Poll::Pending
     }
 
     /// A receiver that sees `true` once shutdown has begun.

@@ -64,7 +64,7 @@ where
                     if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
                         break "the replica stopped reading".to_string();
                     }
-                    server.stats.output_bytes.fetch_add(batch.len() as u64, Relaxed);
+                    server.stats.add_output(batch.len());
                 }
                 None => break "the feed ended".to_string(),
             },
