@@ -29,8 +29,8 @@ impl Stop {
     }
 }
 
-/// Runs `work(thread_id, stop)` on `threads` scoped threads and collects their results
-/// in thread order.
+/// Runs `work(thread_id, stop)` on `threads` scoped threads (a single worker on
+/// the calling thread) and collects their results in thread order.
 ///
 /// When a worker fails, `stop` is raised so the others can finish early, and the
 /// first error to happen is returned: later ones are usually its consequences.
@@ -40,6 +40,12 @@ where
     F: Fn(usize, &Stop) -> Result<R> + Sync,
 {
     let stop = Stop::default();
+    if threads == 1 {
+        // A lone worker runs on the calling thread: a thread of its own buys
+        // nothing, and starting and ending one runs code nothing else runs
+        // (glibc's thread-exit clean-up among it), whose pages `mem` counts.
+        return work(0, &stop).map(|result| vec![result]);
+    }
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let results: Vec<Option<R>> = thread::scope(|scope| {
         let (work, stop, first_error) = (&work, &stop, &first_error);
@@ -99,13 +105,19 @@ impl MemoryBaseline {
     }
 }
 
-/// The resident set size of this process (`VmRSS` of `/proc/self/status`, which
-/// counts kibibytes), or `None` off Linux.
+/// The resident set size of this process, or `None` off Linux.
 fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    vm_rss_figure(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+/// The `VmRSS` line of a `/proc/PID/status` text as the reference's
+/// `GetMemoryUsage` counts it: its "kB" times 1000. The kernel's unit is the
+/// kibibyte, so this is 2.4% below the bytes; it is kept so that the two
+/// tools' `mem=` are the same quantity (docs/memory.md, "Units").
+fn vm_rss_figure(status: &str) -> Option<u64> {
     let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
-    Some(kib * 1024)
+    let kb: u64 = line.split_whitespace().next()?.parse().ok()?;
+    Some(kb * 1000)
 }
 
 /// Progress dots of one worker, in the reference tools' rhythm: about 1000 dots
@@ -262,9 +274,10 @@ impl PhaseReport {
         line.push_str(&format!(" elapsed_time={:.6}", self.elapsed.as_secs_f64()));
         let push_fields = |line: &mut String, placement: Placement| {
             for (name, value, _) in self.fields.iter().filter(|(_, _, p)| *p == placement) {
+                line.push_str(&format!(" {name}="));
                 match value {
-                    serde_json::Value::String(text) => line.push_str(&format!(" {name}={text}")),
-                    other => line.push_str(&format!(" {name}={other}")),
+                    serde_json::Value::String(text) => line.push_str(text),
+                    other => push_json(line, other),
                 }
             }
         };
@@ -282,12 +295,64 @@ impl PhaseReport {
             ("elapsed", self.elapsed.as_secs_f64().into()),
         ];
         entries.extend(self.fields.iter().map(|(name, value, _)| (*name, value.clone())));
-        let body: Vec<String> = entries
-            .iter()
-            .map(|(name, value)| format!("{}:{value}", serde_json::Value::from(*name)))
-            .collect();
-        format!("{{{}}}", body.join(","))
+        let mut out = String::from("{");
+        for (i, (name, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_json_string(&mut out, name);
+            out.push(':');
+            push_json(&mut out, value);
+        }
+        out.push('}');
+        out
     }
+}
+
+/// Appends `value` as JSON. The report's scalars are written here with the
+/// standard formatting the run has used already, rather than by serde_json's
+/// serializer: that code ran at no other point of a benchmark, and the
+/// report after each phase mapped its page of code, which `mem` counts.
+fn push_json(out: &mut String, value: &serde_json::Value) {
+    use std::fmt::Write as _;
+    match value {
+        serde_json::Value::Null => out.push_str("null"),
+        serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        serde_json::Value::String(text) => push_json_string(out, text),
+        serde_json::Value::Number(n) => {
+            // A Number is finite; Debug writes a float's shortest round-trip
+            // digits, with a fraction or an exponent, as JSON allows.
+            let _ = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => write!(out, "{u}"),
+                (None, Some(i), _) => write!(out, "{i}"),
+                (None, None, Some(f)) => write!(out, "{f:?}"),
+                (None, None, None) => write!(out, "{n}"),
+            };
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Appends `text` as a JSON string, escaped as serde_json escapes it.
+fn push_json_string(out: &mut String, text: &str) {
+    use std::fmt::Write as _;
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
@@ -309,6 +374,51 @@ mod tests {
     }
 
     #[test]
+    fn json_line_writes_every_scalar_as_serde_json_reads_it() {
+        let odd = "quote\" backslash\\ newline\n tab\t bell\u{7} del\u{7f} é";
+        let report = PhaseReport::new("get", "Getting", Duration::from_millis(1500), 3)
+            .field("negative", -4096i64)
+            .field("big", u64::MAX)
+            .json_field("tiny", 1.5e-9)
+            .json_field("whole", 2000.0)
+            .json_field("missing", serde_json::Value::Null)
+            .json_field("flag", true)
+            .json_field("odd", odd);
+        let value: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+        assert_eq!(value["negative"], -4096);
+        assert_eq!(value["big"], u64::MAX);
+        assert_eq!(value["tiny"], 1.5e-9);
+        assert_eq!(value["whole"], 2000.0);
+        assert_eq!(value["elapsed"], 1.5);
+        assert_eq!(value["qps"], 2.0);
+        assert!(value["missing"].is_null());
+        assert_eq!(value["flag"], true);
+        assert_eq!(value["odd"], odd);
+        // The same text serde_json writes, byte for byte (past 1e16 a float's
+        // exponent differs in form only: `2.5e300` here, `2.5e+300` there).
+        let expected: Vec<String> = [
+            ("phase", serde_json::Value::from("get")),
+            ("qps", 2.0.into()),
+            ("elapsed", 1.5.into()),
+            ("negative", (-4096i64).into()),
+            ("big", u64::MAX.into()),
+            ("tiny", 1.5e-9.into()),
+            ("whole", 2000.0.into()),
+            ("missing", serde_json::Value::Null),
+            ("flag", true.into()),
+            ("odd", odd.into()),
+        ]
+        .iter()
+        .map(|(name, value)| format!("{}:{value}", serde_json::Value::from(*name)))
+        .collect();
+        assert_eq!(report.json(), format!("{{{}}}", expected.join(",")));
+        assert_eq!(
+            report.text(),
+            "Getting done: elapsed_time=1.500000 negative=-4096 big=18446744073709551615 qps=2"
+        );
+    }
+
+    #[test]
     fn text_line_places_fields_around_the_qps_and_details_below() {
         let report = PhaseReport::new("set", "Setting", Duration::from_secs(2), 1000)
             .field("num_records", 600u64)
@@ -321,6 +431,13 @@ mod tests {
         assert_eq!(value["mem"], -4096);
         assert_eq!(value["file_size"], 8192);
         assert_eq!(report.details, ["  file_size=8192"]);
+    }
+
+    #[test]
+    fn resident_memory_counts_kilobytes_as_the_reference() {
+        let status = "Name:\tkura\nVmHWM:\t   9000 kB\nVmRSS:\t   8340 kB\nRssAnon:\t 7856 kB\n";
+        assert_eq!(vm_rss_figure(status), Some(8_340_000));
+        assert_eq!(vm_rss_figure("Name:\tkura\n"), None);
     }
 
     #[test]
@@ -338,6 +455,19 @@ mod tests {
             assert!(baseline.grown() > 32 << 20, "grown by {}", baseline.grown());
         }
         drop(block);
+    }
+
+    #[test]
+    fn a_lone_worker_runs_on_the_calling_thread() {
+        let caller = thread::current().id();
+        assert_eq!(run_workers(1, |_, _| Ok(thread::current().id())).unwrap(), vec![caller]);
+        let ids = run_workers(2, |_, _| Ok(thread::current().id())).unwrap();
+        assert!(ids.iter().all(|&id| id != caller));
+        let err = run_workers(1, |_, stop| -> Result<()> {
+            Err(Error::new(kuradb::ErrorKind::BrokenData, format!("failed, stop raised: {}", stop.is_set())))
+        })
+        .unwrap_err();
+        assert_eq!(err.message(), "failed, stop raised: false");
     }
 
     #[test]
