@@ -157,7 +157,7 @@ mod tests {
         let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
         let device = Device::new(file, path, BS as u64, false, false, bytes.len() as u64, Engine::Serial);
         let cache = PageCache::new(8, 80, BS as u64, 4096, bytes.len() as u64);
-        let mut batch = |blocks: [u64; 3]| {
+        let batch = |blocks: [u64; 3]| {
             let mut bufs = [[0u8; 10]; 3];
             let mut reads: Vec<BatchRead<'_>> = blocks
                 .iter()
