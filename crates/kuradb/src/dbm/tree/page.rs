@@ -46,8 +46,10 @@ impl Tree {
     /// What `decode` makes of the pages under `keys` (given each key's
     /// index), `None` for each key without a page: [`Tree::read_page`] for
     /// many keys, read by one multi-key read of the store, so that the
-    /// store can send their device reads together. One key is read as
-    /// `read_page` reads it, straight from the store's buffer.
+    /// store can send their device reads together. Each page is decoded
+    /// straight from the store's read buffer, as `read_page` does: a copy
+    /// of every page first (what `get_multi` hands out) cost an allocation
+    /// and a copy of a whole page per leaf of a batch.
     pub(super) fn read_pages<K: AsRef<[u8]>, R>(
         &self,
         keys: &[K],
@@ -57,8 +59,12 @@ impl Tree {
             return Ok(vec![self.read_page(key.as_ref(), |page| decode(0, page))?]);
         }
         let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        let pages = self.store.get_multi(&refs)?;
-        Ok(pages.into_iter().enumerate().map(|(i, page)| page.map(|p| decode(i, &p))).collect())
+        let mut decoded: Vec<Option<R>> = std::iter::repeat_with(|| None).take(keys.len()).collect();
+        self.store.process_multi(&refs, false, &mut |i, _, page| {
+            decoded[i] = page.map(|p| decode(i, p));
+            Action::Keep
+        })?;
+        Ok(decoded)
     }
 
     /// Makes a node's first read take a whole page, with room for the
