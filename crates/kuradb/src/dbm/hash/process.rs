@@ -19,24 +19,33 @@ impl State {
         if writable && !self.writable {
             return Err(self.read_only());
         }
+        if !writable {
+            return match self.read_value(key, |value| f(value.as_deref()))? {
+                Action::Keep => Ok(()),
+                _ => Err(refused()),
+            };
+        }
         let stored = self.codec.seal_key(key)?;
         let key = &*stored;
         let bucket = bucket_of(key, self.num_buckets);
-        if writable {
-            let _slot = self.slot(bucket).write();
-            let found = self.find(key, bucket)?;
-            let value = self.value_of(found.as_ref())?;
-            let action = f(value.as_deref());
-            drop(value);
-            self.apply(Change::Record { key, bucket, found, action })
-        } else {
-            let _slot = self.slot(bucket).read();
-            let found = self.find(key, bucket)?;
-            match f(self.value_of(found.as_ref())?.as_deref()) {
-                Action::Keep => Ok(()),
-                _ => Err(refused()),
-            }
-        }
+        let _slot = self.slot(bucket).write();
+        let found = self.find(key, bucket)?;
+        let value = self.value_of(found.as_ref())?;
+        let action = f(value.as_deref());
+        drop(value);
+        self.apply(Change::Record { key, bucket, found, action })
+    }
+
+    /// Calls `f` with the value of `key` (as a caller sees it), under its
+    /// slot's read lock: the read-only lookup of [`State::process`] and
+    /// [`State::get`].
+    fn read_value<R>(&self, key: &[u8], f: impl FnOnce(Option<Cow<'_, [u8]>>) -> R) -> Result<R> {
+        let stored = self.codec.seal_key(key)?;
+        let key = &*stored;
+        let bucket = bucket_of(key, self.num_buckets);
+        let _slot = self.slot(bucket).read();
+        let found = self.find(key, bucket)?;
+        Ok(f(self.value_of(found.as_ref())?))
     }
 
     /// The value of `key`, as a read-only [`State::process`] would show it,
@@ -44,12 +53,7 @@ impl State {
     /// over as it came out, where `Dbm::get`'s default copies what its
     /// function is shown, which copied such a value twice.
     pub(super) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let stored = self.codec.seal_key(key)?;
-        let key = &*stored;
-        let bucket = bucket_of(key, self.num_buckets);
-        let _slot = self.slot(bucket).read();
-        let found = self.find(key, bucket)?;
-        Ok(self.value_of(found.as_ref())?.map(Cow::into_owned))
+        self.read_value(key, |value| value.map(Cow::into_owned))
     }
 
     /// Like a writable [`State::process`] whose function needs only to know
