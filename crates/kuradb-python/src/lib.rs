@@ -11,6 +11,7 @@
 #![deny(unsafe_code)]
 
 mod async_dbm;
+mod compat;
 mod convert;
 mod cursor;
 mod database;
@@ -36,6 +37,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     utility::register(m)?;
     update_log::register(m)?;
+    compat::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())

@@ -55,96 +55,12 @@ _CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM", "tiny":
                 "cache": "CacheDBM", "stdhash": "StdHashDBM", "stdtree": "StdTreeDBM"}
 
 
-class Status:
-    """The outcome of an operation: a code and a message."""
-
-    SUCCESS = 0
-    UNKNOWN_ERROR = 1
-    SYSTEM_ERROR = 2
-    NOT_IMPLEMENTED_ERROR = 3
-    PRECONDITION_ERROR = 4
-    INVALID_ARGUMENT_ERROR = 5
-    CANCELED_ERROR = 6
-    NOT_FOUND_ERROR = 7
-    PERMISSION_ERROR = 8
-    INFEASIBLE_ERROR = 9
-    DUPLICATION_ERROR = 10
-    BROKEN_DATA_ERROR = 11
-    NETWORK_ERROR = 12
-    APPLICATION_ERROR = 13
-
-    _NAMES = {
-        0: "SUCCESS",
-        1: "UNKNOWN_ERROR",
-        2: "SYSTEM_ERROR",
-        3: "NOT_IMPLEMENTED_ERROR",
-        4: "PRECONDITION_ERROR",
-        5: "INVALID_ARGUMENT_ERROR",
-        6: "CANCELED_ERROR",
-        7: "NOT_FOUND_ERROR",
-        8: "PERMISSION_ERROR",
-        9: "INFEASIBLE_ERROR",
-        10: "DUPLICATION_ERROR",
-        11: "BROKEN_DATA_ERROR",
-        12: "NETWORK_ERROR",
-        13: "APPLICATION_ERROR",
-    }
-
-    # Every call answers a new Status: slots make that cheap.
-    __slots__ = ("_code", "_message")
-
-    def __init__(self, code: int = 0, message: str = "") -> None:
-        self._code = code
-        self._message = message
-
-    def Set(self, code: int = 0, message: str = "") -> None:
-        """Sets the code and the message."""
-        self._code = code
-        self._message = message
-
-    def Join(self, rhs: Status) -> None:
-        """Takes `rhs`'s code and message if this is a success."""
-        if self._code == Status.SUCCESS:
-            self._code, self._message = rhs._code, rhs._message
-
-    def GetCode(self) -> int:
-        return self._code
-
-    def GetMessage(self) -> str:
-        return self._message
-
-    def IsOK(self) -> bool:
-        return self._code == Status.SUCCESS
-
-    def OrDie(self) -> None:
-        """Raises StatusException unless this is a success."""
-        if self._code != Status.SUCCESS:
-            raise StatusException(self)
-
-    @staticmethod
-    def CodeName(code: int) -> str:
-        return Status._NAMES.get(code, "unknown")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Status):
-            return self._code == other._code
-        if isinstance(other, int):
-            return self._code == other
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self) -> int:
-        return hash(self._code)
-
-    def __str__(self) -> str:
-        name = Status.CodeName(self._code)
-        return f"{name}: {self._message}" if self._message else name
-
-    def __repr__(self) -> str:
-        return f"<tkrzw.Status: {self}>"
+# The reference's Status, written in Rust (src/compat.rs) so that the record
+# calls, which answer a new one each, make it without running Python code:
+# the codes as class attributes (SUCCESS … APPLICATION_ERROR), Set, Join,
+# GetCode, GetMessage, IsOK, OrDie, CodeName, comparison with a Status or an
+# int code, str() and repr() as the reference's.
+Status = _kuradb._CompatStatus
 
 
 class StatusException(RuntimeError):
@@ -262,8 +178,15 @@ def _cipher_params(params: Dict[str, Any]) -> Dict[str, Any]:
     return params
 
 
-class DBM:
-    """Polymorphic database manager, as the reference's ``tkrzw.DBM``."""
+class DBM(_kuradb._CompatDBM):
+    """Polymorphic database manager, as the reference's ``tkrzw.DBM``.
+
+    ``Get``, ``GetStr``, ``Set``, ``Remove`` and the dict protocol
+    (``db[key]``, ``db[key] = value``, ``del db[key]``, ``key in db``) are
+    the native base's (src/compat.rs): the calls a program makes most cost
+    no Python frame, as the reference's C methods do. The open
+    ``kuradb.DBM`` is the base's attribute ``_db``.
+    """
 
     ANY_DATA = b"\x00[ANY]\x00"
 
@@ -329,26 +252,6 @@ class DBM:
         raw = _bytes(key)
         return self._call(lambda db: db.process(raw, lambda value: func(raw, value), writable))
 
-    # Get, Set and Remove are the calls a program makes most: they are
-    # written out rather than built on _call and _open, whose extra frames
-    # cost more than the lookup itself.
-    def Get(self, key: Data, status: Optional[Status] = None) -> Optional[bytes]:
-        db = self._db
-        if db is None:
-            raise TypeError(_NOT_OPENED)
-        try:
-            value = db.get(key if type(key) is bytes else _bytes(key))
-        except _kuradb.Error as e:
-            _report(status, _status_of(e))
-            return None
-        if status is not None:
-            status.Set(Status.SUCCESS if value is not None else Status.NOT_FOUND_ERROR, "")
-        return value
-
-    def GetStr(self, key: Data, status: Optional[Status] = None) -> Optional[str]:
-        value = self.Get(key, status)
-        return None if value is None else value.decode("utf-8", "replace")
-
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
         found = self._open.get_multi([_bytes(k) for k in keys])
         return {k: v for k, v in found.items()}
@@ -356,29 +259,8 @@ class DBM:
     def GetMultiStr(self, *keys: Data) -> Dict[str, str]:
         return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
 
-    def Set(self, key: Data, value: Data, overwrite: bool = True) -> Status:
-        db = self._db
-        if db is None:
-            raise TypeError(_NOT_OPENED)
-        try:
-            db.set(key if type(key) is bytes else _bytes(key),
-                   value if type(value) is bytes else _bytes(value), overwrite)
-        except (_kuradb.Error, TypeError, ValueError) as e:
-            return _status_of(e)
-        return Status()
-
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
         return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
-
-    def Remove(self, key: Data) -> Status:
-        db = self._db
-        if db is None:
-            raise TypeError(_NOT_OPENED)
-        try:
-            found = db.remove(key if type(key) is bytes else _bytes(key))
-        except (_kuradb.Error, TypeError, ValueError) as e:
-            return _status_of(e)
-        return Status() if found else Status(Status.NOT_FOUND_ERROR, "no record")
 
     def RemoveMulti(self, keys: List[Data]) -> Status:
         def remove(db: _kuradb.DBM) -> None:
@@ -562,21 +444,6 @@ class DBM:
 
     def __len__(self) -> int:
         return self._open.count()
-
-    def __contains__(self, key: Data) -> bool:
-        return _bytes(key) in self._open
-
-    def __getitem__(self, key: Data) -> Data:
-        value = self._open.get(_bytes(key))
-        if value is None:
-            raise StatusException(Status(Status.NOT_FOUND_ERROR))
-        return value.decode("utf-8", "replace") if isinstance(key, str) else value
-
-    def __setitem__(self, key: Data, value: Data) -> None:
-        self.Set(key, value).OrDie()
-
-    def __delitem__(self, key: Data) -> None:
-        self.Remove(key).OrDie()
 
     def __iter__(self) -> _PyIterator[Tuple[bytes, bytes]]:
         return iter(self._open.items())
