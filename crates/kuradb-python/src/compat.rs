@@ -269,19 +269,10 @@ fn report(status: Option<&Bound<'_, PyAny>>, code: i64) -> PyResult<()> {
     Ok(())
 }
 
-/// `overwrite` as `bool` takes it, with the message a bool argument's error has.
+/// `overwrite` as the reference reads it: absent means true, anything given
+/// counts by its truth value (so an explicit `None` or `0` means false).
 fn overwrite_of(overwrite: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-    match overwrite {
-        None => Ok(true),
-        Some(o) if o.is_none() => Ok(true),
-        Some(o) => o.extract::<bool>().map_err(|e| {
-            if e.is_instance_of::<PyTypeError>(o.py()) {
-                PyTypeError::new_err(format!("argument 'overwrite': {}", e.value(o.py())))
-            } else {
-                e
-            }
-        }),
-    }
+    overwrite.map_or(Ok(true), |o| o.is_truthy())
 }
 
 /// The base of `kuradb.compat.tkrzw.DBM`: the open `kuradb.DBM` (the

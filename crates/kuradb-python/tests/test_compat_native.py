@@ -82,7 +82,10 @@ def test_set_and_remove_answers(dbm: tkrzw.DBM, tmp_path: pathlib.Path) -> None:
     duplicate = dbm.Set("k", "x", False)
     assert duplicate == tkrzw.Status.DUPLICATION_ERROR and dbm.Get("k") == b"w"
     assert dbm.Set("k", "y", overwrite=True).IsOK() and dbm.Get("k") == b"y"
-    assert dbm.Set("k", "z", 0) == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    # As the reference: `overwrite` counts by its truth value.
+    for falsy in (0, None, []):
+        assert dbm.Set("k", "z", falsy) == tkrzw.Status.DUPLICATION_ERROR and dbm.Get("k") == b"y"
+    assert dbm.Set("k", "q", 1).IsOK() and dbm.Set("k", "y", "x").IsOK() and dbm.Get("k") == b"y"
     assert dbm.Remove("k").IsOK()
     missing = dbm.Remove("k")
     assert missing == tkrzw.Status.NOT_FOUND_ERROR and missing.GetMessage() == "no record"
