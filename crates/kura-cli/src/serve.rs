@@ -4,12 +4,13 @@
 //!
 //! One file per concept: `databases` (opening `PATH#params` specs),
 //! `listener` and `tls` (where and how clients connect), `server` (the
-//! accept loop and shutdown), `connection` (one client's loop), `request`
-//! (frames to arguments, with the size guard), `dispatch` (checks, batches,
-//! counting), `commands` (the table and the commands by family), `scan`
-//! (SCAN's cursors), `pattern` (key globs), `reply` (RESP encoding),
-//! `state` (server and session), `stats` and `info` (INFO), `logging`,
-//! `replication` (REPLICAOF, the update-log feeds and the replica's links).
+//! accept loop and shutdown), `reactors` (the threads connections run on),
+//! `connection` (one client's loop), `request` (frames to arguments, with
+//! the size guard), `dispatch` (checks, batches, counting), `commands`
+//! (the table and the commands by family), `scan` (SCAN's cursors),
+//! `pattern` (key globs), `reply` (RESP encoding), `state` (server and
+//! session), `stats` and `info` (INFO), `logging`, `replication`
+//! (REPLICAOF, the update-log feeds and the replica's links).
 //! docs/serve.md is the user's guide.
 
 mod commands;
@@ -21,6 +22,7 @@ mod info;
 mod listener;
 mod logging;
 mod pattern;
+mod reactors;
 mod replication;
 mod reply;
 mod request;

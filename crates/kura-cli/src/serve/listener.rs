@@ -14,12 +14,50 @@ pub enum Listener {
     Unix(UnixListener, PathBuf),
 }
 
-/// An accepted connection and its peer's address, for logs.
+/// An accepted connection and its peer's address, for logs, registered
+/// with the reactor of the runtime that holds it.
 pub enum Accepted {
     /// Over TCP.
     Tcp(TcpStream, String),
     /// Over the Unix socket.
     Unix(UnixStream, String),
+}
+
+/// An accepted connection taken off its reactor, to be handed to another
+/// runtime's ([`Accepted::detach`], [`Detached::attach`]).
+pub enum Detached {
+    /// Over TCP.
+    Tcp(std::net::TcpStream, String),
+    /// Over the Unix socket.
+    Unix(std::os::unix::net::UnixStream, String),
+}
+
+impl Accepted {
+    /// Takes the connection off the reactor that accepted it.
+    pub fn detach(self) -> std::io::Result<Detached> {
+        Ok(match self {
+            Accepted::Tcp(stream, peer) => Detached::Tcp(stream.into_std()?, peer),
+            Accepted::Unix(stream, peer) => Detached::Unix(stream.into_std()?, peer),
+        })
+    }
+}
+
+impl Detached {
+    /// Registers the connection with the reactor of the runtime this runs
+    /// on (it must run within one).
+    pub fn attach(self) -> std::io::Result<Accepted> {
+        Ok(match self {
+            Detached::Tcp(stream, peer) => Accepted::Tcp(TcpStream::from_std(stream)?, peer),
+            Detached::Unix(stream, peer) => Accepted::Unix(UnixStream::from_std(stream)?, peer),
+        })
+    }
+
+    /// The peer's address, for logs.
+    pub fn peer(&self) -> &str {
+        match self {
+            Detached::Tcp(_, peer) | Detached::Unix(_, peer) => peer,
+        }
+    }
 }
 
 impl Listener {

@@ -12,7 +12,8 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::databases::{self, Database};
-use super::listener::{Accepted, Listener};
+use super::listener::{Accepted, Detached, Listener};
+use super::reactors::{self, Reactors};
 use super::replication::{self, Replication};
 use super::state::{Server, Settings};
 
@@ -61,15 +62,19 @@ pub fn run(plan: Plan) -> Result<()> {
         opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
     let replication = Replication::new(logs, state_paths, plan.replicaof).with_security(plan.replica_link);
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(plan.threads.max(1))
-        .thread_name("kura-serve")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::new(ErrorKind::System, format!("starting the runtime: {e}")))?;
+    // The caller's thread is reactor 0: it accepts, runs the replication
+    // links, and serves its share of the connections.
+    let runtime = reactors::runtime()?;
+    let mut reactors = Reactors::start(&runtime, plan.threads)?;
     runtime.block_on(async { replication::spawn_followers(&server) });
-    let served = runtime.block_on(listen_and_serve(Arc::clone(&server), plan.tls, plan.pid_file.as_deref()));
-    // Commands still running off the reactor finish before the databases close.
+    let served = runtime.block_on(listen_and_serve(
+        Arc::clone(&server),
+        plan.tls,
+        plan.pid_file.as_deref(),
+        &mut reactors,
+    ));
+    // Commands still running off the reactors finish before the databases close.
+    reactors.stop();
     runtime.shutdown_timeout(Duration::from_secs(60));
     if let Some(path) = &plan.pid_file {
         let _ = std::fs::remove_file(path);
@@ -96,6 +101,7 @@ async fn listen_and_serve(
     server: Arc<Server>,
     tls: Option<TlsAcceptor>,
     pid_file: Option<&std::path::Path>,
+    reactors: &mut Reactors,
 ) -> Result<()> {
     let listener = Listener::bind(&server.settings.address).await?;
     if let Some(path) = pid_file {
@@ -119,9 +125,13 @@ async fn listen_and_serve(
         while tasks.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(conn) => {
-                    tasks.spawn(handle(Arc::clone(&server), conn, tls.clone()));
-                }
+                // Registered anew with the reactor it is dealt to.
+                Ok(conn) => match conn.detach() {
+                    Ok(conn) => {
+                        tasks.spawn_on(handle(Arc::clone(&server), conn, tls.clone()), reactors.next());
+                    }
+                    Err(e) => log::warn!("accepting a connection: {e}"),
+                },
                 Err(e) => {
                     // Out of file descriptors, typically: wait for some to free.
                     log::warn!("accepting a connection: {e}");
@@ -165,8 +175,16 @@ impl Drop for Connected {
     }
 }
 
-async fn handle(server: Arc<Server>, conn: Accepted, tls: Option<TlsAcceptor>) {
+async fn handle(server: Arc<Server>, conn: Detached, tls: Option<TlsAcceptor>) {
     server.stats.connections_received.fetch_add(1, Relaxed);
+    let peer = conn.peer().to_owned();
+    let conn = match conn.attach() {
+        Ok(conn) => conn,
+        Err(e) => {
+            log::warn!("client {peer}: cannot watch the connection: {e}");
+            return;
+        }
+    };
     let count = server.connected.fetch_add(1, Relaxed) + 1;
     let _connected = Connected(Arc::clone(&server));
     match conn {
