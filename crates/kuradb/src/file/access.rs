@@ -24,8 +24,8 @@ pub(crate) fn exclusive_spin(lock: &SpinFileLock) -> SpinWriteGuard<'_> {
 /// system call. Waiters spin a little, then sleep on a futex until the holder
 /// wakes them. With more threads than cores the holder is often preempted
 /// inside its `pwrite`; waiters that only spin and yield then hand the CPU to
-/// each other rather than to it (10 writers on 2 cores: 150 000-400 000
-/// `sched_yield` calls and 1.5x the CPU time for 1 M writes, see
+/// each other rather than to it (10 writers on 2 cores: 160 000-440 000
+/// `sched_yield` calls and up to 1.5x the CPU time for 1 M writes, see
 /// docs/file-layer.md). parking_lot's lock yields too before it sleeps, and
 /// measured between the two; the standard library's lock (on Linux a futex,
 /// like the reference's `pthread_rwlock`) does not. It makes readers wait
