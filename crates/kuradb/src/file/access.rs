@@ -3,22 +3,51 @@
 
 use std::fs;
 
-/// The whole-file lock of the atomic kinds. Its critical sections are short
-/// (one copy or one system call), so waiters spin and yield rather than sleep:
-/// measured with ten threads on two cores, sleeping and waking in the kernel
-/// cost more than the sections themselves. Take it exclusively only through
-/// [`exclusive`], which keeps a stream of readers from starving writers.
-pub(crate) type FileLock = spin::rwlock::RwLock<(), spin::relax::Yield>;
-/// A shared hold of a [`FileLock`].
-pub(crate) type FileReadGuard<'a> = spin::rwlock::RwLockReadGuard<'a, ()>;
-/// An exclusive hold of a [`FileLock`].
-pub(crate) type FileWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin::relax::Yield>;
+/// The whole-file lock of the atomic memory-mapped file. Its critical
+/// sections are memory copies, never a system call, so waiters spin and
+/// yield rather than sleep: sleeping and waking in the kernel would cost more
+/// than the sections themselves. Take it exclusively only through
+/// [`exclusive_spin`], which keeps a stream of readers from starving writers.
+pub(crate) type SpinFileLock = spin::rwlock::RwLock<(), spin::relax::Yield>;
+/// A shared hold of a [`SpinFileLock`].
+pub(crate) type SpinReadGuard<'a> = spin::rwlock::RwLockReadGuard<'a, ()>;
+/// An exclusive hold of a [`SpinFileLock`].
+pub(crate) type SpinWriteGuard<'a> = spin::rwlock::RwLockWriteGuard<'a, (), spin::relax::Yield>;
 
 /// Takes `lock` exclusively: at once if it is free, else through an upgradable
 /// hold, which bars new readers so the writer waits only for those inside.
-pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
+pub(crate) fn exclusive_spin(lock: &SpinFileLock) -> SpinWriteGuard<'_> {
     lock.try_write().unwrap_or_else(|| lock.upgradeable_read().upgrade())
 }
+
+/// The whole-file lock of the atomic positional file, whose every section is a
+/// system call. Waiters spin a little, then sleep on a futex until the holder
+/// wakes them. With more threads than cores the holder is often preempted
+/// inside its `pwrite`; waiters that only spin and yield then hand the CPU to
+/// each other rather than to it (10 writers on 2 cores: 160 000-440 000
+/// `sched_yield` calls and up to 1.5x the CPU time for 1 M writes, see
+/// docs/file-layer.md). parking_lot's lock yields too before it sleeps, and
+/// measured between the two; the standard library's lock (on Linux a futex,
+/// like the reference's `pthread_rwlock`) does not. It makes readers wait
+/// while a writer waits, so a stream of readers cannot starve a writer.
+pub(crate) type FileLock = std::sync::RwLock<()>;
+/// A shared hold of a [`FileLock`].
+pub(crate) type FileReadGuard<'a> = std::sync::RwLockReadGuard<'a, ()>;
+/// An exclusive hold of a [`FileLock`].
+pub(crate) type FileWriteGuard<'a> = std::sync::RwLockWriteGuard<'a, ()>;
+
+/// Takes `lock` shared. The lock guards no data in memory (its `()` cannot be
+/// left half-changed), so a panic while another thread held it (a poisoned
+/// lock) changes nothing, and is ignored.
+pub(crate) fn shared(lock: &FileLock) -> FileReadGuard<'_> {
+    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Takes `lock` exclusively; a poisoned lock is ignored, as in [`shared`].
+pub(crate) fn exclusive(lock: &FileLock) -> FileWriteGuard<'_> {
+    lock.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 use std::cell::RefCell;
 use std::io;
 use std::path::Path;
@@ -287,4 +316,64 @@ pub(crate) fn describe(path: &Path, open: Option<(&FileSpec, u64, bool)>) -> Vec
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Readers whose holds overlap keep the positional file's lock shared
+    /// without a break; a writer must still get it, which a lock that lets
+    /// new readers pass a waiting writer never gives it.
+    #[test]
+    fn a_writer_gets_the_lock_while_readers_overlap() {
+        const READERS: usize = 4;
+        const LIMIT: Duration = Duration::from_secs(5);
+        let lock = FileLock::new(());
+        let stop = AtomicBool::new(false);
+        let wrote = AtomicBool::new(false);
+        let got_in = std::thread::scope(|s| {
+            for _ in 0..READERS {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Acquire) {
+                        let _shared = shared(&lock);
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                });
+            }
+            // Every reader holds or is about to: the lock is never free.
+            std::thread::sleep(Duration::from_millis(20));
+            s.spawn(|| {
+                let _exclusive = exclusive(&lock);
+                wrote.store(true, Ordering::Release);
+            });
+            let start = Instant::now();
+            while !wrote.load(Ordering::Acquire) && start.elapsed() < LIMIT {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let got_in = wrote.load(Ordering::Acquire);
+            // Stopped either way, so a starved writer fails the test rather than hanging it.
+            stop.store(true, Ordering::Release);
+            got_in
+        });
+        assert!(got_in, "the writer waited {LIMIT:?} while readers kept the lock");
+    }
+
+    /// A thread that panicked while it held the lock leaves nothing half-done
+    /// that the lock guards, so the file's other threads go on using it.
+    #[test]
+    fn a_panic_under_the_lock_does_not_block_the_file() {
+        let lock = FileLock::new(());
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _exclusive = exclusive(&lock);
+                panic!("a panic inside a write (expected by this test)");
+            })
+            .join()
+        });
+        assert!(panicked.is_err() && lock.is_poisoned());
+        drop(shared(&lock));
+        drop(exclusive(&lock));
+    }
 }

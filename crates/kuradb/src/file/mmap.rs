@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::access::{self, check_read, check_write, closed, FileLock, FileReadGuard, FileWriteGuard};
+use super::access::{self, check_read, check_write, closed, SpinFileLock, SpinReadGuard, SpinWriteGuard};
 use super::alloc::Allocation;
 use super::owner::Owner;
 use super::{File, FileSpec, LockMode, OpenOptions};
@@ -61,7 +61,7 @@ struct State {
     spec: FileSpec,
     writable: bool,
     /// The whole-file lock of the atomic kind; `None` for the parallel kind.
-    atomic: Option<FileLock>,
+    atomic: Option<SpinFileLock>,
     maps: MapChain,
     /// The file's length on disk: the logical size rounded up by the
     /// allocation strategy; never above the current map's length.
@@ -105,7 +105,7 @@ impl MmapFile {
             file,
             spec: spec.clone(),
             writable: options.writable,
-            atomic: spec.kind.is_atomic().then(|| FileLock::new(())),
+            atomic: spec.kind.is_atomic().then(|| SpinFileLock::new(())),
             maps: MapChain::new(first),
             reserved: AtomicU64::new(size),
             growth: Mutex::new(()),
@@ -190,12 +190,12 @@ impl MmapFile {
 }
 
 impl State {
-    fn shared(&self) -> Option<FileReadGuard<'_>> {
+    fn shared(&self) -> Option<SpinReadGuard<'_>> {
         self.atomic.as_ref().map(|l| l.read())
     }
 
-    fn exclusive(&self) -> Option<FileWriteGuard<'_>> {
-        self.atomic.as_ref().map(access::exclusive)
+    fn exclusive(&self) -> Option<SpinWriteGuard<'_>> {
+        self.atomic.as_ref().map(access::exclusive_spin)
     }
 }
 

@@ -238,7 +238,7 @@ impl State {
 impl File for PositionalFile {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let state = self.state()?;
-        let _shared = state.atomic.as_ref().map(|l| l.read());
+        let _shared = state.atomic.as_ref().map(access::shared);
         check_read(&self.path, offset, buf.len(), state.size.load(Ordering::Acquire))?;
         state.read_at(offset, buf)
     }
@@ -246,7 +246,7 @@ impl File for PositionalFile {
     fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
         let state = self.state()?;
         // Held for the whole batch: on the atomic kind no write lands in it.
-        let _shared = state.atomic.as_ref().map(|l| l.read());
+        let _shared = state.atomic.as_ref().map(access::shared);
         let size = state.size.load(Ordering::Acquire);
         for read in reads.iter() {
             check_read(&self.path, read.offset, read.buf.len(), size)?;
