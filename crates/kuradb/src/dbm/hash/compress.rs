@@ -334,7 +334,7 @@ fn zstd_decompress(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dbm::hash::dictionary::PRESET_SIZE;
+    use crate::dbm::hash::dictionary::preset_size;
 
     /// Every mode, with and without a dictionary, gives back what it took,
     /// for values of every length up to a few KiB, compressible or not
@@ -355,7 +355,7 @@ mod tests {
             for with_dict in [false, true] {
                 let c = Compression::new(mode, true).unwrap();
                 if with_dict {
-                    let bytes = text[..PRESET_SIZE.min(text.len())].to_vec();
+                    let bytes = text[..preset_size(mode).min(text.len())].to_vec();
                     assert!(c.set_dictionary(Dictionary::new(mode, 2, bytes)));
                 }
                 let lengths = (0..6000).step_by(37).map(|n| (0, n));
