@@ -11,7 +11,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::PoisonError;
 
 use parking_lot::Mutex;
 
@@ -75,15 +74,6 @@ pub(crate) struct Device {
     /// How [`Device::read_many`] reaches the OS.
     engine: Engine,
     edge_locks: Box<[Mutex<()>]>,
-    /// Buffered writes to one file are serialised by the kernel anyway (the
-    /// inode lock of ext4 and xfs), whose waiters spin in the kernel; waiting
-    /// here instead, on a lock that spins a little and then sleeps on a futex,
-    /// costs less CPU. A gate that spins and yields cost more than none with
-    /// more threads than cores: waiters yield to each other while the holder
-    /// is preempted (see docs/file-layer.md). Direct writes run in parallel
-    /// in the kernel, and an atomic file serialises its writes already, so
-    /// those go without.
-    write_gate: Option<std::sync::Mutex<()>>,
     /// No byte at or past this offset has been written since the file was
     /// opened or cut, so a block there reads as zeros without asking the OS:
     /// reading a hole costs the kernel more than the read itself (it sets up
@@ -100,14 +90,18 @@ pub(crate) struct Device {
 pub(crate) type ReadHook = Box<dyn Fn(u64) + Send + Sync>;
 
 impl Device {
-    /// Wraps `file`; `block_size` is 1 or a power of two; `serialised` says the
-    /// owner never writes from two threads at once; `engine` carries batches.
+    /// Wraps `file`; `block_size` is 1 or a power of two; `engine` carries
+    /// batches.
+    ///
+    /// Writes go to the OS without a lock of their own: buffered writes to
+    /// one file are serialised by the kernel (the inode lock), and a gate in
+    /// front of it, whether it spun or slept, only lengthened the queue
+    /// (docs/file-layer.md, "Writes of the parallel kind").
     pub(crate) fn new(
         file: fs::File,
         path: PathBuf,
         block_size: u64,
         direct: bool,
-        serialised: bool,
         len: u64,
         engine: Engine,
     ) -> Device {
@@ -121,7 +115,6 @@ impl Device {
             direct,
             engine,
             edge_locks: (0..stripes).map(|_| Mutex::new(())).collect(),
-            write_gate: (!direct && !serialised).then(|| std::sync::Mutex::new(())),
             extent: AtomicU64::new(len),
             #[cfg(test)]
             read_hook: None,
@@ -191,9 +184,6 @@ impl Device {
     /// Writes whole blocks at an aligned `offset` from an aligned `data`.
     pub(crate) fn write_blocks(&self, offset: u64, data: &[u8]) -> Result<()> {
         debug_assert!(self.is_aligned(offset, data.len(), data.as_ptr()));
-        // The gate guards no data (its `()` cannot be left half-changed), so a
-        // panic while another thread held it changes nothing.
-        let _gate = self.write_gate.as_ref().map(|gate| gate.lock().unwrap_or_else(PoisonError::into_inner));
         sys::write_at(&self.file, data, offset)
             .map_err(|e| self.error(format_args!("write of {} bytes at offset {offset}", data.len()), e))?;
         let end = offset + data.len() as u64;

@@ -78,9 +78,7 @@ impl PositionalFile {
         let engine = io_engine::resolve(spec.io_engine)?;
         let (file, owner) = access::open_locked(&path, options, spec.direct, spec.sync)?;
         let size = file.metadata().map_err(|e| crate::Error::io("stat", &path, e))?.len();
-        let atomic = spec.kind.is_atomic();
-        let device =
-            Device::new(file, path.clone(), spec.block_size, spec.direct, atomic, size, engine.engine);
+        let device = Device::new(file, path.clone(), spec.block_size, spec.direct, size, engine.engine);
         let head = match spec.head_buffer {
             0 => None,
             n => Some(HeadBuffer::load(&device, n)?),

@@ -155,7 +155,7 @@ mod tests {
         let bytes: Vec<u8> = (0..64u8).flat_map(|i| vec![i; BS]).collect();
         std::fs::write(&path, &bytes).unwrap();
         let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
-        let device = Device::new(file, path, BS as u64, false, false, bytes.len() as u64, Engine::Serial);
+        let device = Device::new(file, path, BS as u64, false, bytes.len() as u64, Engine::Serial);
         let cache = PageCache::new(8, 80, BS as u64, 4096, bytes.len() as u64);
         let batch = |blocks: [u64; 3]| {
             let mut bufs = [[0u8; 10]; 3];

@@ -47,7 +47,7 @@ fn stalled_device(stalled: u64) -> Stall {
         }
     };
     let device =
-        Device::new(file, path, BS as u64, false, false, len, Engine::Serial).with_read_hook(Box::new(hook));
+        Device::new(file, path, BS as u64, false, len, Engine::Serial).with_read_hook(Box::new(hook));
     Stall { device, started, resume, _dir: dir }
 }
 
