@@ -270,9 +270,15 @@ fn report(status: Option<&Bound<'_, PyAny>>, code: i64) -> PyResult<()> {
 }
 
 /// `overwrite` as the reference reads it: absent means true, anything given
-/// counts by its truth value (so an explicit `None` or `0` means false).
-fn overwrite_of(overwrite: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-    overwrite.map_or(Ok(true), |o| o.is_truthy())
+/// counts by its truth value (so an explicit `None` or `0` means false). A
+/// type of its own, since pyo3 hands an `Option` argument an explicit `None`
+/// as if it were absent.
+pub struct Truth(bool);
+
+impl<'py> FromPyObject<'py> for Truth {
+    fn extract_bound(o: &Bound<'py, PyAny>) -> PyResult<Truth> {
+        o.is_truthy().map(Truth)
+    }
 }
 
 /// The base of `kuradb.compat.tkrzw.DBM`: the open `kuradb.DBM` (the
@@ -327,14 +333,13 @@ impl CompatDbm {
         slf: &Bound<'py, Self>,
         key: &Bound<'py, PyAny>,
         value: &Bound<'py, PyAny>,
-        overwrite: Option<&Bound<'py, PyAny>>,
+        overwrite: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let db = Self::opened(slf)?;
         let done = (|| {
             let key = data_of(key)?;
             let value = data_of(value)?;
-            let overwrite = overwrite_of(overwrite)?;
             let (key, value) = (key.as_bytes(), value.as_bytes());
             db.get().run(py, |d| d.set(key, value, overwrite))
         })();
@@ -415,14 +420,14 @@ impl CompatDbm {
 
     /// Sets the value of `key`; with `overwrite` false an existing record
     /// stays and the answer is DUPLICATION_ERROR.
-    #[pyo3(name = "Set", signature = (key, value, overwrite = None))]
+    #[pyo3(name = "Set", signature = (key, value, overwrite = Truth(true)))]
     fn set_py<'py>(
         slf: &Bound<'py, Self>,
         key: &Bound<'py, PyAny>,
         value: &Bound<'py, PyAny>,
-        overwrite: Option<&Bound<'py, PyAny>>,
+        overwrite: Truth,
     ) -> PyResult<Bound<'py, PyAny>> {
-        Self::set_record(slf, key, value, overwrite)
+        Self::set_record(slf, key, value, overwrite.0)
     }
 
     /// Removes the record of `key`; NOT_FOUND_ERROR if there is none.
@@ -447,7 +452,7 @@ impl CompatDbm {
     }
 
     fn __setitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        Self::or_die(Self::set_record(slf, key, value, None)?)
+        Self::or_die(Self::set_record(slf, key, value, true)?)
     }
 
     fn __delitem__(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<()> {

@@ -54,6 +54,10 @@ pub struct Database {
     cursors: Mutex<Vec<Weak<Slot>>>,
     /// How many open `AsyncDBM`s share the database; `close` refuses while any do.
     async_users: AtomicUsize,
+    /// How many calls that run Python callbacks under a record's lock
+    /// (`process` and its kin) are in progress. While any is, no call keeps
+    /// the GIL: see [`Database::run`].
+    callback_calls: AtomicUsize,
     /// Whether calls release the GIL (the `release_gil` keyword of `open`).
     /// Written only under the write lock of `db`, so a call holding the read
     /// lock sees the value of the session it runs in.
@@ -64,20 +68,56 @@ impl Database {
     /// Runs `f` on the open database, with the GIL released unless the
     /// database was opened with `release_gil=False`.
     ///
-    /// Holding the GIL cannot deadlock: while it is held no Python code of
-    /// another thread runs, so no callback holds a record lock and waits for
-    /// the GIL (every call on this database holds it too, callbacks
-    /// included). Only a wait for the handle itself (an `open` or `close` in
-    /// progress, which may need the GIL for Ctrl-C) is done with it released.
+    /// Keeping the GIL while waiting for a record's lock deadlocks if the
+    /// lock's holder needs the GIL: a callback holds its record's lock while
+    /// its Python code runs, and that code gives the GIL up at every switch
+    /// interval (or in `time.sleep`). So the GIL is kept only while no
+    /// callback call is in progress; calls are counted with the GIL held, so
+    /// none can start while a call that kept it runs. Every other holder of
+    /// a record's lock finishes without the GIL. A wait for the handle itself
+    /// (an `open` or `close` in progress, which may need the GIL for Ctrl-C)
+    /// is done with it released too.
     pub(crate) fn run<R: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
-        if let Some(guard) = self.db.try_read_recursive() {
-            if !self.release_gil.load(Ordering::Relaxed) {
-                self.check_not_in_callback().map_err(to_py)?;
-                return f(guard.as_deref().ok_or_else(not_open).map_err(to_py)?).map_err(to_py);
+        let may_hold = self.callback_calls.load(Ordering::SeqCst) == 0;
+        self.run_holding_if(py, may_hold, f)
+    }
+
+    /// [`Database::run`] for a call whose `f` runs Python callbacks under a
+    /// record's lock.
+    fn run_calling_back<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+    ) -> PyResult<R> {
+        struct Counted<'a>(&'a AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let others = self.callback_calls.fetch_add(1, Ordering::SeqCst);
+        let _counted = Counted(&self.callback_calls);
+        self.run_holding_if(py, others == 0, f)
+    }
+
+    /// Runs `f` keeping the GIL if `may_hold` and the database was opened
+    /// with `release_gil=False`, else with it released.
+    fn run_holding_if<R: Send>(
+        &self,
+        py: Python<'_>,
+        may_hold: bool,
+        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+    ) -> PyResult<R> {
+        if may_hold {
+            if let Some(guard) = self.db.try_read_recursive() {
+                if !self.release_gil.load(Ordering::Relaxed) {
+                    self.check_not_in_callback().map_err(to_py)?;
+                    return f(guard.as_deref().ok_or_else(not_open).map_err(to_py)?).map_err(to_py);
+                }
             }
         }
         py.allow_threads(|| self.with(f)).map_err(to_py)
@@ -196,6 +236,7 @@ impl Database {
             db: RwLock::new(None),
             cursors: Mutex::new(Vec::new()),
             async_users: AtomicUsize::new(0),
+            callback_calls: AtomicUsize::new(0),
             release_gil: AtomicBool::new(true),
         };
         if let Some(path) = path {
@@ -456,7 +497,7 @@ impl Database {
     ) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
         let (mut failure, id) = (None, self.id());
-        self.run(py, |db| {
+        self.run_calling_back(py, |db| {
             db.process(&key, writable, &mut |old| {
                 call_back(id, &mut failure, |py| {
                     let arg = old.map(|v| PyBytes::new(py, v));
@@ -472,7 +513,7 @@ impl Database {
     #[pyo3(signature = (func, writable = true))]
     fn process_each(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<()> {
         let (mut failure, id) = (None, self.id());
-        self.run(py, |db| {
+        self.run_calling_back(py, |db| {
             db.process_each(writable, &mut |key, value| {
                 call_back(id, &mut failure, |py| {
                     let args = (PyBytes::new(py, key), PyBytes::new(py, value));
@@ -892,7 +933,7 @@ impl Database {
     #[pyo3(signature = (func, writable = true))]
     fn process_first(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<bool> {
         let (mut failure, id) = (None, self.id());
-        let found = self.run(py, |db| {
+        let found = self.run_calling_back(py, |db| {
             db.process_first(writable, &mut |key, value| {
                 call_back(id, &mut failure, |py| {
                     let args = (PyBytes::new(py, key), PyBytes::new(py, value));

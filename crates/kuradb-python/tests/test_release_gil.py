@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import pathlib
+import subprocess
 import sys
 import threading
 import time
@@ -112,6 +113,33 @@ def test_held_gil_with_callbacks_and_threads(tmp_path: pathlib.Path) -> None:
         assert not t.is_alive(), "a thread did not finish"
     assert sum(int(db.get(f"k{i}")) for i in range(7)) == 4 * 300
     db.close()
+
+
+def test_held_gil_waits_for_a_callback_that_gave_the_gil_up(tmp_path: pathlib.Path) -> None:
+    # A callback's Python code gives the GIL up (here in time.sleep; in any
+    # code at a switch interval) while its record stays locked. A call of
+    # another thread that kept the GIL and waited for that lock would
+    # deadlock both, so it runs in a child process that a deadlock cannot hang.
+    program = f"""
+import threading, time, kuradb
+db = kuradb.DBM({str(tmp_path / "sleepy.kh")!r}, True, truncate=True, release_gil=False)
+db.set("k", "0")
+inside = threading.Event()
+def slow(value):
+    inside.set()
+    time.sleep(0.3)
+    return b"1"
+t = threading.Thread(target=lambda: db.process("k", slow, True))
+t.start()
+inside.wait()
+assert db.get("k") == b"1", db.get("k")
+t.join()
+db.close()
+print("finished")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "finished"
 
 
 def test_compat_releases_only_when_concurrent(tmp_path: pathlib.Path) -> None:
