@@ -87,7 +87,9 @@ impl Database {
     }
 
     /// [`Database::run`] for a call whose `f` runs Python callbacks under a
-    /// record's lock.
+    /// record's lock. It never keeps the GIL: between two callbacks it may
+    /// wait for another record's lock, whose holder may be another thread's
+    /// callback call waiting for the GIL.
     fn run_calling_back<R: Send>(
         &self,
         py: Python<'_>,
@@ -99,9 +101,9 @@ impl Database {
                 self.0.fetch_sub(1, Ordering::SeqCst);
             }
         }
-        let others = self.callback_calls.fetch_add(1, Ordering::SeqCst);
+        self.callback_calls.fetch_add(1, Ordering::SeqCst);
         let _counted = Counted(&self.callback_calls);
-        self.run_holding_if(py, others == 0, f)
+        self.run_holding_if(py, false, f)
     }
 
     /// Runs `f` keeping the GIL if `may_hold` and the database was opened
