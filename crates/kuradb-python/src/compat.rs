@@ -273,7 +273,7 @@ fn report(status: Option<&Bound<'_, PyAny>>, code: i64) -> PyResult<()> {
 /// counts by its truth value (so an explicit `None` or `0` means false). A
 /// type of its own, since pyo3 hands an `Option` argument an explicit `None`
 /// as if it were absent.
-pub struct Truth(bool);
+struct Truth(bool);
 
 impl<'py> FromPyObject<'py> for Truth {
     fn extract_bound(o: &Bound<'py, PyAny>) -> PyResult<Truth> {

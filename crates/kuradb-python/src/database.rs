@@ -82,8 +82,15 @@ impl Database {
         py: Python<'_>,
         f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
-        let may_hold = self.callback_calls.load(Ordering::SeqCst) == 0;
-        self.run_holding_if(py, may_hold, f)
+        if self.callback_calls.load(Ordering::SeqCst) == 0 {
+            if let Some(guard) = self.db.try_read_recursive() {
+                if !self.release_gil.load(Ordering::Relaxed) {
+                    self.check_not_in_callback().map_err(to_py)?;
+                    return f(guard.as_deref().ok_or_else(not_open).map_err(to_py)?).map_err(to_py);
+                }
+            }
+        }
+        py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 
     /// [`Database::run`] for a call whose `f` runs Python callbacks under a
@@ -103,25 +110,6 @@ impl Database {
         }
         self.callback_calls.fetch_add(1, Ordering::SeqCst);
         let _counted = Counted(&self.callback_calls);
-        self.run_holding_if(py, false, f)
-    }
-
-    /// Runs `f` keeping the GIL if `may_hold` and the database was opened
-    /// with `release_gil=False`, else with it released.
-    fn run_holding_if<R: Send>(
-        &self,
-        py: Python<'_>,
-        may_hold: bool,
-        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
-    ) -> PyResult<R> {
-        if may_hold {
-            if let Some(guard) = self.db.try_read_recursive() {
-                if !self.release_gil.load(Ordering::Relaxed) {
-                    self.check_not_in_callback().map_err(to_py)?;
-                    return f(guard.as_deref().ok_or_else(not_open).map_err(to_py)?).map_err(to_py);
-                }
-            }
-        }
         py.allow_threads(|| self.with(f)).map_err(to_py)
     }
 
