@@ -344,3 +344,162 @@ fn a_failed_write_back_in_a_batch_loses_nothing_synchronized() {
     }
     db.close().unwrap();
 }
+
+/// A read-only batch holds the tree shared: while one thread's batch is
+/// inside its processor, with its leaves read-locked, another thread's
+/// batch, a lone lookup and a lone change of a leaf the first does not
+/// hold all finish. (Under the exclusive hold, which every batch took
+/// before, each of them waited for the first batch.)
+#[test]
+fn read_batches_of_many_threads_run_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = TreeOptions::default().max_page_size(256).max_cached_pages(64);
+    let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+    let key = |i: u32| format!("{i:04}").into_bytes();
+    for i in 0..400 {
+        db.set(&key(i), &[b'v'; 20], true).unwrap();
+    }
+    assert!(inspected(&db, "tree_level") >= 2, "the keys fill several leaves");
+    let (inside_tx, inside_rx) = std::sync::mpsc::channel();
+    let (others_tx, others_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let db = &db;
+        s.spawn(move || {
+            let (first, second) = (key(0), key(1));
+            let mut waited = None;
+            db.process_multi(&[&first, &second], false, &mut |i, _, value| {
+                assert!(value.is_some());
+                if i == 0 {
+                    inside_tx.send(()).unwrap();
+                    waited = Some(others_rx.recv_timeout(std::time::Duration::from_secs(20)).is_ok());
+                }
+                kuradb::dbm::Action::Keep
+            })
+            .unwrap();
+            assert_eq!(waited, Some(true), "the other calls waited for this batch to end");
+        });
+        inside_rx.recv().unwrap();
+        let (far, farther) = (key(390), key(399));
+        assert_eq!(db.get_multi(&[&far, &farther]).unwrap(), vec![Some(vec![b'v'; 20]); 2]);
+        assert!(db.get(&key(200)).unwrap().is_some());
+        db.set(&far, &[b'w'; 20], true).unwrap();
+        others_tx.send(()).unwrap();
+    });
+    assert_eq!(db.get(&key(390)).unwrap(), Some(vec![b'w'; 20]));
+    db.close().unwrap();
+}
+
+/// Readers' batches under the shared hold while a writer makes lone
+/// changes that reshape the tree (tiny pages and cache: splits, merges and
+/// evictions between and during the batches) and another sets pairs of
+/// keys together: every batch sees both keys of a pair alike, each lone
+/// key as absent or as a value the writer wrote, and the untouched keys as
+/// they were; nothing waits for ever; at the end the tree is the writers'
+/// model and the cache within its cap.
+#[test]
+fn shared_batches_with_lone_changes_that_reshape_the_tree() {
+    for (name, spec) in specs() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = common::tree::options(&spec, KeyComparator::Lexical, 256, 4, 48, 31);
+        let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+        let stable = |i: u32| format!("s{i:04}").into_bytes();
+        let lone = |i: u32| format!("l{i:04}").into_bytes();
+        let pair = |i: u32, half: u8| format!("p{i:03}{}", half as char).into_bytes();
+        let lone_value = |i: u32, round: u32| format!("{i:04}:{round:06}{}", "y".repeat(round as usize % 40));
+        for i in 0..200 {
+            db.set(&stable(i), &stable(i), true).unwrap();
+        }
+        let rounds = if spec.direct { 300 } else { 3000u32 };
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let writers_done = std::sync::atomic::AtomicUsize::new(0);
+        let (lone_model, pair_model) = std::thread::scope(|s| {
+            let (db, writers_done) = (&db, &writers_done);
+            let lone_writer = s.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(11);
+                let mut model = BTreeMap::new();
+                for round in 0..rounds {
+                    let i = rng.gen_range(0..150);
+                    if rng.gen_bool(0.4) {
+                        db.remove(&lone(i)).ok();
+                        model.remove(&i);
+                    } else {
+                        db.set(&lone(i), lone_value(i, round).as_bytes(), true).unwrap();
+                        model.insert(i, round);
+                    }
+                }
+                writers_done.fetch_add(1, Ordering::AcqRel);
+                model
+            });
+            let pair_writer = s.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(13);
+                let mut model = BTreeMap::new();
+                for round in 0..rounds / 4 {
+                    let i = rng.gen_range(0..50);
+                    let v = format!("{round:08}").into_bytes();
+                    db.set_multi(&[(&pair(i, b'a'), &v), (&pair(i, b'b'), &v)], true).unwrap();
+                    model.insert(i, round);
+                }
+                writers_done.fetch_add(1, Ordering::AcqRel);
+                model
+            });
+            let readers: Vec<_> = (0..3u64)
+                .map(|seed| {
+                    s.spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(seed);
+                        let mut batches = 0;
+                        while writers_done.load(Ordering::Acquire) < 2 || batches < 200 {
+                            batches += 1;
+                            let mut keys = Vec::new();
+                            for _ in 0..3 {
+                                let i = rng.gen_range(0..50);
+                                keys.extend([pair(i, b'a'), pair(i, b'b'), stable(rng.gen_range(0..200))]);
+                                keys.push(lone(rng.gen_range(0..150)));
+                            }
+                            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                            let got = db.get_multi(&refs).unwrap();
+                            for (t, k) in got.chunks(4).zip(keys.chunks(4)) {
+                                let ([a, b, st, l], [ka, _, ks, kl]) = (t, k) else { unreachable!() };
+                                assert_eq!(a, b, "[{name}] pair {} seen half changed", show(ka));
+                                assert_eq!(st.as_deref(), Some(ks.as_slice()), "[{name}] stable key");
+                                if let Some(v) = l {
+                                    let prefix = format!("{}:", &String::from_utf8_lossy(kl)[1..]);
+                                    assert!(
+                                        v.starts_with(prefix.as_bytes()),
+                                        "[{name}] {} is {}",
+                                        show(kl),
+                                        show(v)
+                                    );
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            // Every call bounds its time: a deadlock fails the test here
+            // rather than hanging it.
+            let watchdog = s.spawn(move || {
+                let finished = done_rx.recv_timeout(std::time::Duration::from_secs(300)).is_ok();
+                if !finished {
+                    eprintln!("[{name}] the batches and the writers did not finish in 300 s");
+                    std::process::abort();
+                }
+            });
+            let models = (lone_writer.join().unwrap(), pair_writer.join().unwrap());
+            readers.into_iter().for_each(|r| r.join().unwrap());
+            done_tx.send(()).unwrap();
+            watchdog.join().unwrap();
+            models
+        });
+        let mut expected: Model = (0..200).map(|i| (stable(i), stable(i))).collect();
+        for (i, round) in lone_model {
+            expected.insert(lone(i), lone_value(i, round).into_bytes());
+        }
+        for (i, round) in pair_model {
+            expected.insert(pair(i, b'a'), format!("{round:08}").into_bytes());
+            expected.insert(pair(i, b'b'), format!("{round:08}").into_bytes());
+        }
+        assert_eq!(common::hash::records(&db).unwrap(), expected, "[{name}]");
+        assert!(inspected(&db, "cached_pages") <= 48, "[{name}] the cache past its cap");
+        db.close().unwrap();
+    }
+}

@@ -27,7 +27,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::cache::Cell;
+use parking_lot::RwLockReadGuard;
+
+use super::cache::{Cell, Found, Slot};
 use super::page::node_key;
 use super::state::Tree;
 use super::MAX_DEPTH;
@@ -53,8 +55,21 @@ struct RunLeaf {
     /// Held from routing to the run's end; `None` if it could not be read
     /// by the batch (the keys load it on their own).
     cell: Option<Arc<Cell>>,
-    /// Read by the batch, not yet used by a key: the first use is the miss.
-    fresh: bool,
+    /// How the next key that uses it counts.
+    next_use: NextUse,
+}
+
+/// How a key's use of its run's leaf counts, so that the hit and miss
+/// counts and the cache's order are those of one lookup per key.
+#[derive(Clone, Copy, PartialEq)]
+enum NextUse {
+    /// Cached before the run, or used by an earlier key: a hit.
+    Hit,
+    /// Read by the batch and not used yet: the miss.
+    Miss,
+    /// Loaded on its own (by [`Tree::load`], which counted it) and not
+    /// used yet.
+    Counted,
 }
 
 /// A run of keys: `leaf_of[j]` indexes `leaves` for the run's j-th key,
@@ -88,12 +103,8 @@ impl Tree {
                 let mut g = |value: Option<&[u8]>| f(i, key, value);
                 let leaf = slot.and_then(|l| run.leaves.get_mut(l)).filter(|_| !reshaped);
                 let unbalanced = match leaf {
-                    Some(RunLeaf { id, cell: Some(cell), fresh }) => {
-                        if std::mem::take(fresh) {
-                            count_node(false);
-                        } else {
-                            self.touch(*id);
-                        }
+                    Some(RunLeaf { id, cell: Some(cell), next_use }) => {
+                        self.count_use(*id, next_use);
                         self.apply_in(cell, key, writable, &mut g)?
                     }
                     _ => self.apply(key, writable, &mut g)?,
@@ -104,17 +115,86 @@ impl Tree {
                 }
             }
             done += run.leaf_of.len();
-            let held: Vec<u64> = run.leaves.iter().map(|l| l.id).collect();
             let failed = run.failed.take();
-            drop(run);
-            // Held nodes may have kept their shards past capacity.
-            let trimmed = self.trim_shards_of(held.into_iter());
+            let trimmed = self.let_go(run);
             if let Some(e) = failed {
                 return Err(e);
             }
             trimmed?;
         }
         Ok(())
+    }
+
+    /// Answers `f` for `keys`, changing nothing, under the tree's shared
+    /// hold, so that the batches of many threads and lone lookups go on
+    /// together and wait for the device together. The call's leaves are
+    /// loaded as a run's are (a leaf another thread is reading is waited
+    /// for, as a lone load waits), then read-locked together, in id order,
+    /// while every key is answered in turn: the call sees its keys at one
+    /// moment, as under the exclusive hold. A lone change takes one leaf's
+    /// lock and a reshaping takes the exclusive hold, so none can wait for
+    /// this call while it waits for them.
+    ///
+    /// Answers false, having answered no key, where the call needs more
+    /// than one run, or a key's leaf could not be routed or loaded: the
+    /// caller then takes the exclusive path ([`Tree::apply_multi`]), which
+    /// answers such a key's error in its turn.
+    pub(super) fn read_multi_shared(&self, keys: &[&[u8]], f: &mut MultiProcessor<'_>) -> Result<bool> {
+        if keys.is_empty() {
+            return Ok(true);
+        }
+        let mut run = self.route(keys);
+        if run.leaf_of.len() < keys.len() || run.leaf_of.contains(&None) {
+            self.let_go(run)?;
+            return Ok(false);
+        }
+        self.read_leaves(&mut run);
+        for l in 0..run.leaves.len() {
+            if run.leaves[l].cell.is_some() || !run.leaf_of.contains(&Some(l)) {
+                continue;
+            }
+            match self.load(run.leaves[l].id) {
+                Ok(cell) => {
+                    run.leaves[l].cell = Some(cell);
+                    run.leaves[l].next_use = NextUse::Counted;
+                }
+                Err(_) => {
+                    self.let_go(run)?;
+                    return Ok(false);
+                }
+            }
+        }
+        let mut order: Vec<usize> =
+            (0..run.leaves.len()).filter(|&l| run.leaf_of.contains(&Some(l))).collect();
+        order.sort_unstable_by_key(|&l| run.leaves[l].id);
+        let mut uses: Vec<NextUse> = run.leaves.iter().map(|l| l.next_use).collect();
+        let answered = {
+            let mut slots: Vec<Option<RwLockReadGuard<'_, Slot>>> = run.leaves.iter().map(|_| None).collect();
+            for l in order {
+                slots[l] = run.leaves[l].cell.as_ref().map(|cell| cell.slot.read());
+            }
+            run.leaf_of.iter().enumerate().try_for_each(|(i, at)| {
+                let l = at.expect("every key of the call was routed");
+                self.count_use(run.leaves[l].id, &mut uses[l]);
+                let slot = slots[l].as_ref().expect("every leaf of the call was loaded");
+                self.answer_read(&slot.node, keys[i], &mut |value| f(i, keys[i], value))
+            })
+        };
+        let failed = run.failed.take();
+        let trimmed = self.let_go(run);
+        answered?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        trimmed.map(|()| true)
+    }
+
+    /// Lets the run's leaves go and trims their shards, which held nodes
+    /// may have kept past capacity.
+    fn let_go(&self, run: Run) -> Result<()> {
+        let held: Vec<u64> = run.leaves.iter().map(|l| l.id).collect();
+        drop(run);
+        self.trim_shards_of(held.into_iter())
     }
 
     /// Routes a run of `keys` from the first: each key's leaf, the cached
@@ -140,7 +220,7 @@ impl Tree {
                     }
                     held[shard] += 1;
                     let cell = self.peek(id);
-                    run.leaves.push(RunLeaf { id, cell, fresh: false });
+                    run.leaves.push(RunLeaf { id, cell, next_use: NextUse::Hit });
                     run.leaves.len() - 1
                 }
             };
@@ -167,21 +247,40 @@ impl Tree {
         Err(self.broken("the tree is deeper than any tree can be".to_string()))
     }
 
+    /// Counts a use of the run's leaf `id` as `next_use` says, which then
+    /// says a hit.
+    fn count_use(&self, id: u64, next_use: &mut NextUse) {
+        match std::mem::replace(next_use, NextUse::Hit) {
+            NextUse::Hit => self.touch(id),
+            NextUse::Miss => count_node(false),
+            NextUse::Counted => {}
+        }
+    }
+
     /// Reads the run's leaves that are not cached, together, and caches
-    /// those that decode.
+    /// those that decode. A leaf another thread is reading meanwhile (under
+    /// the shared hold) is left to its keys, which wait for that read.
     fn read_leaves(&self, run: &mut Run) {
         let missing: Vec<usize> = (0..run.leaves.len()).filter(|&l| run.leaves[l].cell.is_none()).collect();
-        if missing.is_empty() {
+        let mut claims = Vec::with_capacity(missing.len());
+        for l in missing {
+            match self.peek_or_claim(run.leaves[l].id) {
+                Found::Cached(cell) => run.leaves[l].cell = Some(cell),
+                Found::Claimed(claim) => claims.push((l, claim)),
+                Found::Loading => {}
+            }
+        }
+        if claims.is_empty() {
             return;
         }
-        let ids: Vec<u64> = missing.iter().map(|&l| run.leaves[l].id).collect();
+        let ids: Vec<u64> = claims.iter().map(|(l, _)| run.leaves[*l].id).collect();
         let Ok(nodes) = self.read_nodes(&ids) else { return };
-        for (l, node) in missing.into_iter().zip(nodes) {
+        for ((l, mut claim), node) in claims.into_iter().zip(nodes) {
             let Some(node) = node else { continue };
-            match self.cache_loaded(run.leaves[l].id, node) {
+            match self.cache_claimed(&mut claim, node) {
                 Ok(cell) => {
                     run.leaves[l].cell = Some(cell);
-                    run.leaves[l].fresh = true;
+                    run.leaves[l].next_use = NextUse::Miss;
                 }
                 Err(e) => {
                     let first = run.leaf_of.iter().position(|&at| at == Some(l));

@@ -183,9 +183,21 @@ impl NodeCache {
     }
 }
 
+/// What [`Tree::peek_or_claim`] finds of a node.
+pub(super) enum Found<'c> {
+    /// Cached: its cell, not counted and its order unchanged, as
+    /// [`Tree::peek`] leaves it.
+    Cached(Arc<Cell>),
+    /// Not cached, and now claimed for the caller to read, as [`Tree::load`]
+    /// claims a node it reads.
+    Claimed(Claim<'c>),
+    /// Another thread is reading it.
+    Loading,
+}
+
 /// A thread's mark on a node it loads: on drop, however the load ended,
 /// the node is no longer marked loading and its waiters wake.
-struct Claim<'c> {
+pub(super) struct Claim<'c> {
     lock: &'c ShardLock,
     id: u64,
     /// Still on the shard's loading list.
@@ -237,14 +249,29 @@ impl Tree {
         count_node(true);
     }
 
-    /// Caches node `id`, just read from the store (by a batch) and not
-    /// cached, and evicts as a load does. The caller holds the tree
-    /// exclusively, so no load of the node runs meanwhile.
-    pub(super) fn cache_loaded(&self, id: u64, node: Node) -> Result<Arc<Cell>> {
+    /// What a batch finds of node `id` before it reads the store. Under
+    /// the shared hold a lone load may claim a node between a batch's
+    /// routing and its read; claiming keeps the two from caching it twice.
+    pub(super) fn peek_or_claim(&self, id: u64) -> Found<'_> {
+        let lock = self.cache.shard(id);
+        let mut shard = lock.lock();
+        if let Some((_, cell)) = shard.get(id) {
+            return Found::Cached(cell.clone());
+        }
+        if shard.loading.contains(&id) {
+            return Found::Loading;
+        }
+        shard.loading.push(id);
+        Found::Claimed(Claim { lock, id, listed: true })
+    }
+
+    /// Caches `node`, just read from the store for `claim`, and evicts as a
+    /// load does. Dropping the claim afterwards wakes the node's waiters.
+    pub(super) fn cache_claimed(&self, claim: &mut Claim<'_>, node: Node) -> Result<Arc<Cell>> {
         let cell = self.cache.cell(node, false);
-        let mut shard = self.cache.shard(id).lock();
-        debug_assert!(shard.get(id).is_none() && !shard.loading.contains(&id));
-        shard.put(id, cell.clone());
+        let mut shard = claim.lock.lock();
+        claim.unlist(&mut shard);
+        shard.put(claim.id, cell.clone());
         self.evict(&mut shard)?;
         Ok(cell)
     }

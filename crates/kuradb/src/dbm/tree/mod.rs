@@ -230,6 +230,12 @@ impl Dbm for TreeDbm {
     }
 
     fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+        // Reads go under the shared hold where they can (see
+        // `read_multi_shared`), so that threads' batches wait for the device
+        // together rather than in turn.
+        if !writable && self.shared()?.read_multi_shared(keys, f)? {
+            return Ok(());
+        }
         // Exclusive: atomic over the keys, and free to rebalance between them.
         self.exclusive(|t| {
             if writable && !t.writable {

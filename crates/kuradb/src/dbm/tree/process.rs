@@ -75,15 +75,7 @@ impl Tree {
         f: &mut Processor<'_>,
     ) -> Result<bool> {
         if !writable {
-            let slot = cell.slot.read();
-            let Node::Leaf(leaf) = &slot.node else {
-                return Err(self.broken("a leaf is an inner node".into()));
-            };
-            let found = leaf.find_in(key, self.cmp);
-            return match f(found.ok().map(|i| leaf.record(i).1)) {
-                Action::Keep => Ok(false),
-                _ => Err(asked_to_change()),
-            };
+            return self.answer_read(&cell.slot.read().node, key, f).map(|()| false);
         }
         let mut guard = cell.slot.write();
         let slot = &mut *guard;
@@ -103,6 +95,19 @@ impl Tree {
         let unbalanced = self.unbalanced(leaf);
         slot.changed();
         Ok(unbalanced)
+    }
+
+    /// `f`'s answer for `key` in `node`, the leaf where it belongs, where
+    /// the answer may not change it.
+    pub(super) fn answer_read(&self, node: &Node, key: &[u8], f: &mut Processor<'_>) -> Result<()> {
+        let Node::Leaf(leaf) = node else {
+            return Err(self.broken("a leaf is an inner node".into()));
+        };
+        let found = leaf.find_in(key, self.cmp);
+        match f(found.ok().map(|i| leaf.record(i).1)) {
+            Action::Keep => Ok(()),
+            _ => Err(asked_to_change()),
+        }
     }
 
     /// Carries out `f`'s answer for every record, first to last. The caller
