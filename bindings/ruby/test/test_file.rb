@@ -146,7 +146,9 @@ class TestFile < Test::Unit::TestCase
     dest = Tkrzw::DBM.new
     dest.open(path("as-dest.tkt"), true).or_die
     adb = Tkrzw::AsyncDBM.new(dbm, 2)
-    5.times { |i| adb.set(i, i * 10) }
+    # The pool's two workers run tasks in any order: the sets are waited
+    # for, so that the copy below is sure to see all five.
+    5.times.map { |i| adb.set(i, i * 10) }.each { |future| future.get.or_die }
     adb.copy_file_data(path("copy.tkh")).get.or_die
     adb.export(dest).get.or_die
     file = Tkrzw::File.new
