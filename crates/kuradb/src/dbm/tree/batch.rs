@@ -164,10 +164,15 @@ impl Tree {
                 }
             }
         }
+        // Counted in the keys' order before the leaves are locked, so that
+        // no shard lock is taken while they are held.
+        for at in &run.leaf_of {
+            let leaf = &mut run.leaves[at.expect("every key of the call was routed")];
+            self.count_use(leaf.id, &mut leaf.next_use);
+        }
         let mut order: Vec<usize> =
             (0..run.leaves.len()).filter(|&l| run.leaf_of.contains(&Some(l))).collect();
         order.sort_unstable_by_key(|&l| run.leaves[l].id);
-        let mut uses: Vec<NextUse> = run.leaves.iter().map(|l| l.next_use).collect();
         let answered = {
             let mut slots: Vec<Option<RwLockReadGuard<'_, Slot>>> = run.leaves.iter().map(|_| None).collect();
             for l in order {
@@ -175,7 +180,6 @@ impl Tree {
             }
             run.leaf_of.iter().enumerate().try_for_each(|(i, at)| {
                 let l = at.expect("every key of the call was routed");
-                self.count_use(run.leaves[l].id, &mut uses[l]);
                 let slot = slots[l].as_ref().expect("every leaf of the call was loaded");
                 self.answer_read(&slot.node, keys[i], &mut |value| f(i, keys[i], value))
             })
