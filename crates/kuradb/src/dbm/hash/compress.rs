@@ -82,7 +82,7 @@ impl Compression {
             dictionaries,
             dictionary: OnceLock::new(),
             sampling: AtomicBool::new(dictionaries),
-            sample: Mutex::new(Sample::default()),
+            sample: Mutex::new(Sample::new(mode)),
         })
     }
 
@@ -122,7 +122,7 @@ impl Compression {
         if !sample.add(value) || !self.sampling.swap(false, Ordering::AcqRel) {
             return None;
         }
-        Some(std::mem::take(&mut *sample))
+        Some(std::mem::replace(&mut *sample, Sample::new(self.mode)))
     }
 
     /// The stored form of `value`, owned.

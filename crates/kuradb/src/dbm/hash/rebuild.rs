@@ -188,7 +188,7 @@ impl State {
         if !mode.is_on() {
             return Ok(None);
         }
-        let mut sample = Sample::default();
+        let mut sample = Sample::new(mode);
         // The sample is the first records in bucket order, which is the
         // order of the keys' hashes: as good as a random choice.
         let sampled = self.for_each(|_, v| match sample.add(v) {

@@ -260,4 +260,38 @@ mod tests {
             assert_eq!(db.get(format!("k{i}").as_bytes()).unwrap(), Some(value(i)));
         }
     }
+
+    /// Each mode trains once its own sample is full: lz4 and zlib, which
+    /// keep a few KiB of a dictionary, after a quarter of what zstd waits
+    /// for, so fewer of a new file's values go without one.
+    #[test]
+    fn lz4_and_zlib_train_from_a_quarter_of_zstds_sample() {
+        use super::super::dictionary::{PRESET_TRAIN_BYTES, TRAIN_BYTES};
+        let dir = tempfile::tempdir().unwrap();
+        for mode in [RecordCompMode::Lz4, RecordCompMode::Zlib, RecordCompMode::Zstd] {
+            let path = dir.path().join(format!("{mode}.kh"));
+            let options = HashOptions { record_comp_mode: mode, ..Default::default() };
+            let db = HashDbm::open(&path, true, &options).unwrap();
+            let mut written = 0;
+            let mut i = 0;
+            // Just past the preset sample (each value is some 1.6 KiB).
+            while written < PRESET_TRAIN_BYTES + 4096 {
+                let v = value(i);
+                written += v.len();
+                db.set(format!("k{i}").as_bytes(), &v, true).unwrap();
+                i += 1;
+            }
+            assert_eq!(has_dictionary(&db), mode != RecordCompMode::Zstd, "{mode} after {written} bytes");
+            while written < TRAIN_BYTES + 4096 {
+                let v = value(i);
+                written += v.len();
+                db.set(format!("k{i}").as_bytes(), &v, true).unwrap();
+                i += 1;
+            }
+            assert!(has_dictionary(&db), "{mode} after {written} bytes");
+            for j in (0..i).step_by(11) {
+                assert_eq!(db.get(format!("k{j}").as_bytes()).unwrap(), Some(value(j)), "{mode} k{j}");
+            }
+        }
+    }
 }
