@@ -1,5 +1,5 @@
 //! The natives of the reference's `Index` and `IndexIterator`: kuradb's
-//! [`FileIndex`] for a path, [`MemIndex`] for an empty one.
+//! [`AnyIndex`], a file index for a path, a memory one for an empty path.
 //!
 //! An iterator keeps its position in Java, as the pair it is at: each move
 //! makes a short-lived cursor, jumps to that pair and steps from there (as
@@ -8,88 +8,47 @@
 
 use jni::objects::{JByteArray, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
-use kuradb::index::{FileIndex, Index, MemIndex};
-use kuradb::{ErrorKind, KeyComparator, Params};
+use kuradb::index::AnyIndex;
+use kuradb::ErrorKind;
 
 use crate::convert::{bytes, new_byte_arrays, opt_bytes, params, string};
 use crate::handle::{free, object};
 use crate::shared::{unshared, Shared};
 use crate::throw::{check, fail, native};
 
-/// An open index, in a file or in memory.
-pub enum IndexObject {
-    /// A tree file (boxed: several times the size of a memory index).
-    File(Box<FileIndex>),
-    /// A tree in memory.
-    Mem(MemIndex),
-}
+type IndexHandle = Shared<AnyIndex>;
 
-type IndexHandle = Shared<IndexObject>;
-
-impl IndexObject {
-    /// Opens the index at `path`, or one in memory for an empty path, whose
-    /// only parameter is `key_comparator` (file-opening flags are ignored).
-    fn open(path: &str, writable: bool, params: &Params) -> kuradb::Result<IndexObject> {
-        if !path.is_empty() {
-            return Ok(IndexObject::File(Box::new(FileIndex::open(path, writable, params)?)));
-        }
-        let mut cmp = KeyComparator::PairLexical;
-        for (name, value) in params.iter() {
-            match name {
-                "key_comparator" => cmp = KeyComparator::from_name(value)?,
-                "truncate" | "no_wait" | "no_lock" | "no_create" => {}
-                _ => {
-                    return Err(kuradb::Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!("an index in memory takes key_comparator only, not {name}"),
-                    ))
-                }
+/// Moves a fresh cursor of `index` as `step` says and answers the pair it
+/// is at.
+fn move_cursor(
+    index: &AnyIndex,
+    step: jint,
+    at: Option<(&[u8], &[u8])>,
+) -> kuradb::Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut cursor = index.index().cursor()?;
+    match (step, at) {
+        (STEP_FIRST, _) => cursor.first()?,
+        (STEP_LAST, _) => cursor.last()?,
+        (STEP_JUMP, Some((k, v))) => cursor.jump(k, Some(v))?,
+        (STEP_NEXT, Some((k, v))) => {
+            cursor.jump(k, Some(v))?;
+            // At the pair itself, step past it; at a later one (the pair
+            // was removed meanwhile), that one is the next.
+            if cursor.get()?.is_some_and(|(ck, cv)| ck == k && cv == v) {
+                cursor.next()?;
             }
         }
-        Ok(IndexObject::Mem(MemIndex::with_comparator(cmp)?))
-    }
-
-    fn index(&self) -> &dyn Index<Key = [u8], Value = [u8]> {
-        match self {
-            IndexObject::File(i) => &**i,
-            IndexObject::Mem(i) => i,
-        }
-    }
-
-    fn close(self) -> kuradb::Result<()> {
-        match self {
-            IndexObject::File(i) => i.close(),
-            IndexObject::Mem(_) => Ok(()),
-        }
-    }
-
-    /// Moves a fresh cursor as `step` says and answers the pair it is at.
-    fn step(&self, step: jint, at: Option<(&[u8], &[u8])>) -> kuradb::Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let mut cursor = self.index().cursor()?;
-        match (step, at) {
-            (STEP_FIRST, _) => cursor.first()?,
-            (STEP_LAST, _) => cursor.last()?,
-            (STEP_JUMP, Some((k, v))) => cursor.jump(k, Some(v))?,
-            (STEP_NEXT, Some((k, v))) => {
-                cursor.jump(k, Some(v))?;
-                // At the pair itself, step past it; at a later one (the pair
-                // was removed meanwhile), that one is the next.
-                if cursor.get()?.is_some_and(|(ck, cv)| ck == k && cv == v) {
-                    cursor.next()?;
-                }
+        (STEP_PREVIOUS, Some((k, v))) => {
+            cursor.jump(k, Some(v))?;
+            if cursor.get()?.is_some() {
+                cursor.previous()?;
+            } else {
+                cursor.last()?;
             }
-            (STEP_PREVIOUS, Some((k, v))) => {
-                cursor.jump(k, Some(v))?;
-                if cursor.get()?.is_some() {
-                    cursor.previous()?;
-                } else {
-                    cursor.last()?;
-                }
-            }
-            _ => return Ok(None),
         }
-        cursor.get()
+        _ => return Ok(None),
     }
+    cursor.get()
 }
 
 /// The steps of `indexStep`, as `tkrzw.IndexIterator` numbers them.
@@ -104,7 +63,7 @@ native! {
     fn Java_io_kuradb_Native_indexOpen(env, path: JString<'l>, writable: jboolean, pairs: JObjectArray<'l, JString<'l>>) -> jlong {
         let path = string(env, &path, "the path")?;
         let params = params(env, &pairs)?;
-        let index = check(env, IndexObject::open(&path, writable, &params))?;
+        let index = check(env, AnyIndex::open(&path, writable, &params))?;
         Ok(Shared::into_handle(index, "index"))
     }
 }
@@ -114,7 +73,7 @@ native! {
     fn Java_io_kuradb_Native_indexClose(env, handle: jlong) -> () {
         let shared: &IndexHandle = object(env, handle)?;
         let Some(index) = shared.take() else { return Ok(()) };
-        let closed = unshared(index, shared.what()).and_then(IndexObject::close);
+        let closed = unshared(index, shared.what()).and_then(AnyIndex::close);
         check(env, closed)
     }
 }
@@ -175,10 +134,9 @@ native! {
 native! {
     /// The index file's path ("" in memory).
     fn Java_io_kuradb_Native_indexPath(env, handle: jlong) -> JString<'l> {
-        let path = object::<IndexHandle>(env, handle)?.with(env, |_, i| Ok(match i.as_ref() {
-            IndexObject::File(f) => f.path().to_string_lossy().into_owned(),
-            IndexObject::Mem(_) => String::new(),
-        }))?;
+        let path = object::<IndexHandle>(env, handle)?.with(env, |_, i| {
+            Ok(i.path().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default())
+        })?;
         env.new_string(path)
     }
 }
@@ -193,30 +151,21 @@ native! {
 native! {
     /// Rewrites the index compactly.
     fn Java_io_kuradb_Native_indexRebuild(env, handle: jlong) -> () {
-        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, match i.as_ref() {
-            IndexObject::File(f) => f.rebuild(),
-            IndexObject::Mem(m) => m.rebuild(),
-        }))
+        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, i.rebuild()))
     }
 }
 
 native! {
     /// Makes the changes reach the OS (`hard`: the device); nothing in memory.
     fn Java_io_kuradb_Native_indexSynchronize(env, handle: jlong, hard: jboolean) -> () {
-        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, match i.as_ref() {
-            IndexObject::File(f) => f.synchronize(hard),
-            IndexObject::Mem(_) => Ok(()),
-        }))
+        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, i.synchronize(hard)))
     }
 }
 
 native! {
     /// Whether the index takes changes (one in memory always does).
     fn Java_io_kuradb_Native_indexIsWritable(env, handle: jlong) -> jboolean {
-        object::<IndexHandle>(env, handle)?.with(env, |_, i| Ok(match i.as_ref() {
-            IndexObject::File(f) => f.is_writable(),
-            IndexObject::Mem(_) => true,
-        }))
+        object::<IndexHandle>(env, handle)?.with(env, |_, i| Ok(i.is_writable()))
     }
 }
 
@@ -231,7 +180,7 @@ native! {
             return fail(env, ErrorKind::InvalidArgument, "this step needs the pair the iterator is at");
         }
         let at = key.as_deref().zip(value.as_deref());
-        let pair = object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, i.step(step, at)))?;
+        let pair = object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, move_cursor(i, step, at)))?;
         match pair {
             Some((k, v)) => new_byte_arrays(env, [Some(k.as_slice()), Some(v.as_slice())].into_iter()),
             None => Ok(JObjectArray::default()),

@@ -7,7 +7,6 @@
 //! added or removed meanwhile never invalidate it, and it holds only a
 //! weak reference to the index, which closes whatever iterators remain.
 
-use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -15,33 +14,13 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-use kuradb::index::{FileIndex, Index, IndexCursor, MemIndex};
-use kuradb::{ErrorKind, KeyComparator, Params};
+use kuradb::index::{AnyIndex, IndexCursor};
+use kuradb::ErrorKind;
 
 use crate::convert::{bytes_of, params_of, FsPath};
 use crate::error::to_py;
 
 type Pair = (Vec<u8>, Vec<u8>);
-
-/// The open index, file or memory.
-enum Open {
-    // Boxed: a file index is several times the size of a memory index.
-    File(Box<FileIndex>),
-    Mem(MemIndex),
-}
-
-impl Open {
-    fn index(&self) -> &dyn Index<Key = [u8], Value = [u8]> {
-        match self {
-            Open::File(i) => &**i,
-            Open::Mem(i) => i,
-        }
-    }
-
-    fn cursor(&self) -> kuradb::Result<Box<dyn IndexCursor<[u8], [u8]> + '_>> {
-        self.index().cursor()
-    }
-}
 
 fn closed() -> kuradb::Error {
     kuradb::Error::new(ErrorKind::Infeasible, "the index is not open")
@@ -57,19 +36,19 @@ fn closed() -> kuradb::Error {
 /// counts them, iterating yields every pair in order; ``with`` closes it.
 #[pyclass(name = "Index", module = "kuradb", frozen)]
 pub struct PyIndex {
-    open: RwLock<Option<Arc<Open>>>,
+    open: RwLock<Option<Arc<AnyIndex>>>,
     writable: bool,
 }
 
 impl PyIndex {
-    fn shared(&self) -> kuradb::Result<Arc<Open>> {
+    fn shared(&self) -> kuradb::Result<Arc<AnyIndex>> {
         self.open.read().as_ref().map(Arc::clone).ok_or_else(closed)
     }
 
     fn with<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&Open) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&AnyIndex) -> kuradb::Result<R> + Send,
     ) -> PyResult<R> {
         let open = self.shared().map_err(to_py)?;
         py.allow_threads(|| f(&open)).map_err(to_py)
@@ -79,27 +58,6 @@ impl PyIndex {
         let open = self.shared().map_err(to_py)?;
         Ok(PyIndexIterator { index: Arc::downgrade(&open), at: Mutex::new(Position::Unset) })
     }
-}
-
-fn open_index(path: &Path, writable: bool, params: &Params) -> kuradb::Result<Open> {
-    if !path.as_os_str().is_empty() {
-        return Ok(Open::File(Box::new(FileIndex::open(path, writable, params)?)));
-    }
-    let mut cmp = KeyComparator::PairLexical;
-    for (name, value) in params.iter() {
-        match name {
-            "key_comparator" => cmp = KeyComparator::from_name(value)?,
-            // A file's opening flags mean nothing to an index in memory.
-            "truncate" | "no_wait" | "no_lock" | "no_create" | "sync_hard" => {}
-            _ => {
-                return Err(kuradb::Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("an index in memory takes key_comparator only, not {name}"),
-                ))
-            }
-        }
-    }
-    Ok(Open::Mem(MemIndex::with_comparator(cmp)?))
 }
 
 #[pymethods]
@@ -114,7 +72,7 @@ impl PyIndex {
     ) -> PyResult<PyIndex> {
         let params = params_of(params)?;
         let path = path.map(|p| p.0).unwrap_or_default();
-        let open = py.allow_threads(|| open_index(&path, writable, &params)).map_err(to_py)?;
+        let open = py.allow_threads(|| AnyIndex::open(&path, writable, &params)).map_err(to_py)?;
         Ok(PyIndex { open: RwLock::new(Some(Arc::new(open))), writable })
     }
 
@@ -179,20 +137,14 @@ impl PyIndex {
 
     /// Rewrites the index compactly.
     fn rebuild(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |o| match o {
-            Open::File(i) => i.rebuild(),
-            Open::Mem(i) => i.rebuild(),
-        })
+        self.with(py, |o| o.rebuild())
     }
 
     /// Makes every change reach the OS (or the device, if ``hard``); an
     /// index in memory has nothing to write.
     #[pyo3(signature = (hard = false))]
     fn synchronize(&self, py: Python<'_>, hard: bool) -> PyResult<()> {
-        self.with(py, |o| match o {
-            Open::File(i) => i.synchronize(hard),
-            Open::Mem(_) => Ok(()),
-        })
+        self.with(py, |o| o.synchronize(hard))
     }
 
     /// Whether the index is open.
@@ -207,15 +159,12 @@ impl PyIndex {
 
     /// Whether the index lives in memory (it was opened with an empty path).
     fn is_in_memory(&self) -> PyResult<bool> {
-        Ok(matches!(*self.shared().map_err(to_py)?, Open::Mem(_)))
+        Ok(matches!(*self.shared().map_err(to_py)?, AnyIndex::Mem(_)))
     }
 
     /// The path of the index file ("" for an index in memory).
     fn path(&self) -> PyResult<String> {
-        Ok(match &*self.shared().map_err(to_py)? {
-            Open::File(i) => i.path().display().to_string(),
-            Open::Mem(_) => String::new(),
-        })
+        Ok(self.shared().map_err(to_py)?.path().map(|p| p.display().to_string()).unwrap_or_default())
     }
 
     /// Writes everything back and closes the index; its iterators stop.
@@ -225,8 +174,7 @@ impl PyIndex {
             // An iterator holds the index only for the moment of a move.
             loop {
                 match Arc::try_unwrap(open) {
-                    Ok(Open::File(index)) => return index.close(),
-                    Ok(Open::Mem(_)) => return Ok(()),
+                    Ok(index) => return index.close(),
                     Err(shared) => {
                         open = shared;
                         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -288,7 +236,7 @@ enum Position {
 /// yields ``(key, value)`` pairs from its position on.
 #[pyclass(name = "IndexIterator", module = "kuradb", frozen)]
 pub struct PyIndexIterator {
-    index: Weak<Open>,
+    index: Weak<AnyIndex>,
     at: Mutex<Position>,
 }
 
@@ -304,7 +252,7 @@ impl PyIndexIterator {
         let index = self.index.upgrade().ok_or_else(closed).map_err(to_py)?;
         py.allow_threads(|| {
             let mut at = self.at.lock();
-            let mut cursor = index.cursor()?;
+            let mut cursor = index.index().cursor()?;
             let found = if f(&at, cursor.as_mut())? { cursor.get()? } else { None };
             *at = found.clone().map_or(Position::Nowhere, Position::At);
             Ok(found)

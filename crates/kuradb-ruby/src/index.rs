@@ -7,7 +7,7 @@
 //! index keeps a weak reference to every cursor and empties them when it
 //! closes, so no cursor outlives an open index.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -17,55 +17,16 @@ use magnus::{function, method, Error, RArray, RModule, RString, Ruby};
 use parking_lot::{Mutex, RwLock};
 use self_cell::self_cell;
 
-use kuradb::index::{FileIndex, Index, IndexCursor, MemIndex};
-use kuradb::{ErrorKind, KeyComparator, Params};
+use kuradb::index::{AnyIndex, Index, IndexCursor};
+use kuradb::{ErrorKind, Params};
 
 use crate::convert::{bytes, opt_bytes, string};
 use crate::error::to_rb;
 use crate::handle;
 use crate::nogvl::released_if;
 
-/// The open index, in a file or in memory.
-enum Open {
-    // Boxed: a file index is several times the size of a memory index.
-    File(Box<FileIndex>),
-    Mem(MemIndex),
-}
-
-impl Open {
-    fn index(&self) -> &dyn Index<Key = [u8], Value = [u8]> {
-        match self {
-            Open::File(i) => &**i,
-            Open::Mem(i) => i,
-        }
-    }
-}
-
 fn closed() -> kuradb::Error {
     kuradb::Error::new(ErrorKind::Infeasible, "the index is not open")
-}
-
-/// Opens the index at `path`, or one in memory if `path` is empty (which
-/// takes only `key_comparator` of the parameters; the flags of opening a
-/// file mean nothing to it and are let through).
-fn open_index(path: &PathBuf, writable: bool, params: &Params) -> kuradb::Result<Open> {
-    if !path.as_os_str().is_empty() {
-        return Ok(Open::File(Box::new(FileIndex::open(path, writable, params)?)));
-    }
-    let mut cmp = KeyComparator::PairLexical;
-    for (name, value) in params.iter() {
-        match name {
-            "key_comparator" => cmp = KeyComparator::from_name(value)?,
-            "truncate" | "no_wait" | "no_lock" | "no_create" | "sync_hard" => {}
-            _ => {
-                return Err(kuradb::Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("an index in memory takes key_comparator only, not {name}"),
-                ))
-            }
-        }
-    }
-    Ok(Open::Mem(MemIndex::with_comparator(cmp)?))
 }
 
 type BoxedCursor<'a> = Box<dyn IndexCursor<[u8], [u8]> + 'a>;
@@ -73,7 +34,7 @@ type BoxedCursor<'a> = Box<dyn IndexCursor<[u8], [u8]> + 'a>;
 self_cell!(
     /// A cursor and the index it borrows.
     struct LiveCursor {
-        owner: Arc<Open>,
+        owner: Arc<AnyIndex>,
         #[not_covariant]
         dependent: BoxedCursor,
     }
@@ -85,7 +46,7 @@ type CursorSlot = Mutex<Option<LiveCursor>>;
 /// A secondary index: (key, value) pairs, many values to a key, in order.
 #[magnus::wrap(class = "Kuradb::Index", free_immediately, size)]
 pub struct RbIndex {
-    open: RwLock<Option<Arc<Open>>>,
+    open: RwLock<Option<Arc<AnyIndex>>>,
     cursors: Mutex<Vec<Weak<CursorSlot>>>,
     writable: AtomicBool,
     concurrent: AtomicBool,
@@ -147,13 +108,12 @@ impl RbIndex {
         // Opened before the lock is taken: a thread holding it must never
         // wait for the VM lock, which another thread may hold while it
         // waits for this lock.
-        let open = released_if(concurrent, || open_index(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
+        let open =
+            released_if(concurrent, || AnyIndex::open(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
             drop(slot);
-            if let Open::File(index) = open {
-                let _ = index.close();
-            }
+            let _ = open.close();
             return Err(to_rb(ruby, already()));
         }
         *slot = Some(Arc::new(open));
@@ -173,10 +133,7 @@ impl RbIndex {
             }
         }
         match Arc::try_unwrap(open) {
-            Ok(Open::File(index)) => {
-                released_if(concurrent, move || index.close()).map_err(|e| to_rb(ruby, e))
-            }
-            Ok(Open::Mem(_)) => Ok(()),
+            Ok(index) => released_if(concurrent, move || index.close()).map_err(|e| to_rb(ruby, e)),
             // Only a call of another thread holds a handle, for a moment.
             Err(open) => {
                 *rb_self.open.write() = Some(open);
@@ -230,32 +187,22 @@ impl RbIndex {
     fn with_open<R: Send>(
         &self,
         ruby: &Ruby,
-        f: impl FnOnce(&Open) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&AnyIndex) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         handle::call(ruby, &self.open, self.concurrent.load(Ordering::Relaxed), closed, f)
     }
 
     fn rebuild(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        rb_self.with_open(ruby, |open| match open {
-            Open::File(i) => i.rebuild(),
-            Open::Mem(i) => i.rebuild(),
-        })
+        rb_self.with_open(ruby, |open| open.rebuild())
     }
 
     fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
-        rb_self.with_open(ruby, |open| match open {
-            Open::File(i) => i.synchronize(hard),
-            // Nothing of a memory index is anywhere else.
-            Open::Mem(_) => Ok(()),
-        })
+        rb_self.with_open(ruby, |open| open.synchronize(hard))
     }
 
     /// The index file's path, or nil for an index in memory.
     fn path(ruby: &Ruby, rb_self: &Self) -> Result<Option<PathBuf>, Error> {
-        rb_self.with_open(ruby, |open| match open {
-            Open::File(i) => Ok(Some(i.path().to_path_buf())),
-            Open::Mem(_) => Ok(None),
-        })
+        rb_self.with_open(ruby, |open| Ok(open.path().map(Path::to_path_buf)))
     }
 
     fn cursor(ruby: &Ruby, rb_self: &Self) -> Result<RbIndexCursor, Error> {

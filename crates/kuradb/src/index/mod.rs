@@ -16,6 +16,9 @@
 //! - [`StdIndex`]: typed pairs (`K`, `V` any `Ord` types) in a `BTreeMap`
 //!   of keys to their values, behind a reader-writer lock; no encoding at all.
 //!
+//! [`AnyIndex`] is a [`FileIndex`] or a [`MemIndex`], chosen by the path it
+//! is opened with (empty: memory), as the bindings' `Index` classes open them.
+//!
 //! Every operation is thread-safe. A cursor keeps its position as a pair,
 //! not as a place in memory, so pairs added or removed meanwhile never
 //! invalidate it.
@@ -35,6 +38,7 @@
 //! # }
 //! ```
 
+mod any;
 mod cursor;
 mod file;
 mod mem;
@@ -42,6 +46,7 @@ mod pairs;
 mod std_index;
 mod values;
 
+pub use any::AnyIndex;
 pub use cursor::{IndexCursor, PairCursor};
 pub use file::FileIndex;
 pub use mem::MemIndex;
