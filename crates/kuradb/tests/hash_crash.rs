@@ -20,7 +20,7 @@ use std::path::Path;
 
 use common::crash::{self, Crash};
 use common::hash::{self as h, show, show_opt, Model};
-use kuradb::dbm::hash::{HashDbm, HashOptions, RestoreMode, UpdateMode};
+use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode, RestoreMode, UpdateMode};
 use kuradb::dbm::Dbm;
 use kuradb::file::{FileKind, FileSpec};
 use rand::rngs::SmallRng;
@@ -29,7 +29,7 @@ use rand::{Rng, SeedableRng};
 /// Set to reproduce a run: the seed of the plan and of the kill delays.
 const ENV_REPLAY: &str = "KURADB_CRASH_SEED";
 
-/// Kills per configuration; four configurations make 36 per run.
+/// Kills per configuration; six configurations make 54 per run.
 const KILLS: usize = 9;
 /// Keys the writer touches; few, so that most writes overwrite.
 const KEYS: usize = 48;
@@ -53,7 +53,7 @@ fn config(index: usize) -> (&'static str, HashOptions) {
                 .align_pow(9)
                 .cache_buckets(true),
         ),
-        _ => (
+        3 => (
             "pos-para block 4096 padding, in-place, unaligned",
             base(FileKind::PositionalParallel)
                 .file(common::spec(FileKind::PositionalParallel, |s| {
@@ -61,6 +61,19 @@ fn config(index: usize) -> (&'static str, HashOptions) {
                     s.padding = true;
                 }))
                 .align_pow(0),
+        ),
+        // The values are compressible (a repeated byte pattern), so records
+        // are stored compressed, and the rebuilds of the plan train a
+        // dictionary, written as a record of its own, from the live values.
+        4 => {
+            ("mmap-para zstd, in-place", base(FileKind::MmapParallel).record_comp_mode(RecordCompMode::Zstd))
+        }
+        _ => (
+            "pos-para lz4 and encrypted, appending",
+            base(FileKind::PositionalParallel)
+                .record_comp_mode(RecordCompMode::Lz4)
+                .cipher_key("crash test key")
+                .update_mode(UpdateMode::Appending),
         ),
     }
 }
@@ -140,7 +153,7 @@ impl Crash for HashCrash {
     const REPLAY: &'static str = ENV_REPLAY;
     const FILE: &'static str = "crash.kh";
     const KILLS: usize = KILLS;
-    const CONFIGS: usize = 4;
+    const CONFIGS: usize = 6;
     const DELAY_MS: RangeInclusive<u64> = 5..=200;
 
     fn config(index: usize) -> HashCrash {
@@ -270,4 +283,18 @@ fn killed_in_place_writer_on_block_io_with_caches() {
 #[test]
 fn killed_in_place_writer_on_block_io_with_padding() {
     crash::kill_and_check::<HashCrash>(3);
+}
+
+/// Killed in-place writers of zstd-compressed values, whose rebuilds write
+/// dictionaries, lose nothing synchronized.
+#[test]
+fn killed_in_place_writer_of_compressed_values() {
+    crash::kill_and_check::<HashCrash>(4);
+}
+
+/// Killed appending writers of lz4-compressed, encrypted values lose nothing
+/// synchronized.
+#[test]
+fn killed_appending_writer_of_encrypted_values() {
+    crash::kill_and_check::<HashCrash>(5);
 }

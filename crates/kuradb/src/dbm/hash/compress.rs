@@ -66,7 +66,8 @@ pub(super) struct Compression {
     /// Set once: at open from the file, at training, or by a rebuild or
     /// restore carrying one over.
     dictionary: OnceLock<Dictionary>,
-    /// Whether values are still sampled for a dictionary (zstd, none yet).
+    /// Whether values are still sampled for a dictionary (the file may hold
+    /// one and has none yet).
     sampling: AtomicBool,
     sample: Mutex<Sample>,
 }
