@@ -62,11 +62,12 @@ fn config(index: usize) -> (&'static str, HashOptions) {
                 }))
                 .align_pow(0),
         ),
-        // Alone the values barely compress (their byte run repeats only
-        // past 256 bytes), so they are stored raw, flagged, until one of the
-        // plan's rebuilds trains a dictionary from the live values (a record
-        // of its own), with which they shrink to about a tenth: both stored
-        // forms and the dictionary record go through the kills.
+        // The two compressed set-ups (this and the next): alone the values
+        // barely compress (their byte run repeats only past 256 bytes), so
+        // they are stored raw, flagged, until one of the plan's rebuilds
+        // trains a dictionary from the live values (a record of its own),
+        // with which they shrink to about a tenth: both stored forms and the
+        // dictionary record go through the kills.
         4 => {
             ("mmap-para zstd, in-place", base(FileKind::MmapParallel).record_comp_mode(RecordCompMode::Zstd))
         }
