@@ -56,6 +56,10 @@ class TestFile < Test::Unit::TestCase
     assert_true(status.ok?)
     assert_nil(file.read(6, 4, status))
     assert_equal(Tkrzw::Status::INFEASIBLE_ERROR, status.code)
+    # Offsets past 64 bits are a Status, as the other bad arguments are, not a raise.
+    assert_false(file.write(2**64, "x").ok?)
+    assert_false(file.truncate(2**64).ok?)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, file.write("zero", "x").code)
     file.truncate(6).or_die
     assert_equal(6, file.get_size)
     file.synchronize(true, 0, 2).or_die

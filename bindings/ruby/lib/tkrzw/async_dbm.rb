@@ -44,6 +44,8 @@ module Tkrzw
 
   # A DBM's operations on worker threads, as the reference's Tkrzw::AsyncDBM.
   class AsyncDBM
+    include Calls
+
     def initialize(dbm, num_worker_threads)
       @adb = Kuradb::AsyncDBM.new(dbm.send(:opened), num_worker_threads)
     end
@@ -221,10 +223,6 @@ module Tkrzw
     # A future already done, with the Status of +error+.
     def failed(error)
       Future.new(nil, StatusOf.status_of(error)) { |st, _| st }
-    end
-
-    def str(data)
-      data.is_a?(String) ? data : data.to_s
     end
   end
 end

@@ -5,6 +5,8 @@ module Tkrzw
   # Kuradb::DBM. Keys and values may be any objects: they are stored as
   # their to_s, as the reference does.
   class DBM
+    include Calls
+
     # What the reference calls an absent database, raised as it raises it.
     NOT_OPENED = "not opened database"
     private_constant :NOT_OPENED
@@ -408,21 +410,9 @@ module Tkrzw
       @db or raise NOT_OPENED
     end
 
-    def str(data)
-      data.is_a?(String) ? data : data.to_s
-    end
-
     # What a block's answer means to Kuradb::DBM#process.
     def fate(answer)
       answer.nil? || answer == false ? answer : str(answer)
-    end
-
-    # Runs the block and answers its outcome as a Status.
-    def call
-      yield
-      Status.new
-    rescue Kuradb::Error, TypeError, ArgumentError => e
-      StatusOf.status_of(e)
     end
   end
 end

@@ -9,6 +9,8 @@ module Tkrzw
   # #export_keys_as_lines write at its end; #import_from_flat_records
   # reads it from the start.
   class File
+    include Calls
+
     # What the reference raises for a method of a file that is not open.
     NOT_OPENED = "not opened file"
     private_constant :NOT_OPENED
@@ -133,15 +135,9 @@ module Tkrzw
       @file or raise NOT_OPENED
     end
 
-    def str(data)
-      data.is_a?(String) ? data : data.to_s
-    end
-
-    def call
-      yield
-      Status.new
-    rescue Kuradb::Error, TypeError, ArgumentError, RangeError => e
-      StatusOf.status_of(e)
+    # Offsets and sizes out of range (RangeError) are a Status too.
+    def call(&block)
+      super(RangeError, &block)
     end
   end
 

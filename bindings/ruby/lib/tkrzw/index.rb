@@ -7,6 +7,8 @@ module Tkrzw
   # (PairLexicalKeyComparator by default, PairDecimalKeyComparator, ...).
   # Keys and values that are not Strings are stored as their to_s.
   class Index
+    include Calls
+
     # What the reference raises for a method of an index that is not open.
     NOT_OPENED = "not opened index"
     private_constant :NOT_OPENED
@@ -126,17 +128,6 @@ module Tkrzw
 
     def opened
       @index or raise NOT_OPENED
-    end
-
-    def str(data)
-      data.is_a?(String) ? data : data.to_s
-    end
-
-    def call
-      yield
-      Status.new
-    rescue Kuradb::Error, TypeError, ArgumentError => e
-      StatusOf.status_of(e)
     end
   end
 

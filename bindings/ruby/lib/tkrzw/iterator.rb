@@ -3,6 +3,8 @@
 module Tkrzw
   # Iterator for each record, as the reference's (DBM#make_iterator).
   class Iterator
+    include Calls
+
     def initialize(dbm)
       raise ArgumentError, "#<Tkrzw::StatusException>" unless dbm.is_a?(DBM)
 
@@ -78,17 +80,6 @@ module Tkrzw
 
     def cursor
       @cursor or raise Kuradb::InfeasibleError, "infeasible: the iterator was destructed"
-    end
-
-    def str(data)
-      data.is_a?(String) ? data : data.to_s
-    end
-
-    def call
-      yield
-      Status.new
-    rescue Kuradb::Error, TypeError, ArgumentError => e
-      StatusOf.status_of(e)
     end
   end
 end

@@ -137,4 +137,26 @@ module Tkrzw
     end
   end
   private_constant :StatusOf
+
+  # What the classes over kuradb's share: arguments as the strings the
+  # engine takes, and a block's outcome as a Status.
+  module Calls
+    private
+
+    # +data+ as a String: itself, or its to_s, as the reference converts.
+    def str(data)
+      data.is_a?(String) ? data : data.to_s
+    end
+
+    # Runs the block and answers its outcome as a Status: OK, or the
+    # Status of the kuradb error, TypeError or ArgumentError (or one of
+    # the +also+ classes) it raised.
+    def call(*also)
+      yield
+      Status.new
+    rescue Kuradb::Error, TypeError, ArgumentError, *also => e
+      StatusOf.status_of(e)
+    end
+  end
+  private_constant :Calls
 end
