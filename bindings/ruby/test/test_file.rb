@@ -56,9 +56,12 @@ class TestFile < Test::Unit::TestCase
     assert_true(status.ok?)
     assert_nil(file.read(6, 4, status))
     assert_equal(Tkrzw::Status::INFEASIBLE_ERROR, status.code)
-    # Offsets past 64 bits are a Status, as the other bad arguments are, not a raise.
-    assert_false(file.write(2**64, "x").ok?)
-    assert_false(file.truncate(2**64).ok?)
+    # Offsets past 64 bits are invalid arguments, as other bad ones are, not a raise.
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, file.write(2**64, "x").code)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, file.truncate(2**64).code)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, file.write(-1, "x").code)
+    assert_nil(file.read(2**64, 1, status))
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, status.code)
     assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, file.write("zero", "x").code)
     file.truncate(6).or_die
     assert_equal(6, file.get_size)

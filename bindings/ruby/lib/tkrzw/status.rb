@@ -116,8 +116,9 @@ module Tkrzw
     module_function
 
     # The Status of an exception: kuradb's by kind (without the kind's
-    # name, which the code says), TypeError and ArgumentError as invalid
-    # arguments, anything else as an application error.
+    # name, which the code says), TypeError, ArgumentError and RangeError
+    # (a number too large for an offset) as invalid arguments, anything
+    # else as an application error.
     def status_of(error)
       case error
       when Kuradb::Error
@@ -126,7 +127,7 @@ module Tkrzw
         # The reference reports a write to a reader as a precondition error.
         code = Status::PRECONDITION_ERROR if code == Status::INFEASIBLE_ERROR && message.include?("for reading only")
         Status.new(code, message)
-      when TypeError, ArgumentError then Status.new(Status::INVALID_ARGUMENT_ERROR, error.message)
+      when TypeError, ArgumentError, RangeError then Status.new(Status::INVALID_ARGUMENT_ERROR, error.message)
       else Status.new(Status::APPLICATION_ERROR, error.message)
       end
     end
