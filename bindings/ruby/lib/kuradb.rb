@@ -38,6 +38,7 @@ module Kuradb
 end
 
 require "kuradb/kuradb_ext"
+require "kuradb/opening"
 require "kuradb/dbm"
 require "kuradb/async_dbm"
 require "kuradb/index"

@@ -20,27 +20,18 @@ module Kuradb
     # #compare_exchange_multi's desired pairs it is an ordinary value).
     ANY_DATA = "\0[ANY]\0".b.freeze
 
-    # Opens the database at +path+ (read-only unless +writable+); +params+
-    # are the core's open parameters (dbm:, num_buckets:, truncate:, ...)
-    # plus +encoding:+, the encoding returned Strings are tagged with, and
-    # +concurrent:+, true to run calls that run no Ruby code without Ruby's
-    # VM lock, so that other threads run meanwhile (docs/ruby.md).
-    # An empty or nil +path+ opens an on-memory database of the class
-    # +dbm:+ names (tiny without it), without a file; with +num_shards:+, a
-    # set of them. With a block, yields the database and closes it when the block ends
-    # (however it ends), answering the block's value; without, answers the
-    # open database.
-    def self.open(path, writable = false, **params)
-      db = new
-      db.open(path, writable, **params)
-      return db unless block_given?
-
-      begin
-        yield db
-      ensure
-        db.close
-      end
-    end
+    # DBM.open(path, writable = false, **params) opens the database at
+    # +path+ (read-only unless +writable+); +params+ are the core's open
+    # parameters (dbm:, num_buckets:, truncate:, ...) plus +encoding:+, the
+    # encoding returned Strings are tagged with, and +concurrent:+, true to
+    # run calls that run no Ruby code without Ruby's VM lock, so that other
+    # threads run meanwhile (docs/ruby.md). An empty or nil +path+ opens an
+    # on-memory database of the class +dbm:+ names (tiny without it),
+    # without a file; with +num_shards:+, a set of them. With a block,
+    # yields the database and closes it when the block ends (however it
+    # ends), answering the block's value; without, answers the open
+    # database.
+    extend Opening
 
     # Restores the damaged database at +src+ into a new one at +dest+;
     # answers the number of records kept.

@@ -18,19 +18,10 @@ module Kuradb
   # encoding: and concurrent: as for DBM.open. An unknown parameter raises
   # InvalidArgumentError. Reading past the end raises InfeasibleError.
   class File
-    # Opens (or creates) the file; with a block, yields it and closes it
-    # when the block ends, answering the block's value.
-    def self.open(path, writable = false, **params)
-      file = new
-      file.open(path, writable, **params)
-      return file unless block_given?
-
-      begin
-        yield file
-      ensure
-        file.close
-      end
-    end
+    # File.open(path, writable = false, **params) opens (or creates) the
+    # file; with a block, yields it and closes it when the block ends,
+    # answering the block's value.
+    extend Opening
 
     # Opens this (closed) file object; see File.open.
     def open(path, writable = false, **params)

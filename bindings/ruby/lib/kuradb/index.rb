@@ -20,19 +20,10 @@ module Kuradb
   class Index
     include Enumerable
 
-    # Opens (or creates) the index; with a block, yields it and closes it
-    # when the block ends, answering the block's value.
-    def self.open(path = nil, writable = true, **params)
-      index = new
-      index.open(path, writable, **params)
-      return index unless block_given?
-
-      begin
-        yield index
-      ensure
-        index.close
-      end
-    end
+    # Index.open(path = nil, writable = true, **params) opens (or creates)
+    # the index; with a block, yields it and closes it when the block ends,
+    # answering the block's value.
+    extend Opening
 
     # Opens this (closed) index object; see Index.open.
     def open(path = nil, writable = true, **params)
