@@ -57,6 +57,12 @@ pub struct FileOptions {
     #[arg(long = "page_cache_protected_percent", value_name = "NUM",
           value_parser = clap::builder::RangedU64ValueParser::<u8>::new().range(0..=100))]
     pub page_cache_protected_percent: Option<u8>,
+
+    /// Bytes a page-cache miss reads: the aligned range around the missed
+    /// block, whose other missing blocks are cached too (0 or a power of
+    /// two; the block size or less turns read-ahead off) [default: 4096].
+    #[arg(long = "page_cache_read_ahead", value_name = "BYTES")]
+    pub page_cache_read_ahead: Option<u64>,
 }
 
 impl FileOptions {
@@ -80,6 +86,9 @@ impl FileOptions {
         }
         if let Some(percent) = self.page_cache_protected_percent {
             spec.page_cache_protected_percent = percent;
+        }
+        if let Some(bytes) = self.page_cache_read_ahead {
+            spec.page_cache_read_ahead = bytes;
         }
         spec.validate()?;
         Ok(spec)
@@ -119,6 +128,9 @@ impl FileOptions {
         }
         if let Some(n) = self.page_cache_protected_percent {
             out.push(Given::new("--page_cache_protected_percent", "page_cache_protected_percent", n));
+        }
+        if let Some(n) = self.page_cache_read_ahead {
+            out.push(Given::new("--page_cache_read_ahead", "page_cache_read_ahead", n));
         }
         out
     }

@@ -1,5 +1,6 @@
-//! The segmented LRU both caches keep: two recency lists over slot numbers,
-//! every operation O(1).
+//! The segmented LRU both caches keep: two recency lists over slot numbers
+//! (and a third, bounded one for entries read ahead that nothing has used
+//! yet), every operation O(1).
 
 /// No slot: the end of a list.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -11,6 +12,10 @@ pub(crate) enum Segment {
     Probation = 0,
     /// Entries used again by a lookup, up to the protected share.
     Protected = 1,
+    /// Entries read ahead of any use (the page cache's neighbours of a
+    /// missed block), up to their own cap: the first to go once at it, so
+    /// read-ahead never takes more of the cache than that cap.
+    Ahead = 2,
 }
 
 #[derive(Clone, Copy)]
@@ -29,13 +34,15 @@ const UNLINKED: Link = Link { newer: NIL, older: NIL, segment: None };
 pub(crate) struct Segments {
     links: Vec<Link>,
     /// Most recently used slot of each segment.
-    newest: [u32; 2],
+    newest: [u32; 3],
     /// Least recently used slot of each segment.
-    oldest: [u32; 2],
-    len: [usize; 2],
+    oldest: [u32; 3],
+    len: [usize; 3],
     /// The most slots the protected segment holds; a promotion past it
     /// moves the protected segment's oldest back to probation.
     protected_cap: usize,
+    /// The most slots the read-ahead segment holds.
+    ahead_cap: usize,
 }
 
 impl Segments {
@@ -44,11 +51,18 @@ impl Segments {
     pub(crate) fn new(slots: usize, protected_cap: usize) -> Segments {
         Segments {
             links: Vec::with_capacity(slots),
-            newest: [NIL; 2],
-            oldest: [NIL; 2],
-            len: [0; 2],
+            newest: [NIL; 3],
+            oldest: [NIL; 3],
+            len: [0; 3],
             protected_cap,
+            ahead_cap: 0,
         }
+    }
+
+    /// Lets up to `cap` slots hold entries read ahead ([`Segments::insert_ahead`]).
+    pub(crate) fn with_ahead_cap(mut self, cap: usize) -> Segments {
+        self.ahead_cap = cap;
+        self
     }
 
     /// The protected share of a cache of `capacity` slots at `percent`.
@@ -56,9 +70,9 @@ impl Segments {
         capacity * usize::from(percent.min(100)) / 100
     }
 
-    /// Slots on either list.
+    /// Slots on any list.
     pub(crate) fn len(&self) -> usize {
-        self.len[0] + self.len[1]
+        self.len.iter().sum()
     }
 
     /// Slots on `segment`.
@@ -80,11 +94,41 @@ impl Segments {
         self.push_newest(slot, Segment::Probation);
     }
 
+    /// Whether the read-ahead segment is at its cap: a new entry read ahead
+    /// must take the slot of [`Segments::oldest_ahead`], or not come in.
+    pub(crate) fn ahead_full(&self) -> bool {
+        self.len[Segment::Ahead as usize] >= self.ahead_cap
+    }
+
+    /// The oldest entry read ahead; `NIL` if there is none.
+    pub(crate) fn oldest_ahead(&self) -> u32 {
+        self.oldest[Segment::Ahead as usize]
+    }
+
+    /// Puts a new entry's `slot` (on no list), read ahead of any use, on
+    /// the read-ahead segment as its newest. The caller keeps the segment
+    /// within its cap ([`Segments::ahead_full`]).
+    pub(crate) fn insert_ahead(&mut self, slot: u32) {
+        if self.links.len() <= slot as usize {
+            self.links.resize(slot as usize + 1, UNLINKED);
+        }
+        debug_assert!(self.links[slot as usize].segment.is_none());
+        debug_assert!(!self.ahead_full());
+        self.push_newest(slot, Segment::Ahead);
+    }
+
     /// Records a use of `slot`'s entry. A lookup's use promotes a
     /// probationary entry (demoting the oldest protected one if the
     /// protected segment is then over its share) and makes a protected one
-    /// the newest; a scan's use changes nothing.
+    /// the newest; a scan's use changes nothing. The first use of an entry
+    /// read ahead, a lookup's or a scan's, puts it on probation as its
+    /// newest, as if the use had read it.
     pub(crate) fn touch(&mut self, slot: u32, scan: bool) {
+        if self.segment(slot) == Some(Segment::Ahead) {
+            self.unlink(slot);
+            self.push_newest(slot, Segment::Probation);
+            return;
+        }
         if scan {
             return;
         }
@@ -106,20 +150,29 @@ impl Segments {
     }
 
     /// The slot to evict first: the oldest on probation, else the oldest
-    /// protected; `NIL` if both are empty.
+    /// read ahead, else the oldest protected; `NIL` if all are empty.
     pub(crate) fn victim(&self) -> u32 {
-        match self.oldest[Segment::Probation as usize] {
-            NIL => self.oldest[Segment::Protected as usize],
-            slot => slot,
-        }
+        [Segment::Probation, Segment::Ahead, Segment::Protected]
+            .into_iter()
+            .map(|s| self.oldest[s as usize])
+            .find(|&slot| slot != NIL)
+            .unwrap_or(NIL)
     }
 
     /// The slot to evict after `slot` if `slot`'s entry cannot go: the next
-    /// newer on its list, then the protected list's oldest; `NIL` at the end.
+    /// newer on its list, then the next list's oldest (in the order of
+    /// [`Segments::victim`]); `NIL` at the end.
     pub(crate) fn next_victim(&self, slot: u32) -> u32 {
         let link = self.links[slot as usize];
+        let next_list = |after: Segment| match after {
+            Segment::Probation => [Segment::Ahead, Segment::Protected].as_slice(),
+            Segment::Ahead => [Segment::Protected].as_slice(),
+            Segment::Protected => [].as_slice(),
+        };
         match (link.newer, link.segment) {
-            (NIL, Some(Segment::Probation)) => self.oldest[Segment::Protected as usize],
+            (NIL, Some(segment)) => {
+                next_list(segment).iter().map(|&s| self.oldest[s as usize]).find(|&s| s != NIL).unwrap_or(NIL)
+            }
             (newer, _) => newer,
         }
     }
@@ -209,5 +262,34 @@ mod tests {
         s.remove(1);
         assert_eq!(order(&s, Segment::Probation), [2, 0]);
         assert_eq!((s.victim(), s.len()), (2, 2));
+    }
+
+    #[test]
+    fn entries_read_ahead_go_first_once_at_their_cap_and_a_use_puts_them_on_probation() {
+        let mut s = Segments::new(6, 4).with_ahead_cap(2);
+        s.insert(0);
+        s.touch(0, false);
+        s.insert(1);
+        assert!(!s.ahead_full());
+        s.insert_ahead(2);
+        s.insert_ahead(3);
+        assert!(s.ahead_full());
+        assert_eq!(s.oldest_ahead(), 2);
+        assert_eq!(order(&s, Segment::Ahead), [2, 3]);
+        // Evicted after probation, before the protected.
+        assert_eq!(s.victim(), 1);
+        assert_eq!(s.next_victim(1), 2);
+        assert_eq!(s.next_victim(3), 0);
+        // A scan's use too: the entry has been read.
+        s.touch(2, true);
+        assert_eq!(order(&s, Segment::Probation), [1, 2]);
+        assert_eq!(order(&s, Segment::Ahead), [3]);
+        assert!(!s.ahead_full());
+        // A second use by a lookup promotes it as any probationary entry.
+        s.touch(2, false);
+        assert_eq!(order(&s, Segment::Protected), [0, 2]);
+        s.remove(1);
+        assert_eq!(s.victim(), 3);
+        assert_eq!(s.len(), 3);
     }
 }

@@ -84,8 +84,9 @@ impl PositionalFile {
             n => Some(HeadBuffer::load(&device, n)?),
         };
         let cache = spec.pagecache.then(|| {
-            let percent = spec.page_cache_protected_percent;
-            PageCache::new(spec.page_cache_capacity, percent, spec.block_size, device.align(), size)
+            let (capacity, percent) = (spec.page_cache_capacity, spec.page_cache_protected_percent);
+            let ahead = spec.page_cache_read_ahead;
+            PageCache::new(capacity, percent, spec.block_size, device.align(), size, ahead)
         });
         let state = State {
             owner,
@@ -366,6 +367,7 @@ impl File for PositionalFile {
             out.push(("page_cache_hits".into(), s.hits.to_string()));
             out.push(("page_cache_misses".into(), s.misses.to_string()));
             out.push(("page_cache_device_reads".into(), s.device_reads.to_string()));
+            out.push(("page_cache_read_ahead_blocks".into(), s.read_ahead.to_string()));
             out.push(("page_cache_device_writes".into(), s.device_writes.to_string()));
             out.push(("page_cache_used".into(), s.used.to_string()));
             out.push(("page_cache_protected".into(), s.protected.to_string()));

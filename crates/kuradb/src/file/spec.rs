@@ -123,6 +123,12 @@ pub struct FileSpec {
     /// blocks used once and for scans. 0 makes the cache a plain LRU; near
     /// 100, a scan finds little room of its own and evicts the working set.
     pub page_cache_protected_percent: u8,
+    /// Bytes a page-cache miss reads from the device: the aligned range of
+    /// this size around the missed block, whose other missing blocks are
+    /// cached too (read-ahead). 0 or a power of two; at most 64 blocks, and
+    /// an eighth of a cache shard, are read together; no more than the
+    /// block size reads the missed block alone.
+    pub page_cache_read_ahead: u64,
     /// Bytes at the file's start kept in memory, written back on sync and close.
     pub head_buffer: u64,
     /// How batched reads ([`File::read_many`]) reach the OS.
@@ -141,6 +147,9 @@ pub const DEFAULT_ALLOC_INIT: u64 = 1 << 20;
 pub const DEFAULT_ALLOC_INC: f64 = 2.0;
 /// The default of [`FileSpec::page_cache_capacity`].
 pub const DEFAULT_PAGE_CACHE_CAPACITY: usize = 256;
+/// The default of [`FileSpec::page_cache_read_ahead`]: 4 KiB, which a
+/// device reads about as fast as one 512-byte block.
+pub const DEFAULT_PAGE_CACHE_READ_AHEAD: u64 = 4096;
 
 impl FileSpec {
     /// The implementation `kind` with default options.
@@ -156,6 +165,7 @@ impl FileSpec {
             pagecache: false,
             page_cache_capacity: DEFAULT_PAGE_CACHE_CAPACITY,
             page_cache_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
+            page_cache_read_ahead: DEFAULT_PAGE_CACHE_READ_AHEAD,
             head_buffer: 0,
             io_engine: IoEngine::Auto,
         }
@@ -210,7 +220,8 @@ impl FileSpec {
     /// `access` (words among `direct`, `sync`, `padding`, `pagecache`, separated
     /// by `,`, `+`, `|` or spaces), `alloc_init_size` or `alloc_init`,
     /// `alloc_inc_factor` or `alloc_inc`, `head_buffer_size` or `head_buffer`,
-    /// `page_cache_capacity`, `page_cache_protected_percent`, `io_engine`
+    /// `page_cache_capacity`, `page_cache_protected_percent`,
+    /// `page_cache_read_ahead`, `io_engine`
     /// (`auto`, `uring`, `threads` or `serial`).
     pub fn set(&mut self, name: &str, value: &str) -> Result<bool> {
         match name {
@@ -252,6 +263,7 @@ impl FileSpec {
             "page_cache_protected_percent" => {
                 self.page_cache_protected_percent = parse_percent(name, value)?;
             }
+            "page_cache_read_ahead" => self.page_cache_read_ahead = parse_number(name, value)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -309,6 +321,12 @@ impl FileSpec {
                 self.page_cache_protected_percent
             ));
         }
+        if self.page_cache_read_ahead != 0 && !self.page_cache_read_ahead.is_power_of_two() {
+            return bad(format!(
+                "page_cache_read_ahead must be 0 or a power of two, not {}",
+                self.page_cache_read_ahead
+            ));
+        }
         Ok(())
     }
 
@@ -355,6 +373,9 @@ impl fmt::Display for FileSpec {
         }
         if self.page_cache_protected_percent != default.page_cache_protected_percent {
             write!(f, ",page_cache_protected_percent={}", self.page_cache_protected_percent)?;
+        }
+        if self.page_cache_read_ahead != default.page_cache_read_ahead {
+            write!(f, ",page_cache_read_ahead={}", self.page_cache_read_ahead)?;
         }
         if self.head_buffer != default.head_buffer {
             write!(f, ",head_buffer_size={}", self.head_buffer)?;
@@ -427,6 +448,7 @@ mod tests {
             ("mmap-para,io_engine=threads", "io_engine needs a positional file"),
             ("pos-para,page_cache_protected_percent=101", "page_cache_protected_percent must be at most 100"),
             ("pos-para,page_cache_protected_percent=300", "page_cache_protected_percent must be at most 100"),
+            ("pos-para,page_cache_read_ahead=3000", "page_cache_read_ahead must be 0 or a power of two"),
         ];
         for (text, expected) in cases {
             let err = FileSpec::parse(text).unwrap_err();
@@ -442,6 +464,7 @@ mod tests {
         spec.pagecache = true;
         spec.page_cache_capacity = 77;
         spec.page_cache_protected_percent = 50;
+        spec.page_cache_read_ahead = 0;
         spec.head_buffer = 8192;
         spec.alloc_init = 4096;
         spec.alloc_inc = 1.5;

@@ -8,7 +8,13 @@
 //! of random lookups. Dirty blocks are written back when evicted, on
 //! [`PageCache::flush`] and before the file closes. Every operation on a
 //! block is O(1): a hash lookup and a few link updates.
+//!
+//! A read that misses a block reads the aligned group of blocks around it
+//! (4 KiB by default) in the same device call and caches the neighbours
+//! that were missing too (ahead.rs): a device answers a 4 KiB read as fast
+//! as a 512-byte one, and records written together are read together.
 
+mod ahead;
 mod batch;
 mod settle;
 #[cfg(test)]
@@ -20,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::block::{AlignedBuf, Device};
-use crate::caching::{count_page, in_scan, IdHasher, Segment, Segments};
+use crate::caching::{count_page, in_scan, IdHasher, Segment, Segments, NIL};
 use crate::error::Result;
 
 /// Counters of a page cache since the file was opened.
@@ -30,8 +36,11 @@ pub struct PageCacheStats {
     pub hits: u64,
     /// Accesses of a block that was not (read from the device or made new).
     pub misses: u64,
-    /// Blocks read from the device.
+    /// Blocks read from the device because an access missed them.
     pub device_reads: u64,
+    /// Blocks read from the device beside a missed one, in the same call,
+    /// and cached before any access asked for them (read-ahead).
+    pub read_ahead: u64,
     /// Blocks written to the device (evictions and flushes).
     pub device_writes: u64,
     /// Blocks the cache can hold.
@@ -97,32 +106,42 @@ pub(crate) struct PageCache {
     extent: AtomicU64,
     shard_bits: u32,
     block_size: usize,
+    /// How many blocks a miss reads together (a power of two; 1: only the
+    /// block missed): the aligned group holding the missed block.
+    ahead_blocks: u64,
 }
 
 impl PageCache {
     /// A cache of `capacity` blocks of `block_size` bytes aligned to `align`,
     /// `protected_percent` of them at most protected, for a file now
-    /// `file_len` bytes long on disk.
+    /// `file_len` bytes long on disk; a miss reads the aligned `read_ahead`
+    /// bytes around the block (see [`ahead_blocks`]).
     pub(crate) fn new(
         capacity: usize,
         protected_percent: u8,
         block_size: u64,
         align: usize,
         file_len: u64,
+        read_ahead: u64,
     ) -> PageCache {
         // Each shard is an LRU of its own: shards too small would evict hot
         // blocks (the tail that appends fill) that one large LRU keeps.
         let count = (capacity / MIN_SHARD_BLOCKS).clamp(1, MAX_SHARDS);
         let count = if count.is_power_of_two() { count } else { count.next_power_of_two() / 2 };
+        let ahead_blocks = ahead_blocks(read_ahead, block_size, capacity / count);
         let shards = (0..count)
             .map(|i| {
                 let cap = capacity / count + usize::from(i < capacity % count);
+                // Read-ahead's share comes out of the protected share, so that
+                // probation keeps its room for blocks asked for once.
+                let ahead = if ahead_blocks > 1 { ahead_share(cap) } else { 0 };
+                let protected = Segments::protected_share(cap, protected_percent).saturating_sub(ahead);
                 Mutex::new(Shard {
                     table: HashMap::with_capacity_and_hasher(cap, Default::default()),
                     nodes: Vec::with_capacity(cap),
                     arena: AlignedBuf::new(cap * block_size as usize, align),
                     capacity: cap,
-                    order: Segments::new(cap, Segments::protected_share(cap, protected_percent)),
+                    order: Segments::new(cap, protected).with_ahead_cap(ahead),
                     free: Vec::new(),
                     stats: PageCacheStats { capacity: cap as u64, ..Default::default() },
                     cluster: None,
@@ -136,6 +155,7 @@ impl PageCache {
             extent: AtomicU64::new(file_len),
             shard_bits: count.trailing_zeros(),
             block_size: block_size as usize,
+            ahead_blocks,
         }
     }
 
@@ -341,6 +361,7 @@ impl PageCache {
             total.hits += s.hits;
             total.misses += s.misses;
             total.device_reads += s.device_reads;
+            total.read_ahead += s.read_ahead;
             total.device_writes += s.device_writes;
             total.capacity += s.capacity;
             total.used += shard.table.len() as u64;
@@ -348,6 +369,31 @@ impl PageCache {
         }
         total
     }
+}
+
+/// The share of a shard, in percent, that blocks read ahead of any use may
+/// hold. As large as probation's default share: smaller shares kept
+/// neighbours too briefly to be wanted (16 threads' gets on the hash
+/// database, docs/caches.md: 10% gave 88-91 K gets/s, 20% 95-96 K).
+const AHEAD_PERCENT: usize = 20;
+
+/// The most blocks of a shard of `capacity` that blocks read ahead of any
+/// use may hold.
+fn ahead_share(capacity: usize) -> usize {
+    capacity * AHEAD_PERCENT / 100
+}
+
+/// The blocks of `block_size` bytes that a miss reads together, for
+/// `read_ahead` bytes in a cache whose shards hold `shard_capacity` blocks:
+/// a power of two, within one shard's run of blocks (so one lock covers the
+/// group), and at most an eighth of a shard, so that a group's neighbours
+/// never evict the block it was read for. 1 turns read-ahead off.
+pub(crate) fn ahead_blocks(read_ahead: u64, block_size: u64, shard_capacity: usize) -> u64 {
+    let wanted = (read_ahead / block_size.max(1)).max(1);
+    let room = (shard_capacity as u64 / 8).max(1);
+    let blocks = wanted.min(room).min(1 << SHARD_RUN_BITS);
+    // The largest power of two within it.
+    1 << (63 - blocks.leading_zeros())
 }
 
 impl Shard {
@@ -414,6 +460,32 @@ impl Shard {
         self.nodes[slot as usize] = Node { block, dirty: false };
         self.table.insert(block, slot);
         self.order.insert(slot);
+    }
+
+    /// Caches `data` as `block`, read ahead of any use: in a free slot, or
+    /// in the slot of the oldest block read ahead once those are at their
+    /// cap, so read-ahead never evicts what lookups asked for beyond it.
+    fn install_ahead(&mut self, device: &Device, block: u64, data: &[u8], bs: usize) -> Result<()> {
+        let slot = if self.order.ahead_full() {
+            let slot = self.order.oldest_ahead();
+            if slot == NIL {
+                return Ok(());
+            }
+            // Clean: a write's use of a block moves it off the read-ahead list.
+            debug_assert!(!self.nodes[slot as usize].dirty);
+            let old = self.nodes[slot as usize].block;
+            self.table.remove(&old);
+            self.order.remove(slot);
+            slot
+        } else {
+            self.vacant_slot(device, bs)?
+        };
+        self.data_mut(slot, bs).copy_from_slice(data);
+        self.nodes[slot as usize] = Node { block, dirty: false };
+        self.table.insert(block, slot);
+        self.order.insert_ahead(slot);
+        self.stats.read_ahead += 1;
+        Ok(())
     }
 
     /// Writes back the dirty block in `slot` together with the dirty blocks

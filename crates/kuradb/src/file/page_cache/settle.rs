@@ -14,17 +14,11 @@
 
 use parking_lot::MutexGuard;
 
+use super::ahead::read_groups;
 use super::{PageCache, Shard, LARGE_READ_BLOCKS};
 use crate::caching::count_page;
 use crate::error::Result;
 use crate::file::block::Device;
-
-/// A block a single read found missing: its index and its shard's epoch then.
-#[derive(Clone, Copy, Default)]
-struct Missing {
-    block: u64,
-    epoch: u64,
-}
 
 impl PageCache {
     /// The shard of `block`, locked, and the slot holding `block`. `data` is
@@ -64,22 +58,23 @@ impl PageCache {
 
     /// Copies `buf.len()` bytes at `offset` out of the cache: the cached
     /// blocks under their shard's lock, the missing ones read from the
-    /// device with no lock held (consecutive ones in one call), then cached.
-    /// A read of many blocks goes to the device in one call instead (it
-    /// would evict the whole cache for blocks read once).
+    /// device with no lock held (each in its read-ahead group, consecutive
+    /// groups in one call), then cached. A read of many blocks goes to the
+    /// device in one call instead (it would evict the whole cache for
+    /// blocks read once).
     pub(crate) fn read(&self, device: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
         let bs = self.block_size;
         if buf.len() > LARGE_READ_BLOCKS * bs {
             return self.read_through(device, offset, buf);
         }
         // A read of at most LARGE_READ_BLOCKS blocks' bytes spans one more at most.
-        let mut missing = [Missing::default(); LARGE_READ_BLOCKS + 1];
+        let mut missing = [0u64; LARGE_READ_BLOCKS + 1];
         let mut count = 0;
         for (block, skip, n, done) in self.pieces(offset, buf.len()) {
             let mut shard = self.shard(block).lock();
             let load = self.below_extent(block);
             if load && !shard.table.contains_key(&block) {
-                missing[count] = Missing { block, epoch: shard.epoch };
+                missing[count] = block;
                 count += 1;
                 continue;
             }
@@ -90,18 +85,23 @@ impl PageCache {
         if count == 0 {
             return Ok(());
         }
-        let missing = &missing[..count];
-        device.with_scratch(count * bs, |scratch| {
-            read_runs(device, missing, bs, scratch)?;
-            for (k, m) in missing.iter().enumerate() {
-                let data = &scratch[k * bs..(k + 1) * bs];
-                let (shard, slot) = self.settle(device, m.block, m.epoch, data)?;
-                // The piece of the caller's range that lies in this block.
-                let start = (m.block * bs as u64).max(offset);
-                let end = ((m.block + 1) * bs as u64).min(offset + buf.len() as u64);
-                let skip = (start - m.block * bs as u64) as usize;
-                let (at, len) = ((start - offset) as usize, (end - start) as usize);
-                buf[at..at + len].copy_from_slice(&shard.data(slot, bs)[skip..skip + len]);
+        let mut groups = Vec::new();
+        self.gather_groups(missing[..count].iter().copied(), self.ahead_blocks, &mut groups);
+        let len = groups.iter().map(|g| g.len as usize).sum::<usize>() * bs;
+        device.with_scratch(len, |scratch| {
+            read_groups(device, &groups, bs, scratch)?;
+            let mut at = 0;
+            for group in &groups {
+                let data = &scratch[at..at + group.len as usize * bs];
+                at += data.len();
+                self.install_group(device, group, data, |block, shard, slot| {
+                    // The piece of the caller's range that lies in this block.
+                    let start = (block * bs as u64).max(offset);
+                    let end = ((block + 1) * bs as u64).min(offset + buf.len() as u64);
+                    let skip = (start - block * bs as u64) as usize;
+                    let (at, len) = ((start - offset) as usize, (end - start) as usize);
+                    buf[at..at + len].copy_from_slice(&shard.data(slot, bs)[skip..skip + len]);
+                })?;
             }
             Ok(())
         })
@@ -130,19 +130,4 @@ impl PageCache {
             self.settle(device, block, seen, scratch)
         })
     }
-}
-
-/// Reads the blocks of `missing` (ascending) into `scratch`, one after
-/// another; each run of consecutive blocks in one device call.
-fn read_runs(device: &Device, missing: &[Missing], bs: usize, scratch: &mut [u8]) -> Result<()> {
-    let mut i = 0;
-    while i < missing.len() {
-        let mut j = i + 1;
-        while j < missing.len() && missing[j].block == missing[j - 1].block + 1 {
-            j += 1;
-        }
-        device.read_blocks(missing[i].block * bs as u64, &mut scratch[i * bs..j * bs])?;
-        i = j;
-    }
-    Ok(())
 }

@@ -52,7 +52,7 @@ fn stalled_device(stalled: u64) -> Stall {
 }
 
 fn cache() -> PageCache {
-    PageCache::new(CAPACITY, 80, BS as u64, 4096, BLOCKS * BS as u64)
+    PageCache::new(CAPACITY, 80, BS as u64, 4096, BLOCKS * BS as u64, 0)
 }
 
 fn read_block(cache: &PageCache, device: &Device, block: u64) -> Vec<u8> {
@@ -158,7 +158,7 @@ fn a_block_written_past_the_cache_during_a_stalled_read_is_not_cached_stale() {
 fn a_readers_own_eviction_does_not_let_it_cache_a_block_stale() {
     let Stall { device, started, resume, _dir } = stalled_device(4);
     let device = Arc::new(device);
-    let cache = Arc::new(PageCache::new(2, 80, BS as u64, 4096, BLOCKS * BS as u64));
+    let cache = Arc::new(PageCache::new(2, 80, BS as u64, 4096, BLOCKS * BS as u64, 0));
     // Blocks 4 and 5 in one read, stalled once it holds both.
     let stalled = {
         let (device, cache) = (device.clone(), cache.clone());
@@ -179,4 +179,108 @@ fn a_readers_own_eviction_does_not_let_it_cache_a_block_stale() {
     let mut expected = vec![5; BS];
     expected[10..13].copy_from_slice(b"new");
     assert_eq!(read_block(&cache, &device, 5), expected);
+}
+
+/// A block no test reads: a device stalled at it never stalls.
+const NEVER: u64 = BLOCKS + 1;
+
+/// One shard of 128 blocks: a miss reads the 8 blocks (4 KiB) around it.
+fn cache_reading_ahead() -> PageCache {
+    let cache = PageCache::new(128, 80, BS as u64, 4096, BLOCKS * BS as u64, 4096);
+    assert_eq!((cache.shards.len(), cache.ahead_blocks), (1, 8));
+    cache
+}
+
+#[test]
+fn read_ahead_sizes_stay_within_the_shard_and_its_run() {
+    use super::ahead_blocks;
+    assert_eq!(ahead_blocks(4096, 512, 128), 8);
+    assert_eq!(ahead_blocks(4096, 1024, 128), 4);
+    // Off: no more than a block, or none asked for.
+    assert_eq!(ahead_blocks(4096, 4096, 128), 1);
+    assert_eq!(ahead_blocks(512, 512, 128), 1);
+    assert_eq!(ahead_blocks(0, 512, 128), 1);
+    // An eighth of a shard at most, and a power of two.
+    assert_eq!(ahead_blocks(4096, 512, 8), 1);
+    assert_eq!(ahead_blocks(4096, 512, 48), 4);
+    // One shard's run of blocks at most.
+    assert_eq!(ahead_blocks(1 << 20, 512, 4096), 64);
+}
+
+#[test]
+fn a_miss_caches_its_group_up_to_the_extent() {
+    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
+    drop(resume);
+    let cache = PageCache::new(128, 80, BS as u64, 4096, 12 * BS as u64, 4096);
+    assert_eq!(read_block(&cache, &device, 10), vec![10; BS]);
+    let stats = cache.stats();
+    assert_eq!((stats.misses, stats.device_reads, stats.read_ahead), (1, 1, 3));
+    for block in 8..12 {
+        assert_eq!(read_block(&cache, &device, block), vec![block as u8; BS]);
+    }
+    assert_eq!(cache.stats().hits, 4);
+    assert_eq!(cache.stats().device_reads, 1);
+    // Block 12 starts at the extent: zeros, and no read for it earlier.
+    assert_eq!(read_block(&cache, &device, 12), vec![0; BS]);
+    assert_eq!(cache.stats().device_reads, 1);
+}
+
+#[test]
+fn read_ahead_keeps_the_cached_copy_of_a_neighbour() {
+    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
+    drop(resume);
+    let cache = cache_reading_ahead();
+    // Block 13 changed in the cache only: dirty, newer than the device's.
+    cache.write(&device, 13 * BS as u64 + 3, b"new").unwrap();
+    assert_eq!(read_block(&cache, &device, 10), vec![10; BS]);
+    let mut expected = vec![13; BS];
+    expected[3..6].copy_from_slice(b"new");
+    assert_eq!(read_block(&cache, &device, 13), expected);
+    // Written back, the device has it too.
+    cache.flush(&device).unwrap();
+    let mut on_device = vec![0u8; BS];
+    device.read_blocks(13 * BS as u64, &mut on_device).unwrap();
+    assert_eq!(on_device, expected);
+}
+
+#[test]
+fn neighbours_changed_during_a_stalled_group_read_are_not_cached_stale() {
+    // The group of block 10 starts at block 8: its read stalls.
+    let Stall { device, started, resume, _dir } = stalled_device(8);
+    let (device, cache) = (Arc::new(device), Arc::new(cache_reading_ahead()));
+    let stalled = {
+        let (device, cache) = (device.clone(), cache.clone());
+        thread::spawn(move || read_block(&cache, &device, 10))
+    };
+    started.recv_timeout(DEADLOCK).unwrap();
+    // Past the cache, straight to the device: blocks 0 to 31 change.
+    cache.write(&device, 0, &[0xCD; 32 * BS]).unwrap();
+    resume.send(()).unwrap();
+    let seen = stalled.join().unwrap();
+    assert!(seen == vec![10; BS] || seen == vec![0xCD; BS]);
+    // The epoch moved: block 10 was read again, its neighbours left out.
+    assert_eq!(cache.stats().read_ahead, 0);
+    for block in 8..16 {
+        assert_eq!(read_block(&cache, &device, block), vec![0xCD; BS], "block {block}");
+    }
+}
+
+#[test]
+fn a_batch_reads_only_the_blocks_it_misses() {
+    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
+    drop(resume);
+    let cache = cache_reading_ahead();
+    let blocks = [14u64, 40, 9, 17];
+    let mut bufs = [[0u8; 10]; 4];
+    let mut reads: Vec<crate::sys::BatchRead<'_>> = blocks
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(&b, buf)| crate::sys::BatchRead { offset: b * BS as u64 + 5, buf: &mut buf[..] })
+        .collect();
+    cache.read_many(&device, &mut reads).unwrap();
+    for (&b, buf) in blocks.iter().zip(&bufs) {
+        assert_eq!(buf, &[b as u8; 10], "block {b}");
+    }
+    let stats = cache.stats();
+    assert_eq!((stats.misses, stats.device_reads, stats.read_ahead, stats.used), (4, 4, 0, 4));
 }
