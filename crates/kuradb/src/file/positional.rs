@@ -87,6 +87,7 @@ impl PositionalFile {
             let (capacity, percent) = (spec.page_cache_capacity, spec.page_cache_protected_percent);
             let ahead = spec.page_cache_read_ahead;
             PageCache::new(capacity, percent, spec.block_size, device.align(), size, ahead)
+                .serving_from(head.as_ref().map_or(0, HeadBuffer::len))
         });
         let state = State {
             owner,

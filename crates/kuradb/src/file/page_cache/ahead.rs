@@ -76,9 +76,11 @@ impl PageCache {
                 continue;
             }
             let aligned = block & !(n - 1);
-            // After the last group if it lies in the same aligned group (a
-            // truncation since may have cut it short of this block).
-            let first = groups.last().map_or(aligned, |g| g.end().max(aligned));
+            // Not below the floor (the head buffer's blocks are not the
+            // cache's), nor before the end of the last group if it lies in
+            // the same aligned group (a truncation since may have cut it
+            // short of this block).
+            let first = groups.last().map_or(aligned, |g| g.end().max(aligned)).max(self.floor);
             let end = (aligned + n).min(limit.max(block + 1));
             let shard = self.shard(first).lock();
             let absent = (first..end)

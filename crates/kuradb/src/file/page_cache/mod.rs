@@ -109,6 +109,9 @@ pub(crate) struct PageCache {
     /// How many blocks a miss reads together (a power of two; 1: only the
     /// block missed): the aligned group holding the missed block.
     ahead_blocks: u64,
+    /// The first block the cache serves: those before it are the head
+    /// buffer's, whose device copy may be older, so never read ahead.
+    floor: u64,
 }
 
 impl PageCache {
@@ -156,7 +159,15 @@ impl PageCache {
             shard_bits: count.trailing_zeros(),
             block_size: block_size as usize,
             ahead_blocks,
+            floor: 0,
         }
+    }
+
+    /// The cache of a file whose first `offset` bytes (whole blocks) another
+    /// layer serves: read-ahead never reads them.
+    pub(crate) fn serving_from(mut self, offset: u64) -> PageCache {
+        self.floor = offset / self.block_size as u64;
+        self
     }
 
     fn shard(&self, block: u64) -> &Mutex<Shard> {

@@ -226,6 +226,17 @@ fn a_miss_caches_its_group_up_to_the_extent() {
 }
 
 #[test]
+fn read_ahead_stops_at_the_head_buffer() {
+    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
+    drop(resume);
+    let cache = cache_reading_ahead().serving_from(2 * BS as u64);
+    assert_eq!(read_block(&cache, &device, 3), vec![3; BS]);
+    // Blocks 2 and 4 to 7 of the group 0 to 7; not the head's 0 and 1.
+    assert_eq!(cache.stats().read_ahead, 5);
+    assert_eq!(cache.stats().used, 6);
+}
+
+#[test]
 fn read_ahead_keeps_the_cached_copy_of_a_neighbour() {
     let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
     drop(resume);
