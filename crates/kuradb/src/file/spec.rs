@@ -123,11 +123,12 @@ pub struct FileSpec {
     /// blocks used once and for scans. 0 makes the cache a plain LRU; near
     /// 100, a scan finds little room of its own and evicts the working set.
     pub page_cache_protected_percent: u8,
-    /// Bytes a page-cache miss reads from the device: the aligned range of
-    /// this size around the missed block, whose other missing blocks are
-    /// cached too (read-ahead). 0 or a power of two; at most 64 blocks, and
-    /// an eighth of a cache shard, are read together; no more than the
-    /// block size reads the missed block alone.
+    /// Bytes a page-cache miss of a read inside one block reads from the
+    /// device: the aligned range of this size around the missed block,
+    /// whose other missing blocks are cached too (read-ahead), in at most a
+    /// fifth of the cache taken from the protected share. 0 or a power of
+    /// two; at most 64 blocks, and an eighth of a cache shard, are read
+    /// together; no more than the block size reads the missed block alone.
     pub page_cache_read_ahead: u64,
     /// Bytes at the file's start kept in memory, written back on sync and close.
     pub head_buffer: u64,

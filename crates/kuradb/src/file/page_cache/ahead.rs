@@ -1,6 +1,6 @@
-//! Read-ahead: a read that misses blocks reads the aligned group around
-//! each (`PageCache::ahead_blocks` blocks, 4 KiB by default) in the same
-//! device call, and caches the group's other missing blocks too.
+//! Read-ahead: a read inside one block that misses it reads the aligned
+//! group around it (`PageCache::ahead_blocks` blocks, 4 KiB by default) in
+//! the same device call, and caches the group's other missing blocks too.
 //!
 //! An SSD answers a 4 KiB read about as fast as a 512-byte one, and the
 //! records a database writes together (one after another at the end of
@@ -10,14 +10,15 @@
 //! blocks (docs/batched-reads.md): 16 threads' gets hit 25% without
 //! read-ahead and 40% with it, and did 82-87 K gets/s against 98-100 K.
 //! Groups larger than 4 KiB cost the device more time per read than their
-//! extra hits save. A batch ([`PageCache::read_many`]) reads only the
-//! blocks it misses (batch.rs says why); its groups are single blocks.
+//! extra hits save.
 //!
-//! The neighbours enter the cache on probation like any block read once,
-//! so a working set that lookups use again (the protected segment) is not
-//! evicted by them. They are cached only if the shard's epoch shows that
+//! The neighbours enter the cache on a list of their own, at most a fifth
+//! of the shard, the oldest making room for the newest
+//! (`Shard::install_ahead`), so they never push out more than that of what
+//! lookups asked for. They are cached only if the shard's epoch shows that
 //! nothing made the device's copy stale since they were seen missing (the
-//! same check as `PageCache::settle`).
+//! same check as `PageCache::settle`). Reads of several blocks, and
+//! batches, read only what they miss (docs/caches.md says why).
 
 use super::{PageCache, Shard};
 use crate::caching::count_page;

@@ -9,10 +9,11 @@
 //! [`PageCache::flush`] and before the file closes. Every operation on a
 //! block is O(1): a hash lookup and a few link updates.
 //!
-//! A read that misses a block reads the aligned group of blocks around it
-//! (4 KiB by default) in the same device call and caches the neighbours
-//! that were missing too (ahead.rs): a device answers a 4 KiB read as fast
-//! as a 512-byte one, and records written together are read together.
+//! A read inside one block that misses it reads the aligned group of blocks
+//! around it (4 KiB by default) in the same device call and caches the
+//! neighbours that were missing too (ahead.rs): a device answers a 4 KiB
+//! read as fast as a 512-byte one, and records written together are read
+//! together.
 
 mod ahead;
 mod batch;

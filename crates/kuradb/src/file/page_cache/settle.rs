@@ -85,8 +85,16 @@ impl PageCache {
         if count == 0 {
             return Ok(());
         }
+        // Only a read inside one block reads ahead: a small record's
+        // neighbours are other records, often wanted soon; a read of several
+        // blocks is a structure of its own (a tree node, a long record),
+        // and a skip database's lookups read ahead found nothing
+        // (docs/caches.md).
+        let bs64 = bs as u64;
+        let within_one = offset / bs64 == (offset + buf.len() as u64 - 1) / bs64;
+        let ahead = if within_one { self.ahead_blocks } else { 1 };
         let mut groups = Vec::new();
-        self.gather_groups(missing[..count].iter().copied(), self.ahead_blocks, &mut groups);
+        self.gather_groups(missing[..count].iter().copied(), ahead, &mut groups);
         let len = groups.iter().map(|g| g.len as usize).sum::<usize>() * bs;
         device.with_scratch(len, |scratch| {
             read_groups(device, &groups, bs, scratch)?;

@@ -226,6 +226,18 @@ fn a_miss_caches_its_group_up_to_the_extent() {
 }
 
 #[test]
+fn a_read_of_several_blocks_reads_no_neighbours() {
+    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
+    drop(resume);
+    let cache = cache_reading_ahead();
+    let mut buf = [0u8; 10];
+    cache.read(&device, 10 * BS as u64 - 5, &mut buf).unwrap();
+    assert_eq!(buf, [9, 9, 9, 9, 9, 10, 10, 10, 10, 10]);
+    let stats = cache.stats();
+    assert_eq!((stats.misses, stats.device_reads, stats.read_ahead), (2, 2, 0));
+}
+
+#[test]
 fn read_ahead_stops_at_the_head_buffer() {
     let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
     drop(resume);
