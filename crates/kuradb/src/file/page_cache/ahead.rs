@@ -7,7 +7,7 @@
 //! its file) are often read together: a replay of the keys one thread set
 //! finds most of its records in blocks an earlier miss brought in. Measured
 //! on the hash database with direct I/O and a 256-block cache of 512-byte
-//! blocks (docs/batched-reads.md): 16 threads' gets hit 25% without
+//! blocks (docs/caches.md): 16 threads' gets hit 25% without
 //! read-ahead and 40% with it, and did 82-87 K gets/s against 98-100 K.
 //! Groups larger than 4 KiB cost the device more time per read than their
 //! extra hits save.
@@ -81,7 +81,7 @@ impl PageCache {
             // cache's), nor before the end of the last group if it lies in
             // the same aligned group (a truncation since may have cut it
             // short of this block).
-            let first = groups.last().map_or(aligned, |g| g.end().max(aligned)).max(self.floor);
+            let first = groups.last().map_or(aligned, |g| g.end().max(aligned)).max(self.floor.min(block));
             let end = (aligned + n).min(limit.max(block + 1));
             let shard = self.shard(first).lock();
             let absent = (first..end)

@@ -71,27 +71,51 @@ fn finishes<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option
     rx.recv_timeout(DEADLOCK).ok()
 }
 
-#[test]
-fn a_stalled_miss_blocks_neither_hits_nor_misses_of_its_shard() {
-    let Stall { device, started, resume, _dir } = stalled_device(5);
-    let (device, cache) = (Arc::new(device), Arc::new(cache()));
-    assert_eq!(cache.shards.len(), 1);
-    assert_eq!(read_block(&cache, &device, 1), vec![1; BS]);
-    let stalled = {
+/// What a read stalled on purpose gave, and the cache and device it used.
+struct StalledRead {
+    seen: Vec<u8>,
+    cache: Arc<PageCache>,
+    device: Arc<Device>,
+    _dir: tempfile::TempDir,
+}
+
+/// Reads `block` through `cache` on another thread over a device whose read
+/// of block `stalled` waits, once it has its bytes, until `during` (run
+/// meanwhile) has returned; answers what the read gave.
+fn read_during_stall(
+    stalled: u64,
+    cache: PageCache,
+    block: u64,
+    during: impl FnOnce(&Arc<PageCache>, &Arc<Device>),
+) -> StalledRead {
+    let Stall { device, started, resume, _dir } = stalled_device(stalled);
+    let (device, cache) = (Arc::new(device), Arc::new(cache));
+    let reader = {
         let (device, cache) = (device.clone(), cache.clone());
-        thread::spawn(move || read_block(&cache, &device, 5))
+        thread::spawn(move || read_block(&cache, &device, block))
     };
     started.recv_timeout(DEADLOCK).unwrap();
-    let other = {
-        let (device, cache) = (device.clone(), cache.clone());
-        finishes(move || (read_block(&cache, &device, 1), read_block(&cache, &device, 7)))
-    };
+    during(&cache, &device);
     resume.send(()).unwrap();
-    assert_eq!(stalled.join().unwrap(), vec![5; BS]);
-    let (hit, miss) = other.expect("a hit and a miss waited for another thread's device read");
-    assert_eq!((hit, miss), (vec![1; BS], vec![7; BS]));
-    let stats = cache.stats();
-    assert_eq!((stats.hits, stats.misses, stats.device_reads), (1, 3, 3));
+    let seen = reader.join().unwrap();
+    StalledRead { seen, cache, device, _dir }
+}
+
+#[test]
+fn a_stalled_miss_blocks_neither_hits_nor_misses_of_its_shard() {
+    let mut other = None;
+    let read = read_during_stall(5, cache(), 5, |cache, device| {
+        assert_eq!(cache.shards.len(), 1);
+        // Block 7 of the same shard, a miss and then a hit, while block 5's
+        // read waits.
+        let (device, cache) = (device.clone(), cache.clone());
+        other = finishes(move || (read_block(&cache, &device, 7), read_block(&cache, &device, 7)));
+    });
+    assert_eq!(read.seen, vec![5; BS]);
+    let (miss, hit) = other.expect("a miss and a hit waited for another thread's device read");
+    assert_eq!((miss, hit), (vec![7; BS], vec![7; BS]));
+    let stats = read.cache.stats();
+    assert_eq!((stats.hits, stats.misses, stats.device_reads), (1, 2, 2));
 }
 
 #[test]
@@ -117,41 +141,27 @@ fn a_partial_write_reads_its_block_with_no_shard_locked() {
 
 #[test]
 fn a_block_written_back_during_a_stalled_read_is_not_cached_stale() {
-    let Stall { device, started, resume, _dir } = stalled_device(5);
-    let (device, cache) = (Arc::new(device), Arc::new(cache()));
-    let stalled = {
-        let (device, cache) = (device.clone(), cache.clone());
-        thread::spawn(move || read_block(&cache, &device, 5))
-    };
-    started.recv_timeout(DEADLOCK).unwrap();
-    // Block 5 written whole (no read), then evicted by other blocks, which
-    // writes it back: the stalled read holds its old bytes.
-    cache.write(&device, 5 * BS as u64, &[0xAB; BS]).unwrap();
-    for block in 10..10 + CAPACITY as u64 {
-        cache.write(&device, block * BS as u64, &[0; BS]).unwrap();
-    }
-    assert!(cache.stats().device_writes >= 1);
-    resume.send(()).unwrap();
-    let seen = stalled.join().unwrap();
-    assert!(seen == vec![5; BS] || seen == vec![0xAB; BS]);
-    assert_eq!(read_block(&cache, &device, 5), vec![0xAB; BS]);
+    let read = read_during_stall(5, cache(), 5, |cache, device| {
+        // Block 5 written whole (no read), then evicted by other blocks, which
+        // writes it back: the stalled read holds its old bytes.
+        cache.write(device, 5 * BS as u64, &[0xAB; BS]).unwrap();
+        for block in 10..10 + CAPACITY as u64 {
+            cache.write(device, block * BS as u64, &[0; BS]).unwrap();
+        }
+        assert!(cache.stats().device_writes >= 1);
+    });
+    assert!(read.seen == vec![5; BS] || read.seen == vec![0xAB; BS]);
+    assert_eq!(read_block(&read.cache, &read.device, 5), vec![0xAB; BS]);
 }
 
 #[test]
 fn a_block_written_past_the_cache_during_a_stalled_read_is_not_cached_stale() {
-    let Stall { device, started, resume, _dir } = stalled_device(5);
-    let (device, cache) = (Arc::new(device), Arc::new(cache()));
-    let stalled = {
-        let (device, cache) = (device.clone(), cache.clone());
-        thread::spawn(move || read_block(&cache, &device, 5))
-    };
-    started.recv_timeout(DEADLOCK).unwrap();
-    // Long enough to go past the cache, straight to the device.
-    cache.write(&device, 0, &[0xCD; 32 * BS]).unwrap();
-    resume.send(()).unwrap();
-    let seen = stalled.join().unwrap();
-    assert!(seen == vec![5; BS] || seen == vec![0xCD; BS]);
-    assert_eq!(read_block(&cache, &device, 5), vec![0xCD; BS]);
+    let read = read_during_stall(5, cache(), 5, |cache, device| {
+        // Long enough to go past the cache, straight to the device.
+        cache.write(device, 0, &[0xCD; 32 * BS]).unwrap();
+    });
+    assert!(read.seen == vec![5; BS] || read.seen == vec![0xCD; BS]);
+    assert_eq!(read_block(&read.cache, &read.device, 5), vec![0xCD; BS]);
 }
 
 #[test]
@@ -184,6 +194,12 @@ fn a_readers_own_eviction_does_not_let_it_cache_a_block_stale() {
 /// A block no test reads: a device stalled at it never stalls.
 const NEVER: u64 = BLOCKS + 1;
 
+/// A device of `BLOCKS` blocks, block i filled with byte i, that never stalls.
+fn plain_device() -> (Device, tempfile::TempDir) {
+    let Stall { device, _dir, .. } = stalled_device(NEVER);
+    (device, _dir)
+}
+
 /// One shard of 128 blocks: a miss reads the 8 blocks (4 KiB) around it.
 fn cache_reading_ahead() -> PageCache {
     let cache = PageCache::new(128, 80, BS as u64, 4096, BLOCKS * BS as u64, 4096);
@@ -209,8 +225,7 @@ fn read_ahead_sizes_stay_within_the_shard_and_its_run() {
 
 #[test]
 fn a_miss_caches_its_group_up_to_the_extent() {
-    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
-    drop(resume);
+    let (device, _dir) = plain_device();
     let cache = PageCache::new(128, 80, BS as u64, 4096, 12 * BS as u64, 4096);
     assert_eq!(read_block(&cache, &device, 10), vec![10; BS]);
     let stats = cache.stats();
@@ -227,8 +242,7 @@ fn a_miss_caches_its_group_up_to_the_extent() {
 
 #[test]
 fn a_read_of_several_blocks_reads_no_neighbours() {
-    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
-    drop(resume);
+    let (device, _dir) = plain_device();
     let cache = cache_reading_ahead();
     let mut buf = [0u8; 10];
     cache.read(&device, 10 * BS as u64 - 5, &mut buf).unwrap();
@@ -239,8 +253,7 @@ fn a_read_of_several_blocks_reads_no_neighbours() {
 
 #[test]
 fn read_ahead_stops_at_the_head_buffer() {
-    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
-    drop(resume);
+    let (device, _dir) = plain_device();
     let cache = cache_reading_ahead().serving_from(2 * BS as u64);
     assert_eq!(read_block(&cache, &device, 3), vec![3; BS]);
     // Blocks 2 and 4 to 7 of the group 0 to 7; not the head's 0 and 1.
@@ -250,8 +263,7 @@ fn read_ahead_stops_at_the_head_buffer() {
 
 #[test]
 fn read_ahead_keeps_the_cached_copy_of_a_neighbour() {
-    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
-    drop(resume);
+    let (device, _dir) = plain_device();
     let cache = cache_reading_ahead();
     // Block 13 changed in the cache only: dirty, newer than the device's.
     cache.write(&device, 13 * BS as u64 + 3, b"new").unwrap();
@@ -269,29 +281,21 @@ fn read_ahead_keeps_the_cached_copy_of_a_neighbour() {
 #[test]
 fn neighbours_changed_during_a_stalled_group_read_are_not_cached_stale() {
     // The group of block 10 starts at block 8: its read stalls.
-    let Stall { device, started, resume, _dir } = stalled_device(8);
-    let (device, cache) = (Arc::new(device), Arc::new(cache_reading_ahead()));
-    let stalled = {
-        let (device, cache) = (device.clone(), cache.clone());
-        thread::spawn(move || read_block(&cache, &device, 10))
-    };
-    started.recv_timeout(DEADLOCK).unwrap();
-    // Past the cache, straight to the device: blocks 0 to 31 change.
-    cache.write(&device, 0, &[0xCD; 32 * BS]).unwrap();
-    resume.send(()).unwrap();
-    let seen = stalled.join().unwrap();
-    assert!(seen == vec![10; BS] || seen == vec![0xCD; BS]);
+    let read = read_during_stall(8, cache_reading_ahead(), 10, |cache, device| {
+        // Past the cache, straight to the device: blocks 0 to 31 change.
+        cache.write(device, 0, &[0xCD; 32 * BS]).unwrap();
+    });
+    assert!(read.seen == vec![10; BS] || read.seen == vec![0xCD; BS]);
     // The epoch moved: block 10 was read again, its neighbours left out.
-    assert_eq!(cache.stats().read_ahead, 0);
+    assert_eq!(read.cache.stats().read_ahead, 0);
     for block in 8..16 {
-        assert_eq!(read_block(&cache, &device, block), vec![0xCD; BS], "block {block}");
+        assert_eq!(read_block(&read.cache, &read.device, block), vec![0xCD; BS], "block {block}");
     }
 }
 
 #[test]
 fn a_batch_reads_only_the_blocks_it_misses() {
-    let Stall { device, resume, _dir, .. } = stalled_device(NEVER);
-    drop(resume);
+    let (device, _dir) = plain_device();
     let cache = cache_reading_ahead();
     let blocks = [14u64, 40, 9, 17];
     let mut bufs = [[0u8; 10]; 4];
