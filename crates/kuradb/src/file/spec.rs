@@ -122,6 +122,7 @@ pub struct FileSpec {
     /// again by lookups may hold (its protected segment); the rest is for
     /// blocks used once and for scans. 0 makes the cache a plain LRU; near
     /// 100, a scan finds little room of its own and evicts the working set.
+    /// With read-ahead on, its 20% of the cache comes out of this share.
     pub page_cache_protected_percent: u8,
     /// Bytes a page-cache miss of a read inside one block reads from the
     /// device: the aligned range of this size around the missed block,
