@@ -21,7 +21,6 @@
 //! batches, read only what they miss (docs/caches.md says why).
 
 use super::{PageCache, Shard};
-use crate::caching::count_page;
 use crate::error::Result;
 use crate::file::block::Device;
 use crate::sys::BatchRead;
@@ -58,8 +57,9 @@ fn bits(mut mask: u64) -> impl Iterator<Item = u64> {
 }
 
 impl PageCache {
-    /// Appends to `groups` the groups to read for `missing` (ascending,
-    /// distinct blocks a read found missing, each below the extent then):
+    /// Appends to `groups` the groups to read for `missing` (ascending
+    /// blocks a read found missing, each below the extent then; a block
+    /// given again only joins its group once):
     /// each missing block in one group, which holds it and its neighbours
     /// in its aligned group of `n` blocks (a power of two: 1 or
     /// `self.ahead_blocks`) up to the extent, and no two groups overlapping.
@@ -118,20 +118,8 @@ impl PageCache {
         let copy = |i: u64| &data[i as usize * bs..(i as usize + 1) * bs];
         for i in bits(group.wanted) {
             let block = group.first + i;
-            shard.stats.device_reads += 1;
-            let fresh = current && group.absent & (1 << i) != 0 && !shard.table.contains_key(&block);
-            let slot = if fresh {
-                shard.stats.misses += 1;
-                count_page(false, 1);
-                let slot = shard.vacant_slot(device, bs)?;
-                shard.data_mut(slot, bs).copy_from_slice(copy(i));
-                shard.install(slot, block);
-                slot
-            } else {
-                // Cached meanwhile (that copy is the latest), or the read
-                // may be stale: the read was in vain, counted all the same.
-                shard.get(device, block, true, bs)?
-            };
+            let fresh = current && group.absent & (1 << i) != 0;
+            let slot = shard.settle_read(device, block, copy(i), fresh, bs)?;
             take(block, &shard, slot);
         }
         if current {

@@ -76,16 +76,7 @@ impl PageCache {
         // blocks, direct I/O): 4 KiB groups cut its misses 14% and its
         // gets/s 10-20%.
         let mut groups = Vec::new();
-        let mut blocks = missing.iter().map(|m| m.block).peekable();
-        self.gather_groups(
-            std::iter::from_fn(|| {
-                let block = blocks.next()?;
-                while blocks.next_if_eq(&block).is_some() {}
-                Some(block)
-            }),
-            1,
-            &mut groups,
-        );
+        self.gather_groups(missing.iter().map(|m| m.block), 1, &mut groups);
         let len = groups.iter().map(|g| g.len as usize).sum::<usize>() * bs;
         let mut arena = ARENA
             .take()

@@ -20,6 +20,37 @@ use crate::caching::count_page;
 use crate::error::Result;
 use crate::file::block::Device;
 
+impl Shard {
+    /// The slot of `block`, locked in this shard, given `data`, the block as
+    /// read from the device with no lock held: cached if `current` (nothing
+    /// since the block was found missing may have made the read stale) and
+    /// the block is still missing; else the cached copy serves, or a new
+    /// read under the lock. The device read is counted either way.
+    pub(super) fn settle_read(
+        &mut self,
+        device: &Device,
+        block: u64,
+        data: &[u8],
+        current: bool,
+        bs: usize,
+    ) -> Result<u32> {
+        self.stats.device_reads += 1;
+        if current && !self.table.contains_key(&block) {
+            self.stats.misses += 1;
+            count_page(false, 1);
+            // Its write-back of a dirty victim cannot make `data` stale:
+            // the victim is cached, so it is not `block`.
+            let slot = self.vacant_slot(device, bs)?;
+            self.data_mut(slot, bs).copy_from_slice(data);
+            self.install(slot, block);
+            return Ok(slot);
+        }
+        // Cached meanwhile (that copy is the latest), or the read may be
+        // stale: the read was in vain, counted all the same.
+        self.get(device, block, true, bs)
+    }
+}
+
 impl PageCache {
     /// The shard of `block`, locked, and the slot holding `block`. `data` is
     /// the block as read from the device with no shard locked, after the
@@ -37,22 +68,9 @@ impl PageCache {
         seen: u64,
         data: &[u8],
     ) -> Result<(MutexGuard<'_, Shard>, u32)> {
-        let bs = self.block_size;
         let mut shard = self.shard(block).lock();
-        if shard.epoch == seen && !shard.table.contains_key(&block) {
-            shard.stats.misses += 1;
-            shard.stats.device_reads += 1;
-            count_page(false, 1);
-            // Its write-back of a dirty victim cannot make `data` stale:
-            // the victim is cached, so it is not `block`.
-            let slot = shard.vacant_slot(device, bs)?;
-            shard.data_mut(slot, bs).copy_from_slice(data);
-            shard.install(slot, block);
-            return Ok((shard, slot));
-        }
-        // The read was in vain: count it all the same.
-        shard.stats.device_reads += 1;
-        let slot = shard.get(device, block, true, bs)?;
+        let current = shard.epoch == seen;
+        let slot = shard.settle_read(device, block, data, current, self.block_size)?;
         Ok((shard, slot))
     }
 
