@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::{Params, PolyDbm};
 use kuradb::dbm::tkrzw::{ReferenceDbm, ReferenceFormat};
@@ -463,6 +464,20 @@ fn what_the_reader_lacks_is_refused_by_name() {
     assert!(cursor.remove().is_err() && cursor.set(b"x").is_err());
     drop(cursor);
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    // A writer that truncates replaces the file with an empty kuradb
+    // database of the class its extension names, as truncate does to any file.
+    let err = PolyDbm::open(&path, true, &Params::parse("truncate=no").unwrap()).err().unwrap();
+    assert!(err.message().contains("opened read-only"), "{err}");
+    let db = PolyDbm::open(&path, true, &Params::parse("truncate=true").unwrap()).unwrap();
+    assert_eq!(db.class(), DbmClass::Hash);
+    assert_eq!(db.count().unwrap(), 0);
+    db.set(b"n", b"m", true).unwrap();
+    db.close().unwrap();
+    assert!(ReferenceFormat::of_file(&path).unwrap().is_none());
+    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+    assert_eq!(db.get(b"n").unwrap().as_deref(), Some(&b"m"[..]));
+    assert_eq!(db.get(b"k").unwrap(), None);
 }
 
 /// The compression modes of the reference's hash files.

@@ -258,8 +258,16 @@ impl DbmClass {
                 format!("{} holds a {} database, not a {} one", path.display(), found.name(), named.name()),
             )),
             (Some(found), _) => Ok(found),
-            (None, Some(named)) => Ok(named),
-            (None, None) => DbmClass::from_extension(path).ok_or_else(|| {
+            (None, _) => DbmClass::for_new_file(path, params),
+        }
+    }
+
+    /// The class a new database at `path` opened with `params` has, whatever
+    /// the file holds now: `dbm=`, else the extension's.
+    pub fn for_new_file(path: &Path, params: &Params) -> Result<DbmClass> {
+        match params.get("dbm").map(DbmClass::from_name).transpose()? {
+            Some(named) => Ok(named),
+            None => DbmClass::from_extension(path).ok_or_else(|| {
                 Error::new(
                     ErrorKind::InvalidArgument,
                     format!(

@@ -37,7 +37,7 @@ pub use super::class::DbmClass;
 pub use super::params::Params;
 
 use super::comparator::KeyComparator;
-use super::params::Taker;
+use super::params::{parse_flag, Taker};
 use super::tkrzw::{ReferenceDbm, ReferenceFormat};
 use super::Dbm;
 use crate::error::{Error, ErrorKind, Result};
@@ -101,10 +101,23 @@ impl PolyDbm {
         if path.as_os_str().is_empty() {
             return PolyDbm::open_without_file(writable, params);
         }
-        if is_reference_file(path)? {
-            return PolyDbm::open_reference(path, writable, params);
-        }
-        let class = DbmClass::for_path(path, params)?;
+        // A writer that truncates discards the old contents whatever wrote
+        // them, as it would any other file: it makes a kuradb database in
+        // the reference's file's place.
+        let truncating = writable
+            && params
+                .get("truncate")
+                .map(|value| parse_flag("truncate", value))
+                .transpose()?
+                .unwrap_or(false);
+        let class = if is_reference_file(path)? {
+            if !truncating {
+                return PolyDbm::open_reference(path, writable, params);
+            }
+            DbmClass::for_new_file(path, params)?
+        } else {
+            DbmClass::for_path(path, params)?
+        };
         PolyDbm::open_class(class, Some(path), writable, params)
     }
 
