@@ -107,3 +107,24 @@ fn readers_do_not_create_files() {
         assert!(!path.exists(), "[{spec}] a reader created the file");
     }
 }
+
+/// Only the memory-mapped file takes prefetch hints; every other declines
+/// them (so a database spends no more work on hints for it). A hint of any
+/// range, past the end included, changes nothing, open or closed.
+#[test]
+fn only_a_memory_mapped_file_takes_prefetch_hints() {
+    let dir = tempfile::tempdir().expect("create a temporary directory");
+    for spec in common::matrix() {
+        let (_, mut file) = common::create(&spec, dir.path(), "hint.dat");
+        let data = common::pattern(5, 3000);
+        file.write(0, &data).expect_spec(&spec, "write 3000 bytes");
+        let memory = spec.kind == kuradb::file::FileKind::MmapParallel
+            || spec.kind == kuradb::file::FileKind::MmapAtomic;
+        for (offset, len) in [(0, 100), (2990, 100), (10_000, 10), (u64::MAX, usize::MAX)] {
+            assert_eq!(file.prefetch(offset, len), memory, "[{spec}] prefetch of {len} bytes at {offset}");
+        }
+        common::assert_content(&spec, file.as_ref(), &data, "after the hints");
+        file.close().expect_spec(&spec, "close");
+        assert!(!file.prefetch(0, 100), "[{spec}] a closed file took a hint");
+    }
+}

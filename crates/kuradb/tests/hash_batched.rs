@@ -1,8 +1,9 @@
 //! HashDbm's batched lookups (`get_multi`, `contains_multi`, and the reads
-//! behind `set_multi` and `remove_multi`, all through `process_multi`) answer
-//! what one lookup per key answers, on every file and engine, under a
-//! concurrent writer, and with a damaged record; and a batch reaches the file
-//! as one `read_many` a round rather than one read per key.
+//! behind `set_multi` and `remove_multi`, all through `process_multi`), and
+//! lookups after a `prefetch` hint, answer what one lookup per key answers,
+//! on every file and engine, under a concurrent writer, and with a damaged
+//! record; and a batch reaches the file as one `read_many` a round rather
+//! than one read per key.
 //!
 //! The model test draws each case's tuning (update mode, bucket cache, record
 //! checksums, alignment, buckets, least read size) so that chains run long,
@@ -129,6 +130,8 @@ fn run(path: &Path, options: &HashOptions, ops: &[Op]) -> std::result::Result<()
             Op::Lookup(ks) => {
                 let keys: Vec<Vec<u8>> = ks.iter().map(|&k| key(k)).collect();
                 let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                // A hint only: the lookups after it answer as without it.
+                db.prefetch(&refs);
                 let batched = db.get_multi(&refs).map_err(|e| fail(format!("step {step} get_multi: {e}")))?;
                 let present =
                     db.contains_multi(&refs).map_err(|e| fail(format!("step {step} contains_multi: {e}")))?;
@@ -300,6 +303,8 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
             let all: Vec<&[u8]> = group.iter().chain(&others).map(Vec::as_slice).collect();
             let mut last = 0usize;
             while Instant::now() < deadline || batches.load(Ordering::Relaxed) < 20 {
+                // The hint reads buckets without their locks, beside the writers.
+                db.prefetch(&all);
                 let got = db.get_multi(&all).map_err(|e| format!("get_multi: {e}"))?;
                 let present = db.contains_multi(&all).map_err(|e| format!("contains_multi: {e}"))?;
                 batches.fetch_add(1, Ordering::Relaxed);
@@ -355,18 +360,24 @@ fn generations(values: &[Option<Vec<u8>>]) -> Vec<Option<usize>> {
     values.iter().map(|v| v.as_deref().map(generation_of)).collect()
 }
 
-/// What a counting file saw: single reads, batches, and the requests of the batches.
+/// What a counting file saw: single reads, batches, the requests of the
+/// batches, and prefetch hints.
 #[derive(Default)]
 struct Counts {
     reads: AtomicUsize,
     batches: AtomicUsize,
     requests: AtomicUsize,
+    hints: AtomicUsize,
 }
 
 impl Counts {
     fn take(&self) -> (usize, usize, usize) {
         let take = |c: &AtomicUsize| c.swap(0, Ordering::Relaxed);
         (take(&self.reads), take(&self.batches), take(&self.requests))
+    }
+
+    fn take_hints(&self) -> usize {
+        self.hints.swap(0, Ordering::Relaxed)
     }
 }
 
@@ -381,20 +392,31 @@ impl ReadHook for Counts {
         self.requests.fetch_add(reads.len(), Ordering::Relaxed);
         Ok(())
     }
+    fn prefetch(&self, _offset: u64, _len: usize) {
+        self.hints.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Opens a database of 32 records (each alone in its chain, as the test
 /// checks) with `value_len`-byte values, counting its file's reads.
 fn counted(dir: &Path, cache_buckets: bool, value_len: usize) -> (HashDbm, Arc<Counts>, Vec<Vec<u8>>) {
+    counted_on(FileKind::PositionalParallel, dir, cache_buckets, value_len)
+}
+
+/// [`counted`] on a file of `kind`.
+fn counted_on(
+    kind: FileKind,
+    dir: &Path,
+    cache_buckets: bool,
+    value_len: usize,
+) -> (HashDbm, Arc<Counts>, Vec<Vec<u8>>) {
     let counts = Arc::new(Counts::default());
     let c = counts.clone();
     let wrap =
         FileWrapper(Arc::new(move |inner| Box::new(HookedFile::new(inner, c.clone())) as Box<dyn File>));
-    let mut options = h::options(&FileSpec::new(FileKind::PositionalParallel))
-        .num_buckets(1_000_003)
-        .cache_buckets(cache_buckets);
+    let mut options = h::options(&FileSpec::new(kind)).num_buckets(1_000_003).cache_buckets(cache_buckets);
     options.wrap_file = Some(wrap);
-    let path = dir.join(format!("counted-{cache_buckets}-{value_len}.kh"));
+    let path = dir.join(format!("counted-{kind:?}-{cache_buckets}-{value_len}.kh"));
     let db = HashDbm::open(&path, true, &options).unwrap();
     let keys: Vec<Vec<u8>> = (0..32).map(|i| format!("counted key {i}").into_bytes()).collect();
     for k in &keys {
@@ -439,6 +461,50 @@ fn a_batch_reaches_the_file_together() {
             assert!(db.get_multi(&refs).unwrap().iter().all(Option::is_none));
             let expected = if cache_buckets { (0, 0, 0) } else { (0, 1, 8) };
             assert_eq!(counts.take(), expected, "absent keys, {what}");
+            db.close().unwrap();
+        }
+    }
+}
+
+/// `prefetch` hints every bucket of its keys, then the first record of
+/// every chain, on a file read from memory; on one that declines hints (a
+/// positional file) it stops at the first; it gives none for one key or
+/// sealed keys. Batched lookups hint the same way before they read.
+#[test]
+fn prefetch_hints_buckets_then_chain_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [FileKind::MmapParallel, FileKind::PositionalParallel] {
+        for cache_buckets in [false, true] {
+            let what = format!("{kind:?}, cache_buckets {cache_buckets}");
+            let (db, counts, keys) = counted_on(kind, dir.path(), cache_buckets, 50);
+            counts.take_hints();
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.prefetch(&refs);
+            let (hints, reads) = match (kind, cache_buckets) {
+                // Each bucket, then each record; the buckets read once more
+                // (through the map) to find the records.
+                (FileKind::MmapParallel, false) => (64, 32),
+                // The buckets are in memory: only the records go to the file.
+                (FileKind::MmapParallel, true) => (32, 0),
+                // The first hint declined, no more.
+                _ => (1, 0),
+            };
+            assert_eq!((counts.take_hints(), counts.take().0), (hints, reads), "prefetch, {what}");
+            db.get_multi(&refs).unwrap();
+            assert_eq!(counts.take_hints(), hints, "get_multi, {what}");
+            counts.take();
+            db.prefetch(&refs[..1]);
+            let absent: Vec<Vec<u8>> = (0..8).map(|i| format!("absent {i}").into_bytes()).collect();
+            let absent: Vec<&[u8]> = absent.iter().map(Vec::as_slice).collect();
+            db.prefetch(&absent);
+            let expected = match (kind, cache_buckets) {
+                // Empty buckets: nothing to hint after them.
+                (FileKind::MmapParallel, false) => 8,
+                (FileKind::MmapParallel, true) => 0,
+                (_, false) => 1,
+                (_, true) => 0,
+            };
+            assert_eq!(counts.take_hints(), expected, "one key, then absent keys, {what}");
             db.close().unwrap();
         }
     }

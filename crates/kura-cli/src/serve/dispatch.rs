@@ -34,7 +34,16 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
     // covers its lookup and the encoding of its reply too.
     let mut mark = Instant::now();
     let mut i = 0;
+    // The keys of the commands before this index were prefetched (or need
+    // not be: a lone command gains nothing from it).
+    let mut prefetched = if batch.len() < 2 { batch.len() } else { 0 };
     while i < batch.len() {
+        if i >= prefetched {
+            prefetched = match server.databases.get(session.db) {
+                Some(database) if database.fast && session.authenticated => prefetch(&database.db, batch, i),
+                _ => i + 1,
+            };
+        }
         let args = batch.get(i);
         if is_plain_get(args) && session.authenticated {
             let database = &server.databases[session.db];
@@ -83,6 +92,48 @@ fn record(server: &Server, index: usize, since: Instant, failed: bool) -> Instan
     let now = Instant::now();
     server.stats.record(index, now - since, failed);
     now
+}
+
+/// Keys [`prefetch`] hints at once: a pipeline of 16 commands' worth, few
+/// enough that the first are still cached when their commands run.
+const PREFETCH_KEYS: usize = 32;
+
+/// Hints the database that the commands of `batch` from `start` on will
+/// look their keys up (see `Dbm::prefetch`), up to [`PREFETCH_KEYS`] keys,
+/// so that their cache misses overlap though each command runs alone;
+/// answers the index of the first command not covered.
+fn prefetch(db: &AnyDbm, batch: &Batch, start: usize) -> usize {
+    let mut keys: Vec<&[u8]> = Vec::with_capacity(PREFETCH_KEYS);
+    let mut end = start;
+    while end < batch.len() && keys.len() < PREFETCH_KEYS {
+        push_keys(batch.get(end), &mut keys);
+        end += 1;
+    }
+    if keys.len() >= 2 {
+        db.prefetch(&keys);
+    }
+    end
+}
+
+/// Appends the keys of the command `args` (by its key positions, as
+/// COMMAND reports them) to `keys`; nothing for an unknown command or a
+/// wrong arity.
+fn push_keys<'b>(args: &'b [Bytes], keys: &mut Vec<&'b [u8]>) {
+    if is_plain_get(args) {
+        keys.push(&args[1]);
+        return;
+    }
+    let Some((_, command)) = lookup(&args[0]) else { return };
+    let (first, last, step) = command.keys;
+    if first <= 0 || !arity_fits(command, args.len()) {
+        return;
+    }
+    let last = if last < 0 { args.len() as i32 + last } else { last };
+    let mut at = first;
+    while at <= last && (at as usize) < args.len() {
+        keys.push(&args[at as usize]);
+        at += step.max(1);
+    }
 }
 
 fn is_plain_get(args: &[Bytes]) -> bool {
@@ -155,5 +206,27 @@ mod tests {
     #[test]
     fn get_is_where_the_fast_path_counts_it() {
         assert_eq!(lookup(b"GET").map(|(index, _)| index), Some(GET));
+    }
+
+    #[test]
+    fn the_keys_prefetched_are_those_commands_name() {
+        let keys_of = |words: &[&str]| {
+            let args: Vec<Bytes> = words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect();
+            let mut keys = Vec::new();
+            push_keys(&args, &mut keys);
+            keys.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect::<Vec<_>>()
+        };
+        assert_eq!(keys_of(&["get", "a"]), ["a"]);
+        assert_eq!(keys_of(&["SET", "a", "1", "EX", "10"]), ["a"]);
+        assert_eq!(keys_of(&["mset", "a", "1", "b", "2"]), ["a", "b"]);
+        assert_eq!(keys_of(&["DEL", "a", "b", "c"]), ["a", "b", "c"]);
+        assert_eq!(keys_of(&["mget", "a", "b"]), ["a", "b"]);
+        assert_eq!(keys_of(&["incrby", "n", "5"]), ["n"]);
+        // No keys: commands without any, unknown ones, wrong arities.
+        assert!(keys_of(&["ping"]).is_empty());
+        assert!(keys_of(&["select", "1"]).is_empty());
+        assert!(keys_of(&["frobnicate", "a"]).is_empty());
+        assert!(keys_of(&["get", "a", "b"]).is_empty());
+        assert!(keys_of(&["incrby", "n"]).is_empty());
     }
 }

@@ -126,6 +126,10 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.contains_multi(keys)
         }
+        fn prefetch(&self, keys: &[&[u8]]) {
+            let $this = self;
+            $target.prefetch(keys)
+        }
         fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> $crate::Result<()> {
             let $this = self;
             $target.set_multi(pairs, overwrite)

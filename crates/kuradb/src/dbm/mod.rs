@@ -262,6 +262,30 @@ pub trait Dbm: Send + Sync {
         Ok(values)
     }
 
+    /// A hint that `keys` will be looked up soon, one by one. A database
+    /// whose file is read from memory (a memory map, or buckets kept in
+    /// memory) starts loading what the lookups will read (their buckets,
+    /// then the first records of their chains) into the CPU's cache, so that
+    /// the lookups that follow overlap their cache misses instead of paying
+    /// them in turn: what a server answering a pipeline of GETs does. It
+    /// reads nothing the program sees, takes no lock a writer waits for,
+    /// and changes nothing; the default does nothing.
+    ///
+    /// ```
+    /// use kuradb::dbm::hash::{HashDbm, HashOptions};
+    /// use kuradb::dbm::Dbm;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = HashDbm::open(dir.path().join("casket.kh"), true, &HashOptions::default()).unwrap();
+    /// db.set(b"a", b"1", true).unwrap();
+    /// let keys: [&[u8]; 2] = [b"a", b"b"];
+    /// db.prefetch(&keys);
+    /// assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    /// ```
+    fn prefetch(&self, keys: &[&[u8]]) {
+        let _ = keys;
+    }
+
     /// Whether each of `keys` has a record, in the same order, looked up
     /// atomically together. A database that batches its reads finds the
     /// keys with one round of device reads rather than one read per key.

@@ -307,6 +307,11 @@ impl File for FaultFile {
         self.control.inner.read().read_many(reads)
     }
 
+    /// A hint is no operation a fault can fail: passed on as it is.
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        self.control.inner.read().prefetch(offset, len)
+    }
+
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let what = format!("write of {} bytes at offset {offset}", data.len());
         let (stored, short) = self.stored(data, what)?;

@@ -210,6 +210,17 @@ impl File for MmapFile {
         Ok(())
     }
 
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        // No lock: a map stays valid until the file is dropped, and a
+        // prefetch reads nothing (a stale size or map costs only the hint).
+        let Some(state) = self.state.as_ref() else { return false };
+        let size = state.size.load(Ordering::Acquire);
+        if let Some(map) = state.maps.current() {
+            map.prefetch(offset, len.min(size.saturating_sub(offset) as usize));
+        }
+        true
+    }
+
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let state = self.state()?;
         let end = self.check_write(state, offset, data.len())?;

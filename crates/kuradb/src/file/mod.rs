@@ -121,6 +121,19 @@ pub trait File: Send + Sync {
         Ok(())
     }
 
+    /// A hint that the `len` bytes at `offset` will be read soon; answers
+    /// whether the file took it. A file read from memory (the memory-mapped
+    /// one) asks the CPU to start loading the bytes into its cache, so that
+    /// lookups of several keys overlap their cache misses instead of paying
+    /// them one after another; it answers true. The others, whose reads go
+    /// to the OS, do nothing and answer false (the default), so a caller
+    /// knows not to spend more work on hints. Bytes past the logical size
+    /// are ignored; nothing is read, and nothing can fail.
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        let _ = (offset, len);
+        false
+    }
+
     /// Writes `data` at `offset`, extending the logical size if it ends past it.
     fn write(&self, offset: u64, data: &[u8]) -> Result<()>;
 

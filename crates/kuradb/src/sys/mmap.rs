@@ -109,6 +109,19 @@ impl Mapping {
         unsafe { std::ptr::copy_nonoverlapping(self.raw.as_ptr().add(start), buf.as_mut_ptr(), buf.len()) }
     }
 
+    /// Asks the CPU to start loading the `len` bytes at `offset` into its
+    /// cache (see [`super::prefetch`]); bytes outside the map are left out.
+    pub(crate) fn prefetch(&self, offset: u64, len: usize) {
+        let end = offset.saturating_add(len as u64).min(self.len());
+        let base = self.raw.as_ptr();
+        let mut line = offset - offset % super::CACHE_LINE as u64;
+        while line < end {
+            // wrapping_add: the address is only a hint, never dereferenced.
+            super::prefetch(base.wrapping_add(line as usize));
+            line += super::CACHE_LINE as u64;
+        }
+    }
+
     /// Copies `data` into the map at `offset`. Panics as [`Mapping::read`] does,
     /// and if the map is read-only.
     #[expect(unsafe_code, reason = "copies into the mapped memory")]

@@ -133,3 +133,18 @@ fn readers_copy_through_maps_that_are_being_replaced() {
     });
     assert_eq!(chain.len(), 40 * PAGE);
 }
+
+#[test]
+fn prefetch_takes_any_range_and_changes_nothing() {
+    let file = file_of(PAGE);
+    let map = Mapping::new(&file, PAGE, true).expect("map");
+    map.write(0, b"kept");
+    for (offset, len) in
+        [(0, 4), (PAGE - 1, 1), (PAGE - 10, 100), (PAGE, 64), (PAGE * 5, 1), (u64::MAX, usize::MAX)]
+    {
+        map.prefetch(offset, len);
+    }
+    let mut buf = [0u8; 4];
+    map.read(0, &mut buf);
+    assert_eq!(&buf, b"kept");
+}

@@ -18,6 +18,28 @@ pub(crate) use batch::{read_batch, uring_available, uring_probed, BatchRead, Eng
 pub(crate) use mmap::{MapChain, Mapping};
 pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 
+/// The CPU's cache line, the unit [`prefetch`] loads.
+pub(crate) const CACHE_LINE: usize = 64;
+
+/// Asks the CPU to start loading the cache line holding `address`, so that
+/// a read of it soon after finds it cached. A hint: it reads nothing the
+/// program sees, and an address that is not mapped is ignored by the CPU
+/// (a prefetch never faults), so any address may be given. A no-op where
+/// the architecture's hint is not available to stable Rust.
+#[inline]
+#[cfg_attr(target_arch = "x86_64", expect(unsafe_code, reason = "the x86 prefetch instruction"))]
+pub(crate) fn prefetch(address: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 accesses no memory in the program's sense and never
+    // faults, whatever the address (the CPU drops a prefetch it cannot
+    // serve); SSE, which it needs, is part of every x86_64 CPU.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// How the file layer wants a file opened.
 pub(crate) struct OpenFlags {
     pub writable: bool,

@@ -254,4 +254,7 @@ impl Dbm for LoggedDbm {
     fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
         self.db.contains_multi(keys)
     }
+    fn prefetch(&self, keys: &[&[u8]]) {
+        self.db.prefetch(keys)
+    }
 }

@@ -1,5 +1,5 @@
 //! A file that passes every call on to the file it wraps, after showing each
-//! read to a hook: tests count the reads a database makes, fail chosen ones,
+//! read (and prefetch hint) to a hook: tests count the reads a database makes, fail chosen ones,
 //! or hold one open while other threads go on.
 
 use std::path::Path;
@@ -20,6 +20,9 @@ pub trait ReadHook: Send + Sync {
     fn read_many(&self, _reads: &[ReadRequest<'_>]) -> Result<()> {
         Ok(())
     }
+
+    /// Before a prefetch hint of `len` bytes at `offset`.
+    fn prefetch(&self, _offset: u64, _len: usize) {}
 }
 
 /// `inner` with `hook` shown every read.
@@ -42,6 +45,10 @@ impl<H: ReadHook> File for HookedFile<H> {
     fn read_many(&self, reads: &mut [ReadRequest<'_>]) -> Result<()> {
         self.hook.read_many(reads)?;
         self.inner.read_many(reads)
+    }
+    fn prefetch(&self, offset: u64, len: usize) -> bool {
+        self.hook.prefetch(offset, len);
+        self.inner.prefetch(offset, len)
     }
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         self.inner.write(offset, data)

@@ -11,6 +11,12 @@ use crate::error::Result;
 
 /// The largest first read of a record made on the stack.
 const FIRST_READ_ON_STACK: usize = 512;
+/// Keys whose buckets [`State::prefetch`] asks for before reading any:
+/// more than a pipeline's usual batch, few enough for the stack.
+const PREFETCH_CHUNK: usize = 32;
+/// Bytes of a record prefetched besides its key: the header before it and
+/// the start of the value after it (a 100-byte value whole).
+const RECORD_PREFETCH: usize = MAX_HEADER + 100;
 
 /// A record found in a chain.
 #[derive(Clone)]
@@ -187,6 +193,52 @@ impl State {
     /// Walks `key`'s chain.
     pub(super) fn find(&self, key: &[u8], bucket: u64) -> Result<Option<Found>> {
         self.find_record(key, bucket, true)
+    }
+
+    /// Starts loading into the CPU's cache the buckets of `keys`, then the
+    /// first record of each chain (see [`Dbm::prefetch`](crate::dbm::Dbm::prefetch)):
+    /// every bucket is asked for before any is read, and every record before
+    /// any is looked up, so their cache misses overlap. Stops at the first
+    /// step the file does not serve from memory (a positional file's reads
+    /// are system calls, which a hint does not make cheaper). Reads buckets
+    /// without their slots' locks: a value being changed meanwhile only
+    /// makes the hint miss.
+    pub(super) fn prefetch(&self, keys: &[&[u8]]) {
+        // Sealing a key costs a cipher call, more than the hint saves.
+        if keys.len() < 2 || self.codec.seals_keys() {
+            return;
+        }
+        let mut buckets = [0u64; PREFETCH_CHUNK];
+        for chunk in keys.chunks(PREFETCH_CHUNK) {
+            let buckets = &mut buckets[..chunk.len()];
+            for (bucket, key) in buckets.iter_mut().zip(chunk) {
+                *bucket = bucket_of(key, self.num_buckets);
+            }
+            if !self.prefetch_chains(chunk, buckets) {
+                return;
+            }
+        }
+    }
+
+    /// The two steps of [`State::prefetch`] for the stored keys `stored`
+    /// of `buckets`; false if the file did not take a hint (the caller
+    /// stops giving them).
+    pub(super) fn prefetch_chains(&self, stored: &[&[u8]], buckets: &[u64]) -> bool {
+        for &bucket in buckets {
+            match &self.buckets {
+                Some(cached) => crate::sys::prefetch(cached[bucket as usize * self.width].as_ptr()),
+                None if self.file.prefetch(self.bucket_offset(bucket), self.width) => {}
+                None => return false,
+            }
+        }
+        for (&bucket, key) in buckets.iter().zip(stored) {
+            match self.read_bucket(bucket) {
+                Ok(0) => {}
+                Ok(offset) if self.file.prefetch(offset, RECORD_PREFETCH + key.len()) => {}
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// Walks `key`'s chain, reading the value of the record found if `value` says so.

@@ -320,6 +320,14 @@ impl Dbm for HashDbm {
         guard.as_ref().map_or(Ok(vec![false; keys.len()]), |s| s.contains_multi(keys))
     }
 
+    fn prefetch(&self, keys: &[&[u8]]) {
+        if let Ok(guard) = self.state() {
+            if let Some(s) = guard.as_ref() {
+                s.prefetch(keys);
+            }
+        }
+    }
+
     fn count(&self) -> Result<u64> {
         Ok(self.state()?.as_ref().map_or(0, |s| s.count.load(Ordering::Acquire)))
     }

@@ -94,8 +94,10 @@ impl State {
         let buckets: Vec<u64> = stored.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
         let _locks = self.lock_slots(&buckets, writable);
         let mut changed = HashSet::new();
+        let mut hinting = keys.len() >= 2;
         for start in (0..keys.len()).step_by(BATCH_KEYS) {
             let end = keys.len().min(start + BATCH_KEYS);
+            hinting = hinting && self.prefetch_chains(&stored[start..end], &buckets[start..end]);
             let mut finds = self.find_many(&stored[start..end], &buckets[start..end], true)?;
             changed.clear();
             for (i, (&key, &bucket)) in stored[start..end].iter().zip(&buckets[start..end]).enumerate() {
@@ -131,8 +133,10 @@ impl State {
         let buckets: Vec<u64> = stored.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
         let _locks = self.lock_slots(&buckets, false);
         let mut found = Vec::with_capacity(keys.len());
+        let mut hinting = keys.len() >= 2;
         for start in (0..keys.len()).step_by(BATCH_KEYS) {
             let end = keys.len().min(start + BATCH_KEYS);
+            hinting = hinting && self.prefetch_chains(&stored[start..end], &buckets[start..end]);
             let mut finds = self.find_many(&stored[start..end], &buckets[start..end], false)?;
             for i in 0..end - start {
                 self.check_untorn()?;

@@ -327,6 +327,16 @@ impl Dbm for ShardDbm {
         Ok(())
     }
 
+    fn prefetch(&self, keys: &[&[u8]]) {
+        let mut by_shard: Vec<Vec<&[u8]>> = vec![Vec::new(); self.shards.len()];
+        for &key in keys {
+            by_shard[self.shard_index(key)].push(key);
+        }
+        for (shard, keys) in self.shards.iter().zip(&by_shard) {
+            shard.prefetch(keys);
+        }
+    }
+
     // A key's own operations go to its shard whole, as the shard's class does
     // them (a skip database adds a record on set rather than replacing them).
     fn contains(&self, key: &[u8]) -> Result<bool> {
