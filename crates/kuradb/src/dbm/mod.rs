@@ -268,8 +268,9 @@ pub trait Dbm: Send + Sync {
     /// then the first records of their chains) into the CPU's cache, so that
     /// the lookups that follow overlap their cache misses instead of paying
     /// them in turn: what a server answering a pipeline of GETs does. It
-    /// reads nothing the program sees, takes no lock a writer waits for,
-    /// and changes nothing; the default does nothing.
+    /// shows the program nothing, changes nothing, and never waits (while
+    /// a rebuild or a close holds the database it does nothing); the
+    /// default does nothing.
     ///
     /// ```
     /// use kuradb::dbm::hash::{HashDbm, HashOptions};

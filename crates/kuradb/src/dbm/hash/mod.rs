@@ -321,7 +321,9 @@ impl Dbm for HashDbm {
     }
 
     fn prefetch(&self, keys: &[&[u8]]) {
-        if let Ok(guard) = self.state() {
+        // A hint never waits: while a rebuild, a close or the like holds
+        // the database, there is nothing to hint at.
+        if let Some(guard) = self.state.try_read() {
             if let Some(s) = guard.as_ref() {
                 s.prefetch(keys);
             }
