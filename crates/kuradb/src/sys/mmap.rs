@@ -112,6 +112,9 @@ impl Mapping {
     /// Asks the CPU to start loading the `len` bytes at `offset` into its
     /// cache (see [`super::prefetch`]); bytes outside the map are left out.
     pub(crate) fn prefetch(&self, offset: u64, len: usize) {
+        if len == 0 {
+            return;
+        }
         let end = offset.saturating_add(len as u64).min(self.len());
         let base = self.raw.as_ptr();
         let mut line = offset - offset % super::CACHE_LINE as u64;

@@ -8,10 +8,11 @@ pub mod checks;
 pub mod fault_model;
 pub mod files;
 pub mod fixup;
+pub mod reference;
 
 /// Every target, by the name of its directory under `fuzz/corpus/`.
-pub const TARGETS: [&str; 6] =
-    ["hash_file", "tree_file", "skip_file", "flat_file", "shard_set", "fault_model"];
+pub const TARGETS: [&str; 7] =
+    ["hash_file", "tree_file", "skip_file", "flat_file", "shard_set", "fault_model", "reference_file"];
 
 /// Runs the target called `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
@@ -22,6 +23,7 @@ pub fn run(name: &str, data: &[u8]) {
         "flat_file" => files::flat_file(data),
         "shard_set" => files::shard_set(data),
         "fault_model" => fault_model::run(data),
+        "reference_file" => reference::reference_file(data),
         other => panic!("no fuzz target is called {other:?}; the targets are {TARGETS:?}"),
     }
 }

@@ -161,7 +161,10 @@ pub(super) fn read(data: &[u8], salvage: bool) -> Result<TreeRecords> {
 
 /// Every record of the leaves, following the chain from the first leaf.
 fn walk_leaves<'a>(by_id: &'a HashMap<u64, Cow<[u8]>>, meta: &TreeMeta) -> Result<Vec<(&'a [u8], &'a [u8])>> {
-    let mut records = Vec::with_capacity(meta.num_records.min(1 << 24) as usize);
+    // The metadata's count is a claim: a record takes two bytes at least
+    // (its two sizes), so the pages bound what is worth reserving.
+    let room = by_id.values().map(|page| page.len() as u64 / 2).sum::<u64>();
+    let mut records = Vec::with_capacity(meta.num_records.min(room) as usize);
     let mut seen = HashSet::new();
     let mut id = meta.first_id;
     let mut prev = 0;
