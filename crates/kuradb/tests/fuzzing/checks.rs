@@ -93,6 +93,20 @@ pub fn read_everything(opened: &Opened, limit: usize) -> Option<Vec<Record>> {
             clear(&e, "a jump");
         }
     }
+    // The batched lookup (after a prefetch hint, which must take any
+    // bytes) answers what the lone lookups answer, where both answer.
+    let keys: Vec<&[u8]> = listed.iter().flatten().take(64).map(|(key, _)| key.as_slice()).collect();
+    db.prefetch(&keys);
+    match db.get_multi(&keys) {
+        Ok(values) => {
+            for (key, value) in keys.iter().zip(&values) {
+                if let Ok(single) = db.get(key) {
+                    assert_eq!(&single, value, "get_multi and get of {key:?} disagree");
+                }
+            }
+        }
+        Err(e) => clear(&e, "a get_multi"),
+    }
     for result in [db.count().map(drop), db.inspect().map(drop), db.should_be_rebuilt().map(drop)] {
         if let Err(e) = result {
             clear(&e, "count, inspect or should_be_rebuilt");
