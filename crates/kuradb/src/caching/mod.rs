@@ -1,5 +1,5 @@
 //! What the page cache and the tree's node cache share: their scan-resistant
-//! replacement policy ([`Segments`]), the mark a thread puts on its reads
+//! replacement policy (`Segments`, a segmented LRU), the mark a thread puts on its reads
 //! while it walks a whole database ([`ScanScope`]), and each thread's own
 //! counts of hits and misses ([`ThreadCacheCounts`]).
 //!

@@ -1,4 +1,4 @@
-//! Finding keys by pattern: [`Dbm::search`](super::Dbm::search) and the
+//! Finding keys by pattern: [`Dbm::search`] and the
 //! modes of the reference's `Search`.
 //!
 //! Every mode but the ordered ones looks at every key, in the database's
@@ -14,7 +14,7 @@ use std::str::FromStr;
 use super::{Action, Dbm};
 use crate::error::{Error, ErrorKind, Result};
 
-/// How [`Dbm::search`](super::Dbm::search) matches keys against its pattern.
+/// How [`Dbm::search`] matches keys against its pattern.
 ///
 /// The names ([`FromStr`], [`fmt::Display`]) are the reference's: `contain`,
 /// `begin`, `end`, `regex`, `edit`, `editbin`, `containcase`, `containword`,

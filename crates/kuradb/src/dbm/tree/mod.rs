@@ -1,4 +1,4 @@
-//! TreeDbm: a B+ tree whose nodes are records of a [`HashDbm`].
+//! TreeDbm: a B+ tree whose nodes are records of a [`HashDbm`](super::hash::HashDbm).
 //!
 //! Leaves hold sorted records and links to their neighbours; inner nodes hold
 //! separator keys and child ids. Nodes live in an LRU cache of
