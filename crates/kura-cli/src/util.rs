@@ -2,7 +2,7 @@
 //! in the spirit of the reference's `tkrzw_dbm_util` and with its argument
 //! order (`kura util SUBCOMMAND [options] FILE [KEY [VALUE]]`).
 //!
-//! Every database is opened through [`PolyDbm`], from the file's path and a
+//! Every database is opened through [`PolyDbm`](kuradb::dbm::poly::PolyDbm), from the file's path and a
 //! parameter string built from `--dbm`, `--file` and `--params`, so each class
 //! PolyDbm learns is served here without a change. One function per
 //! subcommand, in `records` (get, set, remove, rekey), `list`, `transfer` (export,
