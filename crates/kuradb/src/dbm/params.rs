@@ -71,6 +71,11 @@ impl Params {
         self.entries.get(&name.to_ascii_lowercase()).map(String::as_str)
     }
 
+    /// The true-or-false value of `name`, if given.
+    pub(crate) fn flag(&self, name: &str) -> Result<Option<bool>> {
+        self.get(name).map(|value| parse_flag(name, value)).transpose()
+    }
+
     /// Every parameter, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))

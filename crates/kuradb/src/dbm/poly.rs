@@ -37,7 +37,7 @@ pub use super::class::DbmClass;
 pub use super::params::Params;
 
 use super::comparator::KeyComparator;
-use super::params::{parse_flag, Taker};
+use super::params::Taker;
 use super::tkrzw::{ReferenceDbm, ReferenceFormat};
 use super::Dbm;
 use crate::error::{Error, ErrorKind, Result};
@@ -104,12 +104,7 @@ impl PolyDbm {
         // A writer that truncates discards the old contents whatever wrote
         // them, as it would any other file: it makes a kuradb database in
         // the reference's file's place.
-        let truncating = writable
-            && params
-                .get("truncate")
-                .map(|value| parse_flag("truncate", value))
-                .transpose()?
-                .unwrap_or(false);
+        let truncating = writable && params.flag("truncate")?.unwrap_or(false);
         let class = if is_reference_file(path)? {
             if !truncating {
                 return PolyDbm::open_reference(path, writable, params);

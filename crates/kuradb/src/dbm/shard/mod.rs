@@ -18,7 +18,7 @@ use cursor::{ChainCursor, MergeCursor};
 
 use super::class::DbmClass;
 use super::comparator::KeyComparator;
-use super::params::{parse_flag, Params};
+use super::params::Params;
 use super::poly::PolyDbm;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
@@ -120,10 +120,7 @@ impl ShardDbm {
                 }
             },
         };
-        let truncating = match params.get("truncate") {
-            Some(value) => parse_flag("truncate", value)?,
-            None => false,
-        };
+        let truncating = params.flag("truncate")?.unwrap_or(false);
         let count = match (ShardDbm::existing_count(&path)?, asked) {
             (Some(found), Some(asked)) if found != asked && !(writable && truncating) => {
                 return Err(Error::new(
