@@ -50,7 +50,7 @@ pub struct ServeArgs {
     address: String,
 
     /// Threads of the network reactor (database calls run on a separate pool);
-    /// by default one per CPU.
+    /// by default one per CPU but one, and at least one.
     #[arg(long = "threads")]
     threads: Option<usize>,
 
@@ -168,7 +168,9 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             _ => None,
         },
     };
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let threads = args
+        .threads
+        .unwrap_or_else(|| default_reactors(std::thread::available_parallelism().map_or(2, |n| n.get())));
     let settings = state::Settings {
         requirepass: args.requirepass.clone(),
         read_only: args.read_only,
@@ -187,4 +189,27 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         replicaof,
         replica_link,
     })
+}
+
+/// The reactor threads of a server on `cpus` CPUs unless `--threads` says:
+/// one per CPU but one, as redis-server's own advice for its I/O threads
+/// leaves a core to the kernel's network processing and to the rest of the
+/// machine. A reactor per CPU lost to one reactor on a 2-core machine in
+/// every alternating run of `scripts/bench-serve` at `-P 1` and tied at
+/// `-P 16` (docs/serve.md, "How many reactor threads").
+fn default_reactors(cpus: usize) -> usize {
+    cpus.saturating_sub(1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_reactors;
+
+    #[test]
+    fn reactors_leave_a_cpu_but_are_never_none() {
+        assert_eq!(default_reactors(0), 1);
+        assert_eq!(default_reactors(1), 1);
+        assert_eq!(default_reactors(2), 1);
+        assert_eq!(default_reactors(16), 15);
+    }
 }
