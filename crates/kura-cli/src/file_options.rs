@@ -48,7 +48,7 @@ pub struct FileOptions {
     #[arg(long = "pagecache")]
     pub pagecache: bool,
 
-    /// The capacity of the page cache, in blocks [default: 256].
+    /// The capacity of the page cache, in blocks [default: 1024].
     #[arg(long = "page_cache_capacity", value_name = "NUM")]
     pub page_cache_capacity: Option<usize>,
 
