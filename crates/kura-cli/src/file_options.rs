@@ -48,7 +48,7 @@ pub struct FileOptions {
     #[arg(long = "pagecache")]
     pub pagecache: bool,
 
-    /// The capacity of the page cache, in blocks [default: 1024].
+    /// The capacity of the page cache, in blocks [default: 512 KiB of blocks, 256 to 1024 of them].
     #[arg(long = "page_cache_capacity", value_name = "NUM")]
     pub page_cache_capacity: Option<usize>,
 
@@ -82,7 +82,7 @@ impl FileOptions {
         spec.padding = self.padding;
         spec.pagecache = self.pagecache;
         if let Some(capacity) = self.page_cache_capacity {
-            spec.page_cache_capacity = capacity;
+            spec.page_cache_capacity = Some(capacity);
         }
         if let Some(percent) = self.page_cache_protected_percent {
             spec.page_cache_protected_percent = percent;

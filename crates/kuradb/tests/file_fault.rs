@@ -114,7 +114,7 @@ fn fault_specs() -> Vec<FileSpec> {
         common::spec(FileKind::PositionalParallel, |s| {
             s.block_size = 512;
             s.pagecache = true;
-            s.page_cache_capacity = common::TINY_PAGE_CACHE;
+            s.page_cache_capacity = Some(common::TINY_PAGE_CACHE);
             s.head_buffer = 100;
         }),
     ]

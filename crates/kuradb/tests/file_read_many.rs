@@ -298,7 +298,7 @@ fn page_cache_reads_each_missing_block_once() {
         let spec = common::spec(FileKind::PositionalParallel, |s| {
             s.block_size = 512;
             s.pagecache = true;
-            s.page_cache_capacity = 64;
+            s.page_cache_capacity = Some(64);
             // Each block alone: the count of reads is what this checks.
             s.page_cache_read_ahead = 0;
             s.io_engine = engine;

@@ -241,7 +241,7 @@ fn batches_beside_a_writer_see_whole_operations() {
         common::spec(FileKind::PositionalAtomic, |s| {
             s.block_size = 512;
             s.pagecache = true;
-            s.page_cache_capacity = common::TINY_PAGE_CACHE;
+            s.page_cache_capacity = Some(common::TINY_PAGE_CACHE);
         }),
     ];
     specs.extend(h::direct_specs().into_iter().map(|(_, s)| s));

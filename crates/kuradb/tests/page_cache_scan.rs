@@ -15,7 +15,7 @@ fn cached_file(dir: &tempfile::TempDir, protected_percent: u8) -> PositionalFile
     let mut spec = FileSpec::new(FileKind::PositionalParallel);
     spec.block_size = BLOCK;
     spec.pagecache = true;
-    spec.page_cache_capacity = CAPACITY;
+    spec.page_cache_capacity = Some(CAPACITY);
     spec.page_cache_protected_percent = protected_percent;
     let path = dir.path().join("f");
     let mut file = PositionalFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
@@ -119,4 +119,34 @@ fn a_hash_export_keeps_the_gets_working_set() {
     let rate = ThreadCacheCounts::take().page_hit_rate().unwrap();
     assert!(rate >= 0.9, "hit rate {rate} after an export, want at least 0.9");
     db.close().unwrap();
+}
+
+/// Without a capacity, a page cache holds 512 KiB of blocks, at least 256 and
+/// at most 1024 of them; a capacity given, from a parameter string too, is
+/// the one used; and the cap holds through a pass over a file larger than it.
+#[test]
+fn the_default_capacity_follows_the_block_size() {
+    let dir = tempfile::tempdir().unwrap();
+    for (block, expected) in [(64u64, 1024u64), (512, 1024), (1024, 512), (2048, 256), (4096, 256)] {
+        let mut spec = FileSpec::new(FileKind::PositionalParallel);
+        spec.block_size = block;
+        spec.pagecache = true;
+        assert_eq!(spec.page_cache_blocks() as u64, expected, "block size {block}");
+        let path = dir.path().join(format!("d{block}"));
+        let file = PositionalFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        file.write(0, &vec![1u8; (3 * expected * block) as usize]).unwrap();
+        let mut buf = vec![0u8; block as usize];
+        for i in 0..3 * expected {
+            file.read(i * block, &mut buf).unwrap();
+        }
+        let stats = file.page_cache_stats().unwrap();
+        assert_eq!(stats.capacity, expected, "block size {block}");
+        assert!(stats.used <= expected, "block size {block}: {} blocks held", stats.used);
+        assert!(file.inspect().contains(&("page_cache_capacity".to_string(), expected.to_string())));
+    }
+    let given = FileSpec::parse("pos-para,block_size=512,access=pagecache,page_cache_capacity=300").unwrap();
+    assert_eq!(given.page_cache_blocks(), 300);
+    assert!(given.to_string().contains("page_cache_capacity=300"), "{given}");
+    let default = FileSpec::parse("pos-para,block_size=512,access=pagecache").unwrap();
+    assert!(!default.to_string().contains("page_cache_capacity"), "{default}");
 }

@@ -157,7 +157,7 @@ fn config(index: usize) -> (&'static str, TreeOptions) {
                 &common::spec(FileKind::PositionalAtomic, |s| {
                     s.block_size = 512;
                     s.pagecache = true;
-                    s.page_cache_capacity = 4;
+                    s.page_cache_capacity = Some(4);
                 }),
                 KeyComparator::Lexical,
                 200,

@@ -40,7 +40,7 @@ fn a_node_load_is_one_read_call() {
         s.block_size = 1024;
         s.padding = true;
         s.pagecache = true;
-        s.page_cache_capacity = 128;
+        s.page_cache_capacity = Some(128);
     });
     for spec in [FileSpec::new(FileKind::PositionalParallel), plain, cached] {
         let dir = tempfile::tempdir().unwrap();

@@ -117,7 +117,10 @@ pub struct FileSpec {
     /// Keep recently used blocks in an in-process cache.
     pub pagecache: bool,
     /// Capacity of the page cache, in blocks: a cap on its memory at all times.
-    pub page_cache_capacity: usize,
+    /// `None` takes [`default_page_cache_capacity`] of the block size
+    /// (512 KiB of blocks, 256 to 1024 of them); [`FileSpec::page_cache_blocks`]
+    /// answers the capacity in effect.
+    pub page_cache_capacity: Option<usize>,
     /// The share of the page cache, in percent (0 to 100), that blocks used
     /// again by lookups may hold (its protected segment); the rest is for
     /// blocks used once and for scans. 0 makes the cache a plain LRU; near
@@ -147,15 +150,39 @@ impl Default for FileSpec {
 pub const DEFAULT_ALLOC_INIT: u64 = 1 << 20;
 /// The default of [`FileSpec::alloc_inc`].
 pub const DEFAULT_ALLOC_INC: f64 = 2.0;
-/// The default of [`FileSpec::page_cache_capacity`]: 1024 blocks (512 KiB
-/// of 512-byte blocks): as large as keeps the hash database with the page
-/// cache under the reference's memory on the benchmark's rows, where 16
-/// threads' gets then find their neighbours cached (docs/caches.md, "The
-/// default capacity").
-pub const DEFAULT_PAGE_CACHE_CAPACITY: usize = 1024;
+/// The bytes of blocks a page cache holds when its capacity is not given:
+/// 512 KiB, as large as keeps the hash database with the page cache under
+/// the reference's memory on the benchmark's rows, where 16 threads' gets
+/// then find their neighbours cached (docs/caches.md, "The default
+/// capacity").
+pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 512 << 10;
+
+/// The page cache's capacity in blocks when [`FileSpec::page_cache_capacity`]
+/// is not given: [`DEFAULT_PAGE_CACHE_BYTES`] of blocks of `block_size`
+/// bytes, at least 256 blocks (so large blocks keep the count the reference
+/// uses) and at most 1024 (so tiny blocks do not pay more in bookkeeping
+/// than in data).
+///
+/// ```
+/// use kuradb::file::default_page_cache_capacity;
+/// assert_eq!(default_page_cache_capacity(512), 1024);
+/// assert_eq!(default_page_cache_capacity(1024), 512);
+/// assert_eq!(default_page_cache_capacity(4096), 256);
+/// ```
+pub fn default_page_cache_capacity(block_size: u64) -> usize {
+    (DEFAULT_PAGE_CACHE_BYTES / block_size.max(1)).clamp(256, 1024) as usize
+}
 /// The default of [`FileSpec::page_cache_read_ahead`]: 4 KiB, which a
 /// device reads about as fast as one 512-byte block.
 pub const DEFAULT_PAGE_CACHE_READ_AHEAD: u64 = 4096;
+
+impl FileSpec {
+    /// The page cache's capacity in blocks: the one given, or the default
+    /// for the block size ([`default_page_cache_capacity`]).
+    pub fn page_cache_blocks(&self) -> usize {
+        self.page_cache_capacity.unwrap_or_else(|| default_page_cache_capacity(self.block_size))
+    }
+}
 
 impl FileSpec {
     /// The implementation `kind` with default options.
@@ -169,7 +196,7 @@ impl FileSpec {
             sync: false,
             padding: false,
             pagecache: false,
-            page_cache_capacity: DEFAULT_PAGE_CACHE_CAPACITY,
+            page_cache_capacity: None,
             page_cache_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
             page_cache_read_ahead: DEFAULT_PAGE_CACHE_READ_AHEAD,
             head_buffer: 0,
@@ -264,7 +291,7 @@ impl FileSpec {
                 })?
             }
             "head_buffer_size" | "head_buffer" => self.head_buffer = parse_number(name, value)?,
-            "page_cache_capacity" => self.page_cache_capacity = parse_number(name, value)? as usize,
+            "page_cache_capacity" => self.page_cache_capacity = Some(parse_number(name, value)? as usize),
             "io_engine" => self.io_engine = IoEngine::parse(value, name)?,
             "page_cache_protected_percent" => {
                 self.page_cache_protected_percent = parse_percent(name, value)?;
@@ -318,7 +345,7 @@ impl FileSpec {
         if self.padding && self.block_size < 2 {
             return bad("padding needs block I/O (block_size of 2 or more)".to_string());
         }
-        if self.pagecache && self.page_cache_capacity == 0 {
+        if self.pagecache && self.page_cache_capacity == Some(0) {
             return bad("page_cache_capacity must be at least 1".to_string());
         }
         if self.page_cache_protected_percent > 100 {
@@ -374,8 +401,8 @@ impl fmt::Display for FileSpec {
         if !access.is_empty() {
             write!(f, ",access_options={}", access.join("+"))?;
         }
-        if self.page_cache_capacity != default.page_cache_capacity {
-            write!(f, ",page_cache_capacity={}", self.page_cache_capacity)?;
+        if let Some(capacity) = self.page_cache_capacity {
+            write!(f, ",page_cache_capacity={capacity}")?;
         }
         if self.page_cache_protected_percent != default.page_cache_protected_percent {
             write!(f, ",page_cache_protected_percent={}", self.page_cache_protected_percent)?;
@@ -468,7 +495,7 @@ mod tests {
         let mut spec = FileSpec::new(FileKind::PositionalAtomic);
         spec.block_size = 1024;
         spec.pagecache = true;
-        spec.page_cache_capacity = 77;
+        spec.page_cache_capacity = Some(77);
         spec.page_cache_protected_percent = 50;
         spec.page_cache_read_ahead = 0;
         spec.head_buffer = 8192;

@@ -110,7 +110,7 @@ pub fn specs() -> Vec<(&'static str, FileSpec)> {
             spec(FileKind::PositionalAtomic, |s| {
                 s.block_size = 512;
                 s.pagecache = true;
-                s.page_cache_capacity = TINY_PAGE_CACHE;
+                s.page_cache_capacity = Some(TINY_PAGE_CACHE);
             }),
         ),
         (
@@ -139,7 +139,7 @@ pub fn direct_specs() -> Vec<(&'static str, FileSpec)> {
                 s.block_size = 512;
                 s.direct = true;
                 s.pagecache = true;
-                s.page_cache_capacity = TINY_PAGE_CACHE;
+                s.page_cache_capacity = Some(TINY_PAGE_CACHE);
                 s.alloc_init = 1;
                 s.alloc_inc = 1.0;
             }),

@@ -119,7 +119,8 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
         Group::PageCache => {
             for kind in POSITIONAL {
                 for bs in BLOCK_SIZES {
-                    for capacity in [TINY_PAGE_CACHE, FileSpec::new(kind).page_cache_capacity] {
+                    // A tiny cache, and the default for the block size.
+                    for capacity in [Some(TINY_PAGE_CACHE), None] {
                         specs.push(spec(kind, |s| {
                             s.block_size = bs;
                             s.pagecache = true;
@@ -149,7 +150,7 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
                         s.block_size = bs;
                         s.pagecache = cache > 0;
                         if cache > 0 {
-                            s.page_cache_capacity = cache;
+                            s.page_cache_capacity = Some(cache);
                         }
                     }));
                 }
@@ -168,7 +169,7 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
                                 s.direct = true;
                                 s.pagecache = cache;
                                 if cache {
-                                    s.page_cache_capacity = TINY_PAGE_CACHE;
+                                    s.page_cache_capacity = Some(TINY_PAGE_CACHE);
                                 }
                                 s.head_buffer = head;
                             }));
@@ -189,7 +190,7 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
                 s.sync = true;
                 s.block_size = 512;
                 s.pagecache = true;
-                s.page_cache_capacity = TINY_PAGE_CACHE;
+                s.page_cache_capacity = Some(TINY_PAGE_CACHE);
                 s.head_buffer = 100;
             }));
         }

@@ -15,7 +15,7 @@ pub fn specs() -> Vec<FileSpec> {
     let mut block = FileSpec::new(FileKind::PositionalAtomic);
     block.block_size = 512;
     block.pagecache = true;
-    block.page_cache_capacity = 4;
+    block.page_cache_capacity = Some(4);
     vec![FileSpec::new(FileKind::MmapParallel), FileSpec::new(FileKind::PositionalParallel), block]
 }
 

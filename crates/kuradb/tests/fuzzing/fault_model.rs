@@ -159,7 +159,7 @@ impl Run {
                 let mut block = FileSpec::new(FileKind::PositionalAtomic);
                 block.block_size = 512;
                 block.pagecache = true;
-                block.page_cache_capacity = 4;
+                block.page_cache_capacity = Some(4);
                 block
             }
             _ => FileSpec::new(FileKind::MmapAtomic),
