@@ -172,17 +172,10 @@ pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 512 << 10;
 pub fn default_page_cache_capacity(block_size: u64) -> usize {
     (DEFAULT_PAGE_CACHE_BYTES / block_size.max(1)).clamp(256, 1024) as usize
 }
+
 /// The default of [`FileSpec::page_cache_read_ahead`]: 4 KiB, which a
 /// device reads about as fast as one 512-byte block.
 pub const DEFAULT_PAGE_CACHE_READ_AHEAD: u64 = 4096;
-
-impl FileSpec {
-    /// The page cache's capacity in blocks: the one given, or the default
-    /// for the block size ([`default_page_cache_capacity`]).
-    pub fn page_cache_blocks(&self) -> usize {
-        self.page_cache_capacity.unwrap_or_else(|| default_page_cache_capacity(self.block_size))
-    }
-}
 
 impl FileSpec {
     /// The implementation `kind` with default options.
@@ -202,6 +195,12 @@ impl FileSpec {
             head_buffer: 0,
             io_engine: IoEngine::Auto,
         }
+    }
+
+    /// The page cache's capacity in blocks: the one given, or the default
+    /// for the block size ([`default_page_cache_capacity`]).
+    pub fn page_cache_blocks(&self) -> usize {
+        self.page_cache_capacity.unwrap_or_else(|| default_page_cache_capacity(self.block_size))
     }
 
     /// Parses the text form (see the type's documentation) and validates it.
