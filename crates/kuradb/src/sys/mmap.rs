@@ -83,16 +83,6 @@ impl Mapping {
             o
         };
         let raw = if writable { options.map_raw(file)? } else { options.map_raw_read_only(file)? };
-        // A database reads its map where lookups lead, not in order: without
-        // this advice every page fault also reads the pages around it
-        // (read-around), which an appending writer turns into pages past
-        // the file's logical end, cached and then mapped into the process by
-        // later faults (0.23 MB of a hash database's set phase, 12 MB of the
-        // OS page cache; docs/memory.md, "Read-around"). The reference and
-        // LMDB give the same advice. Advice only: a kernel that refuses it
-        // maps the file all the same, so the error is of no consequence.
-        #[cfg(unix)]
-        let _ = raw.advise(memmap2::Advice::Random);
         Ok(Mapping { raw, writable })
     }
 

@@ -148,36 +148,3 @@ fn prefetch_takes_any_range_and_changes_nothing() {
     map.read(0, &mut buf);
     assert_eq!(&buf, b"kept");
 }
-
-/// Every map, writable or not, carries the random-access advice, so that a
-/// fault reads its own page only: the kernel shows the advice as the `rr`
-/// flag of the map's area in `/proc/self/smaps`.
-#[cfg(target_os = "linux")]
-#[test]
-fn maps_are_advised_random_access() {
-    let file = file_of(16 * PAGE);
-    for writable in [true, false] {
-        let map = Mapping::new(&file, 16 * PAGE, writable).expect("map");
-        let start = map.raw.as_ptr() as usize;
-        let smaps = fs::read_to_string("/proc/self/smaps").expect("read /proc/self/smaps");
-        let mut in_area = false;
-        let mut flags = None;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ') {
-                if let Some((from, _)) = range.split_once('-') {
-                    if let Ok(from) = usize::from_str_radix(from, 16) {
-                        in_area = from == start;
-                        continue;
-                    }
-                }
-            }
-            if in_area {
-                if let Some(rest) = line.strip_prefix("VmFlags:") {
-                    flags = Some(rest.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
-                }
-            }
-        }
-        let flags = flags.expect("the map's area is in /proc/self/smaps");
-        assert!(flags.iter().any(|f| f == "rr"), "writable {writable}: flags {flags:?}");
-    }
-}
