@@ -130,7 +130,7 @@ pub struct HashFlags {
           value_parser = ["-1", "0", "8", "16", "32"], hide_possible_values = true)]
     pub record_crc: String,
 
-    /// Values (and a tree's pages) compressed: none, zstd, lz4 or zlib, as
+    /// Values (and a tree's pages) compressed: none, zstd, lz4, zlib or lzma, as
     /// the reference spells them (tuning, at creation; kept in the file).
     #[arg(long = "record_comp", value_name = "MODE")]
     pub record_comp: Option<String>,

@@ -127,7 +127,7 @@ pub struct DbFlags {
     #[arg(long = "sync_hard")]
     sync_hard: bool,
 
-    /// Compresses values (a tree's pages): none, zstd, lz4 or zlib; for a
+    /// Compresses values (a tree's pages): none, zstd, lz4, zlib or lzma; for a
     /// new file (create, import) or a rebuild; the same as --params
     /// record_comp_mode=MODE.
     #[arg(long = "record_comp", value_name = "MODE")]

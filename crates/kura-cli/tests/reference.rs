@@ -209,7 +209,7 @@ fn compressed_reference_files_list_get_export_and_convert() {
             found.sort();
             assert_eq!(found, records(), "{what}: exported");
             // Converted, uncompressed and compressed as --record_comp says.
-            for comp in [None, Some("lz4")] {
+            for comp in [None, Some("lz4"), Some("lzma")] {
                 let converted = dir.path().join(format!("{mode}-{class}-{comp:?}.kh"));
                 let mut args = vec!["convert"];
                 args.extend(comp.map(|c| ["--record_comp", c]).into_iter().flatten());

@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("path")
     parser.add_argument("sets", type=int)
     parser.add_argument("gets", type=int)
-    parser.add_argument("--mode", default="none", choices=["none", "zstd", "lz4", "zlib"])
+    parser.add_argument("--mode", default="none", choices=["none", "zstd", "lz4", "zlib", "lzma"])
     parser.add_argument("--records", default="small", choices=["small", "json", "random"])
     args = parser.parse_args()
     tkrzw = importlib.import_module(args.module)

@@ -4,6 +4,7 @@
 
 mod batch;
 pub(crate) mod lz4;
+pub(crate) mod lzma;
 mod mmap;
 mod process;
 #[cfg(target_os = "linux")]

@@ -12,10 +12,11 @@
 //! codecs' own framing is trimmed where the record already says it: zstd
 //! frames are magicless and carry neither content size, dictionary id nor
 //! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it);
-//! lz4 is the block format (see `lz4.rs`).
+//! lz4 is the block format (see `lz4.rs`); lzma is a raw LZMA2 stream
+//! (see `sys/lzma.rs`).
 //!
 //! Every mode may have a dictionary (see `dictionary.rs`): zstd's own, and
-//! the preset dictionaries of the lz4 block and DEFLATE formats. The codecs'
+//! the preset dictionaries of the lz4 block, DEFLATE and LZMA2 formats. The codecs'
 //! states are kept per thread and reset between values, never made anew.
 
 use std::cell::RefCell;
@@ -31,6 +32,7 @@ use super::lz4;
 use super::record::MAX_ITEM;
 use crate::dbm::varint::{get_varint, write_varint};
 use crate::error::{Error, ErrorKind, Result};
+use crate::sys::lzma;
 
 const RAW: u8 = 0;
 const PLAIN: u8 = 1;
@@ -74,7 +76,7 @@ pub(super) struct Compression {
 
 impl Compression {
     /// The compression of `mode`; `None` for mode none. `presets` says
-    /// whether an lz4 or zlib file may hold a dictionary (a zstd file always
+    /// whether an lz4, zlib or lzma file may hold a dictionary (a zstd file always
     /// may).
     pub(super) fn new(mode: RecordCompMode, presets: bool) -> Option<Compression> {
         let dictionaries = mode == RecordCompMode::Zstd || presets;
@@ -206,6 +208,7 @@ impl Compression {
                     _ => None,
                 }
             }),
+            RecordCompMode::Lzma => lzma::compress(value, out, dict.map_or(&[], |d| &d.bytes)),
             RecordCompMode::Zstd => ZSTD_C.with_borrow_mut(|c| {
                 let n = zstd_compress(c, value, out, dict);
                 // No reference to the dictionary stays behind in the context.
@@ -262,14 +265,18 @@ impl Compression {
         size: usize,
         dict: Option<&Dictionary>,
     ) -> std::result::Result<Vec<u8>, String> {
-        if self.mode == RecordCompMode::Lz4 {
-            return lz4::decompress(body, size, dict);
+        match self.mode {
+            RecordCompMode::Lz4 => return lz4::decompress(body, size, dict),
+            RecordCompMode::Lzma => return lzma::decompress(body, size, dict.map_or(&[], |d| &d.bytes)),
+            _ => {}
         }
         let mut out = vec![0u8; size];
         let out_ref = &mut out[..];
         let n = match self.mode {
-            // lz4 answered above.
-            RecordCompMode::None | RecordCompMode::Lz4 => Err("the file is not compressed".into()),
+            // lz4 and lzma answered above.
+            RecordCompMode::None | RecordCompMode::Lz4 | RecordCompMode::Lzma => {
+                Err("the file is not compressed".into())
+            }
             RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
                 d.reset(false);
                 if let Some(dict) = dict {
@@ -352,7 +359,7 @@ mod tests {
             })
             .collect();
         let text = "{\"sku\":\"SKU-000123\",\"price\":4500,\"status\":\"shipped\"},".repeat(120).into_bytes();
-        for mode in [RecordCompMode::Zstd, RecordCompMode::Lz4, RecordCompMode::Zlib] {
+        for mode in RecordCompMode::COMPRESSING {
             for with_dict in [false, true] {
                 let c = Compression::new(mode, true).unwrap();
                 if with_dict {
@@ -385,7 +392,7 @@ mod tests {
     fn stored_forms_from_the_thread_buffer_are_fresh_ones() {
         let text = "{\"sku\":\"SKU-000123\",\"status\":\"shipped\"},".repeat(150).into_bytes();
         let noise: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        for mode in [RecordCompMode::Zstd, RecordCompMode::Lz4, RecordCompMode::Zlib] {
+        for mode in RecordCompMode::COMPRESSING {
             let c = Compression::new(mode, true).unwrap();
             for len in [5000, 3, 1200, 0, 64, 4999, 17, 2500] {
                 for source in [&text, &noise] {

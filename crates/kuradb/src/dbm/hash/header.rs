@@ -7,13 +7,13 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | magic `KuraHDB\n` |
-//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4 or zlib file whose values may use a dictionary; 4 when byte 15 is 2 (keys sealed) |
+//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4, zlib or lzma file whose values may use a dictionary; 4 when byte 15 is 2 (keys sealed) |
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
 //! | 12 | kind: 0 = hash database, 1 = node store of a tree database |
 //! | 13 | record checksum mode: 0 = reads do not verify records' checksums; 8, 16, 32 = every read does (files before it have 0) |
-//! | 14 | record compression mode: 0 = none, 1 = zstd, 2 = lz4, 3 = zlib (files before it have 0) |
+//! | 14 | record compression mode: 0 = none, 1 = zstd, 2 = lz4, 3 = zlib, 4 = lzma (files before it have 0) |
 //! | 15 | cipher: 0 = values stored as given; 1 = sealed with XChaCha20-Poly1305 under an Argon2id key (see `cipher.rs`); 2 = so, and the records' keys sealed with AES-SIV (`key_cipher.rs`) |
 //! | 16 | number of buckets (u64) |
 //! | 24 | offset of the first record (u64) |
@@ -35,6 +35,8 @@
 //! dictionary), which readers before it refuse by name: they would read its
 //! values without the dictionary. A version-2 lz4 or zlib file reads as
 //! before and stays without a dictionary until a rebuild makes it anew.
+//! An lzma file (the mode came later) is version 3 unless encrypted, and
+//! readers before the mode refuse its byte 14.
 //! A hash database encrypted since keys are sealed is version 4 (cipher 2),
 //! which readers before it refuse by name: they would compare a caller's
 //! key with stored ciphertext and find nothing. Version-2 encrypted files
@@ -53,7 +55,7 @@ const VERSION: u8 = 1;
 /// encryption): a reader of version 1 alone would hand out stored bytes as
 /// values, so it must refuse the file, which it does by its version.
 const VERSION_FEATURES: u8 = 2;
-/// The version of an lz4 or zlib file whose values may be compressed with
+/// The version of an lz4, zlib or lzma file whose values may be compressed with
 /// a preset dictionary: a reader of version 2 would misread them.
 const VERSION_PRESETS: u8 = 3;
 /// The version of a file whose keys are sealed (cipher 2): a reader of
@@ -83,7 +85,7 @@ pub(crate) struct Header {
     pub dict_offset: u64,
     /// How the values are encrypted, if they are.
     pub sealing: Option<Sealing>,
-    /// Whether an lz4 or zlib file's values may use a dictionary (version 3).
+    /// Whether an lz4, zlib or lzma file's values may use a dictionary (version 3).
     pub presets: bool,
 }
 
@@ -110,7 +112,7 @@ impl Header {
     /// Whether a file of `mode`, encrypted or not, is made as version 3: lz4
     /// and zlib files that may hold a dictionary.
     pub(crate) fn may_have_presets(mode: RecordCompMode, encrypted: bool) -> bool {
-        matches!(mode, RecordCompMode::Lz4 | RecordCompMode::Zlib) && !encrypted
+        matches!(mode, RecordCompMode::Lz4 | RecordCompMode::Zlib | RecordCompMode::Lzma) && !encrypted
     }
 
     pub(crate) fn encode(&self) -> [u8; SIZE] {
@@ -215,7 +217,7 @@ impl Header {
             other => return Err(bad(&format!("unknown cipher {other}"))),
         };
         // Version 2 says exactly that a feature of bytes 14 or 15 is on,
-        // keys not sealed; version 3 that the file is lz4 or zlib, and not
+        // keys not sealed; version 3 that the file is lz4, zlib or lzma, and not
         // encrypted; version 4 that its keys are sealed.
         let presets = b[8] == VERSION_PRESETS;
         let keys_sealed = b[15] == Sealing::ID_KEYS;

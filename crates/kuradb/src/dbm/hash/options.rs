@@ -75,7 +75,7 @@ pub struct HashOptions {
     /// CRC-32 here (tuning, at creation; kept in the file).
     pub record_crc_mode: RecordCrcMode,
     /// How values are compressed: none, zstd (with a dictionary trained from
-    /// the file's values), lz4 or zlib (tuning, at creation; kept in the
+    /// the file's values), lz4, zlib or lzma (tuning, at creation; kept in the
     /// file, a rebuild may change it).
     pub record_comp_mode: RecordCompMode,
     /// Keep the bucket array in memory.

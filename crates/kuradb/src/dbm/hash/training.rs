@@ -261,14 +261,14 @@ mod tests {
         }
     }
 
-    /// Each mode trains once its own sample is full: lz4 and zlib, which
+    /// Each mode trains once its own sample is full: lz4, zlib and lzma, which
     /// keep a few KiB of a dictionary, after a quarter of what zstd waits
     /// for, so fewer of a new file's values go without one.
     #[test]
-    fn lz4_and_zlib_train_from_a_quarter_of_zstds_sample() {
+    fn preset_modes_train_from_a_quarter_of_zstds_sample() {
         use super::super::dictionary::{PRESET_TRAIN_BYTES, TRAIN_BYTES};
         let dir = tempfile::tempdir().unwrap();
-        for mode in [RecordCompMode::Lz4, RecordCompMode::Zlib, RecordCompMode::Zstd] {
+        for mode in [RecordCompMode::Lz4, RecordCompMode::Zlib, RecordCompMode::Lzma, RecordCompMode::Zstd] {
             let path = dir.path().join(format!("{mode}.kh"));
             let options = HashOptions { record_comp_mode: mode, ..Default::default() };
             let db = HashDbm::open(&path, true, &options).unwrap();

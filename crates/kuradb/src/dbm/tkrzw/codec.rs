@@ -16,7 +16,7 @@
 //! bounded by [`MAX_VALUE`], so that a damaged value cannot make the reader
 //! allocate without end.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 /// The largest value decoded: the reference's own decoders give up at 1 GiB.
 const MAX_VALUE: u64 = 1 << 30;
@@ -66,18 +66,10 @@ impl RefCodec {
                 .map_err(|e| e.to_string())
                 .and_then(|d| read_bounded(d, &mut out)),
             RefCodec::Lz4 => return decode_lz4(stored),
-            RefCodec::Lzma => {
-                let mut input = stored;
-                let mut sink = Bounded { out: &mut out };
-                // The reference decodes with liblzma's automatic decoder,
-                // which also takes the older .lzma format; it writes xz.
-                let decoded = if stored.starts_with(b"\xfd7zXZ\x00") {
-                    lzma_rs::xz_decompress(&mut input, &mut sink)
-                } else {
-                    lzma_rs::lzma_decompress(&mut input, &mut sink)
-                };
-                decoded.map_err(|e| e.to_string())
-            }
+            // liblzma's automatic decoder, as the reference's: it writes
+            // .xz, and its decoder also takes the older .lzma format.
+            RefCodec::Lzma => crate::sys::lzma::decompress_container(stored, MAX_VALUE as usize)
+                .map(|decoded| out = decoded),
         };
         done.map(|()| out).map_err(|e| format!("its {} value does not decompress: {e}", self.name()))
     }
@@ -90,25 +82,6 @@ fn read_bounded(reader: impl Read, out: &mut Vec<u8>) -> Result<(), String> {
         return Err(format!("it expands past {MAX_VALUE} bytes"));
     }
     Ok(())
-}
-
-/// A sink that refuses to grow past [`MAX_VALUE`] bytes.
-struct Bounded<'a> {
-    out: &'a mut Vec<u8>,
-}
-
-impl Write for Bounded<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if (self.out.len() + buf.len()) as u64 > MAX_VALUE {
-            return Err(std::io::Error::other(format!("it expands past {MAX_VALUE} bytes")));
-        }
-        self.out.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Decodes an lz4 block of unknown output size: into room four times the
@@ -146,8 +119,7 @@ mod tests {
         // this one expands over 100 times, past the first tries' room.
         let lz4 = lz4_flex::block::compress(&value);
         assert!(lz4.len() * 8 < value.len());
-        let mut xz = Vec::new();
-        lzma_rs::xz_compress(&mut &value[..], &mut xz).unwrap();
+        let xz = crate::sys::lzma::xz_for_tests(&value);
         for (codec, stored) in
             [(RefCodec::Zlib, zlib), (RefCodec::Zstd, zstd), (RefCodec::Lz4, lz4), (RefCodec::Lzma, xz)]
         {
