@@ -33,16 +33,23 @@ const WINDOW_MIN: u32 = 4 << 10;
 /// The largest window: level 6's.
 const WINDOW_MAX: u32 = 8 << 20;
 /// A thread's encoder or decoder whose window was over this is freed after
-/// its value: a large one holds up to ten times the window.
+/// its value: a level-6 encoder holds about twelve times its window (at
+/// 8 MiB: 64 MiB of match tree, 16 of hash table, 12.5 of buffer).
 const KEPT_WINDOW: u32 = 64 << 10;
 
 /// The window of a value of `len` bytes compressed after a preset
 /// dictionary of `preset` bytes: the power of two that holds both, at least
 /// 4 KiB and at most 8 MiB. A window is all the memory a stream can refer
 /// back into, so one past the value and the dictionary would only cost the
-/// encoder time and memory (liblzma sizes and clears its match finder by
-/// it: the reference's 8 MiB per value is why its lzma sets are slow).
-/// Encoder and decoder both call this, so it must never change.
+/// encoder time and memory: liblzma sizes its match finder by it and clears
+/// its hash table at every value (about 516 KiB for any window up to
+/// 128 KiB, 16 MiB at the reference's fixed 8 MiB, which is much of why its
+/// lzma sets are slow).
+///
+/// Part of the format: the decoder calls this with the record's size to
+/// size its window. A decoder's window may be larger than the encoder's,
+/// never smaller, so a change that answers less for some (len, preset)
+/// would make the files written before unreadable.
 pub(crate) fn window(len: usize, preset: usize) -> u32 {
     let need = len.saturating_add(preset).min(WINDOW_MAX as usize) as u32;
     need.next_power_of_two().clamp(WINDOW_MIN, WINDOW_MAX)
@@ -76,8 +83,8 @@ impl Stream {
     }
 
     /// Runs the coder set up last over all of `src` into `dst`, to the
-    /// stream's end; answers (bytes read, bytes written), or `None` if the
-    /// end was not reached (output full, or input damaged or cut).
+    /// stream's end; answers (bytes read, bytes written), or liblzma's code
+    /// if the end was not reached (output full, or input damaged or cut).
     fn finish(&mut self, src: &[u8], dst: &mut [u8]) -> Result<(usize, usize), ffi::lzma_ret> {
         match self.step(src, dst) {
             (read, written, ffi::LZMA_STREAM_END) => Ok((read, written)),
@@ -128,8 +135,11 @@ fn set_up(stream: &mut Stream, encode: bool, len: usize, preset: &[u8]) -> bool 
     // SAFETY: the stream is zeroed or was set up before (re-initializing
     // reuses its memory); the filter chain ends with LZMA_VLI_UNKNOWN, as
     // liblzma requires, and its options outlive the call. liblzma copies the
-    // preset dictionary into the coder's own window during set-up, so no
-    // pointer into `preset` (or `opts`) is kept after it.
+    // preset dictionary into the coder's own window during set-up. The LZMA2
+    // encoder keeps a copy of the options struct, `preset_dict` pointer
+    // included, but reads only its lc, lp and pb after set-up (the pointer
+    // would be read again only by `lzma_filters_update`, never called
+    // here), so the pointer going stale when `preset` is dropped is harmless.
     let ret = unsafe {
         if encode {
             ffi::lzma_raw_encoder(&mut *stream.raw, filters.as_ptr())
@@ -209,7 +219,10 @@ pub(crate) fn decompress_container(src: &[u8], max: usize) -> Result<Vec<u8>, St
     if ret != ffi::LZMA_OK {
         return Err(format!("liblzma could not set its decoder up (code {ret})"));
     }
-    let mut out = vec![0u8; (src.len().saturating_mul(4) + 64).min(max)];
+    // One byte past `max`, so that a value of exactly `max` bytes ends with
+    // room to spare and one longer is told by its writing that byte.
+    let cap = max.saturating_add(1);
+    let mut out = vec![0u8; (src.len().saturating_mul(4) + 64).min(cap)];
     let mut written = 0;
     let mut read = 0;
     loop {
@@ -217,20 +230,21 @@ pub(crate) fn decompress_container(src: &[u8], max: usize) -> Result<Vec<u8>, St
         read += r;
         written += w;
         match ret {
+            _ if written > max => return Err(format!("it expands past {max} bytes")),
             ffi::LZMA_STREAM_END if read == src.len() => {
                 out.truncate(written);
                 return Ok(out);
             }
             ffi::LZMA_STREAM_END => return Err(format!("it ends at its byte {read}, before its last")),
-            ffi::LZMA_OK if written == out.len() && out.len() < max => {
-                let grown = out.len().saturating_mul(2).min(max);
+            ffi::LZMA_OK if written == out.len() => {
+                let grown = out.len().saturating_mul(2).min(cap);
                 out.resize(grown, 0);
             }
-            ffi::LZMA_OK if written == out.len() => return Err(format!("it expands past {max} bytes")),
             ffi::LZMA_OK if w > 0 || r > 0 => {}
             ffi::LZMA_MEMLIMIT_ERROR => {
                 return Err(format!("its decoder would need more than {CONTAINER_MEMLIMIT} bytes"))
             }
+            ffi::LZMA_MEM_ERROR => return Err("liblzma ran out of memory decoding it".into()),
             ffi::LZMA_OK | ffi::LZMA_BUF_ERROR => return Err("it is cut short".into()),
             code => return Err(format!("it is malformed (liblzma's code {code})")),
         }
@@ -265,8 +279,14 @@ impl Stream {
 /// `src` as one .xz stream without an integrity check, as the reference
 /// writes its lzma values: for tests of the reader.
 #[cfg(test)]
-#[expect(unsafe_code, reason = "calls liblzma's one-shot .xz encoder")]
 pub(crate) fn xz_for_tests(src: &[u8]) -> Vec<u8> {
+    xz_with_check(src, ffi::LZMA_CHECK_NONE)
+}
+
+/// `src` as one .xz stream with the integrity check `check`.
+#[cfg(test)]
+#[expect(unsafe_code, reason = "calls liblzma's one-shot .xz encoder")]
+fn xz_with_check(src: &[u8], check: ffi::lzma_check) -> Vec<u8> {
     let mut out = vec![0u8; src.len() + 1024];
     let mut pos = 0usize;
     // SAFETY: src and out are live slices, out of out.len() bytes, of which
@@ -274,7 +294,7 @@ pub(crate) fn xz_for_tests(src: &[u8]) -> Vec<u8> {
     let ret = unsafe {
         ffi::lzma_easy_buffer_encode(
             PRESET,
-            ffi::LZMA_CHECK_NONE,
+            check,
             std::ptr::null(),
             src.as_ptr(),
             src.len(),
@@ -340,10 +360,67 @@ mod tests {
         let mut longer = stored.clone();
         longer.push(0);
         assert!(decompress(&longer, value.len(), &[]).unwrap_err().contains("before its last"));
-        for at in 0..n {
-            let mut bad = stored.clone();
-            bad[at] ^= 0x55;
-            let _ = decompress(&bad, value.len(), &[]);
+        let preset = json(30);
+        for dict in [&[][..], &preset[..]] {
+            let n = compress(&value, &mut out, dict).unwrap();
+            let stored = out[..n].to_vec();
+            for at in 0..n {
+                let mut bad = stored.clone();
+                bad[at] ^= 0x55;
+                let _ = decompress(&bad, value.len(), dict);
+            }
+            // The thread's coders work as before after every failure.
+            assert_eq!(decompress(&stored, value.len(), dict).unwrap(), value);
+        }
+        assert!(compress(&value, &mut out[..10], &[]).is_none());
+        let n = compress(&value, &mut out, &[]).unwrap();
+        assert_eq!(decompress(&out[..n], value.len(), &[]).unwrap(), value);
+    }
+
+    /// Values at the window's edges (the value and the dictionary filling a
+    /// power of two, or one byte past it) and past the largest window, whose
+    /// matches then reach back only 8 MiB, round-trip with and without a
+    /// preset dictionary; the thread's coders, freed after a large window,
+    /// serve small values after.
+    #[test]
+    fn values_at_the_window_edges_and_past_the_largest_round_trip() {
+        let preset = json(40);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut text = json(40);
+        while text.len() < (8 << 20) + 300_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Long repeats far apart, and noise, so matches span the window.
+            if x.is_multiple_of(3) {
+                let at = (x >> 8) as usize % text.len();
+                let piece = text[at..(at + 4000).min(text.len())].to_vec();
+                text.extend_from_slice(&piece);
+            } else {
+                text.extend((0..64).map(|i| (x >> (i % 56)) as u8));
+            }
+        }
+        for dict in [&[][..], &preset[..]] {
+            let mut lengths = vec![(8 << 20) + 300_000];
+            for edge in [4096usize, 8192, 1 << 20, 8 << 20] {
+                let at = edge.saturating_sub(dict.len());
+                lengths.extend([at.saturating_sub(1), at, at + 1]);
+            }
+            for len in lengths {
+                let value = &text[..len];
+                let mut out = vec![0u8; len + len / 2 + 1024];
+                let n = compress(value, &mut out, dict).unwrap();
+                assert_eq!(
+                    decompress(&out[..n], len, dict).unwrap(),
+                    value,
+                    "{len} bytes, preset {}",
+                    dict.len()
+                );
+            }
+            let small = json(5);
+            let mut out = vec![0u8; 1024];
+            let n = compress(&small, &mut out, dict).unwrap();
+            assert_eq!(decompress(&out[..n], small.len(), dict).unwrap(), small);
         }
     }
 
@@ -361,8 +438,20 @@ mod tests {
             110, 0, 0,
         ];
         assert_eq!(decompress_container(&alone, 1 << 20).unwrap(), &value[..480]);
+        // The reference's METADATA modes add a CRC-32, CRC-64 or SHA-256.
+        for check in [ffi::LZMA_CHECK_CRC32, ffi::LZMA_CHECK_CRC64, ffi::LZMA_CHECK_SHA256] {
+            assert_eq!(decompress_container(&xz_with_check(&value, check), 1 << 20).unwrap(), value);
+        }
+        // Exactly the most it may expand to, and one byte more.
+        assert_eq!(decompress_container(&xz, value.len()).unwrap(), value);
+        let e = decompress_container(&xz, value.len() - 1).unwrap_err();
+        assert!(e.contains(&format!("expands past {}", value.len() - 1)), "{e}");
+        // A .lzma header asking for a 1 GiB window is refused, not allocated.
+        let mut huge = alone;
+        huge[1..5].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        let e = decompress_container(&huge, 1 << 20).unwrap_err();
+        assert!(e.contains("would need more than"), "{e}");
         assert!(decompress_container(&xz[..xz.len() / 2], 1 << 20).unwrap_err().contains("cut short"));
-        assert!(decompress_container(&xz, 4000).unwrap_err().contains("expands past 4000"));
         let mut longer = xz.clone();
         longer.push(7);
         assert!(decompress_container(&longer, 1 << 20).is_err());

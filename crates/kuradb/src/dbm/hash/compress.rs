@@ -61,8 +61,8 @@ const KEPT_STORED: usize = 1 << 20;
 /// one, and the sample a dictionary is being trained from.
 pub(super) struct Compression {
     pub(super) mode: RecordCompMode,
-    /// Whether the file may hold a dictionary: zstd files always, lz4 and
-    /// zlib ones from format version 3 (see `header.rs`), which readers
+    /// Whether the file may hold a dictionary: zstd files always, lz4, zlib
+    /// and lzma ones from format version 3 (see `header.rs`), which readers
     /// that knew no preset dictionary refuse.
     dictionaries: bool,
     /// Set once: at open from the file, at training, or by a rebuild or

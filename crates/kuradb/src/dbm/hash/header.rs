@@ -109,8 +109,8 @@ impl Kind {
 }
 
 impl Header {
-    /// Whether a file of `mode`, encrypted or not, is made as version 3: lz4
-    /// and zlib files that may hold a dictionary.
+    /// Whether a file of `mode`, encrypted or not, is made as version 3: lz4,
+    /// zlib and lzma files that may hold a dictionary.
     pub(crate) fn may_have_presets(mode: RecordCompMode, encrypted: bool) -> bool {
         matches!(mode, RecordCompMode::Lz4 | RecordCompMode::Zlib | RecordCompMode::Lzma) && !encrypted
     }
