@@ -271,7 +271,7 @@ fn patch_header(path: &Path, at: usize, byte: u8) {
 }
 
 /// A compressed file says so in byte 14 and takes format version 2 (3 for
-/// lz4 and zlib, whose values may use a dictionary), which a reader that
+/// lz4, zlib and lzma, whose values may use a dictionary), which a reader that
 /// knows only version 1 refuses; a plain file is as before.
 /// An unknown mode byte is refused, naming it.
 #[test]
@@ -295,6 +295,12 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
     let err = HashDbm::open(&path, false, &HashOptions::default()).err().expect("an unknown mode");
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("unknown record compression mode 9"), "{err}");
+    // lzma came with dictionaries: a plain lzma file is version 3, never 2.
+    let path = dir.path().join("lzma.kh");
+    patch_header(&path, 8, 2);
+    let err = HashDbm::open(&path, false, &HashOptions::default()).err().expect("lzma at version 2");
+    assert_eq!(err.kind(), ErrorKind::BrokenData);
+    assert!(err.to_string().contains("format version 2 with compression mode 4"), "{err}");
 }
 
 /// The offset of the first occurrence of `needle` in `hay`.

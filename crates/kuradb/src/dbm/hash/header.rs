@@ -224,7 +224,12 @@ impl Header {
         let mismatched = match b[8] {
             VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
             VERSION_SEALED_KEYS => !keys_sealed,
-            version => keys_sealed || (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0),
+            // lzma came with dictionaries: unencrypted, it is version 3.
+            version => {
+                keys_sealed
+                    || (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0)
+                    || (record_comp == RecordCompMode::Lzma && sealing.is_none())
+            }
         };
         if mismatched {
             return Err(bad(&format!(
