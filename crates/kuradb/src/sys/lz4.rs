@@ -57,7 +57,8 @@ extern "C" {
     ) -> c_int;
 }
 
-/// An `LZ4_stream_t`, liblz4's compression state (16 KiB, mostly its hash
+/// An `LZ4_stream_t`, liblz4's compression state (64 KiB as this workspace
+/// builds liblz4, see `.cargo/config.toml`; 16 KiB by default; mostly its hash
 /// table), owned: freed on drop.
 struct Stream(NonNull<LZ4StreamEncode>);
 
@@ -67,7 +68,7 @@ impl Stream {
         // SAFETY: LZ4_createStream takes nothing and answers a newly
         // allocated, initialized state, or null when malloc fails.
         let ptr = unsafe { lz4_sys::LZ4_createStream() };
-        Stream(NonNull::new(ptr).expect("liblz4 could not allocate its 16 KiB compression state"))
+        Stream(NonNull::new(ptr).expect("liblz4 could not allocate its compression state"))
     }
 }
 
