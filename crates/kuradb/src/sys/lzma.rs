@@ -82,6 +82,29 @@ impl Stream {
         self.window = 0;
     }
 
+    /// Runs the coder over what it can of `src` into `dst`, finishing;
+    /// answers (bytes read, bytes written, liblzma's code).
+    #[expect(unsafe_code, reason = "runs liblzma's coder over two slices")]
+    fn step(&mut self, src: &[u8], dst: &mut [u8]) -> (usize, usize, ffi::lzma_ret) {
+        let s = &mut *self.raw;
+        s.next_in = src.as_ptr();
+        s.avail_in = src.len();
+        s.next_out = dst.as_mut_ptr();
+        s.avail_out = dst.len();
+        // SAFETY: the stream's coder was set up (every caller does it
+        // first); next_in/avail_in describe a live slice it only reads, and
+        // next_out/avail_out a live, exclusive one it writes at most
+        // avail_out bytes of. Both pointers are cleared before the slices'
+        // borrows end, so the stream keeps none.
+        let ret = unsafe { ffi::lzma_code(s, ffi::LZMA_FINISH) };
+        let done = (src.len() - s.avail_in, dst.len() - s.avail_out);
+        s.next_in = std::ptr::null();
+        s.avail_in = 0;
+        s.next_out = std::ptr::null_mut();
+        s.avail_out = 0;
+        (done.0, done.1, ret)
+    }
+
     /// Runs the coder set up last over all of `src` into `dst`, to the
     /// stream's end; answers (bytes read, bytes written), or liblzma's code
     /// if the end was not reached (output full, or input damaged or cut).
@@ -248,31 +271,6 @@ pub(crate) fn decompress_container(src: &[u8], max: usize) -> Result<Vec<u8>, St
             ffi::LZMA_OK | ffi::LZMA_BUF_ERROR => return Err("it is cut short".into()),
             code => return Err(format!("it is malformed (liblzma's code {code})")),
         }
-    }
-}
-
-impl Stream {
-    /// Runs the coder over what it can of `src` into `dst`, finishing;
-    /// answers (bytes read, bytes written, liblzma's code).
-    #[expect(unsafe_code, reason = "runs liblzma's coder over two slices")]
-    fn step(&mut self, src: &[u8], dst: &mut [u8]) -> (usize, usize, ffi::lzma_ret) {
-        let s = &mut *self.raw;
-        s.next_in = src.as_ptr();
-        s.avail_in = src.len();
-        s.next_out = dst.as_mut_ptr();
-        s.avail_out = dst.len();
-        // SAFETY: the stream's coder was set up (every caller does it
-        // first); next_in/avail_in describe a live slice it only reads, and
-        // next_out/avail_out a live, exclusive one it writes at most
-        // avail_out bytes of. Both pointers are cleared before the slices'
-        // borrows end, so the stream keeps none.
-        let ret = unsafe { ffi::lzma_code(s, ffi::LZMA_FINISH) };
-        let done = (src.len() - s.avail_in, dst.len() - s.avail_out);
-        s.next_in = std::ptr::null();
-        s.avail_in = 0;
-        s.next_out = std::ptr::null_mut();
-        s.avail_out = 0;
-        (done.0, done.1, ret)
     }
 }
 

@@ -266,37 +266,42 @@ impl Compression {
         dict: Option<&Dictionary>,
     ) -> std::result::Result<Vec<u8>, String> {
         match self.mode {
-            RecordCompMode::Lz4 => return lz4::decompress(body, size, dict),
-            RecordCompMode::Lzma => return lzma::decompress(body, size, dict.map_or(&[], |d| &d.bytes)),
-            _ => {}
+            RecordCompMode::None => Err("the file is not compressed".into()),
+            RecordCompMode::Lz4 => lz4::decompress(body, size, dict),
+            RecordCompMode::Lzma => lzma::decompress(body, size, dict.map_or(&[], |d| &d.bytes)),
+            RecordCompMode::Zlib => decode_sized(size, |out| {
+                INFLATE.with_borrow_mut(|d| {
+                    d.reset(false);
+                    if let Some(dict) = dict {
+                        d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
+                    }
+                    match d.decompress(body, out, flate2::FlushDecompress::Finish) {
+                        Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
+                        Ok(_) => Err("the stream is cut short".into()),
+                        Err(e) => Err(e.to_string()),
+                    }
+                })
+            }),
+            RecordCompMode::Zstd => decode_sized(size, |out| {
+                ZSTD_D.with_borrow_mut(|d| {
+                    let n = zstd_decompress(d, body, out, dict);
+                    let _ = d.reset(ResetDirective::SessionAndParameters);
+                    n
+                })
+            }),
         }
-        let mut out = vec![0u8; size];
-        let out_ref = &mut out[..];
-        let n = match self.mode {
-            // lz4 and lzma answered above.
-            RecordCompMode::None | RecordCompMode::Lz4 | RecordCompMode::Lzma => {
-                Err("the file is not compressed".into())
-            }
-            RecordCompMode::Zlib => INFLATE.with_borrow_mut(|d| {
-                d.reset(false);
-                if let Some(dict) = dict {
-                    d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
-                }
-                match d.decompress(body, out_ref, flate2::FlushDecompress::Finish) {
-                    Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
-                    Ok(_) => Err("the stream is cut short".into()),
-                    Err(e) => Err(e.to_string()),
-                }
-            }),
-            RecordCompMode::Zstd => ZSTD_D.with_borrow_mut(|d| {
-                let n = zstd_decompress(d, body, out_ref, dict);
-                let _ = d.reset(ResetDirective::SessionAndParameters);
-                n
-            }),
-        }?;
-        out.truncate(n);
-        Ok(out)
     }
+}
+
+/// Runs `decode` into room for `size` bytes; answers the bytes it wrote.
+fn decode_sized(
+    size: usize,
+    decode: impl FnOnce(&mut [u8]) -> std::result::Result<usize, String>,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut out = vec![0u8; size];
+    let n = decode(&mut out)?;
+    out.truncate(n);
+    Ok(out)
 }
 
 /// The most bytes a raw DEFLATE stream of `len` bytes takes: stored
