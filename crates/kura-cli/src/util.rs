@@ -26,7 +26,9 @@ mod transfer;
 mod tuning;
 mod ulog_transfer;
 
-use std::path::Path;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use kuradb::dbm::any::AnyDbm;
@@ -182,8 +184,8 @@ impl DbFlags {
             })?;
             params.insert("cipher_key", &key)?;
         }
-        if params.get("no_wait").is_none() {
-            params.insert("no_wait", if self.wait { "false" } else { "true" })?;
+        if self.wait {
+            params.insert("wait", "true").map_err(|e| in_flag("--wait", e))?;
         }
         Ok(params)
     }
@@ -234,7 +236,7 @@ fn open_with(path: &Path, access: Access, params: &Params) -> Result<AnyDbm> {
     if access != Access::Create {
         must_exist(path)?;
     }
-    AnyDbm::open(path, access != Access::Read, params).map_err(|e| explain_open_error(path, e))
+    AnyDbm::open(path, access != Access::Read, params).map_err(explain_open_error)
 }
 
 fn must_exist(path: &Path) -> Result<()> {
@@ -269,18 +271,25 @@ fn is_shard_set(path: &Path) -> bool {
     })
 }
 
-fn explain_open_error(path: &Path, e: Error) -> Error {
-    if e.kind() == ErrorKind::WouldBlock {
-        return Error::new(
-            ErrorKind::WouldBlock,
-            format!(
-                "{} is locked by another process that has it open; try again when it closes it, or give \
-                 --wait to wait for it",
-                path.display()
-            ),
-        );
+/// The core's open errors with their advice in this tool's flags: how to
+/// wait for a lock, how to name a class.
+fn explain_open_error(e: Error) -> Error {
+    match e.kind() {
+        ErrorKind::WouldBlock => Error::new(ErrorKind::WouldBlock, with_cli_wait_hint(e.message())),
+        ErrorKind::InvalidArgument if e.message().contains("give dbm=CLASS") => {
+            Error::new(e.kind(), e.message().replace("give dbm=CLASS", "give --dbm CLASS"))
+        }
+        _ => e,
     }
-    e
+}
+
+/// `message` with the core's advice on waiting for a lock spelled as this
+/// tool's flags.
+pub(crate) fn with_cli_wait_hint(message: &str) -> String {
+    message.replace(
+        kuradb::file::LOCK_WAIT_HINT,
+        "give --wait to wait for it, or --params lock_timeout=SECONDS to wait at most that long",
+    )
 }
 
 /// Fails unless `path` is free for a new file.
@@ -324,16 +333,75 @@ fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
     Ok(value)
 }
 
-/// Writes to stdout, or to the file at `path` ("-" is stdout).
-fn output(path: &Path) -> Result<Box<dyn std::io::Write>> {
-    if path == Path::new("-") {
-        return Ok(Box::new(crate::out::stdout()));
+/// Where an export writes: standard output, or a temporary file beside the
+/// destination that takes the destination's name only once everything is
+/// written and synchronized. A failed export so leaves nothing at the
+/// destination (and a file already there as it was), never a truncated copy
+/// that a script missing the exit status would keep as a backup.
+enum Output {
+    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+    File { writer: std::io::BufWriter<tempfile::NamedTempFile>, dest: PathBuf },
+}
+
+impl Output {
+    fn new(path: &Path) -> Result<Output> {
+        if path == Path::new("-") {
+            return Ok(Output::Stdout(crate::out::stdout()));
+        }
+        if path.is_dir() {
+            return Err(is_a_directory(path));
+        }
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // The mode a plain create would give (the umask applies), not the
+        // owner-only mode of a temporary file.
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".partial")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|e| Error::io("creating a temporary file beside", path, e))?;
+        Ok(Output::File { writer: std::io::BufWriter::with_capacity(1 << 16, temp), dest: path.to_path_buf() })
     }
-    if path.is_dir() {
-        return Err(is_a_directory(path));
+
+    /// Flushes what is written; a file is synchronized and renamed into place.
+    fn commit(self) -> Result<()> {
+        match self {
+            Output::Stdout(mut out) => out.flush().map_err(crate::out::write_failed),
+            Output::File { writer, dest } => {
+                let temp = writer.into_inner().map_err(|e| Error::io("writing", &dest, e.into_error()))?;
+                temp.as_file().sync_all().map_err(|e| Error::io("synchronizing", &dest, e))?;
+                temp.persist(&dest).map_err(|e| Error::io("renaming the finished export to", &dest, e.error))?;
+                Ok(())
+            }
+        }
     }
-    let file = std::fs::File::create(path).map_err(|e| Error::io("creating", path, e))?;
-    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 16, file)))
+}
+
+impl std::io::Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Output::Stdout(out) => out.write(buf),
+            Output::File { writer, .. } => writer.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Output::Stdout(out) => out.write_all(buf),
+            Output::File { writer, .. } => writer.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Output::Stdout(out) => out.flush(),
+            Output::File { writer, .. } => writer.flush(),
+        }
+    }
 }
 
 /// A write error of stdout or an output file as a kuradb error.

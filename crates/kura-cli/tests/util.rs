@@ -250,6 +250,11 @@ fn a_locked_file_fails_at_once_unless_asked_to_wait() {
         ] {
             fails_with(args, "is locked by another process");
         }
+        // The holder is named, and the advice is in this tool's flags.
+        let (_, stderr) = fails(&["get", path_str(&path), "k"]);
+        let holder_pid = format!("pid {}", std::process::id());
+        assert!(stderr.contains(&holder_pid) || !cfg!(target_os = "linux"), "{class}: {stderr}");
+        assert!(stderr.contains("give --wait") && !stderr.contains("wait=true"), "{class}: {stderr}");
         assert!(started.elapsed() < Duration::from_secs(10), "{class}: a command waited for the lock");
         let waiter = Command::new(env!("CARGO_BIN_EXE_kura"))
             .args(["util", "get", "--wait", path_str(&path), "k"])

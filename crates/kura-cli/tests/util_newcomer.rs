@@ -54,7 +54,7 @@ fn a_bad_line_names_itself_and_imports_nothing() {
     // --skip_bad imports the rest and counts what it skipped.
     let out = kura(&["import", "--tsv", "--skip_bad", s(&db), s(&tsv)]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("1 bad lines of"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 bad line of"), "{out:?}");
     assert_eq!(ok(&["list", "--keys", s(&db)]), "a\nb\nc\nkept\n");
     // A damaged flat record file is refused whole too, with the byte.
     let flat = dir.path().join("data.flat");
@@ -215,4 +215,162 @@ fn rebuild_takes_every_class_tuning() {
     assert_eq!(ok(&["inspect", hash, "num_buckets"]), "5000\n");
     let err = fails(&["rebuild", "--max_page_size", "2000", hash]);
     assert!(err.contains("max_page_size"), "{err}");
+}
+
+/// The names in `dir` other than `keep`: what an export left behind.
+fn leftovers(dir: &Path, keep: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_failed_export_leaves_nothing_at_its_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kt");
+    for key in ["a", "b", "c"] {
+        ok(&["set", s(&db), key, "plain"]);
+    }
+    // A value with a tab stops a raw TSV export at its record.
+    ok(&["set", s(&db), "d", "tab\there"]);
+    let out = dir.path().join("backup.tsv");
+    let err = fails(&["export", "--tsv", s(&db), s(&out)]);
+    assert!(err.contains("--escape"), "{err}");
+    assert!(!out.exists(), "a failed export left {}", out.display());
+    assert_eq!(leftovers(dir.path(), &["casket.kt"]), Vec::<String>::new());
+    // A file already at the destination stays as it was.
+    std::fs::write(&out, "the old backup\n").unwrap();
+    fails(&["export", "--tsv", s(&db), s(&out)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "the old backup\n");
+    assert_eq!(leftovers(dir.path(), &["casket.kt", "backup.tsv"]), Vec::<String>::new());
+    // Escaped and flat exports succeed and replace it whole.
+    ok(&["export", "--tsv", "--escape", s(&db), s(&out)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "a\tplain\nb\tplain\nc\tplain\nd\ttab\\there\n");
+    let flat = dir.path().join("backup.flat");
+    ok(&["export", s(&db), s(&flat)]);
+    let copy = dir.path().join("copy.kt");
+    ok(&["import", s(&copy), s(&flat)]);
+    assert_eq!(ok(&["list", "--escape", s(&copy)]), ok(&["list", "--escape", s(&db)]));
+    assert_eq!(leftovers(dir.path(), &["casket.kt", "backup.tsv", "backup.flat", "copy.kt"]), Vec::<String>::new());
+}
+
+/// On a file system too small for the export, the write fails, the error
+/// says so, and nothing is left at the destination. Needs a small tmpfs,
+/// which only root can mount: elsewhere the test says so and passes.
+#[test]
+fn a_full_disk_leaves_nothing_at_the_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", s(&small)])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&small);
+    let db = dir.path().join("casket.kh");
+    let tsv = dir.path().join("data.tsv");
+    let mut lines = String::new();
+    for i in 0..2000 {
+        lines.push_str(&format!("key{i}\t{}\n", "v".repeat(100)));
+    }
+    std::fs::write(&tsv, lines).unwrap();
+    ok(&["import", "--tsv", s(&db), s(&tsv)]);
+    let out = small.join("backup.tsv");
+    let err = fails(&["export", "--tsv", s(&db), s(&out)]);
+    assert!(err.contains("backup.tsv"), "{err}");
+    assert!(!out.exists());
+    assert_eq!(leftovers(&small, &[]), Vec::<String>::new());
+}
+
+#[test]
+fn a_plain_tsv_import_of_an_escaped_export_is_refused_with_the_flag_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kt");
+    // Every byte value, in keys and values.
+    let mut hex_lines = String::new();
+    for b in 0..=255u8 {
+        hex_lines.push_str(&format!("{b:02x}6b\t{b:02x}\n"));
+    }
+    hex_lines.push_str("\t5c745c6e5c785a\n");
+    let hex = dir.path().join("all.hex.tsv");
+    std::fs::write(&hex, hex_lines).unwrap();
+    ok(&["import", "--tsv", "--hex", s(&db), s(&hex)]);
+    let escaped = dir.path().join("escaped.tsv");
+    ok(&["export", "--tsv", "--escape", s(&db), s(&escaped)]);
+    let copy = dir.path().join("copy.kt");
+    let err = fails(&["import", "--tsv", s(&copy), s(&escaped)]);
+    assert!(err.contains("escaped.tsv line") && err.contains("give --escape"), "{err}");
+    assert!(!copy.exists() || ok(&["list", s(&copy)]).is_empty(), "a refused import wrote records");
+    // With the flag, every byte comes back.
+    ok(&["import", "--tsv", "--escape", s(&copy), s(&escaped)]);
+    let all = |db: &Path| ok(&["list", "--hex", "--items", "all", s(db)]);
+    assert_eq!(all(&copy), all(&db));
+    assert_eq!(all(&copy).lines().count(), 257);
+    // --raw keeps backslashes as they are, escapes or not.
+    let raw = dir.path().join("raw.tsv");
+    std::fs::write(&raw, "path\tC:\\temp\\new\n").unwrap();
+    fails(&["import", "--tsv", s(&copy), s(&raw)]);
+    ok(&["import", "--tsv", "--raw", s(&copy), s(&raw)]);
+    assert_eq!(ok(&["get", s(&copy), "path"]), "C:\\temp\\new\n");
+}
+
+#[test]
+fn list_says_on_stderr_when_more_records_follow_its_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kt");
+    let tsv = dir.path().join("data.tsv");
+    std::fs::write(&tsv, (0..12).map(|i| format!("k{i:02}\tv\n")).collect::<String>()).unwrap();
+    ok(&["import", "--tsv", s(&db), s(&tsv)]);
+    let out = kura(&["list", s(&db)]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 10);
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains("listed 10 records, and more follow") && note.contains("--items all"), "{note}");
+    for (items, noted) in [("11", true), ("12", false), ("all", false)] {
+        let out = kura(&["list", "--items", items, s(&db)]);
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stderr).contains("more follow"), noted, "--items {items}: {out:?}");
+    }
+    // A bound that ends the listing at the tenth record leaves nothing more to say.
+    let out = kura(&["list", "--jump", "k00", "--upper", "k10", s(&db)]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 10);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("more follow"), "{out:?}");
+}
+
+#[test]
+fn rebuild_says_what_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kh");
+    ok(&["set", s(&db), "one", "1"]);
+    ok(&["set", s(&db), "two", "2"]);
+    let out = kura(&["rebuild", "--params", "num_buckets=101", s(&db)]);
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    let size = std::fs::metadata(&db).unwrap().len();
+    assert!(said.contains("rebuilt") && said.contains("2 records"), "{said}");
+    assert!(said.contains(&format!("{size} after")), "{said}");
+}
+
+#[test]
+fn messages_name_flags_as_this_tool_spells_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = dir.path().join("data.xyz");
+    let err = fails(&["set", s(&unknown), "k", "v"]);
+    assert!(err.contains("give --dbm CLASS") && !err.contains("dbm=CLASS"), "{err}");
+    assert!(!unknown.exists(), "a refused set created {}", unknown.display());
 }

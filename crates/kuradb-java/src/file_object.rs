@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 
-use kuradb::file::{FileKind, OpenOptions};
+use kuradb::file::{FileKind, LockWait, OpenOptions};
 use kuradb::{ErrorKind, File, FileSpec, Params};
 use parking_lot::RwLock;
 
@@ -28,7 +28,9 @@ impl FileObject {
     /// whole-file lock is the default, as the reference's `File` has it.
     pub fn open(path: &str, writable: bool, params: &Params) -> kuradb::Result<FileObject> {
         let mut spec = FileSpec::new(FileKind::MmapAtomic);
-        let mut options = if writable { OpenOptions::writer() } else { OpenOptions::reader() };
+        // The reference's file waits for another process's lock unless told
+        // `no_wait`; the compat layer keeps that.
+        let mut options = if writable { OpenOptions::writer() } else { OpenOptions::reader() }.waiting();
         for (name, value) in params.iter() {
             if spec.set(name, value)? {
                 continue;
@@ -36,7 +38,9 @@ impl FileObject {
             match name {
                 "truncate" => options.truncate = flag(name, value)? && writable,
                 "no_create" => options.create = writable && !flag(name, value)?,
-                "no_wait" => options.no_wait = flag(name, value)?,
+                "no_wait" => {
+                    options.lock_wait = LockWait::from_choices(Some(flag(name, value)?), None, None)?
+                }
                 "no_lock" => options.no_lock = flag(name, value)?,
                 _ => {
                     return Err(kuradb::Error::new(

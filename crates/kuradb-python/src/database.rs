@@ -237,13 +237,14 @@ impl Database {
 
     /// Opens or creates the database at `path`. A file this process already
     /// holds open for writing (or holds open at all, to open it for writing)
-    /// raises WouldBlockError at once; a file another process holds is
-    /// waited for, up to lock_timeout seconds if given, and Ctrl-C ends the
-    /// wait. Every parameter of PolyDbm
+    /// raises WouldBlockError at once, and so does a file another process
+    /// holds (the message names that process), unless asked to wait:
+    /// wait=True waits as long as it takes, lock_timeout=SECONDS at most that
+    /// long, and Ctrl-C ends a wait. Every parameter of PolyDbm
     /// is a keyword: dbm (hash, tree, skip, …), file, block_size,
     /// access_options, num_buckets, align_pow, cache_buckets, update_mode,
     /// max_page_size, max_cached_pages, key_comparator, step_unit, max_level,
-    /// reducer, no_wait, no_lock, lock_timeout (seconds), truncate, …; bools become true/false and
+    /// reducer, wait, no_wait, lock_timeout (seconds), no_lock, truncate, …; bools become true/false and
     /// numbers their decimal text. An unknown parameter, or a value of the
     /// wrong type, raises InvalidArgumentError naming it.
     ///

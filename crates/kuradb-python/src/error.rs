@@ -115,7 +115,8 @@ pub fn to_py(err: kuradb::Error) -> PyErr {
         ErrorKind::Infeasible => InfeasibleError::new_err(text),
         ErrorKind::BrokenData => BrokenDataError::new_err(text),
         ErrorKind::WouldBlock => Python::with_gil(|py| match would_block(py) {
-            Ok(class) => raised(class, errno, text),
+            // The advice on waiting, spelled as this binding's keywords.
+            Ok(class) => raised(class, errno, text.replace(kuradb::file::LOCK_WAIT_HINT, PYTHON_WAIT_HINT)),
             Err(e) => e,
         }),
         ErrorKind::System => OperatingSystemError::new_err(text),
@@ -124,6 +125,10 @@ pub fn to_py(err: kuradb::Error) -> PyErr {
         _ => Error::new_err(text),
     }
 }
+
+/// How a "locked" error tells a Python program to wait instead.
+const PYTHON_WAIT_HINT: &str =
+    "pass wait=True to wait for it, or lock_timeout=SECONDS to wait at most that long";
 
 /// The number of "no such file or directory" (the same on every platform Python runs on).
 const ENOENT: i32 = 2;

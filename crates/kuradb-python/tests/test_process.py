@@ -160,7 +160,7 @@ def test_ctrl_c_ends_a_lock_wait(held_by_another_process):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            kuradb.DBM(held_by_another_process, True)
+            kuradb.DBM(held_by_another_process, True, wait=True)
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)

@@ -97,3 +97,22 @@ def test_shelve(tmp_path: pathlib.Path) -> None:
         assert sorted(shelf.keys()) == ["fruits"]
     with shelve.Shelf(kuradb.dbm.open(path, "r")) as shelf:
         assert dict(shelf) == {"fruits": ["apple", "pear", "fig"]}
+
+
+def test_a_new_database_starts_small_and_grows_with_its_records(tmp_path):
+    import shelve
+
+    path = str(tmp_path / "shelf.kh")
+    with shelve.Shelf(kuradb.dbm.open(path, "c")) as shelf:
+        shelf["fruits"] = ["apple", "pear"]
+        shelf["count"] = 2
+    assert os.path.getsize(path) < 64 * 1024, os.path.getsize(path)
+    plain = str(tmp_path / "plain")
+    with kuradb.dbm.open(plain, "c") as db:
+        for i in range(20000):
+            db[f"key{i}"] = "value"
+        buckets = int(db._open.inspect()["num_buckets"])
+    # Grown with its records (checked every 256 writes), so chains stay short.
+    assert buckets > 8 * 1021 and 20000 <= buckets + 256, buckets
+    with kuradb.dbm.open(plain, "r") as db:
+        assert len(db) == 20000 and db["key19999"] == b"value"

@@ -16,7 +16,7 @@ use parking_lot::{Mutex, RwLock};
 
 use kuradb::dbm::search::search_lines;
 use kuradb::dbm::SearchMode;
-use kuradb::file::{File, FileSpec, OpenOptions};
+use kuradb::file::{File, FileSpec, LockWait, OpenOptions};
 use kuradb::ErrorKind;
 
 use crate::convert::{bytes, string};
@@ -77,6 +77,16 @@ struct Opening {
     sync_hard: bool,
 }
 
+/// A number of seconds from a parameter.
+fn seconds(name: &str, value: &str) -> kuradb::Result<f64> {
+    value.trim().parse().map_err(|_| {
+        kuradb::Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{name} must be a number of seconds, not {value:?}"),
+        )
+    })
+}
+
 fn flag(name: &str, value: &str) -> kuradb::Result<bool> {
     match value {
         "true" | "1" => Ok(true),
@@ -88,19 +98,23 @@ fn flag(name: &str, value: &str) -> kuradb::Result<bool> {
     }
 }
 
-/// Reads the parameters: `truncate`, `no_create`, `no_wait`, `no_lock` and
-/// `sync_hard` (a hard synchronization at close) are flags of opening;
+/// Reads the parameters: `truncate`, `no_create`, `no_wait`, `wait`,
+/// `lock_timeout` (seconds), `no_lock` and `sync_hard` (a hard
+/// synchronization at close) are flags of opening;
 /// every other one must be a file parameter (`file`, `block_size`,
 /// `access_options`, …, see [`FileSpec::set`]).
 fn opening(writable: bool, params: &[(String, String)]) -> kuradb::Result<Opening> {
     let mut spec = FileSpec::default();
     let mut options = if writable { OpenOptions::writer() } else { OpenOptions::reader() };
     let mut sync_hard = false;
+    let (mut no_wait, mut wait, mut lock_timeout) = (None, None, None);
     for (name, value) in params {
         match name.as_str() {
             "truncate" => options.truncate = writable && flag(name, value)?,
             "no_create" => options.create = writable && !flag(name, value)?,
-            "no_wait" => options.no_wait = flag(name, value)?,
+            "no_wait" => no_wait = Some(flag(name, value)?),
+            "wait" => wait = Some(flag(name, value)?),
+            "lock_timeout" => lock_timeout = Some(seconds(name, value)?),
             "no_lock" => options.no_lock = flag(name, value)?,
             "sync_hard" => sync_hard = flag(name, value)?,
             _ => {
@@ -114,6 +128,7 @@ fn opening(writable: bool, params: &[(String, String)]) -> kuradb::Result<Openin
         }
     }
     spec.validate()?;
+    options.lock_wait = LockWait::from_choices(no_wait, wait, lock_timeout)?;
     Ok(Opening { spec, options, sync_hard })
 }
 

@@ -116,6 +116,16 @@ fn a_writer_excludes_other_processes() {
             "a no-wait reader open",
             spec.open(path, &OpenOptions::reader().without_waiting()),
         );
+        // Failing at once is the default, and the error names who holds the
+        // file (Linux lists lock holders), so its user knows what to close.
+        let refused = spec.open(path, &OpenOptions::reader()).err().expect("a default open beside a writer");
+        assert_eq!(refused.kind(), ErrorKind::WouldBlock, "[{spec}] {refused}");
+        if cfg!(target_os = "linux") {
+            let named = format!("pid {}", holder.pid());
+            assert!(refused.message().contains(&named), "[{spec}] no {named} in {refused}");
+            assert!(refused.message().contains("open for writing"), "[{spec}] {refused}");
+        }
+        assert!(refused.message().contains("wait=true"), "[{spec}] no advice to wait in {refused}");
         let mut lockless = common::open(spec, path, &OpenOptions::reader().without_lock());
         let mut buf = [0u8; 6];
         lockless.read(0, &mut buf).expect_spec(spec, "read without a lock");
@@ -130,7 +140,7 @@ fn a_writer_excludes_other_processes() {
     std::thread::scope(|s| {
         for (spec, path) in &files {
             s.spawn(move || {
-                let mut waiter = common::open(spec, path, &OpenOptions::writer());
+                let mut waiter = common::open(spec, path, &OpenOptions::writer().waiting());
                 let waited = locked_at.elapsed();
                 assert!(
                     waited >= HOLD - Duration::from_millis(100),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::child::Holder;
 use kuradb::dbm::Dbm;
+use kuradb::file::LockWait;
 use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, ErrorKind, FlatLock, Result};
 use kuradb::{StdHashDbm, StdOptions, StdTreeDbm, TinyDbm, TinyOptions};
 
@@ -80,17 +81,21 @@ fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
             name,
             &path,
             "a no-wait writer",
-            open(name, &path, true, FlatLock::default().no_wait(true)),
+            open(name, &path, true, FlatLock::default().wait(LockWait::Fail)),
         );
         let started = Instant::now();
-        let timeout = FlatLock::default().timeout(Some(Duration::from_millis(200)));
+        let timeout = FlatLock::default().wait(LockWait::Timeout(Duration::from_millis(200)));
         assert_locked(name, &path, "a writer with a timeout", open(name, &path, true, timeout));
         assert!(started.elapsed() >= Duration::from_millis(200), "[{name}] gave up before its timeout");
         let reader = open(name, &path, false, FlatLock::default()).expect("a reader beside the writer");
         assert_eq!(reader.get(b"first").unwrap().as_deref(), Some(&b"from the child"[..]), "[{name}]");
         drop(reader);
+        // By default a writer fails at once, naming the process that holds the file.
+        let refused = open(name, &path, true, FlatLock::default());
+        assert_locked(name, &path, "a writer by default", refused);
         // Waits through the child's second save, which replaces the file it waits on.
-        let writer = open(name, &path, true, FlatLock::default()).expect("a waiting writer");
+        let writer =
+            open(name, &path, true, FlatLock::default().wait(LockWait::Forever)).expect("a waiting writer");
         for key in [&b"first"[..], b"second", b"third"] {
             assert!(writer.get(key).unwrap().is_some(), "[{name}] the waiting writer lost {key:?}");
         }
@@ -106,7 +111,7 @@ fn no_lock_opens_beside_a_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("shared.flat");
     let holder = hold("tiny", &path, &dir.path().join("signal"));
-    let db = open("tiny", &path, true, FlatLock::default().no_lock(true).no_wait(true)).expect("no_lock");
+    let db = open("tiny", &path, true, FlatLock::default().no_lock(true)).expect("no_lock");
     assert_eq!(db.get(b"first").unwrap().as_deref(), Some(&b"from the child"[..]));
     drop(db);
     holder.finish();

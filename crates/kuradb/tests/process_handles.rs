@@ -39,6 +39,13 @@ fn hash_mmap(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     Ok(Box::new(HashDbm::open(path, writable, &o)?))
 }
 
+/// [`hash_mmap`] waiting for another process's lock rather than failing at once.
+fn hash_mmap_waiting(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
+    let mut o = HashOptions::default().num_buckets(101);
+    o.open = o.open.waiting();
+    Ok(Box::new(HashDbm::open(path, writable, &o)?))
+}
+
 fn hash_pagecache(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     let mut file = FileSpec::new(FileKind::PositionalParallel);
     file.block_size = 512;
@@ -361,7 +368,7 @@ fn lock_waits_time_out_and_can_be_interrupted() {
     };
     let start = Instant::now();
     let flag = stop.clone();
-    let err = with_lock_interrupt(move || flag.load(Ordering::Relaxed), || hash_mmap(&path, true))
+    let err = with_lock_interrupt(move || flag.load(Ordering::Relaxed), || hash_mmap_waiting(&path, true))
         .err()
         .expect("opened beside another process's writer");
     setter.join().expect("the setter");
@@ -372,7 +379,7 @@ fn lock_waits_time_out_and_can_be_interrupted() {
     // Released, the lock is taken by a waiter.
     let waiter = std::thread::spawn({
         let path = path.clone();
-        move || hash_mmap(&path, true).map(drop)
+        move || hash_mmap_waiting(&path, true).map(drop)
     });
     std::thread::sleep(Duration::from_millis(100));
     finish_holder(pid, release);

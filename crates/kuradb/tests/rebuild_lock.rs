@@ -63,7 +63,7 @@ fn open(class: &str, path: &Path, open: OpenOptions) -> Result<Box<dyn Dbm>> {
             Box::new(TreeDbm::open(path, true, &o)?)
         }
         "skip" => Box::new(SkipDbm::open(path, true, &SkipOptions::default().open(open))?),
-        _ => open_flat(class, path, FlatLock::default().no_wait(open.no_wait).timeout(open.lock_timeout))?,
+        _ => open_flat(class, path, FlatLock::default().wait(open.lock_wait))?,
     })
 }
 
@@ -183,7 +183,7 @@ fn a_rebuilding_writer_keeps_other_processes_writers_out_and_loses_nothing() {
         }
         assert!(at_once >= 10 && timed >= 1, "[{class}] too few tries: {at_once} and {timed}");
         // Waits through the child's remaining replacements of the file.
-        let writer = open(class, &path, OpenOptions::writer()).expect("a waiting writer");
+        let writer = open(class, &path, OpenOptions::writer().waiting()).expect("a waiting writer");
         let (records, replacements) = done(dir.path())
             .unwrap_or_else(|| panic!("[{class}] the waiting writer opened before the child closed"));
         assert!(replacements >= 20, "[{class}] the child replaced its file only {replacements} times");

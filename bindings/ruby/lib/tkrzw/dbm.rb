@@ -39,7 +39,10 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      @db = Kuradb::DBM.open(path.to_s, writable, **params.transform_keys(&:to_sym))
+      params = params.transform_keys(&:to_sym)
+      # The reference waits for another process's lock unless told no_wait.
+      params[:no_wait] = false unless params.key?(:no_wait)
+      @db = Kuradb::DBM.open(path.to_s, writable, **params)
       @no_file = path.to_s.empty?
       @writable = writable && !@no_file ? true : false
       Status.new

@@ -39,6 +39,8 @@ module Tkrzw
       concurrent = Kuradb::Params.flag(params.delete(:concurrent))
       # The reference's default class.
       params[:file] ||= "MemoryMapAtomicFile"
+      # The reference waits for another process's lock unless told no_wait.
+      params[:no_wait] = false unless params.key?(:no_wait)
       file = Kuradb::File.new
       file._open(path.to_s, writable ? true : false, Kuradb::Params.pairs(params), encoding, concurrent)
       @file = file

@@ -26,7 +26,10 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened index") if @index
 
-      @index = Kuradb::Index.open(path.to_s, writable, **params.transform_keys(&:to_sym))
+      params = params.transform_keys(&:to_sym)
+      # The reference waits for another process's lock unless told no_wait.
+      params[:no_wait] = false unless params.key?(:no_wait)
+      @index = Kuradb::Index.open(path.to_s, writable, **params)
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)

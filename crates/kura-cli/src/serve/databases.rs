@@ -40,7 +40,7 @@ pub fn parse_spec(spec: &str) -> Result<(String, Params)> {
 
 /// Opens the database `spec` names, writable unless `read_only`.
 pub fn open(spec: &str, read_only: bool) -> Result<Database> {
-    let (path, mut params) = parse_spec(spec)?;
+    let (path, params) = parse_spec(spec)?;
     let in_spec = |e: Error| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()));
     let db = if path.is_empty() {
         let Some(name) = params.get("dbm") else {
@@ -54,11 +54,6 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
         let class = DbmClass::from_name(name).map_err(in_spec)?;
         AnyDbm::open_class(class, None, !read_only, &params.without("dbm")).map_err(in_spec)?
     } else {
-        // A server is started by hand or by a supervisor: a file another
-        // process holds should fail at once and say so, not hang.
-        if params.get("no_wait").is_none() {
-            params.insert("no_wait", "true")?;
-        }
         AnyDbm::open(Path::new(&path), !read_only, &params).map_err(in_spec)?
     };
     let ordered = db.is_ordered();

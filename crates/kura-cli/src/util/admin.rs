@@ -267,16 +267,24 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
         tuning.insert("cipher_key", key)?;
     }
     let db = open_with(&args.file, Access::Write, &open)?;
+    let before = db.file_size();
     let spinner = progress::spinner("rebuilding");
-    let result = db.rebuild_with(&tuning).map_err(|e| match e.kind() {
-        ErrorKind::InvalidArgument => Error::new(
-            e.kind(),
-            format!("{} (a rebuild changes only the tuning the database allows it to)", e.message()),
-        ),
-        _ => e,
-    });
+    let result = db
+        .rebuild_with(&tuning)
+        .map_err(|e| match e.kind() {
+            ErrorKind::InvalidArgument => Error::new(
+                e.kind(),
+                format!("{} (a rebuild changes only the tuning the database allows it to)", e.message()),
+            ),
+            _ => e,
+        })
+        .and_then(|()| Ok((db.count()?, before?, db.file_size()?)));
     spinner.finish_and_clear();
-    args.db.finish(db, result)
+    let (records, before, after) = args.db.finish(db, result)?;
+    // A rebuild that says nothing leaves its user guessing whether it ran.
+    let noun = if records == 1 { "record" } else { "records" };
+    eprintln!("kura: rebuilt {}: {records} {noun}, {before} bytes before, {after} after", args.file.display());
+    Ok(())
 }
 
 /// `rebuild --restore`: the restored copy is written beside the file, then
@@ -476,7 +484,9 @@ fn source_key(args: &MergeArgs) -> Result<(Option<String>, bool)> {
 /// Copies every record of the sources into the destination.
 pub fn merge(args: &MergeArgs) -> Result<()> {
     let mut src_params = Params::new();
-    src_params.insert("no_wait", if args.db.wait { "false" } else { "true" })?;
+    if args.db.wait {
+        src_params.insert("wait", "true")?;
+    }
     let (key, shared) = source_key(args)?;
     if let Some(key) = key.filter(|k| !k.is_empty()) {
         src_params.insert("cipher_key", &key)?;

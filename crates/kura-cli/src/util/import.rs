@@ -41,6 +41,13 @@ pub struct ImportArgs {
     #[arg(long = "skip_bad")]
     skip_bad: bool,
 
+    /// With --tsv: the fields are raw bytes even where they hold what an
+    /// --escape export writes (\t, \n, \r, \\, \xNN), which plain --tsv
+    /// otherwise refuses, so an escaped export is never stored as literal
+    /// escapes by mistake.
+    #[arg(long = "raw", requires = "tsv", conflicts_with_all = ["escape", "hex", "base64"])]
+    raw: bool,
+
     /// Synchronizes the database with the device every N records, so a crash
     /// loses at most the records since (0: only when closing). Streams the
     /// input: a bad line stops the import with the records before it kept.
@@ -76,21 +83,22 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     if !streaming {
         // Nothing is written unless every record reads (or, with
         // --skip_bad, every record of a flat file).
-        input.records(fields, args.skip_bad, &mut |_, _| Ok(()))?;
+        input.records(fields, args.raw, args.skip_bad, &mut |_, _| Ok(()))?;
         input.rewind()?;
     }
     let db = args.db.open(&args.file, Access::Create)?;
     let result = import_records(&db, args, fields, &mut input);
     let skipped = args.db.finish(db, result)?;
     if skipped > 0 {
-        eprintln!("kura: {skipped} bad lines of {} skipped", args.input.display());
+        let lines = if skipped == 1 { "line" } else { "lines" };
+        eprintln!("kura: {skipped} bad {lines} of {} skipped", args.input.display());
     }
     Ok(())
 }
 
 fn import_records(db: &dyn Dbm, args: &ImportArgs, fields: Option<Fields>, input: &mut Input) -> Result<u64> {
     let mut count = 0u64;
-    input.records(fields, args.skip_bad, &mut |key, value| {
+    input.records(fields, args.raw, args.skip_bad, &mut |key, value| {
         db.set(key, value, true)?;
         count += 1;
         if args.sync_every > 0 && count.is_multiple_of(args.sync_every) {
@@ -159,8 +167,15 @@ impl Input {
         Ok(())
     }
 
-    /// Calls `put` with every record; answers how many bad lines were skipped.
-    fn records(&mut self, fields: Option<Fields>, skip_bad: bool, put: &mut RecordSink<'_>) -> Result<u64> {
+    /// Calls `put` with every record; answers how many bad lines were
+    /// skipped. Raw TSV fields holding escapes are bad lines unless `raw`.
+    fn records(
+        &mut self,
+        fields: Option<Fields>,
+        raw: bool,
+        skip_bad: bool,
+        put: &mut RecordSink<'_>,
+    ) -> Result<u64> {
         let bar = progress::bar("importing", self.size, true);
         let name = if self.path == Path::new("-") {
             "standard input".to_string()
@@ -189,7 +204,7 @@ impl Input {
                 break;
             }
             offset += n as u64;
-            match parse_line(&line, fields) {
+            match parse_line(&line, fields, raw) {
                 Ok((key, value)) => put(&key, &value)?,
                 Err(_) if skip_bad => skipped += 1,
                 Err(e) => return Err(Error::new(e.kind(), format!("{name} line {number}: {}", e.message()))),
@@ -202,8 +217,10 @@ impl Input {
 }
 
 /// The key and value of a TSV line. CRLF line ends are accepted: the escaped
-/// format writes every carriage return of the data as \r.
-fn parse_line(line: &[u8], fields: Fields) -> Result<(Vec<u8>, Vec<u8>)> {
+/// format writes every carriage return of the data as \r. A raw field that
+/// holds an escape is refused unless `raw`: such a file is most likely an
+/// --escape export, which a raw import would store as literal text.
+fn parse_line(line: &[u8], fields: Fields, raw: bool) -> Result<(Vec<u8>, Vec<u8>)> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let tab = text.iter().position(|&b| b == b'\t').ok_or_else(|| {
@@ -212,5 +229,56 @@ fn parse_line(line: &[u8], fields: Fields) -> Result<(Vec<u8>, Vec<u8>)> {
             "no tab between key and value (for a flat record file, leave out --tsv)",
         )
     })?;
-    Ok((fields.decode(&text[..tab], "key")?, fields.decode(&text[tab + 1..], "value")?))
+    let (key, value) = (&text[..tab], &text[tab + 1..]);
+    if fields == Fields::Raw && !raw {
+        for (what, field) in [("key", key), ("value", value)] {
+            if let Some(escape) = first_escape(field) {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "the {what} holds {escape}, as an --escape export writes: give --escape to decode \
+                         escapes, or --raw to store backslashes as they are"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((fields.decode(key, "key")?, fields.decode(value, "value")?))
+}
+
+/// The first sequence in `field` that an escaped export writes (\\, \t, \n,
+/// \r or \x and two hexadecimal digits), as text.
+fn first_escape(field: &[u8]) -> Option<String> {
+    field.windows(2).enumerate().find_map(|(i, pair)| match pair {
+        [b'\\', b'\\' | b't' | b'n' | b'r'] => Some(String::from_utf8_lossy(pair).into_owned()),
+        [b'\\', b'x'] => field
+            .get(i + 2..i + 4)
+            .filter(|digits| digits.iter().all(u8::is_ascii_hexdigit))
+            .map(|digits| format!("\\x{}", String::from_utf8_lossy(digits))),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_an_escaped_export_writes_and_nothing_else() {
+        assert_eq!(first_escape(b"a\\tb").as_deref(), Some("\\t"));
+        assert_eq!(first_escape(b"\\\\").as_deref(), Some("\\\\"));
+        assert_eq!(first_escape(b"x\\x0Ay").as_deref(), Some("\\x0A"));
+        assert_eq!(first_escape(b"C:\\Users"), None);
+        assert_eq!(first_escape(b"\\xZZ \\q \\"), None);
+        assert_eq!(first_escape(b"plain"), None);
+    }
+
+    #[test]
+    fn a_raw_line_with_escapes_is_refused_unless_raw() {
+        let err = parse_line(b"k\tC:\\temp\n", Fields::Raw, false).unwrap_err();
+        assert!(err.message().contains("--escape") && err.message().contains("--raw"), "{err}");
+        let (key, value) = parse_line(b"k\tC:\\temp\n", Fields::Raw, true).unwrap();
+        assert_eq!((key.as_slice(), value.as_slice()), (&b"k"[..], &b"C:\\temp"[..]));
+        assert_eq!(parse_line(b"k\tC:\\Users\n", Fields::Raw, false).unwrap().1, b"C:\\Users");
+    }
 }

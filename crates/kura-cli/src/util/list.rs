@@ -187,7 +187,32 @@ fn list_records(
         }
     }
     bar.finish_and_clear();
-    out.flush().map_err(crate::out::write_failed)
+    out.flush().map_err(crate::out::write_failed)?;
+    if printed == items && more_within(cursor.as_mut(), upper, args.upper_inclusive, order)? {
+        // The reference stops at ten without a word; a newcomer takes the
+        // ten for the whole database.
+        let records = if items == 1 { "record" } else { "records" };
+        eprintln!("kura: listed {items} {records}, and more follow: give --items N for more, or --items all");
+    }
+    Ok(())
+}
+
+/// Whether the cursor stands on a record the listing would have printed next.
+fn more_within(
+    cursor: &mut dyn kuradb::dbm::Cursor,
+    upper: Option<&[u8]>,
+    upper_inclusive: bool,
+    order: KeyComparator,
+) -> Result<bool> {
+    let Some((key, _)) = cursor.get()? else { return Ok(false) };
+    Ok(match upper {
+        None => true,
+        Some(upper) => match order.compare(&key, upper) {
+            Ordering::Less => true,
+            Ordering::Equal => upper_inclusive,
+            Ordering::Greater => false,
+        },
+    })
 }
 
 /// The order the database keeps its keys in, for --upper: the comparator its

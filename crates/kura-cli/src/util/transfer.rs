@@ -18,7 +18,7 @@ use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
 use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
-use super::{finish, output, progress, write_error, Access, Codec, CodecFlags, DbFlags};
+use super::{finish, progress, write_error, Access, Codec, CodecFlags, DbFlags, Output};
 
 /// The flags that choose the record file's format, shared by export and import.
 #[derive(Args, Debug, Clone, Copy)]
@@ -134,7 +134,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
 }
 
 fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Result<()> {
-    let mut out = output(&args.out)?;
+    let mut out = Output::new(&args.out)?;
     let failed = write_error(&args.out);
     let bar = progress::bar("exporting", Some(db.count()?), false);
     let mut cursor = db.iter()?;
@@ -163,5 +163,5 @@ fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Re
         cursor.next()?;
     }
     bar.finish_and_clear();
-    out.flush().map_err(&failed)
+    out.commit()
 }

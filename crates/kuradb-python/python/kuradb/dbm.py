@@ -29,7 +29,10 @@ database is of the class its file name's extension names, as everywhere in
 kuradb (the table "File extensions" of its README: ``.kh`` ``.hash`` ``.tkh``
 hash, ``.kt`` ``.tree`` ``.tkt`` tree, ``.ks`` ``.skip`` ``.tks`` skip, and
 the on-memory classes'; ``kuradb.DBM.class_for_path`` tells); without one it
-is a hash database. Keys and values are bytes or str (encoded as UTF-8) and are
+is a hash database. A new hash database starts at a few kilobytes and grows
+as records arrive, rebuilding itself to twice its records when they outnumber
+its buckets, so a shelf of two entries is a small file and a large one keeps
+its speed. Keys and values are bytes or str (encoded as UTF-8) and are
 read back as bytes. Any database error is raised as ``kuradb.dbm.error``, a
 subclass of OSError as dbm.gnu's is; a missing key raises KeyError.
 
@@ -53,6 +56,12 @@ __all__ = ["open", "error", "KuraDbm"]
 Data = Union[bytes, str]
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
+
+
+# The buckets of a new hash database: a few kilobytes of file.
+_SMALL_NUM_BUCKETS = 1021
+# How many writes pass between two checks whether a hash database should grow.
+_GROWTH_CHECK_EVERY = 256
 
 
 class error(OSError):
@@ -81,6 +90,10 @@ class KuraDbm:
         self._writable = writable
         self._synchronized = synchronized
         self._next_keys: Optional[_kuradb.Iterator] = None
+        # A hash database starts small (see open) and grows by rebuilds,
+        # each to twice its records, so its chains stay short.
+        self._grows = writable and db.dbm_class() == "hash"
+        self._writes = 0
 
     @property
     def _open(self) -> _kuradb.DBM:
@@ -89,6 +102,10 @@ class KuraDbm:
         return self._db
 
     def _changed(self) -> None:
+        if self._grows:
+            self._writes += 1
+            if self._writes % _GROWTH_CHECK_EVERY == 0 and self._open.should_be_rebuilt():
+                self._open.rebuild()
         if self._synchronized:
             self._open.synchronize(True)
 
@@ -227,7 +244,7 @@ def open(
     if kind in "rw" and not exists:
         raise error(f"{os.fsdecode(path)} does not exist: open it with flag 'c' or 'n' to create it")
     writable = kind != "r"
-    params: dict[str, Union[str, bool]] = {}
+    params: dict[str, Union[str, bool, int]] = {}
     if "u" in flag:
         params["no_lock"] = True
     if kind == "n" and os.path.exists(path):
@@ -236,6 +253,10 @@ def open(
     if not exists:
         if _kuradb.DBM.class_for_path(path) is None:
             params["dbm"] = "hash"
+        if params.get("dbm", _kuradb.DBM.class_for_path(path)) == "hash":
+            # A few records make a file of kilobytes, as dbm users expect;
+            # the database grows as records arrive (KuraDbm._changed).
+            params["num_buckets"] = _SMALL_NUM_BUCKETS
     created = not os.path.exists(path)
     try:
         db = _kuradb.DBM(path, writable, **params)

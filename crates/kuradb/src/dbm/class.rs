@@ -271,8 +271,8 @@ impl DbmClass {
                 Error::new(
                     ErrorKind::InvalidArgument,
                     format!(
-                        "cannot tell which database {} should be: give dbm={}, or use an extension that \
-                         names one: {}",
+                        "cannot tell which database {} should be: give dbm=CLASS (one of {}), or use an \
+                         extension that names one: {}",
                         path.display(),
                         DbmClass::name_list(),
                         DbmClass::extension_list()

@@ -6,11 +6,10 @@
 //! refused by name.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use super::persistence::FlatLock;
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{FileSpec, OpenOptions};
+use crate::file::{FileSpec, LockWait, OpenOptions};
 
 /// Named parameters, as a map or parsed from `name=value,name=value`.
 ///
@@ -179,8 +178,8 @@ impl<'a> Taker<'a> {
     }
 
     /// The file implementation and its options (every parameter FileSpec
-    /// knows) and how to open it (`no_wait`, `no_lock`, `truncate`,
-    /// `lock_timeout`).
+    /// knows) and how to open it (`wait`, `no_wait`, `lock_timeout`,
+    /// `no_lock`, `truncate`).
     pub(crate) fn file_and_open(&mut self) -> Result<(FileSpec, OpenOptions)> {
         let mut spec = FileSpec::default();
         if let Some((_, files)) = &mut self.asked {
@@ -193,33 +192,37 @@ impl<'a> Taker<'a> {
         }
         spec.validate()?;
         let mut open = OpenOptions::writer();
-        open.no_wait = self.flag(&["no_wait"])?.unwrap_or(false);
+        open.lock_wait = self.lock_wait()?;
         open.no_lock = self.flag(&["no_lock"])?.unwrap_or(false);
         open.truncate = self.flag(&["truncate"])?.unwrap_or(false);
-        open.lock_timeout = self.lock_timeout()?;
         Ok((spec, open))
     }
 
     /// The opening parameters of an on-memory database: `truncate`, and
-    /// how its writer locks the flat file (`no_wait`, `no_lock`, `lock_timeout`).
+    /// how its writer locks the flat file (`wait`, `no_wait`, `lock_timeout`,
+    /// `no_lock`).
     pub(crate) fn memory_open(&mut self) -> Result<(bool, FlatLock)> {
-        let lock = FlatLock::default()
-            .no_wait(self.flag(&["no_wait"])?.unwrap_or(false))
-            .no_lock(self.flag(&["no_lock"])?.unwrap_or(false))
-            .timeout(self.lock_timeout()?);
+        let lock =
+            FlatLock::default().wait(self.lock_wait()?).no_lock(self.flag(&["no_lock"])?.unwrap_or(false));
         Ok((self.flag(&["truncate"])?.unwrap_or(false), lock))
     }
 
-    /// The `lock_timeout` parameter: the longest wait, in seconds, for a lock
-    /// another process holds.
-    fn lock_timeout(&mut self) -> Result<Option<Duration>> {
-        let Some(seconds) = self.number::<f64>(&["lock_timeout"])? else { return Ok(None) };
-        Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
-            Error::new(
+    /// What an open does while another process holds the file's lock:
+    /// `lock_timeout=SECONDS` waits at most that long; `wait=true` (or
+    /// `no_wait=false`, the reference's spelling) as long as it takes; and
+    /// otherwise, or with `no_wait=true`, it fails at once.
+    fn lock_wait(&mut self) -> Result<LockWait> {
+        let no_wait = self.flag(&["no_wait"])?;
+        let wait = self.flag(&["wait"])?;
+        let timeout = self.number::<f64>(&["lock_timeout"])?;
+        if no_wait == Some(true) && (wait == Some(true) || timeout.is_some()) {
+            let other = if timeout.is_some() { "lock_timeout" } else { "wait=true" };
+            return Err(Error::new(
                 ErrorKind::InvalidArgument,
-                format!("parameter lock_timeout must be a number of seconds from 0 up, not {seconds}"),
-            )
-        })
+                format!("parameters no_wait=true and {other} contradict each other: give one"),
+            ));
+        }
+        LockWait::from_choices(no_wait, wait, timeout)
     }
 
     /// Refuses every parameter not taken, naming them.

@@ -14,13 +14,13 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::flat::{self, FlatWriter};
 use crate::error::{Error, ErrorKind, Result};
-use crate::file::{self, temp_beside, FileKey, LockMode, Owner};
+use crate::file::{self, temp_beside, FileKey, LockMode, LockWait, Owner};
 use crate::sys;
 
 /// How the writer of an on-memory database locks its flat file against
@@ -28,11 +28,12 @@ use crate::sys;
 ///
 /// ```
 /// use std::time::Duration;
+/// use kuradb::file::LockWait;
 /// use kuradb::{FlatLock, TinyDbm, TinyOptions};
 /// # let dir = tempfile::tempdir().unwrap();
 /// # let path = dir.path().join("a.flat");
 /// // Another process's writer is waited for up to five seconds, then "locked".
-/// let options = TinyOptions::default().lock(FlatLock::default().timeout(Some(Duration::from_secs(5))));
+/// let options = TinyOptions::default().lock(FlatLock::default().wait(LockWait::Timeout(Duration::from_secs(5))));
 /// let db = TinyDbm::open(&path, true, &options)?;
 /// db.close()?;
 /// # Ok::<(), kuradb::Error>(())
@@ -40,32 +41,23 @@ use crate::sys;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FlatLock {
-    /// Fail at once with a "locked" error while another process's writer
-    /// holds the file, instead of waiting.
-    pub no_wait: bool,
+    /// What to do while another process's writer holds the file: fail at
+    /// once (the default), wait a while, or wait as long as it takes.
+    pub wait: LockWait,
     /// Take no lock: the caller keeps other writers away.
     pub no_lock: bool,
-    /// The longest wait for another process's writer; `None` waits as long
-    /// as it takes.
-    pub timeout: Option<Duration>,
 }
 
 impl FlatLock {
-    /// `self` failing at once, rather than waiting, if another writer holds the file.
-    pub fn no_wait(mut self, no_wait: bool) -> FlatLock {
-        self.no_wait = no_wait;
+    /// `self` waiting for another process's writer as `wait` says.
+    pub fn wait(mut self, wait: LockWait) -> FlatLock {
+        self.wait = wait;
         self
     }
 
     /// `self` taking no lock at all.
     pub fn no_lock(mut self, no_lock: bool) -> FlatLock {
         self.no_lock = no_lock;
-        self
-    }
-
-    /// `self` giving up waiting after `timeout`.
-    pub fn timeout(mut self, timeout: Option<Duration>) -> FlatLock {
-        self.timeout = timeout;
         self
     }
 }
@@ -202,7 +194,7 @@ fn lock_current(path: &Path, lock: &FlatLock) -> Result<File> {
         };
         // The whole wait counts against the timeout, however many saves of
         // the other writer replaced the file meanwhile.
-        let waited = file::lock_since(&file, path, LockMode::Exclusive, !lock.no_wait, lock.timeout, start)?;
+        let waited = file::lock_since(&file, path, LockMode::Exclusive, lock.wait, start)?;
         let locked = sys::file_identity(&file).map_err(|e| Error::io("stat of the flat file", path, e))?;
         match std::fs::metadata(path) {
             Ok(now) if (now.dev(), now.ino()) == locked => return Ok(file),

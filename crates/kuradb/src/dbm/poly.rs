@@ -326,7 +326,7 @@ mod tests {
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
         assert_eq!(PolyDbm::open(&junk, false, &Params::new()).err().unwrap().kind(), ErrorKind::BrokenData);
         let err = PolyDbm::open(dir.path().join("noext"), true, &Params::new()).err().unwrap();
-        assert!(err.message().contains("give dbm=hash, tree, skip"), "{err}");
+        assert!(err.message().contains("give dbm=CLASS (one of hash, tree, skip"), "{err}");
         for (class, name) in [
             (DbmClass::Hash, "h.dat"),
             (DbmClass::Tree, "t.dat"),

@@ -55,7 +55,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::owner::{FileKey, Owner};
-use super::{FileSpec, LockMode, OpenOptions};
+use super::{FileSpec, LockMode, LockWait, OpenOptions, LOCK_WAIT_HINT};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys;
 
@@ -86,7 +86,7 @@ pub(crate) fn open_locked(
         let mode = if options.writable { LockMode::Exclusive } else { LockMode::Shared };
         // The whole wait counts against the timeout, however many files it
         // took to find the current one.
-        let waited = lock_since(&file, path, mode, !options.no_wait, options.lock_timeout, start)?;
+        let waited = lock_since(&file, path, mode, options.lock_wait, start)?;
         match sys::path_identity(path) {
             Ok(now) if now == identity => return Ok((truncated(file, path, options)?, owner)),
             // Replaced (or removed, to be made anew) while this opener waited.
@@ -175,29 +175,23 @@ fn interrupted() -> bool {
 }
 
 /// Takes the inter-process lock of an open file. Without `wait` a conflicting
-/// lock fails at once with a "locked" error; with it the caller waits, up to
-/// `timeout` if one is given, and an interrupt (see [`with_lock_interrupt`])
-/// ends the wait.
-pub(crate) fn lock(
-    file: &fs::File,
-    path: &Path,
-    mode: LockMode,
-    wait: bool,
-    timeout: Option<Duration>,
-) -> Result<()> {
-    lock_since(file, path, mode, wait, timeout, Instant::now()).map(|_| ())
+/// lock fails at once with a "locked" error; with it the caller waits, and an
+/// interrupt (see [`with_lock_interrupt`]) ends the wait.
+pub(crate) fn lock(file: &fs::File, path: &Path, mode: LockMode, wait: bool) -> Result<()> {
+    let wait = if wait { LockWait::Forever } else { LockWait::Fail };
+    lock_since(file, path, mode, wait, Instant::now()).map(|_| ())
 }
 
-/// [`lock`], with `timeout` counted from `start`: an opener that found the
-/// file it waited for replaced, and waits again for the new one, waits no
-/// longer in all than it was told. Answers whether it had to wait: whether
-/// another holder had the lock.
+/// Takes the inter-process lock of an open file as `wait` says, a timeout
+/// counted from `start`: an opener that found the file it waited for
+/// replaced, and waits again for the new one, waits no longer in all than it
+/// was told. Answers whether it had to wait: whether another holder had the
+/// lock.
 pub(crate) fn lock_since(
     file: &fs::File,
     path: &Path,
     mode: LockMode,
-    wait: bool,
-    timeout: Option<Duration>,
+    wait: LockWait,
     start: Instant,
 ) -> Result<bool> {
     let what = match mode {
@@ -209,21 +203,17 @@ pub(crate) fn lock_since(
     loop {
         match sys::try_lock(file, mode == LockMode::Exclusive) {
             Ok(()) => return Ok(waited_before),
-            Err(e) if wait && e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if wait == LockWait::Fail {
+                    return Err(locked(file, path, None));
+                }
+            }
             Err(e) => return Err(Error::io(what, path, e)),
         }
         let waited = start.elapsed();
-        if let Some(limit) = timeout {
+        if let LockWait::Timeout(limit) = wait {
             if waited >= limit {
-                return Err(Error::new(
-                    ErrorKind::WouldBlock,
-                    format!(
-                        "gave up waiting for the {what} of {} after {:.3} s: another process holds \
-                         a conflicting lock",
-                        path.display(),
-                        limit.as_secs_f64()
-                    ),
-                ));
+                return Err(locked(file, path, Some(limit)));
             }
             pause = pause.min(limit - waited);
         }
@@ -237,6 +227,33 @@ pub(crate) fn lock_since(
         std::thread::sleep(pause);
         pause = (pause * 2).min(MAX_LOCK_PAUSE);
     }
+}
+
+/// The "locked" error of a file another process holds: who holds it (where
+/// the platform says), what to do about it, and, after a timed wait, that
+/// the wait gave up. Every front end shows this one message.
+fn locked(file: &fs::File, path: &Path, gave_up_after: Option<Duration>) -> Error {
+    let holder = sys::file_identity(file).ok().and_then(|(dev, ino)| sys::lock_holder(dev, ino));
+    let who = match holder {
+        Some(sys::LockHolder { pid, program, writer }) => format!(
+            "another process (pid {pid}{}) that has it open for {}",
+            program.map(|p| format!(", {p}")).unwrap_or_default(),
+            if writer { "writing" } else { "reading" }
+        ),
+        None => "another process that has it open".to_owned(),
+    };
+    let message = match gave_up_after {
+        None => format!(
+            "{} is locked by {who}; try again once that process closes it, or {LOCK_WAIT_HINT}",
+            path.display()
+        ),
+        Some(limit) => format!(
+            "gave up waiting for {} after {:.3} s: it is locked by {who}",
+            path.display(),
+            limit.as_secs_f64()
+        ),
+    };
+    Error::new(ErrorKind::WouldBlock, message)
 }
 
 /// Renames the file at `from` to `to`, replacing any file there.

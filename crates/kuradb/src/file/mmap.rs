@@ -302,7 +302,7 @@ impl File for MmapFile {
     }
 
     fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(&self.state()?.file, &self.path, mode, wait, None)
+        access::lock(&self.state()?.file, &self.path, mode, wait)
     }
 
     fn unlock(&self) -> Result<()> {

@@ -42,7 +42,7 @@ mod wrapper;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) use access::lock_since;
 pub use access::with_lock_interrupt;
@@ -210,16 +210,71 @@ pub struct OpenOptions {
     pub create: bool,
     /// Empty an existing file on open (writers only).
     pub truncate: bool,
-    /// Fail at once with a "locked" error if another process holds a conflicting
-    /// lock, instead of waiting.
-    pub no_wait: bool,
+    /// What to do while another process holds a conflicting lock: fail at
+    /// once (the default), wait a while, or wait as long as it takes.
+    pub lock_wait: LockWait,
     /// Take no inter-process lock at all. Such a handle is not entered in the
     /// process's table of open files either: its caller coordinates access.
     pub no_lock: bool,
-    /// The longest wait for a conflicting lock before failing with a
-    /// "locked" error; `None` waits as long as it takes.
-    pub lock_timeout: Option<Duration>,
 }
+
+/// What an open does while another process holds a conflicting lock on the
+/// file (a writer excludes every other process; readers share).
+///
+/// The default fails at once: a program that meets another's lock is told
+/// so, with the holder's process id where the platform lists it, rather than
+/// hanging without a word. A program that expects to take turns with
+/// another asks to wait.
+///
+/// ```
+/// use std::time::Duration;
+/// use kuradb::file::{LockWait, OpenOptions};
+///
+/// assert_eq!(OpenOptions::writer().lock_wait, LockWait::Fail);
+/// let patient = OpenOptions::reader().with_lock_timeout(Duration::from_secs(5));
+/// assert_eq!(patient.lock_wait, LockWait::Timeout(Duration::from_secs(5)));
+/// assert_eq!(OpenOptions::reader().waiting().lock_wait, LockWait::Forever);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockWait {
+    /// Fail at once with an [`ErrorKind::WouldBlock`](crate::ErrorKind) error
+    /// that names the holder.
+    #[default]
+    Fail,
+    /// Wait at most this long, then fail with a "locked" error.
+    Timeout(Duration),
+    /// Wait as long as it takes (an interrupt, Ctrl-C, ends the wait).
+    Forever,
+}
+
+impl LockWait {
+    /// The wait that the reference-style open parameters ask for:
+    /// `lock_timeout` seconds waits at most that long; `wait` true, or
+    /// `no_wait` false, as long as it takes; anything else fails at once.
+    /// Front ends that read the parameters themselves (the bindings' file
+    /// objects) call this, so every one reads them alike.
+    pub fn from_choices(
+        no_wait: Option<bool>,
+        wait: Option<bool>,
+        lock_timeout: Option<f64>,
+    ) -> Result<LockWait> {
+        if let Some(seconds) = lock_timeout {
+            return Duration::try_from_secs_f64(seconds).map(LockWait::Timeout).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("parameter lock_timeout must be a number of seconds from 0 up, not {seconds}"),
+                )
+            });
+        }
+        Ok(if wait == Some(true) || no_wait == Some(false) { LockWait::Forever } else { LockWait::Fail })
+    }
+}
+
+/// How a "locked" error tells its reader to wait instead, in the parameters
+/// every front end takes; a front end that spells them otherwise (the CLI's
+/// `--wait`) replaces this text with its own spelling.
+pub const LOCK_WAIT_HINT: &str =
+    "open it with wait=true to wait for it, or lock_timeout=SECONDS to wait at most that long";
 
 impl OpenOptions {
     /// Read and write, creating the file if missing, keeping its content.
@@ -228,9 +283,8 @@ impl OpenOptions {
             writable: true,
             create: true,
             truncate: false,
-            no_wait: false,
+            lock_wait: LockWait::Fail,
             no_lock: false,
-            lock_timeout: None,
         }
     }
 
@@ -240,9 +294,8 @@ impl OpenOptions {
             writable: false,
             create: false,
             truncate: false,
-            no_wait: false,
+            lock_wait: LockWait::Fail,
             no_lock: false,
-            lock_timeout: None,
         }
     }
 
@@ -252,9 +305,15 @@ impl OpenOptions {
         self
     }
 
-    /// The same options, failing at once on a conflicting lock.
+    /// The same options, failing at once on a conflicting lock (the default).
     pub fn without_waiting(mut self) -> OpenOptions {
-        self.no_wait = true;
+        self.lock_wait = LockWait::Fail;
+        self
+    }
+
+    /// The same options, waiting as long as it takes for a conflicting lock.
+    pub fn waiting(mut self) -> OpenOptions {
+        self.lock_wait = LockWait::Forever;
         self
     }
 
@@ -266,7 +325,7 @@ impl OpenOptions {
 
     /// The same options, waiting at most `timeout` for a conflicting lock.
     pub fn with_lock_timeout(mut self, timeout: Duration) -> OpenOptions {
-        self.lock_timeout = Some(timeout);
+        self.lock_wait = LockWait::Timeout(timeout);
         self
     }
 }

@@ -326,7 +326,7 @@ impl File for PositionalFile {
     }
 
     fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(self.state()?.device.file(), &self.path, mode, wait, None)
+        access::lock(self.state()?.device.file(), &self.path, mode, wait)
     }
 
     fn unlock(&self) -> Result<()> {

@@ -43,7 +43,7 @@ impl AnyIndex {
     /// if `path` is empty, makes an index in memory. A memory index takes
     /// `key_comparator` (a pair comparator, `PairLexicalKeyComparator` by
     /// default) and lets the flags of opening a file through (`truncate`,
-    /// `no_wait`, `no_lock`, `no_create`, `sync_hard`: they mean nothing to
+    /// `wait`, `no_wait`, `lock_timeout`, `no_lock`, `no_create`, `sync_hard`: they mean nothing to
     /// it); any other parameter is refused, naming it.
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<AnyIndex> {
         let path = path.as_ref();
@@ -54,7 +54,7 @@ impl AnyIndex {
         for (name, value) in params.iter() {
             match name {
                 "key_comparator" => cmp = KeyComparator::from_name(value)?,
-                "truncate" | "no_wait" | "no_lock" | "no_create" | "sync_hard" => {}
+                "truncate" | "wait" | "no_wait" | "lock_timeout" | "no_lock" | "no_create" | "sync_hard" => {}
                 _ => {
                     return Err(Error::new(
                         ErrorKind::InvalidArgument,

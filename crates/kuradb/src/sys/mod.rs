@@ -3,6 +3,7 @@
 //! turns its errors into kuradb errors that name the file and operation.
 
 mod batch;
+mod lock_holder;
 pub(crate) mod lz4;
 pub(crate) mod lzma;
 mod mmap;
@@ -16,6 +17,7 @@ use std::io;
 use std::path::Path;
 
 pub(crate) use batch::{read_batch, uring_available, uring_probed, BatchRead, Engine};
+pub(crate) use lock_holder::{lock_holder, LockHolder};
 pub(crate) use mmap::{MapChain, Mapping};
 pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 

@@ -134,6 +134,12 @@ impl Holder {
         holder
     }
 
+    /// The child's process id, which a "locked" error names.
+    #[allow(dead_code, reason = "not every test binary that holds files checks the holder's name")]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the child to end and panics unless it succeeded.
     pub fn finish(mut self) {
         let status = self.child.wait().expect("wait for the child");

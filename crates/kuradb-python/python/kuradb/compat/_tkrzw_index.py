@@ -17,7 +17,7 @@ import os
 from typing import Any, Callable, Iterator as _PyIterator, List, Optional, Tuple, Union
 
 from .. import _kuradb
-from .tkrzw import Data, Status, _bytes, _params, _status_of
+from .tkrzw import Data, Status, _bytes, _open_params, _status_of
 
 __all__ = ["Index", "IndexIterator"]
 
@@ -51,7 +51,7 @@ class Index:
         if self._index is not None:
             return Status(Status.PRECONDITION_ERROR, "opened index")
         try:
-            self._index = _kuradb.Index(path, writable, **_params(params))
+            self._index = _kuradb.Index(path, writable, **_open_params(params))
             return Status()
         except (_kuradb.Error, TypeError) as e:
             return _status_of(e)

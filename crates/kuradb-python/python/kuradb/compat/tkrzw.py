@@ -140,6 +140,14 @@ def _params(params: Dict[str, Any]) -> Dict[str, Any]:
     return _cipher_params(out)
 
 
+def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The parameters of an open, waiting for another process's lock unless
+    told ``no_wait``, as the reference does (kuradb's own API fails at once)."""
+    out = _params(params)
+    out.setdefault("no_wait", False)
+    return out
+
+
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
     """``num_shards`` as the reference reads it: a number below 1 means the
     set that exists at `path`, else a new set of one shard."""
@@ -219,7 +227,7 @@ class DBM(_kuradb._CompatDBM):
         try:
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
-            kept = _shard_params(path, _params(params))
+            kept = _shard_params(path, _open_params(params))
             self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)), **kept)
             self._no_file = len(os.fspath(path)) == 0
             self._sharded = "num_shards" in kept

@@ -69,7 +69,7 @@ impl HashDbm {
         }
         // Nobody else knows the temporary file: its lock is free, or
         // something is wrong that waiting would not mend.
-        options.open.no_wait = true;
+        options.open.lock_wait = crate::file::LockWait::Fail;
         let temp = temp_beside(&self.path, "rebuild");
         let built = state
             .dictionary_for(options.record_comp_mode)

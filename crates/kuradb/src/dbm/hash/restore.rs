@@ -246,7 +246,7 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
     let mut o = options.clone();
     // Nobody else knows the temporary file: its lock is free, or something
     // is wrong that waiting would not mend.
-    o.open.no_wait = true;
+    o.open.lock_wait = crate::file::LockWait::Fail;
     let restored = match restore_open(path, &temp, &o, None, None) {
         Ok((state, _)) => state,
         Err(e) => {

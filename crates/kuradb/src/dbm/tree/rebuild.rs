@@ -90,7 +90,7 @@ impl TreeDbm {
         options.hash.open.truncate = true;
         // Nobody else knows the temporary file: its lock is free, or
         // something is wrong that waiting would not mend.
-        options.hash.open.no_wait = true;
+        options.hash.open.lock_wait = crate::file::LockWait::Fail;
         let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
             // As lookups see the tree: a damaged tree whose links reach a
             // leaf the root does not is copied without it, or refused.

@@ -84,7 +84,7 @@ public class DBM {
       return new Status(Status.PRECONDITION_ERROR, "opened database");
     }
     try {
-      db = Dbm.open(path, writable, Utility.kuradbParams(params));
+      db = Dbm.open(path, writable, Utility.openParams(params));
       noFile = path.isEmpty();
       return new Status();
     } catch (KuraException e) {

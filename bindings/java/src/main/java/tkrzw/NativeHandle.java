@@ -71,7 +71,7 @@ abstract class NativeHandle {
     if (handle != 0) {
       return new Status(Status.PRECONDITION_ERROR, "opened " + noun);
     }
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.openParams(params));
     LongConsumer free = freer;
     return Calls.status(this, () -> {
       long h = opener.open(path, writable, flat);

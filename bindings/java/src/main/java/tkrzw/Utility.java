@@ -105,6 +105,17 @@ public class Utility {
   }
 
   /**
+   * The parameters of an open in kuradb's terms ({@link #kuradbParams}), waiting for another
+   * process's lock unless told {@code no_wait}, as the reference does (kuradb's own API fails at
+   * once).
+   */
+  static Map<String, String> openParams(Map<String, String> params) {
+    Map<String, String> out = params == null ? new LinkedHashMap<>() : kuradbParams(params);
+    out.putIfAbsent("no_wait", "false");
+    return out;
+  }
+
+  /**
    * The reference's open parameters in kuradb's terms: {@code concurrent} is
    * dropped (kuradb is always thread-safe); {@code RECORD_COMP_AES} with a
    * {@code cipher_key} is kuradb's authenticated encryption; RC4 is refused.

@@ -330,4 +330,53 @@ class DbmTest {
       assertEquals("a", new String(db.records().get(0).getKey(), StandardCharsets.UTF_8));
     }
   }
+
+  /** Holds an exclusive lock on {@code path} in another process (util-linux's flock) until closed. */
+  private static Process holdLock(Path path) throws Exception {
+    Process holder = new ProcessBuilder("flock", "--exclusive", path.toString(), "sh", "-c", "echo held; sleep 60")
+        .redirectErrorStream(true).start();
+    int first = holder.getInputStream().read();
+    assertEquals('h', first, "the flock holder did not start");
+    return holder;
+  }
+
+  @Test
+  void anOpenBesideAnotherProcessesWriterFailsAtOnceAndWaitsOnlyWhenAsked() throws Exception {
+    Path path = dir.resolve("held.kh");
+    Dbm.open(path.toString(), true, Map.of()).close();
+    Process holder = holdLock(path);
+    try {
+      long start = System.nanoTime();
+      KuraException e = assertThrows(KuraException.class, () -> Dbm.open(path.toString(), false, Map.of()));
+      assertEquals(KuraException.Kind.WOULD_BLOCK, e.kind());
+      assertTrue(e.getMessage().contains("pid " + holder.pid()), e.getMessage());
+      assertTrue(e.getMessage().contains("wait=true"), e.getMessage());
+      assertTrue(System.nanoTime() - start < 2_000_000_000L, "the refusal waited");
+      start = System.nanoTime();
+      KuraException timedOut = assertThrows(KuraException.class,
+          () -> Dbm.open(path.toString(), false, Map.of("lock_timeout", "0.3")));
+      assertTrue(timedOut.getMessage().contains("gave up waiting"), timedOut.getMessage());
+      assertTrue(System.nanoTime() - start >= 300_000_000L, "gave up before its timeout");
+      // The reference-compatible layer waits, as the reference does, unless no_wait.
+      tkrzw.DBM refused = new tkrzw.DBM();
+      assertFalse(refused.open(path.toString(), false, Map.of("no_wait", "true")).isOK());
+      Process releaser = holder;
+      new Thread(() -> {
+        try {
+          Thread.sleep(500);
+        } catch (InterruptedException ignored) {
+          Thread.currentThread().interrupt();
+        }
+        releaser.destroy();
+      }).start();
+      start = System.nanoTime();
+      try (Dbm waited = Dbm.open(path.toString(), false, Map.of("wait", "true"))) {
+        assertTrue(System.nanoTime() - start >= 300_000_000L, "opened before the holder left");
+        assertEquals(0, waited.count());
+      }
+    } finally {
+      holder.destroy();
+      holder.waitFor();
+    }
+  }
 }
