@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use kuradb::DbmClass;
 
-/// The folders a path the README names in a code span starts with.
+/// The folders a repository path a document names starts with.
 const TOP_FOLDERS: &[&str] = &["docs/", "crates/", "bindings/", "bench/", "scripts/", "deploy/", ".ci/"];
 
 /// The folders of the new layout that other branches are creating (the
