@@ -97,7 +97,7 @@ const ZSTD_TABLES_MAX: usize = 1 << 10;
 /// well as its search: 2000 bytes for a zstd dictionary (16 KiB, all of it
 /// used), 1024 for the 4 KiB that lz4 and zlib take from a dictionary's
 /// tail (more segments in those 4 KiB). Sizes and costs are in
-/// `docs/compression.md`.
+/// bench/results/2026-11-29-compression.md.
 fn trainer(mode: RecordCompMode) -> FastCover {
     let k = if mode == RecordCompMode::Zstd { 2000 } else { 1024 };
     FastCover { k, d: 8, f: 18, accel: 1, level: ZSTD_LEVEL }
