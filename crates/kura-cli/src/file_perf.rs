@@ -118,7 +118,7 @@ impl CommonArgs {
 
 /// Appends zero bytes up to a multiple of the file's block size; returns how many.
 ///
-/// The file layer carries the padding wish but never invents bytes (SPEC §2): the
+/// The file layer carries the padding wish but never invents bytes: the
 /// layout belongs to whoever writes the data, here the benchmark. Its records never
 /// reach into the padding, so the zeros are never mistaken for a record.
 fn pad_to_block(file: &dyn File) -> Result<u64> {

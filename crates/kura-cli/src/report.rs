@@ -113,7 +113,7 @@ fn resident_bytes() -> Option<u64> {
 /// The `VmRSS` line of a `/proc/PID/status` text as the reference's
 /// `GetMemoryUsage` counts it: its "kB" times 1000. The kernel's unit is the
 /// kibibyte, so this is 2.4% below the bytes; it is kept so that the two
-/// tools' `mem=` are the same quantity (docs/memory.md, "Units").
+/// tools' `mem=` are the same quantity (bench/results/2026-11-29-memory.md, "Units").
 fn vm_rss_figure(status: &str) -> Option<u64> {
     let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
     let kb: u64 = line.split_whitespace().next()?.parse().ok()?;

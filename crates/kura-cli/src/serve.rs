@@ -194,10 +194,9 @@ pub fn run(args: &ServeArgs) -> Result<()> {
 /// The reactor threads of a server on `cpus` CPUs unless `--threads` says:
 /// one per CPU but one, as redis-server's own advice for its I/O threads
 /// leaves a core to the kernel's network processing and to the rest of the
-/// machine. On a 2-core machine one reactor led a reactor per CPU at `-P 1`
-/// in most alternating runs of `scripts/bench-serve` (every one on the day
-/// the default changed) and tied at `-P 16` (docs/serve.md, "How many
-/// reactor threads").
+/// machine. On a 2-core machine one reactor led a reactor per CPU one
+/// request at a time and tied pipelined (bench/results/2026-11-29-serve.md,
+/// "How many reactor threads").
 fn default_reactors(cpus: usize) -> usize {
     cpus.saturating_sub(1).max(1)
 }

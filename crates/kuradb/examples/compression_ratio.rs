@@ -1,5 +1,5 @@
 //! The compression ratio of each `record_comp_mode` on JSON-like values of
-//! 200 to 2000 bytes (the README's table): stored value bytes over given
+//! 200 to 2000 bytes (docs/compression.md): stored value bytes over given
 //! value bytes, for every mode both without a dictionary (a file holding
 //! fewer values than a dictionary is trained from) and with one (after a
 //! rebuild, which trains it from the records and recompresses every value).

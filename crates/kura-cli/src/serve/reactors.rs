@@ -11,7 +11,7 @@
 //! (a futex wake and a context switch for every 15-30 requests), the two
 //! workers took turns on the epoll, each wait returning fewer events, and
 //! the stealing worker competed for a core with the clients on the same
-//! machine. docs/serve.md ("Performance") has the counts.
+//! machine. bench/results/2026-11-29-serve.md has the counts.
 //!
 //! The caller's own runtime, which accepts the connections and runs the
 //! replication links, is reactor 0; `--threads N` starts N - 1 more.

@@ -15,7 +15,8 @@
 //! and the complete requests of one read are split off the buffer together:
 //! every word of a batch is a slice of that one piece, so a batch costs a
 //! few allocations, not several per request (decoding each frame to owned
-//! parts took a third of the server's instructions per pipelined request).
+//! parts made allocation a large share of a pipelined request's cost;
+//! bench/results/2026-11-29-serve.md).
 
 use bytes::{Bytes, BytesMut};
 use redis_protocol::resp2::decode::decode_range;

@@ -572,7 +572,7 @@ pub struct BackupArgs {
 
 /// Writes a consistent copy of the database, durable when this returns. The
 /// database is opened as a reader: other readers may hold it meanwhile, a
-/// writer may not (see the README for backing up a database a writer holds).
+/// writer may not (see docs/cli.md for backing up a database a writer holds).
 pub fn backup(args: &BackupArgs) -> Result<()> {
     must_not_exist(&args.dest, "backup")?;
     let db = args.db.open(&args.file, Access::Read).map_err(|e| match e.kind() {

@@ -24,10 +24,10 @@ pub(crate) fn exclusive_spin(lock: &SpinFileLock) -> SpinWriteGuard<'_> {
 /// system call. Waiters spin a little, then sleep on a futex until the holder
 /// wakes them. With more threads than cores the holder is often preempted
 /// inside its `pwrite`; waiters that only spin and yield then hand the CPU to
-/// each other rather than to it (10 writers on 2 cores: 160 000-440 000
-/// `sched_yield` calls and up to 1.5x the CPU time for 1 M writes, see
-/// docs/file-layer.md). parking_lot's lock yields too before it sleeps, and
-/// measured between the two; the standard library's lock (on Linux a futex,
+/// each other rather than to it, with many more system calls and CPU time
+/// for the same writes (bench/results/2026-11-28-file-layer.md).
+/// parking_lot's lock yields too before it sleeps, and measured between
+/// the two; the standard library's lock (on Linux a futex,
 /// like the reference's `pthread_rwlock`) does not. It makes readers wait
 /// while a writer waits, so a stream of readers cannot starve a writer.
 pub(crate) type FileLock = std::sync::RwLock<()>;

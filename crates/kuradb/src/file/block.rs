@@ -96,7 +96,7 @@ impl Device {
     /// Writes go to the OS without a lock of their own: buffered writes to
     /// one file are serialised by the kernel (the inode lock), and a gate in
     /// front of it, whether it spun or slept, only lengthened the queue
-    /// (docs/file-layer.md, "Writes of the parallel kind").
+    /// (bench/results/2026-11-28-file-layer.md).
     pub(crate) fn new(
         file: fs::File,
         path: PathBuf,

@@ -154,7 +154,7 @@ pub const DEFAULT_ALLOC_INC: f64 = 2.0;
 /// 512 KiB, as large as keeps the hash database with the page cache under
 /// the reference's memory on the benchmark's rows, where 16 threads' gets
 /// then find their neighbours cached (docs/caches.md, "The default
-/// capacity").
+/// capacity"; bench/results/2026-11-29-caches.md).
 pub const DEFAULT_PAGE_CACHE_BYTES: u64 = 512 << 10;
 
 /// The page cache's capacity in blocks when [`FileSpec::page_cache_capacity`]

@@ -114,7 +114,7 @@ fn read_serial(file: &fs::File, reads: &mut [BatchRead<'_>]) -> Result<(), Batch
 }
 
 /// Threads of the read pool: enough for the queue depth at which an SSD
-/// gives most of its random-read rate (the fio figure is at 32);
+/// gives most of its random-read rate (32 for a typical SSD);
 /// they sleep in `pread` nearly all the time, so they cost no CPU.
 const POOL_THREADS: usize = 32;
 

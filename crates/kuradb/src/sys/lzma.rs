@@ -23,9 +23,9 @@ use std::cell::RefCell;
 use liblzma_sys as ffi;
 
 /// The preset level: 6, xz's default and the reference's, for the smallest
-/// values (on the JSON-like values of `docs/compression.md`, levels 0 to 3
-/// wrote 6.5-10% more at a sixth to an eighth of the time a value; 5 was
-/// level with 6). The level's own window is not used: see [`window`]. Not
+/// values: whoever picks lzma picks it for size, and the fast levels 0 to 3
+/// wrote noticeably larger files (bench/results/2026-11-29-compression.md,
+/// "lzma"). The level's own window is not used: see [`window`]. Not
 /// part of the format: an LZMA2 stream carries what its decoder needs.
 const PRESET: u32 = 6;
 /// The smallest window liblzma takes.

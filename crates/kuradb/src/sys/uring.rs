@@ -5,8 +5,8 @@
 //! Each thread has its own ring, made at its first batch: a ring's queues
 //! take one submitter at a time, and a ring per file behind a mutex would
 //! hold that mutex across the device's latency, making the threads of a
-//! reader wait for each other's reads (the thread scaling asks for
-//! the opposite). A ring costs a few pages; a thread that ends frees it.
+//! reader wait for each other's reads, where threads are meant to keep more
+//! reads in flight. A ring costs a few pages; a thread that ends frees it.
 
 use std::cell::RefCell;
 use std::fs;

@@ -4,11 +4,10 @@
 //! `zstd::dict::from_continuous` (`ZDICT_trainFromBuffer`) optimizes the
 //! segment size `k` for each sample: it trains five dictionaries on three
 //! quarters of the sample, compresses the last quarter with each to pick
-//! the best, and computes entropy tables each time; on 1 MiB of JSON-like
-//! values that is about 435 million instructions, a quarter of a
-//! 100,000-record lz4 load. One training with the parameters that search
+//! the best, and computes entropy tables each time, a cost a whole load of
+//! small values feels. One training with the parameters that search
 //! settles on for such values costs a fraction of it (figures in
-//! `docs/compression.md`).
+//! bench/results/2026-11-29-compression.md).
 
 use std::os::raw::c_uint;
 

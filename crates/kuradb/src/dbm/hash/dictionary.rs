@@ -46,11 +46,11 @@ use zstd::zstd_safe::{CDict, DDict};
 /// keeping.
 pub(super) const TRAIN_BYTES: usize = 1 << 20;
 /// The sample of an lz4, zlib or lzma dictionary, of which only the last few KiB
-/// are kept ([`preset_size`]): a quarter of zstd's. On the JSON-like values
-/// of `docs/compression.md` it trains in a quarter of the time (5 ms, where
-/// the whole write that fills the sample waited 21 ms) and the values come
-/// out the same size with its dictionary (0.345 of their size; 0.3465 from
-/// 1 MiB), and fewer values are written before a dictionary serves them.
+/// are kept ([`preset_size`]): a quarter of zstd's. A few KiB of dictionary
+/// need no larger sample: on JSON-like values it gives the same sizes as
+/// 1 MiB, trains in a quarter of the time the write that fills the sample
+/// waits for, and fewer values are written before a dictionary serves them
+/// (bench/results/2026-11-29-compression.md).
 pub(super) const PRESET_TRAIN_BYTES: usize = 256 << 10;
 /// How many bytes of values a dictionary of `mode` is trained from.
 pub(super) fn train_bytes(mode: RecordCompMode) -> usize {
@@ -73,13 +73,12 @@ pub(super) const FIRST_NUMBER: u8 = 2;
 /// The size of an lz4, zlib or lzma dictionary: the content part of a trained
 /// zstd dictionary's tail (see the module's doc). zlib takes half of it:
 /// DEFLATE hashes its preset dictionary again at every compression, and on
-/// JSON-like values 2 KiB shrinks them nearly as much as 4 KiB (0.208 and
-/// 0.206 of their size), where lz4 hashes its dictionary once per thread.
-/// lzma takes 2 KiB too: its match finder inserts every byte of the preset
-/// dictionary at every compression, at level 6 about 60 µs a KiB, and on
-/// the JSON-like values of `examples/compression_speed` (20,000 of them)
-/// the file took 5.78 MB with 2 KiB, 5.76 with 4 KiB and 6.38 with 300
-/// bytes, at 252, 378 and 168 µs a value.
+/// JSON-like values 2 KiB shrinks them nearly as much as 4 KiB, where lz4
+/// hashes its dictionary once per thread. lzma takes 2 KiB too: its match
+/// finder inserts every byte of the preset dictionary at every compression,
+/// so each KiB costs time on every value, and on JSON-like values 4 KiB
+/// gains little over 2 while a few hundred bytes lose much of the gain
+/// (bench/results/2026-11-29-compression.md, "lzma").
 pub(super) fn preset_size(mode: RecordCompMode) -> usize {
     if matches!(mode, RecordCompMode::Zlib | RecordCompMode::Lzma) {
         2 << 10
@@ -98,7 +97,7 @@ const ZSTD_TABLES_MAX: usize = 1 << 10;
 /// well as its search: 2000 bytes for a zstd dictionary (16 KiB, all of it
 /// used), 1024 for the 4 KiB that lz4 and zlib take from a dictionary's
 /// tail (more segments in those 4 KiB). Sizes and costs are in
-/// `docs/compression.md`.
+/// bench/results/2026-11-29-compression.md.
 fn trainer(mode: RecordCompMode) -> FastCover {
     let k = if mode == RecordCompMode::Zstd { 2000 } else { 1024 };
     FastCover { k, d: 8, f: 18, accel: 1, level: ZSTD_LEVEL }
@@ -333,8 +332,8 @@ mod tests {
             assert!(with.set_dictionary(dict));
             let stored = |c: &Compression| values.iter().map(|v| c.encode(v).len()).sum::<usize>();
             let (without, with) = (stored(&plain), stored(&with));
-            // The share a dictionary took off before the trainer's
-            // parameters were fixed was 25% (lz4) to 37% (zstd).
+            // A dictionary must take a fifth off at least: the trainer with
+            // fixed parameters takes off about as much as the search did.
             assert!(with * 10 < without * 8, "{mode}: {with} with, {without} without, of {given}");
         }
     }

@@ -6,8 +6,9 @@
 //! beyond the bucket array. It is kept as compressed bitmaps of offsets in
 //! units of the records' alignment (roaring bitmaps: a bit a unit where
 //! records are dense, two bytes a record where they are sparse), rather than
-//! as a list of 16-byte (offset, size) pairs: 300 K removals take tens of
-//! kilobytes instead of 4.8 MB. A record's size is kept only where it will be
+//! as a list of 16-byte (offset, size) pairs, which grew by 16 bytes a
+//! removal where the bitmaps grow by a bit or two bytes
+//! (bench/results/2026-11-29-memory.md). A record's size is kept only where it will be
 //! used: for a record whose space goes back to the pool after the marking,
 //! and only as many as the pool can take.
 

@@ -3,7 +3,7 @@
 //!
 //! liblz4 (`sys::lz4`) does the work: it keeps its state per thread and
 //! hashes a dictionary once, where lz4_flex rebuilt both at every value
-//! (see `docs/compression.md` for the figures). Its sizes are C `int`s, so a
+//! (bench/results/2026-11-29-compression.md has the figures). Its sizes are C `int`s, so a
 //! value over 2 GiB ([`LZ4_MAX_INPUT`]) still goes through lz4_flex, which
 //! wrote every lz4 value before: the block format is the same either way, so
 //! files written by either read with the other.

@@ -29,9 +29,10 @@
 //! # One mutation path
 //! Every change to the records goes through `State::apply` (`change.rs`), as
 //! a `Change`: one record's processor answer (set, remove or keep), or the
-//! removal of every record. An update log, an index or a statistics counter
-//! attaches there. The functions that write records are private to that
-//! file. It is reached by:
+//! removal of every record. Nothing attaches there: an update log wraps the
+//! whole database instead (`ulog::LoggedDbm`, which sees each change as the
+//! `process` call that makes it). The functions that write records are
+//! private to that file. It is reached by:
 //! - `process`, `process_presence`, `process_multi` and `process_each` with
 //!   writable answers, and so by every method built on them: `set`,
 //!   `remove`, `append`, `compare_exchange`, `increment`, their `*_multi`

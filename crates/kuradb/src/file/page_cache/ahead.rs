@@ -5,12 +5,10 @@
 //! An SSD answers a 4 KiB read about as fast as a 512-byte one, and the
 //! records a database writes together (one after another at the end of
 //! its file) are often read together: a replay of the keys one thread set
-//! finds most of its records in blocks an earlier miss brought in. Measured
-//! on the hash database with direct I/O and a 256-block cache of 512-byte
-//! blocks (docs/caches.md): 16 threads' gets hit 25% without
-//! read-ahead and 40% with it, and did 82-87 K gets/s against 98-100 K.
-//! Groups larger than 4 KiB cost the device more time per read than their
-//! extra hits save.
+//! finds most of its records in blocks an earlier miss brought in, so many
+//! threads' gets on a hash database with direct I/O hit more often and run
+//! faster (bench/results/2026-11-29-caches.md). Groups larger than 4 KiB
+//! cost the device more time per read than their extra hits save.
 //!
 //! The neighbours enter the cache on a list of their own, at most a fifth
 //! of the shard, the oldest making room for the newest

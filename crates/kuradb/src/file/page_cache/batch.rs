@@ -16,9 +16,9 @@ use crate::sys::BatchRead;
 
 thread_local! {
     /// The buffer a thread's batches read their missing blocks into, kept
-    /// for its next batch: a zeroed allocation per batch was a tenth of a
-    /// batched hash lookup's instructions (callgrind). Taken out while in
-    /// use, so a batch never shares it.
+    /// for its next batch: zeroing a fresh allocation per batch was a visible
+    /// share of a batched lookup's cost. Taken out while in use, so a batch
+    /// never shares it.
     static ARENA: Cell<Option<AlignedBuf>> = const { Cell::new(None) };
 }
 
@@ -72,9 +72,8 @@ impl PageCache {
         missing.sort_by_key(|m| m.block);
         // Each block alone, without read-ahead: the batch's misses keep the
         // device busy already, and caching a group's neighbours is work on
-        // the batch's critical path. Measured (32 gets per batch, hash, 512-byte
-        // blocks, direct I/O): 4 KiB groups cut its misses 14% and its
-        // gets/s 10-20%.
+        // the batch's critical path: with 4 KiB groups batches missed less
+        // and ran slower (bench/results/2026-11-29-caches.md).
         let mut groups = Vec::new();
         self.gather_groups(missing.iter().map(|m| m.block), 1, &mut groups);
         let len = groups.iter().map(|g| g.len as usize).sum::<usize>() * bs;

@@ -316,7 +316,7 @@ impl PageCache {
         dirty.sort_unstable();
         // No larger than the dirty blocks: a buffer of 1 MiB, allocated at
         // every synchronize, would stay resident once glibc's mmap threshold
-        // has risen past it (docs/memory.md).
+        // has risen past it (bench/results/2026-11-29-memory.md).
         let mut run = AlignedBuf::new(MAX_RUN.min(dirty.len() * bs).max(bs), device.align());
         let mut i = 0;
         while i < dirty.len() {
@@ -385,8 +385,8 @@ impl PageCache {
 
 /// The share of a shard, in percent, that blocks read ahead of any use may
 /// hold. As large as probation's default share: smaller shares kept
-/// neighbours too briefly to be wanted (16 threads' gets on the hash
-/// database, docs/caches.md: 10% gave 88-91 K gets/s, 20% 95-96 K).
+/// neighbours too briefly to be wanted, and many threads' gets were slower
+/// (bench/results/2026-11-29-caches.md).
 const AHEAD_PERCENT: usize = 20;
 
 /// The most blocks of a shard of `capacity` that blocks read ahead of any
