@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::format::{encode_offset, encode_record, level_of, stride, Header, Window, HEADER_SIZE};
 use super::reducer::{Group, Reducer};
-use crate::dbm::varint::{get_varint, put_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
+use crate::varint::leb128;
 
 /// Bytes the builder gathers before each write; a multiple of any block size.
 const WRITE_CHUNK: usize = 1 << 20;
@@ -92,8 +92,8 @@ impl UpperIndex {
 
     fn encode(&self, out: &mut Vec<u8>) {
         for i in 0..self.len() {
-            put_varint(out, self.offsets[i]);
-            put_varint(out, self.key(i).len() as u64);
+            leb128::put(out, self.offsets[i]);
+            leb128::put(out, self.key(i).len() as u64);
             out.extend_from_slice(self.key(i));
         }
     }
@@ -112,8 +112,8 @@ impl UpperIndex {
         let mut index = UpperIndex::new(header.index_level, u64::from(header.step_unit));
         let mut at = 0;
         while at < bytes.len() {
-            let offset = get_varint(&bytes, &mut at).ok_or_else(|| broken("is cut short"))?;
-            let len = get_varint(&bytes, &mut at).ok_or_else(|| broken("is cut short"))? as usize;
+            let offset = leb128::decode(&bytes, &mut at).map_err(|_| broken("is cut short"))?;
+            let len = leb128::decode(&bytes, &mut at).map_err(|_| broken("is cut short"))? as usize;
             let key = at
                 .checked_add(len)
                 .and_then(|end| bytes.get(at..end))
@@ -451,8 +451,8 @@ fn write_item(
 ) -> Result<()> {
     head.clear();
     head.push(u8::from(value.is_some()));
-    put_varint(head, key.len() as u64);
-    put_varint(head, value.map_or(0, |v| v.len() as u64));
+    leb128::put(head, key.len() as u64);
+    leb128::put(head, value.map_or(0, |v| v.len() as u64));
     let written = out
         .write_all(head)
         .and_then(|_| out.write_all(key))
@@ -534,16 +534,21 @@ impl Cursor<'_> {
 }
 
 fn read_varint(reader: &mut impl Read, path: &Path) -> Result<u64> {
-    let mut n = 0u64;
-    for shift in (0..64).step_by(7) {
+    let mut decoder = leb128::Decoder::default();
+    loop {
         let mut b = [0u8; 1];
         reader.read_exact(&mut b).map_err(|e| Error::io("reading a sort file", path, e))?;
-        n |= u64::from(b[0] & 0x7f) << shift;
-        if b[0] & 0x80 == 0 {
-            return Ok(n);
+        match decoder.push(b[0]) {
+            Ok(Some(n)) => return Ok(n),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Error::new(
+                    ErrorKind::BrokenData,
+                    format!("the sort file {} is damaged: {e}", path.display()),
+                ))
+            }
         }
     }
-    Err(Error::new(ErrorKind::BrokenData, format!("the sort file {} is damaged", path.display())))
 }
 
 fn read_exact(reader: &mut impl Read, path: &Path, out: &mut Vec<u8>, len: u64) -> Result<()> {
