@@ -61,6 +61,9 @@ pub fn decode(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
     }
 }
 
+// Inline too: a value or key past 127 bytes has a two-byte size, read on
+// every record read of the databases whose records hold such.
+#[inline]
 fn decode_long(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
     let mut decoder = Decoder::default();
     loop {
