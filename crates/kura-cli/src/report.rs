@@ -275,10 +275,7 @@ impl PhaseReport {
         let push_fields = |line: &mut String, placement: Placement| {
             for (name, value, _) in self.fields.iter().filter(|(_, _, p)| *p == placement) {
                 line.push_str(&format!(" {name}="));
-                match value {
-                    serde_json::Value::String(text) => line.push_str(text),
-                    other => push_json(line, other),
-                }
+                push_text_value(line, value);
             }
         };
         push_fields(&mut line, Placement::BeforeQps);
@@ -287,72 +284,44 @@ impl PhaseReport {
         line
     }
 
-    /// The JSON object, keys in a fixed order so the line reads well to people too.
+    /// The JSON object, written by serde_json with the keys in a fixed order
+    /// (the report's own, not a map's) so the line reads well to people too.
     fn json(&self) -> String {
-        let mut entries: Vec<(&str, serde_json::Value)> = vec![
+        let head: [(&str, serde_json::Value); 3] = [
             ("phase", self.phase.into()),
             ("qps", self.qps().into()),
             ("elapsed", self.elapsed.as_secs_f64().into()),
         ];
-        entries.extend(self.fields.iter().map(|(name, value, _)| (*name, value.clone())));
-        let mut out = String::from("{");
-        for (i, (name, value)) in entries.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_json_string(&mut out, name);
-            out.push(':');
-            push_json(&mut out, value);
-        }
-        out.push('}');
-        out
+        let fields = self.fields.iter().map(|(name, value, _)| (*name, value));
+        let members: Vec<String> = head
+            .iter()
+            .map(|(name, value)| (*name, value))
+            .chain(fields)
+            .map(|(name, value)| format!("{}:{value}", serde_json::Value::from(name)))
+            .collect();
+        format!("{{{}}}", members.join(","))
     }
 }
 
-/// Appends `value` as JSON. The report's scalars are written here with the
-/// standard formatting the run has used already, rather than by serde_json's
-/// serializer: that code ran at no other point of a benchmark, and the
-/// report after each phase mapped its page of code, which `mem` counts.
-fn push_json(out: &mut String, value: &serde_json::Value) {
+/// Appends a field's value as the text line shows it: a string as it is,
+/// a number in its standard form. The text line is formatted with the
+/// standard library's code that the run has used already, not serde_json's
+/// serializer: a run without `--json` maps no page of that code, which `mem`
+/// would count.
+fn push_text_value(out: &mut String, value: &serde_json::Value) {
     use std::fmt::Write as _;
-    match value {
-        serde_json::Value::Null => out.push_str("null"),
-        serde_json::Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        serde_json::Value::String(text) => push_json_string(out, text),
-        serde_json::Value::Number(n) => {
-            // A Number is finite; Debug writes a float's shortest round-trip
-            // digits, with a fraction or an exponent, as JSON allows.
-            let _ = match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                (Some(u), _, _) => write!(out, "{u}"),
-                (None, Some(i), _) => write!(out, "{i}"),
-                (None, None, Some(f)) => write!(out, "{f:?}"),
-                (None, None, None) => write!(out, "{n}"),
-            };
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// Appends `text` as a JSON string, escaped as serde_json escapes it.
-fn push_json_string(out: &mut String, text: &str) {
-    use std::fmt::Write as _;
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let _ = match value {
+        serde_json::Value::String(text) => write!(out, "{text}"),
+        serde_json::Value::Bool(b) => write!(out, "{b}"),
+        serde_json::Value::Null => write!(out, "null"),
+        serde_json::Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => write!(out, "{u}"),
+            (None, Some(i), _) => write!(out, "{i}"),
+            (None, None, Some(f)) => write!(out, "{f:?}"),
+            (None, None, None) => write!(out, "{n}"),
+        },
+        other => write!(out, "{other}"),
+    };
 }
 
 #[cfg(test)]
@@ -394,8 +363,7 @@ mod tests {
         assert!(value["missing"].is_null());
         assert_eq!(value["flag"], true);
         assert_eq!(value["odd"], odd);
-        // The same text serde_json writes, byte for byte (past 1e16 a float's
-        // exponent differs in form only: `2.5e300` here, `2.5e+300` there).
+        // Each member as serde_json writes it, byte for byte.
         let expected: Vec<String> = [
             ("phase", serde_json::Value::from("get")),
             ("qps", 2.0.into()),

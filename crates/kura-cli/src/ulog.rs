@@ -281,25 +281,7 @@ fn show(out: &mut Vec<u8>, data: &[u8], escape: bool, keep_tab: bool) {
         }));
         return;
     }
-    for (i, &c) in data.iter().enumerate() {
-        match c {
-            0 => {
-                // `\0` unless an octal digit follows, which would read as part of it.
-                let octal_next = data.get(i + 1).is_some_and(|n| (b'0'..=b'7').contains(n));
-                out.extend_from_slice(if octal_next { b"\\x00" } else { b"\\0" });
-            }
-            7 => out.extend_from_slice(b"\\a"),
-            8 => out.extend_from_slice(b"\\b"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            11 => out.extend_from_slice(b"\\v"),
-            12 => out.extend_from_slice(b"\\f"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            c if c < b' ' || c == 0x7f => out.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
-            c => out.push(c),
-        }
-    }
+    crate::util::escape::escape_c(data, out);
 }
 
 #[cfg(test)]

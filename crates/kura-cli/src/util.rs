@@ -16,6 +16,7 @@
 mod admin;
 mod codec;
 mod convert;
+pub(crate) mod escape;
 mod import;
 mod list;
 mod multi;

@@ -229,14 +229,8 @@ fn compressed_reference_files_list_get_export_and_convert() {
 /// One field of the reference's flat record format: 0xFF, the length as a
 /// big-endian base-128 varint, the bytes.
 fn flat_field(data: &[u8]) -> Vec<u8> {
-    let mut digits = vec![(data.len() & 0x7f) as u8];
-    let mut n = data.len() >> 7;
-    while n > 0 {
-        digits.push((n & 0x7f) as u8 | 0x80);
-        n >>= 7;
-    }
     let mut out = vec![0xff];
-    out.extend(digits.iter().rev());
+    kuradb::varint::base128::put(&mut out, data.len() as u64);
     out.extend_from_slice(data);
     out
 }

@@ -50,6 +50,7 @@ pub mod index;
 mod sys;
 pub mod ulog;
 pub mod utility;
+pub mod varint;
 
 pub use dbm::any::AnyDbm;
 pub use dbm::async_dbm::{AsyncDbm, DbmFuture};

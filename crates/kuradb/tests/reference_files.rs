@@ -15,6 +15,7 @@ use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::{Params, PolyDbm};
 use kuradb::dbm::tkrzw::{ReferenceDbm, ReferenceFormat};
 use kuradb::dbm::Dbm;
+use kuradb::varint::base128;
 use kuradb::ErrorKind;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -41,13 +42,7 @@ fn write_flat(path: &Path, records: &[(Vec<u8>, Vec<u8>)]) {
     for (k, v) in records {
         for data in [k, v] {
             out.push(0xff);
-            let mut digits = vec![(data.len() & 0x7f) as u8];
-            let mut n = data.len() >> 7;
-            while n > 0 {
-                digits.push((n & 0x7f) as u8 | 0x80);
-                n >>= 7;
-            }
-            out.extend(digits.iter().rev());
+            base128::put(&mut out, data.len() as u64);
             out.extend_from_slice(data);
         }
     }

@@ -20,6 +20,7 @@ use kuradb::dbm::hash::{HashDbm, HashOptions};
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::{Cursor, Dbm};
 use kuradb::file::FileSpec;
+use kuradb::varint::leb128;
 use kuradb::{Error, ErrorKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -447,16 +448,7 @@ fn layout(file: &[u8]) -> Vec<(usize, u8, usize)> {
         let mut pos = at + 1;
         let mut sizes = [0usize; 2];
         for size in &mut sizes {
-            let mut shift = 0;
-            loop {
-                let b = file[pos];
-                pos += 1;
-                *size |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
+            *size = leb128::decode(file, &mut pos).unwrap() as usize;
         }
         // (offset, level, where its pointers start)
         out.push((at, level, pos));

@@ -13,16 +13,23 @@
 //! working set of random lookups, protected by its second use, stays.
 
 mod counts;
-mod id_hasher;
 mod scan;
 mod segments;
 
 pub use counts::ThreadCacheCounts;
 pub(crate) use counts::{count_node, count_page};
-pub(crate) use id_hasher::IdHasher;
 pub(crate) use scan::in_scan;
 pub use scan::ScanScope;
 pub(crate) use segments::{Segment, Segments, NIL};
+
+/// What the caches' tables (block indexes and node ids to slots) hash
+/// with: numbers already well spread, for which SipHash (the standard
+/// default, made to resist chosen keys from outside) costs more than the
+/// rest of a lookup. FxHash multiplies by an odd constant, which also
+/// spreads an id's bits to the top of the hash, where the table takes each
+/// entry's tag from: an identity hash would give every small id the same
+/// tag and make each probe compare every entry of its group.
+pub(crate) type IdHasher = rustc_hash::FxBuildHasher;
 
 /// The default share of a cache, in percent, its protected segment may hold.
 pub const DEFAULT_PROTECTED_PERCENT: u8 = 80;

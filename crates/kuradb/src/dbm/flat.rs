@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::temp_beside;
+use crate::varint::leb128;
 
 const MAGIC: &[u8; 8] = b"KuraFlat";
 const VERSION: u32 = 1;
@@ -107,17 +108,17 @@ impl FlatReader<'_> {
 
     /// Reads a varint, keeping its bytes in `raw` for the checksum.
     fn varint(&mut self, raw: &mut Vec<u8>, what: &dyn Fn() -> String) -> Result<u64> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
+        let mut decoder = leb128::Decoder::default();
+        loop {
             let [b] =
                 self.take_array::<1>("").map_err(|_| self.broken(format!("it ends inside {}", what())))?;
             raw.push(b);
-            n |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(n);
+            match decoder.push(b) {
+                Ok(Some(n)) => return Ok(n),
+                Ok(None) => {}
+                Err(_) => return Err(self.broken(format!("a length of {} is too long", what()))),
             }
         }
-        Err(self.broken(format!("a length of {} is too long", what())))
     }
 }
 
@@ -133,8 +134,8 @@ impl FlatWriter {
     /// Adds one record.
     pub(crate) fn put(&mut self, key: &[u8], value: &[u8]) -> std::io::Result<()> {
         self.scratch.clear();
-        put_varint(&mut self.scratch, key.len() as u64);
-        put_varint(&mut self.scratch, value.len() as u64);
+        leb128::put(&mut self.scratch, key.len() as u64);
+        leb128::put(&mut self.scratch, value.len() as u64);
         self.crc.update(&self.scratch);
         self.crc.update(key);
         self.crc.update(value);
@@ -144,14 +145,6 @@ impl FlatWriter {
         self.count += 1;
         Ok(())
     }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
 }
 
 fn header(count: u64) -> [u8; HEADER_SIZE] {

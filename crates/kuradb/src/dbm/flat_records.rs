@@ -6,8 +6,8 @@
 //! A flat record file is a sequence of records, each a key record followed
 //! by a value record. A record is a magic byte (0xFF for data; 0xFE for
 //! metadata, which an import skips and an export never writes), the data's
-//! length as a big-endian base-128 number (seven bits a byte, the high bit
-//! set on every byte but the last) and the data. There is no header and no
+//! length as a big-endian base-128 number ([`crate::varint::base128`]: seven
+//! bits a byte, the high bit set on every byte but the last) and the data. There is no header and no
 //! checksum: a clean file is one whose records read through to its end with
 //! every key followed by its value.
 //!
@@ -32,30 +32,16 @@ use std::io::{BufRead, Read, Write};
 
 use super::{Action, Dbm};
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::{base128, MAX_LEN};
 
 const MAGIC_DATA: u8 = 0xFF;
 const MAGIC_METADATA: u8 = 0xFE;
-/// No length a varint of more bytes than this can hold fits in a `u64`.
-const MAX_VARINT: usize = 10;
 
 /// Writes one flat record (a key or a value) to `out`.
 pub fn write_flat_record(out: &mut (impl Write + ?Sized), data: &[u8]) -> std::io::Result<()> {
-    let mut head = [0u8; 1 + MAX_VARINT];
+    let mut head = [0u8; 1 + MAX_LEN];
     head[0] = MAGIC_DATA;
-    let mut digits = [0u8; MAX_VARINT];
-    let mut n = data.len() as u64;
-    let mut len = 0;
-    loop {
-        digits[len] = (n & 0x7f) as u8;
-        len += 1;
-        n >>= 7;
-        if n == 0 {
-            break;
-        }
-    }
-    for (i, d) in digits[..len].iter().rev().enumerate() {
-        head[1 + i] = if i + 1 < len { d | 0x80 } else { *d };
-    }
+    let len = base128::write(&mut head[1..], data.len() as u64);
     out.write_all(&head[..1 + len])?;
     out.write_all(data)
 }
@@ -90,17 +76,18 @@ impl<R: BufRead> FlatRecordReader<R> {
             if magic[0] != MAGIC_DATA && magic[0] != MAGIC_METADATA {
                 return Err(broken(start, &format!("a record starts with byte 0x{:02x}", magic[0])));
             }
-            let mut len: u64 = 0;
-            for i in 0.. {
+            let mut decoder = base128::Decoder::default();
+            let len = loop {
                 let mut b = [0u8; 1];
-                if i == MAX_VARINT || self.read_some(&mut b)? == 0 {
-                    return Err(broken(start, "a record's length is cut short or too long"));
+                if self.read_some(&mut b)? == 0 {
+                    return Err(broken(start, "a record's length is cut short"));
                 }
-                len = len << 7 | u64::from(b[0] & 0x7f);
-                if b[0] & 0x80 == 0 {
-                    break;
+                match decoder.push(b[0]) {
+                    Ok(Some(len)) => break len,
+                    Ok(None) => {}
+                    Err(e) => return Err(broken(start, &format!("a record's length is broken: {e}"))),
                 }
-            }
+            };
             buf.clear();
             // Read through `take` so that a damaged length cannot allocate more
             // than the input holds.

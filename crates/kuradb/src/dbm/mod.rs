@@ -24,6 +24,7 @@ pub mod params;
 pub mod persistence;
 pub mod poly;
 mod queue;
+mod reader;
 pub mod search;
 pub mod shard;
 pub mod skip;
@@ -32,7 +33,6 @@ pub mod tiny;
 pub mod tkrzw;
 pub mod tree;
 pub(crate) mod tree_node;
-mod varint;
 
 use std::borrow::Cow;
 use std::path::Path;

@@ -8,12 +8,15 @@
 //! first size (varint), first, second size (varint), second
 //! ```
 //!
-//! The varint is the reference's: seven bits a byte, the most significant
-//! group first, the high bit set on every byte but the last. The sizes make
+//! The varint is the reference's ([`crate::varint::base128`]): seven bits a
+//! byte, the most significant group first, the high bit set on every byte
+//! but the last. The sizes make
 //! every pair of byte strings encode differently, whatever bytes they hold
 //! (no separator can be confused with data); the order of pairs is not the
 //! order of their bytes, which is why pair orders have their own
 //! comparators ([`KeyComparator::PairLexical`](super::comparator::KeyComparator::PairLexical) and the others).
+
+use crate::varint::base128;
 
 /// `first` and `second` as one byte string.
 ///
@@ -24,9 +27,9 @@
 /// ```
 pub fn encode_pair(first: &[u8], second: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(first.len() + second.len() + 4);
-    put_size(&mut out, first.len());
+    base128::put(&mut out, first.len() as u64);
     out.extend_from_slice(first);
-    put_size(&mut out, second.len());
+    base128::put(&mut out, second.len() as u64);
     out.extend_from_slice(second);
     out
 }
@@ -40,29 +43,9 @@ pub fn decode_pair(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     (at == bytes.len()).then_some((first, second))
 }
 
-fn put_size(out: &mut Vec<u8>, n: usize) {
-    let n = n as u64;
-    let groups = (64 - (n | 1).leading_zeros()).div_ceil(7);
-    for g in (1..groups).rev() {
-        out.push(((n >> (7 * g)) as u8 & 0x7f) | 0x80);
-    }
-    out.push(n as u8 & 0x7f);
-}
-
 /// The byte string at `*at`, after its size; moves past it.
 fn sized<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
-    let mut n: u64 = 0;
-    loop {
-        let b = *bytes.get(*at)?;
-        *at += 1;
-        if n >> 57 != 0 {
-            return None;
-        }
-        n = n << 7 | u64::from(b & 0x7f);
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
+    let n = base128::decode(bytes, at).ok()?;
     let end = at.checked_add(usize::try_from(n).ok()?)?;
     let part = bytes.get(*at..end)?;
     *at = end;

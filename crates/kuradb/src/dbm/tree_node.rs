@@ -7,9 +7,10 @@
 //! separator key (length, bytes) and id. Numbers are LEB128 varints.
 
 use super::comparator::KeyComparator;
-use crate::dbm::varint::{put_varint, varint_len, write_varint, Reader};
+use crate::dbm::reader::Reader;
 use crate::dbm::Action;
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::leb128;
 
 /// Ids of inner nodes start here; leaves count from 1, so the two never meet.
 pub(crate) const INNER_BASE: u64 = 1 << 48;
@@ -128,7 +129,7 @@ impl<K> std::ops::Index<usize> for Separators<K> {
 
 /// The bytes a record takes in a leaf.
 pub(crate) fn record_size(key: &[u8], value: &[u8]) -> usize {
-    varint_len(key.len() as u64) + varint_len(value.len() as u64) + key.len() + value.len()
+    leb128::len(key.len() as u64) + leb128::len(value.len() as u64) + key.len() + value.len()
 }
 
 /// A key's first eight bytes as a big-endian integer, zeros after a shorter
@@ -201,18 +202,9 @@ impl<'k> Probe<'k> {
 }
 
 /// Reads a varint that a leaf's own walk has already checked.
+#[inline]
 fn known_varint(data: &[u8], at: &mut usize) -> usize {
-    let mut n = 0usize;
-    let mut shift = 0;
-    loop {
-        let b = data[*at];
-        *at += 1;
-        n |= usize::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return n;
-        }
-        shift += 7;
-    }
+    leb128::decode(data, at).expect("a leaf's sizes were checked when it was read or written") as usize
 }
 
 impl Leaf {
@@ -346,8 +338,8 @@ impl Leaf {
     }
 
     fn encode_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
-        put_varint(out, key.len() as u64);
-        put_varint(out, value.len() as u64);
+        leb128::put(out, key.len() as u64);
+        leb128::put(out, value.len() as u64);
         out.extend_from_slice(key);
         out.extend_from_slice(value);
     }
@@ -386,8 +378,8 @@ impl Leaf {
         let size = record_size(key, value);
         self.resize_span(at, len, size, moved);
         let mut w = at;
-        w += write_varint(&mut self.data[w..], key.len() as u64);
-        w += write_varint(&mut self.data[w..], value.len() as u64);
+        w += leb128::write(&mut self.data[w..], key.len() as u64);
+        w += leb128::write(&mut self.data[w..], value.len() as u64);
         self.data[w..w + key.len()].copy_from_slice(key);
         self.data[w + key.len()..at + size].copy_from_slice(value);
     }
@@ -490,19 +482,19 @@ impl Node {
         match self {
             Node::Leaf(leaf) => {
                 out.push(0);
-                put_varint(out, leaf.prev);
-                put_varint(out, leaf.next);
-                put_varint(out, leaf.len() as u64);
+                leb128::put(out, leaf.prev);
+                leb128::put(out, leaf.next);
+                leb128::put(out, leaf.len() as u64);
                 out.extend_from_slice(&leaf.data);
             }
             Node::Inner(inner) => {
                 out.push(1);
-                put_varint(out, inner.children.len() as u64);
-                put_varint(out, inner.children[0]);
+                leb128::put(out, inner.children.len() as u64);
+                leb128::put(out, inner.children[0]);
                 for (key, &child) in inner.keys.iter().zip(&inner.children[1..]) {
-                    put_varint(out, key.len() as u64);
+                    leb128::put(out, key.len() as u64);
                     out.extend_from_slice(key);
-                    put_varint(out, child);
+                    leb128::put(out, child);
                 }
             }
         }

@@ -2,10 +2,10 @@
 //! an operation byte (`a1` set, `a2` remove, `a3` clear), then the server id
 //! and the database index, then for a set the key's and the value's sizes
 //! and the key and value, for a remove the key's size and the key, each
-//! number in the reference's variable-length form (`varnum.rs`).
+//! number in the reference's variable-length form ([`base128`]).
 
-use super::varnum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::base128;
 
 const OP_SET: u8 = 0xa1;
 const OP_REMOVE: u8 = 0xa2;
@@ -56,7 +56,7 @@ impl UpdateEntry {
         let broken = |what: &str| Error::new(ErrorKind::BrokenData, format!("update log entry: {what}"));
         let (&op, rest) = message.split_first().ok_or_else(|| broken("empty message"))?;
         let mut pos = 0;
-        let mut number = |what: &str| varnum::get(rest, &mut pos).ok_or_else(|| broken(what));
+        let mut number = |what: &str| base128::decode(rest, &mut pos).map_err(|_| broken(what));
         let server_id = number("no valid server id")?;
         let dbm_index = number("no valid database index")?;
         let (server_id, dbm_index) = match (u32::try_from(server_id), u32::try_from(dbm_index)) {
@@ -115,17 +115,17 @@ pub(crate) fn encode_into(out: &mut Vec<u8>, server_id: u32, dbm_index: u32, op:
         OpRef::Remove(_) => OP_REMOVE,
         OpRef::Clear => OP_CLEAR,
     });
-    varnum::put(out, server_id.into());
-    varnum::put(out, dbm_index.into());
+    base128::put(out, server_id.into());
+    base128::put(out, dbm_index.into());
     match op {
         OpRef::Set(key, value) => {
-            varnum::put(out, key.len() as u64);
-            varnum::put(out, value.len() as u64);
+            base128::put(out, key.len() as u64);
+            base128::put(out, value.len() as u64);
             out.extend_from_slice(key);
             out.extend_from_slice(value);
         }
         OpRef::Remove(key) => {
-            varnum::put(out, key.len() as u64);
+            base128::put(out, key.len() as u64);
             out.extend_from_slice(key);
         }
         OpRef::Clear => {}

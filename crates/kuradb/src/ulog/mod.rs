@@ -24,7 +24,6 @@ mod mq_logger;
 pub(crate) mod params;
 mod queue;
 mod timestamp;
-mod varnum;
 
 pub use apply::{apply_entry, apply_update_logs, ApplyFilter, ApplyReport};
 pub use dbm_logger::DbmUpdateLogger;

@@ -31,16 +31,7 @@ fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
 }
 
 fn varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut n = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *bytes.get(*pos)?;
-        *pos += 1;
-        n |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(n);
-        }
-    }
-    None
+    kuradb::varint::leb128::decode(bytes, pos).ok()
 }
 
 /// A hash-format file (hash database or a tree's node store): both header

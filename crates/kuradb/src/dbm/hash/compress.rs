@@ -30,17 +30,15 @@ use super::comp_mode::RecordCompMode;
 use super::dictionary::{Dictionary, Sample, ZSTD_LEVEL};
 use super::lz4;
 use super::record::MAX_ITEM;
-use crate::dbm::varint::{get_varint, write_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys::lzma;
+use crate::varint::{leb128, MAX_LEN};
 
 const RAW: u8 = 0;
 const PLAIN: u8 = 1;
 /// A compressed value claims at most this many times its stored size: a
 /// damaged size field must not make a read allocate gigabytes.
 const MAX_RATIO: u64 = 1 << 16;
-/// The most bytes a value's size takes as a varint.
-const MAX_VARINT: usize = 10;
 
 thread_local! {
     static ZSTD_C: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
@@ -174,12 +172,12 @@ impl Compression {
             RecordCompMode::Zlib => deflate_bound(value.len()),
             _ => value.len() + 1,
         };
-        let need = MAX_VARINT + 1 + room;
+        let need = MAX_LEN + 1 + room;
         if out.len() < need {
             out.resize(need, 0);
         }
         out[0] = dict.map_or(PLAIN, |d| d.number);
-        let at = 1 + write_varint(&mut out[1..], value.len() as u64);
+        let at = 1 + leb128::write(&mut out[1..], value.len() as u64);
         if value.len() > at {
             let room = if self.mode == RecordCompMode::Zstd { value.len() + 1 - at } else { room };
             match self.compress_into(value, &mut out[at..at + room], dict) {
@@ -244,7 +242,7 @@ impl Compression {
             },
         };
         let mut pos = 0;
-        let size = get_varint(rest, &mut pos).ok_or_else(|| broken("has a bad size field".into()))?;
+        let size = leb128::decode(rest, &mut pos).map_err(|_| broken("has a bad size field".into()))?;
         let body = &rest[pos..];
         if size > MAX_ITEM || size > (body.len() as u64).saturating_mul(MAX_RATIO) {
             return Err(broken(format!("claims an impossible size {size}")));

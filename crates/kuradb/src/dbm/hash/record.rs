@@ -16,7 +16,7 @@
 //! record fails its checksum, and of two versions of one key the later epoch
 //! wins (see `restore.rs`).
 
-use crate::dbm::varint::{get_varint, put_varint, varint_len};
+use crate::varint::{leb128, MAX_LEN};
 
 /// The first byte of a record that holds data.
 pub(crate) const MAGIC_LIVE: u8 = 0xC8;
@@ -25,7 +25,7 @@ pub(crate) const MAGIC_LIVE: u8 = 0xC8;
 pub(crate) const MAGIC_VOID: u8 = 0xA5;
 
 /// The longest header: magic, an 8-byte offset, epoch, checksum, three varints.
-pub(crate) const MAX_HEADER: usize = 1 + 8 + 4 + 4 + 3 * 10;
+pub(crate) const MAX_HEADER: usize = 1 + 8 + 4 + 4 + 3 * MAX_LEN;
 
 /// The largest key or value.
 pub(crate) const MAX_ITEM: u64 = u32::MAX as u64;
@@ -68,18 +68,8 @@ pub(crate) struct Header {
 pub(crate) fn size_for(width: usize, align: u64, key: usize, value: usize) -> u64 {
     // One byte at least for the padding's own size field; `encode` widens
     // that field out of the padding when the padding is longer.
-    let base = (1 + width + 8 + varint_len(key as u64) + varint_len(value as u64) + key + value) as u64;
+    let base = (1 + width + 8 + leb128::len(key as u64) + leb128::len(value as u64) + key + value) as u64;
     (base + 1).div_ceil(align) * align
-}
-
-/// Writes `n` as a varint of exactly `len` bytes (continuation bits on all
-/// but the last, so a longer form than needed still reads back as `n`).
-fn put_varint_exact(out: &mut Vec<u8>, mut n: u64, len: usize) {
-    for i in 0..len {
-        let more = if i + 1 < len { 0x80 } else { 0 };
-        out.push((n & 0x7f) as u8 | more);
-        n >>= 7;
-    }
 }
 
 /// Encodes a record of exactly `size` bytes (at least [`size_for`]) into `out`.
@@ -92,15 +82,15 @@ pub(crate) fn encode(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &R
     let crc_at = out.len();
     out.extend_from_slice(&[0; 4]);
     let body = out.len();
-    put_varint(out, record.key.len() as u64);
-    put_varint(out, record.value.len() as u64);
+    leb128::put(out, record.key.len() as u64);
+    leb128::put(out, record.value.len() as u64);
     let used = out.len() + record.key.len() + record.value.len();
     // The padding's size field comes out of the padding: with a field of
     // `len` bytes the padding is `room - len`, which never needs more than
     // `len` bytes, so the record ends exactly at `record.size`.
     let room = record.size as usize - used;
-    let len = varint_len(room as u64 - 1);
-    put_varint_exact(out, (room - len) as u64, len);
+    let len = leb128::len(room as u64 - 1);
+    leb128::put_padded(out, (room - len) as u64, len);
     out.extend_from_slice(record.key);
     out.extend_from_slice(record.value);
     let crc = crc32fast::hash(&out[body..]);
@@ -130,7 +120,7 @@ pub(crate) fn parse_header(
     let epoch = u32::from_le_bytes(buf[1 + width..5 + width].try_into().unwrap_or_default());
     let crc = u32::from_le_bytes(buf[5 + width..9 + width].try_into().unwrap_or_default());
     let mut pos = fixed;
-    let mut field = || get_varint(buf, &mut pos).ok_or("bad size field");
+    let mut field = || leb128::decode(buf, &mut pos).map_err(|_| "bad size field");
     let key_size = field()?;
     let value_size = field()?;
     let pad = field()?;

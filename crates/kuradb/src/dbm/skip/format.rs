@@ -34,9 +34,9 @@
 //! once, sequentially, and never changed: every update builds a new file.
 //! Integers are little-endian.
 
-use crate::dbm::varint::{get_varint, put_varint};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
+use crate::varint::leb128;
 
 pub(crate) const HEADER_SIZE: u64 = 128;
 const MAGIC: &[u8; 8] = b"KuraSkp\n";
@@ -181,8 +181,8 @@ pub(crate) fn stride(step: u64, level: u8) -> u64 {
 /// pointers start within `out`.
 pub(crate) fn encode_record(out: &mut Vec<u8>, level: u8, width: usize, key: &[u8], value: &[u8]) -> usize {
     out.push(RECORD_MAGIC | level);
-    put_varint(out, key.len() as u64);
-    put_varint(out, value.len() as u64);
+    leb128::put(out, key.len() as u64);
+    leb128::put(out, value.len() as u64);
     let pointers = out.len();
     out.resize(out.len() + usize::from(level) * width, 0);
     out.extend_from_slice(key);
@@ -330,8 +330,8 @@ impl Window {
         }
         let level = magic & MAX_LEVEL;
         let mut pos = 1;
-        let key_len = get_varint(bytes, &mut pos).ok_or_else(|| broken("has a broken key size"))?;
-        let value_len = get_varint(bytes, &mut pos).ok_or_else(|| broken("has a broken value size"))?;
+        let key_len = leb128::decode(bytes, &mut pos).map_err(|_| broken("has a broken key size"))?;
+        let value_len = leb128::decode(bytes, &mut pos).map_err(|_| broken("has a broken value size"))?;
         let pointers_at = pos;
         let key_at = pos + usize::from(level) * width;
         let size = (key_at as u64).checked_add(key_len).and_then(|n| n.checked_add(value_len));

@@ -8,6 +8,7 @@ use std::hash::{Hash, Hasher};
 use ref_cast::RefCast;
 
 use crate::dbm::comparator::compare_bytes;
+use crate::varint::leb128;
 
 /// A record in the set's own slot when it is small (as C++'s short strings
 /// are), else in one allocation holding the key's length, the key and the
@@ -41,12 +42,7 @@ impl Packed {
             return Packed::Inline(InlineRecord { key_len: key.len() as u8, len: len as u8, bytes });
         }
         let mut bytes = Vec::with_capacity(len + 5);
-        let mut n = key.len();
-        while n >= 0x80 {
-            bytes.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        bytes.push(n as u8);
+        leb128::put(&mut bytes, key.len() as u64);
         bytes.extend_from_slice(key);
         bytes.extend_from_slice(value);
         Packed::Heap(bytes.into_boxed_slice())
@@ -58,17 +54,9 @@ impl Packed {
         match self {
             Packed::Inline(r) => r.bytes[..usize::from(r.len)].split_at(usize::from(r.key_len)),
             Packed::Heap(bytes) => {
-                let (mut n, mut shift, mut at) = (0usize, 0, 0);
-                loop {
-                    let b = bytes[at];
-                    at += 1;
-                    n |= usize::from(b & 0x7f) << shift;
-                    if b & 0x80 == 0 {
-                        break;
-                    }
-                    shift += 7;
-                }
-                bytes[at..].split_at(n)
+                let mut at = 0;
+                let n = leb128::decode(bytes, &mut at).expect("a heap record starts with its key's length");
+                bytes[at..].split_at(n as usize)
             }
         }
     }

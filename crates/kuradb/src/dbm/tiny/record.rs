@@ -25,18 +25,10 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::{leb128, MAX_LEN};
 
 const LINK: usize = 6;
 const LINK_MAX: u64 = 1 << 48;
-
-fn varint_len(mut n: usize) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
-}
 
 /// The heap a block of `size` bytes takes, with the allocator's header and rounding.
 fn heap_size(size: usize) -> usize {
@@ -73,7 +65,7 @@ impl Block {
 
     /// A new block holding `L` zeroed links, `key` and `value`.
     fn alloc<const L: usize>(key: &[u8], value: &[u8]) -> Result<Block> {
-        let head = L * LINK + varint_len(key.len()) + varint_len(value.len());
+        let head = L * LINK + leb128::len(key.len() as u64) + leb128::len(value.len() as u64);
         let layout = Block::layout(head + key.len() + value.len());
         let block = Block(Block::allocate(layout));
         if (block.0.as_ptr().expose_provenance() as u64 >> 3) >= LINK_MAX {
@@ -88,14 +80,11 @@ impl Block {
             block.write(at, &[0; LINK]);
             at += LINK;
         }
-        for mut n in [key.len(), value.len()] {
-            while n >= 0x80 {
-                block.write(at, &[(n as u8) | 0x80]);
-                n >>= 7;
-                at += 1;
-            }
-            block.write(at, &[n as u8]);
-            at += 1;
+        for n in [key.len(), value.len()] {
+            let mut digits = [0u8; MAX_LEN];
+            let len = leb128::write(&mut digits, n as u64);
+            block.write(at, &digits[..len]);
+            at += len;
         }
         block.write(at, key);
         block.write(at + key.len(), value);
@@ -147,16 +136,15 @@ impl Block {
     fn span<const L: usize>(self) -> Span {
         let mut at = L * LINK;
         let mut read = || {
-            let (mut n, mut shift) = (0usize, 0);
+            let mut decoder = leb128::Decoder::default();
             loop {
                 let mut b = [0u8];
                 self.read(at, &mut b);
                 at += 1;
-                n |= usize::from(b[0] & 0x7f) << shift;
-                if b[0] & 0x80 == 0 {
-                    return n;
+                // `alloc` wrote the lengths: they end and fit.
+                if let Some(n) = decoder.push(b[0]).expect("a record's lengths as alloc wrote them") {
+                    return n as usize;
                 }
-                shift += 7;
             }
         };
         let key_len = read();

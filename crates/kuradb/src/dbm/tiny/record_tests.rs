@@ -89,7 +89,11 @@ fn check<const L: usize>(records: &Records<L>, model: &Model) -> Checked {
     let bytes: usize = model
         .values
         .iter()
-        .map(|(k, v)| heap_size(L * LINK + varint_len(k.len()) + varint_len(v.len()) + k.len() + v.len()))
+        .map(|(k, v)| {
+            heap_size(
+                L * LINK + leb128::len(k.len() as u64) + leb128::len(v.len() as u64) + k.len() + v.len(),
+            )
+        })
         .sum();
     prop_assert_eq!(records.bytes(), bytes);
     let mut seen = 0;

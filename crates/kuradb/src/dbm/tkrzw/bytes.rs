@@ -3,6 +3,7 @@
 //! error naming what it was reading, never a panic or a huge allocation.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::{base128, VarintError};
 
 /// The reference's record CRC-8 (polynomial 0x07, no reflection, zero start).
 const CRC_8: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_8_SMBUS);
@@ -83,21 +84,12 @@ impl<'a> Bytes<'a> {
         self.take(width, what).map(fixnum)
     }
 
-    /// The reference's variable-length number: base 128, the most
-    /// significant group first, the high bit set on every byte but the last.
+    /// The reference's variable-length number ([`base128`]).
     pub(super) fn varint(&mut self, what: &str) -> Result<u64> {
-        let mut n: u64 = 0;
-        for i in 0..10 {
-            let b = *self.take(1, what)?.first().unwrap_or(&0);
-            if i == 9 || n >> 57 != 0 {
-                return Err(broken(format!("{what} is not a valid number (too long)")));
-            }
-            n = n << 7 | u64::from(b & 0x7f);
-            if b & 0x80 == 0 {
-                return Ok(n);
-            }
-        }
-        Err(broken(format!("{what} is not a valid number (too long)")))
+        base128::decode(self.data, &mut self.at).map_err(|e| match e {
+            VarintError::Truncated => broken(format!("{what} is cut short (it ends inside a number)")),
+            VarintError::Overflow => broken(format!("{what} is not a valid number (too long)")),
+        })
     }
 
     /// A byte string preceded by its length as a varint.

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use super::state::Tree;
 use super::KeyComparator;
+use crate::dbm::reader::Reader;
 use crate::dbm::tree_node::INNER_BASE;
-use crate::dbm::varint::{put_varint, Reader};
 use crate::error::{Error, ErrorKind, Result};
+use crate::varint::leb128;
 
 const META_MAGIC: &[u8; 8] = b"KuraTDB\n";
 
@@ -45,7 +46,7 @@ impl Meta {
             u64::from(self.level),
             t.count.load(std::sync::atomic::Ordering::Acquire),
         ] {
-            put_varint(out, n);
+            leb128::put(out, n);
         }
     }
 }
