@@ -365,7 +365,10 @@ impl Output {
             .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(|e| Error::io("creating a temporary file beside", path, e))?;
-        Ok(Output::File { writer: std::io::BufWriter::with_capacity(1 << 16, temp), dest: path.to_path_buf() })
+        Ok(Output::File {
+            writer: std::io::BufWriter::with_capacity(1 << 16, temp),
+            dest: path.to_path_buf(),
+        })
     }
 
     /// Flushes what is written; a file is synchronized and renamed into place.
@@ -375,7 +378,8 @@ impl Output {
             Output::File { writer, dest } => {
                 let temp = writer.into_inner().map_err(|e| Error::io("writing", &dest, e.into_error()))?;
                 temp.as_file().sync_all().map_err(|e| Error::io("synchronizing", &dest, e))?;
-                temp.persist(&dest).map_err(|e| Error::io("renaming the finished export to", &dest, e.error))?;
+                temp.persist(&dest)
+                    .map_err(|e| Error::io("renaming the finished export to", &dest, e.error))?;
                 Ok(())
             }
         }

@@ -44,6 +44,10 @@ pub struct Plan {
 
 /// Serves until shut down; the databases are closed when this returns.
 pub fn run(plan: Plan) -> Result<()> {
+    // Listening comes first: an address that cannot be had fails before any
+    // database file is opened, let alone created.
+    let runtime = reactors::runtime()?;
+    let listener = runtime.block_on(Listener::bind(&plan.settings.address))?;
     let mut opened: Vec<Database> = Vec::new();
     for spec in &plan.specs {
         match databases::open(spec, plan.settings.read_only) {
@@ -64,11 +68,11 @@ pub fn run(plan: Plan) -> Result<()> {
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
     // The caller's thread is reactor 0: it accepts, runs the replication
     // links, and serves its share of the connections.
-    let runtime = reactors::runtime()?;
     let mut reactors = Reactors::start(&runtime, plan.threads)?;
     runtime.block_on(async { replication::spawn_followers(&server) });
     let served = runtime.block_on(listen_and_serve(
         Arc::clone(&server),
+        listener,
         plan.tls,
         plan.pid_file.as_deref(),
         &mut reactors,
@@ -99,11 +103,11 @@ pub fn run(plan: Plan) -> Result<()> {
 
 async fn listen_and_serve(
     server: Arc<Server>,
+    listener: Listener,
     tls: Option<TlsAcceptor>,
     pid_file: Option<&std::path::Path>,
     reactors: &mut Reactors,
 ) -> Result<()> {
-    let listener = Listener::bind(&server.settings.address).await?;
     if let Some(path) = pid_file {
         std::fs::write(path, format!("{}\n", std::process::id()))
             .map_err(|e| Error::io("writing the pid file", path, e))?;

@@ -283,7 +283,10 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
     let (records, before, after) = args.db.finish(db, result)?;
     // A rebuild that says nothing leaves its user guessing whether it ran.
     let noun = if records == 1 { "record" } else { "records" };
-    eprintln!("kura: rebuilt {}: {records} {noun}, {before} bytes before, {after} after", args.file.display());
+    eprintln!(
+        "kura: rebuilt {}: {records} {noun}, {before} bytes before, {after} after",
+        args.file.display()
+    );
     Ok(())
 }
 

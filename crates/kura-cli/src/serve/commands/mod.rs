@@ -6,6 +6,7 @@
 
 mod connection;
 mod keys;
+mod not_served;
 mod range;
 pub mod server;
 pub use server::REDIS_VERSION;
@@ -130,8 +131,14 @@ pub fn wrong_arity(name: &str) -> Reply {
     Reply::error(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
-/// Redis's text for an unknown command: its name and its first arguments.
+/// The reply to a command not in [`COMMANDS`]: for one kura serve
+/// deliberately does not serve, an error that says so and where to read
+/// why; else Redis's text for an unknown command, its name and its first
+/// arguments.
 pub fn unknown_command(args: &[Bytes]) -> Reply {
+    if let Some(refusal) = not_served::refusal(&args[0]) {
+        return Reply::error(refusal);
+    }
     let mut shown = String::new();
     for arg in &args[1..] {
         if shown.len() >= 128 {
