@@ -12,11 +12,13 @@
 //! - [`status`]: the reference's status codes, from an [`kuradb::ErrorKind`];
 //! - [`params`]: the reference's open and rebuild parameters in kuradb's
 //!   terms, and [`synchronize`]: its synchronize with parameters;
-//! - [`future`]: an `AsyncDBM` task's future, waited for by blocking.
+//! - [`future`]: an `AsyncDBM` task's future, waited for by blocking;
+//! - [`file`]: the reference's `File` checks.
 
 #![deny(unsafe_code)]
 
 pub mod cursor;
+pub mod file;
 pub mod future;
 pub mod guard;
 pub mod handle;

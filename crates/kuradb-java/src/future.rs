@@ -3,13 +3,11 @@
 //! handed to Java as a `byte[][]` that the Java `Future` turns into the
 //! reference's result type.
 
-use std::time::Duration;
-
 use jni::objects::{JByteArray, JObjectArray};
 use jni::sys::{jboolean, jdouble, jlong};
 use jni::Env;
 use kuradb::DbmFuture;
-use parking_lot::Mutex;
+use kuradb_binding::future::{timeout_of, BlockingFuture};
 
 use crate::convert::new_byte_arrays;
 use crate::handle::{free, object};
@@ -45,40 +43,15 @@ impl Outcome {
     }
 }
 
-/// A task's future whose result becomes an [`Outcome`] when collected.
-trait Pending: Send {
-    /// Waits at most `timeout`; answers whether the task has run.
-    fn wait_timeout(&self, timeout: Duration) -> bool;
-    /// Waits for the task and answers its outcome.
-    fn wait(self: Box<Self>) -> kuradb::Result<Outcome>;
-}
-
-/// A core future and how its result reads as an [`Outcome`].
-struct Mapped<T> {
-    future: DbmFuture<T>,
-    map: fn(T) -> Outcome,
-}
-
-impl<T: Send> Pending for Mapped<T> {
-    fn wait_timeout(&self, timeout: Duration) -> bool {
-        self.future.wait_timeout(timeout)
-    }
-
-    fn wait(self: Box<Self>) -> kuradb::Result<Outcome> {
-        self.future.wait().map(self.map)
-    }
-}
-
-/// A pending (or collected) task's future.
+/// A pending (or collected) task's future: the binding core's.
 pub struct FutureHandle {
-    future: Mutex<Option<Box<dyn Pending>>>,
+    future: BlockingFuture<Outcome>,
 }
 
 impl FutureHandle {
     /// A new handle for `future`, whose result `map` turns into an [`Outcome`].
     pub fn into_handle<T: Send + 'static>(future: DbmFuture<T>, map: fn(T) -> Outcome) -> jlong {
-        let pending: Box<dyn Pending> = Box::new(Mapped { future, map });
-        Box::into_raw(Box::new(FutureHandle { future: Mutex::new(Some(pending)) })) as jlong
+        Box::into_raw(Box::new(FutureHandle { future: BlockingFuture::new(future, map) })) as jlong
     }
 }
 
@@ -87,10 +60,7 @@ native! {
     /// task; answers whether it has run (a collected future has).
     fn Java_io_kuradb_Native_futureAwait(env, handle: jlong, timeout: jdouble) -> jboolean {
         let handle: &FutureHandle = object(env, handle)?;
-        let guard = handle.future.lock();
-        let Some(future) = guard.as_ref() else { return Ok(true) };
-        let limit = if timeout < 0.0 { Duration::MAX } else { Duration::try_from_secs_f64(timeout).unwrap_or(Duration::MAX) };
-        Ok(future.wait_timeout(limit))
+        Ok(handle.future.wait_for(timeout_of(timeout)))
     }
 }
 
@@ -99,11 +69,7 @@ native! {
     /// future is collected: a second call throws INFEASIBLE.
     fn Java_io_kuradb_Native_futureGet(env, handle: jlong) -> JObjectArray<'l, JByteArray<'l>> {
         let handle: &FutureHandle = object(env, handle)?;
-        let taken = handle.future.lock().take();
-        let Some(future) = taken else {
-            return crate::throw::fail(env, kuradb::ErrorKind::Infeasible, "the future's result was collected already");
-        };
-        let outcome = check(env, future.wait())?;
+        let outcome = check(env, handle.future.collect())?;
         outcome.to_java(env)
     }
 }

@@ -8,31 +8,22 @@
 //! box is freed by `free`, which the Java object's `Cleaner` calls once the
 //! object is unreachable, so once no Java thread can pass the handle again.
 
-use std::cell::RefCell;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use jni::sys::jlong;
 use jni::Env;
 use kuradb::dbm::any::AnyDbm;
 use kuradb::ErrorKind;
-use parking_lot::{Mutex, RwLock};
+use kuradb_binding::cursor::Slot;
+use kuradb_binding::handle::OpenHandle;
 
-use crate::cursor::Slot;
-use crate::throw::{fail, JResult};
+use crate::throw::{fail, throw, JResult};
 
-thread_local! {
-    /// The databases (by handle) whose Java callbacks this thread is inside.
-    /// A call back into such a database would wait for ever for the record
-    /// lock the callback's own call holds, so it is refused instead.
-    static IN_CALLBACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// An open (or closed) database, as a Java `Dbm` holds it.
+/// An open (or closed) database, as a Java `Dbm` holds it: the binding
+/// core's handle, with its cursor slots and callback guard.
 pub struct Database {
-    /// The database; operations take the read lock, `close` the write lock.
-    pub db: RwLock<Option<Arc<AnyDbm>>>,
-    /// Every cursor opened on it, emptied when it closes.
-    pub cursors: Mutex<Vec<Weak<Slot>>>,
+    /// The database and what it shares with its cursors.
+    pub open: OpenHandle,
 }
 
 /// A cursor, as a Java cursor holds it.
@@ -44,9 +35,7 @@ pub struct CursorHandle {
 impl Database {
     /// A new handle for `db`.
     pub fn into_handle(db: AnyDbm) -> jlong {
-        let boxed =
-            Box::new(Database { db: RwLock::new(Some(Arc::new(db))), cursors: Mutex::new(Vec::new()) });
-        Box::into_raw(boxed) as jlong
+        Box::into_raw(Box::new(Database { open: OpenHandle::new(db) })) as jlong
     }
 
     /// Runs `f` on the open database; throws if it is closed or if this
@@ -56,39 +45,15 @@ impl Database {
         env: &mut Env<'_>,
         f: impl FnOnce(&mut Env<'_>, &Arc<AnyDbm>) -> JResult<R>,
     ) -> JResult<R> {
-        if self.in_callback() {
-            return fail(
-                env,
-                ErrorKind::Infeasible,
-                "a database cannot be used or closed inside one of its callbacks: the callback runs \
-                 under the record's lock, which the call would wait for; return the new value instead",
-            );
+        match self.open.with(|db| Ok(f(env, db))) {
+            Ok(result) => result,
+            Err(e) => Err(throw(env, &e)),
         }
-        let guard = self.db.read_recursive();
-        match guard.as_ref() {
-            Some(db) => f(env, db),
-            None => fail(env, ErrorKind::Infeasible, "the database is not open"),
-        }
-    }
-
-    /// Whether this thread is inside one of this database's callbacks.
-    pub fn in_callback(&self) -> bool {
-        let id = self as *const Database as usize;
-        IN_CALLBACK.with(|ids| ids.borrow().contains(&id))
     }
 
     /// Runs `f` marked as inside this database's callbacks.
     pub fn as_callback<R>(&self, f: impl FnOnce() -> R) -> R {
-        let id = self as *const Database as usize;
-        IN_CALLBACK.with(|ids| ids.borrow_mut().push(id));
-        let result = f();
-        IN_CALLBACK.with(|ids| {
-            let mut ids = ids.borrow_mut();
-            if let Some(at) = ids.iter().rposition(|&x| x == id) {
-                ids.remove(at);
-            }
-        });
-        result
+        self.open.guard().run_callbacks(f)
     }
 }
 
@@ -109,7 +74,9 @@ pub fn object<'a, T>(env: &mut Env<'_>, handle: jlong) -> JResult<&'a T> {
     // natives of its own type), and the box is freed only by `free`, which
     // the Java side calls once, from the Cleaner, after the owning object is
     // unreachable: no call can pass the handle after that.
-    Ok(unsafe { &*(handle as *const T) })
+    #[allow(unsafe_code)]
+    let object = unsafe { &*(handle as *const T) };
+    Ok(object)
 }
 
 /// Frees the box behind a handle of type `T` (0 is ignored).
@@ -117,6 +84,8 @@ pub fn free<T>(handle: jlong) {
     if handle != 0 {
         // SAFETY: as in `object`: the handle came from `Box::into_raw` of a
         // `Box<T>`, and the Cleaner calls this once, when nothing else can use it.
-        drop(unsafe { Box::from_raw(handle as *mut T) });
+        #[allow(unsafe_code)]
+        let boxed = unsafe { Box::from_raw(handle as *mut T) };
+        drop(boxed);
     }
 }

@@ -10,11 +10,15 @@
 //!
 //! Every native method runs inside `EnvUnowned::with_env`, which catches Rust
 //! panics; a panic becomes a `java.lang.RuntimeException`, and a kuradb error
-//! an `io.kuradb.KuraException` carrying the error's kind ([`throw`]).
+//! an `io.kuradb.KuraException` carrying the error's kind and the
+//! reference's status code of it ([`throw`]). What the three bindings share
+//! (the open handle, the live cursor, the status codes, the reference's
+//! parameters, the future) is the binding core's, `kuradb-binding`.
+
+#![deny(unsafe_code)]
 
 mod callback;
 mod convert;
-mod cursor;
 mod file_object;
 mod future;
 mod handle;

@@ -1,18 +1,20 @@
 //! The natives of a cursor.
 
-use std::sync::Arc;
-
 use jni::objects::{JByteArray, JObjectArray};
 use jni::sys::{jboolean, jlong};
 use jni::Env;
 use kuradb::dbm::Cursor;
 use kuradb::ErrorKind;
-use parking_lot::Mutex;
 
 use crate::convert::{bytes, new_byte_arrays};
-use crate::cursor::Live;
 use crate::handle::{free, object, CursorHandle, Database};
-use crate::throw::{check, fail, native, JResult};
+use crate::throw::{check, native, JResult};
+use kuradb_binding::cursor::with_slot;
+
+/// The error of a cursor whose cursor or database closed.
+fn closed() -> kuradb::Error {
+    kuradb::Error::new(ErrorKind::Infeasible, "the cursor or its database is closed")
+}
 
 /// Runs `f` on the cursor of `handle`; throws if it or its database closed.
 fn with_cursor<R>(
@@ -21,24 +23,14 @@ fn with_cursor<R>(
     f: impl FnOnce(&mut dyn Cursor) -> kuradb::Result<R>,
 ) -> JResult<R> {
     let cursor: &CursorHandle = object(env, handle)?;
-    let result = cursor.slot.lock().as_mut().map(|live| f(live.cursor()));
-    match result {
-        Some(r) => check(env, r),
-        None => fail(env, ErrorKind::Infeasible, "the cursor or its database is closed"),
-    }
+    check(env, with_slot(&cursor.slot, closed, f))
 }
 
 native! {
     /// A new cursor on the database, not yet positioned.
     fn Java_io_kuradb_Native_cursorNew(env, handle: jlong) -> jlong {
         let database: &Database = object(env, handle)?;
-        let slot = database.with(env, |env, db| check(env, Live::new(Arc::clone(db))))?;
-        let slot = Arc::new(Mutex::new(Some(slot)));
-        let mut cursors = database.cursors.lock();
-        if cursors.len() >= 64 && cursors.len().is_power_of_two() {
-            cursors.retain(|w| w.strong_count() > 0);
-        }
-        cursors.push(Arc::downgrade(&slot));
+        let slot = check(env, database.open.new_cursor())?;
         Ok(CursorHandle::into_handle(slot))
     }
 }

@@ -2,7 +2,6 @@
 //! housekeeping.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jdouble, jint, jlong};
@@ -13,7 +12,7 @@ use kuradb::ErrorKind;
 use crate::callback::Callback;
 use crate::convert::{bytes, new_byte_arrays, new_bytes, new_strings, opt_bytes, params, string};
 use crate::handle::{free, object, Database};
-use crate::throw::{check, fail, native};
+use crate::throw::{check, native};
 
 native! {
     /// Opens a database: `pairs` are parameter names and values in turn.
@@ -30,27 +29,7 @@ native! {
     /// Closes the database (a closed one is left as it is) and every cursor on it.
     fn Java_io_kuradb_Native_close(env, handle: jlong) -> () {
         let database: &Database = object(env, handle)?;
-        if database.in_callback() {
-            return fail(env, ErrorKind::Infeasible, "a database cannot be closed inside one of its callbacks");
-        }
-        let mut guard = database.db.write();
-        let Some(db) = guard.take() else { return Ok(()) };
-        drop(guard);
-        for slot in database.cursors.lock().drain(..) {
-            if let Some(slot) = slot.upgrade() {
-                slot.lock().take();
-            }
-        }
-        let closed = match Arc::try_unwrap(db) {
-            Ok(db) => db.close(),
-            // Only an AsyncDBM (or one of its tasks) still holds it, besides
-            // the lock and the emptied cursor slots; it is closed when they let go.
-            Err(_) => Err(kuradb::Error::new(
-                ErrorKind::Infeasible,
-                "the database is still used by an AsyncDBM: destruct it before closing the database",
-            )),
-        };
-        check(env, closed)
+        check(env, database.open.close())
     }
 }
 
@@ -66,7 +45,7 @@ native! {
     /// Whether the database is open.
     fn Java_io_kuradb_Native_isOpen(env, handle: jlong) -> jboolean {
         let database: &Database = object(env, handle)?;
-        Ok(database.db.read_recursive().is_some())
+        Ok(database.open.is_open())
     }
 }
 

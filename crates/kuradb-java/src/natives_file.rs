@@ -8,6 +8,7 @@ use jni::sys::{jboolean, jint, jlong};
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
 use kuradb::dbm::{Dbm, SearchMode};
 use kuradb::{ErrorKind, StdTreeDbm};
+use kuradb_binding::file::check_writable;
 
 use crate::convert::{bytes, new_byte_arrays, params, string};
 use crate::file_object::{Appender, FileObject, Reader};
@@ -75,7 +76,7 @@ native! {
         };
         object::<FileHandle>(env, handle)?.with(env, |env, f| {
             let _access = f.cutting.read();
-            check(env, f.file.write(offset, &data))
+            check(env, check_writable(f.file.as_ref()).and_then(|()| f.file.write(offset, &data)))
         })
     }
 }
@@ -86,7 +87,7 @@ native! {
         let data = bytes(env, &data, "the data")?;
         let off = object::<FileHandle>(env, handle)?.with(env, |env, f| {
             let _access = f.cutting.read();
-            check(env, f.file.append(&data))
+            check(env, check_writable(f.file.as_ref()).and_then(|()| f.file.append(&data)))
         })?;
         Ok(i64::try_from(off).unwrap_or(i64::MAX))
     }
@@ -100,7 +101,7 @@ native! {
         };
         object::<FileHandle>(env, handle)?.with(env, |env, f| {
             let _cut = f.cutting.write();
-            check(env, f.file.truncate(size))
+            check(env, check_writable(f.file.as_ref()).and_then(|()| f.file.truncate(size)))
         })
     }
 }

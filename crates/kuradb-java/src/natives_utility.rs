@@ -1,12 +1,13 @@
 //! The natives of the reference's `Utility`: its hash functions, edit
 //! distance and memory figures, from `kuradb::utility`.
 
-use jni::objects::{JByteArray, JString};
+use jni::objects::{JByteArray, JObjectArray, JString};
 use jni::sys::{jint, jlong};
 use kuradb::utility;
+use kuradb_binding::params::reference_params;
 
-use crate::convert::{bytes, string};
-use crate::throw::native;
+use crate::convert::{bytes, new_strings, string};
+use crate::throw::{check, native};
 
 native! {
     /// kuradb's version.
@@ -51,5 +52,25 @@ native! {
     /// The machine's total memory in bytes.
     fn Java_io_kuradb_Native_memoryCapacity(_env) -> jlong {
         Ok(i64::try_from(utility::memory_capacity()).unwrap_or(i64::MAX))
+    }
+}
+
+native! {
+    /// The reference's open or rebuild parameters (name, value, name,
+    /// value, ...) as kuradb's, in the same flat form (the binding core's
+    /// translation); throws INVALID_ARGUMENT for a refused one (RC4).
+    fn Java_io_kuradb_Native_referenceParams(env, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
+        let mut read = Vec::new();
+        let len = if pairs.is_null() { 0 } else { pairs.len(env)? };
+        let mut i = 0;
+        while i + 1 < len {
+            let name = pairs.get_element(env, i)?;
+            let value = pairs.get_element(env, i + 1)?;
+            read.push((string(env, &name, "a parameter's name")?, string(env, &value, "a parameter's value")?));
+            i += 2;
+        }
+        let translated = check(env, reference_params(read))?;
+        let flat: Vec<String> = translated.into_iter().flat_map(|(k, v)| [k, v]).collect();
+        new_strings(env, &flat)
     }
 }

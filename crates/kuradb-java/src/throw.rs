@@ -5,6 +5,7 @@ use jni::errors::Error as JniError;
 use jni::objects::JValue;
 use jni::{jni_sig, jni_str, Env};
 use kuradb::ErrorKind;
+use kuradb_binding::status::StatusCode;
 
 /// The result of a native method's body: `Err` means a Java exception is
 /// pending (or, for JNI failures, will be thrown by the error policy).
@@ -16,7 +17,8 @@ fn kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::NotFound => "NOT_FOUND",
         ErrorKind::Duplication => "DUPLICATION",
         ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
-        ErrorKind::Infeasible => "INFEASIBLE",
+        // Java's kinds predate the read-only kind; its status code tells it.
+        ErrorKind::Infeasible | ErrorKind::ReadOnly => "INFEASIBLE",
         ErrorKind::BrokenData => "BROKEN_DATA",
         ErrorKind::WouldBlock => "WOULD_BLOCK",
         ErrorKind::System => "SYSTEM",
@@ -31,12 +33,13 @@ fn kind_name(kind: ErrorKind) -> &'static str {
 pub fn throw(env: &mut Env<'_>, err: &kuradb::Error) -> JniError {
     let made = (|| -> JResult<()> {
         let kind = env.new_string(kind_name(err.kind()))?;
+        let status = StatusCode::of(err).number();
         let message = env.new_string(err.message())?;
         let text = env.new_string(err.to_string())?;
         let exception = env.new_object(
             jni_str!("io/kuradb/KuraException"),
-            jni_sig!("(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;)V"),
-            &[JValue::Object(&kind), JValue::Object(&message), JValue::Object(&text)],
+            jni_sig!("(Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;I)V"),
+            &[JValue::Object(&kind), JValue::Object(&message), JValue::Object(&text), JValue::Int(status)],
         )?;
         let exception = jni::objects::JThrowable::cast_local(env, exception)?;
         env.throw(exception)
@@ -66,6 +69,9 @@ pub fn fail<T>(env: &mut Env<'_>, kind: ErrorKind, message: &str) -> JResult<T> 
 macro_rules! native {
     ($(#[$doc:meta])* fn $name:ident($env:ident $(, $arg:ident: $ty:ty)*) -> $ret:ty $body:block) => {
         $(#[$doc])*
+        // SAFETY: the symbol is the JNI name of exactly one native method
+        // of `io.kuradb.Native`, whose Java declaration has this signature.
+        #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         #[allow(non_snake_case)]
         pub extern "system" fn $name<'l>(

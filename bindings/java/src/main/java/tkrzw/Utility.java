@@ -105,29 +105,21 @@ public class Utility {
   }
 
   /**
-   * The reference's open parameters in kuradb's terms: {@code concurrent} is
-   * dropped (kuradb is always thread-safe); {@code RECORD_COMP_AES} with a
-   * {@code cipher_key} is kuradb's authenticated encryption; RC4 is refused.
+   * The reference's open parameters in kuradb's terms, by the binding core
+   * (the same translation as the Python and Ruby layers): {@code concurrent}
+   * is dropped (kuradb is always thread-safe); colons in {@code
+   * access_options} separate options as the reference writes them; {@code
+   * RECORD_COMP_AES} with a {@code cipher_key} is kuradb's authenticated
+   * encryption; RC4 is refused (INVALID_ARGUMENT).
    */
   static Map<String, String> kuradbParams(Map<String, String> params) {
     if (params == null) {
       return null;
     }
-    Map<String, String> out = new LinkedHashMap<>(params);
-    out.remove("concurrent");
-    // The reference separates access options with colons; kuradb with + (or , | space).
-    out.computeIfPresent("access_options", (k, v) -> v.replace(':', '+'));
-    String mode = out.getOrDefault("record_comp_mode", "").trim().toUpperCase();
-    String bare = mode.startsWith("RECORD_COMP_") ? mode.substring("RECORD_COMP_".length()) : mode;
-    if (bare.equals("RC4")) {
-      throw new IllegalArgumentException("record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken"
-          + " cipher; give RECORD_COMP_AES (kuradb's authenticated encryption) with cipher_key");
-    }
-    if (bare.equals("AES")) {
-      if (out.getOrDefault("cipher_key", "").isEmpty()) {
-        throw new IllegalArgumentException("record_comp_mode RECORD_COMP_AES needs a cipher_key");
-      }
-      out.remove("record_comp_mode");
+    String[] flat = Native.referenceParams(Convert.flatten(params));
+    Map<String, String> out = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < flat.length; i += 2) {
+      out.put(flat[i], flat[i + 1]);
     }
     return out;
   }

@@ -123,6 +123,9 @@ public final class Native {
   public static native void cursorRemove(long cursor);
 
   public static native String version();
+
+  /** The reference's parameters (name, value, ...) in kuradb's terms, the same flat way. */
+  public static native String[] referenceParams(String[] params);
   public static native long primaryHash(byte[] data, long numBuckets);
   public static native long secondaryHash(byte[] data, long numShards);
   public static native int editDistanceLev(String a, String b);
