@@ -59,6 +59,16 @@ impl CallbackGuard {
         f()
     }
 
+    /// Runs `f`, one callback, marked as inside the database for
+    /// [`CallbackGuard::check`] of this thread: for a binding that counts
+    /// the whole call with [`CallbackGuard::count_running`] before it lets
+    /// its interpreter's lock go, and marks each callback as it runs.
+    pub fn mark_inside<R>(&self, f: impl FnOnce() -> R) -> R {
+        INSIDE.with(|ids| ids.borrow_mut().push(self.id()));
+        let _unmark = Unmark(self);
+        f()
+    }
+
     /// Runs `f` counted as a callback call in [`CallbackGuard::is_running`]
     /// but without marking this thread: for a call whose callbacks run in
     /// another thread that the binding marks itself.
@@ -82,6 +92,21 @@ impl Drop for Done<'_> {
             }
         });
         self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Ends a [`CallbackGuard::mark_inside`] however it ends.
+struct Unmark<'a>(&'a CallbackGuard);
+
+impl Drop for Unmark<'_> {
+    fn drop(&mut self) {
+        let id = self.0.id();
+        INSIDE.with(|ids| {
+            let mut ids = ids.borrow_mut();
+            if let Some(at) = ids.iter().rposition(|&x| x == id) {
+                ids.remove(at);
+            }
+        });
     }
 }
 
@@ -125,5 +150,11 @@ mod tests {
         }));
         assert!(caught.is_err());
         assert!(guard.check().is_ok() && !guard.is_running());
+        guard.count_running(|| {
+            assert!(guard.is_running() && guard.check().is_ok());
+            guard.mark_inside(|| assert!(guard.check().is_err()));
+            assert!(guard.check().is_ok());
+        });
+        assert!(!guard.is_running());
     }
 }

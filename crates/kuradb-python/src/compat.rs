@@ -13,12 +13,14 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyInt, PyModule, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyModule, PyString};
 
 use kuradb::dbm::Dbm;
+use kuradb_binding::params::reference_params;
 
+use crate::convert::params_of;
 use crate::database::Database;
-use crate::error::Error as KuraError;
+use crate::error::{to_py, Error as KuraError};
 
 /// The Python module whose helpers the rare paths use.
 const MODULE: &str = "kuradb.compat.tkrzw";
@@ -469,7 +471,28 @@ impl CompatDbm {
 }
 
 /// Adds the classes to the module.
+/// The reference's open or rebuild keyword parameters as kuradb's, by the
+/// binding core (the translation the Java and Ruby layers share): values as
+/// text, `concurrent` dropped, colon-separated access options, the AES mode
+/// folded into `cipher_key`, RC4 refused.
+#[pyfunction]
+#[pyo3(signature = (params=None))]
+fn _reference_params<'py>(
+    py: Python<'py>,
+    params: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let text = params_of(params)?;
+    let translated =
+        reference_params(text.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(to_py)?;
+    let out = PyDict::new(py);
+    for (name, value) in translated {
+        out.set_item(name, value)?;
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_reference_params, m)?)?;
     m.add("_CompatStatus", m.py().get_type::<CompatStatus>())?;
     m.add("_CompatDBM", m.py().get_type::<CompatDbm>())?;
     Ok(())

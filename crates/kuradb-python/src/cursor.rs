@@ -10,47 +10,16 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::Cursor;
 
 use crate::convert::bytes_of;
 use crate::error::{not_open, to_py};
 
-/// A cursor and the database it borrows.
-pub struct Live {
-    // Declared before `_db` so that it is dropped first: it borrows `*_db`.
-    cursor: Box<dyn Cursor + 'static>,
-    _db: Arc<AnyDbm>,
-}
-
-// `Live` is `Send` because kuradb's `Cursor` trait requires it of every
-// cursor; a `Live` is only used under its `Slot`'s mutex.
-
-impl Live {
-    pub fn new(db: Arc<AnyDbm>) -> kuradb::Result<Live> {
-        let cursor: Box<dyn Cursor + '_> = db.iter()?;
-        // SAFETY: the cursor borrows the `AnyDbm` inside the `Arc`, whose heap
-        // address is fixed while any `Arc` to it lives. `Live` owns such an
-        // `Arc` and drops the cursor before it (field order), so the borrow
-        // never outlives the database. Only the lifetime changes here.
-        #[allow(unsafe_code)]
-        let cursor: Box<dyn Cursor + 'static> = unsafe { std::mem::transmute(cursor) };
-        Ok(Live { cursor, _db: db })
-    }
-
-    pub fn cursor(&mut self) -> &mut dyn Cursor {
-        self.cursor.as_mut()
-    }
-}
-
-/// Where a Python cursor object keeps its cursor; `None` once the database
-/// closed.
-pub type Slot = Mutex<Option<Live>>;
+pub use kuradb_binding::cursor::{Live, Slot};
 
 /// Runs `f` on the cursor of `slot` with the GIL released.
 fn with_cursor<R: Send>(
@@ -61,7 +30,7 @@ fn with_cursor<R: Send>(
     py.allow_threads(|| {
         let mut guard = slot.lock();
         let live = guard.as_mut().ok_or_else(not_open)?;
-        f(live.cursor())
+        live.with_cursor(f)
     })
     .map_err(to_py)
 }

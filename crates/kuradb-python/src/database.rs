@@ -4,7 +4,6 @@
 //! The GIL is released around every call into the database, so Python
 //! threads use one database in parallel; callbacks (`process`) take it back.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -21,28 +20,14 @@ use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{flat_records, Action, Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{ErrorKind, Result};
 
+use kuradb_binding::guard::CallbackGuard;
+use kuradb_binding::synchronize::synchronize_with;
+
 use crate::convert::{bytes_of, opt_bytes_of, params_of, FsPath};
 use crate::cursor::{Bounds, Live, PyCursor, RecordIterator, Slot, Yield};
 use crate::error::{not_open, to_py};
 use crate::ordered::key_order;
 use crate::reference_api::{io_error, write_file, ANY_DATA};
-
-thread_local! {
-    /// The databases (by address) whose Python callbacks this thread is
-    /// inside. A call back into such a database would wait for ever for the
-    /// record lock the callback's own call holds, so it is refused instead.
-    static IN_CALLBACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The error of a database used inside one of its own callbacks.
-fn reentered() -> kuradb::Error {
-    kuradb::Error::new(
-        ErrorKind::Infeasible,
-        "a database cannot be used or closed inside one of its callbacks: the callback runs under the \
-         record's lock, which the call would wait for; return the new value instead, or use the \
-         database after process returns",
-    )
-}
 
 /// A database of any class (hash, tree, skip, …), chosen when it is opened.
 #[pyclass(name = "DBM", module = "kuradb", frozen, subclass)]
@@ -54,10 +39,11 @@ pub struct Database {
     cursors: Mutex<Vec<Weak<Slot>>>,
     /// How many open `AsyncDBM`s share the database; `close` refuses while any do.
     async_users: AtomicUsize,
-    /// How many calls that run Python callbacks under a record's lock
-    /// (`process` and its kin) are in progress. While any is, no call keeps
-    /// the GIL: see [`Database::run`].
-    callback_calls: AtomicUsize,
+    /// Counts the calls that run Python callbacks under a record's lock
+    /// (`process` and its kin) in progress, and marks the threads inside a
+    /// callback (the binding core's guard). While any call is, no call
+    /// keeps the GIL: see [`Database::run`].
+    guard: CallbackGuard,
     /// Whether calls release the GIL (the `release_gil` keyword of `open`).
     /// Written only under the write lock of `db`, so a call holding the read
     /// lock sees the value of the session it runs in.
@@ -82,7 +68,7 @@ impl Database {
         py: Python<'_>,
         f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
-        if self.callback_calls.load(Ordering::SeqCst) == 0 {
+        if !self.guard.is_running() {
             if let Some(guard) = self.db.try_read_recursive() {
                 if !self.release_gil.load(Ordering::Relaxed) {
                     self.check_not_in_callback().map_err(to_py)?;
@@ -102,28 +88,12 @@ impl Database {
         py: Python<'_>,
         f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
-        struct Counted<'a>(&'a AtomicUsize);
-        impl Drop for Counted<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        self.callback_calls.fetch_add(1, Ordering::SeqCst);
-        let _counted = Counted(&self.callback_calls);
-        py.allow_threads(|| self.with(f)).map_err(to_py)
-    }
-
-    /// The address that marks this database in [`IN_CALLBACK`].
-    pub(crate) fn id(&self) -> usize {
-        self as *const Database as usize
+        self.guard.count_running(|| py.allow_threads(|| self.with(f))).map_err(to_py)
     }
 
     /// Fails if this thread is inside one of this database's callbacks.
     fn check_not_in_callback(&self) -> Result<()> {
-        if IN_CALLBACK.with(|ids| ids.borrow().contains(&self.id())) {
-            return Err(reentered());
-        }
-        Ok(())
+        self.guard.check()
     }
 
     /// Runs `f` on the open database, keeping the GIL.
@@ -154,7 +124,7 @@ impl Database {
         py.allow_threads(|| {
             let guard = self.db.read_recursive();
             let db = guard.as_ref().ok_or_else(not_open)?;
-            let slot = Arc::new(Mutex::new(Some(Live::new(Arc::clone(db))?)));
+            let slot = Arc::new(Mutex::new(Some(Live::open(Arc::clone(db))?)));
             let mut cursors = self.cursors.lock();
             if cursors.len() >= 64 && cursors.len().is_power_of_two() {
                 cursors.retain(|w| w.strong_count() > 0);
@@ -170,7 +140,7 @@ impl Database {
         let slot = self.new_slot(py)?;
         let start = Arc::clone(&slot);
         py.allow_threads(move || match start.lock().as_mut() {
-            Some(live) => live.cursor().first(),
+            Some(live) => live.with_cursor(|c| c.first()),
             None => Err(not_open()),
         })
         .map_err(to_py)?;
@@ -189,10 +159,11 @@ pub(crate) fn action_of(result: &Bound<'_, PyAny>) -> PyResult<Action<'static>> 
     Ok(Action::Set(bytes_of(result, "the callback's result")?.into_owned().into()))
 }
 
-/// Calls a Python callback of the database `id` from inside it with the GIL
-/// taken back; an exception is kept in `failure` and the record left as it was.
+/// Calls a Python callback of the database of `guard` from inside it with
+/// the GIL taken back; an exception is kept in `failure` and the record left
+/// as it was.
 pub(crate) fn call_back(
-    id: usize,
+    guard: &CallbackGuard,
     failure: &mut Option<PyErr>,
     f: impl FnOnce(Python<'_>) -> PyResult<Action<'static>>,
 ) -> Action<'static> {
@@ -200,9 +171,7 @@ pub(crate) fn call_back(
         return Action::Keep;
     }
     Python::with_gil(|py| {
-        IN_CALLBACK.with(|ids| ids.borrow_mut().push(id));
-        let result = f(py);
-        IN_CALLBACK.with(|ids| ids.borrow_mut().pop());
+        let result = guard.mark_inside(|| f(py));
         result.unwrap_or_else(|e| {
             *failure = Some(e);
             Action::Keep
@@ -226,7 +195,7 @@ impl Database {
             db: RwLock::new(None),
             cursors: Mutex::new(Vec::new()),
             async_users: AtomicUsize::new(0),
-            callback_calls: AtomicUsize::new(0),
+            guard: CallbackGuard::default(),
             release_gil: AtomicBool::new(true),
         };
         if let Some(path) = path {
@@ -486,10 +455,10 @@ impl Database {
         writable: bool,
     ) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
-        let (mut failure, id) = (None, self.id());
+        let (mut failure, guard) = (None, &self.guard);
         self.run_calling_back(py, |db| {
             db.process(&key, writable, &mut |old| {
-                call_back(id, &mut failure, |py| {
+                call_back(guard, &mut failure, |py| {
                     let arg = old.map(|v| PyBytes::new(py, v));
                     action_of(&func.call1(py, (arg,))?.into_bound(py))
                 })
@@ -502,10 +471,10 @@ impl Database {
     /// convention as `process`.
     #[pyo3(signature = (func, writable = true))]
     fn process_each(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<()> {
-        let (mut failure, id) = (None, self.id());
+        let (mut failure, guard) = (None, &self.guard);
         self.run_calling_back(py, |db| {
             db.process_each(writable, &mut |key, value| {
-                call_back(id, &mut failure, |py| {
+                call_back(guard, &mut failure, |py| {
                     let args = (PyBytes::new(py, key), PyBytes::new(py, value));
                     action_of(&func.call1(py, args)?.into_bound(py))
                 })
@@ -568,9 +537,16 @@ impl Database {
     /// Writes what is in memory to the file; `hard=True` also waits until the
     /// device holds it (it survives a power cut). A skip database shows its
     /// updates after this.
-    #[pyo3(signature = (hard = false))]
-    fn synchronize(&self, py: Python<'_>, hard: bool) -> PyResult<()> {
-        self.run(py, |db| db.synchronize(hard))
+    /// `params` are the reference's synchronize parameters: a skip database
+    /// merges the databases of `merge` (paths separated by colons) and
+    /// reduces by `reducer` first; other classes ignore them.
+    #[pyo3(signature = (hard = false, params = None))]
+    fn synchronize(&self, py: Python<'_>, hard: bool, params: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let params = params_of(params)?;
+        if params.iter().next().is_none() {
+            return self.run(py, |db| db.synchronize(hard));
+        }
+        self.run(py, |db| synchronize_with(db, hard, &params))
     }
 
     /// Writes a consistent, cleanly closed copy of the database's file to
@@ -922,10 +898,10 @@ impl Database {
     /// database is empty (and `func` is not called).
     #[pyo3(signature = (func, writable = true))]
     fn process_first(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<bool> {
-        let (mut failure, id) = (None, self.id());
+        let (mut failure, guard) = (None, &self.guard);
         let found = self.run_calling_back(py, |db| {
             db.process_first(writable, &mut |key, value| {
-                call_back(id, &mut failure, |py| {
+                call_back(guard, &mut failure, |py| {
                     let args = (PyBytes::new(py, key), PyBytes::new(py, value));
                     action_of(&func.call1(py, args)?.into_bound(py))
                 })

@@ -15,6 +15,7 @@ use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use kuradb::ErrorKind;
+use kuradb_binding::status::StatusCode;
 
 create_exception!(kuradb, Error, PyOSError, "Any error of a kuradb database (an OSError).");
 create_exception!(kuradb, NotFoundError, Error, "A record, file or other named thing does not exist.");
@@ -30,6 +31,12 @@ create_exception!(
     InfeasibleError,
     Error,
     "The operation cannot be done in the current state (a closed database, a write to a read-only one)."
+);
+create_exception!(
+    kuradb,
+    ReadOnlyError,
+    InfeasibleError,
+    "A write to a database opened for reading only (an InfeasibleError)."
 );
 create_exception!(
     kuradb,
@@ -100,8 +107,21 @@ fn raised(class: &Bound<'_, PyType>, errno: Option<i32>, text: String) -> PyErr 
 }
 
 /// The Python exception of a kuradb error: the subclass of its kind, with
-/// the whole message (kind, operation, file and OS error).
+/// the whole message (kind, operation, file and OS error), and as its
+/// attribute `status_code` the reference's status code of it, as the
+/// binding core maps kinds to codes (for `kuradb.compat.tkrzw`).
 pub fn to_py(err: kuradb::Error) -> PyErr {
+    let code = StatusCode::of(&err).number();
+    let raised = exception_of(err);
+    Python::with_gil(|py| {
+        // An exception that refuses attributes still says its kind by class.
+        let _ = raised.value(py).setattr("status_code", code);
+    });
+    raised
+}
+
+/// The exception of `err`'s kind.
+fn exception_of(err: kuradb::Error) -> PyErr {
     let text = err.to_string();
     let errno = err.raw_os_error();
     match err.kind() {
@@ -113,6 +133,7 @@ pub fn to_py(err: kuradb::Error) -> PyErr {
         ErrorKind::Duplication => DuplicationError::new_err(text),
         ErrorKind::InvalidArgument => InvalidArgumentError::new_err(text),
         ErrorKind::Infeasible => InfeasibleError::new_err(text),
+        ErrorKind::ReadOnly => ReadOnlyError::new_err(text),
         ErrorKind::BrokenData => BrokenDataError::new_err(text),
         ErrorKind::WouldBlock => Python::with_gil(|py| match would_block(py) {
             Ok(class) => raised(class, errno, text),
@@ -141,6 +162,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DuplicationError", py.get_type::<DuplicationError>())?;
     m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
     m.add("InfeasibleError", py.get_type::<InfeasibleError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("BrokenDataError", py.get_type::<BrokenDataError>())?;
     m.add("WouldBlockError", would_block(py)?)?;
     m.add("NoSuchFileError", no_such_file(py)?)?;

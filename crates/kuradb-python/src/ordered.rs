@@ -44,7 +44,7 @@ impl Database {
         let slot = self.new_slot(py)?;
         let start = Arc::clone(&slot);
         py.allow_threads(move || match start.lock().as_mut() {
-            Some(live) => place(live.cursor()),
+            Some(live) => live.with_cursor(place),
             None => Err(not_open()),
         })
         .map_err(to_py)?;

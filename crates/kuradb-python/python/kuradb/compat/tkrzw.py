@@ -50,7 +50,6 @@ __all__ = ["Status", "StatusException", "DBM", "Iterator", "AsyncDBM", "Future",
 
 Data = Union[bytes, str]
 # Parameters of the binding rather than of the database file.
-_BINDING_PARAMS = ("concurrent",)
 _CLASS_NAMES = {"hash": "HashDBM", "tree": "TreeDBM", "skip": "SkipDBM", "tiny": "TinyDBM", "baby": "BabyDBM",
                 "cache": "CacheDBM", "stdhash": "StdHashDBM", "stdtree": "StdTreeDBM"}
 
@@ -96,10 +95,11 @@ def _status_of(error: BaseException) -> Status:
     if isinstance(error, _kuradb.Error):
         message = str(error)
         name, _, rest = message.partition(": ")
-        # The nearest class that has a code: NoSuchFileError is a NotFoundError.
-        code = next((_CODES[c] for c in type(error).__mro__ if c in _CODES), Status.UNKNOWN_ERROR)
-        if code == Status.INFEASIBLE_ERROR and "for reading only" in message:
-            code = Status.PRECONDITION_ERROR  # as the reference says of a write to a reader
+        # The code the binding core gives the error's kind, where it came
+        # from the native library; else the nearest class that has one.
+        code = getattr(error, "status_code", None)
+        if code is None:
+            code = next((_CODES[c] for c in type(error).__mro__ if c in _CODES), Status.UNKNOWN_ERROR)
         return Status(code, rest or name)
     if isinstance(error, (TypeError, ValueError)):
         return Status(Status.INVALID_ARGUMENT_ERROR, str(error))
@@ -136,8 +136,11 @@ def _path_of(file: Any) -> str:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    out = {k: v for k, v in params.items() if k not in _BINDING_PARAMS}
-    return _cipher_params(out)
+    """The reference's parameters in kuradb's terms, by the binding core
+    (the translation the Java and Ruby layers share): ``concurrent`` goes,
+    colons separate ``access_options``, ``RECORD_COMP_AES`` with
+    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused."""
+    return _kuradb._reference_params(params)
 
 
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
@@ -157,25 +160,6 @@ def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
     else:
         out["num_shards"] = 1
     return out
-
-
-def _cipher_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The reference's encryption modes in kuradb's terms: its
-    ``record_comp_mode="RECORD_COMP_AES"`` with ``cipher_key`` is kuradb's
-    authenticated encryption (XChaCha20-Poly1305, on whenever ``cipher_key``
-    is given); RC4 is refused, as a broken cipher."""
-    mode = str(params.get("record_comp_mode", "")).strip().upper()
-    bare = mode[len("RECORD_COMP_"):] if mode.startswith("RECORD_COMP_") else mode
-    if bare == "RC4":
-        raise ValueError(
-            "record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken cipher, with no"
-            " authentication; give RECORD_COMP_AES (kuradb's authenticated encryption,"
-            " XChaCha20-Poly1305) with cipher_key")
-    if bare == "AES":
-        if not params.get("cipher_key"):
-            raise ValueError("record_comp_mode RECORD_COMP_AES needs a cipher_key")
-        params = {k: v for k, v in params.items() if k != "record_comp_mode"}
-    return params
 
 
 class DBM(_kuradb._CompatDBM):
@@ -316,7 +300,7 @@ class DBM(_kuradb._CompatDBM):
         return self._open.should_be_rebuilt()
 
     def Synchronize(self, hard: bool, **params: Any) -> Status:
-        return self._call(lambda db: db.synchronize(hard))
+        return self._call(lambda db: db.synchronize(hard, {k: str(v) for k, v in params.items()}))
 
     def CopyFileData(self, dest_path: str, sync_hard: bool = False) -> Status:
         if self._db is not None and self._no_file:
