@@ -1,8 +1,8 @@
 //! `Kuradb::Cursor`: a position among a database's records (`DBM#cursor`).
 //!
 //! A cursor borrows its database, but a Ruby object cannot hold a borrow,
-//! so [`Live`] keeps the cursor together with an `Arc` of the database
-//! (a self-referential pair built by `self_cell`). The database keeps a
+//! so the binding core's [`Live`] keeps the cursor together with an `Arc`
+//! of the database. The database keeps a
 //! weak reference to every [`Slot`] and empties them when it closes, so no
 //! cursor outlives an open database: a cursor of a closed database raises.
 
@@ -11,36 +11,14 @@ use std::sync::Arc;
 use magnus::encoding::Index;
 use magnus::prelude::*;
 use magnus::{method, Error, RArray, RModule, RString, Ruby};
-use parking_lot::Mutex;
-use self_cell::self_cell;
 
-use kuradb::dbm::any::AnyDbm;
-use kuradb::dbm::{Cursor as DbmCursor, Dbm};
+use kuradb::dbm::Cursor as DbmCursor;
 
 use crate::convert::{bytes, string};
 use crate::error::not_open;
 use crate::handle;
 
-type BoxedCursor<'a> = Box<dyn DbmCursor + 'a>;
-
-self_cell!(
-    /// A cursor and the database it borrows.
-    pub struct Live {
-        owner: Arc<AnyDbm>,
-        #[not_covariant]
-        dependent: BoxedCursor,
-    }
-);
-
-impl Live {
-    /// A new cursor of `db`, not yet positioned.
-    pub fn open(db: Arc<AnyDbm>) -> kuradb::Result<Live> {
-        Live::try_new(db, |db| db.iter())
-    }
-}
-
-/// Where a cursor object keeps its cursor; `None` once the database closed.
-pub type Slot = Mutex<Option<Live>>;
+pub use kuradb_binding::cursor::{Live, Slot};
 
 /// A cursor over the records of a database: position it with `first`,
 /// `last`, `jump`, `jump_lower` or `jump_upper`, move with `next` and
@@ -69,9 +47,7 @@ impl Cursor {
         ruby: &Ruby,
         f: impl FnOnce(&mut dyn DbmCursor) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        handle::call(ruby, &*self.slot, self.concurrent, not_open, |live| {
-            live.with_dependent_mut(|_, cursor| f(cursor.as_mut()))
-        })
+        handle::call(ruby, &*self.slot, self.concurrent, not_open, |live| live.with_cursor(f))
     }
 
     fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {

@@ -403,6 +403,21 @@ impl Database {
         rb_self.with(ruby, |db| db.synchronize(hard))
     }
 
+    /// Synchronizes with the reference's parameters (the binding core's
+    /// `synchronize_with`: a skip database merges and reduces first).
+    fn synchronize_with(
+        ruby: &Ruby,
+        rb_self: &Self,
+        hard: bool,
+        params: Vec<(String, String)>,
+    ) -> Result<(), Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        rb_self.with(ruby, |db| kuradb_binding::synchronize::synchronize_with(db, hard, &p))
+    }
+
     fn copy_file_data(ruby: &Ruby, rb_self: &Self, dest: PathBuf, hard: bool) -> Result<(), Error> {
         rb_self.with(ruby, |db| db.copy_file_data(&dest, hard))
     }
@@ -517,6 +532,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_rebuild", method!(Database::rebuild, 1))?;
     class.define_method("should_be_rebuilt?", method!(Database::should_be_rebuilt, 0))?;
     class.define_method("_synchronize", method!(Database::synchronize, 1))?;
+    class.define_method("_synchronize_with", method!(Database::synchronize_with, 2))?;
     class.define_method("_copy_file_data", method!(Database::copy_file_data, 2))?;
     class.define_method("export", method!(Database::export, 1))?;
     class.define_method("inspect_details", method!(Database::inspect_details, 0))?;

@@ -9,42 +9,32 @@
 //! from inside a block of the same database (which could never get the
 //! lock its own thread holds) is refused with an error instead.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use magnus::{Error, Ruby};
 
 use kuradb::ErrorKind;
+use kuradb_binding::guard::CallbackGuard;
 
 use crate::error::to_rb;
 
-thread_local! {
-    /// The databases (by the address of their [`Gate`]) whose blocks this
-    /// thread is inside.
-    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// How many blocks of one database are running; one per database.
+/// One database's gate: the binding core's callback guard, which marks the
+/// threads inside a block and counts the calls running blocks.
 #[derive(Default)]
 pub struct Gate {
-    running: AtomicUsize,
+    guard: CallbackGuard,
 }
 
 impl Gate {
-    fn id(&self) -> usize {
-        self as *const Gate as usize
-    }
-
     /// Waits until no block of the database runs in another thread; fails
     /// if this thread is inside one of them. Thread switches happen only in
     /// Ruby code, so no block can start between this check and the call.
     pub fn enter(&self, ruby: &Ruby) -> Result<(), Error> {
-        if INSIDE.with(|ids| ids.borrow().contains(&self.id())) {
+        if self.guard.is_inside() {
             return Err(to_rb(ruby, reentered()));
         }
         let mut tries = 0u32;
-        while self.running.load(Ordering::SeqCst) > 0 {
+        while self.guard.is_running() {
             // Let the block's thread run; sleep after a few passes so a
             // block that waits on something else does not make us spin.
             if tries < 16 {
@@ -60,20 +50,7 @@ impl Gate {
     /// Runs `f`, a call that will run Ruby blocks under the database's
     /// locks, marked as such for [`Gate::enter`] of every thread.
     pub fn run_blocks<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        INSIDE.with(|ids| ids.borrow_mut().push(self.id()));
-        let _done = Done(self);
-        f()
-    }
-}
-
-/// Unmarks a [`Gate::run_blocks`] call however it ends.
-struct Done<'a>(&'a Gate);
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        INSIDE.with(|ids| ids.borrow_mut().pop());
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.guard.run_callbacks(f)
     }
 }
 

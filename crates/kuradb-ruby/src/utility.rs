@@ -5,6 +5,7 @@ use magnus::prelude::*;
 use magnus::{function, Error, RModule, RString, Ruby};
 
 use crate::convert::bytes;
+use crate::error::to_rb;
 
 /// The reference's primary hash; `num_buckets` 0 is the whole 64-bit range.
 fn primary_hash(data: RString, num_buckets: u64) -> u64 {
@@ -27,8 +28,15 @@ fn edit_distance_lev(a: RString, b: RString, utf: bool) -> usize {
     }
 }
 
+/// The reference's parameters (pairs of name and text) as kuradb's, by the
+/// binding core, for `Tkrzw`'s calls.
+fn reference_params(ruby: &Ruby, pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, Error> {
+    kuradb_binding::params::reference_params(pairs).map_err(|e| to_rb(ruby, e))
+}
+
 /// Defines `Kuradb::Utility` and its functions.
 pub fn define(_ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    module.define_module_function("_reference_params", function!(reference_params, 1))?;
     let utility = module.define_module("Utility")?;
     utility.define_singleton_method("primary_hash", function!(primary_hash, 2))?;
     utility.define_singleton_method("secondary_hash", function!(secondary_hash, 2))?;

@@ -26,7 +26,7 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened index") if @index
 
-      @index = Kuradb::Index.open(path.to_s, writable, **params.transform_keys(&:to_sym))
+      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(params))
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)
