@@ -6,7 +6,7 @@ and a dict, each where importable.
 
 One command compares them all when run by an interpreter that has both
 kuradb and tkrzw, e.g. a venv made from /usr/bin/python3 with
---system-site-packages and `pip install ./crates/kuradb-python`.
+--system-site-packages and `pip install ./bindings/python`.
 """
 
 from __future__ import annotations
