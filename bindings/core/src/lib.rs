@@ -13,7 +13,8 @@
 //! - [`params`]: the reference's open and rebuild parameters in kuradb's
 //!   terms, and [`synchronize`]: its synchronize with parameters;
 //! - [`future`]: an `AsyncDBM` task's future, waited for by blocking;
-//! - [`file`]: the reference's `File` checks.
+//! - [`file`]: the reference's `File` checks; [`serialize`]: its `Utility`
+//!   serialization of numbers.
 
 #![deny(unsafe_code)]
 
@@ -23,5 +24,6 @@ pub mod future;
 pub mod guard;
 pub mod handle;
 pub mod params;
+pub mod serialize;
 pub mod status;
 pub mod synchronize;

@@ -2,6 +2,7 @@
 //! module's `Utility` class.
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// The reference's primary hash; `num_buckets` 0 is the whole 64-bit range.
 #[pyfunction]
@@ -36,7 +37,35 @@ pub fn memory_capacity() -> u64 {
 }
 
 /// Adds the functions to the native module.
+/// An integer as the reference's 8 big-endian bytes.
+#[pyfunction]
+fn serialize_int(py: Python<'_>, num: i64) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &kuradb_binding::serialize::serialize_int(num))
+}
+
+/// The integer of a big-endian sequence, as the reference reads it.
+#[pyfunction]
+fn deserialize_int(data: &[u8]) -> i64 {
+    kuradb_binding::serialize::deserialize_int(data)
+}
+
+/// A floating-point number as the reference's 8 big-endian bytes.
+#[pyfunction]
+fn serialize_float(py: Python<'_>, num: f64) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &kuradb_binding::serialize::serialize_float(num))
+}
+
+/// The number of a big-endian IEEE single or double (else NaN).
+#[pyfunction]
+fn deserialize_float(data: &[u8]) -> f64 {
+    kuradb_binding::serialize::deserialize_float(data)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(serialize_int, m)?)?;
+    m.add_function(wrap_pyfunction!(deserialize_int, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize_float, m)?)?;
+    m.add_function(wrap_pyfunction!(deserialize_float, m)?)?;
     m.add_function(wrap_pyfunction!(primary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(secondary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(edit_distance_lev, m)?)?;

@@ -53,3 +53,11 @@ def test_synchronize_merges_and_reduces_a_skip_database(tmp_path: pathlib.Path) 
     assert dbm.GetStr("only b") == "1"
     assert dbm.Synchronize(False, speed="fast").GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR
     dbm.Close()
+
+
+def test_utility_serializes_numbers_big_endian() -> None:
+    assert tkrzw.Utility.SerializeInt(256) == b"\x00\x00\x00\x00\x00\x00\x01\x00"
+    assert tkrzw.Utility.DeserializeInt(tkrzw.Utility.SerializeInt(-5)) == -5
+    assert tkrzw.Utility.DeserializeInt(b"\xff") == 255
+    assert tkrzw.Utility.DeserializeFloat(tkrzw.Utility.SerializeFloat(-2.25)) == -2.25
+    assert tkrzw.Utility.DeserializeFloat(b"abc") != tkrzw.Utility.DeserializeFloat(b"abc")  # NaN

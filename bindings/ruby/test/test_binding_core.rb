@@ -52,4 +52,13 @@ class TestBindingCore < Test::Unit::TestCase
     assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.synchronize(false, speed: "fast").code)
     dbm.close.or_die
   end
+
+  def test_utility_serializes_numbers_big_endian
+    assert_equal("\x00\x00\x00\x00\x00\x00\x01\x00".b, Tkrzw::Utility.serialize_int(256))
+    assert_equal(-5, Tkrzw::Utility.deserialize_int(Tkrzw::Utility.serialize_int(-5)))
+    assert_equal(255, Tkrzw::Utility.deserialize_int("\xff".b))
+    assert_equal(Encoding::ASCII_8BIT, Tkrzw::Utility.serialize_float(1.5).encoding)
+    assert_equal(-2.25, Tkrzw::Utility.deserialize_float(Tkrzw::Utility.serialize_float(-2.25)))
+    assert_true(Tkrzw::Utility.deserialize_float("abc").nan?)
+  end
 end

@@ -2,7 +2,7 @@
 //! distance and memory figures, from `kuradb::utility`.
 
 use jni::objects::{JByteArray, JObjectArray, JString};
-use jni::sys::{jint, jlong};
+use jni::sys::{jdouble, jint, jlong};
 use kuradb::utility;
 use kuradb_binding::params::reference_params;
 
@@ -72,5 +72,35 @@ native! {
         let translated = check(env, reference_params(read))?;
         let flat: Vec<String> = translated.into_iter().flat_map(|(k, v)| [k, v]).collect();
         new_strings(env, &flat)
+    }
+}
+
+native! {
+    /// An integer as the reference's 8 big-endian bytes.
+    fn Java_io_kuradb_Native_serializeInt(env, num: jlong) -> JByteArray<'l> {
+        env.byte_array_from_slice(&kuradb_binding::serialize::serialize_int(num))
+    }
+}
+
+native! {
+    /// The integer of a big-endian sequence, as the reference reads it.
+    fn Java_io_kuradb_Native_deserializeInt(env, data: JByteArray<'l>) -> jlong {
+        let data = bytes(env, &data, "the data")?;
+        Ok(kuradb_binding::serialize::deserialize_int(&data))
+    }
+}
+
+native! {
+    /// A floating-point number as the reference's 8 big-endian bytes.
+    fn Java_io_kuradb_Native_serializeFloat(env, num: jdouble) -> JByteArray<'l> {
+        env.byte_array_from_slice(&kuradb_binding::serialize::serialize_float(num))
+    }
+}
+
+native! {
+    /// The number of a big-endian IEEE single or double (else NaN).
+    fn Java_io_kuradb_Native_deserializeFloat(env, data: JByteArray<'l>) -> jdouble {
+        let data = bytes(env, &data, "the data")?;
+        Ok(kuradb_binding::serialize::deserialize_float(&data))
     }
 }

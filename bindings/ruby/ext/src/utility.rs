@@ -34,6 +34,26 @@ fn reference_params(ruby: &Ruby, pairs: Vec<(String, String)>) -> Result<Vec<(St
     kuradb_binding::params::reference_params(pairs).map_err(|e| to_rb(ruby, e))
 }
 
+/// An integer as the reference's 8 big-endian bytes (binary encoding).
+fn serialize_int(ruby: &Ruby, num: i64) -> RString {
+    ruby.str_from_slice(&kuradb_binding::serialize::serialize_int(num))
+}
+
+/// The integer of a big-endian sequence, as the reference reads it.
+fn deserialize_int(data: RString) -> i64 {
+    kuradb_binding::serialize::deserialize_int(&bytes(data))
+}
+
+/// A floating-point number as the reference's 8 big-endian bytes.
+fn serialize_float(ruby: &Ruby, num: f64) -> RString {
+    ruby.str_from_slice(&kuradb_binding::serialize::serialize_float(num))
+}
+
+/// The number of a big-endian IEEE single or double (else NaN).
+fn deserialize_float(data: RString) -> f64 {
+    kuradb_binding::serialize::deserialize_float(&bytes(data))
+}
+
 /// Defines `Kuradb::Utility` and its functions.
 pub fn define(_ruby: &Ruby, module: RModule) -> Result<(), Error> {
     module.define_module_function("_reference_params", function!(reference_params, 1))?;
@@ -41,6 +61,10 @@ pub fn define(_ruby: &Ruby, module: RModule) -> Result<(), Error> {
     utility.define_singleton_method("primary_hash", function!(primary_hash, 2))?;
     utility.define_singleton_method("secondary_hash", function!(secondary_hash, 2))?;
     utility.define_singleton_method("edit_distance_lev", function!(edit_distance_lev, 3))?;
+    utility.define_singleton_method("serialize_int", function!(serialize_int, 1))?;
+    utility.define_singleton_method("deserialize_int", function!(deserialize_int, 1))?;
+    utility.define_singleton_method("serialize_float", function!(serialize_float, 1))?;
+    utility.define_singleton_method("deserialize_float", function!(deserialize_float, 1))?;
     utility.define_singleton_method("memory_usage", function!(kuradb::utility::memory_usage, 0))?;
     utility.define_singleton_method("memory_capacity", function!(kuradb::utility::memory_capacity, 0))?;
     utility.const_set("CORE_VERSION", kuradb::utility::VERSION)?;

@@ -71,6 +71,26 @@ class Utility:
         return _kuradb.secondary_hash(_data(data), _range(num_shards))
 
     @classmethod
+    def SerializeInt(cls, num: int) -> bytes:
+        """``num`` as 8 big-endian bytes."""
+        return _kuradb.serialize_int(int(num))
+
+    @classmethod
+    def DeserializeInt(cls, data: Union[str, bytes]) -> int:
+        """The integer of a big-endian sequence (its first 8 bytes at most)."""
+        return _kuradb.deserialize_int(_data(data))
+
+    @classmethod
+    def SerializeFloat(cls, num: float) -> bytes:
+        """``num`` as 8 big-endian bytes (an IEEE double)."""
+        return _kuradb.serialize_float(float(num))
+
+    @classmethod
+    def DeserializeFloat(cls, data: Union[str, bytes]) -> float:
+        """The number of a big-endian IEEE single or double; NaN for any other length."""
+        return _kuradb.deserialize_float(_data(data))
+
+    @classmethod
     def EditDistanceLev(cls, a: str, b: str) -> int:
         """The Levenshtein distance of two strings, in characters."""
         return _kuradb.edit_distance_lev(str(a), str(b))

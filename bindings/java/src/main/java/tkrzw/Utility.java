@@ -105,6 +105,46 @@ public class Utility {
   }
 
   /**
+   * Serializes an integer into a big-endian binary sequence.
+   *
+   * @param num an integer
+   * @return its 8 big-endian bytes
+   */
+  public static byte[] serializeInt(long num) {
+    return Native.serializeInt(num);
+  }
+
+  /**
+   * Deserializes a big-endian binary sequence into an integer.
+   *
+   * @param serialized a binary sequence (its first 8 bytes at most are read)
+   * @return the integer
+   */
+  public static long deserializeInt(byte[] serialized) {
+    return Native.deserializeInt(serialized);
+  }
+
+  /**
+   * Serializes a floating-point number into a big-endian binary sequence.
+   *
+   * @param num a floating-point number
+   * @return its 8 big-endian bytes (an IEEE double)
+   */
+  public static byte[] serializeFloat(double num) {
+    return Native.serializeFloat(num);
+  }
+
+  /**
+   * Deserializes a big-endian binary sequence into a floating-point number.
+   *
+   * @param serialized an IEEE single (4 bytes) or double (8 bytes)
+   * @return the number, or NaN for any other length
+   */
+  public static double deserializeFloat(byte[] serialized) {
+    return Native.deserializeFloat(serialized);
+  }
+
+  /**
    * The reference's open parameters in kuradb's terms, by the binding core
    * (the same translation as the Python and Ruby layers): {@code concurrent}
    * is dropped (kuradb is always thread-safe); colons in {@code
