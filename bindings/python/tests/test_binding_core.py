@@ -61,3 +61,20 @@ def test_utility_serializes_numbers_big_endian() -> None:
     assert tkrzw.Utility.DeserializeInt(b"\xff") == 255
     assert tkrzw.Utility.DeserializeFloat(tkrzw.Utility.SerializeFloat(-2.25)) == -2.25
     assert tkrzw.Utility.DeserializeFloat(b"abc") != tkrzw.Utility.DeserializeFloat(b"abc")  # NaN
+
+
+def test_the_current_references_python_edges(tmp_path: pathlib.Path) -> None:
+    dbm = tkrzw.DBM()
+    assert len(dbm) == 0
+    assert dbm.Open(str(tmp_path / "e.tkh"), True).IsOK()
+    assert dbm.Process(12, lambda k, v: 34, True).IsOK()
+    assert dbm.GetStr("12") == "34"
+    for key in ("a", "b", "c"):
+        dbm.Set(key, key)
+    adbm = tkrzw.AsyncDBM(dbm, 2)
+    assert adbm.RemoveMulti("a", "b").Get().IsOK()
+    assert adbm.RemoveMulti(["c"]).Get().IsOK()
+    assert adbm.RemoveMulti("zz").Get().GetCode() == tkrzw.Status.NOT_FOUND_ERROR
+    adbm.Destruct()
+    assert len(dbm) == 1
+    dbm.Close()

@@ -159,7 +159,11 @@ class AsyncDBM:
 
         return self._queue(lambda a: a.remove(_bytes(key)), ok)
 
-    def RemoveMulti(self, keys: List[Data]) -> Future:
+    def RemoveMulti(self, *keys: Any) -> Future:
+        """Removes the records of the keys, given as arguments (the current
+        reference) or as one list or tuple (its older releases)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
         wanted = [_bytes(k) for k in keys]
 
         def ok(removed: int) -> Status:

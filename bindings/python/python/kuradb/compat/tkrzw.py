@@ -234,7 +234,16 @@ class DBM(_kuradb._CompatDBM):
         """Calls func(key, value or None) under the record's lock: it returns
         None to keep the record, False to remove it, or bytes/str to set it."""
         raw = _bytes(key)
-        return self._call(lambda db: db.process(raw, lambda value: func(raw, value), writable))
+
+        def call(value: Optional[bytes]) -> Any:
+            # As the reference, a result that is not None, a bool, bytes or
+            # str is stored as its str() (an int, say).
+            out = func(raw, value)
+            if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+                return out
+            return str(out)
+
+        return self._call(lambda db: db.process(raw, call, writable))
 
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
         found = self._open.get_multi([_bytes(k) for k in keys])
@@ -427,7 +436,8 @@ class DBM(_kuradb._CompatDBM):
         return _CLASS_NAMES.get(name, name)
 
     def __len__(self) -> int:
-        return self._open.count()
+        # As the reference: an unopened database has no records.
+        return 0 if self._db is None else self._open.count()
 
     def __iter__(self) -> _PyIterator[Tuple[bytes, bytes]]:
         return iter(self._open.items())
