@@ -61,4 +61,15 @@ class TestBindingCore < Test::Unit::TestCase
     assert_equal(-2.25, Tkrzw::Utility.deserialize_float(Tkrzw::Utility.serialize_float(-2.25)))
     assert_true(Tkrzw::Utility.deserialize_float("abc").nan?)
   end
+
+  def test_a_write_to_a_file_opened_for_reading_is_a_precondition_error
+    file = Tkrzw::File.new
+    file.open(path("f.dat"), true).or_die
+    file.write(0, "abc").or_die
+    file.close.or_die
+    file.open(path("f.dat"), false).or_die
+    assert_equal(Tkrzw::Status::PRECONDITION_ERROR, file.write(0, "x").code)
+    assert_equal(Tkrzw::Status::PRECONDITION_ERROR, file.truncate(1).code)
+    file.close.or_die
+  end
 end

@@ -19,6 +19,8 @@ use kuradb::dbm::SearchMode;
 use kuradb::file::{File, FileSpec, OpenOptions};
 use kuradb::ErrorKind;
 
+use kuradb_binding::file::check_writable;
+
 use crate::convert::{bytes, string};
 use crate::error::to_rb;
 use crate::handle;
@@ -228,16 +230,16 @@ impl RbFile {
 
     fn write(ruby: &Ruby, rb_self: &Self, offset: u64, data: RString) -> Result<(), Error> {
         let data = bytes(data);
-        rb_self.with(ruby, |f| f.write(offset, &data))
+        rb_self.with(ruby, |f| check_writable(f).and_then(|()| f.write(offset, &data)))
     }
 
     fn append(ruby: &Ruby, rb_self: &Self, data: RString) -> Result<u64, Error> {
         let data = bytes(data);
-        rb_self.with(ruby, |f| f.append(&data))
+        rb_self.with(ruby, |f| check_writable(f).and_then(|()| f.append(&data)))
     }
 
     fn truncate(ruby: &Ruby, rb_self: &Self, size: u64) -> Result<(), Error> {
-        rb_self.with(ruby, |f| f.truncate(size))
+        rb_self.with(ruby, |f| check_writable(f).and_then(|()| f.truncate(size)))
     }
 
     fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
