@@ -20,6 +20,10 @@ module Kuradb
     def kind
       :unknown
     end
+
+    # The reference's status code of the error (Tkrzw::Status's codes), as
+    # the binding core maps kinds to codes; nil for an error made in Ruby.
+    attr_reader :status_code
   end
 
   {

@@ -21,6 +21,7 @@
 
 require "kuradb"
 require "tkrzw/status"
+require "tkrzw/params"
 require "tkrzw/utility"
 require "tkrzw/dbm"
 require "tkrzw/iterator"

@@ -21,8 +21,12 @@ pub enum ErrorKind {
     /// An argument or parameter is malformed or out of range.
     InvalidArgument,
     /// The operation cannot be done in the object's current state (for example a
-    /// write to a file opened read-only, or a read past its end).
+    /// closed database, or a read past a file's end).
     Infeasible,
+    /// A write to a database opened for reading only: the reference's
+    /// precondition error, told apart from [`ErrorKind::Infeasible`] so that a
+    /// binding reports it without reading the message.
+    ReadOnly,
     /// Stored data is inconsistent: a corrupt or truncated file.
     BrokenData,
     /// The resource is locked by someone else and the caller asked not to wait.
@@ -43,6 +47,7 @@ impl ErrorKind {
             ErrorKind::Duplication => "duplication",
             ErrorKind::InvalidArgument => "invalid argument",
             ErrorKind::Infeasible => "infeasible",
+            ErrorKind::ReadOnly => "read-only",
             ErrorKind::BrokenData => "broken data",
             ErrorKind::WouldBlock => "locked",
             ErrorKind::System => "system error",

@@ -18,7 +18,7 @@ const TOP_FOLDERS: &[&str] = &["docs/", "crates/", "bindings/", "bench/", "scrip
 /// server's crate and the bindings' one home each). Paths under them are
 /// named already but may not exist on this branch yet. The lead removes this
 /// list at the merge that creates them.
-const PENDING_LAYOUT: &[&str] = &["crates/kura-serve", "bindings/core", "bindings/python"];
+const PENDING_LAYOUT: &[&str] = &["crates/kura-serve"];
 
 /// What a build makes, named by the guides as where to find it.
 const BUILD_OUTPUTS: &[&str] = &["bindings/java/target/", "bindings/ruby/lib/kuradb/kuradb_ext.so"];

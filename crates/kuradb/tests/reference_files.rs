@@ -452,7 +452,7 @@ fn what_the_reader_lacks_is_refused_by_name() {
     assert!(err.message().contains("opened read-only"), "{err}");
     let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
     for err in [db.set(b"k", b"w", true).err(), db.remove(b"k").err(), db.clear().err(), db.rebuild().err()] {
-        assert_eq!(err.unwrap().kind(), ErrorKind::Infeasible);
+        assert_eq!(err.unwrap().kind(), ErrorKind::ReadOnly);
     }
     let mut cursor = db.iter().unwrap();
     cursor.first().unwrap();

@@ -244,9 +244,16 @@ module Kuradb
       self
     end
 
-    # Makes every change reach the OS, or the device with +hard+.
-    def synchronize(hard = false)
-      _synchronize(hard ? true : false)
+    # Makes every change reach the OS, or the device with +hard+. A skip
+    # database takes the reference's +merge:+ (paths of databases whose
+    # records it adds, separated by colons) and +reducer:+ (applied to the
+    # records of one key) first; other classes ignore them.
+    def synchronize(hard = false, **params)
+      if params.empty?
+        _synchronize(hard ? true : false)
+      else
+        _synchronize_with(hard ? true : false, Params.pairs(params))
+      end
       self
     end
 

@@ -156,7 +156,7 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      status_future(@adb.rebuild(**params.transform_keys(&:to_sym)))
+      status_future(@adb.rebuild(**TkrzwParams.translated(params)))
     end
 
     def synchronize(hard, **_params)

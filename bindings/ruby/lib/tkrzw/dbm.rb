@@ -39,10 +39,7 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      params = params.transform_keys(&:to_sym)
-      # The reference waits for another process's lock unless told no_wait.
-      params[:no_wait] = false unless params.key?(:no_wait)
-      @db = Kuradb::DBM.open(path.to_s, writable, **params)
+      @db = Kuradb::DBM.open(path.to_s, writable, **TkrzwParams.open(params))
       @no_file = path.to_s.empty?
       @writable = writable && !@no_file ? true : false
       Status.new
@@ -268,19 +265,17 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      call { opened.rebuild(**params.transform_keys(&:to_sym)) }
+      call { opened.rebuild(**TkrzwParams.translated(params)) }
     end
 
     def should_be_rebuilt?
       opened.should_be_rebuilt?
     end
 
-    # Only a skip database takes +params+ (its reducer, applied at rebuild).
+    # Only a skip database uses +params+, as the reference documents:
+    # +merge+ (paths separated by colons) and +reducer+.
     def synchronize(hard, **params)
-      call do
-        opened.rebuild(**params.transform_keys(&:to_sym)) unless params.empty?
-        opened.synchronize(hard)
-      end
+      call { opened.synchronize(hard, **params.transform_keys(&:to_sym)) }
     end
 
     def copy_file_data(dest_path, sync_hard = false)

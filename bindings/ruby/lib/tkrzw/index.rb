@@ -26,10 +26,7 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened index") if @index
 
-      params = params.transform_keys(&:to_sym)
-      # The reference waits for another process's lock unless told no_wait.
-      params[:no_wait] = false unless params.key?(:no_wait)
-      @index = Kuradb::Index.open(path.to_s, writable, **params)
+      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(params))
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)

@@ -115,18 +115,18 @@ module Tkrzw
 
     module_function
 
-    # The Status of an exception: kuradb's by kind (without the kind's
+    # The Status of an exception: kuradb's by the code the binding core
+    # gives its kind (without the kind's
     # name, which the code says), TypeError, ArgumentError and RangeError
     # (a number too large for an offset) as invalid arguments, anything
     # else as an application error.
     def status_of(error)
       case error
       when Kuradb::Error
-        code = CODES.fetch(error.class, Status::UNKNOWN_ERROR)
-        message = error.message.sub(/\A[a-z ]+: /, "")
-        # The reference reports a write to a reader as a precondition error.
-        code = Status::PRECONDITION_ERROR if code == Status::INFEASIBLE_ERROR && message.include?("for reading only")
-        Status.new(code, message)
+        # The binding core's code of the error's kind, where the native
+        # library raised it; else by class.
+        code = error.status_code || CODES.fetch(error.class, Status::UNKNOWN_ERROR)
+        Status.new(code, error.message.sub(/\A[a-z -]+: /, ""))
       when TypeError, ArgumentError, RangeError then Status.new(Status::INVALID_ARGUMENT_ERROR, error.message)
       else Status.new(Status::APPLICATION_ERROR, error.message)
       end

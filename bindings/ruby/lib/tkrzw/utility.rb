@@ -51,6 +51,26 @@ module Tkrzw
 
     # The Levenshtein distance of +a+ and +b+, in bytes, or in Unicode
     # characters with +utf+.
+    # +num+ as 8 big-endian bytes (a binary String).
+    def self.serialize_int(num)
+      Kuradb::Utility.serialize_int(Integer(num))
+    end
+
+    # The integer of a big-endian binary String (its first 8 bytes at most).
+    def self.deserialize_int(data)
+      Kuradb::Utility.deserialize_int(data.to_s)
+    end
+
+    # +num+ as 8 big-endian bytes (an IEEE double, a binary String).
+    def self.serialize_float(num)
+      Kuradb::Utility.serialize_float(Float(num))
+    end
+
+    # The number of a big-endian IEEE single or double; NaN for any other length.
+    def self.deserialize_float(data)
+      Kuradb::Utility.deserialize_float(data.to_s)
+    end
+
     def self.edit_distance_lev(a, b, utf = false)
       Kuradb::Utility.edit_distance_lev(a.to_s, b.to_s, utf ? true : false)
     end

@@ -127,7 +127,7 @@ impl Persistence {
     /// The error of a write to a database opened for reading.
     pub(crate) fn read_only(&self) -> Error {
         let name = self.path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
-        Error::new(ErrorKind::Infeasible, format!("the database {name} is open for reading only"))
+        Error::new(ErrorKind::ReadOnly, format!("the database {name} is open for reading only"))
     }
 
     /// Checks that an operation may go on: in the process that opened the

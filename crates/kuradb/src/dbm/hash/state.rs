@@ -146,7 +146,7 @@ impl State {
     }
 
     pub(super) fn read_only(&self) -> Error {
-        Error::new(ErrorKind::Infeasible, format!("{} is open for reading only", self.file.path().display()))
+        Error::new(ErrorKind::ReadOnly, format!("{} is open for reading only", self.file.path().display()))
     }
 
     /// The error of a broken record at `offset`; the database is unhealthy from now on.

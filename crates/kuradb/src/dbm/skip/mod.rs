@@ -212,7 +212,7 @@ impl SkipDbm {
     }
 
     fn read_only(&self) -> Error {
-        Error::new(ErrorKind::Infeasible, format!("{} is opened read-only", self.path.display()))
+        Error::new(ErrorKind::ReadOnly, format!("{} is opened read-only", self.path.display()))
     }
 
     /// Writes pending updates to a new file and closes the database.

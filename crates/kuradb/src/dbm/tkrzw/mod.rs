@@ -91,7 +91,7 @@ impl ReferenceFormat {
 /// The error every writing method answers.
 pub(crate) fn read_only(path: &Path) -> Error {
     Error::new(
-        crate::error::ErrorKind::Infeasible,
+        crate::error::ErrorKind::ReadOnly,
         format!(
             "{}: a file written by the reference implementation is opened read-only; `kura util convert` \
              makes a kuradb database of it",

@@ -93,6 +93,6 @@ impl Tree {
 
     pub(super) fn read_only(&self) -> Error {
         let path = self.store.path().map(|p| p.display().to_string()).unwrap_or_default();
-        Error::new(ErrorKind::Infeasible, format!("{path} is open for reading only"))
+        Error::new(ErrorKind::ReadOnly, format!("{path} is open for reading only"))
     }
 }

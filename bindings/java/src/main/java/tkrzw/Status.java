@@ -48,6 +48,21 @@ public class Status {
     public int getNumber() {
       return number;
     }
+
+    /**
+     * The code of a number, as the reference's {@code Status.Code.valueOf(int)}.
+     *
+     * @param number the reference's number of a code
+     * @return the code, or null if no code has that number
+     */
+    public static Code valueOf(int number) {
+      for (Code code : values()) {
+        if (code.number == number) {
+          return code;
+        }
+      }
+      return null;
+    }
   }
 
   /** Success. */
@@ -228,24 +243,13 @@ public class Status {
     }
   }
 
-  /** The status of a kuradb error, by its kind. */
+  /**
+   * The status of a kuradb error: the code the binding core maps its kind
+   * to (a write to a database opened for reading is PRECONDITION_ERROR, as
+   * the reference says), and its message.
+   */
   static Status of(KuraException e) {
-    Code code;
-    switch (e.kind()) {
-      case NOT_FOUND: code = NOT_FOUND_ERROR; break;
-      case DUPLICATION: code = DUPLICATION_ERROR; break;
-      case INVALID_ARGUMENT: code = INVALID_ARGUMENT_ERROR; break;
-      case BROKEN_DATA: code = BROKEN_DATA_ERROR; break;
-      case SYSTEM: code = SYSTEM_ERROR; break;
-      case NOT_IMPLEMENTED: code = NOT_IMPLEMENTED_ERROR; break;
-      case CANCELED: code = CANCELED_ERROR; break;
-      case INFEASIBLE:
-      case WOULD_BLOCK:
-        // The reference says PRECONDITION_ERROR of a write to a database opened for reading.
-        code = e.detail().contains("for reading only") ? PRECONDITION_ERROR : INFEASIBLE_ERROR;
-        break;
-      default: code = UNKNOWN_ERROR;
-    }
-    return new Status(code, e.detail());
+    Code code = Code.valueOf(e.statusCode());
+    return new Status(code == null ? UNKNOWN_ERROR : code, e.detail());
   }
 }

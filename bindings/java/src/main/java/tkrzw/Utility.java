@@ -116,29 +116,61 @@ public class Utility {
   }
 
   /**
-   * The reference's open parameters in kuradb's terms: {@code concurrent} is
-   * dropped (kuradb is always thread-safe); {@code RECORD_COMP_AES} with a
-   * {@code cipher_key} is kuradb's authenticated encryption; RC4 is refused.
+   * Serializes an integer into a big-endian binary sequence.
+   *
+   * @param num an integer
+   * @return its 8 big-endian bytes
+   */
+  public static byte[] serializeInt(long num) {
+    return Native.serializeInt(num);
+  }
+
+  /**
+   * Deserializes a big-endian binary sequence into an integer.
+   *
+   * @param serialized a binary sequence (its first 8 bytes at most are read)
+   * @return the integer
+   */
+  public static long deserializeInt(byte[] serialized) {
+    return Native.deserializeInt(serialized);
+  }
+
+  /**
+   * Serializes a floating-point number into a big-endian binary sequence.
+   *
+   * @param num a floating-point number
+   * @return its 8 big-endian bytes (an IEEE double)
+   */
+  public static byte[] serializeFloat(double num) {
+    return Native.serializeFloat(num);
+  }
+
+  /**
+   * Deserializes a big-endian binary sequence into a floating-point number.
+   *
+   * @param serialized an IEEE single (4 bytes) or double (8 bytes)
+   * @return the number, or NaN for any other length
+   */
+  public static double deserializeFloat(byte[] serialized) {
+    return Native.deserializeFloat(serialized);
+  }
+
+  /**
+   * The reference's open parameters in kuradb's terms, by the binding core
+   * (the same translation as the Python and Ruby layers): {@code concurrent}
+   * is dropped (kuradb is always thread-safe); colons in {@code
+   * access_options} separate options as the reference writes them; {@code
+   * RECORD_COMP_AES} with a {@code cipher_key} is kuradb's authenticated
+   * encryption; RC4 is refused (INVALID_ARGUMENT).
    */
   static Map<String, String> kuradbParams(Map<String, String> params) {
     if (params == null) {
       return null;
     }
-    Map<String, String> out = new LinkedHashMap<>(params);
-    out.remove("concurrent");
-    // The reference separates access options with colons; kuradb with + (or , | space).
-    out.computeIfPresent("access_options", (k, v) -> v.replace(':', '+'));
-    String mode = out.getOrDefault("record_comp_mode", "").trim().toUpperCase();
-    String bare = mode.startsWith("RECORD_COMP_") ? mode.substring("RECORD_COMP_".length()) : mode;
-    if (bare.equals("RC4")) {
-      throw new IllegalArgumentException("record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken"
-          + " cipher; give RECORD_COMP_AES (kuradb's authenticated encryption) with cipher_key");
-    }
-    if (bare.equals("AES")) {
-      if (out.getOrDefault("cipher_key", "").isEmpty()) {
-        throw new IllegalArgumentException("record_comp_mode RECORD_COMP_AES needs a cipher_key");
-      }
-      out.remove("record_comp_mode");
+    String[] flat = Native.referenceParams(Convert.flatten(params));
+    Map<String, String> out = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < flat.length; i += 2) {
+      out.put(flat[i], flat[i + 1]);
     }
     return out;
   }

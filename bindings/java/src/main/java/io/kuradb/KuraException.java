@@ -35,6 +35,7 @@ public class KuraException extends RuntimeException {
 
   private final Kind kind;
   private final String detail;
+  private final int statusCode;
 
   /**
    * An error of {@code kind}.
@@ -46,10 +47,11 @@ public class KuraException extends RuntimeException {
     super(kind.name().toLowerCase().replace('_', ' ') + ": " + detail);
     this.kind = kind;
     this.detail = detail;
+    this.statusCode = -1;
   }
 
-  /** Made by the native library: the kind's name, the message, the whole text. */
-  KuraException(String kindName, String detail, String text) {
+  /** Made by the native library: the kind's name, the message, the whole text, the status code. */
+  KuraException(String kindName, String detail, String text, int statusCode) {
     super(text);
     Kind k;
     try {
@@ -59,11 +61,20 @@ public class KuraException extends RuntimeException {
     }
     this.kind = k;
     this.detail = detail;
+    this.statusCode = statusCode;
   }
 
   /** @return what went wrong, as a category */
   public Kind kind() {
     return kind;
+  }
+
+  /**
+   * @return the reference's status code of the error, as the binding core
+   *     maps kinds to codes (-1 for an exception made in Java)
+   */
+  public int statusCode() {
+    return statusCode;
   }
 
   /** @return the message without the kind: the operation and its object */

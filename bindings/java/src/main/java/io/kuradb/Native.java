@@ -123,6 +123,21 @@ public final class Native {
   public static native void cursorRemove(long cursor);
 
   public static native String version();
+
+  /** An integer as the reference's 8 big-endian bytes. */
+  public static native byte[] serializeInt(long num);
+
+  /** The integer of a big-endian sequence, as the reference reads it. */
+  public static native long deserializeInt(byte[] data);
+
+  /** A floating-point number as the reference's 8 big-endian bytes. */
+  public static native byte[] serializeFloat(double num);
+
+  /** The number of a big-endian IEEE single or double (else NaN). */
+  public static native double deserializeFloat(byte[] data);
+
+  /** The reference's parameters (name, value, ...) in kuradb's terms, the same flat way. */
+  public static native String[] referenceParams(String[] params);
   public static native long primaryHash(byte[] data, long numBuckets);
   public static native long secondaryHash(byte[] data, long numShards);
   public static native int editDistanceLev(String a, String b);

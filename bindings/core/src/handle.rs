@@ -1,0 +1,192 @@
+//! [`OpenHandle`]: an open (or closed) database as a foreign object holds
+//! it, with the slots of its cursors and its [`CallbackGuard`].
+//!
+//! Calls take the read lock (recursively: a reader never waits behind a
+//! closer that waits for another reader of the same thread); `install` and
+//! `close` take the write lock, so a close waits for the calls in flight.
+//! Closing empties every cursor's slot, so a cursor of a closed database
+//! fails instead of reading it.
+
+use std::sync::{Arc, Weak};
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::ErrorKind;
+use parking_lot::{Mutex, RwLock};
+
+use crate::cursor::{Live, Slot};
+use crate::guard::CallbackGuard;
+
+/// A database slot: the open database, or none.
+#[derive(Default)]
+pub struct OpenHandle {
+    db: RwLock<Option<Arc<AnyDbm>>>,
+    cursors: Mutex<Vec<Weak<Slot>>>,
+    guard: CallbackGuard,
+}
+
+impl OpenHandle {
+    /// A handle holding `db`.
+    pub fn new(db: AnyDbm) -> OpenHandle {
+        OpenHandle { db: RwLock::new(Some(Arc::new(db))), ..OpenHandle::default() }
+    }
+
+    /// The database's callback guard.
+    pub fn guard(&self) -> &CallbackGuard {
+        &self.guard
+    }
+
+    /// Whether a database is open.
+    pub fn is_open(&self) -> bool {
+        self.db.read_recursive().is_some()
+    }
+
+    /// Runs `f` on the open database; fails if none is open, or if this
+    /// thread is inside one of its callbacks.
+    pub fn with<R>(&self, f: impl FnOnce(&Arc<AnyDbm>) -> kuradb::Result<R>) -> kuradb::Result<R> {
+        self.guard.check()?;
+        let guard = self.db.read_recursive();
+        f(guard.as_ref().ok_or_else(not_open)?)
+    }
+
+    /// [`OpenHandle::with`] if the lock can be had at once (no `install` or
+    /// `close` is waiting for it), else `None`: for a binding that would
+    /// rather release its interpreter's lock than wait while holding it.
+    pub fn try_with<R>(
+        &self,
+        f: impl FnOnce(&Arc<AnyDbm>) -> kuradb::Result<R>,
+    ) -> Option<kuradb::Result<R>> {
+        if let Err(e) = self.guard.check() {
+            return Some(Err(e));
+        }
+        let guard = self.db.try_read_recursive()?;
+        Some(guard.as_ref().ok_or_else(not_open).and_then(f))
+    }
+
+    /// A clone of the open database's `Arc`, for what outlives the call (an
+    /// `AsyncDBM`'s workers).
+    pub fn share(&self) -> kuradb::Result<Arc<AnyDbm>> {
+        self.with(|db| Ok(Arc::clone(db)))
+    }
+
+    /// Makes `open()`'s database the handle's, unless one is open already.
+    pub fn install(&self, open: impl FnOnce() -> kuradb::Result<AnyDbm>) -> kuradb::Result<()> {
+        self.guard.check()?;
+        let mut slot = self.db.write();
+        if slot.is_some() {
+            return Err(kuradb::Error::new(
+                ErrorKind::Infeasible,
+                "the database is already open: close it first",
+            ));
+        }
+        *slot = Some(Arc::new(open()?));
+        Ok(())
+    }
+
+    /// A new cursor of the open database, in a slot that `close` empties.
+    pub fn new_cursor(&self) -> kuradb::Result<Arc<Slot>> {
+        self.with(|db| {
+            let slot = Arc::new(Mutex::new(Some(Live::open(Arc::clone(db))?)));
+            let mut cursors = self.cursors.lock();
+            // Forget the cursors dropped meanwhile, at doubling sizes, so the
+            // list stays as long as the live cursors at amortised cost.
+            if cursors.len() >= 64 && cursors.len().is_power_of_two() {
+                cursors.retain(|w| w.strong_count() > 0);
+            }
+            cursors.push(Arc::downgrade(&slot));
+            Ok(slot)
+        })
+    }
+
+    /// Closes the database (a closed one stays closed) and empties every
+    /// cursor's slot. If something else still shares it (an `AsyncDBM`),
+    /// it stays open and the error says so.
+    pub fn close(&self) -> kuradb::Result<()> {
+        self.guard.check()?;
+        let taken = self.db.write().take();
+        self.finish_close(taken)
+    }
+
+    /// [`OpenHandle::close`] if the write lock can be had at once, else
+    /// `None` (nothing done).
+    pub fn try_close(&self) -> Option<kuradb::Result<()>> {
+        if let Err(e) = self.guard.check() {
+            return Some(Err(e));
+        }
+        let taken = self.db.try_write()?.take();
+        Some(self.finish_close(taken))
+    }
+
+    fn finish_close(&self, taken: Option<Arc<AnyDbm>>) -> kuradb::Result<()> {
+        let Some(db) = taken else { return Ok(()) };
+        for slot in self.cursors.lock().drain(..) {
+            if let Some(slot) = slot.upgrade() {
+                slot.lock().take();
+            }
+        }
+        match Arc::try_unwrap(db) {
+            Ok(db) => db.close(),
+            Err(db) => {
+                *self.db.write() = Some(db);
+                Err(kuradb::Error::new(
+                    ErrorKind::Infeasible,
+                    "the database is still used by an AsyncDBM: destruct the AsyncDBM before closing \
+                     the database",
+                ))
+            }
+        }
+    }
+}
+
+/// The error of any use of a closed database or cursor.
+pub fn not_open() -> kuradb::Error {
+    kuradb::Error::new(ErrorKind::Infeasible, "the database is not open")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cursor::with_slot;
+    use kuradb::dbm::Dbm;
+
+    fn memory() -> AnyDbm {
+        AnyDbm::open("", true, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn closing_empties_the_cursors_and_a_closed_handle_refuses_calls() {
+        let handle = OpenHandle::new(memory());
+        handle.with(|db| db.set(b"k", b"v", true)).unwrap();
+        let slot = handle.new_cursor().unwrap();
+        with_slot(&slot, not_open, |c| c.first()).unwrap();
+        let record = with_slot(&slot, not_open, |c| c.get()).unwrap();
+        assert_eq!(record, Some((b"k".to_vec(), b"v".to_vec())));
+        handle.close().unwrap();
+        assert!(!handle.is_open());
+        assert_eq!(with_slot(&slot, not_open, |c| c.first()).unwrap_err().kind(), ErrorKind::Infeasible);
+        assert_eq!(handle.with(|db| db.count()).unwrap_err().kind(), ErrorKind::Infeasible);
+        handle.close().unwrap();
+        handle.install(|| Ok(memory())).unwrap();
+        assert_eq!(handle.install(|| Ok(memory())).unwrap_err().kind(), ErrorKind::Infeasible);
+    }
+
+    #[test]
+    fn a_shared_database_stays_open_when_closed() {
+        let handle = OpenHandle::new(memory());
+        let shared = handle.share().unwrap();
+        assert_eq!(handle.close().unwrap_err().kind(), ErrorKind::Infeasible);
+        assert!(handle.is_open());
+        drop(shared);
+        handle.close().unwrap();
+    }
+
+    #[test]
+    fn a_call_from_a_callback_is_refused() {
+        let handle = OpenHandle::new(memory());
+        let err = handle.guard().run_callbacks(|| handle.with(|db| db.count())).unwrap_err();
+        assert!(err.message().contains("inside one of its callbacks"), "{err}");
+        assert_eq!(
+            handle.guard().run_callbacks(|| handle.close()).unwrap_err().kind(),
+            ErrorKind::Infeasible
+        );
+    }
+}

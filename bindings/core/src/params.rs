@@ -1,0 +1,142 @@
+//! The reference's open and rebuild parameters in kuradb's terms, for the
+//! three compatible layers.
+//!
+//! A program written for the reference passes its parameters as its
+//! language's keywords or map; the binding turns each value to text and
+//! hands the pairs here. What comes back is what kuradb's `Params` take:
+//!
+//! - `concurrent` is dropped: a kuradb database is always thread-safe (a
+//!   binding reads it first where it decides whether calls release the
+//!   interpreter's lock);
+//! - `access_options` separated by colons, as the reference writes them
+//!   (`"padding:pagecache"`), are separated by `+`, as kuradb writes them;
+//! - `record_comp_mode=RECORD_COMP_AES` with a `cipher_key` is kuradb's
+//!   authenticated encryption (on whenever `cipher_key` is given), so the
+//!   mode is dropped; `RECORD_COMP_RC4` is refused, as a broken cipher with
+//!   no authentication, with an invalid-argument error a program already
+//!   handles;
+//! - a `max_page_size` below 64 is raised to 64, kuradb's smallest page:
+//!   the reference takes it as a target that small pages only approach.
+
+use kuradb::ErrorKind;
+
+/// The parameters a binding reads itself and kuradb does not take.
+const BINDING_ONLY: [&str; 1] = ["concurrent"];
+
+/// kuradb's smallest `max_page_size`.
+const LEAST_PAGE: u64 = 64;
+
+/// The reference's open (or rebuild) parameters as kuradb's, in order.
+pub fn reference_params<I, K, V>(pairs: I) -> kuradb::Result<Vec<(String, String)>>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut cipher = None;
+    let mut has_key = false;
+    for (name, value) in pairs {
+        let (name, value) = (name.into(), value.into());
+        match name.as_str() {
+            n if BINDING_ONLY.contains(&n) => {}
+            "access_options" => out.push((name, value.replace(':', "+"))),
+            "record_comp_mode" => {
+                let mode = value.trim().to_ascii_uppercase();
+                let bare = mode.strip_prefix("RECORD_COMP_").unwrap_or(&mode).to_string();
+                match bare.as_str() {
+                    "RC4" => {
+                        return Err(kuradb::Error::new(
+                            ErrorKind::InvalidArgument,
+                            "record_comp_mode RECORD_COMP_RC4 is refused: RC4 is a broken cipher, with no \
+                             authentication; give RECORD_COMP_AES (kuradb's authenticated encryption, \
+                             XChaCha20-Poly1305) with cipher_key",
+                        ))
+                    }
+                    "AES" => cipher = Some(()),
+                    _ => out.push((name, value)),
+                }
+            }
+            "max_page_size" => match value.trim().parse::<u64>() {
+                Ok(n) if n < LEAST_PAGE => out.push((name, LEAST_PAGE.to_string())),
+                // Anything else (a bad number included) is kuradb's to judge.
+                _ => out.push((name, value)),
+            },
+            _ => {
+                if name == "cipher_key" && !value.is_empty() {
+                    has_key = true;
+                }
+                out.push((name, value));
+            }
+        }
+    }
+    if cipher.is_some() && !has_key {
+        return Err(kuradb::Error::new(
+            ErrorKind::InvalidArgument,
+            "record_comp_mode RECORD_COMP_AES needs a cipher_key",
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn translated(pairs: &[(&str, &str)]) -> kuradb::Result<Vec<(String, String)>> {
+        reference_params(pairs.iter().copied())
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn colons_become_pluses_and_binding_parameters_go() {
+        let got = translated(&[
+            ("concurrent", "true"),
+            ("access_options", "padding:pagecache"),
+            ("num_buckets", "10"),
+        ]);
+        assert_eq!(got.unwrap(), pairs(&[("access_options", "padding+pagecache"), ("num_buckets", "10")]));
+    }
+
+    #[test]
+    fn aes_is_kuradbs_cipher_and_rc4_is_refused() {
+        let got = translated(&[("record_comp_mode", "RECORD_COMP_AES"), ("cipher_key", "k")]).unwrap();
+        assert_eq!(got, pairs(&[("cipher_key", "k")]));
+        let got = translated(&[("record_comp_mode", "aes"), ("cipher_key", "k")]).unwrap();
+        assert_eq!(got, pairs(&[("cipher_key", "k")]));
+        assert_eq!(
+            translated(&[("record_comp_mode", "RECORD_COMP_AES")]).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        let rc4 = translated(&[("record_comp_mode", "RECORD_COMP_RC4"), ("cipher_key", "k")]).unwrap_err();
+        assert!(rc4.message().contains("RC4 is a broken cipher"), "{rc4}");
+        let zstd = translated(&[("record_comp_mode", "RECORD_COMP_ZSTD")]).unwrap();
+        assert_eq!(zstd, pairs(&[("record_comp_mode", "RECORD_COMP_ZSTD")]));
+    }
+
+    #[test]
+    fn a_small_page_is_raised_to_the_least() {
+        assert_eq!(translated(&[("max_page_size", "10")]).unwrap(), pairs(&[("max_page_size", "64")]));
+        assert_eq!(translated(&[("max_page_size", "100")]).unwrap(), pairs(&[("max_page_size", "100")]));
+        assert_eq!(translated(&[("max_page_size", "x")]).unwrap(), pairs(&[("max_page_size", "x")]));
+    }
+
+    #[test]
+    fn translated_parameters_open_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.tkt");
+        let got = translated(&[
+            ("file", "pos-para"),
+            ("block_size", "512"),
+            ("access_options", "padding:pagecache"),
+            ("max_page_size", "32"),
+        ]);
+        let got = got.unwrap();
+        let params: kuradb::Params = got.into_iter().collect();
+        let db = kuradb::dbm::any::AnyDbm::open(&path, true, &params).unwrap();
+        db.close().unwrap();
+    }
+}

@@ -1,0 +1,69 @@
+"""kuradb: an embedded key-value database of the DBM family, written in Rust.
+
+``kuradb.DBM`` opens a database of any class (hash, tree, skip, …) from a path
+(str, bytes or os.PathLike) and keyword parameters; it is a
+``collections.abc.MutableMapping`` of bytes to bytes and releases the GIL while
+it works. Every error is a ``kuradb.Error``, an ``OSError``. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
+its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.Index``
+is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.UpdateLogReader``
+reads the update logs that ``ulog_prefix=`` writes. ``kuradb.dbm`` is the standard library's dbm interface and
+``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
+
+    >>> import kuradb
+    >>> with kuradb.DBM("/tmp/casket.kh", True, truncate=True) as db:
+    ...     db["japan"] = "tokyo"
+    ...     db["japan"]
+    b'tokyo'
+"""
+
+from ._kuradb import (
+    ANY_DATA,
+    AsyncDBM,
+    Future,
+    BrokenDataError,
+    CanceledError,
+    DuplicationError,
+    Error,
+    InfeasibleError,
+    ReadOnlyError,
+    Index,
+    IndexIterator,
+    InvalidArgumentError,
+    Iterator,
+    NoSuchFileError,
+    NotFoundError,
+    OperatingSystemError,
+    RecordIterator,
+    UnsupportedError,
+    UpdateLogEntry,
+    UpdateLogReader,
+    WouldBlockError,
+    __version__,
+)
+from ._mapping import DBM
+
+__all__ = [
+    "ANY_DATA",
+    "DBM",
+    "AsyncDBM",
+    "Future",
+    "Iterator",
+    "RecordIterator",
+    "Index",
+    "IndexIterator",
+    "UpdateLogReader",
+    "UpdateLogEntry",
+    "Error",
+    "NotFoundError",
+    "NoSuchFileError",
+    "DuplicationError",
+    "InvalidArgumentError",
+    "InfeasibleError",
+    "ReadOnlyError",
+    "BrokenDataError",
+    "WouldBlockError",
+    "OperatingSystemError",
+    "UnsupportedError",
+    "CanceledError",
+    "__version__",
+]

@@ -1,0 +1,75 @@
+//! The reference's utility functions (`kuradb::utility`) for the compat
+//! module's `Utility` class.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// The reference's primary hash; `num_buckets` 0 is the whole 64-bit range.
+#[pyfunction]
+#[pyo3(signature = (data, num_buckets = 0))]
+pub fn primary_hash(data: &[u8], num_buckets: u64) -> u64 {
+    kuradb::utility::primary_hash(data, num_buckets)
+}
+
+/// The reference's secondary hash; `num_shards` 0 is the whole 64-bit range.
+#[pyfunction]
+#[pyo3(signature = (data, num_shards = 0))]
+pub fn secondary_hash(data: &[u8], num_shards: u64) -> u64 {
+    kuradb::utility::secondary_hash(data, num_shards)
+}
+
+/// The Levenshtein distance of two strings, in characters.
+#[pyfunction]
+pub fn edit_distance_lev(a: &str, b: &str) -> usize {
+    kuradb::utility::edit_distance_lev(a, b)
+}
+
+/// The process's resident memory in bytes.
+#[pyfunction]
+pub fn memory_usage() -> u64 {
+    kuradb::utility::memory_usage()
+}
+
+/// The machine's total memory in bytes.
+#[pyfunction]
+pub fn memory_capacity() -> u64 {
+    kuradb::utility::memory_capacity()
+}
+
+/// Adds the functions to the native module.
+/// An integer as the reference's 8 big-endian bytes.
+#[pyfunction]
+fn serialize_int(py: Python<'_>, num: i64) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &kuradb_binding::serialize::serialize_int(num))
+}
+
+/// The integer of a big-endian sequence, as the reference reads it.
+#[pyfunction]
+fn deserialize_int(data: &[u8]) -> i64 {
+    kuradb_binding::serialize::deserialize_int(data)
+}
+
+/// A floating-point number as the reference's 8 big-endian bytes.
+#[pyfunction]
+fn serialize_float(py: Python<'_>, num: f64) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &kuradb_binding::serialize::serialize_float(num))
+}
+
+/// The number of a big-endian IEEE single or double (else NaN).
+#[pyfunction]
+fn deserialize_float(data: &[u8]) -> f64 {
+    kuradb_binding::serialize::deserialize_float(data)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(serialize_int, m)?)?;
+    m.add_function(wrap_pyfunction!(deserialize_int, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize_float, m)?)?;
+    m.add_function(wrap_pyfunction!(deserialize_float, m)?)?;
+    m.add_function(wrap_pyfunction!(primary_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(secondary_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(edit_distance_lev, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_usage, m)?)?;
+    m.add_function(wrap_pyfunction!(memory_capacity, m)?)?;
+    Ok(())
+}

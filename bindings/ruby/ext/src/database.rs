@@ -1,0 +1,548 @@
+//! `Kuradb::DBM`: an [`AnyDbm`] for Ruby, the `Dbm` methods one to one.
+//! `kuradb.rb` adds the Ruby idiom on top (`open` with a block, optional
+//! arguments, `each` and `Enumerable`); the methods it wraps start with `_`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use magnus::block::Proc;
+use magnus::encoding::Index;
+use magnus::prelude::*;
+use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Value};
+use parking_lot::{Mutex, RwLock};
+
+use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::params::Params;
+use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
+use kuradb::ErrorKind;
+
+use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
+use crate::cursor::{Cursor, Live, Slot};
+use crate::error::{not_open, to_rb, type_error};
+use crate::exchange_queue::exchange_multi;
+use crate::guard::Gate;
+use crate::handle;
+use crate::nogvl::{released_if, without_gvl};
+
+/// A database of any class (hash, tree, skip, …), chosen when it is opened.
+#[magnus::wrap(class = "Kuradb::DBM", free_immediately, size)]
+pub struct Database {
+    /// The open database; calls hold the read lock, `open` and `close` the
+    /// write lock (never contended: the VM lock orders them, see [`Gate`]).
+    pub(crate) db: RwLock<Option<Arc<AnyDbm>>>,
+    /// Every cursor made since opening, emptied on close.
+    cursors: Mutex<Vec<Weak<Slot>>>,
+    /// The encoding that keys and values come back in (`None`: binary).
+    encoding: Mutex<Option<Index>>,
+    pub(crate) gate: Gate,
+    /// Whether calls that run no Ruby code release the VM lock (the
+    /// `concurrent` open parameter; docs/ruby.md, "Threads and the VM lock").
+    concurrent: AtomicBool,
+}
+
+/// A record's new state as a block returned it: `nil` or `true` keeps the
+/// record, `false` removes it, a String is the new value.
+fn action_of(ruby: &Ruby, result: Value) -> Result<Action<'static>, Error> {
+    if result.is_nil() || result.is_kind_of(ruby.class_true_class()) {
+        return Ok(Action::Keep);
+    }
+    if result.is_kind_of(ruby.class_false_class()) {
+        return Ok(Action::Remove);
+    }
+    match RString::from_value(result) {
+        Some(s) => Ok(Action::Set(bytes(s).into())),
+        None => Err(type_error(
+            ruby,
+            format!(
+                "a process block must return a String (the new value), nil or true (keep) or false \
+                 (remove), not {}",
+                class_name_of(result)
+            ),
+        )),
+    }
+}
+
+/// The class name of a value, for messages.
+fn class_name_of(value: Value) -> String {
+    value.class().inspect()
+}
+
+impl Database {
+    fn new() -> Database {
+        Database {
+            db: RwLock::new(None),
+            cursors: Mutex::new(Vec::new()),
+            encoding: Mutex::new(None),
+            gate: Gate::default(),
+            concurrent: AtomicBool::new(false),
+        }
+    }
+
+    /// Runs `f` on the open database (after waiting for other threads'
+    /// blocks, see [`Gate::enter`]), with the VM lock released if the
+    /// database was opened `concurrent`. `f` is `Send`, so it holds no Ruby
+    /// object: callers copy keys and values out before.
+    pub(crate) fn with<R: Send>(
+        &self,
+        ruby: &Ruby,
+        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+    ) -> Result<R, Error> {
+        self.with_released(ruby, self.is_concurrent(), f)
+    }
+
+    /// Like [`Database::with`], releasing the VM lock if `release` (as for
+    /// a call that may wait long) whatever the `concurrent` parameter.
+    pub(crate) fn with_released<R: Send>(
+        &self,
+        ruby: &Ruby,
+        release: bool,
+        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+    ) -> Result<R, Error> {
+        self.gate.enter(ruby)?;
+        handle::call(ruby, &self.db, release, not_open, f)
+    }
+
+    /// Whether the open database releases the VM lock around its calls.
+    pub fn is_concurrent(&self) -> bool {
+        self.concurrent.load(Ordering::Relaxed)
+    }
+
+    /// A key or value as a Ruby String in the database's encoding.
+    pub(crate) fn out(&self, ruby: &Ruby, data: &[u8]) -> Result<RString, Error> {
+        string(ruby, *self.encoding.lock(), data)
+    }
+
+    pub(crate) fn opt_out(&self, ruby: &Ruby, data: Option<Vec<u8>>) -> Result<Option<RString>, Error> {
+        data.map(|d| self.out(ruby, &d)).transpose()
+    }
+
+    /// Runs `call` on the open database, which shows records through the
+    /// visitor it is given: each visit calls `block` with the key and the
+    /// value (or nil) under the records' locks and does what it returns.
+    /// Blocks run gated (see [`Gate`]); the first exception (or `break`,
+    /// `throw`) a block raises leaves the records still to come as they
+    /// are, and is raised once the locks are released.
+    pub(crate) fn with_block<R>(
+        &self,
+        ruby: &Ruby,
+        block: &Proc,
+        call: impl FnOnce(&AnyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
+    ) -> Result<R, Error> {
+        let mut failure = None;
+        self.gate.enter(ruby)?;
+        let guard = self.db.read_recursive();
+        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        let result = self.gate.run_blocks(|| {
+            call(db, &mut |key, value| {
+                if failure.is_some() {
+                    return Action::Keep;
+                }
+                let answer = (|| {
+                    let value = value.map(|v| self.out(ruby, v)).transpose()?;
+                    let result: Value = block.call((self.out(ruby, key)?, value))?;
+                    action_of(ruby, result)
+                })();
+                answer.unwrap_or_else(|e| {
+                    failure = Some(e);
+                    Action::Keep
+                })
+            })
+        });
+        drop(guard);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        result.map_err(|e| to_rb(ruby, e))
+    }
+
+    fn open(
+        ruby: &Ruby,
+        rb_self: &Self,
+        path: PathBuf,
+        writable: bool,
+        params: Vec<(String, String)>,
+        encoding: Option<String>,
+        concurrent: bool,
+    ) -> Result<(), Error> {
+        rb_self.gate.enter(ruby)?;
+        // kuradb.rb has checked the name with Encoding.find.
+        let encoding = encoding.map(|name| ruby.find_encindex(&name)).transpose()?;
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        let mut slot = rb_self.db.write();
+        if slot.is_some() {
+            return Err(to_rb(
+                ruby,
+                kuradb::Error::new(ErrorKind::Infeasible, "the database is already open: close it first"),
+            ));
+        }
+        // An empty path: an on-memory database of the class `dbm=` names (see PolyDbm).
+        let db = AnyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
+        *slot = Some(Arc::new(db));
+        *rb_self.encoding.lock() = encoding;
+        rb_self.concurrent.store(concurrent, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.gate.enter(ruby)?;
+        // Another thread may be in a call without the VM lock, holding the
+        // read lock (any call if `concurrent`, a waiting `pop_first` in any
+        // mode): wait for it without the VM lock too.
+        let slot = &rb_self.db;
+        let taken = match slot.try_write() {
+            Some(mut guard) => guard.take(),
+            None => without_gvl(|| slot.write().take()),
+        };
+        let Some(db) = taken else { return Ok(()) };
+        for slot in rb_self.cursors.lock().drain(..) {
+            if let Some(slot) = slot.upgrade() {
+                slot.lock().take();
+            }
+        }
+        match Arc::try_unwrap(db) {
+            Ok(db) => released_if(rb_self.is_concurrent(), || db.close()).map_err(|e| to_rb(ruby, e)),
+            Err(db) => {
+                // An AsyncDBM's workers hold it: it stays open.
+                *rb_self.db.write() = Some(db);
+                Err(to_rb(
+                    ruby,
+                    kuradb::Error::new(
+                        ErrorKind::Infeasible,
+                        "the database is in use by an open AsyncDBM (or by an export into it running in \
+                         another thread): close the AsyncDBM first",
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The open database and its encoding, for an AsyncDBM's workers.
+    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<AnyDbm>, Option<Index>), Error> {
+        self.gate.enter(ruby)?;
+        let guard = self.db.read_recursive();
+        let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        Ok((Arc::clone(db), *self.encoding.lock()))
+    }
+
+    fn is_open(&self) -> bool {
+        self.db.read_recursive().is_some()
+    }
+
+    fn get(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<Option<RString>, Error> {
+        let key = bytes(key);
+        let value = rb_self.with(ruby, |db| db.get(&key))?;
+        rb_self.opt_out(ruby, value)
+    }
+
+    fn store(ruby: &Ruby, rb_self: &Self, key: RString, value: RString) -> Result<RString, Error> {
+        let (k, v) = (bytes(key), bytes(value));
+        rb_self.with(ruby, |db| db.set(&k, &v, true))?;
+        Ok(value)
+    }
+
+    fn set(ruby: &Ruby, rb_self: &Self, key: RString, value: RString, overwrite: bool) -> Result<(), Error> {
+        let (key, value) = (bytes(key), bytes(value));
+        rb_self.with(ruby, |db| db.set(&key, &value, overwrite))
+    }
+
+    fn set_and_get(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        value: RString,
+        overwrite: bool,
+    ) -> Result<Option<RString>, Error> {
+        let (key, value) = (bytes(key), bytes(value));
+        let old = rb_self.with(ruby, |db| db.set_and_get(&key, &value, overwrite))?;
+        rb_self.opt_out(ruby, old)
+    }
+
+    fn remove(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<bool, Error> {
+        let key = bytes(key);
+        rb_self.with(ruby, |db| db.remove(&key))
+    }
+
+    fn remove_and_get(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<Option<RString>, Error> {
+        let key = bytes(key);
+        let old = rb_self.with(ruby, |db| db.remove_and_get(&key))?;
+        rb_self.opt_out(ruby, old)
+    }
+
+    fn contains(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<bool, Error> {
+        let key = bytes(key);
+        rb_self.with(ruby, |db| db.contains(&key))
+    }
+
+    fn append(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        value: RString,
+        delim: RString,
+    ) -> Result<(), Error> {
+        let (key, value, delim) = (bytes(key), bytes(value), bytes(delim));
+        rb_self.with(ruby, |db| db.append(&key, &value, &delim))
+    }
+
+    fn compare_exchange(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        expected: Option<RString>,
+        desired: Option<RString>,
+    ) -> Result<bool, Error> {
+        let (key, expected, desired) = (bytes(key), opt_bytes(expected), opt_bytes(desired));
+        rb_self.with(ruby, |db| db.compare_exchange(&key, expected.as_deref(), desired.as_deref()))
+    }
+
+    fn increment(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        delta: Option<i64>,
+        initial: i64,
+    ) -> Result<i64, Error> {
+        let (key, delta) = (bytes(key), delta.unwrap_or(INCREMENT_UNCHANGED));
+        rb_self.with(ruby, |db| db.increment(&key, delta, initial))
+    }
+
+    fn get_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<RHash, Error> {
+        let keys = byte_list(keys)?;
+        let values = rb_self.with(ruby, |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.get_multi(&refs)
+        })?;
+        let found = ruby.hash_new();
+        for (key, value) in keys.iter().zip(values) {
+            if let Some(value) = value {
+                found.aset(rb_self.out(ruby, key)?, rb_self.out(ruby, &value)?)?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn set_multi(ruby: &Ruby, rb_self: &Self, pairs: RArray, overwrite: bool) -> Result<(), Error> {
+        let pairs = byte_pairs(ruby, pairs, false)?;
+        let refs: Vec<(&[u8], &[u8])> =
+            pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
+        rb_self.with(ruby, |db| db.set_multi(&refs, overwrite))
+    }
+
+    fn remove_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<usize, Error> {
+        let keys = byte_list(keys)?;
+        rb_self.with(ruby, |db| {
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            db.remove_multi(&refs)
+        })
+    }
+
+    /// `any[i]` says the i-th expected value is the reference's `ANY_DATA`.
+    fn compare_exchange_multi(
+        ruby: &Ruby,
+        rb_self: &Self,
+        expected: RArray,
+        any: Vec<bool>,
+        desired: RArray,
+    ) -> Result<bool, Error> {
+        let (expected, desired) = (byte_pairs(ruby, expected, true)?, byte_pairs(ruby, desired, true)?);
+        rb_self.with(ruby, |db| exchange_multi(db, &expected, &any, &desired))
+    }
+
+    /// Calls `block` with the key and the value (or nil) under the record's
+    /// lock and does what it returns; an exception (or `break`, `throw`)
+    /// from the block leaves the record as it was and goes on after the
+    /// lock is released.
+    fn process(ruby: &Ruby, rb_self: &Self, key: RString, writable: bool, block: Proc) -> Result<(), Error> {
+        let key = bytes(key);
+        rb_self
+            .with_block(ruby, &block, |db, visit| db.process(&key, writable, &mut |value| visit(&key, value)))
+    }
+
+    /// Calls `block` with every record under the database's lock, like
+    /// [`Database::process`]; an exception stops the walk.
+    fn process_each(ruby: &Ruby, rb_self: &Self, writable: bool, block: Proc) -> Result<(), Error> {
+        rb_self.with_block(ruby, &block, |db, visit| {
+            db.process_each(writable, &mut |key, value| visit(key, Some(value)))
+        })
+    }
+
+    fn count(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
+        rb_self.with(ruby, |db| db.count())
+    }
+
+    fn file_size(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {
+        rb_self.with(ruby, |db| db.file_size())
+    }
+
+    fn path(ruby: &Ruby, rb_self: &Self) -> Result<Option<PathBuf>, Error> {
+        rb_self.with(ruby, |db| Ok(db.path().map(PathBuf::from)))
+    }
+
+    fn clear(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
+        rb_self.with(ruby, |db| db.clear())
+    }
+
+    fn rebuild(ruby: &Ruby, rb_self: &Self, params: Vec<(String, String)>) -> Result<(), Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        rb_self.with(ruby, |db| db.rebuild_with(&p))
+    }
+
+    fn should_be_rebuilt(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        rb_self.with(ruby, |db| db.should_be_rebuilt())
+    }
+
+    fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
+        rb_self.with(ruby, |db| db.synchronize(hard))
+    }
+
+    /// Synchronizes with the reference's parameters (the binding core's
+    /// `synchronize_with`: a skip database merges and reduces first).
+    fn synchronize_with(
+        ruby: &Ruby,
+        rb_self: &Self,
+        hard: bool,
+        params: Vec<(String, String)>,
+    ) -> Result<(), Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        rb_self.with(ruby, |db| kuradb_binding::synchronize::synchronize_with(db, hard, &p))
+    }
+
+    fn copy_file_data(ruby: &Ruby, rb_self: &Self, dest: PathBuf, hard: bool) -> Result<(), Error> {
+        rb_self.with(ruby, |db| db.copy_file_data(&dest, hard))
+    }
+
+    fn export(ruby: &Ruby, rb_self: &Self, dest: &Database) -> Result<(), Error> {
+        if std::ptr::eq(rb_self, dest) {
+            return Err(to_rb(
+                ruby,
+                kuradb::Error::new(ErrorKind::InvalidArgument, "a database cannot be exported into itself"),
+            ));
+        }
+        // A handle, not the read lock: the call may run without the VM
+        // lock, and a lock held across it would make a close of `dest` wait
+        // for this thread while this thread waits for the VM lock.
+        let (target, _) = dest.share(ruby)?;
+        rb_self.with(ruby, |db| db.export(&*target))
+    }
+
+    fn inspect_details(ruby: &Ruby, rb_self: &Self) -> Result<BTreeMap<String, String>, Error> {
+        rb_self.with(ruby, |db| Ok(db.inspect()?.into_iter().collect()))
+    }
+
+    fn is_ordered(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        rb_self.with(ruby, |db| Ok(db.is_ordered()))
+    }
+
+    fn is_healthy(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        rb_self.with(ruby, |db| Ok(db.is_healthy()))
+    }
+
+    fn dbm_class(ruby: &Ruby, rb_self: &Self) -> Result<(&'static str, &'static str), Error> {
+        rb_self.with(ruby, |db| Ok((db.class().name(), db.class().reference_name())))
+    }
+
+    fn search(
+        ruby: &Ruby,
+        rb_self: &Self,
+        mode: String,
+        pattern: RString,
+        capacity: usize,
+    ) -> Result<RArray, Error> {
+        let mode: SearchMode = mode.parse().map_err(|e| to_rb(ruby, e))?;
+        let pattern = bytes(pattern);
+        let keys = rb_self.with(ruby, |db| db.search(mode, &pattern, capacity))?;
+        let found = ruby.ary_new_capa(keys.len());
+        for key in keys {
+            found.push(rb_self.out(ruby, &key)?)?;
+        }
+        Ok(found)
+    }
+
+    fn cursor(ruby: &Ruby, rb_self: &Self) -> Result<Cursor, Error> {
+        rb_self.gate.enter(ruby)?;
+        let guard = rb_self.db.read_recursive();
+        let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        // The cursor holds a handle of the database; close empties it.
+        let live = Live::open(Arc::clone(db)).map_err(|e| to_rb(ruby, e))?;
+        let slot = Arc::new(Mutex::new(Some(live)));
+        let mut cursors = rb_self.cursors.lock();
+        if cursors.len() >= 64 && cursors.len().is_power_of_two() {
+            cursors.retain(|w| w.strong_count() > 0);
+        }
+        cursors.push(Arc::downgrade(&slot));
+        Ok(Cursor::new(slot, *rb_self.encoding.lock(), rb_self.is_concurrent()))
+    }
+
+    fn restore(
+        ruby: &Ruby,
+        src: PathBuf,
+        dest: PathBuf,
+        params: Vec<(String, String)>,
+    ) -> Result<u64, Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        AnyDbm::restore(&src, &dest, &p).map_err(|e| to_rb(ruby, e))
+    }
+}
+
+/// Defines `Kuradb::DBM` and its native methods.
+pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
+    let class = module.define_class("DBM", ruby.class_object())?;
+    class.define_singleton_method("new", function!(Database::new, 0))?;
+    class.define_singleton_method("_restore", function!(Database::restore, 3))?;
+    class.define_method("_open", method!(Database::open, 5))?;
+    class.define_method("close", method!(Database::close, 0))?;
+    class.define_method("open?", method!(Database::is_open, 0))?;
+    class.define_method("[]", method!(Database::get, 1))?;
+    class.define_method("get", method!(Database::get, 1))?;
+    class.define_method("[]=", method!(Database::store, 2))?;
+    class.define_method("store", method!(Database::store, 2))?;
+    class.define_method("_set", method!(Database::set, 3))?;
+    class.define_method("_set_and_get", method!(Database::set_and_get, 3))?;
+    class.define_method("remove", method!(Database::remove, 1))?;
+    class.define_method("remove_and_get", method!(Database::remove_and_get, 1))?;
+    class.define_method("delete", method!(Database::remove_and_get, 1))?;
+    class.define_method("key?", method!(Database::contains, 1))?;
+    class.define_method("_append", method!(Database::append, 3))?;
+    class.define_method("_compare_exchange", method!(Database::compare_exchange, 3))?;
+    class.define_method("_increment", method!(Database::increment, 3))?;
+    class.define_method("_get_multi", method!(Database::get_multi, 1))?;
+    class.define_method("_set_multi", method!(Database::set_multi, 2))?;
+    class.define_method("_remove_multi", method!(Database::remove_multi, 1))?;
+    class.define_method("_compare_exchange_multi", method!(Database::compare_exchange_multi, 3))?;
+    class.define_method("_process", method!(Database::process, 3))?;
+    class.define_method("_process_each", method!(Database::process_each, 2))?;
+    class.define_method("count", method!(Database::count, 0))?;
+    class.define_method("file_size", method!(Database::file_size, 0))?;
+    class.define_method("path", method!(Database::path, 0))?;
+    class.define_method("clear", method!(Database::clear, 0))?;
+    class.define_method("_rebuild", method!(Database::rebuild, 1))?;
+    class.define_method("should_be_rebuilt?", method!(Database::should_be_rebuilt, 0))?;
+    class.define_method("_synchronize", method!(Database::synchronize, 1))?;
+    class.define_method("_synchronize_with", method!(Database::synchronize_with, 2))?;
+    class.define_method("_copy_file_data", method!(Database::copy_file_data, 2))?;
+    class.define_method("export", method!(Database::export, 1))?;
+    class.define_method("inspect_details", method!(Database::inspect_details, 0))?;
+    class.define_method("ordered?", method!(Database::is_ordered, 0))?;
+    class.define_method("healthy?", method!(Database::is_healthy, 0))?;
+    class.define_method("_dbm_class", method!(Database::dbm_class, 0))?;
+    class.define_method("_search", method!(Database::search, 3))?;
+    class.define_method("_cursor", method!(Database::cursor, 0))?;
+    class.define_method("concurrent?", method!(Database::is_concurrent, 0))?;
+    crate::flat_records::define(class)?;
+    crate::exchange_queue::define(class)?;
+    Ok(())
+}

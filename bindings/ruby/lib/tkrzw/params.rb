@@ -1,0 +1,29 @@
+# frozen_string_literal: true
+
+module Tkrzw
+  # The reference's keyword parameters in kuradb's terms, by the binding
+  # core (the translation the Python and Java layers share): values as
+  # text, +concurrent+ read by Kuradb::DBM only, colon-separated access
+  # options, RECORD_COMP_AES folded into +cipher_key+, RC4 refused
+  # (Kuradb::InvalidArgumentError), a +max_page_size+ under 64 raised to 64.
+  module TkrzwParams
+    module_function
+
+    # The parameters of an open: translated, with +concurrent+ kept for
+    # Kuradb::DBM, which decides by it whether calls release the VM lock,
+    # and waiting for another process's lock unless told +no_wait+, as the
+    # reference does (kuradb's own API fails at once).
+    def open(params)
+      out = translated(params)
+      concurrent = params.key?(:concurrent) ? params[:concurrent] : params["concurrent"]
+      out[:concurrent] = concurrent unless concurrent.nil?
+      out[:no_wait] = "false" unless out.key?(:no_wait)
+      out
+    end
+
+    # The parameters translated, as keywords.
+    def translated(params)
+      Kuradb._reference_params(Kuradb::Params.pairs(params)).to_h { |name, value| [name.to_sym, value] }
+    end
+  end
+end
