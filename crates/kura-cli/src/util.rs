@@ -334,14 +334,21 @@ fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
     Ok(value)
 }
 
-/// Where an export writes: standard output, or a temporary file beside the
-/// destination that takes the destination's name only once everything is
-/// written and synchronized. A failed export so leaves nothing at the
-/// destination (and a file already there as it was), never a truncated copy
-/// that a script missing the exit status would keep as a backup.
+/// Where an export writes: standard output; a device, pipe or socket named
+/// by the path, written as it is; or, for a regular file, a temporary file
+/// beside it (beside the file a symbolic link names) that takes its place
+/// only once everything is written and synchronized. A failed export so
+/// leaves nothing at the destination (and a file already there as it was),
+/// never a truncated copy that a script missing the exit status would keep
+/// as a backup.
 enum Output {
     Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
-    File { writer: std::io::BufWriter<tempfile::NamedTempFile>, dest: PathBuf },
+    /// Not a regular file (`/dev/full`, a named pipe): nothing to replace.
+    Special(std::io::BufWriter<std::fs::File>, PathBuf),
+    File {
+        writer: std::io::BufWriter<tempfile::NamedTempFile>,
+        dest: PathBuf,
+    },
 }
 
 impl Output {
@@ -349,32 +356,50 @@ impl Output {
         if path == Path::new("-") {
             return Ok(Output::Stdout(crate::out::stdout()));
         }
-        if path.is_dir() {
-            return Err(is_a_directory(path));
-        }
-        let dir = match path.parent() {
+        let existing = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => return Err(is_a_directory(path)),
+            Ok(meta) if !meta.is_file() => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| Error::io("opening", path, e))?;
+                return Ok(Output::Special(std::io::BufWriter::with_capacity(1 << 16, file), path.into()));
+            }
+            Ok(meta) => Some(meta.permissions()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io("reading the metadata of", path, e)),
+        };
+        // A link is followed: the file it names is replaced, the link kept.
+        let dest = match existing {
+            Some(_) => std::fs::canonicalize(path).map_err(|e| Error::io("resolving", path, e))?,
+            None => path.to_path_buf(),
+        };
+        let dir = match dest.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        // The mode a plain create would give (the umask applies), not the
-        // owner-only mode of a temporary file.
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // A new file gets the mode a plain create would give (the umask
+        // applies), not a temporary file's owner-only one; a replaced file
+        // keeps its own.
         let temp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".partial")
-            .permissions(std::fs::Permissions::from_mode(0o666))
+            .permissions(existing.clone().unwrap_or_else(|| std::fs::Permissions::from_mode(0o666)))
             .tempfile_in(dir)
-            .map_err(|e| Error::io("creating a temporary file beside", path, e))?;
-        Ok(Output::File {
-            writer: std::io::BufWriter::with_capacity(1 << 16, temp),
-            dest: path.to_path_buf(),
-        })
+            .map_err(|e| Error::io("creating a temporary file beside", &dest, e))?;
+        if let Some(mode) = existing {
+            // The umask applied at creation: the replaced file's mode, exactly.
+            temp.as_file().set_permissions(mode).map_err(|e| Error::io("setting the mode of", &dest, e))?;
+        }
+        Ok(Output::File { writer: std::io::BufWriter::with_capacity(1 << 16, temp), dest })
     }
 
     /// Flushes what is written; a file is synchronized and renamed into place.
     fn commit(self) -> Result<()> {
         match self {
             Output::Stdout(mut out) => out.flush().map_err(crate::out::write_failed),
+            Output::Special(mut out, path) => out.flush().map_err(|e| Error::io("writing", &path, e)),
             Output::File { writer, dest } => {
                 let temp = writer.into_inner().map_err(|e| Error::io("writing", &dest, e.into_error()))?;
                 temp.as_file().sync_all().map_err(|e| Error::io("synchronizing", &dest, e))?;
@@ -390,6 +415,7 @@ impl std::io::Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             Output::Stdout(out) => out.write(buf),
+            Output::Special(out, _) => out.write(buf),
             Output::File { writer, .. } => writer.write(buf),
         }
     }
@@ -397,6 +423,7 @@ impl std::io::Write for Output {
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match self {
             Output::Stdout(out) => out.write_all(buf),
+            Output::Special(out, _) => out.write_all(buf),
             Output::File { writer, .. } => writer.write_all(buf),
         }
     }
@@ -404,6 +431,7 @@ impl std::io::Write for Output {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Output::Stdout(out) => out.flush(),
+            Output::Special(out, _) => out.flush(),
             Output::File { writer, .. } => writer.flush(),
         }
     }

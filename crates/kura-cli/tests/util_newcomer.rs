@@ -381,3 +381,25 @@ fn messages_name_flags_as_this_tool_spells_them() {
     assert!(err.contains("give --dbm CLASS") && !err.contains("dbm=CLASS"), "{err}");
     assert!(!unknown.exists(), "a refused set created {}", unknown.display());
 }
+
+/// An export replaces a regular file (keeping its mode), follows a link to
+/// the file it names (keeping the link), and writes a device as it is.
+#[test]
+fn an_export_replaces_files_and_not_what_is_no_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kt");
+    ok(&["set", s(&db), "k", "v"]);
+    let target = dir.path().join("target.tsv");
+    std::fs::write(&target, "old\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.tsv");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    ok(&["export", "--tsv", s(&db), s(&link)]);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "k\tv\n");
+    assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+    ok(&["export", "--tsv", s(&db), "/dev/null"]);
+    assert!(!std::fs::metadata("/dev/null").unwrap().is_file(), "/dev/null was replaced");
+    assert_eq!(leftovers(dir.path(), &["casket.kt", "target.tsv", "link.tsv"]), Vec::<String>::new());
+}
