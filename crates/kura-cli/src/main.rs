@@ -13,7 +13,6 @@ mod file_perf;
 mod out;
 mod perf;
 mod report;
-mod serve;
 mod ulog;
 mod util;
 
@@ -40,7 +39,8 @@ enum Command {
     /// Update-log files: write, read, list, prune, apply (tkrzw_ulog_util's subcommands and flags).
     Ulog(ulog::UlogArgs),
     /// Serves databases over the Redis protocol (redis-cli, Redis clients, proxies).
-    Serve(Box<serve::ServeArgs>),
+    #[cfg(feature = "serve")]
+    Serve(Box<kura_serve::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -50,7 +50,8 @@ fn main() -> ExitCode {
         Command::FilePerf(args) => file_perf::run(args),
         Command::Util(args) => util::run(args),
         Command::Ulog(args) => ulog::run(args),
-        Command::Serve(args) => serve::run(args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => kura_serve::run(args),
     };
     match result.and_then(|()| out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
