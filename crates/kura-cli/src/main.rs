@@ -45,6 +45,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "serve")]
+    let serving = matches!(cli.command, Command::Serve(_));
+    #[cfg(not(feature = "serve"))]
+    let serving = false;
+    // `kura serve` sets up its own log (--log_level, --log_file).
+    if !serving {
+        start_logging();
+    }
     let result = match &cli.command {
         Command::Perf(args) => perf::run(args),
         Command::FilePerf(args) => file_perf::run(args),
@@ -57,4 +65,16 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => ExitCode::from(out::exit_status(&err)),
     }
+}
+
+/// Sends what the library tells an operator (an automatic restore at open,
+/// say) to stderr as `kura: LEVEL: message`, from warn up unless `RUST_LOG`
+/// says otherwise.
+fn start_logging() {
+    use std::io::Write;
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format(|out, record| {
+            writeln!(out, "kura: {}: {}", record.level().as_str().to_lowercase(), record.args())
+        })
+        .try_init();
 }
