@@ -79,6 +79,16 @@ impl Error {
         Error { kind, message: message.into(), source: None }
     }
 
+    /// The error of a build without the Cargo feature `feature`, which `what`
+    /// (say, "the record compression mode zstd") needs:
+    /// [`ErrorKind::NotImplemented`], naming both.
+    pub(crate) fn needs_feature(what: impl fmt::Display, feature: &str) -> Error {
+        Error::new(
+            ErrorKind::NotImplemented,
+            format!("{what} needs kuradb built with the Cargo feature `{feature}`"),
+        )
+    }
+
     /// An error from the operating system while doing `what` (for example
     /// "write at offset 4096") on the file at `path`.
     ///

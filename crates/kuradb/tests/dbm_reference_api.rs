@@ -293,6 +293,7 @@ proptest! {
             prop_assert_eq!(db.search(mode.parse().unwrap(), &pattern, capacity).unwrap(), expected, "{}", mode);
         }
         // A regex of the pattern's text, escaped, finds what contain finds.
+        #[cfg(feature = "regex")]
         if let Ok(text) = std::str::from_utf8(&pattern) {
             let escaped = regex::escape(text);
             prop_assert_eq!(db.search(SearchMode::Regex, escaped.as_bytes(), capacity).unwrap(),
@@ -343,11 +344,19 @@ fn search_works_on_every_class_and_refuses_a_bad_regex() {
             ["日本".as_bytes(), "日本語".as_bytes()],
             "{params}"
         );
-        let mut found = db.search(SearchMode::Regex, b"^a.*t$|^g", 0).unwrap();
-        found.sort();
-        assert_eq!(found, [b"apricot".to_vec(), b"grape".to_vec()], "{params}");
-        let err = db.search(SearchMode::Regex, b"(", 0).unwrap_err();
-        assert!(err.message().contains("invalid regular expression"), "{params}: {err}");
+        #[cfg(feature = "regex")]
+        {
+            let mut found = db.search(SearchMode::Regex, b"^a.*t$|^g", 0).unwrap();
+            found.sort();
+            assert_eq!(found, [b"apricot".to_vec(), b"grape".to_vec()], "{params}");
+            let err = db.search(SearchMode::Regex, b"(", 0).unwrap_err();
+            assert!(err.message().contains("invalid regular expression"), "{params}: {err}");
+        }
+        #[cfg(not(feature = "regex"))]
+        {
+            let err = db.search(SearchMode::Regex, b"^a", 0).unwrap_err();
+            assert!(err.message().contains("Cargo feature `regex`"), "{params}: {err}");
+        }
         db.close().unwrap();
     }
 }

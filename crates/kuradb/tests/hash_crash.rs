@@ -291,6 +291,7 @@ fn killed_in_place_writer_on_block_io_with_padding() {
 /// Killed in-place writers of zstd-compressed values, whose rebuilds write
 /// dictionaries, lose nothing synchronized.
 #[test]
+#[cfg(feature = "zstd")]
 fn killed_in_place_writer_of_compressed_values() {
     crash::kill_and_check::<HashCrash>(4);
 }
@@ -298,6 +299,7 @@ fn killed_in_place_writer_of_compressed_values() {
 /// Killed appending writers of lz4-compressed, encrypted values lose nothing
 /// synchronized.
 #[test]
+#[cfg(all(feature = "lz4", feature = "cipher"))]
 fn killed_appending_writer_of_encrypted_values() {
     crash::kill_and_check::<HashCrash>(5);
 }

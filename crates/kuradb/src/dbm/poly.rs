@@ -38,7 +38,9 @@ pub use super::params::Params;
 
 use super::comparator::KeyComparator;
 use super::params::Taker;
-use super::tkrzw::{ReferenceDbm, ReferenceFormat};
+#[cfg(feature = "tkrzw")]
+use super::tkrzw::ReferenceDbm;
+use super::tkrzw::ReferenceFormat;
 use super::Dbm;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
@@ -135,6 +137,7 @@ impl PolyDbm {
     }
 
     /// Opens a file of the reference implementation, read-only.
+    #[cfg(feature = "tkrzw")]
     fn open_reference(path: &Path, writable: bool, params: &Params) -> Result<PolyDbm> {
         if writable {
             return Err(super::tkrzw::read_only(path));
@@ -144,6 +147,12 @@ impl PolyDbm {
         check_reference_params(&db, params)?;
         let reference_order = Some(db.key_order());
         Ok(PolyDbm { db: Box::new(db), class, path: Some(path.to_path_buf()), reference_order })
+    }
+
+    /// A build without the reader: an error naming the feature.
+    #[cfg(not(feature = "tkrzw"))]
+    fn open_reference(path: &Path, _writable: bool, _params: &Params) -> Result<PolyDbm> {
+        Err(super::tkrzw::not_built(path))
     }
 
     /// Opens a database of `class`: at `path`, or for an on-memory class
@@ -225,7 +234,10 @@ impl PolyDbm {
     pub fn restore(src: impl AsRef<Path>, dest: impl AsRef<Path>, params: &Params) -> Result<u64> {
         let src = src.as_ref();
         if is_reference_file(src)? {
+            #[cfg(feature = "tkrzw")]
             return ReferenceDbm::open_salvaging(src)?.convert(dest.as_ref(), params, &mut |_| ());
+            #[cfg(not(feature = "tkrzw"))]
+            return Err(super::tkrzw::not_built(src));
         }
         DbmClass::for_path(src, params)?.restore(src, dest.as_ref(), params)
     }
@@ -258,6 +270,7 @@ fn is_reference_file(path: &Path) -> Result<bool> {
 /// its class; the file and locking parameters are taken and have no effect,
 /// since the reader reads the file whole at open and keeps no handle; any
 /// other is refused by name.
+#[cfg(feature = "tkrzw")]
 fn check_reference_params(db: &ReferenceDbm, params: &Params) -> Result<()> {
     let mut t = Taker::new(params, "a file of the reference implementation, opened read-only");
     if let Some((_, name)) = t.take(&["dbm"]) {
@@ -306,22 +319,15 @@ mod tests {
         // an error naming the problem, and writing to a whole one is refused.
         let tkrzw = dir.path().join("old.tkh");
         std::fs::write(&tkrzw, b"TkrzwHDB\n\x01\x02\x03\x04\x05\x06\x07").unwrap();
-        let err = PolyDbm::open(&tkrzw, false, &Params::new()).err().unwrap();
-        assert_eq!(err.kind(), ErrorKind::BrokenData);
-        assert!(
-            err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
-        );
-        let err = PolyDbm::open(&tkrzw, true, &Params::new()).err().unwrap();
-        assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
-        let flat = dir.path().join("old.flat");
-        std::fs::write(&flat, b"\xff\x01k\xff\x01v").unwrap();
-        let db = PolyDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
-        assert_eq!((db.class(), db.get(b"k").unwrap()), (DbmClass::Tiny, Some(b"v".to_vec())));
-        assert!(db.set(b"k", b"w", true).unwrap_err().message().contains("kura util convert"));
-        db.close().unwrap();
-        let err = PolyDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
-        assert!(err.message().contains("not a hash one"), "{err}");
-        assert!(PolyDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
+        #[cfg(feature = "tkrzw")]
+        reference_files_are_read(dir.path(), &tkrzw);
+        #[cfg(not(feature = "tkrzw"))]
+        for writable in [false, true] {
+            // Without the reader, still told by its magic, and refused by name.
+            let err = PolyDbm::open(&tkrzw, writable, &Params::new()).err().unwrap();
+            assert_eq!(err.kind(), ErrorKind::NotImplemented);
+            assert!(err.message().contains("Cargo feature `tkrzw`"), "{err}");
+        }
         let junk = dir.path().join("junk.tkh");
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
         assert_eq!(PolyDbm::open(&junk, false, &Params::new()).err().unwrap().kind(), ErrorKind::BrokenData);
@@ -347,6 +353,28 @@ mod tests {
                 PolyDbm::open(&path, false, &Params::parse(&format!("dbm={other}")).unwrap()).err().unwrap();
             assert!(err.message().contains(&format!("not a {other} one")), "{err}");
         }
+    }
+
+    /// The reference's files through PolyDbm: a cut one is an error naming
+    /// the problem, a whole one is read, and writing to it is refused.
+    #[cfg(feature = "tkrzw")]
+    fn reference_files_are_read(dir: &Path, tkrzw: &Path) {
+        let err = PolyDbm::open(tkrzw, false, &Params::new()).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::BrokenData);
+        assert!(
+            err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
+        );
+        let err = PolyDbm::open(tkrzw, true, &Params::new()).err().unwrap();
+        assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
+        let flat = dir.join("old.flat");
+        std::fs::write(&flat, b"\xff\x01k\xff\x01v").unwrap();
+        let db = PolyDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
+        assert_eq!((db.class(), db.get(b"k").unwrap()), (DbmClass::Tiny, Some(b"v".to_vec())));
+        assert!(db.set(b"k", b"w", true).unwrap_err().message().contains("kura util convert"));
+        db.close().unwrap();
+        let err = PolyDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        assert!(err.message().contains("not a hash one"), "{err}");
+        assert!(PolyDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
     }
 
     #[test]

@@ -120,6 +120,9 @@ impl FromStr for SearchMode {
         Ok(match name {
             "begin" => SearchMode::Begin,
             "end" => SearchMode::End,
+            "regex" if !cfg!(feature = "regex") => {
+                return Err(Error::needs_feature("the regex search mode", "regex"));
+            }
             "regex" => SearchMode::Regex,
             "edit" => SearchMode::Edit,
             "editbin" => SearchMode::EditBinary,
@@ -239,6 +242,9 @@ fn matching(walk: &mut Walk<'_>, mode: SearchMode, pattern: &[u8], capacity: usi
         }
         SearchMode::Begin => scan(walk, capacity, |key| key.starts_with(pattern)),
         SearchMode::End => scan(walk, capacity, |key| key.ends_with(pattern)),
+        #[cfg(not(feature = "regex"))]
+        SearchMode::Regex => Err(Error::needs_feature("the regex search mode", "regex")),
+        #[cfg(feature = "regex")]
         SearchMode::Regex => {
             let text = std::str::from_utf8(pattern).map_err(|_| {
                 Error::new(ErrorKind::InvalidArgument, "a regular expression must be UTF-8 text")
@@ -358,8 +364,12 @@ mod tests {
 
     #[test]
     fn every_name_reads_back_as_itself() {
-        for name in NAMES {
+        for name in NAMES.into_iter().filter(|&n| n != "regex" || cfg!(feature = "regex")) {
             assert_eq!(name.parse::<SearchMode>().unwrap().to_string(), name);
+        }
+        if !cfg!(feature = "regex") {
+            let err = "regex".parse::<SearchMode>().unwrap_err();
+            assert!(err.message().contains("Cargo feature `regex`"), "{err}");
         }
         let err = "bogus".parse::<SearchMode>().unwrap_err();
         assert!(err.message().contains("unknown search mode \"bogus\""), "{err}");

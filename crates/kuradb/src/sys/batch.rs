@@ -54,18 +54,23 @@ fn read_batch_with(
         // Probed at the first batch, not when a file opens: a process that
         // never batches never touches io_uring (some sandboxes kill a
         // process for the attempt rather than refuse it).
-        Engine::Uring { fallback: true } if probe().is_err() => read_threads(file, reads),
+        Engine::Uring { fallback: true } if probe().inspect_err(|why| log_fallback(why)).is_err() => {
+            read_threads(file, reads)
+        }
         Engine::Serial => read_serial(file, reads),
         Engine::Threads => read_threads(file, reads),
         Engine::Uring { fallback } => {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             match super::uring::read_batch(file, reads) {
-                Err(super::uring::Failure::Refused(_)) if fallback => read_threads(file, reads),
+                Err(super::uring::Failure::Refused(e)) if fallback => {
+                    log_fallback(&e.to_string());
+                    read_threads(file, reads)
+                }
                 Err(super::uring::Failure::Refused(e)) => Err((0, e)),
                 Err(super::uring::Failure::Read(i, e)) => Err((i, e)),
                 Ok(()) => Ok(()),
             }
-            #[cfg(not(target_os = "linux"))]
+            #[cfg(not(all(target_os = "linux", feature = "io-uring")))]
             {
                 let _ = fallback;
                 read_threads(file, reads)
@@ -75,6 +80,13 @@ fn read_batch_with(
 }
 
 static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Says once per process, at info level, that batched reads asked for
+/// io_uring automatically go through the pool of threads, and why.
+fn log_fallback(why: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| log::info!("io_uring is refused ({why}): batched reads use a pool of threads"));
+}
 
 /// What the probe of io_uring found, if this process has made it.
 pub(crate) fn uring_probed() -> Option<Result<(), String>> {
@@ -86,9 +98,13 @@ pub(crate) fn uring_probed() -> Option<Result<(), String>> {
 pub(crate) fn uring_available() -> Result<(), String> {
     PROBE
         .get_or_init(|| {
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", feature = "io-uring"))]
             {
                 super::uring::probe()
+            }
+            #[cfg(all(target_os = "linux", not(feature = "io-uring")))]
+            {
+                Err(crate::error::Error::needs_feature("io_uring", "io-uring").to_string())
             }
             #[cfg(not(target_os = "linux"))]
             {

@@ -4,12 +4,15 @@
 
 mod batch;
 mod lock_holder;
+#[cfg(feature = "lz4")]
 pub(crate) mod lz4;
+#[cfg(feature = "lzma")]
 pub(crate) mod lzma;
 mod mmap;
 mod process;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
 mod uring;
+#[cfg(feature = "zstd")]
 pub(crate) mod zdict;
 
 use std::fs;

@@ -26,19 +26,29 @@
 use std::fmt;
 use std::sync::Arc;
 
+#[cfg(feature = "cipher")]
 use argon2::{Algorithm, Argon2, Params as KdfParams, Version};
+#[cfg(feature = "cipher")]
 use chacha20poly1305::aead::{AeadInPlace, KeyInit};
+#[cfg(feature = "cipher")]
 use chacha20poly1305::{Tag, XChaCha20Poly1305, XNonce};
+#[cfg(feature = "cipher")]
 use rand::RngCore;
 
+#[cfg(feature = "cipher")]
 use super::key_cipher::KeyCipher;
-use crate::error::{Error, ErrorKind, Result};
+#[cfg(feature = "cipher")]
+use crate::error::ErrorKind;
+use crate::error::{Error, Result};
 
 /// The bytes of a nonce.
+#[cfg(feature = "cipher")]
 const NONCE: usize = 24;
 /// The bytes of an authentication tag.
+#[cfg(feature = "cipher")]
 const TAG: usize = 16;
 /// The bytes encryption adds to a value.
+#[cfg(feature = "cipher")]
 pub(crate) const OVERHEAD: usize = NONCE + TAG;
 
 /// A database's passphrase or key, of any length: the key that encrypts its
@@ -175,6 +185,7 @@ impl Sealing {
 
 /// The sealing of a file's values: the cipher under the key derived from the
 /// caller's, and that key, for the new file a rebuild writes.
+#[cfg(feature = "cipher")]
 pub(crate) struct Cipher {
     aead: XChaCha20Poly1305,
     /// Seals the records' keys, in a file whose header says so.
@@ -186,10 +197,14 @@ pub(crate) struct Cipher {
 /// Argon2id's cost for a new file: 16 MiB and 2 passes, about the OWASP
 /// minimum (19 MiB, 2 passes), which takes some 20 ms here: an open is a
 /// little slower, a guess at a passphrase as slow.
+#[cfg(feature = "cipher")]
 const MEM_LOG2: u8 = 14;
+#[cfg(feature = "cipher")]
 const PASSES: u8 = 2;
+#[cfg(feature = "cipher")]
 const LANES: u8 = 1;
 
+#[cfg(feature = "cipher")]
 impl Cipher {
     /// The cipher of a new file under `key`, with a fresh salt, sealing the
     /// records' keys too if `keys` says so.
@@ -267,6 +282,7 @@ impl Cipher {
 
 /// The values' cipher, the key-check value and (if `sealing` says the keys
 /// are sealed) the keys' cipher that `key` derives under `sealing`'s salt and cost.
+#[cfg(feature = "cipher")]
 fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8; 8], Option<KeyCipher>)> {
     let failed = |e: argon2::Error| {
         Error::new(ErrorKind::InvalidArgument, format!("the cipher key's derivation failed: {e}"))
@@ -288,7 +304,61 @@ fn derive(key: &CipherKey, sealing: &Sealing) -> Result<(XChaCha20Poly1305, [u8;
     Ok((aead, check, keys))
 }
 
-#[cfg(test)]
+/// A build without the `cipher` feature has no cipher: no value of it is
+/// ever sealed, and making one is an error naming the feature. The type has
+/// no values, so its methods cannot be called.
+#[cfg(not(feature = "cipher"))]
+pub(crate) enum Cipher {}
+
+#[cfg(not(feature = "cipher"))]
+impl Cipher {
+    /// An error: encryption needs the `cipher` feature.
+    pub(crate) fn create(_key: &CipherKey, _keys: bool) -> Result<Cipher> {
+        Err(Error::needs_feature("encryption (cipher_key)", "cipher"))
+    }
+
+    /// An error naming the file, which this build cannot decrypt.
+    pub(crate) fn open(_key: &CipherKey, _sealing: &Sealing, path: &std::path::Path) -> Result<Cipher> {
+        Err(Error::needs_feature(format!("{} is encrypted, which", path.display()), "cipher"))
+    }
+
+    pub(crate) fn keys(&self) -> Option<&KeyCipher> {
+        match *self {}
+    }
+
+    pub(crate) fn key(&self) -> &CipherKey {
+        match *self {}
+    }
+
+    pub(crate) fn sealing(&self) -> &Sealing {
+        match *self {}
+    }
+
+    pub(crate) fn seal(&self, _key: &[u8], _value: &[u8]) -> Result<Vec<u8>> {
+        match *self {}
+    }
+
+    pub(crate) fn unseal(&self, _key: &[u8], _stored: &[u8]) -> Option<Vec<u8>> {
+        match *self {}
+    }
+}
+
+/// The keys' cipher of a build without the `cipher` feature: none exists.
+#[cfg(not(feature = "cipher"))]
+pub(crate) enum KeyCipher {}
+
+#[cfg(not(feature = "cipher"))]
+impl KeyCipher {
+    pub(crate) fn seal(&self, _key: &[u8]) -> Result<Vec<u8>> {
+        match *self {}
+    }
+
+    pub(crate) fn open(&self, _stored: &[u8]) -> Option<Vec<u8>> {
+        match *self {}
+    }
+}
+
+#[cfg(all(test, feature = "cipher"))]
 mod tests {
     use super::*;
 

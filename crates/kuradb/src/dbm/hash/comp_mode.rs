@@ -84,6 +84,27 @@ impl RecordCompMode {
                 format!("record_comp_mode {name:?} is not a mode: use none, zstd, lz4, zlib or lzma"),
             )),
         }
+        .and_then(|mode| mode.check_built().map(|()| mode))
+    }
+
+    /// Whether this build has the mode's codec: each is a Cargo feature of
+    /// kuradb named as the mode (`zstd`, `lz4`, `zlib`, `lzma`), on by default.
+    pub fn is_built(self) -> bool {
+        match self {
+            RecordCompMode::None => true,
+            RecordCompMode::Zstd => cfg!(feature = "zstd"),
+            RecordCompMode::Lz4 => cfg!(feature = "lz4"),
+            RecordCompMode::Zlib => cfg!(feature = "zlib"),
+            RecordCompMode::Lzma => cfg!(feature = "lzma"),
+        }
+    }
+
+    /// An error naming the Cargo feature if this build lacks the mode's codec.
+    pub(crate) fn check_built(self) -> Result<()> {
+        if self.is_built() {
+            return Ok(());
+        }
+        Err(Error::needs_feature(format!("the record compression mode {self}"), self.name()))
     }
 
     /// Whether values are compressed (and so carry a flag byte).
@@ -107,7 +128,9 @@ mod tests {
     fn every_mode_round_trips_through_its_byte_and_its_name() {
         for mode in RecordCompMode::ALL {
             assert_eq!(RecordCompMode::from_byte(mode.byte()), Some(mode));
-            assert_eq!(RecordCompMode::from_name(mode.name()).unwrap(), mode);
+            if mode.is_built() {
+                assert_eq!(RecordCompMode::from_name(mode.name()).unwrap(), mode);
+            }
         }
         assert_eq!(RecordCompMode::from_byte(5), None);
         assert_eq!(RecordCompMode::from_byte(255), None);
@@ -126,13 +149,24 @@ mod tests {
             ("RECORD_COMP_LZMA", RecordCompMode::Lzma),
             ("xz", RecordCompMode::Lzma),
         ];
-        for (name, mode) in cases {
+        for (name, mode) in cases.into_iter().filter(|(_, mode)| mode.is_built()) {
             assert_eq!(RecordCompMode::from_name(name).unwrap(), mode, "{name:?}");
         }
         for name in ["gzip", "brotli", "zstd9", "1"] {
             let err = RecordCompMode::from_name(name).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{name:?}");
             assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    /// A build without a mode's codec refuses the mode's name with an error
+    /// naming the Cargo feature to build with.
+    #[test]
+    fn a_mode_this_build_lacks_is_refused_naming_its_feature() {
+        for mode in RecordCompMode::COMPRESSING.into_iter().filter(|m| !m.is_built()) {
+            let err = RecordCompMode::from_name(mode.name()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::NotImplemented, "{mode}");
+            assert!(err.to_string().contains(&format!("feature `{}`", mode.name())), "{err}");
         }
     }
 }

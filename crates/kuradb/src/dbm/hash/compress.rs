@@ -24,13 +24,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
+#[cfg(feature = "zstd")]
 use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DParameter, FrameFormat, ResetDirective};
 
 use super::comp_mode::RecordCompMode;
-use super::dictionary::{Dictionary, Sample, ZSTD_LEVEL};
+#[cfg(feature = "zstd")]
+use super::dictionary::ZSTD_LEVEL;
+use super::dictionary::{Dictionary, Sample};
+#[cfg(feature = "lz4")]
 use super::lz4;
 use super::record::MAX_ITEM;
 use crate::error::{Error, ErrorKind, Result};
+#[cfg(feature = "lzma")]
 use crate::sys::lzma;
 use crate::varint::{leb128, MAX_LEN};
 
@@ -40,12 +45,20 @@ const PLAIN: u8 = 1;
 /// damaged size field must not make a read allocate gigabytes.
 const MAX_RATIO: u64 = 1 << 16;
 
+#[cfg(feature = "zstd")]
 thread_local! {
     static ZSTD_C: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
     static ZSTD_D: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
+}
+
+#[cfg(feature = "zlib")]
+thread_local! {
     static DEFLATE: RefCell<flate2::Compress> =
         RefCell::new(flate2::Compress::new(flate2::Compression::new(6), false));
     static INFLATE: RefCell<flate2::Decompress> = RefCell::new(flate2::Decompress::new(false));
+}
+
+thread_local! {
     /// The stored form of the value being written (see
     /// [`Compression::encode_with`]).
     static STORED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -168,7 +181,9 @@ impl Compression {
         // (zlib-rs 0.6 can panic on incompressible data left waiting for
         // room in its pending buffer). The raw form fits too.
         let room = match self.mode {
+            #[cfg(feature = "lz4")]
             RecordCompMode::Lz4 => lz4::bound(value.len()),
+            #[cfg(feature = "zlib")]
             RecordCompMode::Zlib => deflate_bound(value.len()),
             _ => value.len() + 1,
         };
@@ -191,11 +206,14 @@ impl Compression {
     }
 
     /// Compresses `value` into `out`, answering the size, or `None` if it
-    /// does not fit.
+    /// does not fit (or, in a build without the mode's codec, which no file
+    /// opens, always: the value is stored raw).
     fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
         match self.mode {
             RecordCompMode::None => None,
+            #[cfg(feature = "lz4")]
             RecordCompMode::Lz4 => lz4::compress_into(value, out, dict),
+            #[cfg(feature = "zlib")]
             RecordCompMode::Zlib => DEFLATE.with_borrow_mut(|c| {
                 c.reset();
                 if let Some(d) = dict {
@@ -206,13 +224,20 @@ impl Compression {
                     _ => None,
                 }
             }),
+            #[cfg(feature = "lzma")]
             RecordCompMode::Lzma => lzma::compress(value, out, dict.map_or(&[], |d| &d.bytes)),
+            #[cfg(feature = "zstd")]
             RecordCompMode::Zstd => ZSTD_C.with_borrow_mut(|c| {
                 let n = zstd_compress(c, value, out, dict);
                 // No reference to the dictionary stays behind in the context.
                 let _ = c.reset(ResetDirective::SessionAndParameters);
                 n
             }),
+            #[cfg(not(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma")))]
+            _ => {
+                let _ = (value, out, dict);
+                None
+            }
         }
     }
 
@@ -265,8 +290,11 @@ impl Compression {
     ) -> std::result::Result<Vec<u8>, String> {
         match self.mode {
             RecordCompMode::None => Err("the file is not compressed".into()),
+            #[cfg(feature = "lz4")]
             RecordCompMode::Lz4 => lz4::decompress(body, size, dict),
+            #[cfg(feature = "lzma")]
             RecordCompMode::Lzma => lzma::decompress(body, size, dict.map_or(&[], |d| &d.bytes)),
+            #[cfg(feature = "zlib")]
             RecordCompMode::Zlib => decode_sized(size, |out| {
                 INFLATE.with_borrow_mut(|d| {
                     d.reset(false);
@@ -280,6 +308,7 @@ impl Compression {
                     }
                 })
             }),
+            #[cfg(feature = "zstd")]
             RecordCompMode::Zstd => decode_sized(size, |out| {
                 ZSTD_D.with_borrow_mut(|d| {
                     let n = zstd_decompress(d, body, out, dict);
@@ -287,11 +316,18 @@ impl Compression {
                     n
                 })
             }),
+            #[cfg(not(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma")))]
+            mode => {
+                let _ = (body, size, dict);
+                Err(Error::needs_feature(format!("the record compression mode {mode}"), mode.name())
+                    .to_string())
+            }
         }
     }
 }
 
 /// Runs `decode` into room for `size` bytes; answers the bytes it wrote.
+#[cfg(any(feature = "zstd", feature = "zlib"))]
 fn decode_sized(
     size: usize,
     decode: impl FnOnce(&mut [u8]) -> std::result::Result<usize, String>,
@@ -305,10 +341,12 @@ fn decode_sized(
 /// The most bytes a raw DEFLATE stream of `len` bytes takes: stored
 /// blocks of at most 65,535 bytes with 5 bytes of header each, and slack for
 /// the final block's bits.
+#[cfg(feature = "zlib")]
 fn deflate_bound(len: usize) -> usize {
     len + 5 * (len / 65_535 + 1) + 64
 }
 
+#[cfg(feature = "zstd")]
 fn zstd_compress(
     c: &mut CCtx<'static>,
     value: &[u8],
@@ -327,6 +365,7 @@ fn zstd_compress(
     c.compress2(out, value).ok()
 }
 
+#[cfg(feature = "zstd")]
 fn zstd_decompress(
     d: &mut DCtx<'static>,
     body: &[u8],
@@ -362,7 +401,7 @@ mod tests {
             })
             .collect();
         let text = "{\"sku\":\"SKU-000123\",\"price\":4500,\"status\":\"shipped\"},".repeat(120).into_bytes();
-        for mode in RecordCompMode::COMPRESSING {
+        for mode in RecordCompMode::COMPRESSING.into_iter().filter(|m| m.is_built()) {
             for with_dict in [false, true] {
                 let c = Compression::new(mode, true).unwrap();
                 if with_dict {
@@ -395,7 +434,7 @@ mod tests {
     fn stored_forms_from_the_thread_buffer_are_fresh_ones() {
         let text = "{\"sku\":\"SKU-000123\",\"status\":\"shipped\"},".repeat(150).into_bytes();
         let noise: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        for mode in RecordCompMode::COMPRESSING {
+        for mode in RecordCompMode::COMPRESSING.into_iter().filter(|m| m.is_built()) {
             let c = Compression::new(mode, true).unwrap();
             for len in [5000, 3, 1200, 0, 64, 4999, 17, 2500] {
                 for source in [&text, &noise] {

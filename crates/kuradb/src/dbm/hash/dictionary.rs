@@ -37,8 +37,11 @@
 use super::comp_mode::RecordCompMode;
 use crate::dbm::hash::record;
 use crate::error::{Error, ErrorKind, Result};
-use crate::sys::lz4::{self, Lz4Dictionary};
+#[cfg(feature = "lz4")]
+use crate::sys::lz4::Lz4Dictionary;
+#[cfg(feature = "zstd")]
 use crate::sys::zdict::{train_fast_cover, FastCover};
+#[cfg(feature = "zstd")]
 use zstd::zstd_safe::{CDict, DDict};
 
 /// The size of the sample of values a zstd dictionary is trained from: 64
@@ -64,8 +67,10 @@ pub(super) fn train_bytes(mode: RecordCompMode) -> usize {
 /// would crowd the small ones the dictionary is for out of the sample.
 pub(super) const SAMPLE_MAX: usize = 16 << 10;
 /// The largest dictionary trained: a sixty-fourth of the sample.
+#[cfg(feature = "zstd")]
 pub(super) const DICT_SIZE: usize = 16 << 10;
 /// The zstd level of every compression, with or without a dictionary.
+#[cfg(feature = "zstd")]
 pub(super) const ZSTD_LEVEL: i32 = 3;
 /// The numbers of dictionaries, as the flag byte of a value names them (0 and
 /// 1 mean raw and compressed without a dictionary).
@@ -79,6 +84,7 @@ pub(super) const FIRST_NUMBER: u8 = 2;
 /// so each KiB costs time on every value, and on JSON-like values 4 KiB
 /// gains little over 2 while a few hundred bytes lose much of the gain
 /// (bench/results/2026-11-29-compression.md, "lzma").
+#[cfg(any(feature = "zstd", test))]
 pub(super) fn preset_size(mode: RecordCompMode) -> usize {
     if matches!(mode, RecordCompMode::Zlib | RecordCompMode::Lzma) {
         2 << 10
@@ -89,6 +95,7 @@ pub(super) fn preset_size(mode: RecordCompMode) -> usize {
 /// A trained zstd dictionary's head holds its entropy tables (a magic, an
 /// id, a Huffman and three FSE tables): at most this many bytes, which the
 /// content an lz4, zlib or lzma dictionary takes from its tail never reaches into.
+#[cfg(feature = "zstd")]
 const ZSTD_TABLES_MAX: usize = 1 << 10;
 /// The trainer's parameters for `mode`: zstd's fastCover, once, where
 /// `zstd::dict::from_continuous` (`ZDICT_trainFromBuffer`) trains five
@@ -98,14 +105,17 @@ const ZSTD_TABLES_MAX: usize = 1 << 10;
 /// used), 1024 for the 4 KiB that lz4 and zlib take from a dictionary's
 /// tail (more segments in those 4 KiB). Sizes and costs are in
 /// bench/results/2026-11-29-compression.md.
+#[cfg(feature = "zstd")]
 fn trainer(mode: RecordCompMode) -> FastCover {
     let k = if mode == RecordCompMode::Zstd { 2000 } else { 1024 };
     FastCover { k, d: 8, f: 18, accel: 1, level: ZSTD_LEVEL }
 }
 /// How much of a sample the compressibility test reads.
+#[cfg(feature = "zstd")]
 const PROBE_BYTES: usize = 256 << 10;
 /// A sample whose probe lz4 shrinks by less than this fraction (in
 /// 1/1024ths) gets no dictionary.
+#[cfg(feature = "zstd")]
 const MIN_SAVING: usize = 64;
 
 /// Whether the values `data` holds, end to end, compress: a dictionary is
@@ -114,10 +124,16 @@ const MIN_SAVING: usize = 64;
 /// what each repeats) cannot shrink by a sixteenth hold nothing a
 /// dictionary could serve. Random or already compressed values are told
 /// this way in well under a millisecond, where training took tens.
+#[cfg(feature = "zstd")]
 fn compressible(data: &[u8]) -> bool {
     let probe = &data[..data.len().min(PROBE_BYTES)];
     let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(probe.len())];
-    let packed = lz4::compress(probe, &mut out, None).unwrap_or(probe.len());
+    // liblz4 where it is built; lz4_flex writes the same format otherwise.
+    #[cfg(feature = "lz4")]
+    let packed = crate::sys::lz4::compress(probe, &mut out, None);
+    #[cfg(not(feature = "lz4"))]
+    let packed = lz4_flex::block::compress_into(probe, &mut out).ok();
+    let packed = packed.unwrap_or(probe.len());
     probe.len() - packed.min(probe.len()) >= probe.len() * MIN_SAVING / 1024
 }
 
@@ -132,18 +148,26 @@ pub(super) struct Dictionary {
     pub(super) number: u8,
     pub(super) bytes: Vec<u8>,
     /// zstd's digested forms of `bytes`, made once (zstd only).
+    #[cfg(feature = "zstd")]
     pub(super) zstd: Option<(CDict<'static>, DDict<'static>)>,
     /// liblz4's hashed form of `bytes`, made once (lz4 only).
+    #[cfg(feature = "lz4")]
     pub(super) lz4: Option<Lz4Dictionary>,
 }
 
 impl Dictionary {
     /// Prepares the dictionary `bytes` of `mode` numbered `number`.
     pub(super) fn new(mode: RecordCompMode, number: u8, bytes: Vec<u8>) -> Dictionary {
-        let zstd = (mode == RecordCompMode::Zstd)
-            .then(|| (CDict::create(&bytes, ZSTD_LEVEL), DDict::create(&bytes)));
-        let lz4 = (mode == RecordCompMode::Lz4).then(|| Lz4Dictionary::new(&bytes));
-        Dictionary { mode, number, bytes, zstd, lz4 }
+        Dictionary {
+            #[cfg(feature = "zstd")]
+            zstd: (mode == RecordCompMode::Zstd)
+                .then(|| (CDict::create(&bytes, ZSTD_LEVEL), DDict::create(&bytes))),
+            #[cfg(feature = "lz4")]
+            lz4: (mode == RecordCompMode::Lz4).then(|| Lz4Dictionary::new(&bytes)),
+            mode,
+            number,
+            bytes,
+        }
     }
 
     /// A copy, for a file that carries this one over (a restore, a rebuild
@@ -155,6 +179,9 @@ impl Dictionary {
     /// Trains a dictionary of `mode` numbered `number` from `sample`; `None`
     /// if the sample is unfit: too few values, values that do not compress
     /// (see [`compressible`]), or values zstd's trainer finds too uniform.
+    /// Every mode's trainer is zstd's: a build without the `zstd` feature
+    /// trains none, and its files go on without a dictionary.
+    #[cfg(feature = "zstd")]
     pub(super) fn train(mode: RecordCompMode, number: u8, sample: &Sample) -> Option<Dictionary> {
         if sample.sizes.len() < 8 || !mode.is_on() || !compressible(&sample.data) {
             return None;
@@ -165,6 +192,12 @@ impl Dictionary {
             bytes.drain(..bytes.len() - content.min(preset_size(mode)));
         }
         Some(Dictionary::new(mode, number, bytes))
+    }
+
+    /// No dictionary: a build without the `zstd` feature has no trainer.
+    #[cfg(not(feature = "zstd"))]
+    pub(super) fn train(_mode: RecordCompMode, _number: u8, _sample: &Sample) -> Option<Dictionary> {
+        None
     }
 
     /// The number of the dictionary trained after the one numbered `number`.
@@ -212,6 +245,7 @@ impl Dictionary {
         // it here, naming it, rather than at each read.
         match mode {
             _ if bytes.is_empty() => return Err(broken("it is empty")),
+            #[cfg(feature = "zstd")]
             RecordCompMode::Zstd if zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_err() => {
                 return Err(broken("zstd cannot load it"))
             }
@@ -250,7 +284,9 @@ impl Sample {
     }
 }
 
-#[cfg(test)]
+// Every mode's dictionary is trained by zstd's trainer: the tests train
+// one of each mode.
+#[cfg(all(test, feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma"))]
 mod tests {
     use super::*;
 

@@ -88,7 +88,9 @@ mod doomed;
 mod durability;
 mod free_pool;
 mod header;
+#[cfg(feature = "cipher")]
 mod key_cipher;
+#[cfg(feature = "lz4")]
 mod lz4;
 mod open;
 mod options;

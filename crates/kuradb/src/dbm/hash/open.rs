@@ -69,13 +69,13 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         return restore::open_restored_view(path, o, kind, file);
     }
     if (header.open_for_writing || cut) && writable {
+        let why = if header.open_for_writing {
+            "was not closed cleanly".to_string()
+        } else {
+            format!("ends at offset {}, inside a record (cut or damaged)", file.size())
+        };
         match o.restore {
             RestoreMode::Refuse => {
-                let why = if header.open_for_writing {
-                    "was not closed cleanly".to_string()
-                } else {
-                    format!("ends at offset {}, inside a record (cut or damaged)", file.size())
-                };
                 return Err(Error::new(
                     ErrorKind::BrokenData,
                     format!("{} {why}: restore it first", path.display()),
@@ -83,7 +83,16 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
             }
             // The file stays locked until the restored one, locked too,
             // has taken its place.
-            RestoreMode::Automatic => return restore::restore_in_place(path, o, file),
+            RestoreMode::Automatic => {
+                log::warn!("{} {why}: restoring it before opening it for writing", path.display());
+                let restored = restore::restore_in_place(path, o, file)?;
+                log::info!(
+                    "{} restored: {} records kept",
+                    path.display(),
+                    restored.count.load(std::sync::atomic::Ordering::Acquire)
+                );
+                return Ok(restored);
+            }
         }
     }
     let codec = Codec::open(&header, o.cipher_key.as_ref(), made, path)?;
@@ -150,6 +159,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
     // A hash database's keys are sealed; a tree's node store's keys are
     // page numbers, and its pages (the tree's keys among them) are sealed
     // whole as values.
+    o.record_comp_mode.check_built()?;
     let cipher = match o.cipher_key.as_ref().filter(|k| !k.is_empty()) {
         Some(key) => Some(Cipher::create(key, kind == Kind::Hash)?),
         None => None,

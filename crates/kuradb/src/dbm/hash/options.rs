@@ -151,6 +151,7 @@ impl HashOptions {
     /// use kuradb::dbm::Dbm;
     /// use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
     /// # fn main() -> kuradb::Result<()> {
+    /// # if !RecordCompMode::Zstd.is_built() { return Ok(()); }
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("casket.kh");
     /// let options = HashOptions::default().record_comp_mode(RecordCompMode::Zstd);

@@ -122,6 +122,7 @@ pub(super) fn restore_until(
 ) -> Result<u64> {
     let (state, kept) = restore_open(src, dest, options, Some(kind), end_offset)?;
     state.close()?;
+    log::info!("{} restored into {}: {kept} records kept", src.display(), dest.display());
     Ok(kept)
 }
 
@@ -223,6 +224,10 @@ pub(super) fn open_restored_view(
         Ok(_) => beside,
         Err(_) => std::env::temp_dir().join(beside.file_name().unwrap_or_default()),
     };
+    log::info!(
+        "{} was not closed cleanly: this reader sees it as a restore makes it (a writer's open restores it)",
+        path.display()
+    );
     let built = build(&temp);
     let mut state = built.map_err(|e| {
         Error::new(

@@ -87,9 +87,27 @@ impl State {
     /// trainer found the sample unfit, goes on without one until a rebuild.
     fn install(&self, dict: Option<Dictionary>) -> Result<()> {
         let Some(c) = &self.codec.compression else { return Ok(()) };
+        let path = self.file.path().display();
         match dict {
-            Some(dict) => self.apply(Change::Dictionary(dict)),
+            Some(dict) => {
+                log::info!(
+                    "{path}: trained compression dictionary {} ({} bytes)",
+                    dict.number,
+                    dict.bytes.len()
+                );
+                self.apply(Change::Dictionary(dict))
+            }
+            None if !cfg!(feature = "zstd") => {
+                log::info!("{path}: no {} dictionary: training needs the Cargo feature `zstd`", c.mode);
+                c.stop_sampling();
+                Ok(())
+            }
             None => {
+                log::info!(
+                    "{path}: the values sampled are unfit for a {} dictionary (too few, too alike or \
+                     incompressible): none until a rebuild samples again",
+                    c.mode
+                );
                 c.stop_sampling();
                 Ok(())
             }
@@ -134,7 +152,8 @@ impl HashDbm {
     }
 }
 
-#[cfg(test)]
+// Dictionaries of every mode are trained here.
+#[cfg(all(test, feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma"))]
 mod tests {
     use std::sync::mpsc;
     use std::time::Duration;

@@ -43,6 +43,10 @@ impl Codec {
         path: &Path,
     ) -> Result<Codec> {
         let key = key.filter(|k| !k.is_empty());
+        if !header.record_comp.is_built() {
+            let what = format!("{} is compressed with {}, which", path.display(), header.record_comp);
+            return Err(Error::needs_feature(what, header.record_comp.name()));
+        }
         let cipher = match (&header.sealing, key) {
             (None, None) => None,
             (Some(_), _) if made.is_some() => made,

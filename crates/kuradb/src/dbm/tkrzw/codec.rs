@@ -16,12 +16,15 @@
 //! bounded by [`MAX_VALUE`], so that a damaged value cannot make the reader
 //! allocate without end.
 
+#[cfg(any(feature = "zstd", feature = "zlib"))]
 use std::io::Read;
 
 /// The largest value decoded: the reference's own decoders give up at 1 GiB.
+#[cfg(any(feature = "zstd", feature = "zlib", feature = "lz4", feature = "lzma"))]
 const MAX_VALUE: u64 = 1 << 30;
 /// The most an lz4 block expands: each of its bytes stands for at most 255
 /// of output (a run of a match length's extension bytes).
+#[cfg(feature = "lz4")]
 const LZ4_MAX_RATIO: usize = 255;
 
 /// A compression mode of the reference's hash files that this reader decodes.
@@ -61,21 +64,32 @@ impl RefCodec {
     pub fn decode(self, stored: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         let done = match self {
+            #[cfg(feature = "zlib")]
             RefCodec::Zlib => read_bounded(flate2::read::DeflateDecoder::new(stored), &mut out),
+            #[cfg(feature = "zstd")]
             RefCodec::Zstd => zstd::stream::read::Decoder::with_buffer(stored)
                 .map_err(|e| e.to_string())
                 .and_then(|d| read_bounded(d, &mut out)),
+            #[cfg(feature = "lz4")]
             RefCodec::Lz4 => return decode_lz4(stored),
             // liblzma's automatic decoder, as the reference's: it writes
             // .xz, and its decoder also takes the older .lzma format.
+            #[cfg(feature = "lzma")]
             RefCodec::Lzma => crate::sys::lzma::decompress_container(stored, MAX_VALUE as usize)
                 .map(|decoded| out = decoded),
+            // The codec's feature is named as the mode.
+            #[cfg(not(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma")))]
+            _ => {
+                let what = format!("its value, compressed with {},", self.name());
+                return Err(crate::error::Error::needs_feature(what, self.name()).to_string());
+            }
         };
         done.map(|()| out).map_err(|e| format!("its {} value does not decompress: {e}", self.name()))
     }
 }
 
 /// Reads all of `reader` into `out`, refusing more than [`MAX_VALUE`] bytes.
+#[cfg(any(feature = "zstd", feature = "zlib"))]
 fn read_bounded(reader: impl Read, out: &mut Vec<u8>) -> Result<(), String> {
     reader.take(MAX_VALUE + 1).read_to_end(out).map_err(|e| e.to_string())?;
     if out.len() as u64 > MAX_VALUE {
@@ -86,6 +100,7 @@ fn read_bounded(reader: impl Read, out: &mut Vec<u8>) -> Result<(), String> {
 
 /// Decodes an lz4 block of unknown output size: into room four times the
 /// block's, doubled while the block does not fit.
+#[cfg(feature = "lz4")]
 fn decode_lz4(stored: &[u8]) -> Result<Vec<u8>, String> {
     let most = (stored.len().saturating_mul(LZ4_MAX_RATIO) + 64).min(MAX_VALUE as usize);
     let mut room = (stored.len().saturating_mul(4) + 32).min(most);
@@ -109,6 +124,7 @@ mod tests {
     use super::RefCodec;
 
     #[test]
+    #[cfg(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma"))]
     fn each_codec_reads_its_framing_and_refuses_damage() {
         let value: Vec<u8> = b"red apple, green apple, ".iter().copied().cycle().take(5000).collect();
         let mut zlib = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
@@ -135,5 +151,21 @@ mod tests {
         assert_eq!(RefCodec::of_flags(0x04 | 0x01), Ok(None));
         assert_eq!(RefCodec::of_flags(0x31), Ok(Some(RefCodec::Lz4)));
         assert!(RefCodec::of_flags(0x51).unwrap_err().contains("cipher"));
+    }
+
+    /// A build without a codec refuses the reference's values of it,
+    /// naming the Cargo feature.
+    #[test]
+    fn a_codec_this_build_lacks_names_its_feature() {
+        let built = [
+            (RefCodec::Zlib, cfg!(feature = "zlib")),
+            (RefCodec::Zstd, cfg!(feature = "zstd")),
+            (RefCodec::Lz4, cfg!(feature = "lz4")),
+            (RefCodec::Lzma, cfg!(feature = "lzma")),
+        ];
+        for (codec, _) in built.into_iter().filter(|&(_, built)| !built) {
+            let e = codec.decode(b"anything").unwrap_err();
+            assert!(e.contains(&format!("Cargo feature `{}`", codec.name())), "{e}");
+        }
     }
 }

@@ -32,7 +32,7 @@ use super::bytes::{broken, fixnum, magic_checksum, record_crc, Bytes};
 use super::codec::RefCodec;
 use crate::error::{Error, ErrorKind, Result};
 
-pub(super) const MAGIC: &[u8] = b"TkrzwHDB\n";
+pub(super) const MAGIC: &[u8] = super::HASH_MAGIC;
 const HEADER_SIZE: usize = 128;
 const FBP_SECTION_SIZE: u64 = 1008;
 const RECORD_BASE_MARK_SIZE: u64 = 16;

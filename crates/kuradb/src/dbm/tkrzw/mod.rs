@@ -15,20 +15,39 @@
 //! reference's extra codecs (its ciphers), and a tree ordered by a
 //! comparator kuradb does not have.
 
+//! Without the Cargo feature `tkrzw` only [`ReferenceFormat`] is built: a
+//! file of the reference is still told from others by its first bytes, and
+//! opening it is an error naming the feature.
+
+#[cfg(feature = "tkrzw")]
 mod bytes;
+#[cfg(feature = "tkrzw")]
 mod codec;
+#[cfg(feature = "tkrzw")]
 mod convert;
+#[cfg(feature = "tkrzw")]
 mod cursor;
+#[cfg(feature = "tkrzw")]
 mod dbm;
+#[cfg(feature = "tkrzw")]
 mod flat;
+#[cfg(feature = "tkrzw")]
 mod hash;
+#[cfg(feature = "tkrzw")]
 mod skip;
+#[cfg(feature = "tkrzw")]
 mod tree;
 
 use std::io::Read;
 use std::path::Path;
 
+#[cfg(feature = "tkrzw")]
 pub use dbm::{ReferenceDbm, Salvage};
+
+/// The first bytes of the reference's hash (and tree) files.
+const HASH_MAGIC: &[u8] = b"TkrzwHDB\n";
+/// The first bytes of the reference's skip files.
+const SKIP_MAGIC: &[u8] = b"TkrzwSDB\n";
 
 use crate::error::{Error, Result};
 
@@ -65,15 +84,23 @@ impl ReferenceFormat {
     /// The format whose file begins with `head` (of a file of `file_size`
     /// bytes), if any.
     pub fn of_head(head: &[u8], file_size: u64) -> Option<ReferenceFormat> {
-        if head.starts_with(hash::MAGIC) {
+        if head.starts_with(HASH_MAGIC) {
             // A tree's metadata sits at the start of the hash header's opaque area.
             let tree = head.get(62..65) == Some(b"TDB");
             return Some(if tree { ReferenceFormat::Tree } else { ReferenceFormat::Hash });
         }
-        if head.starts_with(skip::MAGIC) {
+        if head.starts_with(SKIP_MAGIC) {
             return Some(ReferenceFormat::Skip);
         }
-        flat::sniff(head, file_size).then_some(ReferenceFormat::Flat)
+        // A flat file has no magic: its first record is read to tell it,
+        // which only the reader can.
+        #[cfg(feature = "tkrzw")]
+        return flat::sniff(head, file_size).then_some(ReferenceFormat::Flat);
+        #[cfg(not(feature = "tkrzw"))]
+        {
+            let _ = file_size;
+            None
+        }
     }
 
     /// The reference's name of the format's class (a flat file's own
@@ -89,6 +116,7 @@ impl ReferenceFormat {
 }
 
 /// The error every writing method answers.
+#[cfg(feature = "tkrzw")]
 pub(crate) fn read_only(path: &Path) -> Error {
     Error::new(
         crate::error::ErrorKind::ReadOnly,
@@ -100,5 +128,15 @@ pub(crate) fn read_only(path: &Path) -> Error {
     )
 }
 
-#[cfg(test)]
+/// The error of opening a file of the reference in a build without the
+/// reader.
+#[cfg(not(feature = "tkrzw"))]
+pub(crate) fn not_built(path: &Path) -> Error {
+    Error::needs_feature(
+        format!("{} was written by the reference implementation (Tkrzw); reading it", path.display()),
+        "tkrzw",
+    )
+}
+
+#[cfg(all(test, feature = "tkrzw"))]
 mod tests;

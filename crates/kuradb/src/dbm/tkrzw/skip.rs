@@ -20,7 +20,6 @@ use super::bytes::{broken, fixnum, Bytes};
 use super::hash::Damage;
 use crate::error::Result;
 
-pub(super) const MAGIC: &[u8] = b"TkrzwSDB\n";
 const HEADER_SIZE: usize = 128;
 const RECORD_MAGIC: u8 = 0xFF;
 

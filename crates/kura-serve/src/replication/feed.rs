@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use super::frames;
 use super::plan::Start;
 use super::FeedState;
-use crate::serve::state::Server;
+use crate::state::Server;
 
 /// How long the log may be idle before a heartbeat is sent.
 const HEARTBEAT: Duration = Duration::from_millis(500);
@@ -82,8 +82,7 @@ where
         Ok(Err(e)) => {
             log::error!("replica {peer}: the feed failed: {e}");
             let mut out = BytesMut::new();
-            crate::serve::reply::Reply::error(format!("ERR replication feed failed: {e}"))
-                .encode(2, &mut out);
+            crate::reply::Reply::error(format!("ERR replication feed failed: {e}")).encode(2, &mut out);
             let _ = output.write_all(&out).await;
         }
         _ => log::info!("replica {peer}: link closed ({ended})"),

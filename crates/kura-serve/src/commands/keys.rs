@@ -6,8 +6,8 @@ use bytes::Bytes;
 use kuradb::dbm::{Action, Dbm};
 
 use super::{db_error, is, syntax_error, Ctx};
-use crate::serve::pattern::KeyPattern;
-use crate::serve::reply::Reply;
+use crate::pattern::KeyPattern;
+use crate::reply::Reply;
 
 fn key_list(args: &[Bytes]) -> Vec<&[u8]> {
     args[1..].iter().map(|k| &k[..]).collect()

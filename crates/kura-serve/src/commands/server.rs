@@ -9,9 +9,9 @@ use bytes::Bytes;
 use kuradb::dbm::Dbm;
 
 use super::{db_error, is, unknown_subcommand, Command, Ctx, COMMANDS, DB, NO_AUTH, WRITE};
-use crate::serve::pattern::KeyPattern;
-use crate::serve::reply::Reply;
-use crate::serve::state::After;
+use crate::pattern::KeyPattern;
+use crate::reply::Reply;
+use crate::state::After;
 
 /// The Redis version kura serve answers to (HELLO, INFO): the one whose
 /// commands and replies it follows, so clients pick the right dialect.
@@ -20,7 +20,7 @@ pub const REDIS_VERSION: &str = "7.0.0";
 pub fn info(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let sections: Vec<String> =
         args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
-    Reply::bulk(crate::serve::info::text(ctx.server, &sections))
+    Reply::bulk(crate::info::text(ctx.server, &sections))
 }
 
 fn command_entry(c: &Command) -> Reply {

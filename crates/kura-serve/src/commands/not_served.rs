@@ -213,7 +213,7 @@ pub fn refusal(name: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::commands::lookup;
+    use crate::commands::lookup;
 
     #[test]
     fn a_command_not_served_is_named_with_the_reason_and_the_section() {

@@ -17,8 +17,8 @@ use super::connect;
 use super::frames::{self, Frame};
 use super::position::{self, Position};
 use super::Target;
-use crate::serve::reply::Reply;
-use crate::serve::state::Server;
+use crate::reply::Reply;
+use crate::state::Server;
 
 /// The first wait before reconnecting; it doubles up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(100);

@@ -3,8 +3,8 @@
 use bytes::Bytes;
 
 use super::{is, parse_int, unknown_subcommand, wrong_arity, Ctx};
-use crate::serve::reply::Reply;
-use crate::serve::state::After;
+use crate::reply::Reply;
+use crate::state::After;
 
 pub fn ping(_: &mut Ctx, args: &[Bytes]) -> Reply {
     match args.len() {

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::serve::state::Server;
+use crate::state::Server;
 
 /// Appends the section's lines.
 pub fn section(server: &Server, out: &mut String) {

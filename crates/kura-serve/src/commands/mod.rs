@@ -106,9 +106,9 @@ pub static COMMANDS: &[Command] = &[
     cmd("lastsave", 1, 0, NONE, server::lastsave),
     cmd("debug", -2, DB, NONE, server::debug),
     cmd("shutdown", -1, DB, NONE, server::shutdown),
-    cmd("replicaof", 3, DB, NONE, crate::serve::replication::commands::replicaof),
-    cmd("slaveof", 3, DB, NONE, crate::serve::replication::commands::replicaof),
-    cmd("replsync", -3, DB, NONE, crate::serve::replication::commands::replsync),
+    cmd("replicaof", 3, DB, NONE, crate::replication::commands::replicaof),
+    cmd("slaveof", 3, DB, NONE, crate::replication::commands::replicaof),
+    cmd("replsync", -3, DB, NONE, crate::replication::commands::replsync),
 ];
 
 /// The command `name` names (in any case) and its index in [`COMMANDS`].

@@ -11,7 +11,7 @@ use kuradb::dbm::any::AnyDbm;
 use kuradb::ulog::{MessageQueue, MqUpdateLogger};
 use kuradb::{Error, ErrorKind, Result};
 
-use crate::serve::databases::{self, parse_spec, Database};
+use crate::databases::{self, parse_spec, Database};
 
 /// The databases and each one's update log.
 pub type Logged = (Vec<Database>, Vec<Option<Arc<MessageQueue>>>);

@@ -1,6 +1,16 @@
-//! `kura serve`: serves databases over the Redis protocol (RESP2, and RESP3
-//! after `HELLO 3`), so Redis clients, `redis-cli`, `redis-benchmark` and
-//! proxies such as twemproxy (nutcracker) work with kuradb unchanged.
+//! A Redis-protocol server of kuradb databases (RESP2, and RESP3 after
+//! `HELLO 3`), so Redis clients, `redis-cli`, `redis-benchmark` and proxies
+//! such as twemproxy (nutcracker) work with kuradb unchanged.
+//!
+//! Two ways in: [`run`] with [`ServeArgs`] is `kura serve` (the `kura` binary
+//! calls it), and [`Server`] runs one inside another program:
+//!
+//! ```no_run
+//! let server = kura_serve::Server::builder(["#dbm=baby"]).address("127.0.0.1:0").start()?;
+//! println!("serving on {}", server.address());
+//! server.stop()?;
+//! # Ok::<(), kuradb::Error>(())
+//! ```
 //!
 //! One file per concept: `databases` (opening `PATH#params` specs),
 //! `listener` and `tls` (where and how clients connect), `server` (the
@@ -12,6 +22,8 @@
 //! session), `stats` and `info` (INFO), `logging`, `replication`
 //! (REPLICAOF, the update-log feeds and the replica's links).
 //! docs/serve.md is the user's guide.
+
+#![forbid(unsafe_code)]
 
 mod commands;
 mod connection;
@@ -33,9 +45,11 @@ mod stats;
 mod tls;
 
 use std::path::PathBuf;
+use std::thread::JoinHandle;
 
 use clap::Args;
 use kuradb::{Error, ErrorKind, Result};
+use tokio::sync::oneshot;
 
 /// Arguments of `kura serve`.
 #[derive(Args, Debug)]
@@ -137,15 +151,11 @@ pub struct ServeArgs {
     replica_tls_name: Option<String>,
 }
 
-/// Runs `kura serve`.
+/// Runs `kura serve`: logs to stderr or `--log_file`, serves until SIGTERM,
+/// SIGINT or SHUTDOWN, and closes the databases before returning.
 pub fn run(args: &ServeArgs) -> Result<()> {
     logging::start(&args.log_level, args.log_file.as_deref())?;
-    if args.max_request_size < 1024 {
-        return Err(Error::new(ErrorKind::InvalidArgument, "--max_request_size must be at least 1024 bytes"));
-    }
-    if args.max_clients == 0 || args.threads == Some(0) {
-        return Err(Error::new(ErrorKind::InvalidArgument, "--max_clients and --threads must be at least 1"));
-    }
+    check_limits(args.max_request_size, args.max_clients, args.threads)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_ca.as_deref())?),
         _ => None,
@@ -188,7 +198,164 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         ulog: args.ulog.clone().map(|dir| (dir, args.ulog_max_file_size)),
         replicaof,
         replica_link,
+        host: server::Host::Process,
     })
+}
+
+fn check_limits(max_request_size: u64, max_clients: usize, threads: Option<usize>) -> Result<()> {
+    if max_request_size < 1024 {
+        return Err(Error::new(ErrorKind::InvalidArgument, "--max_request_size must be at least 1024 bytes"));
+    }
+    if max_clients == 0 || threads == Some(0) {
+        return Err(Error::new(ErrorKind::InvalidArgument, "--max_clients and --threads must be at least 1"));
+    }
+    Ok(())
+}
+
+/// A server running inside the calling program, on threads of its own.
+///
+/// It leaves the program's signals and stdout alone and logs through the
+/// `log` facade to whatever logger the program set up. [`Server::stop`] (or
+/// dropping it) lets the connections finish, then synchronizes and closes
+/// the databases.
+pub struct Server {
+    address: String,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl Server {
+    /// A server of `databases`, given as `kura serve` takes them
+    /// (`PATH#name=value,...`; `#dbm=baby` is an on-memory database), the
+    /// first SELECT 0. It listens on 127.0.0.1:6380 unless told otherwise.
+    pub fn builder<I, S>(databases: I) -> ServerBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ServerBuilder {
+            specs: databases.into_iter().map(Into::into).collect(),
+            settings: state::Settings {
+                requirepass: None,
+                read_only: false,
+                max_clients: 10000,
+                max_request_size: 512 << 20,
+                address: "127.0.0.1:6380".to_string(),
+                tls: false,
+            },
+            threads: 1,
+        }
+    }
+
+    /// Where it listens: `HOST:PORT` with the port it got, or `unix:PATH`.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Stops the server and waits until its databases are closed; the
+    /// error of serving or of closing them, if any.
+    pub fn stop(mut self) -> Result<()> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<()> {
+        drop(self.stop.take());
+        match self.thread.take().map(JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(served)) => served,
+            Some(Err(_)) => Err(Error::new(ErrorKind::System, "the server's thread panicked")),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Err(e) = self.shut_down() {
+            log::error!("stopping the embedded server: {e}");
+        }
+    }
+}
+
+/// Settings of a [`Server`] before it starts.
+#[derive(Debug)]
+pub struct ServerBuilder {
+    specs: Vec<String>,
+    settings: state::Settings,
+    threads: usize,
+}
+
+impl ServerBuilder {
+    /// Where to listen: `HOST:PORT` (port 0 picks a free one) or `unix:PATH`.
+    pub fn address(mut self, address: impl Into<String>) -> Self {
+        self.settings.address = address.into();
+        self
+    }
+
+    /// Threads of the network reactor (database calls run on a separate
+    /// pool); one unless told.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// The password clients must give with AUTH first.
+    pub fn requirepass(mut self, password: impl Into<String>) -> Self {
+        self.settings.requirepass = Some(password.into());
+        self
+    }
+
+    /// Opens the databases read-only; writes answer READONLY.
+    pub fn read_only(mut self) -> Self {
+        self.settings.read_only = true;
+        self
+    }
+
+    /// The most connections at once.
+    pub fn max_clients(mut self, max_clients: usize) -> Self {
+        self.settings.max_clients = max_clients;
+        self
+    }
+
+    /// The most bytes one request may take (at least 1024).
+    pub fn max_request_size(mut self, bytes: u64) -> Self {
+        self.settings.max_request_size = bytes;
+        self
+    }
+
+    /// Opens the databases and starts listening; returns once clients can
+    /// connect, or with the error that kept the server from starting.
+    pub fn start(self) -> Result<Server> {
+        check_limits(self.settings.max_request_size, self.settings.max_clients, Some(self.threads))?;
+        let (listening_tx, listening) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = oneshot::channel();
+        let plan = server::Plan {
+            specs: self.specs,
+            settings: self.settings,
+            tls: None,
+            threads: self.threads,
+            pid_file: None,
+            ulog: None,
+            replicaof: None,
+            replica_link: replication::LinkSecurity::default(),
+            host: server::Host::Embedded { listening: listening_tx, stop: stop_rx },
+        };
+        let thread = std::thread::Builder::new()
+            .name("kura-serve".to_string())
+            .spawn(move || server::run(plan))
+            .map_err(|e| Error::new(ErrorKind::System, format!("starting the server's thread: {e}")))?;
+        let mut server = Server { address: String::new(), stop: Some(stop), thread: Some(thread) };
+        match listening.recv() {
+            Ok(address) => {
+                server.address = address;
+                Ok(server)
+            }
+            // The thread ended before listening: its error says why.
+            Err(_) => Err(server
+                .shut_down()
+                .err()
+                .unwrap_or_else(|| Error::new(ErrorKind::System, "the server stopped before it listened"))),
+        }
+    }
 }
 
 /// The reactor threads of a server on `cpus` CPUs unless `--threads` says:

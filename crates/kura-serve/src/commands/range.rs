@@ -16,7 +16,7 @@ use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::{Cursor, Dbm};
 
 use super::{db_error, is, not_an_integer, parse_int, syntax_error, Ctx};
-use crate::serve::reply::Reply;
+use crate::reply::Reply;
 
 /// One end of a range.
 #[derive(Debug, PartialEq)]

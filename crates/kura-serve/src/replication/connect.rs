@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::Target;
-use crate::serve::reply::Reply;
+use crate::reply::Reply;
 
 /// The most bytes a master may send in answer to AUTH (its reply is a
 /// line; more is no Redis server talking).

@@ -9,7 +9,7 @@ use kuradb::dbm::{Action, Dbm};
 use kuradb::ErrorKind;
 
 use super::{db_error, int_arg, is, not_an_integer, parse_int, syntax_error, wrong_arity, Ctx};
-use crate::serve::reply::Reply;
+use crate::reply::Reply;
 
 pub fn get(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     ctx.db().get(&args[1]).map_or_else(db_error, Reply::bulk_or_nil)

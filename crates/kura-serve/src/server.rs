@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kuradb::{Error, ErrorKind, Result};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
@@ -40,6 +41,22 @@ pub struct Plan {
     pub replicaof: Option<replication::Target>,
     /// How a replica reaches its master (`--masterauth`, `--replica_tls…`).
     pub replica_link: replication::LinkSecurity,
+    /// The process the server runs in.
+    pub host: Host,
+}
+
+/// The process a server runs in, which decides how it says where it listens
+/// and what stops it.
+pub enum Host {
+    /// `kura serve`: the address goes to stdout, SIGTERM and SIGINT stop it.
+    Process,
+    /// A program that embeds the server: the signals stay the program's.
+    Embedded {
+        /// Receives the address once listening.
+        listening: std::sync::mpsc::Sender<String>,
+        /// Stops the server when sent to or dropped.
+        stop: oneshot::Receiver<()>,
+    },
 }
 
 /// Serves until shut down; the databases are closed when this returns.
@@ -75,6 +92,7 @@ pub fn run(plan: Plan) -> Result<()> {
         listener,
         plan.tls,
         plan.pid_file.as_deref(),
+        plan.host,
         &mut reactors,
     ));
     // Commands still running off the reactors finish before the databases close.
@@ -106,6 +124,7 @@ async fn listen_and_serve(
     listener: Listener,
     tls: Option<TlsAcceptor>,
     pid_file: Option<&std::path::Path>,
+    host: Host,
     reactors: &mut Reactors,
 ) -> Result<()> {
     if let Some(path) = pid_file {
@@ -118,11 +137,24 @@ async fn listen_and_serve(
         env!("CARGO_PKG_VERSION"),
         server.databases.len()
     );
-    // The first line of stdout names the address, so a script that asked
-    // for port 0 learns which port it got.
-    println!("listening on {address}");
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    tokio::spawn(watch_signals(Arc::clone(&server)));
+    match host {
+        Host::Process => {
+            // The first line of stdout names the address, so a script that
+            // asked for port 0 learns which port it got.
+            println!("listening on {address}");
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            tokio::spawn(watch_signals(Arc::clone(&server)));
+        }
+        Host::Embedded { listening, stop } => {
+            let _ = listening.send(address.clone());
+            let server = Arc::clone(&server);
+            tokio::spawn(async move {
+                // A dropped sender stops the server too: its owner is gone.
+                let _ = stop.await;
+                server.begin_shutdown();
+            });
+        }
+    }
     let mut shutdown = server.shutdown_signal();
     let mut tasks = JoinSet::new();
     loop {

@@ -12,7 +12,7 @@ use kuradb::ulog::apply_entry;
 use super::follow::Link;
 use super::frames::Frame;
 use super::position::{self, Position};
-use crate::serve::state::Server;
+use crate::state::Server;
 
 /// How often, at most, a busy replica synchronizes and saves its position
 /// (a hard synchronization: a tree reopened after a crash goes back to its

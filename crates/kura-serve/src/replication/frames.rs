@@ -19,7 +19,7 @@ use kuradb::ulog::UpdateEntry;
 use redis_protocol::resp2::decode::decode_bytes_mut;
 use redis_protocol::resp2::types::BytesFrame;
 
-use crate::serve::reply::Reply;
+use crate::reply::Reply;
 
 /// One frame of a link, decoded.
 #[derive(Debug, PartialEq)]

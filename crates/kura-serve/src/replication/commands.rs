@@ -6,9 +6,9 @@ use bytes::Bytes;
 
 use super::plan::{self, Start};
 use super::{FeedPlan, Target};
-use crate::serve::commands::{is, Ctx};
-use crate::serve::reply::Reply;
-use crate::serve::state::After;
+use crate::commands::{is, Ctx};
+use crate::reply::Reply;
+use crate::state::After;
 
 /// `REPLICAOF host port` follows that master; `REPLICAOF NO ONE` stops.
 pub fn replicaof(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
