@@ -7,7 +7,6 @@
 //! methods (get, set, remove, append, compare_exchange, increment and the
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
 
-pub mod any;
 pub mod async_dbm;
 pub mod baby;
 pub mod cache;
