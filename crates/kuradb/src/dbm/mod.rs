@@ -621,4 +621,6 @@ fn unordered(what: &str) -> Error {
 }
 
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod tests;

@@ -286,4 +286,34 @@ mod tests {
             .unwrap();
         assert!(err.message().contains("unknown parameter max_page_size for a skip database"), "{err}");
     }
+
+    /// A class is its module plus one registry entry: the test-only model
+    /// class, registered so, is named, opened, ordered, rebuilt and sharded
+    /// through PolyDbm as the registry says, with no match on the class.
+    #[test]
+    fn a_class_registered_alone_opens_through_poly_dbm() {
+        assert_eq!(DbmClass::from_name("ModelDBM").unwrap(), DbmClass::Model);
+        assert_eq!(DbmClass::from_extension(Path::new("x.model")), Some(DbmClass::Model));
+        assert!(DbmClass::all().any(|c| c == DbmClass::Model) && DbmClass::Model.is_on_memory());
+        let db = PolyDbm::open("", true, &Params::parse("dbm=model").unwrap()).unwrap();
+        assert_eq!((db.class(), db.is_sharded(), db.file_path()), (DbmClass::Model, false, None));
+        for k in ["b", "a", "c"] {
+            db.set(k.as_bytes(), b"v", true).unwrap();
+        }
+        assert_eq!((db.count().unwrap(), db.get(b"a").unwrap()), (3, Some(b"v".to_vec())));
+        assert_eq!(db.key_order().unwrap(), Some(KeyComparator::Lexical));
+        let err = db.rebuild_with(&Params::parse("num_buckets=3").unwrap()).unwrap_err();
+        assert_eq!(err.message(), "unknown parameter num_buckets for rebuilding a model database");
+        db.rebuild_with(&Params::new()).unwrap();
+        db.close().unwrap();
+        let err = PolyDbm::open("", true, &Params::parse("dbm=model,max_level=3").unwrap()).err().unwrap();
+        assert_eq!(err.message(), "unknown parameter max_level for a model database");
+        let set = PolyDbm::open("", true, &Params::parse("num_shards=3,dbm=model").unwrap()).unwrap();
+        assert!(set.is_sharded() && set.class() == DbmClass::Model);
+        for i in 0..30 {
+            set.set(format!("k{i}").as_bytes(), b"v", true).unwrap();
+        }
+        assert_eq!((set.count().unwrap(), set.key_order().unwrap()), (30, Some(KeyComparator::Lexical)));
+        set.close().unwrap();
+    }
 }

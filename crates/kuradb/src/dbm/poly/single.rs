@@ -125,14 +125,7 @@ impl SingleDbm {
         if let Some(order) = self.reference_order {
             return Ok(order);
         }
-        Ok(match self.class {
-            DbmClass::Hash | DbmClass::Tiny | DbmClass::Cache | DbmClass::StdHash => None,
-            DbmClass::Skip | DbmClass::StdTree => Some(KeyComparator::Lexical),
-            DbmClass::Tree | DbmClass::Baby => {
-                let named = self.db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
-                Some(named.map_or(Ok(KeyComparator::Lexical), |(_, name)| KeyComparator::from_name(&name))?)
-            }
-        })
+        self.class.key_order_of(self.db.as_ref())
     }
 
     /// Closes the database, reporting what closing it found.
@@ -144,13 +137,11 @@ impl SingleDbm {
     /// [`Dbm::rebuild_with_params`]): a class that changes none refuses every
     /// parameter by name.
     pub fn rebuild_with(&self, params: &Params) -> Result<()> {
-        match self.class {
-            DbmClass::Hash | DbmClass::Tree | DbmClass::Skip => self.db.rebuild_with_params(params),
-            _ => {
-                Taker::new(params, &format!("rebuilding a {} database", self.class.name())).finish()?;
-                self.db.rebuild()
-            }
+        if self.class.has_tuned_rebuild() {
+            return self.db.rebuild_with_params(params);
         }
+        Taker::new(params, &format!("rebuilding {}", self.class.what())).finish()?;
+        self.db.rebuild()
     }
 
     /// Restores the damaged or crashed database at `src` into a new one at
