@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Cursor, Dbm};
 use parking_lot::Mutex;
 use self_cell::self_cell;
@@ -19,7 +19,7 @@ type BoxedCursor<'a> = Box<dyn Cursor + 'a>;
 self_cell!(
     /// A cursor and the database it borrows.
     pub struct Live {
-        owner: Arc<AnyDbm>,
+        owner: Arc<PolyDbm>,
         #[not_covariant]
         dependent: BoxedCursor,
     }
@@ -27,7 +27,7 @@ self_cell!(
 
 impl Live {
     /// A new cursor of `db`, not yet positioned.
-    pub fn open(db: Arc<AnyDbm>) -> kuradb::Result<Live> {
+    pub fn open(db: Arc<PolyDbm>) -> kuradb::Result<Live> {
         Live::try_new(db, |db| db.iter())
     }
 

@@ -78,12 +78,12 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use kuradb::dbm::any::AnyDbm;
+    use kuradb::dbm::poly::PolyDbm;
     use kuradb::AsyncDbm;
 
     #[test]
     fn a_future_answers_once() {
-        let db = Arc::new(AnyDbm::open("", true, &kuradb::Params::new()).unwrap());
+        let db = Arc::new(PolyDbm::open("", true, &kuradb::Params::new()).unwrap());
         let adb = AsyncDbm::new(db, 1).unwrap();
         let future = BlockingFuture::new(adb.set(b"k", b"v", true), |()| "set");
         assert!(future.wait_for(timeout_of(-1.0)));

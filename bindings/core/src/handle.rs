@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Weak};
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::ErrorKind;
 use parking_lot::{Mutex, RwLock};
 
@@ -19,14 +19,14 @@ use crate::guard::CallbackGuard;
 /// A database slot: the open database, or none.
 #[derive(Default)]
 pub struct OpenHandle {
-    db: RwLock<Option<Arc<AnyDbm>>>,
+    db: RwLock<Option<Arc<PolyDbm>>>,
     cursors: Mutex<Vec<Weak<Slot>>>,
     guard: CallbackGuard,
 }
 
 impl OpenHandle {
     /// A handle holding `db`.
-    pub fn new(db: AnyDbm) -> OpenHandle {
+    pub fn new(db: PolyDbm) -> OpenHandle {
         OpenHandle { db: RwLock::new(Some(Arc::new(db))), ..OpenHandle::default() }
     }
 
@@ -42,7 +42,7 @@ impl OpenHandle {
 
     /// Runs `f` on the open database; fails if none is open, or if this
     /// thread is inside one of its callbacks.
-    pub fn with<R>(&self, f: impl FnOnce(&Arc<AnyDbm>) -> kuradb::Result<R>) -> kuradb::Result<R> {
+    pub fn with<R>(&self, f: impl FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>) -> kuradb::Result<R> {
         self.guard.check()?;
         let guard = self.db.read_recursive();
         f(guard.as_ref().ok_or_else(not_open)?)
@@ -53,7 +53,7 @@ impl OpenHandle {
     /// rather release its interpreter's lock than wait while holding it.
     pub fn try_with<R>(
         &self,
-        f: impl FnOnce(&Arc<AnyDbm>) -> kuradb::Result<R>,
+        f: impl FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>,
     ) -> Option<kuradb::Result<R>> {
         if let Err(e) = self.guard.check() {
             return Some(Err(e));
@@ -64,12 +64,12 @@ impl OpenHandle {
 
     /// A clone of the open database's `Arc`, for what outlives the call (an
     /// `AsyncDBM`'s workers).
-    pub fn share(&self) -> kuradb::Result<Arc<AnyDbm>> {
+    pub fn share(&self) -> kuradb::Result<Arc<PolyDbm>> {
         self.with(|db| Ok(Arc::clone(db)))
     }
 
     /// Makes `open()`'s database the handle's, unless one is open already.
-    pub fn install(&self, open: impl FnOnce() -> kuradb::Result<AnyDbm>) -> kuradb::Result<()> {
+    pub fn install(&self, open: impl FnOnce() -> kuradb::Result<PolyDbm>) -> kuradb::Result<()> {
         self.guard.check()?;
         let mut slot = self.db.write();
         if slot.is_some() {
@@ -116,7 +116,7 @@ impl OpenHandle {
         Some(self.finish_close(taken))
     }
 
-    fn finish_close(&self, taken: Option<Arc<AnyDbm>>) -> kuradb::Result<()> {
+    fn finish_close(&self, taken: Option<Arc<PolyDbm>>) -> kuradb::Result<()> {
         let Some(db) = taken else { return Ok(()) };
         for slot in self.cursors.lock().drain(..) {
             if let Some(slot) = slot.upgrade() {
@@ -148,8 +148,8 @@ mod tests {
     use crate::cursor::with_slot;
     use kuradb::dbm::Dbm;
 
-    fn memory() -> AnyDbm {
-        AnyDbm::open("", true, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
+    fn memory() -> PolyDbm {
+        PolyDbm::open("", true, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
     }
 
     #[test]

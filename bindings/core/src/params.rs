@@ -136,7 +136,7 @@ mod tests {
         ]);
         let got = got.unwrap();
         let params: kuradb::Params = got.into_iter().collect();
-        let db = kuradb::dbm::any::AnyDbm::open(&path, true, &params).unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
         db.close().unwrap();
     }
 }

@@ -130,9 +130,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.tkh");
         let params = kuradb::Params::new();
-        let db = kuradb::dbm::any::AnyDbm::open(&path, true, &params).unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
         db.close().unwrap();
-        let reader = kuradb::dbm::any::AnyDbm::open(&path, false, &params).unwrap();
+        let reader = kuradb::dbm::poly::PolyDbm::open(&path, false, &params).unwrap();
         let err = kuradb::dbm::Dbm::set(&reader, b"k", b"v", true).unwrap_err();
         assert_eq!(StatusCode::of(&err), StatusCode::PreconditionError, "{err}");
         assert_eq!(StatusCode::of_kind(ErrorKind::WouldBlock), StatusCode::InfeasibleError);

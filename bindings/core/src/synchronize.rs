@@ -1,7 +1,7 @@
 //! The reference's `Synchronize(hard, params)`, one behaviour for the three
 //! compatible layers.
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::Dbm;
 use kuradb::{DbmClass, ErrorKind, Params};
 
@@ -12,7 +12,7 @@ use kuradb::{DbmClass, ErrorKind, Params};
 /// adds every record of those databases, and `reducer` reduces the records
 /// of one key (by a rebuild with that reducer), before the file is written.
 /// Other databases ignore both. Any other parameter is refused, naming it.
-pub fn synchronize_with(db: &AnyDbm, hard: bool, params: &Params) -> kuradb::Result<()> {
+pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Result<()> {
     let (mut reducer, mut merge) = (None, None);
     for (name, value) in params.iter() {
         match name {
@@ -30,7 +30,7 @@ pub fn synchronize_with(db: &AnyDbm, hard: bool, params: &Params) -> kuradb::Res
         return db.synchronize(hard);
     }
     for path in merge.into_iter().flat_map(|m| m.split(':')).filter(|p| !p.is_empty()) {
-        let source = AnyDbm::open(path, false, &Params::new())?;
+        let source = PolyDbm::open(path, false, &Params::new())?;
         let exported = source.export(db);
         source.close()?;
         exported?;
@@ -51,11 +51,11 @@ mod tests {
     fn a_skip_database_merges_and_reduces_and_others_ignore_the_parameters() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.tks"), dir.path().join("b.tks"));
-        let other = AnyDbm::open(&b, true, &Params::new()).unwrap();
+        let other = PolyDbm::open(&b, true, &Params::new()).unwrap();
         other.set(b"k", b"from b", true).unwrap();
         other.set(b"only b", b"1", true).unwrap();
         other.close().unwrap();
-        let db = AnyDbm::open(&a, true, &Params::new()).unwrap();
+        let db = PolyDbm::open(&a, true, &Params::new()).unwrap();
         db.set(b"k", b"from a", true).unwrap();
         let params: Params =
             [("merge", b.to_str().unwrap()), ("reducer", "ReduceToFirst")].into_iter().collect();
@@ -65,7 +65,7 @@ mod tests {
         let bad: Params = [("speed", "fast")].into_iter().collect();
         assert_eq!(synchronize_with(&db, false, &bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
         db.close().unwrap();
-        let hash = AnyDbm::open(dir.path().join("h.tkh"), true, &Params::new()).unwrap();
+        let hash = PolyDbm::open(dir.path().join("h.tkh"), true, &Params::new()).unwrap();
         synchronize_with(&hash, true, &params).unwrap();
         assert_eq!(hash.count().unwrap(), 0);
         hash.close().unwrap();

@@ -10,7 +10,7 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
 
@@ -25,7 +25,7 @@ use crate::future::{PyFuture, Shape};
 pub struct AsyncDatabase {
     database: Py<Database>,
     /// The workers; `None` once closed.
-    adb: RwLock<Option<AsyncDbm<AnyDbm>>>,
+    adb: RwLock<Option<AsyncDbm<PolyDbm>>>,
 }
 
 impl AsyncDatabase {
@@ -33,7 +33,7 @@ impl AsyncDatabase {
     fn queue<T>(
         &self,
         shape: Shape,
-        op: impl FnOnce(&AsyncDbm<AnyDbm>) -> kuradb::DbmFuture<T>,
+        op: impl FnOnce(&AsyncDbm<PolyDbm>) -> kuradb::DbmFuture<T>,
     ) -> PyResult<PyFuture>
     where
         T: Into<crate::future::Answer> + Send + 'static,
@@ -270,7 +270,7 @@ impl AsyncDatabase {
             return Err(pyo3::exceptions::PyValueError::new_err("a database cannot be exported to itself"));
         }
         self.queue(Shape::Plain, |adb| {
-            adb.execute(move |db: &AnyDbm| dest.get().with(|dest: &AnyDbm| Dbm::export(db, dest)))
+            adb.execute(move |db: &PolyDbm| dest.get().with(|dest: &PolyDbm| Dbm::export(db, dest)))
         })
     }
 

@@ -1,4 +1,4 @@
-//! `kuradb.DBM`: an [`AnyDbm`] for Python, with the `Dbm` methods one to one
+//! `kuradb.DBM`: an [`PolyDbm`] for Python, with the `Dbm` methods one to one
 //! and the dict protocol on top.
 //!
 //! The GIL is released around every call into the database, so Python
@@ -14,7 +14,7 @@ use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::DbmClass;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{flat_records, Action, Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
@@ -34,7 +34,7 @@ use crate::reference_api::{io_error, write_file, ANY_DATA};
 pub struct Database {
     /// The open database; operations hold the read lock, `open` and `close`
     /// the write lock.
-    db: RwLock<Option<Arc<AnyDbm>>>,
+    db: RwLock<Option<Arc<PolyDbm>>>,
     /// Every cursor made since opening, emptied on close.
     cursors: Mutex<Vec<Weak<Slot>>>,
     /// How many open `AsyncDBM`s share the database; `close` refuses while any do.
@@ -66,7 +66,7 @@ impl Database {
     pub(crate) fn run<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+        f: impl FnOnce(&PolyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
         if !self.guard.is_running() {
             if let Some(guard) = self.db.try_read_recursive() {
@@ -86,7 +86,7 @@ impl Database {
     fn run_calling_back<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&AnyDbm) -> Result<R> + Send,
+        f: impl FnOnce(&PolyDbm) -> Result<R> + Send,
     ) -> PyResult<R> {
         self.guard.count_running(|| py.allow_threads(|| self.with(f))).map_err(to_py)
     }
@@ -97,7 +97,7 @@ impl Database {
     }
 
     /// Runs `f` on the open database, keeping the GIL.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&AnyDbm) -> Result<R>) -> Result<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&PolyDbm) -> Result<R>) -> Result<R> {
         self.check_not_in_callback()?;
         let guard = self.db.read_recursive();
         f(guard.as_deref().ok_or_else(not_open)?)
@@ -105,7 +105,7 @@ impl Database {
 
     /// The open database for an `AsyncDBM`'s workers, counted so `close`
     /// refuses until [`Database::unshare`] says the `AsyncDBM` is done.
-    pub(crate) fn share(&self) -> Result<Arc<AnyDbm>> {
+    pub(crate) fn share(&self) -> Result<Arc<PolyDbm>> {
         self.check_not_in_callback()?;
         let guard = self.db.read_recursive();
         let db = guard.as_ref().ok_or_else(not_open)?;
@@ -253,7 +253,7 @@ impl Database {
                 if guard.is_some() {
                     return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
                 }
-                *guard = Some(Arc::new(AnyDbm::open(&path, writable, &params)?));
+                *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
                 self.release_gil.store(release_gil, Ordering::Relaxed);
                 Ok(())
             })
@@ -597,7 +597,7 @@ impl Database {
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
         let params = params_of(params)?;
-        py.allow_threads(|| AnyDbm::restore(&src, &dest, &params)).map_err(to_py)
+        py.allow_threads(|| PolyDbm::restore(&src, &dest, &params)).map_err(to_py)
     }
 
     /// The class a new database at `path` gets from its extension (`hash`,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{Cursor, Dbm};
 use kuradb::ErrorKind;
@@ -18,7 +18,7 @@ use crate::database::Database;
 use crate::error::{not_open, to_py};
 
 /// The key order of an ordered database, or an error naming `what` needs one.
-pub(crate) fn key_order(db: &AnyDbm, what: &str) -> kuradb::Result<KeyComparator> {
+pub(crate) fn key_order(db: &PolyDbm, what: &str) -> kuradb::Result<KeyComparator> {
     if !db.is_ordered() {
         return Err(kuradb::Error::new(
             ErrorKind::NotImplemented,

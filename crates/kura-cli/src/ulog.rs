@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::ulog::{
     apply_update_logs, find_files, now_ms, parse_timestamp, read_file_meta, remove_old_files, ApplyFilter,
     MessageQueue, MessageQueueReader, UpdateEntry, UpdateOp, DEFAULT_MAX_FILE_SIZE,
@@ -233,7 +233,7 @@ fn apply(args: &ApplyArgs) -> Result<()> {
         return Err(no_files(&args.prefix));
     }
     let params = Params::parse(&args.params)?;
-    let db = AnyDbm::open(&args.db_file, true, &params)?;
+    let db = PolyDbm::open(&args.db_file, true, &params)?;
     let filter = ApplyFilter { min_timestamp: min, server_id: args.server_id, dbm_index: args.dbm_index };
     let applied = apply_update_logs(&db, &args.prefix, &filter);
     let closed = db.close();

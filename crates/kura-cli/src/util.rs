@@ -32,7 +32,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
@@ -192,7 +192,7 @@ impl DbFlags {
     }
 
     /// Opens the database at `path`.
-    fn open(&self, path: &Path, access: Access) -> Result<AnyDbm> {
+    fn open(&self, path: &Path, access: Access) -> Result<PolyDbm> {
         if self.sync_hard && access == Access::Read {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -207,7 +207,7 @@ impl DbFlags {
 
     /// Closes `db` as [`finish`] does, synchronizing it with the device
     /// first if --sync_hard was given and `result` is a success.
-    fn finish<T>(&self, db: AnyDbm, result: Result<T>) -> Result<T> {
+    fn finish<T>(&self, db: PolyDbm, result: Result<T>) -> Result<T> {
         let result = match result {
             Ok(value) if self.sync_hard => db.synchronize(true).map(|()| value),
             other => other,
@@ -233,11 +233,11 @@ pub(crate) fn in_flag(flag: &str, e: Error) -> Error {
 
 /// Opens the database at `path` with `params`, with messages that say what a
 /// user can do about a missing or locked file.
-fn open_with(path: &Path, access: Access, params: &Params) -> Result<AnyDbm> {
+fn open_with(path: &Path, access: Access, params: &Params) -> Result<PolyDbm> {
     if access != Access::Create {
         must_exist(path)?;
     }
-    AnyDbm::open(path, access != Access::Read, params).map_err(explain_open_error)
+    PolyDbm::open(path, access != Access::Read, params).map_err(explain_open_error)
 }
 
 fn must_exist(path: &Path) -> Result<()> {
@@ -327,7 +327,7 @@ impl CodecFlags {
 }
 
 /// Closes `db`, keeping the first of `result`'s error and closing's.
-fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
+fn finish<T>(db: PolyDbm, result: Result<T>) -> Result<T> {
     let closed = db.close();
     let value = result?;
     closed?;

@@ -5,7 +5,7 @@ mod serve_support;
 
 use std::time::Duration;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::Dbm;
 use redis::Value;
@@ -85,7 +85,7 @@ fn requirepass_needs_auth_first() {
 fn read_only_refuses_writes_and_serves_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ro.tkh");
-    let db = AnyDbm::open(&path, true, &Params::new()).unwrap();
+    let db = PolyDbm::open(&path, true, &Params::new()).unwrap();
     db.set(b"k", b"v", true).unwrap();
     db.close().unwrap();
     let server = Server::start(&[path.to_str().unwrap(), "--read_only"]);
@@ -113,7 +113,7 @@ fn written_then_stopped(stop: impl FnOnce(&Server, &mut redis::Connection)) {
     assert!(status.success(), "{status:?}");
     assert!(!pid_file.exists(), "the pid file is removed at exit");
     // Closed cleanly: reopens without recovery and holds every record.
-    let db = AnyDbm::open(&path, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
     assert!(db.is_healthy());
     assert_eq!(db.count().unwrap(), 500);
     assert_eq!(db.get(b"k499").unwrap().as_deref(), Some(&b"v499"[..]));

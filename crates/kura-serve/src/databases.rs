@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::Dbm;
@@ -14,7 +14,7 @@ use kuradb::{Error, ErrorKind, Result};
 /// One served database.
 pub struct Database {
     /// The database itself; shared with the scan cursors that walk it.
-    pub db: Arc<AnyDbm>,
+    pub db: Arc<PolyDbm>,
     /// The spec it was opened from, for INFO and logs.
     pub spec: String,
     /// Whether its keys are ordered (range scans and key-resumed SCAN).
@@ -52,9 +52,9 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
             ));
         };
         let class = DbmClass::from_name(name).map_err(in_spec)?;
-        AnyDbm::open_class(class, None, !read_only, &params.without("dbm")).map_err(in_spec)?
+        PolyDbm::open_class(class, None, !read_only, &params.without("dbm")).map_err(in_spec)?
     } else {
-        AnyDbm::open(Path::new(&path), !read_only, &params).map_err(in_spec)?
+        PolyDbm::open(Path::new(&path), !read_only, &params).map_err(in_spec)?
     };
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Action, Dbm};
 
 use super::commands::{self, arity_fits, lookup, Command, Ctx, NO_AUTH, WRITE};
@@ -102,7 +102,7 @@ const PREFETCH_KEYS: usize = 32;
 /// look their keys up (see `Dbm::prefetch`), up to [`PREFETCH_KEYS`] keys,
 /// so that their cache misses overlap though each command runs alone;
 /// answers the index of the first command not covered.
-fn prefetch(db: &AnyDbm, batch: &Batch, start: usize) -> usize {
+fn prefetch(db: &PolyDbm, batch: &Batch, start: usize) -> usize {
     let mut keys: Vec<&[u8]> = Vec::with_capacity(PREFETCH_KEYS);
     let mut end = start;
     while end < batch.len() && keys.len() < PREFETCH_KEYS {
@@ -141,7 +141,7 @@ fn is_plain_get(args: &[Bytes]) -> bool {
 }
 
 /// Encodes the value of `key` (or nil) into `out`; whether it failed.
-fn get_into(db: &AnyDbm, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
+fn get_into(db: &PolyDbm, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut found = false;
     let outcome = db.process(key, false, &mut |value| {

@@ -11,10 +11,9 @@
 //!   hash table ([`dbm::hash`]), the B+ tree ([`dbm::tree`]) and the skip list
 //!   ([`dbm::skip`]); in memory [`dbm::tiny`], [`dbm::baby`], [`dbm::cache`]
 //!   and [`dbm::std_map`]; [`dbm::class`] is the one list of them (names,
-//!   extensions, file heads, parameters), [`dbm::poly`] opens any of them
-//!   from a path and parameters, [`dbm::shard`] spreads one over several
-//!   files, [`dbm::any`] opens whichever a path names, and
-//!   [`dbm::async_dbm`] puts any of them behind worker threads.
+//!   extensions, file heads, parameters), [`dbm::shard`] spreads one over
+//!   several files, [`dbm::poly`] opens whichever a path names (one of them
+//!   or a shard set) from a path and parameters, and [`dbm::async_dbm`] puts any of them behind worker threads.
 //! - [`index`]: secondary indexes, sets of (key, value) pairs kept in a
 //!   tree file ([`index::FileIndex`]), in memory ([`index::MemIndex`]) or
 //!   as typed pairs ([`index::StdIndex`]).
@@ -23,7 +22,7 @@
 //!   bindings' compatibility layers.
 //!
 //! The main types are re-exported here: `kuradb::{HashDbm, TreeDbm, SkipDbm,
-//! PolyDbm, AnyDbm, Dbm, Cursor, …}`.
+//! PolyDbm, Dbm, Cursor, …}`.
 //!
 //! `unsafe` is denied crate-wide and allowed, function by function with
 //! `#[expect(unsafe_code, reason = …)]` and a `SAFETY` comment on each
@@ -52,7 +51,6 @@ pub mod ulog;
 pub mod utility;
 pub mod varint;
 
-pub use dbm::any::AnyDbm;
 pub use dbm::async_dbm::{AsyncDbm, DbmFuture};
 pub use dbm::baby::{BabyDbm, BabyOptions};
 pub use dbm::cache::{CacheDbm, CacheOptions};

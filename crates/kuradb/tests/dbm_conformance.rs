@@ -12,11 +12,11 @@ mod common;
 use std::path::Path;
 
 use common::conformance::{self, Bug, Caps, Storage, Subject};
-use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, UpdateMode};
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
@@ -266,7 +266,7 @@ fn shards(class: &str, more: &str, caps: Caps) -> Subject {
         caps.known_bugs = &[Bug::CursorMissesWritesBeside];
     }
     let subject = Subject::new(format!("ShardDbm of {class}"), caps, move |path, writable| {
-        boxed(AnyDbm::open(path, writable, &params))
+        boxed(PolyDbm::open(path, writable, &params))
     });
     // Three files to write and synchronize at every step.
     subject.cases(if caps.storage == Storage::File { 8 } else { 16 })

@@ -1,4 +1,4 @@
-//! The reference's remaining DBM methods on every class, through `AnyDbm`:
+//! The reference's remaining DBM methods on every class, through `PolyDbm`:
 //! set_and_get, remove_and_get and compare_exchange_and_get against a model,
 //! process_first and pop_first in each class's order, push_last's queue
 //! across threads (nothing lost or doubled, a waiting pop woken by a push),
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode};
-use kuradb::{AnyDbm, Params};
+use kuradb::{Params, PolyDbm};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -31,13 +31,13 @@ const CLASSES: [&str; 10] = [
     "dbm=tree,num_shards=2",
 ];
 
-fn open(dir: &tempfile::TempDir, params: &str) -> AnyDbm {
+fn open(dir: &tempfile::TempDir, params: &str) -> PolyDbm {
     let name = params.replace([',', '='], "_");
-    AnyDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap()).unwrap()
+    PolyDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap()).unwrap()
 }
 
 /// Skip databases show changes only once synchronized.
-fn settle(db: &AnyDbm, params: &str) {
+fn settle(db: &PolyDbm, params: &str) {
     if params.contains("skip") {
         db.synchronize(false).unwrap();
     }

@@ -4,7 +4,6 @@
 //! `num_shards` makes a set of on-memory shards. Nothing is ever written to
 //! disk, neither at synchronize nor at close.
 
-use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
 use kuradb::dbm::Dbm;
 use kuradb::ErrorKind;
@@ -59,7 +58,7 @@ fn every_on_memory_class_opens_without_a_file_and_writes_none() {
     let db = PolyDbm::open("", true, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), 0);
     db.close().unwrap();
-    let shards = AnyDbm::open("", true, &params("num_shards=3,dbm=baby")).unwrap();
+    let shards = PolyDbm::open("", true, &params("num_shards=3,dbm=baby")).unwrap();
     assert!(shards.is_sharded() && shards.class() == DbmClass::Baby);
     for k in ["c", "a", "b", "d"] {
         shards.set(k.as_bytes(), b"v", true).unwrap();
@@ -76,7 +75,7 @@ fn every_on_memory_class_opens_without_a_file_and_writes_none() {
 #[test]
 fn a_file_class_with_an_empty_path_is_not_found() {
     for text in ["dbm=hash", "dbm=TreeDBM", "dbm=skip,num_buckets=10", "dbm=HashDBM,num_shards=2"] {
-        let err = AnyDbm::open("", true, &params(text)).err().unwrap();
+        let err = PolyDbm::open("", true, &params(text)).err().unwrap();
         assert_eq!(err.kind(), ErrorKind::NotFound, "{text}: {err}");
         assert!(err.message().contains("the path is empty"), "{err}");
         assert!(err.message().contains("tiny, baby, cache, stdhash, stdtree"), "{err}");

@@ -11,7 +11,7 @@ use kuradb::ulog::{
     apply_update_logs, ApplyFilter, DbmUpdateLogger, LoggedDbm, MessageQueueReader, UpdateEntry,
     UpdateLogger, UpdateOp,
 };
-use kuradb::{AnyDbm, DbmClass, Error, ErrorKind, Params, PolyDbm, Result, StdTreeDbm};
+use kuradb::{DbmClass, Error, ErrorKind, Params, PolyDbm, Result, StdTreeDbm};
 use proptest::prelude::*;
 
 fn set(key: &str, value: &[u8]) -> UpdateOp {
@@ -187,11 +187,11 @@ fn a_shard_set_logs_each_shard_with_its_index_into_one_log() {
     let params =
         Params::parse(&format!("num_shards=3,dbm=hash,ulog_prefix={},ulog_dbm_index=10", prefix.display()))
             .unwrap();
-    let db = AnyDbm::open(dir.path().join("set"), true, &params).unwrap();
+    let db = PolyDbm::open(dir.path().join("set"), true, &params).unwrap();
     for i in 0..60 {
         db.set(format!("k{i}").as_bytes(), b"v", true).unwrap();
     }
-    let AnyDbm::Shards(shards) = &db else { panic!("not a shard set") };
+    let PolyDbm::Shards(shards) = &db else { panic!("not a shard set") };
     let per_shard: Vec<u64> = shards.shards().iter().map(|s| s.count().unwrap()).collect();
     db.close().unwrap();
     let logged = entries(&prefix);

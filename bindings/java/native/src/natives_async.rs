@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jni::objects::{JByteArray, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
 use jni::Env;
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, SearchMode};
 use kuradb::{AsyncDbm, DbmFuture, ErrorKind};
 
@@ -21,13 +21,13 @@ use crate::synchronize::synchronize_with;
 use crate::throw::{check, fail, native, JResult};
 
 /// The handle type of a `tkrzw.AsyncDBM`.
-type AsyncHandle = Shared<AsyncDbm<AnyDbm>>;
+type AsyncHandle = Shared<AsyncDbm<PolyDbm>>;
 
 /// Queues `op` with `adb` (through the handle) and answers its future's handle.
 fn queue<T: Send + 'static>(
     env: &mut Env<'_>,
     handle: jlong,
-    op: impl FnOnce(&AsyncDbm<AnyDbm>) -> DbmFuture<T>,
+    op: impl FnOnce(&AsyncDbm<PolyDbm>) -> DbmFuture<T>,
     map: fn(T) -> Outcome,
 ) -> JResult<jlong> {
     object::<AsyncHandle>(env, handle)?.with(env, |_, adb| Ok(FutureHandle::into_handle(op(adb), map)))
@@ -226,7 +226,7 @@ native! {
 native! {
     /// Copies every record into the database of `dest` (a `DBM` handle).
     fn Java_io_kuradb_Native_asyncExport(env, handle: jlong, dest: jlong) -> jlong {
-        let dest: Arc<AnyDbm> = object::<Database>(env, dest)?.with(env, |_, db| Ok(Arc::clone(db)))?;
+        let dest: Arc<PolyDbm> = object::<Database>(env, dest)?.with(env, |_, db| Ok(Arc::clone(db)))?;
         queue(env, handle, |adb| adb.export(dest), done)
     }
 }

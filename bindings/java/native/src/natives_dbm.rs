@@ -5,7 +5,7 @@ use std::path::Path;
 
 use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jdouble, jint, jlong};
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, Desired, Expected};
 use kuradb::ErrorKind;
 
@@ -19,7 +19,7 @@ native! {
     fn Java_io_kuradb_Native_open(env, path: JString<'l>, writable: jboolean, pairs: JObjectArray<'l, JString<'l>>) -> jlong {
         let path = string(env, &path, "the path")?;
         let params = params(env, &pairs)?;
-        let db = AnyDbm::open(&path, writable, &params);
+        let db = PolyDbm::open(&path, writable, &params);
         let db = check(env, db)?;
         Ok(Database::into_handle(db))
     }

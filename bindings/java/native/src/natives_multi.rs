@@ -7,7 +7,7 @@ use std::path::Path;
 
 use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
 use kuradb::dbm::{Action, Dbm};
 use kuradb::ErrorKind;
@@ -222,7 +222,7 @@ native! {
         let src = string(env, &src, "the damaged file's path")?;
         let dest = string(env, &dest, "the new file's path")?;
         let params = params(env, &pairs)?;
-        let n = AnyDbm::restore(&src, &dest, &params);
+        let n = PolyDbm::restore(&src, &dest, &params);
         let n = check(env, n)?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }

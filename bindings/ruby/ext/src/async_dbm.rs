@@ -12,7 +12,7 @@ use magnus::prelude::*;
 use magnus::{function, method, Error, RArray, RModule, RString, Ruby, Value};
 use parking_lot::Mutex;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::async_dbm::AsyncDbm;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
@@ -29,7 +29,7 @@ use crate::nogvl::without_gvl;
 /// A DBM behind worker threads; made by `Kuradb::AsyncDBM.new(dbm, workers)`.
 #[magnus::wrap(class = "Kuradb::AsyncDBM", free_immediately, size)]
 pub struct AsyncDatabase {
-    inner: Mutex<Option<AsyncDbm<AnyDbm>>>,
+    inner: Mutex<Option<AsyncDbm<PolyDbm>>>,
     encoding: Option<Index>,
 }
 
@@ -45,7 +45,7 @@ impl AsyncDatabase {
     }
 
     /// Queues `f` and answers its future (an already failed one if closed).
-    fn run(&self, f: impl FnOnce(&AnyDbm) -> kuradb::Result<Reply> + Send + 'static) -> Future {
+    fn run(&self, f: impl FnOnce(&PolyDbm) -> kuradb::Result<Reply> + Send + 'static) -> Future {
         match self.inner.lock().as_ref() {
             Some(adb) if !adb.is_closed() => Future::pending(adb.execute(f), self.encoding),
             _ => Future::failed(closed(), self.encoding),

@@ -1,4 +1,4 @@
-//! `Kuradb::DBM`: an [`AnyDbm`] for Ruby, the `Dbm` methods one to one.
+//! `Kuradb::DBM`: an [`PolyDbm`] for Ruby, the `Dbm` methods one to one.
 //! `kuradb.rb` adds the Ruby idiom on top (`open` with a block, optional
 //! arguments, `each` and `Enumerable`); the methods it wraps start with `_`.
 
@@ -13,7 +13,7 @@ use magnus::prelude::*;
 use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use parking_lot::{Mutex, RwLock};
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
@@ -31,7 +31,7 @@ use crate::nogvl::{released_if, without_gvl};
 pub struct Database {
     /// The open database; calls hold the read lock, `open` and `close` the
     /// write lock (never contended: the VM lock orders them, see [`Gate`]).
-    pub(crate) db: RwLock<Option<Arc<AnyDbm>>>,
+    pub(crate) db: RwLock<Option<Arc<PolyDbm>>>,
     /// Every cursor made since opening, emptied on close.
     cursors: Mutex<Vec<Weak<Slot>>>,
     /// The encoding that keys and values come back in (`None`: binary).
@@ -87,7 +87,7 @@ impl Database {
     pub(crate) fn with<R: Send>(
         &self,
         ruby: &Ruby,
-        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&PolyDbm) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         self.with_released(ruby, self.is_concurrent(), f)
     }
@@ -98,7 +98,7 @@ impl Database {
         &self,
         ruby: &Ruby,
         release: bool,
-        f: impl FnOnce(&AnyDbm) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&PolyDbm) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         self.gate.enter(ruby)?;
         handle::call(ruby, &self.db, release, not_open, f)
@@ -128,7 +128,7 @@ impl Database {
         &self,
         ruby: &Ruby,
         block: &Proc,
-        call: impl FnOnce(&AnyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
+        call: impl FnOnce(&PolyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
     ) -> Result<R, Error> {
         let mut failure = None;
         self.gate.enter(ruby)?;
@@ -181,7 +181,7 @@ impl Database {
             ));
         }
         // An empty path: an on-memory database of the class `dbm=` names (see PolyDbm).
-        let db = AnyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
+        let db = PolyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
         rb_self.concurrent.store(concurrent, Ordering::Relaxed);
@@ -222,7 +222,7 @@ impl Database {
     }
 
     /// The open database and its encoding, for an AsyncDBM's workers.
-    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<AnyDbm>, Option<Index>), Error> {
+    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<PolyDbm>, Option<Index>), Error> {
         self.gate.enter(ruby)?;
         let guard = self.db.read_recursive();
         let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
@@ -494,7 +494,7 @@ impl Database {
         for (name, value) in &params {
             p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
         }
-        AnyDbm::restore(&src, &dest, &p).map_err(|e| to_rb(ruby, e))
+        PolyDbm::restore(&src, &dest, &p).map_err(|e| to_rb(ruby, e))
     }
 }
 

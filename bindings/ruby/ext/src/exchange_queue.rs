@@ -10,7 +10,7 @@ use magnus::block::Proc;
 use magnus::prelude::*;
 use magnus::{method, Error, RArray, RClass, RString, Ruby};
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::exchange::{Desired, Expected};
 use kuradb::dbm::{Action, Dbm};
 
@@ -79,7 +79,7 @@ fn rekey(
 /// `compare_exchange_multi` where `any[i]` marks the i-th expected value as
 /// the reference's `ANY_DATA` (the record exists, with any value).
 pub(crate) fn exchange_multi(
-    db: &AnyDbm,
+    db: &PolyDbm,
     expected: &BytePairs,
     any: &[bool],
     desired: &BytePairs,

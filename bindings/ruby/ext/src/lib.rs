@@ -2,7 +2,7 @@
 //! which `bindings/ruby/lib/kuradb.rb` loads (see docs/ruby.md).
 //!
 //! It maps the Rust API one to one ([`database`]: `Kuradb::DBM` over an
-//! [`AnyDbm`](kuradb::dbm::any::AnyDbm); [`cursor`]: `Kuradb::Cursor`;
+//! [`PolyDbm`](kuradb::dbm::poly::PolyDbm); [`cursor`]: `Kuradb::Cursor`;
 //! [`error`]: one exception class per error kind) and leaves Ruby idiom
 //! (blocks, `Enumerable`, keyword parameters) and the reference's API
 //! (`require "tkrzw"`) to Ruby files on top.

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kuradb::dbm::any::AnyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::shard::{ShardDbm, MAX_SHARDS};
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;
@@ -181,7 +181,7 @@ pub fn typed(name: &str, value: &str) -> serde_json::Value {
 /// The figures of `inspect`: the common ones first, then the database's own,
 /// less those it repeats (its size, health, `file_path`, which is `path`, and
 /// `num_records`, which is `count`).
-fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
+fn figures(db: &PolyDbm) -> Result<Vec<(String, String)>> {
     let mut out = vec![
         ("path".to_string(), db.path().unwrap_or(Path::new("")).display().to_string()),
         ("dbm".into(), db.class().name().to_string()),
@@ -201,7 +201,7 @@ fn figures(db: &AnyDbm) -> Result<Vec<(String, String)>> {
 }
 
 /// Reads every record; answers how many, which must be the database's count.
-fn validate(db: &AnyDbm) -> Result<u64> {
+fn validate(db: &PolyDbm) -> Result<u64> {
     let expected = db.count()?;
     let spinner = progress::spinner("validating");
     let mut read = 0u64;
@@ -316,7 +316,7 @@ fn rebuild_by_restoring(path: &Path, params: &Params) -> Result<()> {
     let temp = path.with_file_name(name);
     must_not_exist(&temp, "rebuild --restore")?;
     let spinner = progress::spinner("restoring");
-    let kept = AnyDbm::restore(path, &temp, &params);
+    let kept = PolyDbm::restore(path, &temp, &params);
     spinner.finish_and_clear();
     if let Err(e) = kept {
         let _ = std::fs::remove_file(&temp);
@@ -391,7 +391,7 @@ pub fn restore(args: &RestoreArgs) -> Result<()> {
         params.insert("end_offset", &end.to_string())?;
     }
     let spinner = progress::spinner("restoring");
-    let kept = AnyDbm::restore(&args.old_file, new_file, &params);
+    let kept = PolyDbm::restore(&args.old_file, new_file, &params);
     spinner.finish_and_clear();
     let kept = kept?;
     args.db.sync_written(new_file, &open_params)?;
@@ -520,12 +520,12 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     }
     let dest = args.db.open(&args.dest_file, Access::Create)?;
     let result = merge_into(&dest, &sources, !args.no_overwrite);
-    let closed: Vec<Result<()>> = sources.into_iter().map(AnyDbm::close).collect();
+    let closed: Vec<Result<()>> = sources.into_iter().map(PolyDbm::close).collect();
     args.db.finish(dest, result)?;
     closed.into_iter().collect()
 }
 
-fn merge_into(dest: &dyn Dbm, sources: &[AnyDbm], overwrite: bool) -> Result<()> {
+fn merge_into(dest: &dyn Dbm, sources: &[PolyDbm], overwrite: bool) -> Result<()> {
     let total = sources.iter().map(|s| s.count()).sum::<Result<u64>>()?;
     let bar = progress::bar("merging", Some(total), false);
     for src in sources {

@@ -13,7 +13,7 @@ pub use server::REDIS_VERSION;
 mod strings;
 
 use bytes::Bytes;
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 
 use super::reply::Reply;
 use super::state::{Server, Session};
@@ -35,7 +35,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// The selected database.
-    pub fn db(&self) -> &AnyDbm {
+    pub fn db(&self) -> &PolyDbm {
         &self.server.databases[self.session.db].db
     }
 }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kuradb::dbm::any::AnyDbm;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::ulog::{MessageQueue, MqUpdateLogger};
 use kuradb::{Error, ErrorKind, Result};
 
@@ -71,7 +71,7 @@ fn attach(
     let Database { db, spec: _, ordered, order, fast } = database;
     // Just opened: nothing else holds the database yet.
     let db = match Arc::try_unwrap(db) {
-        Ok(AnyDbm::One(db)) => db,
+        Ok(PolyDbm::One(db)) => db,
         Ok(shards) => {
             let _ = shards.close();
             return Err(refuse("a shard set cannot log for replication yet: serve one file per database"));
@@ -86,6 +86,6 @@ fn attach(
         }
     };
     let logger = Arc::new(MqUpdateLogger::new(Arc::clone(&queue), 0, index as u32));
-    let db = Arc::new(AnyDbm::One(db.with_update_logger(logger)));
+    let db = Arc::new(PolyDbm::One(db.with_update_logger(logger)));
     Ok((Database { db, spec, ordered, order, fast }, queue))
 }

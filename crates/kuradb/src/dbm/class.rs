@@ -1,13 +1,22 @@
-//! The one list of database classes: their names, the extensions that
-//! choose them, how each recognises its files, which parameters each takes,
-//! and how to open or restore one. Every tool and binding opens databases
-//! through [`DbmClass`] (or [`PolyDbm`](super::poly::PolyDbm), which uses
-//! it), so a new class is added here and in its own module, nowhere else.
+//! The one list of database classes, the class registry: their names, the
+//! extensions that choose them, which parameters each takes, how to open or
+//! restore one, the order of its keys and whether its rebuild takes tuning.
+//! Every tool and binding opens databases through [`DbmClass`] (or
+//! [`PolyDbm`](super::poly::PolyDbm), which asks it each of these facts), so
+//! a new class is its own module plus one variant of [`DbmClass`] and one
+//! entry in the registry below; nothing else in this crate matches on the
+//! class (the test-only `DbmClass::Model` is added just so).
+//!
+//! Two facts are not in the entry yet. A class that writes a file of its
+//! own adds its header's sniff to [`DbmClass::of_file`], where the sniffs
+//! run in a fixed order. And `kura`'s per-class tuning flags are written
+//! per class in the CLI, not read from here.
 
 use std::path::Path;
 
 use super::baby::{BabyDbm, BabyOptions};
 use super::cache::{CacheDbm, CacheOptions};
+use super::comparator::KeyComparator;
 use super::hash::{HashDbm, HashOptions, Kind};
 use super::params::{Params, Taker};
 use super::skip::{SkipDbm, SkipOptions};
@@ -36,6 +45,10 @@ pub enum DbmClass {
     StdHash,
     /// [`StdTreeDbm`], on memory.
     StdTree,
+    /// A test-only class over a `BTreeMap`: it shows that a class is its
+    /// module plus its registry entry.
+    #[cfg(test)]
+    Model,
 }
 
 /// What the registry knows of a class besides its code.
@@ -49,15 +62,144 @@ struct Entry {
     /// reference's.
     extensions: &'static [&'static str],
     on_memory: bool,
+    /// What a refusal of a parameter says it was for: "a hash database".
+    what: &'static str,
+    /// The order of the keys.
+    order: Order,
+    /// Whether a rebuild takes tuning parameters
+    /// ([`Dbm::rebuild_with_params`]); a class without refuses every
+    /// parameter by name.
+    tuned_rebuild: bool,
+    /// Reads the class's options from parameters.
+    options: fn(&mut Taker<'_>) -> Result<Box<dyn ClassOptions>>,
 }
 
-const CLASSES: [Entry; 8] = [
+/// The order of a class's keys.
+#[derive(Clone, Copy)]
+enum Order {
+    /// No order: a hash database.
+    Hashed,
+    /// Byte-wise.
+    Lexical,
+    /// The comparator the database's `inspect` names (`key_comparator`),
+    /// byte-wise without one.
+    Inspected,
+}
+
+/// A class's options, read from parameters: how to open and restore a
+/// database of the class.
+pub(crate) trait ClassOptions {
+    /// Opens a database: at `path`, or without one purely in memory (an
+    /// error for a class that keeps its records in a file).
+    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>>;
+
+    /// Restores the class's damaged file at `src` into `dest`, keeping what
+    /// its own recovery finds; `None` for a class whose file is whole or
+    /// refused, whose restore is a copy of what reading finds.
+    fn restore(&self, _src: &Path, _dest: &Path) -> Option<Result<u64>> {
+        None
+    }
+
+    /// Restores the file at `src` into `dest` as it was at `end` bytes (a
+    /// point-in-time restore); `None` for a class that has none.
+    fn restore_to_offset(&self, _src: &Path, _dest: &Path, _end: u64) -> Option<Result<u64>> {
+        None
+    }
+}
+
+/// The error for a file class opened without a path.
+fn needs_path(class: DbmClass) -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!("the {} database keeps its records in a file: give its path", class.name()),
+    )
+}
+
+impl ClassOptions for HashOptions {
+    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(HashDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    }
+    fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
+        Some(HashDbm::restore(src, dest, self))
+    }
+    fn restore_to_offset(&self, src: &Path, dest: &Path, end: u64) -> Option<Result<u64>> {
+        Some(HashDbm::restore_to_offset(src, dest, self, end))
+    }
+}
+
+impl ClassOptions for TreeOptions {
+    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(TreeDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    }
+    fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
+        Some(TreeDbm::restore(src, dest, self))
+    }
+}
+
+impl ClassOptions for SkipOptions {
+    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(SkipDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    }
+    fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
+        Some(SkipDbm::restore(src, dest, self))
+    }
+}
+
+/// The options of an on-memory class, whose database opens a flat file or
+/// starts empty without one.
+macro_rules! on_memory_options {
+    ($options:ty, $dbm:ty, $new:expr) => {
+        impl ClassOptions for $options {
+            fn open(&self, _: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+                Ok(match path {
+                    Some(p) => Box::new(<$dbm>::open(p, writable, self)?),
+                    None => Box::new($new(self)?),
+                })
+            }
+        }
+    };
+}
+
+on_memory_options!(TinyOptions, TinyDbm, |o| Ok::<_, Error>(TinyDbm::new(o)));
+on_memory_options!(BabyOptions, BabyDbm, BabyDbm::new);
+on_memory_options!(CacheOptions, CacheDbm, CacheDbm::new);
+
+/// The options of [`StdHashDbm`] (`hashed`) or [`StdTreeDbm`].
+struct StdClassOptions {
+    options: StdOptions,
+    hashed: bool,
+}
+
+impl ClassOptions for StdClassOptions {
+    fn open(&self, _: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+        let o = &self.options;
+        Ok(match (self.hashed, path) {
+            (true, Some(p)) => Box::new(StdHashDbm::open(p, writable, o)?),
+            (true, None) => Box::new(StdHashDbm::new(o)),
+            (false, Some(p)) => Box::new(StdTreeDbm::open(p, writable, o)?),
+            (false, None) => Box::new(StdTreeDbm::new(o)),
+        })
+    }
+}
+
+/// Reads options of type `O` with its `take_params`.
+macro_rules! take {
+    ($options:ty) => {
+        |t| Ok(Box::new(<$options>::default().take_params(t)?))
+    };
+}
+
+const CLASSES: &[Entry] = &[
     Entry {
         class: DbmClass::Hash,
         name: "hash",
         reference: "HashDBM",
         extensions: &["kh", "hash", "tkh"],
         on_memory: false,
+        what: "a hash database",
+        order: Order::Hashed,
+        tuned_rebuild: true,
+        options: take!(HashOptions),
     },
     Entry {
         class: DbmClass::Tree,
@@ -65,6 +207,10 @@ const CLASSES: [Entry; 8] = [
         reference: "TreeDBM",
         extensions: &["kt", "tree", "tkt"],
         on_memory: false,
+        what: "a tree database",
+        order: Order::Inspected,
+        tuned_rebuild: true,
+        options: take!(TreeOptions),
     },
     Entry {
         class: DbmClass::Skip,
@@ -72,6 +218,10 @@ const CLASSES: [Entry; 8] = [
         reference: "SkipDBM",
         extensions: &["ks", "skip", "tks"],
         on_memory: false,
+        what: "a skip database",
+        order: Order::Lexical,
+        tuned_rebuild: true,
+        options: take!(SkipOptions),
     },
     Entry {
         class: DbmClass::Tiny,
@@ -79,6 +229,10 @@ const CLASSES: [Entry; 8] = [
         reference: "TinyDBM",
         extensions: &["flat", "tiny", "tkmt"],
         on_memory: true,
+        what: "a tiny database",
+        order: Order::Hashed,
+        tuned_rebuild: false,
+        options: take!(TinyOptions),
     },
     Entry {
         class: DbmClass::Baby,
@@ -86,6 +240,10 @@ const CLASSES: [Entry; 8] = [
         reference: "BabyDBM",
         extensions: &["baby", "tkmb"],
         on_memory: true,
+        what: "a baby database",
+        order: Order::Inspected,
+        tuned_rebuild: false,
+        options: take!(BabyOptions),
     },
     Entry {
         class: DbmClass::Cache,
@@ -93,6 +251,10 @@ const CLASSES: [Entry; 8] = [
         reference: "CacheDBM",
         extensions: &["cache", "tkmc"],
         on_memory: true,
+        what: "a cache database",
+        order: Order::Hashed,
+        tuned_rebuild: false,
+        options: take!(CacheOptions),
     },
     Entry {
         class: DbmClass::StdHash,
@@ -100,6 +262,15 @@ const CLASSES: [Entry; 8] = [
         reference: "StdHashDBM",
         extensions: &["stdhash", "tksh"],
         on_memory: true,
+        what: "a stdhash database",
+        order: Order::Hashed,
+        tuned_rebuild: false,
+        options: |t| {
+            Ok(Box::new(StdClassOptions {
+                options: StdOptions::default().take_params(t, true)?,
+                hashed: true,
+            }))
+        },
     },
     Entry {
         class: DbmClass::StdTree,
@@ -107,6 +278,28 @@ const CLASSES: [Entry; 8] = [
         reference: "StdTreeDBM",
         extensions: &["stdtree", "tkst"],
         on_memory: true,
+        what: "a stdtree database",
+        order: Order::Lexical,
+        tuned_rebuild: false,
+        // An ordered set has no buckets.
+        options: |t| {
+            Ok(Box::new(StdClassOptions {
+                options: StdOptions::default().take_params(t, false)?,
+                hashed: false,
+            }))
+        },
+    },
+    #[cfg(test)]
+    Entry {
+        class: DbmClass::Model,
+        name: "model",
+        reference: "ModelDBM",
+        extensions: &["model"],
+        on_memory: true,
+        what: "a model database",
+        order: Order::Lexical,
+        tuned_rebuild: false,
+        options: super::model::take_options,
     },
 ];
 
@@ -282,40 +475,16 @@ impl DbmClass {
         }
     }
 
-    /// What a refusal of a parameter says it was for: "a hash database".
-    fn what(self) -> &'static str {
-        match self {
-            DbmClass::Hash => "a hash database",
-            DbmClass::Tree => "a tree database",
-            DbmClass::Skip => "a skip database",
-            DbmClass::Tiny => "a tiny database",
-            DbmClass::Baby => "a baby database",
-            DbmClass::Cache => "a cache database",
-            DbmClass::StdHash => "a stdhash database",
-            DbmClass::StdTree => "a stdtree database",
-        }
-    }
-
     /// The class's options read from `t`.
-    fn options(self, t: &mut Taker<'_>) -> Result<Options> {
+    fn options(self, t: &mut Taker<'_>) -> Result<Box<dyn ClassOptions>> {
         t.take(&["dbm"]);
-        Ok(match self {
-            DbmClass::Hash => Options::Hash(HashOptions::default().take_params(t)?),
-            DbmClass::Tree => Options::Tree(TreeOptions::default().take_params(t)?),
-            DbmClass::Skip => Options::Skip(SkipOptions::default().take_params(t)?),
-            DbmClass::Tiny => Options::Tiny(TinyOptions::default().take_params(t)?),
-            DbmClass::Baby => Options::Baby(BabyOptions::default().take_params(t)?),
-            DbmClass::Cache => Options::Cache(CacheOptions::default().take_params(t)?),
-            DbmClass::StdHash => Options::Std(StdOptions::default().take_params(t, true)?),
-            // An ordered set has no buckets.
-            DbmClass::StdTree => Options::Std(StdOptions::default().take_params(t, false)?),
-        })
+        (self.entry().options)(t)
     }
 
     /// Reads the class's options from `params`, refusing by name any
     /// parameter the class does not take.
-    fn options_of(self, params: &Params) -> Result<Options> {
-        let mut t = Taker::new(params, self.what());
+    fn options_of(self, params: &Params) -> Result<Box<dyn ClassOptions>> {
+        let mut t = Taker::new(params, self.entry().what);
         let options = self.options(&mut t)?;
         t.finish()?;
         Ok(options)
@@ -338,36 +507,7 @@ impl DbmClass {
     /// without a path, purely in memory. `params` are the class's parameters
     /// (any other is refused by name).
     pub fn open(self, path: Option<&Path>, writable: bool, params: &Params) -> Result<Box<dyn Dbm>> {
-        let options = self.options_of(params)?;
-        let needs_path = || {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!("the {} database keeps its records in a file: give its path", self.name()),
-            )
-        };
-        Ok(match options {
-            Options::Hash(o) => Box::new(HashDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
-            Options::Tree(o) => Box::new(TreeDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
-            Options::Skip(o) => Box::new(SkipDbm::open(path.ok_or_else(needs_path)?, writable, &o)?),
-            Options::Tiny(o) => match path {
-                Some(p) => Box::new(TinyDbm::open(p, writable, &o)?),
-                None => Box::new(TinyDbm::new(&o)),
-            },
-            Options::Baby(o) => match path {
-                Some(p) => Box::new(BabyDbm::open(p, writable, &o)?),
-                None => Box::new(BabyDbm::new(&o)?),
-            },
-            Options::Cache(o) => match path {
-                Some(p) => Box::new(CacheDbm::open(p, writable, &o)?),
-                None => Box::new(CacheDbm::new(&o)?),
-            },
-            Options::Std(o) => match (self, path) {
-                (DbmClass::StdHash, Some(p)) => Box::new(StdHashDbm::open(p, writable, &o)?),
-                (DbmClass::StdHash, None) => Box::new(StdHashDbm::new(&o)),
-                (_, Some(p)) => Box::new(StdTreeDbm::open(p, writable, &o)?),
-                (_, None) => Box::new(StdTreeDbm::new(&o)),
-            },
-        })
+        self.options_of(params)?.open(self, path, writable)
     }
 
     /// Restores the damaged or crashed database of this class at `src` into
@@ -386,38 +526,56 @@ impl DbmClass {
                 })?),
             };
         let params = &params.without("end_offset");
-        match (self.options_of(params)?, end_offset) {
-            (Options::Hash(o), Some(end)) => HashDbm::restore_to_offset(src, dest, &o, end),
-            (_, Some(_)) => Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("end_offset restores a hash database in appending mode, not a {} one", self.name()),
-            )),
-            (Options::Hash(o), None) => HashDbm::restore(src, dest, &o),
-            (Options::Tree(o), None) => TreeDbm::restore(src, dest, &o),
-            (Options::Skip(o), None) => SkipDbm::restore(src, dest, &o),
-            _ => {
-                let params = params.without("truncate");
-                let db = self.open(Some(src), false, &params)?;
-                let out = self.open(Some(dest), true, &params)?;
-                let copied = db.export(out.as_ref()).and_then(|_| out.count());
-                let closed = out.close().and(db.close());
-                let count = copied?;
-                closed?;
-                Ok(count)
-            }
+        let options = self.options_of(params)?;
+        let restored = match end_offset {
+            Some(end) => options.restore_to_offset(src, dest, end).or_else(|| {
+                Some(Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "end_offset restores a hash database in appending mode, not a {} one",
+                        self.name()
+                    ),
+                )))
+            }),
+            None => options.restore(src, dest),
+        };
+        if let Some(restored) = restored {
+            return restored;
         }
+        let params = params.without("truncate");
+        let db = self.open(Some(src), false, &params)?;
+        let out = self.open(Some(dest), true, &params)?;
+        let copied = db.export(out.as_ref()).and_then(|_| out.count());
+        let closed = out.close().and(db.close());
+        let count = copied?;
+        closed?;
+        Ok(count)
     }
-}
 
-/// A class's options, as [`DbmClass::options`] reads them.
-enum Options {
-    Hash(HashOptions),
-    Tree(TreeOptions),
-    Skip(SkipOptions),
-    Tiny(TinyOptions),
-    Baby(BabyOptions),
-    Cache(CacheOptions),
-    Std(StdOptions),
+    /// The order of the keys of `db`, a database of this class (`None` for
+    /// a hash one).
+    pub fn key_order_of(self, db: &dyn Dbm) -> Result<Option<KeyComparator>> {
+        Ok(match self.entry().order {
+            Order::Hashed => None,
+            Order::Lexical => Some(KeyComparator::Lexical),
+            Order::Inspected => {
+                let named = db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
+                Some(named.map_or(Ok(KeyComparator::Lexical), |(_, name)| KeyComparator::from_name(&name))?)
+            }
+        })
+    }
+
+    /// Whether a rebuild of the class takes tuning parameters (see
+    /// [`Dbm::rebuild_with_params`]); one that does not refuses every
+    /// parameter by name.
+    pub fn has_tuned_rebuild(self) -> bool {
+        self.entry().tuned_rebuild
+    }
+
+    /// What a refusal of a parameter says it was for: "a hash database".
+    pub(crate) fn what(self) -> &'static str {
+        self.entry().what
+    }
 }
 
 #[cfg(test)]

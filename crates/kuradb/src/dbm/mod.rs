@@ -6,8 +6,24 @@
 //! the function answers what to do with it ([`Action`]). The trait's provided
 //! methods (get, set, remove, append, compare_exchange, increment and the
 //! `*_multi` forms) are written once on top of it and [`Dbm::process_multi`].
+//!
+//! # Where to start
+//! [`poly::PolyDbm`] opens whatever database a path names (one database of
+//! any class, or a [`shard`] set), choosing the class and reading its
+//! parameters through the class registry, [`class::DbmClass`]: a new class
+//! is its own module plus one entry there.
+//!
+//! # Wrappers, not hooks
+//! No database calls out while it changes a record (the hash database, for
+//! one, changes records only in its private `State::apply`, and nothing
+//! attaches there). What must see every change wraps the whole
+//! database instead, as another [`Dbm`] that forwards each call to it: the
+//! update log is such a wrapper, [`crate::ulog::LoggedDbm`], which tells its
+//! logger each change as the `process` call that makes it, under the
+//! record's lock and before the change is made. `ulog_prefix` makes
+//! [`poly::PolyDbm`] wrap the database it opens (each shard of a set) so;
+//! a program wraps any database itself with [`crate::ulog::LoggedDbm::new`].
 
-pub mod any;
 pub mod async_dbm;
 pub mod baby;
 pub mod cache;
@@ -621,5 +637,7 @@ fn unordered(what: &str) -> Error {
     )
 }
 
+#[cfg(test)]
+mod model;
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,9 @@
 //! remove, a clear). [`LoggedDbm`] wraps any database and tells its logger
 //! every change made through it, under the changed record's lock, before the
 //! change is made: see [`LoggedDbm`] for the order and what a crash leaves.
-//! [`PolyDbm`](crate::PolyDbm) and [`ShardDbm`](crate::ShardDbm) wrap
-//! themselves when given `ulog_prefix`.
+//! [`PolyDbm`](crate::PolyDbm) wraps the database it opens (each shard of a
+//! [`ShardDbm`](crate::ShardDbm), with the shard's index) when given
+//! `ulog_prefix`.
 //!
 //! Loggers: [`DbmUpdateLogger`] makes each change to another database too (a
 //! live mirror); [`MqUpdateLogger`] writes entries into a [`MessageQueue`],

@@ -4,11 +4,12 @@
 //! shard its stable hash names (the XXH3 hash, which does not change between
 //! runs or versions, modulo `n`), so operations on keys of different shards
 //! run in parallel, each under its own shard's locks. Every shard is a
-//! [`PolyDbm`] of the same class and parameters. Ordered classes iterate in
+//! [`SingleDbm`] of the same class and parameters. Ordered classes iterate in
 //! the global key order, merging the shards' cursors.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::RwLock;
 
@@ -19,10 +20,11 @@ use cursor::{ChainCursor, MergeCursor};
 use super::class::DbmClass;
 use super::comparator::KeyComparator;
 use super::params::Params;
-use super::poly::PolyDbm;
+use super::poly::SingleDbm;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
+use crate::ulog::UpdateLogger;
 
 /// The most shards a set may have.
 pub const MAX_SHARDS: usize = 99_999;
@@ -30,7 +32,7 @@ pub const MAX_SHARDS: usize = 99_999;
 /// A database spread over shard files by the hash of the key.
 pub struct ShardDbm {
     path: PathBuf,
-    shards: Vec<PolyDbm>,
+    shards: Vec<SingleDbm>,
     /// The order of keys for merging cursors; `None` for unordered classes.
     order: Option<KeyComparator>,
     /// Shared by single-key operations, taken alone by those spanning shards,
@@ -145,7 +147,7 @@ impl ShardDbm {
         };
         let mut shards = Vec::with_capacity(count);
         // An empty path names no files: every shard is an on-memory database
-        // (see PolyDbm::open).
+        // (see SingleDbm::open).
         let on_memory = path.as_os_str().is_empty();
         for i in 0..count {
             let shard = if on_memory { PathBuf::new() } else { ShardDbm::shard_path(&path, i, count) };
@@ -159,13 +161,13 @@ impl ShardDbm {
                     ),
                 ));
             }
-            let mut db = PolyDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?;
+            let mut db = SingleDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?;
             if let (Some(ulog), Some(queue)) = (&ulog, &queue) {
                 db = db.with_update_logger(ulog.logger(queue, i as u32));
             }
             shards.push(db);
         }
-        let classes: Vec<_> = shards.iter().map(PolyDbm::class).collect();
+        let classes: Vec<_> = shards.iter().map(SingleDbm::class).collect();
         if classes.windows(2).any(|w| w[0] != w[1]) {
             return Err(Error::new(
                 ErrorKind::BrokenData,
@@ -182,7 +184,7 @@ impl ShardDbm {
     }
 
     /// The shard databases, in order.
-    pub fn shards(&self) -> &[PolyDbm] {
+    pub fn shards(&self) -> &[SingleDbm] {
         &self.shards
     }
 
@@ -191,7 +193,7 @@ impl ShardDbm {
         (xxhash_rust::xxh3::xxh3_64(key) % self.shards.len() as u64) as usize
     }
 
-    fn shard_of(&self, key: &[u8]) -> &PolyDbm {
+    fn shard_of(&self, key: &[u8]) -> &SingleDbm {
         &self.shards[self.shard_index(key)]
     }
 
@@ -231,7 +233,7 @@ impl ShardDbm {
 
     /// Applies `f` to every shard in turn, reporting the first error after
     /// trying them all.
-    fn each(&self, f: impl Fn(&PolyDbm) -> Result<()>) -> Result<()> {
+    fn each(&self, f: impl Fn(&SingleDbm) -> Result<()>) -> Result<()> {
         let mut result = Ok(());
         for shard in &self.shards {
             let done = f(shard);
@@ -243,7 +245,7 @@ impl ShardDbm {
     }
 
     /// Restores each shard of the damaged or crashed set at `src` into the
-    /// set at `dest` (see [`PolyDbm::restore`]); answers the number of
+    /// set at `dest` (see [`SingleDbm::restore`]); answers the number of
     /// records kept in all.
     pub fn restore(src: &Path, dest: &Path, params: &Params) -> Result<u64> {
         let n = ShardDbm::existing_count(src)?.ok_or_else(|| {
@@ -253,7 +255,7 @@ impl ShardDbm {
         let mut kept = 0;
         for i in 0..n {
             let (from, to) = (ShardDbm::shard_path(src, i, n), ShardDbm::shard_path(dest, i, n));
-            kept += PolyDbm::restore(from, to, &params)?;
+            kept += SingleDbm::restore(from, to, &params)?;
         }
         Ok(kept)
     }
@@ -261,6 +263,13 @@ impl ShardDbm {
     /// The class of the shards.
     pub fn class(&self) -> DbmClass {
         self.shards[0].class()
+    }
+
+    /// The set with every change made through any shard told to `logger`
+    /// first (see [`LoggedDbm`](crate::ulog::LoggedDbm)).
+    pub fn with_update_logger(self, logger: Arc<dyn UpdateLogger>) -> ShardDbm {
+        let shards = self.shards.into_iter().map(|s| s.with_update_logger(Arc::clone(&logger))).collect();
+        ShardDbm { shards, ..self }
     }
 
     /// The key order of the set: the shards', or `None` for unordered ones.
@@ -465,7 +474,7 @@ impl Dbm for ShardDbm {
     }
 
     fn is_healthy(&self) -> bool {
-        self.shards.iter().all(PolyDbm::is_healthy)
+        self.shards.iter().all(SingleDbm::is_healthy)
     }
 
     fn is_ordered(&self) -> bool {

@@ -1,78 +1,28 @@
-//! Opening any one database by name: [`PolyDbm`] takes a path and
-//! parameters (a map, or a string like
-//! `dbm=tree,file=pos-para,max_cached_pages=1000`) and opens the database they
-//! describe, through the class registry ([`DbmClass`]), so that programs, the
-//! CLI and the bindings share one way to say which database, file and tuning
-//! they want.
-//!
-//! The class of a new file comes from `dbm=` or from the path's extension; an
-//! existing file is recognised by its header, whatever its name. Every
-//! parameter must be one the chosen class takes: an unknown name, or a known
-//! one with a value of the wrong type, is an error that names it. A set of
-//! shard files is a [`ShardDbm`](super::shard::ShardDbm) of PolyDbms;
-//! [`AnyDbm`](super::any::AnyDbm) opens whichever a path names.
-//!
-//! A file the reference implementation (Tkrzw) wrote is recognised by its
-//! magic too and opened read-only as a [`ReferenceDbm`]: its class is the
-//! matching kuradb class, opening it writable is an error suggesting
-//! `kura util convert`, and [`PolyDbm::restore`] salvages it into a kuradb
-//! database.
-//!
-//! An empty path names no file: it opens an on-memory database that lives
-//! and dies with the handle, as the reference's `PolyDBM` does — of the class
-//! `dbm=` names (an on-memory one: tiny, baby, cache, stdhash, stdtree), a
-//! [`TinyDbm`](super::tiny::TinyDbm) without it. It is writable whatever
-//! `writable` says (there is no file to protect), and closing it writes
-//! nothing. A file class with an empty path is a
-//! [`NotFound`](ErrorKind::NotFound) error, as the reference's "no such file".
-//!
-//! `ulog_prefix` (with `ulog_max_file_size`, `ulog_server_id`,
-//! `ulog_dbm_index`) makes a writer log every change into update-log files
-//! at that prefix (see [`crate::ulog`]).
+//! One database of one class, opened from a path and parameters: what
+//! [`PolyDbm`] holds for a single file (or an on-memory database), and what
+//! each shard of a [`ShardDbm`](crate::dbm::shard::ShardDbm) is.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use super::class::DbmClass;
-pub use super::params::Params;
+use super::super::class::DbmClass;
+use super::super::params::Params;
 
-use super::comparator::KeyComparator;
-use super::params::Taker;
+use super::super::comparator::KeyComparator;
+use super::super::params::Taker;
 #[cfg(feature = "tkrzw")]
-use super::tkrzw::ReferenceDbm;
-use super::tkrzw::ReferenceFormat;
-use super::Dbm;
+use super::super::tkrzw::ReferenceDbm;
+use super::super::tkrzw::ReferenceFormat;
+use super::super::Dbm;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
 use crate::ulog::{LoggedDbm, UpdateLogger};
 
-/// Any one database, opened from a path and parameters.
-///
-/// ```
-/// use kuradb::dbm::poly::{Params, PolyDbm};
-/// use kuradb::dbm::{Cursor, Dbm};
-/// # fn main() -> kuradb::Result<()> {
-/// let dir = tempfile::tempdir().unwrap();
-/// let path = dir.path().join("casket.tkt");
-/// let params = Params::parse("file=pos-para,max_cached_pages=100,key_comparator=decimal")?;
-/// let db = PolyDbm::open(&path, true, &params)?;
-/// assert_eq!(db.class().name(), "tree"); // from the extension
-/// db.set(b"10", b"ten", true)?;
-/// db.set(b"9", b"nine", true)?;
-/// let mut cursor = db.iter()?;
-/// cursor.first()?;
-/// assert_eq!(cursor.get()?.unwrap().0, b"9"); // decimal order
-/// drop(cursor);
-/// db.close()?;
-/// // Reopened by its header, whatever its name says.
-/// std::fs::rename(&path, dir.path().join("casket.dat")).unwrap();
-/// let db = PolyDbm::open(dir.path().join("casket.dat"), false, &Params::new())?;
-/// assert_eq!(db.get(b"10")?.as_deref(), Some(&b"ten"[..]));
-/// assert!(PolyDbm::open(dir.path().join("x.tkh"), true, &Params::parse("max_level=3")?).is_err());
-/// # Ok(())
-/// # }
-/// ```
-pub struct PolyDbm {
+/// One database of one class (a file, a file of the reference read-only,
+/// or an on-memory database): [`PolyDbm::One`](super::PolyDbm::One).
+/// Programs open it through [`PolyDbm`](super::PolyDbm), which documents
+/// how the class is chosen.
+pub struct SingleDbm {
     db: Box<dyn Dbm>,
     class: DbmClass,
     path: Option<PathBuf>,
@@ -80,28 +30,14 @@ pub struct PolyDbm {
     reference_order: Option<Option<KeyComparator>>,
 }
 
-impl PolyDbm {
-    /// Opens or creates the database at `path` as `params` say (see the
-    /// module's documentation for how the class is chosen). An empty path
-    /// opens an on-memory database with no file:
-    ///
-    /// ```
-    /// use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
-    /// use kuradb::dbm::Dbm;
-    /// # fn main() -> kuradb::Result<()> {
-    /// let db = PolyDbm::open("", true, &Params::parse("dbm=baby")?)?;
-    /// db.set(b"k", b"v", true)?;
-    /// assert_eq!((db.class(), db.file_path()), (DbmClass::Baby, None));
-    /// db.close()?; // writes nothing
-    /// let err = PolyDbm::open("", true, &Params::parse("dbm=hash")?).err().unwrap();
-    /// assert_eq!(err.kind(), kuradb::ErrorKind::NotFound);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
+impl SingleDbm {
+    /// Opens or creates the one database at `path` as `params` say, as
+    /// [`PolyDbm::open`](super::PolyDbm::open) does when the path names no
+    /// shard set.
+    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<SingleDbm> {
         let path = path.as_ref();
         if path.as_os_str().is_empty() {
-            return PolyDbm::open_without_file(writable, params);
+            return SingleDbm::open_without_file(writable, params);
         }
         // A writer that truncates discards the old contents whatever wrote
         // them, as it would any other file: it makes a kuradb database in
@@ -109,18 +45,18 @@ impl PolyDbm {
         let truncating = writable && params.flag("truncate")?.unwrap_or(false);
         let class = if is_reference_file(path)? {
             if !truncating {
-                return PolyDbm::open_reference(path, writable, params);
+                return SingleDbm::open_reference(path, writable, params);
             }
             DbmClass::for_new_file(path, params)?
         } else {
             DbmClass::for_path(path, params)?
         };
-        PolyDbm::open_class(class, Some(path), writable, params)
+        SingleDbm::open_class(class, Some(path), writable, params)
     }
 
     /// What an empty path opens: the on-memory class `dbm=` names (a
-    /// [`TinyDbm`](super::tiny::TinyDbm) without it), with no file.
-    fn open_without_file(writable: bool, params: &Params) -> Result<PolyDbm> {
+    /// [`TinyDbm`](crate::dbm::tiny::TinyDbm) without it), with no file.
+    fn open_without_file(writable: bool, params: &Params) -> Result<SingleDbm> {
         let class = params.get("dbm").map(DbmClass::from_name).transpose()?.unwrap_or(DbmClass::Tiny);
         if !class.is_on_memory() {
             return Err(Error::new(
@@ -133,26 +69,26 @@ impl PolyDbm {
                 ),
             ));
         }
-        PolyDbm::open_class(class, None, writable, params)
+        SingleDbm::open_class(class, None, writable, params)
     }
 
     /// Opens a file of the reference implementation, read-only.
     #[cfg(feature = "tkrzw")]
-    fn open_reference(path: &Path, writable: bool, params: &Params) -> Result<PolyDbm> {
+    fn open_reference(path: &Path, writable: bool, params: &Params) -> Result<SingleDbm> {
         if writable {
-            return Err(super::tkrzw::read_only(path));
+            return Err(super::super::tkrzw::read_only(path));
         }
         let db = ReferenceDbm::open(path)?;
         let class = db.class();
         check_reference_params(&db, params)?;
         let reference_order = Some(db.key_order());
-        Ok(PolyDbm { db: Box::new(db), class, path: Some(path.to_path_buf()), reference_order })
+        Ok(SingleDbm { db: Box::new(db), class, path: Some(path.to_path_buf()), reference_order })
     }
 
     /// A build without the reader: an error naming the feature.
     #[cfg(not(feature = "tkrzw"))]
-    fn open_reference(path: &Path, _writable: bool, _params: &Params) -> Result<PolyDbm> {
-        Err(super::tkrzw::not_built(path))
+    fn open_reference(path: &Path, _writable: bool, _params: &Params) -> Result<SingleDbm> {
+        Err(super::super::tkrzw::not_built(path))
     }
 
     /// Opens a database of `class`: at `path`, or for an on-memory class
@@ -162,10 +98,10 @@ impl PolyDbm {
         path: Option<&Path>,
         writable: bool,
         params: &Params,
-    ) -> Result<PolyDbm> {
+    ) -> Result<SingleDbm> {
         let (params, ulog) = UlogParams::take(params)?;
         let db = class.open(path, writable, &params)?;
-        let db = PolyDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None };
+        let db = SingleDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None };
         // A reader makes no changes, so it opens no log to write them to.
         match ulog {
             Some(ulog) if writable => {
@@ -178,8 +114,8 @@ impl PolyDbm {
 
     /// The database with every change made through it told to `logger`
     /// first (see [`LoggedDbm`]); what `ulog_prefix` does at open.
-    pub fn with_update_logger(self, logger: Arc<dyn UpdateLogger>) -> PolyDbm {
-        PolyDbm { db: Box::new(LoggedDbm::boxed(self.db, logger)), ..self }
+    pub fn with_update_logger(self, logger: Arc<dyn UpdateLogger>) -> SingleDbm {
+        SingleDbm { db: Box::new(LoggedDbm::boxed(self.db, logger)), ..self }
     }
 
     /// The class `open` would choose for `path` with `params` (see
@@ -198,14 +134,7 @@ impl PolyDbm {
         if let Some(order) = self.reference_order {
             return Ok(order);
         }
-        Ok(match self.class {
-            DbmClass::Hash | DbmClass::Tiny | DbmClass::Cache | DbmClass::StdHash => None,
-            DbmClass::Skip | DbmClass::StdTree => Some(KeyComparator::Lexical),
-            DbmClass::Tree | DbmClass::Baby => {
-                let named = self.db.inspect()?.into_iter().find(|(k, _)| k == "key_comparator");
-                Some(named.map_or(Ok(KeyComparator::Lexical), |(_, name)| KeyComparator::from_name(&name))?)
-            }
-        })
+        self.class.key_order_of(self.db.as_ref())
     }
 
     /// Closes the database, reporting what closing it found.
@@ -217,13 +146,11 @@ impl PolyDbm {
     /// [`Dbm::rebuild_with_params`]): a class that changes none refuses every
     /// parameter by name.
     pub fn rebuild_with(&self, params: &Params) -> Result<()> {
-        match self.class {
-            DbmClass::Hash | DbmClass::Tree | DbmClass::Skip => self.db.rebuild_with_params(params),
-            _ => {
-                Taker::new(params, &format!("rebuilding a {} database", self.class.name())).finish()?;
-                self.db.rebuild()
-            }
+        if self.class.has_tuned_rebuild() {
+            return self.db.rebuild_with_params(params);
         }
+        Taker::new(params, &format!("rebuilding {}", self.class.what())).finish()?;
+        self.db.rebuild()
     }
 
     /// Restores the damaged or crashed database at `src` into a new one at
@@ -237,7 +164,7 @@ impl PolyDbm {
             #[cfg(feature = "tkrzw")]
             return ReferenceDbm::open_salvaging(src)?.convert(dest.as_ref(), params, &mut |_| ());
             #[cfg(not(feature = "tkrzw"))]
-            return Err(super::tkrzw::not_built(src));
+            return Err(super::super::tkrzw::not_built(src));
         }
         DbmClass::for_path(src, params)?.restore(src, dest.as_ref(), params)
     }
@@ -292,9 +219,9 @@ fn check_reference_params(db: &ReferenceDbm, params: &Params) -> Result<()> {
     t.finish()
 }
 
-impl Dbm for PolyDbm {
+impl Dbm for SingleDbm {
     fn close(self: Box<Self>) -> Result<()> {
-        PolyDbm::close(*self)
+        SingleDbm::close(*self)
     }
     fn path(&self) -> Option<&Path> {
         self.path.as_deref()
@@ -302,7 +229,7 @@ impl Dbm for PolyDbm {
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         self.rebuild_with(params)
     }
-    super::forward_dbm!(|this| this.db.as_ref());
+    super::super::forward_dbm!(|this| this.db.as_ref());
 }
 
 #[cfg(test)]
@@ -324,14 +251,17 @@ mod tests {
         #[cfg(not(feature = "tkrzw"))]
         for writable in [false, true] {
             // Without the reader, still told by its magic, and refused by name.
-            let err = PolyDbm::open(&tkrzw, writable, &Params::new()).err().unwrap();
+            let err = SingleDbm::open(&tkrzw, writable, &Params::new()).err().unwrap();
             assert_eq!(err.kind(), ErrorKind::NotImplemented);
             assert!(err.message().contains("Cargo feature `tkrzw`"), "{err}");
         }
         let junk = dir.path().join("junk.tkh");
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
-        assert_eq!(PolyDbm::open(&junk, false, &Params::new()).err().unwrap().kind(), ErrorKind::BrokenData);
-        let err = PolyDbm::open(dir.path().join("noext"), true, &Params::new()).err().unwrap();
+        assert_eq!(
+            SingleDbm::open(&junk, false, &Params::new()).err().unwrap().kind(),
+            ErrorKind::BrokenData
+        );
+        let err = SingleDbm::open(dir.path().join("noext"), true, &Params::new()).err().unwrap();
         assert!(err.message().contains("give dbm=CLASS (one of hash, tree, skip"), "{err}");
         for (class, name) in [
             (DbmClass::Hash, "h.dat"),
@@ -341,47 +271,48 @@ mod tests {
         ] {
             let path = dir.path().join(name);
             let params = Params::parse(&format!("dbm={}", class.name())).unwrap();
-            let db = PolyDbm::open(&path, true, &params).unwrap();
+            let db = SingleDbm::open(&path, true, &params).unwrap();
             db.set(b"k", b"v", true).unwrap();
             db.close().unwrap();
             assert_eq!(DbmClass::of_file(&path).unwrap(), Some(class));
-            let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+            let db = SingleDbm::open(&path, false, &Params::new()).unwrap();
             assert_eq!((db.class(), db.get(b"k").unwrap()), (class, Some(b"v".to_vec())));
             db.close().unwrap();
             let other = if class == DbmClass::Hash { "tree" } else { "hash" };
-            let err =
-                PolyDbm::open(&path, false, &Params::parse(&format!("dbm={other}")).unwrap()).err().unwrap();
+            let err = SingleDbm::open(&path, false, &Params::parse(&format!("dbm={other}")).unwrap())
+                .err()
+                .unwrap();
             assert!(err.message().contains(&format!("not a {other} one")), "{err}");
         }
     }
 
-    /// The reference's files through PolyDbm: a cut one is an error naming
+    /// The reference's files through SingleDbm: a cut one is an error naming
     /// the problem, a whole one is read, and writing to it is refused.
     #[cfg(feature = "tkrzw")]
     fn reference_files_are_read(dir: &Path, tkrzw: &Path) {
-        let err = PolyDbm::open(tkrzw, false, &Params::new()).err().unwrap();
+        let err = SingleDbm::open(tkrzw, false, &Params::new()).err().unwrap();
         assert_eq!(err.kind(), ErrorKind::BrokenData);
         assert!(
             err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
         );
-        let err = PolyDbm::open(tkrzw, true, &Params::new()).err().unwrap();
+        let err = SingleDbm::open(tkrzw, true, &Params::new()).err().unwrap();
         assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
         let flat = dir.join("old.flat");
         std::fs::write(&flat, b"\xff\x01k\xff\x01v").unwrap();
-        let db = PolyDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
+        let db = SingleDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
         assert_eq!((db.class(), db.get(b"k").unwrap()), (DbmClass::Tiny, Some(b"v".to_vec())));
         assert!(db.set(b"k", b"w", true).unwrap_err().message().contains("kura util convert"));
         db.close().unwrap();
-        let err = PolyDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        let err = SingleDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
         assert!(err.message().contains("not a hash one"), "{err}");
-        assert!(PolyDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
+        assert!(SingleDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
     }
 
     #[test]
     fn parameters_are_checked_against_the_class() {
         let dir = tempfile::tempdir().unwrap();
         let open = |name: &str, params: &str| {
-            PolyDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap())
+            SingleDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap())
         };
         let err = open("a.tkh", "max_page_size=100,step_unit=3").err().unwrap();
         assert_eq!(err.message(), "unknown parameters max_page_size, step_unit for a hash database");
@@ -416,7 +347,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("casket.tkmb");
         let db =
-            PolyDbm::open(&path, true, &Params::parse("key_comparator=decimal,max_page_size=64").unwrap())
+            SingleDbm::open(&path, true, &Params::parse("key_comparator=decimal,max_page_size=64").unwrap())
                 .unwrap();
         assert_eq!(db.class(), DbmClass::Baby);
         for n in [10, 9, 100] {
@@ -426,17 +357,17 @@ mod tests {
         db.close().unwrap();
         // The same flat file, read as each on-memory class by dbm=.
         for class in ["tiny", "baby", "cache", "stdhash", "stdtree"] {
-            let db = PolyDbm::open(&path, false, &Params::parse(&format!("dbm={class}")).unwrap()).unwrap();
+            let db = SingleDbm::open(&path, false, &Params::parse(&format!("dbm={class}")).unwrap()).unwrap();
             assert_eq!((db.class().name(), db.count().unwrap()), (class, 3));
             db.close().unwrap();
         }
-        let err = PolyDbm::open(&path, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        let err = SingleDbm::open(&path, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
         assert!(err.message().contains("not a hash one"), "{err}");
-        let err = PolyDbm::open(dir.path().join("c.tkmc"), true, &Params::parse("cap_rec_num=x").unwrap())
+        let err = SingleDbm::open(dir.path().join("c.tkmc"), true, &Params::parse("cap_rec_num=x").unwrap())
             .err()
             .unwrap();
         assert!(err.message().contains("cap_rec_num must be a number"), "{err}");
-        let copied = PolyDbm::restore(&path, dir.path().join("copy.tkst"), &Params::new()).unwrap();
+        let copied = SingleDbm::restore(&path, dir.path().join("copy.tkst"), &Params::new()).unwrap();
         assert_eq!(copied, 3);
     }
 }
