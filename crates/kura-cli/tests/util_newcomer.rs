@@ -255,7 +255,10 @@ fn a_failed_export_leaves_nothing_at_its_destination() {
     let copy = dir.path().join("copy.kt");
     ok(&["import", s(&copy), s(&flat)]);
     assert_eq!(ok(&["list", "--escape", s(&copy)]), ok(&["list", "--escape", s(&db)]));
-    assert_eq!(leftovers(dir.path(), &["casket.kt", "backup.tsv", "backup.flat", "copy.kt"]), Vec::<String>::new());
+    assert_eq!(
+        leftovers(dir.path(), &["casket.kt", "backup.tsv", "backup.flat", "copy.kt"]),
+        Vec::<String>::new()
+    );
 }
 
 /// On a file system too small for the export, the write fails, the error
@@ -344,7 +347,11 @@ fn list_says_on_stderr_when_more_records_follow_its_items() {
     for (items, noted) in [("11", true), ("12", false), ("all", false)] {
         let out = kura(&["list", "--items", items, s(&db)]);
         assert!(out.status.success());
-        assert_eq!(String::from_utf8_lossy(&out.stderr).contains("more follow"), noted, "--items {items}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).contains("more follow"),
+            noted,
+            "--items {items}: {out:?}"
+        );
     }
     // A bound that ends the listing at the tenth record leaves nothing more to say.
     let out = kura(&["list", "--jump", "k00", "--upper", "k10", s(&db)]);
