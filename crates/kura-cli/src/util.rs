@@ -412,10 +412,12 @@ fn finish<T>(db: AnyDbm, result: Result<T>) -> Result<T> {
 /// destination that takes the destination's name only once everything is
 /// written and synchronized. A failed export so leaves nothing at the
 /// destination (and a file already there as it was), never a truncated copy
-/// that a script missing the exit status would keep as a backup.
+/// that a script missing the exit status would keep as a backup. A device or
+/// a pipe (`/dev/full`, a FIFO) is written directly: a rename would replace it.
 enum Output {
     Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
     File { writer: std::io::BufWriter<tempfile::NamedTempFile>, dest: PathBuf },
+    Special { writer: std::io::BufWriter<std::fs::File>, dest: PathBuf },
 }
 
 impl Output {
@@ -425,6 +427,13 @@ impl Output {
         }
         if path.is_dir() {
             return Err(is_a_directory(path));
+        }
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::io("opening", path, e))?;
+            return Ok(Output::Special { writer: std::io::BufWriter::new(file), dest: path.to_path_buf() });
         }
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -456,6 +465,9 @@ impl Output {
                     .map_err(|e| Error::io("renaming the finished export to", &dest, e.error))?;
                 Ok(())
             }
+            Output::Special { mut writer, dest } => {
+                writer.flush().map_err(|e| Error::io("writing", &dest, e))
+            }
         }
     }
 }
@@ -465,6 +477,7 @@ impl std::io::Write for Output {
         match self {
             Output::Stdout(out) => out.write(buf),
             Output::File { writer, .. } => writer.write(buf),
+            Output::Special { writer, .. } => writer.write(buf),
         }
     }
 
@@ -472,6 +485,7 @@ impl std::io::Write for Output {
         match self {
             Output::Stdout(out) => out.write_all(buf),
             Output::File { writer, .. } => writer.write_all(buf),
+            Output::Special { writer, .. } => writer.write_all(buf),
         }
     }
 
@@ -479,6 +493,7 @@ impl std::io::Write for Output {
         match self {
             Output::Stdout(out) => out.flush(),
             Output::File { writer, .. } => writer.flush(),
+            Output::Special { writer, .. } => writer.flush(),
         }
     }
 }

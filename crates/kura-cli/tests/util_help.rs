@@ -25,7 +25,10 @@ fn a_readers_help_is_short_and_offers_no_tuning() {
         let text = help(command);
         // list and export have many flags of their own, all of which they use.
         let lines = text.lines().count();
-        assert!(lines < 40 || matches!(command, "list" | "export"), "{command} --help is {lines} lines:\n{text}");
+        assert!(
+            lines < 40 || matches!(command, "list" | "export"),
+            "{command} --help is {lines} lines:\n{text}"
+        );
         assert!(!text.contains(TUNING_HEADING), "{command}:\n{text}");
         for flag in TUNING_FLAGS.iter().chain(&["--sync_hard", "--alloc_init"]) {
             assert!(!text.contains(&format!("{flag} ")), "{command} offers {flag}:\n{text}");
