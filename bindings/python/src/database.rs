@@ -14,8 +14,8 @@ use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::DbmClass;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{flat_records, Action, Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{ErrorKind, Result};

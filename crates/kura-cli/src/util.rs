@@ -32,8 +32,8 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
@@ -104,9 +104,10 @@ pub fn run(args: &UtilArgs) -> Result<()> {
     }
 }
 
-/// The flags that say which database a file holds and how to open it.
+/// The flags every command takes: which database a file holds and how to
+/// open it.
 #[derive(Args, Debug, Clone)]
-pub struct DbFlags {
+pub struct OpenFlags {
     /// The database class (hash, tree, skip, …); by default the file's header,
     /// or for a new file its extension, decides.
     #[arg(long = "dbm", value_name = "CLASS")]
@@ -124,22 +125,50 @@ pub struct DbFlags {
     #[arg(long = "wait")]
     wait: bool,
 
-    /// Synchronizes the database with the device (hard: the data reaches
-    /// the disk) before closing it, as the reference's --sync_hard; for the
-    /// commands that write (a command that only reads refuses it).
-    #[arg(long = "sync_hard")]
-    sync_hard: bool,
-
-    /// Compresses values (a tree's pages): none, zstd, lz4, zlib or lzma; for a
-    /// new file (create, import) or a rebuild; the same as --params
-    /// record_comp_mode=MODE.
-    #[arg(long = "record_comp", value_name = "MODE")]
-    record_comp: Option<String>,
     /// The key an encrypted database's values are encrypted with (hash and
     /// tree); by default the environment variable KURA_CIPHER_KEY, which keeps
     /// it out of the process list. A new file is encrypted with it.
     #[arg(long = "cipher_key", value_name = "KEY")]
     cipher_key: Option<String>,
+
+    #[command(flatten)]
+    lock: tuning::LockFlags,
+}
+
+/// The flags of a command that only reads.
+#[derive(Args, Debug, Clone)]
+pub struct ReadFlags {
+    #[command(flatten)]
+    open: OpenFlags,
+
+    /// Not offered (a reader has nothing to synchronize), but taken so that a
+    /// script written for the reference, which accepts it everywhere, is told
+    /// why it does nothing here rather than that it is unknown.
+    #[arg(long = "sync_hard", hide = true)]
+    sync_hard: bool,
+}
+
+/// The flags of a command that writes to an existing database.
+#[derive(Args, Debug, Clone)]
+pub struct WriteFlags {
+    #[command(flatten)]
+    open: OpenFlags,
+
+    /// Synchronizes the database with the device (hard: the data reaches
+    /// the disk) before closing it, as the reference's --sync_hard.
+    #[arg(long = "sync_hard")]
+    sync_hard: bool,
+
+    #[command(flatten)]
+    file: tuning::FileFlags,
+}
+
+/// The flags of a command that creates or rebuilds a database: a writer's,
+/// and the tuning of the new file.
+#[derive(Args, Debug, Clone)]
+pub struct CreateFlags {
+    #[command(flatten)]
+    write: WriteFlags,
 
     #[command(flatten)]
     tuning: tuning::TuningFlags,
@@ -160,22 +189,45 @@ enum Access {
     Create,
 }
 
-impl DbFlags {
+/// What a command's flags hold, whichever of [`ReadFlags`], [`WriteFlags`]
+/// and [`CreateFlags`] it takes.
+struct Chosen<'a> {
+    open: &'a OpenFlags,
+    sync_hard: bool,
+    file: Option<&'a tuning::FileFlags>,
+    tuning: Option<&'a tuning::TuningFlags>,
+}
+
+/// Opening and closing a database as a command's flags say.
+trait DbFlags {
+    /// The flags given.
+    fn given(&self) -> Chosen<'_>;
+
+    /// Whether --wait was given.
+    fn wait(&self) -> bool {
+        self.given().open.wait
+    }
+
     /// The PolyDbm parameters these flags stand for. A name given both as a
     /// flag and in --params is refused by [`Params::insert`].
     fn params(&self) -> Result<Params> {
-        let mut params = Params::parse(&self.params).map_err(|e| in_flag("--params", e))?;
-        if let Some(dbm) = self.dbm.as_deref().filter(|d| !d.eq_ignore_ascii_case("auto")) {
+        let given = self.given();
+        let open = given.open;
+        let mut params = Params::parse(&open.params).map_err(|e| in_flag("--params", e))?;
+        if let Some(dbm) = open.dbm.as_deref().filter(|d| !d.eq_ignore_ascii_case("auto")) {
             params.insert("dbm", dbm).map_err(|e| in_flag("--dbm", e))?;
         }
-        if let Some(file) = &self.file {
+        if let Some(file) = &open.file {
             params.insert("file", file).map_err(|e| in_flag("--file", e))?;
         }
-        self.tuning.insert_into(&mut params)?;
-        if let Some(mode) = &self.record_comp {
-            params.insert("record_comp_mode", mode).map_err(|e| in_flag("--record_comp", e))?;
+        if let Some(tuning) = given.tuning {
+            tuning.insert_into(&mut params)?;
         }
-        if let Some(key) = &self.cipher_key {
+        open.lock.insert_into(&mut params)?;
+        if let Some(file) = given.file {
+            file.insert_into(&mut params)?;
+        }
+        if let Some(key) = &open.cipher_key {
             params.insert("cipher_key", key).map_err(|e| in_flag("--cipher_key", e))?;
         } else if let Some(key) =
             std::env::var_os(CIPHER_KEY_VAR).filter(|_| params.get("cipher_key").is_none())
@@ -185,7 +237,7 @@ impl DbFlags {
             })?;
             params.insert("cipher_key", &key)?;
         }
-        if self.wait {
+        if open.wait {
             params.insert("wait", "true").map_err(|e| in_flag("--wait", e))?;
         }
         Ok(params)
@@ -193,7 +245,7 @@ impl DbFlags {
 
     /// Opens the database at `path`.
     fn open(&self, path: &Path, access: Access) -> Result<PolyDbm> {
-        if self.sync_hard && access == Access::Read {
+        if self.given().sync_hard && access == Access::Read {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
@@ -209,7 +261,7 @@ impl DbFlags {
     /// first if --sync_hard was given and `result` is a success.
     fn finish<T>(&self, db: PolyDbm, result: Result<T>) -> Result<T> {
         let result = match result {
-            Ok(value) if self.sync_hard => db.synchronize(true).map(|()| value),
+            Ok(value) if self.given().sync_hard => db.synchronize(true).map(|()| value),
             other => other,
         };
         finish(db, result)
@@ -219,11 +271,29 @@ impl DbFlags {
     /// than an open handle (a restore) durable: it is opened, synchronized
     /// with the device and closed.
     fn sync_written(&self, path: &Path, params: &Params) -> Result<()> {
-        if !self.sync_hard {
+        if !self.given().sync_hard {
             return Ok(());
         }
         let db = open_with(path, Access::Write, params)?;
         self.finish(db, Ok(()))
+    }
+}
+
+impl DbFlags for ReadFlags {
+    fn given(&self) -> Chosen<'_> {
+        Chosen { open: &self.open, sync_hard: self.sync_hard, file: None, tuning: None }
+    }
+}
+
+impl DbFlags for WriteFlags {
+    fn given(&self) -> Chosen<'_> {
+        Chosen { open: &self.open, sync_hard: self.sync_hard, file: Some(&self.file), tuning: None }
+    }
+}
+
+impl DbFlags for CreateFlags {
+    fn given(&self) -> Chosen<'_> {
+        Chosen { tuning: Some(&self.tuning), ..self.write.given() }
     }
 }
 
@@ -280,6 +350,10 @@ fn explain_open_error(e: Error) -> Error {
         ErrorKind::InvalidArgument if e.message().contains("give dbm=CLASS") => {
             Error::new(e.kind(), e.message().replace("give dbm=CLASS", "give --dbm CLASS"))
         }
+        ErrorKind::InvalidArgument if e.message().contains("leave key_comparator out") => Error::new(
+            e.kind(),
+            e.message().replace("leave key_comparator out", "leave --key_comparator (or --comparator) out"),
+        ),
         _ => e,
     }
 }

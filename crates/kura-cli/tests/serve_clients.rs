@@ -5,8 +5,8 @@ mod serve_support;
 
 use std::time::Duration;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::Dbm;
 use redis::Value;
 use serve_support::{error_text, Server};

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::comparator::KeyComparator;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::Dbm;
 use kuradb::file::FileSpec;

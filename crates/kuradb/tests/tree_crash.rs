@@ -220,6 +220,13 @@ struct TreeCrash {
     options: TreeOptions,
 }
 
+impl TreeCrash {
+    /// The key order the tree was made with (lexical unless the options name one).
+    fn order(&self) -> KeyComparator {
+        self.options.comparator.unwrap_or(KeyComparator::Lexical)
+    }
+}
+
 impl Crash for TreeCrash {
     type Db = TreeDbm;
     type State = Model;
@@ -275,7 +282,7 @@ impl Crash for TreeCrash {
 
     /// Every way of reading the tree agrees, in order.
     fn read(&self, db: &TreeDbm) -> Result<Model, String> {
-        Ok(t::self_consistent(db, self.options.comparator)?.into_iter().collect())
+        Ok(t::self_consistent(db, self.order())?.into_iter().collect())
     }
 
     fn difference(&self, found: &Model, expected: &Model) -> String {
@@ -311,12 +318,12 @@ impl Crash for TreeCrash {
         let marker = skey(KEYS + kill);
         db.set(&marker, b"still working", true).map_err(|e| format!("set after the restore: {e}"))?;
         state.insert(marker, b"still working".to_vec());
-        t::compare(db, &state, self.options.comparator)?;
+        t::compare(db, &state, self.order())?;
         Ok(state)
     }
 
     fn compare(&self, db: &TreeDbm, state: &Model) -> Result<(), String> {
-        t::compare(db, state, self.options.comparator)
+        t::compare(db, state, self.order())
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Action, Dbm};
 use kuradb::ErrorKind;
 

@@ -12,9 +12,9 @@ use magnus::prelude::*;
 use magnus::{function, method, Error, RArray, RModule, RString, Ruby, Value};
 use parking_lot::Mutex;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::async_dbm::AsyncDbm;
 use kuradb::dbm::params::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 

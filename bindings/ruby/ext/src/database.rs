@@ -13,8 +13,8 @@ use magnus::prelude::*;
 use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Value};
 use parking_lot::{Mutex, RwLock};
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::params::Params;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 

@@ -10,8 +10,8 @@ use magnus::block::Proc;
 use magnus::prelude::*;
 use magnus::{method, Error, RArray, RClass, RString, Ruby};
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::exchange::{Desired, Expected};
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Action, Dbm};
 
 use crate::convert::{byte_list, bytes, opt_bytes, pair_refs, BytePairs};

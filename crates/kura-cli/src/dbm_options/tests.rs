@@ -71,7 +71,7 @@ fn tree_defaults_are_the_trees_and_flags_override_them() {
     assert_eq!(found["max_page_size"], defaults.max_page_size.to_string());
     assert_eq!(found["max_branches"], defaults.max_branches.to_string());
     assert_eq!(found["max_cached_pages"], defaults.max_cached_pages.to_string());
-    assert_eq!(found["key_comparator"], defaults.comparator.name());
+    assert_eq!(found["key_comparator"], defaults.comparator.unwrap_or(KeyComparator::Lexical).name());
     // auto picks tree for .tkt and .tree, with the same defaults.
     for path in ["x.tkt", "x.tree"] {
         assert_eq!(figures(&["--path", path])["store_num_buckets"], "131101");

@@ -13,14 +13,14 @@ use kuradb::{Error, ErrorKind, Result};
 
 use crate::out::print_line;
 
-use super::{finish, must_exist, must_not_exist, open_with, progress, Access, DbFlags};
+use super::{
+    finish, must_exist, must_not_exist, open_with, progress, Access, CreateFlags, DbFlags, ReadFlags,
+    WriteFlags,
+};
 
 /// Arguments of `kura util create`.
 #[derive(Args, Debug)]
 pub struct CreateArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// Empties the file if it exists, instead of refusing.
     #[arg(long = "truncate")]
     truncate: bool,
@@ -30,6 +30,9 @@ pub struct CreateArgs {
 
     /// The database file to create; its tuning comes from --params.
     file: PathBuf,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Creates an empty database.
@@ -98,9 +101,6 @@ impl UpdateModeFlag {
 /// Arguments of `kura util inspect`.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// Prints one JSON object instead of name: value lines, numbers as
     /// numbers and true/false as booleans (with an attribute, its value as JSON).
     #[arg(long = "json")]
@@ -118,6 +118,9 @@ pub struct InspectArgs {
 
     /// Prints only the value of this attribute.
     attribute: Option<String>,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 /// Prints what a database says about itself, each figure once.
@@ -231,9 +234,6 @@ fn validate(db: &PolyDbm) -> Result<u64> {
 /// Arguments of `kura util rebuild`.
 #[derive(Args, Debug)]
 pub struct RebuildArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// Encrypts the rebuilt file with this key instead of the one it was
     /// opened with (hash and tree); an empty one writes it unencrypted.
     #[arg(long = "new_cipher_key", value_name = "KEY")]
@@ -250,6 +250,9 @@ pub struct RebuildArgs {
 
     /// The database file.
     file: PathBuf,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Rebuilds the database. Of --params, the file's (file=, block_size=, …) and
@@ -326,7 +329,7 @@ fn rebuild_by_restoring(path: &Path, params: &Params) -> Result<()> {
 }
 
 /// Splits parameters into those that say how to open a file and the rest.
-fn split_tuning(params: &Params) -> Result<(Params, Params)> {
+pub(super) fn split_tuning(params: &Params) -> Result<(Params, Params)> {
     let (mut open, mut tuning) = (Params::new(), Params::new());
     for (name, value) in params.iter() {
         let opening = matches!(name, "dbm" | "no_wait" | "no_lock" | "cipher_key")
@@ -339,9 +342,6 @@ fn split_tuning(params: &Params) -> Result<(Params, Params)> {
 /// Arguments of `kura util restore`.
 #[derive(Args, Debug)]
 pub struct RestoreArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// The crashed or damaged database file; it is only read (with --auto,
     /// restored in place).
     old_file: PathBuf,
@@ -369,6 +369,9 @@ pub struct RestoreArgs {
     /// names (HashDBM, TreeDBM, …) are taken.
     #[arg(long = "class", value_name = "CLASS")]
     class: Option<String>,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Restores what a damaged database holds into a new one of the same class,
@@ -440,9 +443,6 @@ fn restore_in_place(args: &RestoreArgs, mode: &str, params: &Params) -> Result<(
 /// Arguments of `kura util merge`.
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// Keeps the record already in DEST_FILE (or from an earlier source) when a
     /// key repeats, instead of the later one.
     #[arg(long = "no_overwrite")]
@@ -462,6 +462,9 @@ pub struct MergeArgs {
     /// The databases to read, in order; each is opened as its header says.
     #[arg(required = true)]
     src_files: Vec<PathBuf>,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// The environment variable that gives the sources' cipher key of `kura
@@ -487,7 +490,7 @@ fn source_key(args: &MergeArgs) -> Result<(Option<String>, bool)> {
 /// Copies every record of the sources into the destination.
 pub fn merge(args: &MergeArgs) -> Result<()> {
     let mut src_params = Params::new();
-    if args.db.wait {
+    if args.db.wait() {
         src_params.insert("wait", "true")?;
     }
     let (key, shared) = source_key(args)?;
@@ -547,11 +550,11 @@ fn merge_into(dest: &dyn Dbm, sources: &[PolyDbm], overwrite: bool) -> Result<()
 /// Arguments of `kura util clear`.
 #[derive(Args, Debug)]
 pub struct ClearArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// The database file.
     file: PathBuf,
+
+    #[command(flatten)]
+    db: WriteFlags,
 }
 
 /// Removes every record.
@@ -564,13 +567,13 @@ pub fn clear(args: &ClearArgs) -> Result<()> {
 /// Arguments of `kura util backup`.
 #[derive(Args, Debug)]
 pub struct BackupArgs {
-    #[command(flatten)]
-    db: DbFlags,
-
     /// The database file.
     file: PathBuf,
     /// The copy to write; must not exist.
     dest: PathBuf,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 /// Writes a consistent copy of the database, durable when this returns. The

@@ -8,21 +8,21 @@ use kuradb::dbm::tkrzw::{ReferenceDbm, ReferenceFormat};
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
-use super::{must_exist, must_not_exist, progress, DbFlags};
+use super::{must_exist, must_not_exist, progress, CreateFlags, DbFlags};
 
 /// Arguments of `kura util convert`.
 #[derive(Args, Debug)]
 pub struct ConvertArgs {
-    /// The new database's class, file and tuning (by default the class
-    /// NEW's extension names, else the one matching OLD's).
-    #[command(flatten)]
-    db: DbFlags,
-
     /// The file the reference wrote (a hash, tree or skip database, or a
     /// flat record file); it is only read.
     old_file: PathBuf,
     /// The kuradb database to write; must not exist.
     new_file: PathBuf,
+
+    /// The new database's class, file and tuning (by default the class
+    /// NEW's extension names, else the one matching OLD's).
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Writes every record of a reference file into a new kuradb database. A
@@ -64,6 +64,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     let written = db.convert(&args.new_file, &params, &mut |n| bar.set_position(n));
     bar.finish_and_clear();
     let written = written?;
+    args.db.sync_written(&args.new_file, &super::admin::split_tuning(&params)?.0)?;
     if let Some(s) = db.salvage() {
         crate::out::print_line(format_args!(
             "{} was not closed by its writer: salvaged {} records; {} damaged stretches ({} bytes) held \

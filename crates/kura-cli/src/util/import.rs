@@ -24,15 +24,13 @@ use kuradb::{Error, ErrorKind, Result};
 
 use super::transfer::{Fields, FormatFlags};
 use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
-use super::{progress, Access, DbFlags};
+use super::{progress, Access, CreateFlags, DbFlags};
 
 /// What takes each imported record, key then value.
 type RecordSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
 /// Arguments of `kura util import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    #[command(flatten)]
-    db: DbFlags,
     #[command(flatten)]
     format: FormatFlags,
 
@@ -62,6 +60,9 @@ pub struct ImportArgs {
     /// The file to read ("-" for stdin). With --ulog, the prefix of the
     /// update log files.
     input: PathBuf,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Sets every record of the input, in its order (a later one replaces an

@@ -12,7 +12,7 @@ use kuradb::dbm::{Cursor, Dbm};
 use kuradb::{Error, ErrorKind, Result};
 
 use super::records::json_line;
-use super::{finish, progress, Access, Codec, CodecFlags, DbFlags};
+use super::{finish, progress, Access, Codec, CodecFlags, DbFlags, ReadFlags};
 
 /// How many records `list` prints unless `--items` says: the reference's default.
 pub const DEFAULT_ITEMS: u64 = 10;
@@ -20,8 +20,6 @@ pub const DEFAULT_ITEMS: u64 = 10;
 /// Arguments of `kura util list`.
 #[derive(Args, Debug)]
 pub struct ListArgs {
-    #[command(flatten)]
-    db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
 
@@ -68,6 +66,9 @@ pub struct ListArgs {
 
     /// The database file.
     file: PathBuf,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 /// The reference's `list --move` types.

@@ -7,13 +7,11 @@ use clap::Args;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
-use super::{finish, multi, Access, Codec, CodecFlags, DbFlags};
+use super::{finish, multi, Access, Codec, CodecFlags, CreateFlags, DbFlags, ReadFlags, WriteFlags};
 
 /// Arguments of `kura util get`.
 #[derive(Args, Debug)]
 pub struct GetArgs {
-    #[command(flatten)]
-    db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
     /// Prints one JSON object, {"key": …, "value": …}, as `list --json` does.
@@ -31,6 +29,9 @@ pub struct GetArgs {
     /// More keys, with --multi.
     #[arg(requires = "multi", value_name = "KEY")]
     more_keys: Vec<OsString>,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 /// Prints the value of a key and a line feed; a missing key is an error.
@@ -65,8 +66,6 @@ use crate::out::print_bytes;
 /// Arguments of `kura util set`.
 #[derive(Args, Debug)]
 pub struct SetArgs {
-    #[command(flatten)]
-    db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
 
@@ -116,6 +115,9 @@ pub struct SetArgs {
     /// More keys and values, with --multi.
     #[arg(requires = "multi", value_name = "KEY VALUE")]
     more: Vec<OsString>,
+
+    #[command(flatten)]
+    db: CreateFlags,
 }
 
 /// Sets, appends to or increments a record.
@@ -189,8 +191,6 @@ fn usage(message: &str) -> Error {
 #[derive(Args, Debug)]
 pub struct RemoveArgs {
     #[command(flatten)]
-    db: DbFlags,
-    #[command(flatten)]
     codec: CodecFlags,
     /// Removes several keys at once (atomically, with `remove_multi`), as
     /// the reference's --multi; a missing key is no error.
@@ -203,6 +203,9 @@ pub struct RemoveArgs {
     /// More keys, with --multi.
     #[arg(requires = "multi", value_name = "KEY")]
     more_keys: Vec<OsString>,
+
+    #[command(flatten)]
+    db: WriteFlags,
 }
 
 /// Removes a record; a missing key is an error.
@@ -227,8 +230,6 @@ pub fn remove(args: &RemoveArgs) -> Result<()> {
 #[derive(Args, Debug)]
 pub struct RekeyArgs {
     #[command(flatten)]
-    db: DbFlags,
-    #[command(flatten)]
     codec: CodecFlags,
 
     /// Fails if a record of NEW_KEY exists, instead of replacing it.
@@ -241,6 +242,9 @@ pub struct RekeyArgs {
     old_key: OsString,
     /// Its new key.
     new_key: OsString,
+
+    #[command(flatten)]
+    db: WriteFlags,
 }
 
 /// Gives a record a new key, in one step of the database; a missing old key

@@ -8,13 +8,11 @@ use clap::Args;
 use kuradb::dbm::{Dbm, SearchMode};
 use kuradb::Result;
 
-use super::{finish, Access, CodecFlags, DbFlags};
+use super::{finish, Access, CodecFlags, DbFlags, ReadFlags};
 
 /// Arguments of `kura util search`.
 #[derive(Args, Debug)]
 pub struct SearchArgs {
-    #[command(flatten)]
-    db: DbFlags,
     #[command(flatten)]
     codec: CodecFlags,
 
@@ -34,6 +32,9 @@ pub struct SearchArgs {
     file: PathBuf,
     /// The pattern, decoded like a key (--hex, --base64).
     pattern: OsString,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 fn parse_mode(name: &str) -> std::result::Result<SearchMode, String> {

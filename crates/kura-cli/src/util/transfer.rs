@@ -18,7 +18,7 @@ use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
 use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
-use super::{finish, progress, write_error, Access, Codec, CodecFlags, DbFlags, Output};
+use super::{finish, progress, write_error, Access, Codec, CodecFlags, DbFlags, Output, ReadFlags};
 
 /// The flags that choose the record file's format, shared by export and import.
 #[derive(Args, Debug, Clone, Copy)]
@@ -101,8 +101,6 @@ impl Fields {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     #[command(flatten)]
-    db: DbFlags,
-    #[command(flatten)]
     format: FormatFlags,
 
     /// Writes keys only: one flat record, or one TSV line, a key.
@@ -117,6 +115,9 @@ pub struct ExportArgs {
     /// The file to write ("-" for stdout); replaced if it exists. With
     /// --ulog, the prefix of the update log files, added to if they exist.
     out: PathBuf,
+
+    #[command(flatten)]
+    db: ReadFlags,
 }
 
 /// Writes every record of the database, in its order.

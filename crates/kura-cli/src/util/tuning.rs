@@ -13,9 +13,17 @@ use kuradb::{Error, ErrorKind, Result};
 
 use crate::dbm_options::{Given, SkipFlags, TreeFlags};
 
-/// The reference's tuning flags, as `kura util` takes them.
+/// The reference's tuning flags, as `kura util` takes them, with kuradb's
+/// own for compression; only the commands that make a new file or rebuild
+/// one take them, so their help lists them after the command's own.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Tuning of a new or rebuilt database")]
 pub struct TuningFlags {
+    /// Compresses values (a tree's pages): none, zstd, lz4, zlib or lzma; the
+    /// same as --params record_comp_mode=MODE.
+    #[arg(long = "record_comp", value_name = "MODE")]
+    record_comp: Option<String>,
+
     /// (hash, tree) The number of hash buckets.
     #[arg(long = "buckets", value_name = "NUM", allow_negative_numbers = true)]
     buckets: Option<i64>,
@@ -47,7 +55,11 @@ pub struct TuningFlags {
 
     #[command(flatten)]
     skip: SkipFlags,
+}
 
+/// The reference's locking flags, which every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct LockFlags {
     /// Fails at once if another process holds the file's lock (kura util's default).
     #[arg(long = "no_wait", conflicts_with = "wait")]
     no_wait: bool,
@@ -56,14 +68,27 @@ pub struct TuningFlags {
     /// only when nothing else can open it).
     #[arg(long = "no_lock")]
     no_lock: bool,
-
-    #[command(flatten)]
-    file: FileFlags,
 }
 
-/// The reference's common flags of the file under the database.
+impl LockFlags {
+    /// Adds the flags given to `params`, as [`TuningFlags::insert_into`] does.
+    pub fn insert_into(&self, params: &mut Params) -> Result<()> {
+        let mut given = Vec::new();
+        if self.no_wait {
+            given.push(Given::new("--no_wait", "no_wait", true));
+        }
+        if self.no_lock {
+            given.push(Given::new("--no_lock", "no_lock", true));
+        }
+        insert_all(given, params)
+    }
+}
+
+/// The reference's common flags of the file under the database, which the
+/// commands that write take (a reader gives them in --params if it must).
 #[derive(Args, Debug, Clone)]
-struct FileFlags {
+#[command(next_help_heading = "File options")]
+pub struct FileFlags {
     /// Bytes the file's space is reserved by when a writer opens it
     /// (alloc_init; negative: kuradb's default, 1 MiB).
     #[arg(long = "alloc_init", value_name = "NUM", allow_negative_numbers = true)]
@@ -98,6 +123,11 @@ struct FileFlags {
 }
 
 impl FileFlags {
+    /// Adds the flags given to `params`, as [`TuningFlags::insert_into`] does.
+    pub fn insert_into(&self, params: &mut Params) -> Result<()> {
+        insert_all(self.given()?, params)
+    }
+
     fn given(&self) -> Result<Vec<Given>> {
         let mut given = Vec::new();
         if let Some(n) = self.alloc_init.and_then(|n| u64::try_from(n).ok()) {
@@ -183,18 +213,20 @@ impl TuningFlags {
         // a hash database still runs.
         given
             .extend(self.skip.given()?.into_iter().filter(|g| !(g.flag == "--reducer" && g.value == "none")));
-        if self.no_wait {
-            given.push(Given::new("--no_wait", "no_wait", true));
+        if let Some(mode) = &self.record_comp {
+            given.push(Given::new("--record_comp", "record_comp_mode", mode));
         }
-        if self.no_lock {
-            given.push(Given::new("--no_lock", "no_lock", true));
-        }
-        given.extend(self.file.given()?);
-        for g in given {
-            params.insert(g.param, &g.value).map_err(|e| {
-                Error::new(ErrorKind::InvalidArgument, format!("{}: {}", g.flag, e.message()))
-            })?;
-        }
-        Ok(())
+        insert_all(given, params)
     }
+}
+
+/// Adds each flag given to `params`; a parameter given twice (as a flag and
+/// in --params) is refused naming the flag.
+fn insert_all(given: Vec<Given>, params: &mut Params) -> Result<()> {
+    for g in given {
+        params
+            .insert(g.param, &g.value)
+            .map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("{}: {}", g.flag, e.message())))?;
+    }
+    Ok(())
 }

@@ -44,18 +44,25 @@ impl FileIndex {
     /// comparator, `PairLexicalKeyComparator` by default.
     pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<FileIndex> {
         let mut taker = Taker::new(params, "a file index");
-        let options =
-            TreeOptions::default().comparator(KeyComparator::PairLexical).take_params(&mut taker)?;
+        let options = TreeOptions::default().take_params(&mut taker)?;
         taker.finish()?;
         FileIndex::open_with(path, writable, &options)
     }
 
     /// Opens or creates the index at `path` with a tree's options, whose
-    /// comparator must be a pair comparator.
+    /// comparator must be a pair comparator: by default
+    /// `PairLexicalKeyComparator` for a new file, the file's own on a reopen.
     pub fn open_with(path: impl AsRef<Path>, writable: bool, options: &TreeOptions) -> Result<FileIndex> {
-        pair_order(options.comparator)?;
         let path = path.as_ref();
-        let db = TreeDbm::open(path, writable, options)?;
+        let mut options = options.clone();
+        match options.comparator {
+            Some(cmp) => {
+                pair_order(cmp)?;
+            }
+            None if !path.exists() => options.comparator = Some(KeyComparator::PairLexical),
+            None => {}
+        }
+        let db = TreeDbm::open(path, writable, &options)?;
         // An existing file keeps its own order, which may be no pair order.
         let cmp = match stored_order(&db).and_then(pair_order) {
             Ok(cmp) => cmp,

@@ -5,7 +5,9 @@ use crate::dbm::hash::{CipherKey, HashOptions};
 
 /// Everything [`TreeDbm::open`](super::TreeDbm::open) takes. `max_page_size`,
 /// `max_branches` and `comparator` apply when the file is created; a reopen
-/// reads them from the file. The node store's tuning (`hash`) likewise.
+/// reads them from the file. The node store's tuning (`hash`) likewise. A
+/// reopen refuses a `comparator` other than the file's, since the keys stay
+/// in the order the file was made with.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct TreeOptions {
@@ -23,8 +25,10 @@ pub struct TreeOptions {
     /// and for walks (cursors, `process_each`, export, rebuilds), whose loads
     /// never take a protected place. 0 makes the cache a plain LRU.
     pub cached_pages_protected_percent: u8,
-    /// The order of the keys (tuning, at creation).
-    pub comparator: KeyComparator,
+    /// The order of the keys (tuning, at creation). `None`: lexical for a new
+    /// file, the file's own on a reopen; given for an existing file, it must
+    /// be the file's.
+    pub comparator: Option<KeyComparator>,
 }
 
 impl TreeOptions {
@@ -67,9 +71,10 @@ impl TreeOptions {
         self
     }
 
-    /// Sets the order of the keys (tuning, at creation).
+    /// Sets the order of the keys (tuning, at creation; a reopen refuses
+    /// another than the file's).
     pub fn comparator(mut self, comparator: KeyComparator) -> TreeOptions {
-        self.comparator = comparator;
+        self.comparator = Some(comparator);
         self
     }
 }
@@ -82,7 +87,7 @@ impl Default for TreeOptions {
             max_branches: 256,
             max_cached_pages: 10_000,
             cached_pages_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
-            comparator: KeyComparator::Lexical,
+            comparator: None,
         }
     }
 }

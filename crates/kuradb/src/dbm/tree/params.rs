@@ -25,7 +25,7 @@ impl TreeOptions {
             self.cached_pages_protected_percent = parse_percent(name, value)?;
         }
         if let Some((_, value)) = t.take(&["key_comparator"]) {
-            self.comparator = KeyComparator::from_name(value)?;
+            self.comparator = Some(KeyComparator::from_name(value)?);
         }
         Ok(self)
     }

@@ -37,7 +37,7 @@ impl TreeDbm {
         }
         let temp_path = temp_beside(&self.path, "rebuild");
         let mut options = self.options.clone();
-        options.comparator = tree.cmp;
+        options.comparator = Some(tree.cmp);
         options.max_page_size = shape.max_page_size.unwrap_or(tree.max_page_size);
         options.max_branches = shape.max_branches.unwrap_or(tree.max_branches);
         if let Err(e) = super::check_options(&options) {

@@ -103,7 +103,7 @@ fn salvage(path: &Path, options: &TreeOptions) -> Result<u64> {
     o.hash.record_comp_mode = store.record_comp_mode()?;
     // The tuning the figures name, where they survive; the options' otherwise.
     if let Some(Ok(figures)) = store.get(FIGURES_KEY)?.map(|bytes| decode_meta(&bytes, path)) {
-        o.comparator = figures.cmp;
+        o.comparator = Some(figures.cmp);
         o.max_page_size = figures.max_page_size;
         o.max_branches = figures.max_branches;
     }

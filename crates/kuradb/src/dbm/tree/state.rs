@@ -37,7 +37,7 @@ impl Tree {
         let mut tree = Tree {
             store,
             writable,
-            cmp: o.comparator,
+            cmp: o.comparator.unwrap_or(KeyComparator::Lexical),
             max_page_size: o.max_page_size,
             max_branches: o.max_branches,
             meta: Mutex::new(Meta::empty()),
@@ -49,6 +49,21 @@ impl Tree {
         match tree.read_page(FIGURES_KEY, |bytes| decode_meta(bytes, path))? {
             Some(stored) => {
                 let s = stored?;
+                // The keys are stored in the file's order: another one would
+                // misplace every lookup, and ignoring the request would hide
+                // that the caller's order is not the one in force.
+                if let Some(asked) = o.comparator.filter(|asked| *asked != s.cmp) {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "{} orders its keys by key_comparator={}; it cannot be reopened with \
+                             key_comparator={}: leave key_comparator out or give the file's",
+                            path.display(),
+                            s.cmp.name(),
+                            asked.name()
+                        ),
+                    ));
+                }
                 tree.cmp = s.cmp;
                 tree.max_page_size = s.max_page_size;
                 tree.max_branches = s.max_branches;
