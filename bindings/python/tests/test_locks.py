@@ -159,3 +159,21 @@ def test_the_compat_layer_waits_as_the_reference_does_unless_no_wait(tmp_path):
         waiting.Close()
     finally:
         holder.wait(timeout=30)
+
+
+def test_the_compat_layer_ignores_another_key_comparator_on_reopen_as_the_reference_does(tmp_path):
+    path = str(tmp_path / "casket.tkt")
+    db = tkrzw.DBM()
+    assert db.Open(path, True, key_comparator="DecimalKeyComparator").IsOK()
+    for key in ("10", "9", "100"):
+        db.Set(key, "v")
+    db.Close()
+    reopened = tkrzw.DBM()
+    assert reopened.Open(path, True, key_comparator="LexicalKeyComparator").IsOK()
+    it = reopened.MakeIterator()
+    it.First()
+    assert it.GetKeyStr() == "9"  # still the file's decimal order
+    reopened.Close()
+    # kuradb's own API refuses it, naming the file's order.
+    with pytest.raises(kuradb.InvalidArgumentError, match="decimal"):
+        kuradb.DBM(path, True, key_comparator="LexicalKeyComparator")

@@ -75,3 +75,24 @@ class TestLocks < Test::Unit::TestCase
     end
   end
 end
+
+# Tkrzw::DBM ignores another key_comparator on reopen, as the reference does;
+# Kuradb::DBM refuses it.
+class TestReopenComparator < Test::Unit::TestCase
+  include TempDir
+
+  def test_the_compat_layer_ignores_another_comparator_and_kuradb_refuses_it
+    file = path("casket.tkt")
+    db = Tkrzw::DBM.new
+    assert_true(db.open(file, true, key_comparator: "DecimalKeyComparator").ok?)
+    %w[10 9 100].each { |k| db.set(k, "v") }
+    db.close
+    reopened = Tkrzw::DBM.new
+    assert_true(reopened.open(file, true, key_comparator: "LexicalKeyComparator").ok?)
+    iter = reopened.make_iterator
+    iter.first
+    assert_equal("9", iter.get_key)
+    reopened.close
+    assert_raise(Kuradb::InvalidArgumentError) { Kuradb::DBM.open(file, true, key_comparator: "LexicalKeyComparator") }
+  end
+end

@@ -39,7 +39,11 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      @db = Kuradb::DBM.open(path.to_s, writable, **TkrzwParams.open(params))
+      opening = TkrzwParams.open(params)
+      # The reference reads a tree's order from its file and ignores the
+      # parameter; kuradb's own API refuses another one.
+      opening.delete(:key_comparator) if File.size?(path.to_s)
+      @db = Kuradb::DBM.open(path.to_s, writable, **opening)
       @no_file = path.to_s.empty?
       @writable = writable && !@no_file ? true : false
       Status.new

@@ -151,6 +151,15 @@ def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _exists(path: Any) -> bool:
+    """Whether a database is at `path` already: a file with content, or a
+    shard set."""
+    name = os.fspath(path)
+    if not name:
+        return False
+    return (os.path.exists(name) and os.path.getsize(name) > 0) or _kuradb.DBM.shard_count(name) is not None
+
+
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
     """``num_shards`` as the reference reads it: a number below 1 means the
     set that exists at `path`, else a new set of one shard."""
@@ -212,6 +221,10 @@ class DBM(_kuradb._CompatDBM):
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
             kept = _shard_params(path, _open_params(params))
+            if _exists(path):
+                # The reference reads a tree's order from its file and ignores
+                # the parameter; kuradb's own API refuses another one.
+                kept.pop("key_comparator", None)
             self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)), **kept)
             self._no_file = len(os.fspath(path)) == 0
             self._sharded = "num_shards" in kept

@@ -84,7 +84,13 @@ public class DBM {
       return new Status(Status.PRECONDITION_ERROR, "opened database");
     }
     try {
-      db = Dbm.open(path, writable, Utility.openParams(params));
+      Map<String, String> opening = Utility.openParams(params);
+      if (new java.io.File(path).length() > 0) {
+        // The reference reads a tree's order from its file and ignores the
+        // parameter; kuradb's own API refuses another one.
+        opening.remove("key_comparator");
+      }
+      db = Dbm.open(path, writable, opening);
       noFile = path.isEmpty();
       return new Status();
     } catch (KuraException e) {

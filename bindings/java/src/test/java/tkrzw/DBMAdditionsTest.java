@@ -96,4 +96,25 @@ class DBMAdditionsTest {
     assertEquals("Japan Go!", dbm.get("doc-5"));
     dbm.close().orDie();
   }
+
+  /** Another key_comparator on reopen is ignored, as the reference does; io.kuradb.Dbm refuses it. */
+  @Test
+  void reopeningATreeWithAnotherComparatorKeepsTheFilesOrder() {
+    String path = dir.resolve("order.tkt").toString();
+    DBM dbm = new DBM();
+    dbm.open(path, true, Map.of("key_comparator", "DecimalKeyComparator")).orDie();
+    for (String key : List.of("10", "9", "100")) {
+      dbm.set(key, "v").orDie();
+    }
+    dbm.close().orDie();
+    DBM reopened = new DBM();
+    reopened.open(path, true, Map.of("key_comparator", "LexicalKeyComparator")).orDie();
+    Iterator iter = reopened.makeIterator();
+    iter.first().orDie();
+    assertEquals("9", iter.getKeyString());
+    iter.destruct();
+    reopened.close().orDie();
+    assertThrows(io.kuradb.KuraException.class,
+        () -> io.kuradb.Dbm.open(path, true, Map.of("key_comparator", "LexicalKeyComparator")));
+  }
 }
