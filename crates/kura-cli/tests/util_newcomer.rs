@@ -324,6 +324,16 @@ fn a_plain_tsv_import_of_an_escaped_export_is_refused_with_the_flag_to_give() {
     let all = |db: &Path| ok(&["list", "--hex", "--items", "all", s(db)]);
     assert_eq!(all(&copy), all(&db));
     assert_eq!(all(&copy).lines().count(), 257);
+    // Hex and base64 exports are told too, and come back whole with their flag.
+    for flag in ["--hex", "--base64"] {
+        let encoded = dir.path().join(format!("encoded{flag}.tsv"));
+        ok(&["export", "--tsv", flag, s(&db), s(&encoded)]);
+        let again = dir.path().join(format!("again{flag}.kt"));
+        let err = fails(&["import", "--tsv", s(&again), s(&encoded)]);
+        assert!(err.contains(&format!("give {flag}")), "{err}");
+        ok(&["import", "--tsv", flag, s(&again), s(&encoded)]);
+        assert_eq!(all(&again), all(&db), "{flag}");
+    }
     // --raw keeps backslashes as they are, escapes or not.
     let raw = dir.path().join("raw.tsv");
     std::fs::write(&raw, "path\tC:\\temp\\new\n").unwrap();

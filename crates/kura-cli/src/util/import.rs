@@ -84,7 +84,15 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     if !streaming {
         // Nothing is written unless every record reads (or, with
         // --skip_bad, every record of a flat file).
-        input.records(fields, args.raw, args.skip_bad, &mut |_, _| Ok(()))?;
+        let mut shapes = FieldShapes::default();
+        input.records(fields, args.raw, args.skip_bad, &mut |key, value| {
+            shapes.see(key);
+            shapes.see(value);
+            Ok(())
+        })?;
+        if fields == Some(Fields::Raw) && !args.raw {
+            shapes.refuse_encoded(&args.input)?;
+        }
         input.rewind()?;
     }
     let db = args.db.open(&args.file, Access::Create)?;
@@ -247,6 +255,64 @@ fn parse_line(line: &[u8], fields: Fields, raw: bool) -> Result<(Vec<u8>, Vec<u8
     Ok((fields.decode(key, "key")?, fields.decode(value, "value")?))
 }
 
+/// What every field of a raw TSV file looks like, to tell a --hex or
+/// --base64 export given to a plain --tsv import, which would store the
+/// encoded text as the data. Plain text rarely has every field of a file
+/// hexadecimal with a letter somewhere, or base64 with its padding or its
+/// `+` and `/` somewhere; a file that does needs --raw.
+#[derive(Debug)]
+struct FieldShapes {
+    fields: u64,
+    all_hex: bool,
+    hex_letter: bool,
+    all_base64: bool,
+    base64_mark: bool,
+}
+
+impl Default for FieldShapes {
+    fn default() -> FieldShapes {
+        FieldShapes { fields: 0, all_hex: true, hex_letter: false, all_base64: true, base64_mark: false }
+    }
+}
+
+impl FieldShapes {
+    fn see(&mut self, field: &[u8]) {
+        self.fields += 1;
+        if self.all_hex {
+            self.all_hex =
+                field.len() % 2 == 0 && field.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+            self.hex_letter |= field.iter().any(u8::is_ascii_lowercase);
+        }
+        if self.all_base64 {
+            let body = field.strip_suffix(b"==").or_else(|| field.strip_suffix(b"=")).unwrap_or(field);
+            self.all_base64 = field.len() % 4 == 0
+                && body.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'));
+            self.base64_mark |= body.len() < field.len() || body.iter().any(|b| matches!(b, b'+' | b'/'));
+        }
+    }
+
+    /// An error if the fields seen look like a --hex or --base64 export.
+    fn refuse_encoded(&self, input: &Path) -> Result<()> {
+        let flag = if self.fields == 0 {
+            return Ok(());
+        } else if self.all_hex && self.hex_letter {
+            "--hex"
+        } else if self.all_base64 && self.base64_mark {
+            "--base64"
+        } else {
+            return Ok(());
+        };
+        Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{}: every field looks like what {flag} exports write: give {flag} to decode them, or --raw to \
+                 store them as text",
+                input.display()
+            ),
+        ))
+    }
+}
+
 /// The first sequence in `field` that an escaped export writes (\\, \t, \n,
 /// \r or \x and two hexadecimal digits), as text.
 fn first_escape(field: &[u8]) -> Option<String> {
@@ -263,6 +329,29 @@ fn first_escape(field: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shapes(lines: &[(&str, &str)]) -> FieldShapes {
+        let mut shapes = FieldShapes::default();
+        for (key, value) in lines {
+            shapes.see(key.as_bytes());
+            shapes.see(value.as_bytes());
+        }
+        shapes
+    }
+
+    #[test]
+    fn tells_hex_and_base64_exports_from_plain_text() {
+        let refused = |lines: &[(&str, &str)]| shapes(lines).refuse_encoded(Path::new("f")).err();
+        let hex = refused(&[("6b31", "76616c7565"), ("", "00ff")]).expect("hex");
+        assert!(hex.message().contains("give --hex"), "{hex}");
+        let b64 = refused(&[("azE=", "dmFsdWU="), ("a2V5", "")]).expect("base64");
+        assert!(b64.message().contains("give --base64"), "{b64}");
+        // Numbers, words and mixed text are plain.
+        assert!(refused(&[("10", "2000"), ("12", "34")]).is_none());
+        assert!(refused(&[("key1", "val1"), ("abcd", "wxyz")]).is_none());
+        assert!(refused(&[("6b31", "hello world")]).is_none());
+        assert!(refused(&[]).is_none());
+    }
 
     #[test]
     fn finds_what_an_escaped_export_writes_and_nothing_else() {
