@@ -87,7 +87,7 @@ fn would_block(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
             py,
             "WouldBlockError",
             bases,
-            "The file is locked by someone else and waiting was refused.",
+            "Another process holds the file (the message names it), or a wait for it (wait=True, lock_timeout) gave up.",
         )
     })?;
     Ok(class.bind(py))

@@ -55,7 +55,8 @@ pub struct DbmOptions {
     #[command(flatten)]
     pub file: FileOptions,
 
-    /// Fails at once if another process holds the file's lock, instead of waiting.
+    /// Fails at once if another process holds the file's lock: kura's default,
+    /// taken as the reference's tool takes it.
     #[arg(long = "no_wait")]
     pub no_wait: bool,
 

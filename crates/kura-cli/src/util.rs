@@ -9,9 +9,9 @@
 //! import), `convert` (a file of the reference into kuradb's) and `admin`
 //! (the rest).
 //!
-//! A command fails at once on a database another process holds locked
-//! (`no_wait`), rather than hanging with no word: an administrator running a
-//! command by hand expects an answer. `--wait` waits instead.
+//! A command fails at once on a database another process holds locked, as
+//! every open does unless asked to wait, naming the holder: an administrator
+//! running a command by hand expects an answer. `--wait` waits instead.
 
 mod admin;
 mod codec;

@@ -318,6 +318,9 @@ fn a_plain_tsv_import_of_an_escaped_export_is_refused_with_the_flag_to_give() {
     let copy = dir.path().join("copy.kt");
     let err = fails(&["import", "--tsv", s(&copy), s(&escaped)]);
     assert!(err.contains("escaped.tsv line") && err.contains("give --escape"), "{err}");
+    // --skip_bad does not take the wrong flag for bad lines.
+    let err = fails(&["import", "--tsv", "--skip_bad", s(&copy), s(&escaped)]);
+    assert!(err.contains("give --escape"), "{err}");
     assert!(!copy.exists() || ok(&["list", s(&copy)]).is_empty(), "a refused import wrote records");
     // With the flag, every byte comes back.
     ok(&["import", "--tsv", "--escape", s(&copy), s(&escaped)]);
@@ -412,4 +415,18 @@ fn an_export_replaces_files_and_not_what_is_no_file() {
     ok(&["export", "--tsv", s(&db), "/dev/null"]);
     assert!(!std::fs::metadata("/dev/null").unwrap().is_file(), "/dev/null was replaced");
     assert_eq!(leftovers(dir.path(), &["casket.kt", "target.tsv", "link.tsv"]), Vec::<String>::new());
+}
+
+#[test]
+fn an_export_onto_the_database_itself_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("casket.kh");
+    ok(&["set", s(&db), "k", "v"]);
+    let link = dir.path().join("link.kh");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    for dest in [&db, &link] {
+        let err = fails(&["export", s(&db), s(dest)]);
+        assert!(err.contains("is the database itself"), "{err}");
+    }
+    assert_eq!(ok(&["get", s(&db), "k"]), "v\n");
 }

@@ -74,6 +74,13 @@ impl Listener {
                         format!("--address {address}: {} exists and is not a socket", path.display()),
                     ));
                 }
+                // A socket some server still listens on is in use, not left over.
+                if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+                    return Err(Error::new(
+                        ErrorKind::Duplication,
+                        format!("--address {address}: a server is listening on {} already", path.display()),
+                    ));
+                }
                 std::fs::remove_file(&path).map_err(|e| Error::io("removing the old socket", &path, e))?;
             }
             let listener = UnixListener::bind(&path).map_err(|e| Error::io("listening on", &path, e))?;

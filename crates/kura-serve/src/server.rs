@@ -59,12 +59,8 @@ pub enum Host {
     },
 }
 
-/// Serves until shut down; the databases are closed when this returns.
-pub fn run(plan: Plan) -> Result<()> {
-    // Listening comes first: an address that cannot be had fails before any
-    // database file is opened, let alone created.
-    let runtime = reactors::runtime()?;
-    let listener = runtime.block_on(Listener::bind(&plan.settings.address))?;
+/// Opens every database of the plan; on a failure, closes those opened.
+fn open_databases(plan: &Plan) -> Result<Vec<Database>> {
     let mut opened: Vec<Database> = Vec::new();
     for spec in &plan.specs {
         match databases::open(spec, plan.settings.read_only) {
@@ -75,9 +71,27 @@ pub fn run(plan: Plan) -> Result<()> {
             }
         }
     }
-    let (opened, logs) = match &plan.ulog {
-        Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size)?,
-        None => replication::attach_logs(opened, None, 0)?,
+    Ok(opened)
+}
+
+/// Serves until shut down; the databases are closed when this returns.
+pub fn run(plan: Plan) -> Result<()> {
+    // The address is taken first: one that cannot be had fails before any
+    // database file is opened, let alone created. Connections that come
+    // while the databases open wait to be accepted (a spec with wait=true
+    // may make that long: docs/serve.md).
+    let runtime = reactors::runtime()?;
+    let listener = runtime.block_on(Listener::bind(&plan.settings.address))?;
+    let attached = open_databases(&plan).and_then(|opened| match &plan.ulog {
+        Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size),
+        None => replication::attach_logs(opened, None, 0),
+    });
+    let (opened, logs) = match attached {
+        Ok(attached) => attached,
+        Err(e) => {
+            listener.remove_socket();
+            return Err(e);
+        }
     };
     let state_paths =
         opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();

@@ -22,7 +22,9 @@ followed by any of these modifiers:
   operating system when it decides and to the device on ``sync()``;
 - ``s`` (synchronized): every change is followed by a hard synchronization,
   so it is on the device (and survives a power cut) when the call returns;
-- ``u`` (unlocked): the file is not locked against other processes.
+- ``u`` (unlocked): the file is not locked against other processes (and a
+  hash database does not grow by itself: a rebuild would replace the file
+  under them).
 
 ``mode`` is the permission of a newly created file (less the umask). A new
 database is of the class its file name's extension names, as everywhere in
@@ -85,14 +87,17 @@ class KuraDbm:
     """A database opened by ``kuradb.dbm.open``: a mapping of bytes to bytes
     with the methods of a ``dbm.gnu`` object."""
 
-    def __init__(self, db: _kuradb.DBM, writable: bool, synchronized: bool) -> None:
+    def __init__(self, db: _kuradb.DBM, writable: bool, synchronized: bool, growable: bool = True) -> None:
         self._db: Optional[_kuradb.DBM] = db
         self._writable = writable
         self._synchronized = synchronized
         self._next_keys: Optional[_kuradb.Iterator] = None
         # A hash database starts small (see open) and grows by rebuilds,
-        # each to twice its records, so its chains stay short.
-        self._grows = writable and db.dbm_class() == "hash"
+        # each to twice its records, so its chains stay short. Not without
+        # a lock ('u'): a rebuild replaces the file other processes may
+        # have open.
+        self._grows = writable and growable and db.dbm_class() == "hash"
+        self._buckets = int(db.inspect().get("num_buckets", "0")) if self._grows else 0
         self._writes = 0
 
     @property
@@ -104,8 +109,11 @@ class KuraDbm:
     def _changed(self) -> None:
         if self._grows:
             self._writes += 1
-            if self._writes % _GROWTH_CHECK_EVERY == 0 and self._open.should_be_rebuilt():
-                self._open.rebuild()
+            if self._writes % _GROWTH_CHECK_EVERY == 0:
+                count = len(self._open)
+                if count > self._buckets > 0:
+                    self._buckets = 2 * count + 1
+                    self._open.rebuild(num_buckets=self._buckets)
         if self._synchronized:
             self._open.synchronize(True)
 
@@ -266,4 +274,4 @@ def open(
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(path, mode & ~umask)
-    return KuraDbm(db, writable, "s" in flag)
+    return KuraDbm(db, writable, "s" in flag, growable="u" not in flag)

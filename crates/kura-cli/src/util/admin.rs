@@ -269,6 +269,8 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
     if let Some(key) = &args.new_cipher_key {
         tuning.insert("cipher_key", key)?;
     }
+    let on_disk = || std::fs::metadata(&args.file).ok().filter(|m| m.is_file()).map(|m| m.len());
+    let before_on_disk = on_disk();
     let db = open_with(&args.file, Access::Write, &open)?;
     let before = db.file_size();
     let spinner = progress::spinner("rebuilding");
@@ -283,7 +285,12 @@ pub fn rebuild(args: &RebuildArgs) -> Result<()> {
         })
         .and_then(|()| Ok((db.count()?, before?, db.file_size()?)));
     spinner.finish_and_clear();
-    let (records, before, after) = args.db.finish(db, result)?;
+    let (records, mut before, mut after) = args.db.finish(db, result)?;
+    // The file's own size where the path is one file (an on-memory
+    // database's file_size is its memory; its file is written at close).
+    if let (Some(was), Some(is)) = (before_on_disk, on_disk()) {
+        (before, after) = (was, is);
+    }
     // A rebuild that says nothing leaves its user guessing whether it ran.
     let noun = if records == 1 { "record" } else { "records" };
     eprintln!(

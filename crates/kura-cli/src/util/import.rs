@@ -213,7 +213,13 @@ impl Input {
                 break;
             }
             offset += n as u64;
-            match parse_line(&line, fields, raw) {
+            // Never skipped: an escaped export taken for raw text is no bad
+            // line but the wrong flag, and --skip_bad would drop its records.
+            if fields == Fields::Raw && !raw {
+                refuse_escapes(&line)
+                    .map_err(|e| Error::new(e.kind(), format!("{name} line {number}: {}", e.message())))?;
+            }
+            match parse_line(&line, fields) {
                 Ok((key, value)) => put(&key, &value)?,
                 Err(_) if skip_bad => skipped += 1,
                 Err(e) => return Err(Error::new(e.kind(), format!("{name} line {number}: {}", e.message()))),
@@ -226,10 +232,14 @@ impl Input {
 }
 
 /// The key and value of a TSV line. CRLF line ends are accepted: the escaped
-/// format writes every carriage return of the data as \r. A raw field that
-/// holds an escape is refused unless `raw`: such a file is most likely an
-/// --escape export, which a raw import would store as literal text.
-fn parse_line(line: &[u8], fields: Fields, raw: bool) -> Result<(Vec<u8>, Vec<u8>)> {
+/// format writes every carriage return of the data as \r.
+fn parse_line(line: &[u8], fields: Fields) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (key, value) = split_line(line)?;
+    Ok((fields.decode(key, "key")?, fields.decode(value, "value")?))
+}
+
+/// The key and value fields of a TSV line, as written.
+fn split_line(line: &[u8]) -> Result<(&[u8], &[u8])> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
     let tab = text.iter().position(|&b| b == b'\t').ok_or_else(|| {
@@ -238,21 +248,26 @@ fn parse_line(line: &[u8], fields: Fields, raw: bool) -> Result<(Vec<u8>, Vec<u8
             "no tab between key and value (for a flat record file, leave out --tsv)",
         )
     })?;
-    let (key, value) = (&text[..tab], &text[tab + 1..]);
-    if fields == Fields::Raw && !raw {
-        for (what, field) in [("key", key), ("value", value)] {
-            if let Some(escape) = first_escape(field) {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "the {what} holds {escape}, as an --escape export writes: give --escape to decode \
-                         escapes, or --raw to store backslashes as they are"
-                    ),
-                ));
-            }
+    Ok((&text[..tab], &text[tab + 1..]))
+}
+
+/// Refuses a raw line whose fields hold an escape: such a file is most
+/// likely an --escape export, which a raw import would store as literal
+/// text. A line without a tab is left to [`parse_line`] to refuse.
+fn refuse_escapes(line: &[u8]) -> Result<()> {
+    let Ok((key, value)) = split_line(line) else { return Ok(()) };
+    for (what, field) in [("key", key), ("value", value)] {
+        if let Some(escape) = first_escape(field) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "the {what} holds {escape}, as an --escape export writes: give --escape to decode \
+                     escapes, or --raw to store backslashes as they are"
+                ),
+            ));
         }
     }
-    Ok((fields.decode(key, "key")?, fields.decode(value, "value")?))
+    Ok(())
 }
 
 /// What every field of a raw TSV file looks like, to tell a --hex or
@@ -280,12 +295,12 @@ impl FieldShapes {
         self.fields += 1;
         if self.all_hex {
             self.all_hex =
-                field.len() % 2 == 0 && field.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+                field.len().is_multiple_of(2) && field.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
             self.hex_letter |= field.iter().any(u8::is_ascii_lowercase);
         }
         if self.all_base64 {
             let body = field.strip_suffix(b"==").or_else(|| field.strip_suffix(b"=")).unwrap_or(field);
-            self.all_base64 = field.len() % 4 == 0
+            self.all_base64 = field.len().is_multiple_of(4)
                 && body.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'));
             self.base64_mark |= body.len() < field.len() || body.iter().any(|b| matches!(b, b'+' | b'/'));
         }
@@ -364,11 +379,11 @@ mod tests {
     }
 
     #[test]
-    fn a_raw_line_with_escapes_is_refused_unless_raw() {
-        let err = parse_line(b"k\tC:\\temp\n", Fields::Raw, false).unwrap_err();
+    fn a_raw_line_with_escapes_is_refused() {
+        let err = refuse_escapes(b"k\tC:\\temp\n").unwrap_err();
         assert!(err.message().contains("--escape") && err.message().contains("--raw"), "{err}");
-        let (key, value) = parse_line(b"k\tC:\\temp\n", Fields::Raw, true).unwrap();
+        let (key, value) = parse_line(b"k\tC:\\temp\n", Fields::Raw).unwrap();
         assert_eq!((key.as_slice(), value.as_slice()), (&b"k"[..], &b"C:\\temp"[..]));
-        assert_eq!(parse_line(b"k\tC:\\Users\n", Fields::Raw, false).unwrap().1, b"C:\\Users");
+        assert!(refuse_escapes(b"k\tC:\\Users\n").is_ok() && refuse_escapes(b"no tab").is_ok());
     }
 }

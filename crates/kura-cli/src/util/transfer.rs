@@ -135,6 +135,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
 }
 
 fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Result<()> {
+    refuse_self(&args.file, &args.out)?;
     let mut out = Output::new(&args.out)?;
     let failed = write_error(&args.out);
     let bar = progress::bar("exporting", Some(db.count()?), false);
@@ -165,4 +166,19 @@ fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Re
     }
     bar.finish_and_clear();
     out.commit()
+}
+
+/// Refuses an export whose destination is the database's own file (by any
+/// name: a link, another path): renaming the export into place would
+/// replace the database with its records' text.
+fn refuse_self(file: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |p: &std::path::Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    match (identity(file), identity(out)) {
+        (Some(a), Some(b)) if a == b => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{} is the database itself: export it to another file", out.display()),
+        )),
+        _ => Ok(()),
+    }
 }

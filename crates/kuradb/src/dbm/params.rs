@@ -215,13 +215,6 @@ impl<'a> Taker<'a> {
         let no_wait = self.flag(&["no_wait"])?;
         let wait = self.flag(&["wait"])?;
         let timeout = self.number::<f64>(&["lock_timeout"])?;
-        if no_wait == Some(true) && (wait == Some(true) || timeout.is_some()) {
-            let other = if timeout.is_some() { "lock_timeout" } else { "wait=true" };
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("parameters no_wait=true and {other} contradict each other: give one"),
-            ));
-        }
         LockWait::from_choices(no_wait, wait, timeout)
     }
 

@@ -248,16 +248,25 @@ pub enum LockWait {
 }
 
 impl LockWait {
-    /// The wait that the reference-style open parameters ask for:
-    /// `lock_timeout` seconds waits at most that long; `wait` true, or
-    /// `no_wait` false, as long as it takes; anything else fails at once.
-    /// Front ends that read the parameters themselves (the bindings' file
-    /// objects) call this, so every one reads them alike.
+    /// The wait that the open parameters ask for: `lock_timeout` seconds
+    /// waits at most that long; `wait` true, or `no_wait` false (the
+    /// reference's spelling) with `wait` not false, as long as it takes;
+    /// anything else fails at once. `no_wait` true beside `wait` true or a
+    /// `lock_timeout` contradicts itself and is refused. Every front end that
+    /// reads the parameters (`Params`, the bindings' file objects) calls
+    /// this, so they all read them alike.
     pub fn from_choices(
         no_wait: Option<bool>,
         wait: Option<bool>,
         lock_timeout: Option<f64>,
     ) -> Result<LockWait> {
+        if no_wait == Some(true) && (wait == Some(true) || lock_timeout.is_some()) {
+            let other = if lock_timeout.is_some() { "lock_timeout" } else { "wait=true" };
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("parameters no_wait=true and {other} contradict each other: give one"),
+            ));
+        }
         if let Some(seconds) = lock_timeout {
             return Duration::try_from_secs_f64(seconds).map(LockWait::Timeout).map_err(|_| {
                 Error::new(
@@ -266,7 +275,10 @@ impl LockWait {
                 )
             });
         }
-        Ok(if wait == Some(true) || no_wait == Some(false) { LockWait::Forever } else { LockWait::Fail })
+        Ok(match (wait, no_wait) {
+            (Some(true), _) | (None, Some(false)) => LockWait::Forever,
+            _ => LockWait::Fail,
+        })
     }
 }
 
@@ -327,5 +339,28 @@ impl OpenOptions {
     pub fn with_lock_timeout(mut self, timeout: Duration) -> OpenOptions {
         self.lock_wait = LockWait::Timeout(timeout);
         self
+    }
+}
+
+#[cfg(test)]
+mod lock_wait_tests {
+    use super::*;
+
+    #[test]
+    fn the_parameters_choose_the_wait_and_contradictions_are_refused() {
+        let choose = |no_wait, wait, timeout| LockWait::from_choices(no_wait, wait, timeout);
+        assert_eq!(choose(None, None, None).unwrap(), LockWait::Fail);
+        assert_eq!(choose(Some(true), None, None).unwrap(), LockWait::Fail);
+        assert_eq!(choose(Some(false), None, None).unwrap(), LockWait::Forever);
+        assert_eq!(choose(None, Some(true), None).unwrap(), LockWait::Forever);
+        // An explicit wait=false wins over the reference's no_wait=false.
+        assert_eq!(choose(Some(false), Some(false), None).unwrap(), LockWait::Fail);
+        assert_eq!(
+            choose(Some(false), None, Some(0.5)).unwrap(),
+            LockWait::Timeout(Duration::from_millis(500))
+        );
+        assert!(choose(Some(true), Some(true), None).is_err());
+        assert!(choose(Some(true), None, Some(1.0)).is_err());
+        assert!(choose(None, None, Some(-1.0)).is_err());
     }
 }

@@ -151,11 +151,14 @@ def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _exists(path: Any) -> bool:
-    """Whether a database is at `path` already: a file with content, or a
-    shard set."""
+def _reopens_tree(path: Any, params: Dict[str, Any]) -> bool:
+    """Whether the open reopens a tree that exists at `path` (a file with
+    content, or a shard set) without emptying it."""
     name = os.fspath(path)
-    if not name:
+    if not name or str(params.get("truncate", "")).lower() in ("true", "1"):
+        return False
+    dbm = str(params.get("dbm", "")).lower()
+    if dbm not in ("tree", "treedbm") and (dbm or _kuradb.DBM.class_for_path(name) != "tree"):
         return False
     return (os.path.exists(name) and os.path.getsize(name) > 0) or _kuradb.DBM.shard_count(name) is not None
 
@@ -221,7 +224,7 @@ class DBM(_kuradb._CompatDBM):
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
             kept = _shard_params(path, _open_params(params))
-            if _exists(path):
+            if _reopens_tree(path, kept):
                 # The reference reads a tree's order from its file and ignores
                 # the parameter; kuradb's own API refuses another one.
                 kept.pop("key_comparator", None)

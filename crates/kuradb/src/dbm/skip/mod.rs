@@ -240,6 +240,7 @@ impl SkipDbm {
         let src = src.as_ref();
         let mut open = OpenOptions::reader();
         open.no_lock = options.open.no_lock;
+        open.lock_wait = options.open.lock_wait;
         let file = options.open_file(src, &open)?;
         let mut head = vec![0u8; HEADER_SIZE.min(file.size()) as usize];
         file.read(0, &mut head)?;
