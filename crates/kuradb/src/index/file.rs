@@ -59,7 +59,10 @@ impl FileIndex {
             Some(cmp) => {
                 pair_order(cmp)?;
             }
-            None if !path.exists() => options.comparator = Some(KeyComparator::PairLexical),
+            // A file that does not exist, or will be emptied, is new.
+            None if !path.exists() || options.hash.open.truncate => {
+                options.comparator = Some(KeyComparator::PairLexical)
+            }
             None => {}
         }
         let db = TreeDbm::open(path, writable, &options)?;
