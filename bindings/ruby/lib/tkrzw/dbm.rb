@@ -419,7 +419,7 @@ module Tkrzw
 
       dbm = params[:dbm].to_s.downcase
       tree = %w[tree treedbm].include?(dbm) || (dbm.empty? && path.downcase.end_with?(".tkt", ".kt", ".tree"))
-      tree && !File.size?(path).nil?
+      tree && !::File.size?(path).nil?
     end
 
     # What a block's answer means to Kuradb::DBM#process.
