@@ -485,29 +485,28 @@ impl Output {
     }
 }
 
+impl Output {
+    /// The writer under whichever destination this is.
+    fn writer(&mut self) -> &mut dyn std::io::Write {
+        match self {
+            Output::Stdout(out) => out,
+            Output::Special(out, _) => out,
+            Output::File { writer, .. } => writer,
+        }
+    }
+}
+
 impl std::io::Write for Output {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Output::Stdout(out) => out.write(buf),
-            Output::Special(out, _) => out.write(buf),
-            Output::File { writer, .. } => writer.write(buf),
-        }
+        self.writer().write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match self {
-            Output::Stdout(out) => out.write_all(buf),
-            Output::Special(out, _) => out.write_all(buf),
-            Output::File { writer, .. } => writer.write_all(buf),
-        }
+        self.writer().write_all(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Output::Stdout(out) => out.flush(),
-            Output::Special(out, _) => out.flush(),
-            Output::File { writer, .. } => writer.flush(),
-        }
+        self.writer().flush()
     }
 }
 
