@@ -7,7 +7,7 @@
 //! `cargo run --release -p kuradb --example compression_ratio`
 
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use rand::{Rng, SeedableRng};
 
 fn json_value(rng: &mut impl Rng, i: usize) -> Vec<u8> {
@@ -41,8 +41,11 @@ fn main() -> kuradb::Result<()> {
     let modes = RecordCompMode::COMPRESSING;
     for (mode, n, rebuild) in modes.into_iter().flat_map(|m| [(m, 800, false), (m, 20_000, true)]) {
         let path = dir.path().join(format!("{mode}-{n}.kh"));
-        let db =
-            HashDbm::open(&path, true, &HashOptions::default().num_buckets(50_000).record_comp_mode(mode))?;
+        let db = HashDbm::open(
+            &path,
+            Access::ReadWrite,
+            &HashOptions::default().num_buckets(50_000).record_comp_mode(mode),
+        )?;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(19);
         let (mut raw, mut keys) = (0u64, 0u64);
         for i in 0..n {
@@ -50,7 +53,7 @@ fn main() -> kuradb::Result<()> {
             let value = json_value(&mut rng, i);
             raw += value.len() as u64;
             keys += key.len() as u64;
-            db.set(key.as_bytes(), &value, true)?;
+            db.set(key.as_bytes(), &value)?;
         }
         if rebuild {
             db.rebuild()?;

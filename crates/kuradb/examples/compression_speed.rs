@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
@@ -57,9 +57,9 @@ fn records(random: bool, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 #[inline(never)]
 fn set_all(db: &HashDbm, data: &[(Vec<u8>, Vec<u8>)]) -> kuradb::Result<()> {
     for (key, value) in data {
-        db.set(key, value, true)?;
+        db.set(key, value)?;
     }
-    db.synchronize(false)
+    db.synchronize(Durability::Soft)
 }
 
 #[inline(never)]
@@ -81,14 +81,14 @@ fn main() -> kuradb::Result<()> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("speed.kh");
     let options = HashOptions::default().num_buckets(2 * n as u64).record_comp_mode(mode);
-    let db = HashDbm::open(&path, true, &options)?;
+    let db = HashDbm::open(&path, Access::ReadWrite, &options)?;
     let start = Instant::now();
     set_all(&db, &data)?;
     let set = start.elapsed();
     db.close()?;
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());
     data.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(7));
-    let db = HashDbm::open(&path, false, &HashOptions::default())?;
+    let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default())?;
     let start = Instant::now();
     get_all(&db, &data)?;
     let get = start.elapsed();

@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo run -p kuradb --example file_layer`.
 
+use kuradb::dbm::Durability;
 use kuradb::file::{FileSpec, OpenOptions};
 
 fn main() -> kuradb::Result<()> {
@@ -23,7 +24,7 @@ fn main() -> kuradb::Result<()> {
         }
         let mut buf = [0u8; 14];
         file.read(500 * 14, &mut buf)?;
-        file.synchronize(false)?;
+        file.synchronize(Durability::Soft)?;
         println!("{text:70} size={} record 500={:?}", file.size(), String::from_utf8_lossy(&buf).trim_end());
         for (name, value) in file.inspect() {
             if name.starts_with("page_cache") {

@@ -16,7 +16,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use kuradb::dbm::Action;
+use kuradb::dbm::{Access, Action, Durability, OnDuplicate, Rekey};
 use kuradb::{AsyncDbm, Dbm, DbmFuture, ErrorKind, HashDbm, HashOptions, Params, TinyDbm, TinyOptions};
 
 /// Wakes the thread that polls.
@@ -68,14 +68,14 @@ fn memory() -> Arc<dyn Dbm> {
 }
 
 fn file(dir: &tempfile::TempDir) -> Arc<dyn Dbm> {
-    Arc::new(HashDbm::open(dir.path().join("casket.kh"), true, &HashOptions::default()).unwrap())
+    Arc::new(HashDbm::open(dir.path().join("casket.kh"), Access::ReadWrite, &HashOptions::default()).unwrap())
 }
 
 /// Every operation, each checked against the database itself.
 fn every_operation(db: Arc<dyn Dbm>, dir: &tempfile::TempDir) {
     let adb = AsyncDbm::new(Arc::clone(&db), 3).unwrap();
-    block_on(adb.set("a", "1", true)).unwrap();
-    adb.set(b"b", b"2", true).wait().unwrap();
+    block_on(adb.set("a", "1")).unwrap();
+    adb.set(b"b", b"2").wait().unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
     assert_eq!(block_on(adb.get("a")).unwrap(), Some(b"1".to_vec()));
     assert_eq!(adb.get("zz").wait().unwrap(), None);
@@ -85,11 +85,11 @@ fn every_operation(db: Arc<dyn Dbm>, dir: &tempfile::TempDir) {
         block_on(adb.get_multi(&["a", "zz", "b"])).unwrap(),
         vec![Some(b"1".to_vec()), None, Some(b"2".to_vec())]
     );
-    block_on(adb.set_multi(&[("c", "3"), ("d", "4")], true)).unwrap();
+    block_on(adb.set_multi(&[("c", "3"), ("d", "4")])).unwrap();
     assert_eq!(db.get(b"d").unwrap(), Some(b"4".to_vec()));
     assert!(block_on(adb.remove("d")).unwrap());
     assert!(!block_on(adb.remove("d")).unwrap());
-    block_on(adb.set_multi(&[("x", "-"), ("y", "-")], true)).unwrap();
+    block_on(adb.set_multi(&[("x", "-"), ("y", "-")])).unwrap();
     assert_eq!(block_on(adb.remove_multi(&["x", "y", "none"])).unwrap(), 2);
     block_on(adb.append("a", "one", ":")).unwrap();
     block_on(adb.append("new", "first", ":")).unwrap();
@@ -112,11 +112,11 @@ fn every_operation(db: Arc<dyn Dbm>, dir: &tempfile::TempDir) {
     assert!(!block_on(adb.compare_exchange_multi(&[("b", Some("22"))], &[("c", Some("x"))])).unwrap());
     assert_eq!(db.get(b"b").unwrap(), None);
     assert_eq!(db.get(b"c").unwrap(), Some(b"33".to_vec()));
-    block_on(adb.rekey("c", "c2", false, false)).unwrap();
-    block_on(adb.rekey("c2", "c3", false, true)).unwrap();
+    block_on(adb.rekey("c", "c2", Rekey::Move, OnDuplicate::Fail)).unwrap();
+    block_on(adb.rekey("c2", "c3", Rekey::Copy, OnDuplicate::Fail)).unwrap();
     assert_eq!(db.get(b"c").unwrap(), None);
     assert_eq!(db.get_multi(&[b"c2", b"c3"]).unwrap(), vec![Some(b"33".to_vec()), Some(b"33".to_vec())]);
-    block_on(adb.process("p", true, |old| {
+    block_on(adb.process("p", Access::ReadWrite, |old| {
         assert_eq!(old, None);
         Action::Set(b"processed".to_vec().into())
     }))
@@ -124,7 +124,7 @@ fn every_operation(db: Arc<dyn Dbm>, dir: &tempfile::TempDir) {
     assert_eq!(db.get(b"p").unwrap(), Some(b"processed".to_vec()));
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&seen);
-    block_on(adb.process_each(false, move |_, _| {
+    block_on(adb.process_each(Access::ReadOnly, move |_, _| {
         counter.fetch_add(1, Ordering::SeqCst);
         Action::Keep
     }))
@@ -135,14 +135,14 @@ fn every_operation(db: Arc<dyn Dbm>, dir: &tempfile::TempDir) {
     block_on(adb.export(Arc::clone(&copy))).unwrap();
     assert_eq!(copy.count().unwrap(), db.count().unwrap());
     assert_eq!(copy.get(b"a").unwrap(), Some(b"1:one/two".to_vec()));
-    block_on(adb.synchronize(false)).unwrap();
+    block_on(adb.synchronize(Durability::Soft)).unwrap();
     block_on(adb.rebuild(Params::new())).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1:one/two".to_vec()));
     let dest = dir.path().join("copy");
-    block_on(adb.copy_file_data(dest.clone(), false)).unwrap();
+    block_on(adb.copy_file_data(dest.clone(), Durability::Soft)).unwrap();
     let copied: Box<dyn Dbm> = match db.path() {
-        Some(_) => Box::new(HashDbm::open(&dest, false, &HashOptions::default()).unwrap()),
-        None => Box::new(TinyDbm::open(&dest, false, &TinyOptions::default()).unwrap()),
+        Some(_) => Box::new(HashDbm::open(&dest, Access::ReadOnly, &HashOptions::default()).unwrap()),
+        None => Box::new(TinyDbm::open(&dest, Access::ReadOnly, &TinyOptions::default()).unwrap()),
     };
     assert_eq!(copied.count().unwrap(), db.count().unwrap());
     block_on(adb.clear()).unwrap();
@@ -166,12 +166,15 @@ fn errors_come_through_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let db = file(&dir);
     let adb = AsyncDbm::new(Arc::clone(&db), 2).unwrap();
-    adb.set("k", "v", true).wait().unwrap();
-    let direct = db.set(b"k", b"w", false).unwrap_err();
-    let queued = block_on(adb.set("k", "w", false)).unwrap_err();
+    adb.set("k", "v").wait().unwrap();
+    let direct = db.insert(b"k", b"w").unwrap_err();
+    let queued = block_on(adb.insert("k", "w")).unwrap_err();
     assert_eq!((queued.kind(), queued.to_string()), (ErrorKind::Duplication, direct.to_string()));
-    let queued = adb.rekey("missing", "x", true, false).wait().unwrap_err();
-    assert_eq!(queued.to_string(), db.rekey(b"missing", b"x", true, false).unwrap_err().to_string());
+    let queued = adb.rekey("missing", "x", Rekey::Move, OnDuplicate::Replace).wait().unwrap_err();
+    assert_eq!(
+        queued.to_string(),
+        db.rekey(b"missing", b"x", Rekey::Move, OnDuplicate::Replace).unwrap_err().to_string()
+    );
     assert_eq!(queued.kind(), ErrorKind::NotFound);
     let queued = block_on(adb.increment("k", 1, 0)).unwrap_err();
     assert_eq!(queued.kind(), ErrorKind::InvalidArgument);
@@ -188,14 +191,14 @@ fn errors_come_through_unchanged() {
 #[test]
 fn a_panicking_function_is_an_error_and_the_worker_goes_on() {
     let adb = AsyncDbm::new(memory(), 1).unwrap();
-    let err = block_on(adb.process("k", true, |_| panic!("the processor gave up"))).unwrap_err();
+    let err = block_on(adb.process("k", Access::ReadWrite, |_| panic!("the processor gave up"))).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Canceled);
     assert!(err.to_string().contains("the processor gave up"), "{err}");
     let err = adb.execute(|_| -> kuradb::Result<()> { panic!("formatted {}", 42) }).wait().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Canceled);
     assert!(err.to_string().contains("formatted 42"), "{err}");
     // The one worker is still there and the record was left alone.
-    adb.set("k", "v", true).wait().unwrap();
+    adb.set("k", "v").wait().unwrap();
     assert_eq!(adb.get("k").wait().unwrap(), Some(b"v".to_vec()));
 }
 
@@ -205,7 +208,7 @@ fn drains(close: fn(AsyncDbm)) {
     let db = memory();
     let adb = AsyncDbm::new(Arc::clone(&db), 1).unwrap();
     let (open, held) = hold_worker(&adb);
-    let sets: Vec<_> = (0..500).map(|i| adb.set(format!("k{i}"), format!("v{i}"), true)).collect();
+    let sets: Vec<_> = (0..500).map(|i| adb.set(format!("k{i}"), format!("v{i}"))).collect();
     let closing = thread::spawn(move || close(adb));
     assert!(sets.iter().all(|f| !f.is_ready()), "nothing runs while the worker is held");
     open.send(()).unwrap();
@@ -236,7 +239,7 @@ fn every_closer_returns_only_once_drained() {
     let db = memory();
     let adb = Arc::new(AsyncDbm::new(Arc::clone(&db), 1).unwrap());
     let (open, held) = hold_worker(&*adb);
-    let sets: Arc<Vec<_>> = Arc::new((0..300).map(|i| adb.set(format!("k{i}"), "v", true)).collect());
+    let sets: Arc<Vec<_>> = Arc::new((0..300).map(|i| adb.set(format!("k{i}"), "v")).collect());
     let closers: Vec<_> = (0..3)
         .map(|_| {
             let (adb, sets) = (Arc::clone(&adb), Arc::clone(&sets));
@@ -264,7 +267,7 @@ fn operations_after_close_fail_at_once() {
     adb.close();
     adb.close();
     assert!(adb.is_closed());
-    let set = adb.set("k", "v", true);
+    let set = adb.set("k", "v");
     assert!(set.is_ready());
     let err = set.wait().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Infeasible);
@@ -300,7 +303,7 @@ fn many_threads_queue_at_once() {
             s.spawn(move || {
                 let futures: Vec<_> = (0..OPS)
                     .map(|i| {
-                        (adb.set(format!("t{t}-{i}"), format!("{i}"), false), adb.increment("counter", 1, 0))
+                        (adb.insert(format!("t{t}-{i}"), format!("{i}")), adb.increment("counter", 1, 0))
                     })
                     .collect();
                 for (set, increment) in futures {

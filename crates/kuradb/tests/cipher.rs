@@ -14,7 +14,7 @@ use common::hash::{self as h, Model};
 use common::tree as t;
 use kuradb::dbm::hash::{CipherKey, HashDbm, HashOptions, RebuildParams, UpdateMode};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{ErrorKind, Params};
 use proptest::prelude::*;
@@ -66,7 +66,7 @@ struct Tree(FileSpec, UpdateMode);
 impl Class for Hash {
     fn open(&self, path: &Path, key: &str) -> Box<dyn Dbm> {
         let o = h::options(&self.0).num_buckets(7).update_mode(self.1).cipher_key(key);
-        Box::new(HashDbm::open(path, true, &o).expect("open"))
+        Box::new(HashDbm::open(path, Access::ReadWrite, &o).expect("open"))
     }
     fn rebuild(&self, db: &dyn Dbm, key: &str) -> kuradb::Result<()> {
         let mut p = Params::new();
@@ -79,7 +79,7 @@ impl Class for Tree {
     fn open(&self, path: &Path, key: &str) -> Box<dyn Dbm> {
         let o = tree_options(&self.0).cipher_key(key);
         let o = o.clone().hash(o.hash.update_mode(self.1));
-        Box::new(TreeDbm::open(path, true, &o).expect("open"))
+        Box::new(TreeDbm::open(path, Access::ReadWrite, &o).expect("open"))
     }
     fn rebuild(&self, db: &dyn Dbm, key: &str) -> kuradb::Result<()> {
         let mut p = Params::new();
@@ -103,7 +103,7 @@ fn run(class: &dyn Class, dir: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
         let at = |e: kuradb::Error| TestCaseError::fail(format!("step {step} {op:?}: {e}"));
         match op {
             Op::Set(k, v) => {
-                db.set(&key_of(*k), v, true).map_err(at)?;
+                db.set(&key_of(*k), v).map_err(at)?;
                 model.insert(key_of(*k), v.clone());
             }
             Op::Remove(k) => {
@@ -141,7 +141,7 @@ fn run(class: &dyn Class, dir: &Path, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Crash => {
                 let copy = dir.join("crashed");
-                db.synchronize(true).map_err(at)?;
+                db.synchronize(Durability::Hard).map_err(at)?;
                 std::fs::copy(&path, &copy).expect("copy");
                 db.close().map_err(at)?;
                 std::fs::rename(&copy, &path).expect("rename");
@@ -201,7 +201,7 @@ fn an_encrypted_tree_database_matches_a_model() {
 }
 
 fn hash_at(path: &Path, o: &HashOptions) -> kuradb::Result<HashDbm> {
-    HashDbm::open(path, true, o)
+    HashDbm::open(path, Access::ReadWrite, o)
 }
 
 #[test]
@@ -209,7 +209,7 @@ fn a_wrong_missing_or_needless_key_is_an_error_at_open_that_never_shows_a_key() 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kh");
     let db = hash_at(&path, &HashOptions::default().num_buckets(11).cipher_key(KEY)).unwrap();
-    db.set(b"japan", b"tokyo", true).unwrap();
+    db.set(b"japan", b"tokyo").unwrap();
     db.close().unwrap();
     let wrong = hash_at(&path, &HashOptions::default().cipher_key("Tr0ub4dor&3")).err().unwrap();
     assert_eq!(wrong.kind(), ErrorKind::InvalidArgument);
@@ -219,7 +219,13 @@ fn a_wrong_missing_or_needless_key_is_an_error_at_open_that_never_shows_a_key() 
     );
     assert!(!wrong.to_string().contains("Tr0ub4dor"), "{wrong}");
     for writable in [true, false] {
-        let missing = HashDbm::open(&path, writable, &HashOptions::default()).err().unwrap();
+        let missing = HashDbm::open(
+            &path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &HashOptions::default(),
+        )
+        .err()
+        .unwrap();
         assert!(missing.to_string().contains("is encrypted: give cipher_key"), "{missing}");
     }
     // An empty key is no key.
@@ -232,14 +238,15 @@ fn a_wrong_missing_or_needless_key_is_an_error_at_open_that_never_shows_a_key() 
     assert!(!needless.to_string().contains(KEY), "{needless}");
     // Trees alike, through their node store.
     let tree = dir.path().join("casket.kt");
-    let db = TreeDbm::open(&tree, true, &TreeOptions::default().cipher_key(KEY)).unwrap();
-    db.set(b"japan", b"tokyo", true).unwrap();
+    let db = TreeDbm::open(&tree, Access::ReadWrite, &TreeOptions::default().cipher_key(KEY)).unwrap();
+    db.set(b"japan", b"tokyo").unwrap();
     db.close().unwrap();
-    let wrong = TreeDbm::open(&tree, false, &TreeOptions::default().cipher_key("other")).err().unwrap();
+    let wrong =
+        TreeDbm::open(&tree, Access::ReadOnly, &TreeOptions::default().cipher_key("other")).err().unwrap();
     assert!(wrong.to_string().contains("wrong cipher_key"), "{wrong}");
-    let missing = TreeDbm::open(&tree, false, &TreeOptions::default()).err().unwrap();
+    let missing = TreeDbm::open(&tree, Access::ReadOnly, &TreeOptions::default()).err().unwrap();
     assert!(missing.to_string().contains("is encrypted: give cipher_key"), "{missing}");
-    let db = TreeDbm::open(&tree, false, &TreeOptions::default().cipher_key(KEY)).unwrap();
+    let db = TreeDbm::open(&tree, Access::ReadOnly, &TreeOptions::default().cipher_key(KEY)).unwrap();
     assert_eq!(db.get(b"japan").unwrap().as_deref(), Some(&b"tokyo"[..]));
 }
 
@@ -252,8 +259,12 @@ fn the_key_is_in_no_inspect_row_nor_the_options_debug_form() {
     let rows = db.inspect().unwrap();
     assert!(rows.iter().any(|(k, v)| k == "cipher" && v == "xchacha20-poly1305"), "{rows:?}");
     assert!(rows.iter().all(|(k, v)| !k.contains("horse") && !v.contains("horse")), "{rows:?}");
-    let tree =
-        TreeDbm::open(dir.path().join("casket.kt"), true, &TreeOptions::default().cipher_key(KEY)).unwrap();
+    let tree = TreeDbm::open(
+        dir.path().join("casket.kt"),
+        Access::ReadWrite,
+        &TreeOptions::default().cipher_key(KEY),
+    )
+    .unwrap();
     let rows = tree.inspect().unwrap();
     assert!(rows.iter().any(|(k, v)| k == "cipher" && v == "xchacha20-poly1305"), "{rows:?}");
     assert!(rows.iter().all(|(_, v)| !v.contains("horse")), "{rows:?}");
@@ -286,8 +297,8 @@ fn a_changed_ciphertext_byte_is_an_authentication_error_naming_the_offset() {
     let path = dir.path().join("casket.kh");
     let o = HashOptions::default().num_buckets(11).cipher_key(KEY);
     let db = hash_at(&path, &o).unwrap();
-    db.set(b"key-tampered", b"the value", true).unwrap();
-    db.set(b"key-intact", b"another value", true).unwrap();
+    db.set(b"key-tampered", b"the value").unwrap();
+    db.set(b"key-intact", b"another value").unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     // The first record written, its key sealed (16 bytes longer).
@@ -320,8 +331,8 @@ fn values_swapped_between_two_records_are_detected() {
     let path = dir.path().join("casket.kh");
     let o = HashOptions::default().num_buckets(11).cipher_key(KEY);
     let db = hash_at(&path, &o).unwrap();
-    db.set(b"alice", b"balance 10", true).unwrap();
-    db.set(b"bobby", b"balance 99", true).unwrap();
+    db.set(b"alice", b"balance 10").unwrap();
+    db.set(b"bobby", b"balance 99").unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     let records = records_of(&bytes);
@@ -346,7 +357,7 @@ fn a_rebuild_encrypts_reencrypts_and_decrypts_and_a_restore_keeps_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kh");
     let db = hash_at(&path, &HashOptions::default().num_buckets(11)).unwrap();
-    db.set(b"japan", b"tokyo-tokyo-tokyo", true).unwrap();
+    db.set(b"japan", b"tokyo-tokyo-tokyo").unwrap();
     let on = RebuildParams { cipher_key: Some(CipherKey::from("first")), ..RebuildParams::default() };
     db.rebuild_with(&on).unwrap();
     assert_eq!(db.get(b"japan").unwrap().as_deref(), Some(&b"tokyo-tokyo-tokyo"[..]));
@@ -370,7 +381,7 @@ fn a_rebuild_encrypts_reencrypts_and_decrypts_and_a_restore_keeps_the_key() {
     let err = HashDbm::restore(&crashed, &restored, &HashOptions::default()).unwrap_err();
     assert!(err.to_string().contains("give cipher_key"), "{err}");
     assert_eq!(HashDbm::restore(&crashed, &restored, &o).unwrap(), 1);
-    let copy = HashDbm::open(&restored, false, &o).unwrap();
+    let copy = HashDbm::open(&restored, Access::ReadOnly, &o).unwrap();
     assert_eq!(copy.get(b"japan").unwrap().as_deref(), Some(&b"tokyo-tokyo-tokyo"[..]));
     let off = RebuildParams { cipher_key: Some(CipherKey::from("")), ..RebuildParams::default() };
     db.rebuild_with(&off).unwrap();
@@ -385,12 +396,11 @@ fn a_tree_hides_its_keys_and_restores_with_its_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kt");
     let o = tree_options(&FileSpec::default()).cipher_key(KEY);
-    let db = TreeDbm::open(&path, true, &o).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &o).unwrap();
     for i in 0..200 {
-        db.set(format!("secret-key-{i:04}").as_bytes(), format!("secret-value-{i}").as_bytes(), true)
-            .unwrap();
+        db.set(format!("secret-key-{i:04}").as_bytes(), format!("secret-value-{i}").as_bytes()).unwrap();
     }
-    db.synchronize(true).unwrap();
+    db.synchronize(Durability::Hard).unwrap();
     let crashed = dir.path().join("crashed.kt");
     std::fs::copy(&path, &crashed).unwrap();
     db.close().unwrap();
@@ -398,14 +408,14 @@ fn a_tree_hides_its_keys_and_restores_with_its_key() {
     assert!(!bytes.windows(7).any(|w| w == b"secret-"), "a key or value in clear");
     let restored = dir.path().join("restored.kt");
     assert_eq!(TreeDbm::restore(&crashed, &restored, &o).unwrap(), 200);
-    let db = TreeDbm::open(&crashed, true, &o).unwrap();
+    let db = TreeDbm::open(&crashed, Access::ReadWrite, &o).unwrap();
     assert_eq!(db.count().unwrap(), 200);
     assert_eq!(db.get(b"secret-key-0150").unwrap().as_deref(), Some(&b"secret-value-150"[..]));
     let mut p = Params::new();
     p.insert("cipher_key", "").unwrap();
     db.rebuild_with_params(&p).unwrap();
     db.close().unwrap();
-    let db = TreeDbm::open(&crashed, false, &tree_options(&FileSpec::default())).unwrap();
+    let db = TreeDbm::open(&crashed, Access::ReadOnly, &tree_options(&FileSpec::default())).unwrap();
     assert_eq!(db.count().unwrap(), 200);
 }
 
@@ -428,13 +438,14 @@ fn compressed_and_encrypted_values_shrink_and_keep_no_dictionary() {
     for mode in [RecordCompMode::None, RecordCompMode::Zstd, RecordCompMode::Lzma] {
         let path = dir.path().join(format!("{}.kdbh", mode.name()));
         let options = HashOptions::default().record_comp_mode(mode).cipher_key(KEY);
-        let db = HashDbm::open(&path, true, &options).expect("create");
+        let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("create");
         // More than the 1 MiB a dictionary would be trained from.
         for i in 0..8_000 {
-            db.set(format!("k{i}").as_bytes(), &value(i), true).expect("set");
+            db.set(format!("k{i}").as_bytes(), &value(i)).expect("set");
         }
         db.close().expect("close");
-        let reopened = HashDbm::open(&path, true, &HashOptions::default().cipher_key(KEY)).expect("reopen");
+        let reopened =
+            HashDbm::open(&path, Access::ReadWrite, &HashOptions::default().cipher_key(KEY)).expect("reopen");
         reopened.rebuild().expect("rebuild");
         for i in (0..8_000).step_by(97) {
             assert_eq!(

@@ -14,7 +14,7 @@ use common::hash::{self as h, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions};
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::ErrorKind;
 
 const KEY: &str = "correct horse battery staple";
@@ -57,16 +57,16 @@ fn cursor_keys(db: &dyn Dbm) -> kuradb::Result<Vec<Vec<u8>>> {
 fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kh");
-    let db = HashDbm::open(&path, true, &options()).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &options()).unwrap();
     let mut model = Model::new();
     for i in 0..200 {
-        db.set(&secret(i), format!("v{i}").as_bytes(), true).unwrap();
+        db.set(&secret(i), format!("v{i}").as_bytes()).unwrap();
         model.insert(secret(i), format!("v{i}").into_bytes());
     }
     let pairs: Vec<(Vec<u8>, Vec<u8>)> =
         (200..260).map(|i| (secret(i), format!("v{i}").into_bytes())).collect();
     let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-    db.set_multi(&refs, true).unwrap();
+    db.set_multi(&refs).unwrap();
     model.extend(pairs.iter().cloned());
     db.append(&secret(7), b"+more", b"").unwrap();
     model.insert(secret(7), b"v7+more".to_vec());
@@ -79,7 +79,7 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     assert_eq!(format(&path), (4, 2));
     assert!(!has(&std::fs::read(&path).unwrap(), b"SECRETKEY"), "a key in clear");
 
-    let db = HashDbm::open(&path, true, &options()).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &options()).unwrap();
     h::compare(&db, &model).unwrap();
     let probe = [&secret(5)[..], b"SECRETKEY-9999", &secret(3)[..], &secret(5)[..]];
     let got = db.get_multi(&probe).unwrap();
@@ -87,7 +87,7 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     assert_eq!(db.contains_multi(&probe).unwrap(), vec![true, false, false, true]);
     assert!(db.contains(&secret(8)).unwrap() && !db.contains(&secret(3)).unwrap());
     let mut seen = Vec::new();
-    db.process_multi(&probe, false, &mut |_, key, _| {
+    db.process_multi(&probe, Access::ReadOnly, &mut |_, key, _| {
         seen.push(key.to_vec());
         Action::Keep
     })
@@ -105,7 +105,7 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     assert!(cursor.jump(&secret(3)).is_err());
     drop(cursor);
     // A writable walk sees and changes records by the caller's keys.
-    db.process_each(true, &mut |key, value| match key == &secret(9)[..] {
+    db.process_each(Access::ReadWrite, &mut |key, value| match key == &secret(9)[..] {
         true => Action::set(b"walked"),
         false => {
             assert!(key.starts_with(b"SECRETKEY-") && value.starts_with(b"v") || value == b"jumped");
@@ -126,9 +126,9 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     let restored = dir.path().join("restored.kh");
     assert_eq!(HashDbm::restore(&crashed, &restored, &options()).unwrap(), model.len() as u64);
     assert!(!has(&std::fs::read(&restored).unwrap(), b"SECRETKEY"), "a key in clear after a restore");
-    h::compare(&HashDbm::open(&restored, false, &options()).unwrap(), &model).unwrap();
+    h::compare(&HashDbm::open(&restored, Access::ReadOnly, &options()).unwrap(), &model).unwrap();
     // The automatic restore at open too.
-    let db = HashDbm::open(&crashed, true, &options()).unwrap();
+    let db = HashDbm::open(&crashed, Access::ReadWrite, &options()).unwrap();
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
     assert!(!has(&std::fs::read(&crashed).unwrap(), b"SECRETKEY"));
@@ -140,8 +140,8 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
 fn a_tree_keeps_version_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kt");
-    let db = TreeDbm::open(&path, true, &TreeOptions::default().cipher_key(KEY)).unwrap();
-    db.set(b"SECRETKEY-tree", b"v", true).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &TreeOptions::default().cipher_key(KEY)).unwrap();
+    db.set(b"SECRETKEY-tree", b"v").unwrap();
     db.close().unwrap();
     assert_eq!(format(&path), (2, 1));
     assert!(!has(&std::fs::read(&path).unwrap(), b"SECRETKEY"));
@@ -156,9 +156,9 @@ fn a_changed_stored_key_is_an_authentication_error_naming_the_offset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kh");
     let o = HashOptions::default().num_buckets(11).cipher_key(KEY);
-    let db = HashDbm::open(&path, true, &o).unwrap();
-    db.set(b"key-tampered", b"the value", true).unwrap();
-    db.set(b"key-intact", b"another value", true).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
+    db.set(b"key-tampered", b"the value").unwrap();
+    db.set(b"key-intact", b"another value").unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     // The first record written starts the record area.
@@ -171,7 +171,7 @@ fn a_changed_stored_key_is_an_authentication_error_naming_the_offset() {
     bytes[record + 9..record + 13].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let offset = format!("offset {record}");
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     assert_eq!(db.get(b"key-intact").unwrap().as_deref(), Some(&b"another value"[..]));
     // A lookup compares sealed keys: the changed one is no one's.
     assert_eq!(db.get(b"key-tampered").unwrap(), None);
@@ -224,13 +224,13 @@ fn a_file_with_keys_in_clear_reads_takes_writes_and_a_rebuild_seals_its_keys() {
     let path = fixture(dir.path());
     let o = HashOptions::default().cipher_key(FIXTURE_KEY);
     assert_eq!(format(&path), (2, 1));
-    let err = HashDbm::open(&path, false, &HashOptions::default().cipher_key(KEY)).err().unwrap();
+    let err = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default().cipher_key(KEY)).err().unwrap();
     assert!(err.to_string().contains("wrong cipher_key"), "{err}");
     let mut model = fixture_model();
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     assert_eq!(info(&db, "key_cipher"), "none");
     h::compare(&db, &model).unwrap();
-    db.set(b"plainkey-added", b"added", true).unwrap();
+    db.set(b"plainkey-added", b"added").unwrap();
     db.remove(b"plainkey010").unwrap();
     db.append(b"plainkey020", b"+", b"").unwrap();
     model.insert(b"plainkey-added".to_vec(), b"added".to_vec());
@@ -244,17 +244,17 @@ fn a_file_with_keys_in_clear_reads_takes_writes_and_a_rebuild_seals_its_keys() {
     // Still version 2, its keys in clear: what its own readers expect.
     assert_eq!(format(&path), (2, 1));
     assert!(has(&std::fs::read(&path).unwrap(), b"plainkey-added"));
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     h::compare(&db, &model).unwrap();
     let restored = dir.path().join("restored.kh");
     assert_eq!(HashDbm::restore(&path, &restored, &o).unwrap(), model.len() as u64);
     assert_eq!(format(&restored), (4, 2));
-    h::compare(&HashDbm::open(&restored, false, &o).unwrap(), &model).unwrap();
+    h::compare(&HashDbm::open(&restored, Access::ReadOnly, &o).unwrap(), &model).unwrap();
     db.rebuild().unwrap();
     assert_eq!(info(&db, "key_cipher"), "aes-256-siv");
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
     assert_eq!(format(&path), (4, 2));
     assert!(!has(&std::fs::read(&path).unwrap(), b"plainkey"), "a key in clear after the rebuild");
-    h::compare(&HashDbm::open(&path, false, &o).unwrap(), &model).unwrap();
+    h::compare(&HashDbm::open(&path, Access::ReadOnly, &o).unwrap(), &model).unwrap();
 }

@@ -21,7 +21,7 @@ use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::file::FileSpec;
 
 /// Random sequences for the quick on-memory classes with a flat file, and
@@ -43,7 +43,9 @@ fn hash(spec_name: &str, mode: UpdateMode, tune: impl Fn(&mut HashOptions)) -> S
     Subject::new(
         format!("HashDbm {mode:?} on {spec_name}"),
         Caps::unordered(Storage::File),
-        move |path, writable| boxed(HashDbm::open(path, writable, &options)),
+        move |path, writable| {
+            boxed(HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &options))
+        },
     )
 }
 
@@ -75,7 +77,9 @@ fn tree(spec_name: &str, cmp: KeyComparator) -> Subject {
     Subject::new(
         format!("TreeDbm {} on {spec_name}", cmp.name()),
         Caps::ordered(cmp, Storage::File),
-        move |path, writable| boxed(TreeDbm::open(path, writable, &options)),
+        move |path, writable| {
+            boxed(TreeDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &options))
+        },
     )
 }
 
@@ -102,7 +106,7 @@ fn skip_caps() -> Caps {
 fn skip_on_mmap() {
     let options = SkipOptions::default().step_unit(2).max_level(3).max_cached_records(2);
     conformance::check(&Subject::new("SkipDbm on mmap-para", skip_caps(), move |path, writable| {
-        boxed(SkipDbm::open(path, writable, &options))
+        boxed(SkipDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &options))
     }));
 }
 
@@ -115,7 +119,7 @@ fn skip_with_spills_and_no_cache() {
         .max_cached_records(0)
         .sort_mem_size(100);
     conformance::check(&Subject::new("SkipDbm spilling on pos-para", skip_caps(), move |path, writable| {
-        boxed(SkipDbm::open(path, writable, &options))
+        boxed(SkipDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &options))
     }));
 }
 
@@ -145,7 +149,7 @@ fn tiny(with_file: bool) -> Subject {
         Caps::unordered,
         with_file,
         move || Ok(TinyDbm::new(&o)),
-        move |p, w| TinyDbm::open(p, w, &o2),
+        move |p, w| TinyDbm::open(p, if w { Access::ReadWrite } else { Access::ReadOnly }, &o2),
     )
 }
 
@@ -168,7 +172,7 @@ fn baby(cmp: KeyComparator, with_file: bool) -> Subject {
         caps,
         with_file,
         move || BabyDbm::new(&o),
-        move |p, w| BabyDbm::open(p, w, &o2),
+        move |p, w| BabyDbm::open(p, if w { Access::ReadWrite } else { Access::ReadOnly }, &o2),
     );
     // Eight orders share the cases one class gets, on sequences long
     // enough to grow trees of tiny pages several levels deep.
@@ -200,7 +204,7 @@ fn cache(with_file: bool) -> Subject {
         Caps::unordered,
         with_file,
         move || CacheDbm::new(&o),
-        move |p, w| CacheDbm::open(p, w, &o2),
+        move |p, w| CacheDbm::open(p, if w { Access::ReadWrite } else { Access::ReadOnly }, &o2),
     )
 }
 
@@ -221,7 +225,7 @@ fn std_hash(with_file: bool) -> Subject {
         Caps::unordered,
         with_file,
         move || Ok(StdHashDbm::new(&StdOptions::default())),
-        move |p, w| StdHashDbm::open(p, w, &o),
+        move |p, w| StdHashDbm::open(p, if w { Access::ReadWrite } else { Access::ReadOnly }, &o),
     )
 }
 
@@ -243,7 +247,7 @@ fn std_tree(with_file: bool) -> Subject {
         caps,
         with_file,
         move || Ok(StdTreeDbm::new(&StdOptions::default())),
-        move |p, w| StdTreeDbm::open(p, w, &o),
+        move |p, w| StdTreeDbm::open(p, if w { Access::ReadWrite } else { Access::ReadOnly }, &o),
     )
 }
 
@@ -266,7 +270,7 @@ fn shards(class: &str, more: &str, caps: Caps) -> Subject {
         caps.known_bugs = &[Bug::CursorMissesWritesBeside];
     }
     let subject = Subject::new(format!("ShardDbm of {class}"), caps, move |path, writable| {
-        boxed(PolyDbm::open(path, writable, &params))
+        boxed(PolyDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &params))
     });
     // Three files to write and synchronize at every step.
     subject.cases(if caps.storage == Storage::File { 8 } else { 16 })

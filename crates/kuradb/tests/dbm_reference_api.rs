@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
-use kuradb::dbm::{Dbm, Desired, Expected, SearchMode};
+use kuradb::dbm::{Access, Dbm, Desired, Durability, Expected, SearchMode};
 use kuradb::{Params, PolyDbm};
 use proptest::prelude::*;
 use rand::rngs::SmallRng;
@@ -33,13 +33,13 @@ const CLASSES: [&str; 10] = [
 
 fn open(dir: &tempfile::TempDir, params: &str) -> PolyDbm {
     let name = params.replace([',', '='], "_");
-    PolyDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap()).unwrap()
+    PolyDbm::open(dir.path().join(name), Access::ReadWrite, &Params::parse(params).unwrap()).unwrap()
 }
 
 /// Skip databases show changes only once synchronized.
 fn settle(db: &PolyDbm, params: &str) {
     if params.contains("skip") {
-        db.synchronize(false).unwrap();
+        db.synchronize(Durability::Soft).unwrap();
     }
 }
 
@@ -62,7 +62,12 @@ fn the_get_forms_agree_with_a_model_on_every_class() {
             match rng.gen_range(0..4) {
                 0 => {
                     let overwrite = rng.gen_bool(0.5);
-                    assert_eq!(db.set_and_get(&key, &value, overwrite).unwrap(), old, "{what}");
+                    let got = if overwrite {
+                        db.set_and_get(&key, &value)
+                    } else {
+                        db.insert_and_get(&key, &value)
+                    };
+                    assert_eq!(got.unwrap(), old, "{what}");
                     if overwrite || old.is_none() {
                         model.insert(key, value);
                     }
@@ -97,7 +102,7 @@ fn the_get_forms_agree_with_a_model_on_every_class() {
             settle(&db, params);
         }
         let mut all = BTreeMap::new();
-        db.process_each(false, &mut |k, v| {
+        db.process_each(Access::ReadOnly, &mut |k, v| {
             all.insert(k.to_vec(), v.to_vec());
             kuradb::dbm::Action::Keep
         })
@@ -112,10 +117,10 @@ fn pop_first_takes_every_record_once_in_the_cursor_order() {
     for params in CLASSES {
         let dir = tempfile::tempdir().unwrap();
         let db = open(&dir, params);
-        assert!(!db.process_first(true, &mut |_, _| unreachable!()).unwrap(), "{params}: empty");
+        assert!(!db.process_first(Access::ReadWrite, &mut |_, _| unreachable!()).unwrap(), "{params}: empty");
         assert_eq!(db.pop_first(None).unwrap(), None, "{params}");
         for n in 0..50 {
-            db.set(&bytes(n * 7 % 50), &bytes(n), true).unwrap();
+            db.set(&bytes(n * 7 % 50), &bytes(n)).unwrap();
         }
         settle(&db, params);
         let mut popped = Vec::new();
@@ -125,7 +130,7 @@ fn pop_first_takes_every_record_once_in_the_cursor_order() {
             cursor.first().unwrap();
             let expected = cursor.get().unwrap().map(|r| r.0);
             drop(cursor);
-            db.process_first(false, &mut |k, _| {
+            db.process_first(Access::ReadOnly, &mut |k, _| {
                 first = Some(k.to_vec());
                 kuradb::dbm::Action::Keep
             })
@@ -230,7 +235,7 @@ fn a_waiting_pop_is_woken_by_a_push_and_gives_up_at_its_timeout() {
 /// The keys of `db` in its order that `matches` takes, up to `capacity`.
 fn brute(db: &dyn Dbm, capacity: usize, matches: impl Fn(&[u8]) -> bool) -> Vec<Vec<u8>> {
     let mut keys = Vec::new();
-    db.process_each(false, &mut |k, _| {
+    db.process_each(Access::ReadOnly, &mut |k, _| {
         keys.push(k.to_vec());
         kuradb::dbm::Action::Keep
     })
@@ -271,7 +276,7 @@ proptest! {
     ) {
         let db: Box<dyn Dbm> = if ordered { Box::new(kuradb::StdTreeDbm::new(&Default::default())) } else { Box::new(kuradb::StdHashDbm::new(&Default::default())) };
         for k in &keys {
-            db.set(k, b"", true).unwrap();
+            db.set(k, b"").unwrap();
         }
         let lower = |b: &[u8]| b.to_ascii_lowercase();
         let word = |text: &[u8], p: &[u8]| (0..=text.len()).any(|at| text[at..].starts_with(p)
@@ -333,7 +338,7 @@ fn search_works_on_every_class_and_refuses_a_bad_regex() {
         let dir = tempfile::tempdir().unwrap();
         let db = open(&dir, params);
         for key in ["apple", "apricot", "grape", "pineapple", "日本", "日本語"] {
-            db.set(key.as_bytes(), b"v", true).unwrap();
+            db.set(key.as_bytes(), b"v").unwrap();
         }
         settle(&db, params);
         let mut found = db.search(SearchMode::CONTAIN, b"apple", 0).unwrap();
@@ -369,9 +374,9 @@ fn flat_records_and_key_lines_carry_every_record_of_every_class() {
         let records: BTreeMap<Vec<u8>, Vec<u8>> =
             (0..40u64).map(|n| (bytes(n), vec![n as u8; (n * 37 % 300) as usize])).collect();
         for (k, v) in &records {
-            db.set(k, v, true).unwrap();
+            db.set(k, v).unwrap();
         }
-        db.set(b"", b"", true).unwrap();
+        db.set(b"", b"").unwrap();
         settle(&db, params);
         let mut file = Vec::new();
         export_to_flat_records(&db, &mut file).unwrap();

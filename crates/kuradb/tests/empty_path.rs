@@ -5,7 +5,7 @@
 //! disk, neither at synchronize nor at close.
 
 use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::ErrorKind;
 
 fn params(text: &str) -> Params {
@@ -40,11 +40,13 @@ fn every_on_memory_class_opens_without_a_file_and_writes_none() {
     for (text, class) in cases {
         // Read-only or not: with no file to protect, both take writes.
         for writable in [true, false] {
-            let db = PolyDbm::open("", writable, &params(text)).unwrap();
+            let db =
+                PolyDbm::open("", if writable { Access::ReadWrite } else { Access::ReadOnly }, &params(text))
+                    .unwrap();
             assert_eq!((db.class(), db.file_path()), (class, None), "{text}");
-            db.set(b"b", b"2", true).unwrap();
-            db.set(b"a", b"1", true).unwrap();
-            db.synchronize(true).unwrap();
+            db.set(b"b", b"2").unwrap();
+            db.set(b"a", b"1").unwrap();
+            db.synchronize(Durability::Hard).unwrap();
             db.rebuild().unwrap();
             assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "{text}");
             assert_eq!(db.count().unwrap(), 2, "{text}");
@@ -55,19 +57,19 @@ fn every_on_memory_class_opens_without_a_file_and_writes_none() {
         }
     }
     // Each open is a new, empty database.
-    let db = PolyDbm::open("", true, &Params::new()).unwrap();
+    let db = PolyDbm::open("", Access::ReadWrite, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), 0);
     db.close().unwrap();
-    let shards = PolyDbm::open("", true, &params("num_shards=3,dbm=baby")).unwrap();
+    let shards = PolyDbm::open("", Access::ReadWrite, &params("num_shards=3,dbm=baby")).unwrap();
     assert!(shards.is_sharded() && shards.class() == DbmClass::Baby);
     for k in ["c", "a", "b", "d"] {
-        shards.set(k.as_bytes(), b"v", true).unwrap();
+        shards.set(k.as_bytes(), b"v").unwrap();
     }
     let mut cursor = shards.iter().unwrap();
     cursor.first().unwrap();
     assert_eq!(cursor.get().unwrap().unwrap().0, b"a", "the shards merge in order");
     drop(cursor);
-    shards.synchronize(false).unwrap();
+    shards.synchronize(Durability::Soft).unwrap();
     shards.close().unwrap();
     assert_eq!(entries(), Vec::<String>::new(), "the shard set wrote a file");
 }
@@ -75,14 +77,14 @@ fn every_on_memory_class_opens_without_a_file_and_writes_none() {
 #[test]
 fn a_file_class_with_an_empty_path_is_not_found() {
     for text in ["dbm=hash", "dbm=TreeDBM", "dbm=skip,num_buckets=10", "dbm=HashDBM,num_shards=2"] {
-        let err = PolyDbm::open("", true, &params(text)).err().unwrap();
+        let err = PolyDbm::open("", Access::ReadWrite, &params(text)).err().unwrap();
         assert_eq!(err.kind(), ErrorKind::NotFound, "{text}: {err}");
         assert!(err.message().contains("the path is empty"), "{err}");
         assert!(err.message().contains("tiny, baby, cache, stdhash, stdtree"), "{err}");
     }
-    let err = PolyDbm::open("", true, &params("dbm=floppy")).err().unwrap();
+    let err = PolyDbm::open("", Access::ReadWrite, &params("dbm=floppy")).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     // An on-memory class still refuses a parameter it does not take.
-    let err = PolyDbm::open("", true, &params("max_level=3")).err().unwrap();
+    let err = PolyDbm::open("", Access::ReadWrite, &params("max_level=3")).err().unwrap();
     assert!(err.message().contains("unknown parameter max_level for a tiny database"), "{err}");
 }

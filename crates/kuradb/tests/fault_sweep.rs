@@ -29,7 +29,7 @@ use common::tree as t;
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FileSpec, FileWrapper};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -104,8 +104,8 @@ impl Subject {
 
     fn open(&self, path: &Path, wrap: Option<FileWrapper>) -> kuradb::Result<Box<dyn Dbm>> {
         Ok(match self.kind {
-            Kind::Hash(_) => Box::new(HashDbm::open(path, true, &self.hash_options(wrap))?),
-            Kind::Tree => Box::new(TreeDbm::open(path, true, &self.tree_options(wrap))?),
+            Kind::Hash(_) => Box::new(HashDbm::open(path, Access::ReadWrite, &self.hash_options(wrap))?),
+            Kind::Tree => Box::new(TreeDbm::open(path, Access::ReadWrite, &self.tree_options(wrap))?),
             Kind::Skip => {
                 let options = SkipOptions::default()
                     .file(self.spec.clone())
@@ -115,7 +115,7 @@ impl Subject {
                     .max_cached_records(4)
                     .reducer(Reducer::Last)
                     .wrap_file(wrap);
-                Box::new(SkipDbm::open(path, true, &options)?)
+                Box::new(SkipDbm::open(path, Access::ReadWrite, &options)?)
             }
         })
     }
@@ -124,8 +124,8 @@ impl Subject {
     /// a tree's structure on the way.
     fn reopen(&self, path: &Path) -> Result<(Box<dyn Dbm>, Model), String> {
         if self.kind == Kind::Tree {
-            let tree =
-                TreeDbm::open(path, true, &self.tree_options(None)).map_err(|e| format!("reopen: {e}"))?;
+            let tree = TreeDbm::open(path, Access::ReadWrite, &self.tree_options(None))
+                .map_err(|e| format!("reopen: {e}"))?;
             let found = t::self_consistent(&tree, KeyComparator::Lexical)?.into_iter().collect();
             return Ok((Box::new(tree), found));
         }
@@ -180,15 +180,15 @@ fn run(
             Step::Set(k, len) => {
                 let v = value(k, len, i);
                 expect.attempt(&key(k), Some(&v));
-                live.set(&key(k), &v, true).map(|()| expect.done(&key(k), Some(&v)))
+                live.set(&key(k), &v).map(|()| expect.done(&key(k), Some(&v)))
             }
             Step::Remove(k) => {
                 expect.attempt(&key(k), None);
                 live.remove(&key(k)).map(|_| expect.done(&key(k), None))
             }
-            Step::Sync(hard) => {
-                live.synchronize(hard).map(|()| expect.synchronized(hard, subject.soft_counts()))
-            }
+            Step::Sync(hard) => live
+                .synchronize(if hard { Durability::Hard } else { Durability::Soft })
+                .map(|()| expect.synchronized(hard, subject.soft_counts())),
             Step::Close => db.take().expect("open").close().map(|()| expect.synchronized(true, false)),
         };
         match result {
@@ -212,8 +212,8 @@ fn reopen_and_check(
 ) -> Result<(), String> {
     let (db, found) = subject.reopen(path)?;
     check(&found)?;
-    db.set(b"after", b"the fault", true).map_err(|e| format!("a set after reopening: {e}"))?;
-    db.synchronize(true).map_err(|e| format!("a hard synchronization after reopening: {e}"))?;
+    db.set(b"after", b"the fault").map_err(|e| format!("a set after reopening: {e}"))?;
+    db.synchronize(Durability::Hard).map_err(|e| format!("a hard synchronization after reopening: {e}"))?;
     db.close().map_err(|e| format!("close after reopening: {e}"))
 }
 

@@ -8,6 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::ExpectSpec;
+use kuradb::dbm::Durability;
 use kuradb::file::{FaultControl, FaultFile, FaultKind, File, FileKind, FileSpec, OpenOptions};
 use kuradb::{Error, ErrorKind};
 use proptest::prelude::*;
@@ -76,8 +77,8 @@ impl Operation {
                 file.truncate(700)?;
                 model.truncate(700);
             }
-            Operation::SoftSync => file.synchronize(false)?,
-            Operation::HardSync => file.synchronize(true)?,
+            Operation::SoftSync => file.synchronize(Durability::Soft)?,
+            Operation::HardSync => file.synchronize(Durability::Hard)?,
         }
         Ok(())
     }
@@ -271,7 +272,7 @@ fn power_cut_restores_the_last_hard_synchronization() {
         assert_dead(&spec, "append", file.append(b"x").err());
         assert_dead(&spec, "expand", file.expand(1).err());
         assert_dead(&spec, "truncate", file.truncate(1).err());
-        assert_dead(&spec, "synchronize", file.synchronize(true).err());
+        assert_dead(&spec, "synchronize", file.synchronize(Durability::Hard).err());
         let _ = file.close();
         assert_durable(&spec, &path, &durable, "after the power cut");
     }
@@ -286,7 +287,7 @@ fn power_cut_undoes_a_growing_truncation() {
         let path = dir.path().join("grow.dat");
         let (mut file, model) = wrapped(&spec, &path);
         let control = file.control();
-        file.synchronize(true).expect_spec(&spec, "hard synchronize");
+        file.synchronize(Durability::Hard).expect_spec(&spec, "hard synchronize");
         file.truncate(3000).expect_spec(&spec, "truncate to 3000");
         control.power_cut().expect_spec(&spec, "power cut");
         let _ = file.close();
@@ -322,7 +323,7 @@ fn check_power_cut(spec: &FileSpec, path: &Path, steps: &[Step]) -> Result<(), T
     let control: std::sync::Arc<FaultControl> = file.control();
     // Start from a durable empty file, whatever a power cut before any hard
     // synchronization would mean.
-    file.synchronize(true).map_err(|e| fail(format!("first hard synchronize: {e}")))?;
+    file.synchronize(Durability::Hard).map_err(|e| fail(format!("first hard synchronize: {e}")))?;
     let (mut model, mut durable) = (Vec::new(), Vec::new());
     for (i, step) in steps.iter().enumerate() {
         let result = match *step {
@@ -354,7 +355,7 @@ fn check_power_cut(spec: &FileSpec, path: &Path, steps: &[Step]) -> Result<(), T
                 if hard {
                     durable = model.clone();
                 }
-                file.synchronize(hard)
+                file.synchronize(if hard { Durability::Hard } else { Durability::Soft })
             }
         };
         result.map_err(|e| fail(format!("step {i} {step:?}: {e}")))?;
@@ -405,7 +406,7 @@ fn a_failed_hard_sync_refuses_later_writes() {
     let file = FaultFile::new(inner);
     file.append(b"kept").expect("append");
     file.control().fail_nth_write(1, FaultKind::Io);
-    let err = file.synchronize(true).expect_err("the hard sync must fail");
+    let err = file.synchronize(Durability::Hard).expect_err("the hard sync must fail");
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     let refused = file.write(0, b"x").expect_err("a write after a failed hard sync");
     assert_eq!(refused.kind(), ErrorKind::Infeasible, "{refused}");
@@ -422,7 +423,7 @@ fn a_failed_soft_sync_does_not_refuse_writes() {
     let spec = FileSpec::new(FileKind::MmapParallel);
     let file = FaultFile::new(common::open(&spec, &dir.path().join("f"), &OpenOptions::writer()));
     file.control().fail_nth_write(1, FaultKind::NoSpace);
-    file.synchronize(false).expect_err("the soft sync must fail");
+    file.synchronize(Durability::Soft).expect_err("the soft sync must fail");
     file.write(0, b"x").expect("writes go on after a failed soft sync");
 }
 
@@ -436,7 +437,7 @@ fn a_short_write_stores_half_then_fails_with_no_space() {
         let path = dir.path().join("short.dat");
         let (mut file, mut model) = wrapped(&spec, &path);
         let control = file.control();
-        file.synchronize(true).expect_spec(&spec, "hard synchronize");
+        file.synchronize(Durability::Hard).expect_spec(&spec, "hard synchronize");
         let durable = model.clone();
         control.fail_nth_write(1, FaultKind::ShortWrite);
         let err = file.write(990, b"0123456789abcdef").expect_err("the short write must fail");

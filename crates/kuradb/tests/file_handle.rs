@@ -5,6 +5,7 @@
 mod common;
 
 use common::ExpectSpec;
+use kuradb::dbm::Durability;
 use kuradb::file::{LockMode, OpenOptions};
 use kuradb::{ErrorKind, Result};
 
@@ -55,9 +56,9 @@ fn closed_handles_refuse_every_call() {
         assert_infeasible(&spec, "append", file.append(b"x"));
         assert_infeasible(&spec, "expand", file.expand(10));
         assert_infeasible(&spec, "truncate", file.truncate(2));
-        assert_infeasible(&spec, "soft synchronize", file.synchronize(false));
-        assert_infeasible(&spec, "hard synchronize", file.synchronize(true));
-        assert_infeasible(&spec, "lock", file.lock(LockMode::Exclusive, false));
+        assert_infeasible(&spec, "soft synchronize", file.synchronize(Durability::Soft));
+        assert_infeasible(&spec, "hard synchronize", file.synchronize(Durability::Hard));
+        assert_infeasible(&spec, "lock", file.try_lock(LockMode::Exclusive));
         assert_infeasible(&spec, "unlock", file.unlock());
         assert_infeasible(&spec, "close again", file.close());
     }

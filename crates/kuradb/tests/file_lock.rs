@@ -244,34 +244,29 @@ fn lock_and_unlock_exclude_within_a_process() {
         a.unlock().expect_spec(&spec, "unlock the writer");
         let mut b = common::open(&spec, &path, &OpenOptions::writer().without_lock());
 
-        b.lock(LockMode::Shared, false).expect_spec(&spec, "lock b shared");
-        a.lock(LockMode::Shared, false).expect_spec(&spec, "lock a shared beside b");
+        b.try_lock(LockMode::Shared).expect_spec(&spec, "lock b shared");
+        a.try_lock(LockMode::Shared).expect_spec(&spec, "lock a shared beside b");
         a.unlock().expect_spec(&spec, "unlock a");
         assert_locked(
             &spec,
             &path,
             "lock a exclusive beside b's shared lock",
-            a.lock(LockMode::Exclusive, false),
+            a.try_lock(LockMode::Exclusive),
         );
         b.unlock().expect_spec(&spec, "unlock b");
-        a.lock(LockMode::Exclusive, false).expect_spec(&spec, "lock a exclusive alone");
-        assert_locked(
-            &spec,
-            &path,
-            "lock b shared beside a's exclusive lock",
-            b.lock(LockMode::Shared, false),
-        );
+        a.try_lock(LockMode::Exclusive).expect_spec(&spec, "lock a exclusive alone");
+        assert_locked(&spec, &path, "lock b shared beside a's exclusive lock", b.try_lock(LockMode::Shared));
         assert_locked(
             &spec,
             &path,
             "lock b exclusive beside a's exclusive lock",
-            b.lock(LockMode::Exclusive, false),
+            b.try_lock(LockMode::Exclusive),
         );
 
         let released = std::thread::scope(|s| {
             let waiter = s.spawn(|| {
                 let start = Instant::now();
-                b.lock(LockMode::Exclusive, true).expect_spec(&spec, "lock b exclusive, waiting");
+                b.lock(LockMode::Exclusive).expect_spec(&spec, "lock b exclusive, waiting");
                 start.elapsed()
             });
             std::thread::sleep(Duration::from_millis(300));
@@ -282,14 +277,9 @@ fn lock_and_unlock_exclude_within_a_process() {
             released >= Duration::from_millis(250),
             "[{spec}] the waiting lock returned after {released:?}"
         );
-        assert_locked(
-            &spec,
-            &path,
-            "lock a shared beside b's exclusive lock",
-            a.lock(LockMode::Shared, false),
-        );
+        assert_locked(&spec, &path, "lock a shared beside b's exclusive lock", a.try_lock(LockMode::Shared));
         b.close().expect_spec(&spec, "close b");
-        a.lock(LockMode::Exclusive, false).expect_spec(&spec, "lock a once b closed");
+        a.try_lock(LockMode::Exclusive).expect_spec(&spec, "lock a once b closed");
         a.close().expect_spec(&spec, "close a");
         let mut c = common::open(&spec, &path, &OpenOptions::writer().without_waiting());
         c.close().expect_spec(&spec, "close c");

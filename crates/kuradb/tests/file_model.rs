@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::{ExpectSpec, Group};
+use kuradb::dbm::Durability;
 use kuradb::file::{File, FileSpec, OpenOptions};
 use kuradb::ErrorKind;
 use proptest::prelude::*;
@@ -252,7 +253,8 @@ fn check_sequence(spec: &FileSpec, path: &Path, ops: &[Op]) -> Result<(), TestCa
                 model.resize(step.offset as usize, 0);
             }
             Op::Synchronize { hard } => {
-                file.synchronize(hard).map_err(|e| fail(spec, format!("{step}: {e}")))?;
+                file.synchronize(if hard { Durability::Hard } else { Durability::Soft })
+                    .map_err(|e| fail(spec, format!("{step}: {e}")))?;
             }
             Op::Reopen => {
                 close_and_check_length(spec, file.as_mut(), path, &model, &step.to_string())?;
@@ -391,7 +393,7 @@ fn cut_bytes_read_as_zeros_when_the_file_grows_again() {
             let (path, mut file) = common::create(&spec, dir.path(), "regrow.dat");
             let data = common::pattern(11, 9000);
             file.write(0, &data).expect_spec(&spec, "write 9000 bytes");
-            file.synchronize(false).expect_spec(&spec, "soft synchronize");
+            file.synchronize(Durability::Soft).expect_spec(&spec, "soft synchronize");
             file.truncate(50).expect_spec(&spec, "truncate to 50");
             match grow {
                 "write" => file.write(8999, b"z").expect_spec(&spec, "write one byte at 8999"),

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::thread;
 
 use common::ExpectSpec;
+use kuradb::dbm::Durability;
 use kuradb::file::{FaultFile, FaultKind, File, FileKind, FileSpec, IoEngine, OpenOptions, ReadRequest};
 use kuradb::ErrorKind;
 use proptest::prelude::*;
@@ -110,7 +111,7 @@ fn check_case(
     let content = common::pattern(size as u64 * 31 + reqs.len() as u64, size);
     file.truncate(0).expect_spec(spec, "truncate");
     file.write(0, &content[..flushed.min(size)]).expect_spec(spec, "write");
-    file.synchronize(false).expect_spec(spec, "synchronize");
+    file.synchronize(Durability::Soft).expect_spec(spec, "synchronize");
     if flushed < size {
         file.write(flushed as u64, &content[flushed..]).expect_spec(spec, "write");
     }
@@ -245,7 +246,7 @@ fn batches_beside_a_writer_lose_nothing() {
                 file.write((k * SMALL) as u64, &[if k % 2 == 1 { odd(k) } else { 0 }; SMALL])
                     .expect_spec(&spec, "fill");
             }
-            file.synchronize(false).expect_spec(&spec, "synchronize");
+            file.synchronize(Durability::Soft).expect_spec(&spec, "synchronize");
             let file: Arc<dyn File> = Arc::from(file);
             let writer = {
                 let (file, spec) = (Arc::clone(&file), spec.clone());

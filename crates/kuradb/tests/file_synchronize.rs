@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::ExpectSpec;
+use kuradb::dbm::Durability;
 use kuradb::file::{File, FileSpec, OpenOptions};
 
 /// Applies a mix of writes that cross blocks, the head buffer and cached pages,
@@ -80,7 +81,8 @@ fn synchronize_hands_every_byte_to_the_os() {
             let mut model = Vec::new();
             for round in 0..2 {
                 scribble(&spec, file.as_ref(), &mut model, round * 10);
-                file.synchronize(hard).expect_spec(&spec, format_args!("synchronize({hard})"));
+                file.synchronize(if hard { Durability::Hard } else { Durability::Soft })
+                    .expect_spec(&spec, format_args!("synchronize({hard})"));
                 assert_os_view(&spec, &path, &model, &format!("after synchronize({hard}) round {round}"));
             }
             // A process that dies does not close its files.

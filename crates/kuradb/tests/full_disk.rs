@@ -17,7 +17,7 @@ use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions};
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::ErrorKind;
 
@@ -66,11 +66,15 @@ fn open(class: Class, path: &Path) -> kuradb::Result<Box<dyn Dbm>> {
     Ok(match class {
         Class::Hash(mode, spec) => {
             let spec = FileSpec::parse(spec).expect("spec");
-            Box::new(HashDbm::open(path, true, &HashOptions::default().file(spec).update_mode(mode))?)
+            Box::new(HashDbm::open(
+                path,
+                Access::ReadWrite,
+                &HashOptions::default().file(spec).update_mode(mode),
+            )?)
         }
-        Class::Tree => Box::new(TreeDbm::open(path, true, &TreeOptions::default())?),
-        Class::Skip => Box::new(SkipDbm::open(path, true, &SkipOptions::default())?),
-        Class::StdHash => Box::new(StdHashDbm::open(path, true, &StdOptions::default())?),
+        Class::Tree => Box::new(TreeDbm::open(path, Access::ReadWrite, &TreeOptions::default())?),
+        Class::Skip => Box::new(SkipDbm::open(path, Access::ReadWrite, &SkipOptions::default())?),
+        Class::StdHash => Box::new(StdHashDbm::open(path, Access::ReadWrite, &StdOptions::default())?),
     })
 }
 
@@ -93,10 +97,10 @@ fn fill(db: &dyn Dbm) -> (Model, kuradb::Error) {
     let (mut live, mut synced) = (Model::new(), Model::new());
     for i in 0..100_000 {
         let key = format!("key{i:06}").into_bytes();
-        let step = db.set(&key, &value(i), true).map(|()| {
+        let step = db.set(&key, &value(i)).map(|()| {
             live.insert(key, value(i));
         });
-        let step = step.and_then(|()| if i % 50 == 49 { db.synchronize(true) } else { Ok(()) });
+        let step = step.and_then(|()| if i % 50 == 49 { db.synchronize(Durability::Hard) } else { Ok(()) });
         match step {
             Ok(()) if i % 50 == 49 => synced.clone_from(&live),
             Ok(()) => {}
@@ -144,10 +148,11 @@ fn check(class: Class) {
     }
     for i in 0..50 {
         let key = format!("more{i}").into_bytes();
-        db.set(&key, b"after the disk was freed", true)
+        db.set(&key, b"after the disk was freed")
             .unwrap_or_else(|e| panic!("{class:?}: a write after freeing space: {e}"));
     }
-    db.synchronize(true).unwrap_or_else(|e| panic!("{class:?}: synchronize after freeing space: {e}"));
+    db.synchronize(Durability::Hard)
+        .unwrap_or_else(|e| panic!("{class:?}: synchronize after freeing space: {e}"));
     db.close().unwrap_or_else(|e| panic!("{class:?}: close after freeing space: {e}"));
     eprintln!("{class:?}: {} synchronized records survived \"{text}\"", synced.len());
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::hash as h;
 use kuradb::dbm::hash::{HashDbm, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FileKind, FileSpec};
 use std::collections::BTreeMap;
 
@@ -22,22 +22,22 @@ fn restored_after(kind: FileKind, steps: &[(&str, Option<&str>)]) -> Model {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.kh");
     let options = h::options(&FileSpec::new(kind)).num_buckets(7).update_mode(UpdateMode::Appending);
-    let db = HashDbm::open(&path, true, &options).unwrap();
-    db.set(b"kept", b"before", true).unwrap();
-    db.synchronize(true).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
+    db.set(b"kept", b"before").unwrap();
+    db.synchronize(Durability::Hard).unwrap();
     for (key, value) in steps {
         match value {
-            Some(v) => db.set(key.as_bytes(), v.as_bytes(), true).unwrap(),
+            Some(v) => db.set(key.as_bytes(), v.as_bytes()).unwrap(),
             None => {
                 db.remove(key.as_bytes()).unwrap();
             }
         }
     }
-    db.synchronize(false).unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     let copy = dir.path().join("killed.kh");
     std::fs::copy(&path, &copy).unwrap();
     db.close().unwrap();
-    let restored = HashDbm::open(&copy, true, &options).unwrap();
+    let restored = HashDbm::open(&copy, Access::ReadWrite, &options).unwrap();
     let model = h::records(&restored).unwrap();
     restored.close().unwrap();
     model

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::hash as h;
 use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::file::{File, FileKind, FileSpec, FileWrapper, IoEngine, OpenOptions, ReadRequest};
 use kuradb::{ErrorKind, Result};
 use proptest::prelude::*;
@@ -113,14 +113,14 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// lookup per key and against the model.
 fn run(path: &Path, options: &HashOptions, ops: &[Op]) -> std::result::Result<(), TestCaseError> {
     let _ = std::fs::remove_file(path);
-    let db = HashDbm::open(path, true, options).map_err(|e| TestCaseError::fail(format!("open: {e}")))?;
+    let db = HashDbm::open(path, Access::ReadWrite, options)
+        .map_err(|e| TestCaseError::fail(format!("open: {e}")))?;
     let mut model = Model::new();
     let fail = |what: String| TestCaseError::fail(what);
     for (step, op) in ops.iter().enumerate() {
         match op {
             Op::Set(k, len) => {
-                db.set(&key(*k), &value(*k, *len), true)
-                    .map_err(|e| fail(format!("step {step} set: {e}")))?;
+                db.set(&key(*k), &value(*k, *len)).map_err(|e| fail(format!("step {step} set: {e}")))?;
                 model.insert(key(*k), value(*k, *len));
             }
             Op::Remove(k) => {
@@ -161,7 +161,7 @@ fn run(path: &Path, options: &HashOptions, ops: &[Op]) -> std::result::Result<()
                     pairs.iter().map(|&(k, l)| (key(k), value(k, l))).collect();
                 let refs: Vec<(&[u8], &[u8])> =
                     owned.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-                db.set_multi(&refs, true).map_err(|e| fail(format!("step {step} set_multi: {e}")))?;
+                db.set_multi(&refs).map_err(|e| fail(format!("step {step} set_multi: {e}")))?;
                 model.extend(owned);
             }
             Op::RemoveMulti(ks) => {
@@ -251,7 +251,7 @@ fn batches_beside_a_writer_see_whole_operations() {
             let mode = if appending { UpdateMode::Appending } else { UpdateMode::InPlace };
             let options = h::options(&spec).num_buckets(5).update_mode(mode).min_read_size(0);
             let path = dir.path().join(format!("writer{n}-{appending}.kh"));
-            let db = HashDbm::open(&path, true, &options).unwrap();
+            let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
             if let Err(e) = check_beside_writer(&db) {
                 panic!("spec {spec}, {mode:?}: {e}");
             }
@@ -282,7 +282,7 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
                 let v = value(0, 10 + generation * 97 % 700);
                 let v = [format!("{generation}|").as_bytes(), &v].concat();
                 let pairs: Vec<(&[u8], &[u8])> = refs.iter().map(|&k| (k, v.as_slice())).collect();
-                db.set_multi(&pairs, true)?;
+                db.set_multi(&pairs)?;
             }
             Ok(())
         });
@@ -293,7 +293,7 @@ fn check_beside_writer(db: &HashDbm) -> std::result::Result<(), String> {
                 let k = &others[n % others.len()];
                 match n % 3 {
                     0 => db.remove(k).map(|_| ())?,
-                    _ => db.set(k, &[k.as_slice(), b"=", &value(0, n * 31 % 600)].concat(), true)?,
+                    _ => db.set(k, &[k.as_slice(), b"=", &value(0, n * 31 % 600)].concat())?,
                 }
             }
             Ok(())
@@ -417,10 +417,10 @@ fn counted_on(
     let mut options = h::options(&FileSpec::new(kind)).num_buckets(1_000_003).cache_buckets(cache_buckets);
     options.wrap_file = Some(wrap);
     let path = dir.join(format!("counted-{kind:?}-{cache_buckets}-{value_len}.kh"));
-    let db = HashDbm::open(&path, true, &options).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
     let keys: Vec<Vec<u8>> = (0..32).map(|i| format!("counted key {i}").into_bytes()).collect();
     for k in &keys {
-        db.set(k, &vec![b'v'; value_len], true).unwrap();
+        db.set(k, &vec![b'v'; value_len]).unwrap();
     }
     counts.take();
     // Each key alone in its chain: one record read finds it.
@@ -514,7 +514,7 @@ fn prefetch_hints_buckets_then_chain_heads() {
 /// chain order) answer what a `get` and a `contains` of each key in turn
 /// answer: the values, or the first key's error, word for word.
 fn same_errors(path: &Path, options: &HashOptions, keys: &[Vec<u8>]) {
-    let db = HashDbm::open(path, false, options).unwrap();
+    let db = HashDbm::open(path, Access::ReadOnly, options).unwrap();
     let mut failed = 0;
     for start in 0..keys.len() {
         let batch: Vec<&[u8]> = keys[start..].iter().map(Vec::as_slice).collect();
@@ -548,10 +548,10 @@ fn same_errors(path: &Path, options: &HashOptions, keys: &[Vec<u8>]) {
 /// before its key.
 fn one_chain(path: &Path, options: &HashOptions) -> Vec<(Vec<u8>, usize)> {
     let _ = std::fs::remove_file(path);
-    let db = HashDbm::open(path, true, options).unwrap();
+    let db = HashDbm::open(path, Access::ReadWrite, options).unwrap();
     let keys: Vec<Vec<u8>> = (0..10).map(|i| format!("chained{i}").into_bytes()).collect();
     for k in &keys {
-        db.set(k, &[k.as_slice(), b"-value"].concat(), true).unwrap();
+        db.set(k, &[k.as_slice(), b"-value"].concat()).unwrap();
     }
     db.close().unwrap();
     let bytes = std::fs::read(path).unwrap();

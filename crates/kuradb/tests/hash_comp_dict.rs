@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use common::hash::{self as h, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::ErrorKind;
 use rand::{Rng, SeedableRng};
 
@@ -42,7 +42,7 @@ fn fill_json(db: &dyn Dbm, first: usize, n: usize, seed: u64) -> Model {
     let mut model = BTreeMap::new();
     for i in first..first + n {
         let (key, value) = (format!("rec{i:05}").into_bytes(), json_value(&mut rng, i));
-        db.set(&key, &value, true).unwrap();
+        db.set(&key, &value).unwrap();
         model.insert(key, value);
     }
     model
@@ -104,7 +104,7 @@ fn every_mode_round_trips_with_and_without_a_dictionary() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dict.kh");
         let o = HashOptions::default().num_buckets(3000).record_comp_mode(mode);
-        let db = HashDbm::open(&path, true, &o).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
         let mut model = fill_json(&db, 0, 150, 1);
         assert_eq!(info(&db, "record_comp_dict"), "", "{mode}: too few values for a dictionary");
         h::compare(&db, &model).unwrap();
@@ -119,14 +119,14 @@ fn every_mode_round_trips_with_and_without_a_dictionary() {
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
         assert_eq!(version(&path), if mode == RecordCompMode::Zstd { 2 } else { 3 }, "{mode}");
-        let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{mode}");
         h::compare(&db, &model).unwrap();
         db.rebuild().unwrap();
         assert!(info(&db, "record_comp_dict").starts_with("3 ("), "{mode}: {:?}", db.inspect());
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         h::compare(&db, &model).unwrap();
     }
 }
@@ -142,17 +142,17 @@ fn files_of_the_format_before_dictionaries_read_unchanged() {
         let path = fixture(dir.path(), mode);
         assert_eq!(version(&path), 2);
         let mut model = fixture_model();
-        let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         assert_eq!(info(&db, "record_comp_mode"), mode.name());
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         model.extend(fill_json(&db, 0, 1100, 3));
         assert_eq!(info(&db, "record_comp_dict"), "", "{mode}: a version-2 file takes no dictionary");
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
         assert_eq!(version(&path), 2, "{mode}");
-        let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         db.rebuild().unwrap();
         assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{mode}: {:?}", db.inspect());
         h::compare(&db, &model).unwrap();
@@ -182,15 +182,15 @@ fn files_with_a_dictionary_written_before_read_unchanged() {
         let at = bytes.windows(6).position(|w| w == b"key020").unwrap() + 6;
         assert_eq!(bytes[at], 2, "{name}: the fixture holds values compressed with dictionary 2");
         let mut model = fixture_model();
-        let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         assert_eq!(info(&db, "record_comp_dict"), dict, "{name}");
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         model.extend(fill_json(&db, 0, 300, 8));
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         h::compare(&db, &model).unwrap();
     }
 }
@@ -207,12 +207,12 @@ fn writes_the_lzma_fixture() {
     let path = dir.join("main-v3-lzma-dict.kh");
     let _ = std::fs::remove_file(&path);
     let o = HashOptions::default().num_buckets(64).align_pow(0).record_comp_mode(RecordCompMode::Lzma);
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     fill_json(&db, 0, 300, 3);
     assert_eq!(info(&db, "record_comp_dict"), "2 (2048 bytes)");
     db.clear().unwrap();
     for (key, value) in (0..40u64).map(|i| (format!("key{i:03}"), fixture_value(i))) {
-        db.set(key.as_bytes(), &value, true).unwrap();
+        db.set(key.as_bytes(), &value).unwrap();
     }
     db.remove(b"key005").unwrap();
     db.close().unwrap();
@@ -227,11 +227,11 @@ fn a_damaged_value_with_a_dictionary_is_broken_data() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("damaged.kh");
         let o = HashOptions::default().num_buckets(2000).record_comp_mode(mode);
-        let db = HashDbm::open(&path, true, &o).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
         fill_json(&db, 0, 1100, 4);
         assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{mode}");
         let value = json_value(&mut rand::rngs::SmallRng::seed_from_u64(5), 7);
-        db.set(b"the-damaged-key", &value, true).unwrap();
+        db.set(b"the-damaged-key", &value).unwrap();
         db.close().unwrap();
         let clean = std::fs::read(&path).unwrap();
         let key = b"the-damaged-key";
@@ -242,7 +242,7 @@ fn a_damaged_value_with_a_dictionary_is_broken_data() {
             let mut b = clean.clone();
             patch(&mut b);
             std::fs::write(&path, &b).unwrap();
-            let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+            let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
             db.get(key)
         };
         let err = damaged(&|b| b[at] = 3).unwrap_err();
@@ -267,7 +267,7 @@ fn an_encrypted_file_keeps_no_dictionary() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sealed.kh");
     let o = HashOptions::default().num_buckets(2000).record_comp_mode(RecordCompMode::Lz4).cipher_key("k");
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     let model = fill_json(&db, 0, 1100, 6);
     assert_eq!(info(&db, "record_comp_dict"), "");
     h::compare(&db, &model).unwrap();
@@ -282,12 +282,12 @@ fn a_dictionary_shrinks_json_values() {
     for mode in [RecordCompMode::Lz4, RecordCompMode::Zlib] {
         let dir = tempfile::tempdir().unwrap();
         let without = fixture(dir.path(), mode);
-        let db = HashDbm::open(&without, true, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&without, Access::ReadWrite, &HashOptions::default()).unwrap();
         fill_json(&db, 0, 1600, 7);
         db.close().unwrap();
         let with = dir.path().join("with.kh");
         let o = HashOptions::default().num_buckets(16).align_pow(0).record_comp_mode(mode);
-        let db = HashDbm::open(&with, true, &o).unwrap();
+        let db = HashDbm::open(&with, Access::ReadWrite, &o).unwrap();
         fill_json(&db, 0, 1600, 7);
         db.rebuild().unwrap();
         assert!(info(&db, "record_comp_dict").starts_with("3 ("), "{mode}");

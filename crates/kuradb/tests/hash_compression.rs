@@ -15,7 +15,7 @@ use common::hash::{self as h, Model};
 use common::tree as t;
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::ErrorKind;
 use proptest::prelude::*;
@@ -82,7 +82,7 @@ fn run(db: &dyn Dbm, model: &mut Model, ops: &[Op]) {
             Op::Set(k, kind, len) => {
                 let key = format!("k{k}").into_bytes();
                 let value = value_for(kind, len, n as u64);
-                db.set(&key, &value, true).unwrap();
+                db.set(&key, &value).unwrap();
                 model.insert(key, value);
             }
             Op::Remove(k) => {
@@ -119,14 +119,14 @@ proptest! {
         for (name, spec) in specs() {
             for mode in MODES {
                 let path = dir.path().join(format!("{name}-{mode}.kh"));
-                let db = HashDbm::open(&path, true, &h::options(&spec).record_comp_mode(mode)).unwrap();
+                let db = HashDbm::open(&path, Access::ReadWrite, &h::options(&spec).record_comp_mode(mode)).unwrap();
                 let mut model = BTreeMap::new();
                 run(&db, &mut model, &ops);
                 h::compare(&db, &model).map_err(|e| TestCaseError::fail(format!("{name} {mode}: {e}")))?;
                 let crashed = dir.path().join(format!("{name}-{mode}-crashed.kh"));
                 h::crash_copy(&db, &path, &crashed).unwrap();
                 db.close().unwrap();
-                let db = HashDbm::open(&path, true, &h::options(&spec)).unwrap();
+                let db = HashDbm::open(&path, Access::ReadWrite, &h::options(&spec)).unwrap();
                 prop_assert_eq!(db.record_comp_mode().unwrap(), mode);
                 h::compare(&db, &model).map_err(|e| TestCaseError::fail(format!("{name} {mode} reopened: {e}")))?;
                 db.rebuild().unwrap();
@@ -134,7 +134,7 @@ proptest! {
                 db.close().unwrap();
                 let restored = dir.path().join(format!("{name}-{mode}-restored.kh"));
                 HashDbm::restore(&crashed, &restored, &h::options(&spec)).unwrap();
-                let db = HashDbm::open(&restored, false, &h::options(&spec)).unwrap();
+                let db = HashDbm::open(&restored, Access::ReadOnly, &h::options(&spec)).unwrap();
                 prop_assert_eq!(db.record_comp_mode().unwrap(), mode);
                 h::compare(&db, &model).map_err(|e| TestCaseError::fail(format!("{name} {mode} restored: {e}")))?;
             }
@@ -150,15 +150,15 @@ proptest! {
             for mode in MODES {
                 let o = tree_options(&spec, mode);
                 let path = dir.path().join(format!("{name}-{mode}.kt"));
-                let db = TreeDbm::open(&path, true, &o).unwrap();
+                let db = TreeDbm::open(&path, Access::ReadWrite, &o).unwrap();
                 let mut model = BTreeMap::new();
                 run(&db, &mut model, &ops);
                 t::compare(&db, &model, KeyComparator::Lexical).map_err(|e| TestCaseError::fail(format!("{name} {mode}: {e}")))?;
-                db.synchronize(true).unwrap();
+                db.synchronize(Durability::Hard).unwrap();
                 let crashed = dir.path().join(format!("{name}-{mode}-crashed.kt"));
                 std::fs::copy(&path, &crashed).unwrap();
                 db.close().unwrap();
-                let db = TreeDbm::open(&path, true, &tree_options(&spec, RecordCompMode::None)).unwrap();
+                let db = TreeDbm::open(&path, Access::ReadWrite, &tree_options(&spec, RecordCompMode::None)).unwrap();
                 prop_assert_eq!(info(&db, "record_comp_mode"), mode.name());
                 t::compare(&db, &model, KeyComparator::Lexical).map_err(|e| TestCaseError::fail(format!("{name} {mode} reopened: {e}")))?;
                 db.rebuild().unwrap();
@@ -167,7 +167,7 @@ proptest! {
                 db.close().unwrap();
                 let restored = dir.path().join(format!("{name}-{mode}-restored.kt"));
                 TreeDbm::restore(&crashed, &restored, &tree_options(&spec, RecordCompMode::None)).unwrap();
-                let db = TreeDbm::open(&restored, false, &tree_options(&spec, RecordCompMode::None)).unwrap();
+                let db = TreeDbm::open(&restored, Access::ReadOnly, &tree_options(&spec, RecordCompMode::None)).unwrap();
                 prop_assert_eq!(info(&db, "record_comp_mode"), mode.name());
                 t::compare(&db, &model, KeyComparator::Lexical).map_err(|e| TestCaseError::fail(format!("{name} {mode} restored: {e}")))?;
             }
@@ -194,10 +194,10 @@ fn incompressible_values_cost_one_byte_each() {
     for mode in RecordCompMode::ALL {
         let path = dir.path().join(format!("{mode}.kh"));
         let o = HashOptions::default().num_buckets(1000).align_pow(0).record_comp_mode(mode);
-        let db = HashDbm::open(&path, true, &o).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         for i in 0..500 {
-            db.set(format!("{i:05}").as_bytes(), &random_value(&mut rng, 300), true).unwrap();
+            db.set(format!("{i:05}").as_bytes(), &random_value(&mut rng, 300)).unwrap();
         }
         db.close().unwrap();
         sizes.push((mode, std::fs::metadata(&path).unwrap().len()));
@@ -215,7 +215,7 @@ fn fill_json(db: &dyn Dbm, n: usize, seed: u64) -> Model {
     let mut model = BTreeMap::new();
     for i in 0..n {
         let (key, value) = (format!("rec{i:05}").into_bytes(), json_value(&mut rng, i));
-        db.set(&key, &value, true).unwrap();
+        db.set(&key, &value).unwrap();
         model.insert(key, value);
     }
     model
@@ -230,12 +230,12 @@ fn the_dictionary_outlives_reopen_rebuild_and_restore() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dict.kh");
     let o = HashOptions::default().num_buckets(4000).record_comp_mode(RecordCompMode::Zstd);
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     let model = fill_json(&db, 1600, 1);
     assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{:?}", db.inspect());
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
-    let db = HashDbm::open(&path, true, &HashOptions::default()).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
     assert!(info(&db, "record_comp_dict").starts_with("2 ("));
     h::compare(&db, &model).unwrap();
     let before = db.file_size().unwrap();
@@ -249,14 +249,14 @@ fn the_dictionary_outlives_reopen_rebuild_and_restore() {
     db.close().unwrap();
     let restored = dir.path().join("restored.kh");
     HashDbm::restore(&crashed, &restored, &HashOptions::default()).unwrap();
-    let db = HashDbm::open(&restored, true, &HashOptions::default()).unwrap();
+    let db = HashDbm::open(&restored, Access::ReadWrite, &HashOptions::default()).unwrap();
     assert!(info(&db, "record_comp_dict").starts_with("3 ("));
     h::compare(&db, &model).unwrap();
     // A clear keeps the dictionary for the values written after it.
     db.clear().unwrap();
-    db.set(b"after", &model[&b"rec00001".to_vec()], true).unwrap();
+    db.set(b"after", &model[&b"rec00001".to_vec()]).unwrap();
     db.close().unwrap();
-    let db = HashDbm::open(&restored, false, &HashOptions::default()).unwrap();
+    let db = HashDbm::open(&restored, Access::ReadOnly, &HashOptions::default()).unwrap();
     assert!(info(&db, "record_comp_dict").starts_with("3 ("));
     assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&model[&b"rec00001".to_vec()][..]));
 }
@@ -279,8 +279,12 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     for mode in RecordCompMode::ALL {
         let path = dir.path().join(format!("{mode}.kh"));
-        let db = HashDbm::open(&path, true, &HashOptions::default().num_buckets(10).record_comp_mode(mode))
-            .unwrap();
+        let db = HashDbm::open(
+            &path,
+            Access::ReadWrite,
+            &HashOptions::default().num_buckets(10).record_comp_mode(mode),
+        )
+        .unwrap();
         db.close().unwrap();
         let b = std::fs::read(&path).unwrap();
         let version = match mode {
@@ -292,13 +296,14 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
     }
     let path = dir.path().join("zstd.kh");
     patch_header(&path, 14, 9);
-    let err = HashDbm::open(&path, false, &HashOptions::default()).err().expect("an unknown mode");
+    let err = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).err().expect("an unknown mode");
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("unknown record compression mode 9"), "{err}");
     // lzma came with dictionaries: a plain lzma file is version 3, never 2.
     let path = dir.path().join("lzma.kh");
     patch_header(&path, 8, 2);
-    let err = HashDbm::open(&path, false, &HashOptions::default()).err().expect("lzma at version 2");
+    let err =
+        HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).err().expect("lzma at version 2");
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("format version 2 with compression mode 4"), "{err}");
 }
@@ -317,16 +322,16 @@ fn a_damaged_compressed_value_is_an_error_naming_its_offset() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("damaged.kh");
             let o = HashOptions::default().num_buckets(10).record_comp_mode(mode);
-            let db = HashDbm::open(&path, true, &o).unwrap();
-            db.set(b"the-damaged-key", "compressible ".repeat(40).as_bytes(), true).unwrap();
-            db.set(b"other", b"fine", true).unwrap();
+            let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
+            db.set(b"the-damaged-key", "compressible ".repeat(40).as_bytes()).unwrap();
+            db.set(b"other", b"fine").unwrap();
             db.close().unwrap();
             let mut b = std::fs::read(&path).unwrap();
             let at = find(&b, b"the-damaged-key") + b"the-damaged-key".len();
             assert_eq!(b[at], 1, "{mode}: compressed without a dictionary");
             b[at + patch] = if patch == 0 { 77 } else { b[at + patch] ^ 0x05 };
             std::fs::write(&path, &b).unwrap();
-            let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+            let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
             let err = db.get(b"the-damaged-key").unwrap_err();
             assert_eq!(err.kind(), ErrorKind::BrokenData, "{mode} {what}: {err}");
             assert!(err.to_string().contains("the record at offset"), "{mode} {what}: {err}");
@@ -344,7 +349,7 @@ fn a_damaged_dictionary_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dict.kh");
     let o = HashOptions::default().num_buckets(2000).record_comp_mode(RecordCompMode::Zstd);
-    let db = HashDbm::open(&path, true, &o).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     fill_json(&db, 1200, 2);
     assert!(!info(&db, "record_comp_dict").is_empty());
     db.close().unwrap();
@@ -353,7 +358,8 @@ fn a_damaged_dictionary_is_an_error_naming_it() {
     assert!(offset > 0);
     b[offset as usize + 100] ^= 0x40;
     std::fs::write(&path, &b).unwrap();
-    let err = HashDbm::open(&path, false, &HashOptions::default()).err().expect("a damaged dictionary");
+    let err =
+        HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).err().expect("a damaged dictionary");
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains(&format!("compression dictionary at offset {offset}")), "{err}");
 }
@@ -373,12 +379,13 @@ fn the_parameter_takes_the_reference_names() {
     for (name, mode) in names {
         let path = dir.path().join(format!("{mode}.kh"));
         let params = kuradb::Params::parse(&format!("record_comp_mode={name},num_buckets=10")).unwrap();
-        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, Access::ReadWrite, &params).unwrap();
         assert_eq!(info(&db, "record_comp_mode"), mode);
     }
     let params = kuradb::Params::parse("record_comp_mode=RECORD_COMP_BROTLI").unwrap();
-    let err =
-        kuradb::dbm::poly::PolyDbm::open(dir.path().join("brotli.kh"), true, &params).err().expect("brotli");
+    let err = kuradb::dbm::poly::PolyDbm::open(dir.path().join("brotli.kh"), Access::ReadWrite, &params)
+        .err()
+        .expect("brotli");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("RECORD_COMP_BROTLI") && err.to_string().contains("lzma"), "{err}");
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::hash::{self as h, show, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCrcMode, RestoreMode, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind};
 use rand::rngs::SmallRng;
@@ -57,14 +57,14 @@ fn key_of(i: usize) -> Vec<u8> {
 /// or twice, every fifth one removed again; answers what it holds.
 fn build(path: &Path, options: &HashOptions, n: usize) -> Model {
     let _ = std::fs::remove_file(path);
-    let db = HashDbm::open(path, true, options).expect("create the database");
+    let db = HashDbm::open(path, Access::ReadWrite, options).expect("create the database");
     let mut model = Model::new();
     for i in 0..n {
-        db.set(&key_of(i), &value_of(i, 0), true).expect("set");
+        db.set(&key_of(i), &value_of(i, 0)).expect("set");
         model.insert(key_of(i), value_of(i, 0));
     }
     for i in (0..n).step_by(3) {
-        db.set(&key_of(i), &value_of(i, 1), true).expect("overwrite");
+        db.set(&key_of(i), &value_of(i, 1)).expect("overwrite");
         model.insert(key_of(i), value_of(i, 1));
     }
     for i in (0..n).step_by(5) {
@@ -117,7 +117,8 @@ fn assert_refused(path: &Path, file: &FileSpec, name: &str, case: &str) -> Vec<E
     let mut errors = Vec::new();
     for writable in [false, true] {
         let what = format!("[{name}] {case}: open with writable={writable}");
-        match HashDbm::open(path, writable, &options(file)) {
+        match HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &options(file))
+        {
             Ok(_) => panic!("{what} succeeded"),
             Err(e) => {
                 assert_broken(&e, path, &what);
@@ -143,15 +144,16 @@ fn an_empty_file_is_refused_to_a_reader_and_initialized_by_a_writer() {
     for (name, file) in specs() {
         let path = dir.path().join(format!("{name}.kh"));
         std::fs::write(&path, b"").expect("create an empty file");
-        match HashDbm::open(&path, false, &options(&file)) {
+        match HashDbm::open(&path, Access::ReadOnly, &options(&file)) {
             Ok(_) => panic!("[{name}] opening an empty file read-only succeeded"),
             Err(e) => assert_broken(&e, &path, &format!("[{name}] open an empty file read-only")),
         }
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 0, "[{name}] the reader wrote the file");
-        let db = HashDbm::open(&path, true, &options(&file)).expect("open an empty file for writing");
-        db.set(b"k", b"v", true).expect("set");
+        let db =
+            HashDbm::open(&path, Access::ReadWrite, &options(&file)).expect("open an empty file for writing");
+        db.set(b"k", b"v").expect("set");
         db.close().expect("close");
-        let db = HashDbm::open(&path, false, &options(&file)).expect("reopen read-only");
+        let db = HashDbm::open(&path, Access::ReadOnly, &options(&file)).expect("reopen read-only");
         assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]), "[{name}] the new database");
     }
 }
@@ -222,7 +224,11 @@ fn a_file_cut_before_its_records_is_refused() {
             std::fs::write(&cut_path, &whole[..cut]).expect("write the cut file");
             let before = std::fs::read(&cut_path).expect("read");
             for writable in [false, true] {
-                match HashDbm::open(&cut_path, writable, &o) {
+                match HashDbm::open(
+                    &cut_path,
+                    if writable { Access::ReadWrite } else { Access::ReadOnly },
+                    &o,
+                ) {
                     Ok(_) => panic!("[{name}] opening a file cut {case} (writable={writable}) succeeded"),
                     Err(e) => assert_broken(&e, &cut_path, &format!("[{name}] open a file cut {case}")),
                 }
@@ -254,7 +260,8 @@ fn a_file_cut_inside_its_records_gives_values_or_errors_and_restores() {
                 let what = format!("[{name}] cache_buckets={cache_buckets}, cut at {cut} of {}", whole.len());
                 let cut_path = dir.path().join(format!("{name}-cut.kh"));
                 std::fs::write(&cut_path, &whole[..cut]).expect("write the cut file");
-                let db = HashDbm::open(&cut_path, false, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+                let db = HashDbm::open(&cut_path, Access::ReadOnly, &o)
+                    .unwrap_or_else(|e| panic!("{what}: open: {e}"));
                 let mut readable = Model::new();
                 for (key, value) in &model {
                     match db.get(key) {
@@ -285,7 +292,7 @@ fn a_file_cut_inside_its_records_gives_values_or_errors_and_restores() {
                         continue;
                     }
                 };
-                let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                let restored = HashDbm::open(&dest, Access::ReadOnly, &o).expect("open the restored file");
                 let got =
                     h::records(&restored).unwrap_or_else(|e| panic!("{what}: walk the restored file: {e}"));
                 if kept != got.len() as u64 {
@@ -331,7 +338,8 @@ fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
                 }
                 std::fs::write(&path, &bytes).expect("write");
                 let what = format!("[{name}] cache_buckets={cache_buckets}, buckets {case}");
-                let db = HashDbm::open(&path, false, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+                let db = HashDbm::open(&path, Access::ReadOnly, &o)
+                    .unwrap_or_else(|e| panic!("{what}: open: {e}"));
                 for key in model.keys() {
                     match db.get(key) {
                         Ok(got) => problems.push(format!(
@@ -353,7 +361,8 @@ fn wild_bucket_offsets_are_broken_data_and_restore_ignores_them() {
                 match HashDbm::restore(&path, &dest, &o) {
                     Err(e) => problems.push(format!("{what}: restore: {e}")),
                     Ok(kept) => {
-                        let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                        let restored =
+                            HashDbm::open(&dest, Access::ReadOnly, &o).expect("open the restored file");
                         if let Err(e) = h::compare(&restored, &model) {
                             problems.push(format!("{what}: the restored file ({kept} records): {e}"));
                         }
@@ -385,7 +394,7 @@ fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
             .expect("the victim's value is in the file");
         bytes[at + value.len() / 2] ^= 0x20;
         std::fs::write(&path, &bytes).expect("write");
-        let db = HashDbm::open(&path, false, &o).expect("open");
+        let db = HashDbm::open(&path, Access::ReadOnly, &o).expect("open");
         for (key, value) in &model {
             let got = db.get(key);
             if *key == victim {
@@ -404,7 +413,7 @@ fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
         let mut expected = model.clone();
         expected.remove(&victim);
         assert_eq!(kept, expected.len() as u64, "[{name}] records restored");
-        let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+        let restored = HashDbm::open(&dest, Access::ReadOnly, &o).expect("open the restored file");
         h::compare(&restored, &expected).unwrap_or_else(|e| panic!("[{name}] the restored file: {e}"));
     }
 }
@@ -413,15 +422,15 @@ fn a_flipped_byte_fails_the_record_checksum_and_restore_skips_the_record() {
 /// still open, `copies` times; answers the copies and what they hold.
 fn unclean_copies(dir: &Path, name: &str, o: &HashOptions, copies: usize) -> (Vec<PathBuf>, Model) {
     let path = dir.join(format!("{name}.kh"));
-    let db = HashDbm::open(&path, true, o).expect("create");
+    let db = HashDbm::open(&path, Access::ReadWrite, o).expect("create");
     let mut model = Model::new();
     for i in 0..80 {
-        db.set(&key_of(i), &value_of(i, 0), true).expect("set");
+        db.set(&key_of(i), &value_of(i, 0)).expect("set");
         model.insert(key_of(i), value_of(i, 0));
     }
-    db.synchronize(true).expect("hard synchronize");
+    db.synchronize(Durability::Hard).expect("hard synchronize");
     for i in (0..80).step_by(4) {
-        db.set(&key_of(i), &value_of(i, 1), true).expect("overwrite");
+        db.set(&key_of(i), &value_of(i, 1)).expect("overwrite");
         model.insert(key_of(i), value_of(i, 1));
         db.remove(&key_of(i + 1)).expect("remove");
         model.remove(&key_of(i + 1));
@@ -451,7 +460,7 @@ fn an_unclean_file_is_refused_or_restored_automatically() {
             let copy = &copies[0];
             let before = std::fs::read(copy).expect("read");
             let refuse = o.clone().restore(RestoreMode::Refuse);
-            match HashDbm::open(copy, true, &refuse) {
+            match HashDbm::open(copy, Access::ReadWrite, &refuse) {
                 Ok(_) => panic!("{what}: opening an unclean file with RestoreMode::Refuse succeeded"),
                 Err(e) => {
                     assert_broken(&e, copy, &format!("{what}: refuse"));
@@ -459,19 +468,20 @@ fn an_unclean_file_is_refused_or_restored_automatically() {
                 }
             }
             assert!(std::fs::read(copy).expect("read") == before, "{what}: the refusal changed the file");
-            match HashDbm::open(copy, false, &refuse) {
+            match HashDbm::open(copy, Access::ReadOnly, &refuse) {
                 Ok(db) => {
                     assert!(!db.is_healthy(), "{what}: an unclean file opened read-only says it is healthy")
                 }
                 Err(e) => assert_broken(&e, copy, &format!("{what}: open read-only")),
             }
-            let db =
-                HashDbm::open(copy, true, &o).unwrap_or_else(|e| panic!("{what}: automatic restore: {e}"));
+            let db = HashDbm::open(copy, Access::ReadWrite, &o)
+                .unwrap_or_else(|e| panic!("{what}: automatic restore: {e}"));
             h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: after the automatic restore: {e}"));
             assert!(db.is_healthy(), "{what}: the restored database says it is not healthy");
-            db.set(b"after", b"restore", true).expect("set after the restore");
+            db.set(b"after", b"restore").expect("set after the restore");
             db.close().expect("close");
-            let db = HashDbm::open(copy, true, &refuse).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+            let db = HashDbm::open(copy, Access::ReadWrite, &refuse)
+                .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
             let mut model = model;
             model.insert(b"after".to_vec(), b"restore".to_vec());
             h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: reopened after the restore: {e}"));
@@ -499,8 +509,8 @@ fn an_explicit_restore_writes_a_clean_copy() {
                 "{what}: the restore changed its source"
             );
             let refuse = o.clone().restore(RestoreMode::Refuse);
-            let db =
-                HashDbm::open(&dest, true, &refuse).unwrap_or_else(|e| panic!("{what}: open the copy: {e}"));
+            let db = HashDbm::open(&dest, Access::ReadWrite, &refuse)
+                .unwrap_or_else(|e| panic!("{what}: open the copy: {e}"));
             h::compare(&db, &model).unwrap_or_else(|e| panic!("{what}: the restored copy: {e}"));
         }
     }
@@ -541,7 +551,7 @@ fn random_damage_never_panics_or_invents_values() {
                     problems.extend(broken_problem(&e, &path, false, &format!("{what}: {op}")));
                 }
             };
-            match HashDbm::open(&path, false, &o) {
+            match HashDbm::open(&path, Access::ReadOnly, &o) {
                 Err(e) => check(Err(e), "open"),
                 Ok(db) => {
                     for key in model.keys() {
@@ -560,14 +570,18 @@ fn random_damage_never_panics_or_invents_values() {
                         Ok(())
                     };
                     check(walk(), "cursor walk");
-                    check(db.process_each(false, &mut |_, _| kuradb::dbm::Action::Keep), "process_each");
+                    check(
+                        db.process_each(Access::ReadOnly, &mut |_, _| kuradb::dbm::Action::Keep),
+                        "process_each",
+                    );
                 }
             }
             let dest = dir.path().join(format!("{name}-{seed}-restored.kh"));
             match HashDbm::restore(&path, &dest, &o) {
                 Err(e) => check(Err(e), "restore"),
                 Ok(_) => {
-                    let restored = HashDbm::open(&dest, false, &o).expect("open the restored file");
+                    let restored =
+                        HashDbm::open(&dest, Access::ReadOnly, &o).expect("open the restored file");
                     let got = h::records(&restored)
                         .unwrap_or_else(|e| panic!("{what}: walk the restored file: {e}"));
                     for (key, value) in &got {
@@ -593,8 +607,9 @@ fn random_damage_never_panics_or_invents_values() {
 fn a_tree_file_is_restored_as_a_tree_not_as_a_hash() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.kt");
-    let tree = kuradb::TreeDbm::open(&path, true, &kuradb::TreeOptions::default()).expect("open");
-    tree.set(b"k", b"v", true).expect("set");
+    let tree =
+        kuradb::TreeDbm::open(&path, Access::ReadWrite, &kuradb::TreeOptions::default()).expect("open");
+    tree.set(b"k", b"v").expect("set");
     tree.close().expect("close");
     let err =
         HashDbm::restore(&path, dir.path().join("h.kh"), &HashOptions::default()).expect_err("restored");
@@ -619,7 +634,7 @@ fn a_claimed_record_count_does_not_size_a_rebuild() {
         let crc = crc32fast::hash(&bytes[64..124]);
         bytes[124..128].copy_from_slice(&crc.to_le_bytes());
         std::fs::write(&path, &bytes).expect("write the file");
-        let db = HashDbm::open(&path, true, &options(&file)).expect("open");
+        let db = HashDbm::open(&path, Access::ReadWrite, &options(&file)).expect("open");
         db.rebuild().expect("rebuild");
         let inspected = db.inspect().expect("inspect");
         let buckets: u64 = inspected
@@ -659,16 +674,17 @@ fn a_writer_restores_a_file_that_ends_inside_a_record() {
             let mut bytes = std::fs::read(&path).expect("read the file");
             bytes.truncate(bytes.len() - 5);
             std::fs::write(&path, &bytes).expect("write the cut file");
-            let refused = HashDbm::open(&path, true, &o.clone().restore(RestoreMode::Refuse))
+            let refused = HashDbm::open(&path, Access::ReadWrite, &o.clone().restore(RestoreMode::Refuse))
                 .err()
                 .unwrap_or_else(|| panic!("{what}: a writer opened the cut file with RestoreMode::Refuse"));
             assert_eq!(refused.kind(), ErrorKind::BrokenData, "{what}: {refused}");
             assert!(refused.to_string().contains("inside a record"), "{what}: {refused}");
-            let db = HashDbm::open(&path, true, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
-            db.set(b"new key", b"new value", true).expect("set");
+            let db =
+                HashDbm::open(&path, Access::ReadWrite, &o).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+            db.set(b"new key", b"new value").expect("set");
             assert_eq!(db.get(b"new key").expect("get").as_deref(), Some(&b"new value"[..]), "{what}");
             db.close().expect("close");
-            let db = HashDbm::open(&path, false, &o).expect("reopen");
+            let db = HashDbm::open(&path, Access::ReadOnly, &o).expect("reopen");
             assert_eq!(db.get(b"new key").expect("get").as_deref(), Some(&b"new value"[..]), "{what}");
             let records = h::records(&db).unwrap_or_else(|e| panic!("{what}: walk: {e}"));
             // The cut took the last record written; every other one is kept.

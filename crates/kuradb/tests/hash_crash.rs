@@ -21,7 +21,7 @@ use std::path::Path;
 use common::crash::{self, Crash};
 use common::hash::{self as h, show, show_opt, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode, RestoreMode, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FileKind, FileSpec};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -169,18 +169,18 @@ impl Crash for HashCrash {
     }
 
     fn open(&self, path: &Path, writable: bool) -> kuradb::Result<HashDbm> {
-        HashDbm::open(path, writable, &self.options)
+        HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &self.options)
     }
 
     /// A clean close leaves nothing to restore: a reopen refusing to is the check.
     fn reopen(&self, path: &Path) -> kuradb::Result<HashDbm> {
-        HashDbm::open(path, true, &self.options.clone().restore(RestoreMode::Refuse))
+        HashDbm::open(path, Access::ReadWrite, &self.options.clone().restore(RestoreMode::Refuse))
     }
 
     fn write(&self, db: &HashDbm, seed: u64, batch: u64) {
         for step in plan(seed, batch) {
             match step {
-                Step::Set(k, v) => db.set(&k, &v, true).expect("the writer sets"),
+                Step::Set(k, v) => db.set(&k, &v).expect("the writer sets"),
                 Step::Remove(k) => {
                     db.remove(&k).expect("the writer removes");
                 }
@@ -191,7 +191,7 @@ impl Crash for HashCrash {
     }
 
     fn synchronize(&self, db: &HashDbm) {
-        db.synchronize(true).expect("the writer synchronizes");
+        db.synchronize(Durability::Hard).expect("the writer synchronizes");
     }
 
     fn empty(&self) -> Model {
@@ -243,7 +243,7 @@ impl Crash for HashCrash {
 
     fn write_after(&self, db: &HashDbm, mut state: Model, kill: usize) -> Result<Model, String> {
         let marker = format!("after kill {kill}").into_bytes();
-        db.set(&marker, b"still working", true).map_err(|e| format!("set after the restore: {e}"))?;
+        db.set(&marker, b"still working").map_err(|e| format!("set after the restore: {e}"))?;
         state.insert(marker, b"still working".to_vec());
         h::compare(db, &state)?;
         Ok(state)

@@ -27,7 +27,7 @@ use common::conformance::ops::{self, Bytes};
 use common::conformance::{read, Caps, Model, Storage};
 use common::hash as h;
 use kuradb::dbm::hash::{HashDbm, HashOptions, RebuildParams, RecordCrcMode, RestoreMode, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{ErrorKind, Result};
 use proptest::prelude::*;
@@ -167,7 +167,9 @@ fn check_sequence(
     ops: &[Op],
 ) -> std::result::Result<(), TestCaseError> {
     let options = tuning.options(file);
-    let open = |o: &HashOptions, writable: bool| HashDbm::open(path, writable, o);
+    let open = |o: &HashOptions, writable: bool| {
+        HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, o)
+    };
     let mut db = open(&options, true)
         .map_err(|e| TestCaseError::fail(format!("[{name}] {tuning:?}: create {}: {e}", path.display())))?;
     let mut model = Model::new(Caps::unordered(Storage::File));
@@ -209,16 +211,19 @@ fn check_sequence(
             }
             Op::CopyFileData(hard) => {
                 let copy = path.with_extension("copy");
-                ctx.ok(db.copy_file_data(&copy, *hard), "copy_file_data")?;
+                ctx.ok(
+                    db.copy_file_data(&copy, if *hard { Durability::Hard } else { Durability::Soft }),
+                    "copy_file_data",
+                )?;
                 let reader = ctx.ok(
-                    HashDbm::open(&copy, false, &options.clone().restore(RestoreMode::Refuse)),
+                    HashDbm::open(&copy, Access::ReadOnly, &options.clone().restore(RestoreMode::Refuse)),
                     "open the copy",
                 )?;
                 ctx.compare(&reader, &model, "in the copy")?;
                 ctx.ok(reader.close(), "close the copy")?;
                 // Written to, the copy must still hold the model: its header is its own.
                 let writer = ctx.ok(
-                    HashDbm::open(&copy, true, &options.clone().restore(RestoreMode::Refuse)),
+                    HashDbm::open(&copy, Access::ReadWrite, &options.clone().restore(RestoreMode::Refuse)),
                     "open the copy for writing",
                 )?;
                 ctx.compare(&writer, &model, "in the copy opened for writing")?;
@@ -272,7 +277,7 @@ fn check_sequence(
     let end = Ctx { spec: name, tuning, step: ops.len(), steps: ops.len(), op: &Op::Common(ops::Op::Count) };
     end.compare(&db, &model, "at the end")?;
     end.ok(db.close(), "close at the end")?;
-    let reader = end.ok(HashDbm::open(path, false, &options), "open read-only at the end")?;
+    let reader = end.ok(HashDbm::open(path, Access::ReadOnly, &options), "open read-only at the end")?;
     end.compare(&reader, &model, "reopened read-only at the end")?;
     end.ok(reader.close(), "close the reader")
 }
@@ -446,11 +451,11 @@ fn a_full_file_says_so_and_a_rebuild_widens_it() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     let path = dir.path().join("full.kh");
     let options = HashOptions::default().offset_width(3).align_pow(0).num_buckets(1021);
-    let db = HashDbm::open(&path, true, &options).expect("create");
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("create");
     let value = vec![b'v'; 1000];
     let mut stored = 0u32;
     let err = loop {
-        match db.set(format!("{stored:08}").as_bytes(), &value, true) {
+        match db.set(format!("{stored:08}").as_bytes(), &value) {
             Ok(()) => stored += 1,
             Err(e) => break e,
         }
@@ -466,9 +471,9 @@ fn a_full_file_says_so_and_a_rebuild_widens_it() {
     assert!(err.to_string().contains("too few"), "{err}");
 
     db.rebuild_with(&RebuildParams { offset_width: Some(4), ..RebuildParams::default() }).expect("widen");
-    db.set(b"one more", &value, true).expect("a set past the old limit");
+    db.set(b"one more", &value).expect("a set past the old limit");
     db.close().expect("close");
-    let db = HashDbm::open(&path, false, &options).expect("reopen");
+    let db = HashDbm::open(&path, Access::ReadOnly, &options).expect("reopen");
     assert_eq!(db.count().unwrap(), u64::from(stored) + 1);
     for i in (0..stored).step_by(97) {
         assert_eq!(db.get(format!("{i:08}").as_bytes()).unwrap().as_deref(), Some(&value[..]));
@@ -483,7 +488,7 @@ fn copy_file_data_while_threads_write() {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     let path = dir.path().join("live.kh");
     let options = HashOptions::default().num_buckets(1021);
-    let db = HashDbm::open(&path, true, &options).expect("create");
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("create");
     let copy = dir.path().join("copy.kh");
     std::thread::scope(|scope| {
         for t in 0..2u32 {
@@ -492,16 +497,16 @@ fn copy_file_data_while_threads_write() {
                 // Each thread writes its keys in order, so a consistent copy
                 // holds a prefix of them: keys 0..n, no gaps.
                 for i in 0..3000u32 {
-                    db.set(format!("{t}-{i:05}").as_bytes(), format!("{i}").as_bytes(), true).unwrap();
+                    db.set(format!("{t}-{i:05}").as_bytes(), format!("{i}").as_bytes()).unwrap();
                 }
             });
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
-        db.copy_file_data(&copy, false).expect("copy while writing");
+        db.copy_file_data(&copy, Durability::Soft).expect("copy while writing");
     });
-    let err = db.copy_file_data(&path, false).unwrap_err();
+    let err = db.copy_file_data(&path, Durability::Soft).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
-    let copied = HashDbm::open(&copy, false, &options.clone().restore(RestoreMode::Refuse))
+    let copied = HashDbm::open(&copy, Access::ReadOnly, &options.clone().restore(RestoreMode::Refuse))
         .expect("the copy opens as a clean file");
     for t in 0..2u32 {
         let mut n = 0;

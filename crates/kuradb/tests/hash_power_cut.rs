@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use common::power_cut::{self as cut, Controls};
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -50,14 +50,14 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
         .update_mode(mode)
         .align_pow(4)
         .wrap_file(Some(controls.wrapper()));
-    let db = HashDbm::open(&path, true, &options).expect("open");
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let mut live: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut synced = live.clone();
     for (step, op) in ops.iter().enumerate() {
         match *op {
             Op::Set(k, n) => {
                 let v = value(k, n, step);
-                db.set(&key(k), &v, true).expect("set");
+                db.set(&key(k), &v).expect("set");
                 live.insert(key(k), v);
             }
             Op::Remove(k) => {
@@ -65,7 +65,7 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
                 live.remove(&key(k));
             }
             Op::HardSync => {
-                db.synchronize(true).expect("hard sync");
+                db.synchronize(Durability::Hard).expect("hard sync");
                 synced = live.clone();
             }
         }
@@ -73,16 +73,16 @@ fn check(spec: &FileSpec, mode: UpdateMode, buckets: u64, ops: &[Op]) -> Result<
     controls.last().power_cut().expect("power cut");
     drop(db);
     let plain = options.wrap_file(None);
-    let db = HashDbm::open(&path, true, &plain).expect("reopen after the power cut");
+    let db = HashDbm::open(&path, Access::ReadWrite, &plain).expect("reopen after the power cut");
     let mut found = BTreeMap::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         found.insert(k.to_vec(), v.to_vec());
         kuradb::dbm::Action::Keep
     })
     .expect("walk");
     prop_assert_eq!(&found, &synced, "[{}] {:?} after {} ops", spec, mode, ops.len());
     prop_assert_eq!(db.count().expect("count"), synced.len() as u64);
-    db.set(b"after", b"works", true).expect("the restored database takes writes");
+    db.set(b"after", b"works").expect("the restored database takes writes");
     Ok(())
 }
 

@@ -15,7 +15,7 @@ use common::hash::{self as h, Model};
 use common::power_cut::{self as cut, Controls};
 use common::sweep::Expect;
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FaultKind, FileSpec};
 
 fn key(k: usize) -> Vec<u8> {
@@ -40,7 +40,7 @@ fn after_arming(db: &HashDbm, expect: &mut Expect) {
     for step in 0..40 {
         let k = (step * 5) % 14;
         let result = match step % 9 {
-            8 => db.synchronize(true).map(|()| expect.synchronized(true, false)),
+            8 => db.synchronize(Durability::Hard).map(|()| expect.synchronized(true, false)),
             5 => {
                 expect.attempt(&key(k), None);
                 db.remove(&key(k)).map(|_| expect.done(&key(k), None))
@@ -48,7 +48,7 @@ fn after_arming(db: &HashDbm, expect: &mut Expect) {
             _ => {
                 let v = value(k, step + 100);
                 expect.attempt(&key(k), Some(&v));
-                db.set(&key(k), &v, true).map(|()| expect.done(&key(k), Some(&v)))
+                db.set(&key(k), &v).map(|()| expect.done(&key(k), Some(&v)))
             }
         };
         // A failed call is the fault's or a refusal after it; either way the
@@ -85,14 +85,14 @@ fn case(spec: &FileSpec, mode: UpdateMode, cached: bool, n: u64, then_cut: bool)
         .align_pow(4)
         .cache_buckets(cached)
         .wrap_file(Some(controls.wrapper()));
-    let db = HashDbm::open(&path, true, &options).map_err(|e| format!("open: {e}"))?;
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).map_err(|e| format!("open: {e}"))?;
     let mut expect = Expect::new();
     for k in 0..10 {
         let v = value(k, k);
-        db.set(&key(k), &v, true).map_err(|e| format!("set before the fault: {e}"))?;
+        db.set(&key(k), &v).map_err(|e| format!("set before the fault: {e}"))?;
         expect.done(&key(k), Some(&v));
     }
-    db.synchronize(true).map_err(|e| format!("synchronize before the fault: {e}"))?;
+    db.synchronize(Durability::Hard).map_err(|e| format!("synchronize before the fault: {e}"))?;
     expect.synchronized(true, false);
     let control = controls.last();
     control.fail_nth_write(n, FaultKind::ShortWrite);
@@ -103,10 +103,11 @@ fn case(spec: &FileSpec, mode: UpdateMode, cached: bool, n: u64, then_cut: bool)
         control.power_cut().map_err(|e| format!("power cut: {e}"))?;
     }
     let _ = db.close();
-    let db = HashDbm::open(&path, true, &options.wrap_file(None)).map_err(|e| format!("reopen: {e}"))?;
+    let db = HashDbm::open(&path, Access::ReadWrite, &options.wrap_file(None))
+        .map_err(|e| format!("reopen: {e}"))?;
     let found = h::records(&db)?;
     expect.check_values(&found).map_err(|e| format!("after reopening: {e}"))?;
-    db.set(b"after", b"the fault", true).map_err(|e| format!("a set after reopening: {e}"))?;
+    db.set(b"after", b"the fault").map_err(|e| format!("a set after reopening: {e}"))?;
     db.close().map_err(|e| format!("close after reopening: {e}"))?;
     Ok(fired)
 }
@@ -162,20 +163,20 @@ fn a_failed_write_that_left_a_whole_record_never_comes_back() {
             .num_buckets(7)
             .align_pow(4)
             .wrap_file(Some(controls.wrapper()));
-        let db = HashDbm::open(&path, true, &options).expect("open");
-        db.set(b"key", b"first", true).expect("set");
+        let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("open");
+        db.set(b"key", b"first").expect("set");
         let control = controls.last();
         // The reservation of new space is the first write, the record the second.
         control.fail_nth_write(2, FaultKind::ShortWrite);
         let mut failed = b"failed".to_vec();
         failed.resize(300, 0);
-        assert!(db.set(b"key", &failed, true).is_err(), "[{spec}] the short write answered Ok");
+        assert!(db.set(b"key", &failed).is_err(), "[{spec}] the short write answered Ok");
         // In place, below the failed record, in the same epoch.
-        db.set(b"key", b"third", true).expect("set after the fault");
-        db.synchronize(true).expect("hard synchronization");
+        db.set(b"key", b"third").expect("set after the fault");
+        db.synchronize(Durability::Hard).expect("hard synchronization");
         control.power_cut().expect("power cut");
         drop(db);
-        let db = HashDbm::open(&path, true, &options.wrap_file(None)).expect("reopen");
+        let db = HashDbm::open(&path, Access::ReadWrite, &options.wrap_file(None)).expect("reopen");
         assert_eq!(db.get(b"key").expect("get").as_deref(), Some(&b"third"[..]), "[{spec}]");
         db.close().expect("close");
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::hash::{self as h, show, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::file::FileSpec;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -87,7 +87,7 @@ fn writer(db: &HashDbm, thread: usize, seed: u64, ops: usize, hard_syncs: bool) 
         match rng.gen_range(0..50) {
             0..=24 => {
                 let v = value(&k, op as u64, rng.gen_range(0..300));
-                db.set(&k, &v, true).map_err(|e| fail(format!("set: {e}")))?;
+                db.set(&k, &v).map_err(|e| fail(format!("set: {e}")))?;
                 model.insert(k, v);
             }
             25..=34 => {
@@ -111,7 +111,11 @@ fn writer(db: &HashDbm, thread: usize, seed: u64, ops: usize, hard_syncs: bool) 
                 }
             }
             _ => {
-                let sync = db.synchronize(hard_syncs && rng.gen_ratio(1, 4));
+                let sync = db.synchronize(if hard_syncs && rng.gen_ratio(1, 4) {
+                    Durability::Hard
+                } else {
+                    Durability::Soft
+                });
                 sync.map_err(|e| fail(format!("synchronize: {e}")))?;
             }
         }
@@ -130,7 +134,7 @@ fn disjoint_writers_end_with_the_merged_model() {
         for (tuning, o) in tunings(&file) {
             let what = format!("[{name}] {tuning}");
             let path = dir.path().join(format!("{name}-{tuning}.kh"));
-            let db = HashDbm::open(&path, true, &o).expect("create");
+            let db = HashDbm::open(&path, Access::ReadWrite, &o).expect("create");
             let seed: u64 = rand::random();
             let ops = scaled(OPS, &file);
             let results: Vec<Result<Model, String>> = std::thread::scope(|s| {
@@ -161,7 +165,7 @@ fn disjoint_writers_end_with_the_merged_model() {
                 continue;
             }
             db.close().expect("close");
-            let db = HashDbm::open(&path, false, &o).expect("reopen");
+            let db = HashDbm::open(&path, Access::ReadOnly, &o).expect("reopen");
             if let Err(e) = h::compare(&db, &merged) {
                 failures.push(format!("{what} (seed {seed}): reopened: {e}"));
             }
@@ -231,7 +235,7 @@ fn auditor(db: &HashDbm, accounts: &[&[u8]], done: &AtomicBool) -> Result<u64, S
     while !done.load(Ordering::Acquire) || n < 10 {
         let sum: i64 = if n % 4 == 3 {
             let mut sum = 0;
-            db.process_each(false, &mut |_, v| {
+            db.process_each(Access::ReadOnly, &mut |_, v| {
                 sum += balance(v);
                 Action::Keep
             })
@@ -262,9 +266,9 @@ fn multi_key_transfers_keep_the_sum() {
     for (name, file) in h::specs() {
         for (tuning, o) in tunings(&file) {
             let path = dir.path().join(format!("{name}-{tuning}-accounts.kh"));
-            let db = HashDbm::open(&path, true, &o).expect("create");
+            let db = HashDbm::open(&path, Access::ReadWrite, &o).expect("create");
             for a in &accounts {
-                db.set(a, &account(INITIAL, 0), true).expect("open an account");
+                db.set(a, &account(INITIAL, 0)).expect("open an account");
             }
             let seed: u64 = rand::random();
             let what = format!("[{name}] {tuning} (seed {seed})");

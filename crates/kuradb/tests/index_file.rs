@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::index::{FileIndex, Index, MemIndex, StdIndex};
 use kuradb::{ErrorKind, KeyComparator, Params};
 
@@ -13,15 +13,16 @@ use kuradb::{ErrorKind, KeyComparator, Params};
 fn pairs_survive_a_reopen_and_a_rebuild() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("city.kti");
-    let index = FileIndex::open(&path, true, &Params::parse("max_page_size=128").unwrap()).unwrap();
+    let index =
+        FileIndex::open(&path, Access::ReadWrite, &Params::parse("max_page_size=128").unwrap()).unwrap();
     for i in 0..500u32 {
         index.add(format!("k{}", i % 7).as_bytes(), format!("{i:05}").as_bytes()).unwrap();
     }
     index.remove(b"k3", b"00003").unwrap();
-    index.synchronize(false).unwrap();
+    index.synchronize(Durability::Soft).unwrap();
     index.close().unwrap();
 
-    let index = FileIndex::open(&path, true, &Params::new()).unwrap();
+    let index = FileIndex::open(&path, Access::ReadWrite, &Params::new()).unwrap();
     assert_eq!(index.comparator(), KeyComparator::PairLexical);
     assert_eq!(index.count().unwrap(), 499);
     let values = index.get_values(b"k3", 0).unwrap();
@@ -32,7 +33,7 @@ fn pairs_survive_a_reopen_and_a_rebuild() {
     assert!(index.is_writable());
     index.close().unwrap();
 
-    let reader = FileIndex::open(&path, false, &Params::new()).unwrap();
+    let reader = FileIndex::open(&path, Access::ReadOnly, &Params::new()).unwrap();
     assert!(!reader.is_writable());
     assert!(reader.check(b"k0", b"00000").unwrap());
     assert!(reader.add(b"k0", b"x").is_err());
@@ -41,7 +42,8 @@ fn pairs_survive_a_reopen_and_a_rebuild() {
 #[test]
 fn threads_add_together_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let file = Arc::new(FileIndex::open(dir.path().join("t.kti"), true, &Params::new()).unwrap());
+    let file =
+        Arc::new(FileIndex::open(dir.path().join("t.kti"), Access::ReadWrite, &Params::new()).unwrap());
     let mem = Arc::new(MemIndex::new().unwrap());
     let typed = Arc::new(StdIndex::<u32, u32>::new());
     let threads: Vec<_> = (0..4u32)
@@ -72,7 +74,7 @@ fn threads_add_together_and_lose_nothing() {
 fn numeric_pair_orders_keep_keys_equal_as_numbers_apart() {
     let dir = tempfile::tempdir().unwrap();
     let params = Params::parse("key_comparator=PairDecimalKeyComparator").unwrap();
-    let index = FileIndex::open(dir.path().join("n.kti"), true, &params).unwrap();
+    let index = FileIndex::open(dir.path().join("n.kti"), Access::ReadWrite, &params).unwrap();
     for (k, v) in [("10", "a"), ("9", "b"), ("01", "c"), ("1", "d"), ("1", "a"), ("-3", "e")] {
         index.add(k.as_bytes(), v.as_bytes()).unwrap();
     }
@@ -92,27 +94,29 @@ fn numeric_pair_orders_keep_keys_equal_as_numbers_apart() {
 fn what_is_no_index_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("plain.kt");
-    TreeDbm::open(&plain, true, &TreeOptions::default()).unwrap().close().unwrap();
-    let err = FileIndex::open(&plain, true, &Params::new()).err().unwrap();
+    TreeDbm::open(&plain, Access::ReadWrite, &TreeOptions::default()).unwrap().close().unwrap();
+    let err = FileIndex::open(&plain, Access::ReadWrite, &Params::new()).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("not an index") && err.to_string().contains("lexical"), "{err}");
 
     let params = Params::parse("key_comparator=DecimalKeyComparator").unwrap();
-    let err = FileIndex::open(dir.path().join("x.kti"), true, &params).err().unwrap();
+    let err = FileIndex::open(dir.path().join("x.kti"), Access::ReadWrite, &params).err().unwrap();
     assert!(err.to_string().contains("pair comparator"), "{err}");
     let err =
-        FileIndex::open(dir.path().join("y.kti"), true, &Params::parse("bogus=1").unwrap()).err().unwrap();
+        FileIndex::open(dir.path().join("y.kti"), Access::ReadWrite, &Params::parse("bogus=1").unwrap())
+            .err()
+            .unwrap();
     assert!(err.to_string().contains("bogus"), "{err}");
     assert!(MemIndex::with_comparator(KeyComparator::Real).is_err());
 
     // A record that is no pair, written into an index's file by other means.
     let path = dir.path().join("z.kti");
-    FileIndex::open(&path, true, &Params::new()).unwrap().close().unwrap();
+    FileIndex::open(&path, Access::ReadWrite, &Params::new()).unwrap().close().unwrap();
     let options = TreeOptions::default().comparator(KeyComparator::PairLexical);
-    let tree = TreeDbm::open(&path, true, &options).unwrap();
-    tree.set(b"\x05ab", b"", true).unwrap();
+    let tree = TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
+    tree.set(b"\x05ab", b"").unwrap();
     tree.close().unwrap();
-    let index = FileIndex::open(&path, true, &Params::new()).unwrap();
+    let index = FileIndex::open(&path, Access::ReadWrite, &Params::new()).unwrap();
     let err = index.get_values(b"", 0).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("not a (key, value) pair"), "{err}");

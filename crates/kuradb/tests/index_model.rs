@@ -12,6 +12,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
 use kuradb::dbm::tree::TreeOptions;
+use kuradb::dbm::Access;
 use kuradb::index::{FileIndex, Index, IndexCursor, MemIndex, StdIndex};
 use kuradb::KeyComparator;
 
@@ -141,7 +142,7 @@ fn small_tree() -> TreeOptions {
 }
 
 fn open_file(path: &Path) -> FileIndex {
-    FileIndex::open_with(path, true, &small_tree()).unwrap()
+    FileIndex::open_with(path, Access::ReadWrite, &small_tree()).unwrap()
 }
 
 #[test]

@@ -22,7 +22,7 @@ use common::hash::{self as h, Model};
 use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -111,7 +111,12 @@ impl Crash for MemoryCrash {
     }
 
     fn open(&self, path: &Path, writable: bool) -> kuradb::Result<PolyDbm> {
-        PolyDbm::open_class(self.class, Some(path), writable, &Params::new())
+        PolyDbm::open_class(
+            self.class,
+            Some(path),
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &Params::new(),
+        )
     }
 
     fn reopen(&self, path: &Path) -> kuradb::Result<PolyDbm> {
@@ -121,7 +126,7 @@ impl Crash for MemoryCrash {
     fn write(&self, db: &PolyDbm, seed: u64, batch: u64) {
         for step in plan(seed, batch) {
             match step {
-                Step::Set(k, v) => db.set(&k, &v, true).expect("set"),
+                Step::Set(k, v) => db.set(&k, &v).expect("set"),
                 Step::Remove(k) => drop(db.remove(&k).expect("remove")),
                 Step::Clear => db.clear().expect("clear"),
             }
@@ -129,7 +134,7 @@ impl Crash for MemoryCrash {
     }
 
     fn synchronize(&self, db: &PolyDbm) {
-        db.synchronize(self.hard).expect("synchronize");
+        db.synchronize(if self.hard { Durability::Hard } else { Durability::Soft }).expect("synchronize");
     }
 
     fn empty(&self) -> Model {
@@ -170,7 +175,7 @@ impl Crash for MemoryCrash {
     /// The writes show at once; the close writes the file.
     fn write_after(&self, db: &PolyDbm, mut state: Model, kill: usize) -> Result<Model, String> {
         let marker = format!("marker{kill}").into_bytes();
-        db.set(&marker, b"still working", true).map_err(|e| format!("set after the kill: {e}"))?;
+        db.set(&marker, b"still working").map_err(|e| format!("set after the kill: {e}"))?;
         state.insert(marker, b"still working".to_vec());
         h::compare(db, &state)?;
         Ok(state)

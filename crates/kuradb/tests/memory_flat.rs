@@ -10,18 +10,38 @@ use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::{ErrorKind, Result};
 
 const NAMES: [&str; 5] = ["stdhash", "stdtree", "tiny", "baby", "cache"];
 
 fn open(name: &str, path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     Ok(match name {
-        "stdhash" => Box::new(StdHashDbm::open(path, writable, &StdOptions::default())?),
-        "stdtree" => Box::new(StdTreeDbm::open(path, writable, &StdOptions::default())?),
-        "tiny" => Box::new(TinyDbm::open(path, writable, &TinyOptions::default())?),
-        "baby" => Box::new(BabyDbm::open(path, writable, &BabyOptions::default())?),
-        _ => Box::new(CacheDbm::open(path, writable, &CacheOptions::default())?),
+        "stdhash" => Box::new(StdHashDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &StdOptions::default(),
+        )?),
+        "stdtree" => Box::new(StdTreeDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &StdOptions::default(),
+        )?),
+        "tiny" => Box::new(TinyDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &TinyOptions::default(),
+        )?),
+        "baby" => Box::new(BabyDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &BabyOptions::default(),
+        )?),
+        _ => Box::new(CacheDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &CacheOptions::default(),
+        )?),
     })
 }
 
@@ -52,9 +72,9 @@ fn records_survive_close_and_synchronize_keeps_them_in_memory() {
         let records = records();
         let db = open(name, &path, true).unwrap();
         for (k, v) in &records {
-            db.set(k, v, true).unwrap();
+            db.set(k, v).unwrap();
         }
-        db.synchronize(true).unwrap();
+        db.synchronize(Durability::Hard).unwrap();
         check(&*db, &records, &format!("[{name}] after synchronize"));
         // The file already holds everything: a reader sees it while the writer is open.
         check(&*open(name, &path, false).unwrap(), &records, &format!("[{name}] synchronized file"));
@@ -69,7 +89,7 @@ fn records_survive_close_and_synchronize_keeps_them_in_memory() {
             check(&*open(other, &path, false).unwrap(), &kept, &format!("[{name} read by {other}]"));
         }
         let copy = dir.path().join("copy.flat");
-        reopened.copy_file_data(&copy, true).unwrap();
+        reopened.copy_file_data(&copy, Durability::Hard).unwrap();
         check(&*open(name, &copy, false).unwrap(), &kept, &format!("[{name}] copy"));
     }
 }
@@ -91,9 +111,9 @@ fn truncated_or_damaged_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("good.flat");
     {
-        let db = TinyDbm::open(&path, true, &TinyOptions::default()).unwrap();
+        let db = TinyDbm::open(&path, Access::ReadWrite, &TinyOptions::default()).unwrap();
         for i in 0..50u32 {
-            db.set(&i.to_le_bytes(), &vec![i as u8; i as usize], true).unwrap();
+            db.set(&i.to_le_bytes(), &vec![i as u8; i as usize]).unwrap();
         }
         db.close().unwrap();
     }
@@ -140,7 +160,7 @@ fn a_writer_removes_what_a_crashed_save_left_and_a_reader_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("casket.flat");
         let leftover = dir.path().join("casket.flat.flat-tmp");
-        open(name, &path, true).unwrap().set(b"k", b"v", true).unwrap();
+        open(name, &path, true).unwrap().set(b"k", b"v").unwrap();
         std::fs::write(&leftover, b"half a save").unwrap();
         drop(open(name, &path, false).unwrap());
         assert!(leftover.exists(), "[{name}] a reader removed a file it does not own");

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::child::Holder;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::LockWait;
 use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, ErrorKind, FlatLock, Result};
 use kuradb::{StdHashDbm, StdOptions, StdTreeDbm, TinyDbm, TinyOptions};
@@ -28,11 +28,31 @@ const HOLD: Duration = Duration::from_millis(1500);
 
 fn open(name: &str, path: &Path, writable: bool, lock: FlatLock) -> Result<Box<dyn Dbm>> {
     Ok(match name {
-        "stdhash" => Box::new(StdHashDbm::open(path, writable, &StdOptions::default().lock(lock))?),
-        "stdtree" => Box::new(StdTreeDbm::open(path, writable, &StdOptions::default().lock(lock))?),
-        "tiny" => Box::new(TinyDbm::open(path, writable, &TinyOptions::default().lock(lock))?),
-        "baby" => Box::new(BabyDbm::open(path, writable, &BabyOptions::default().lock(lock))?),
-        _ => Box::new(CacheDbm::open(path, writable, &CacheOptions::default().lock(lock))?),
+        "stdhash" => Box::new(StdHashDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &StdOptions::default().lock(lock),
+        )?),
+        "stdtree" => Box::new(StdTreeDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &StdOptions::default().lock(lock),
+        )?),
+        "tiny" => Box::new(TinyDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &TinyOptions::default().lock(lock),
+        )?),
+        "baby" => Box::new(BabyDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &BabyOptions::default().lock(lock),
+        )?),
+        _ => Box::new(CacheDbm::open(
+            path,
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &CacheOptions::default().lock(lock),
+        )?),
     })
 }
 
@@ -46,14 +66,14 @@ fn flat_holder() {
     let path = PathBuf::from(std::env::var(ENV_PATH).expect("path"));
     let signal = std::env::var(ENV_SIGNAL).expect("signal path");
     let db = open(&name, &path, true, FlatLock::default()).expect("open in the child");
-    db.set(b"first", b"from the child", true).expect("set");
-    db.synchronize(false).expect("synchronize");
+    db.set(b"first", b"from the child").expect("set");
+    db.synchronize(Durability::Soft).expect("synchronize");
     std::fs::write(&signal, b"locked").expect("write the signal file");
     std::thread::sleep(HOLD / 2);
-    db.set(b"second", b"from the child", true).expect("set");
-    db.synchronize(false).expect("synchronize");
+    db.set(b"second", b"from the child").expect("set");
+    db.synchronize(Durability::Soft).expect("synchronize");
     std::thread::sleep(HOLD / 2);
-    db.set(b"third", b"at close", true).expect("set");
+    db.set(b"third", b"at close").expect("set");
     drop(db);
 }
 
@@ -100,7 +120,7 @@ fn a_writer_excludes_writers_of_other_processes_and_readers_see_its_saves() {
             assert!(writer.get(key).unwrap().is_some(), "[{name}] the waiting writer lost {key:?}");
         }
         holder.finish();
-        writer.set(b"fourth", b"parent", true).unwrap();
+        writer.set(b"fourth", b"parent").unwrap();
         drop(writer);
         assert_eq!(open(name, &path, false, FlatLock::default()).unwrap().count().unwrap(), 4, "[{name}]");
     }

@@ -9,7 +9,7 @@ use std::ops::Bound;
 use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use proptest::prelude::*;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -105,7 +105,7 @@ proptest! {
         let o = BabyOptions::default().max_page_size(40).max_branches(3).comparator(cmp).truncate(false);
         let baby = BabyDbm::new(&o).unwrap();
         for (k, v) in model.iter().rev() {
-            baby.set(k, v, true).unwrap();
+            baby.set(k, v).unwrap();
         }
         range_scan(&baby, &model, cmp, a, b, x, y)?;
     }
@@ -172,13 +172,13 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache.flat");
         let options = CacheOptions::default().cap_rec_num(cap as u64);
-        let mut db = CacheDbm::open(&path, true, &options).unwrap();
+        let mut db = CacheDbm::open(&path, Access::ReadWrite, &options).unwrap();
         let mut model = LruModel { map: Model::new(), order: VecDeque::new(), cap };
         let k = |i: u8| format!("key{i}").into_bytes();
         for op in &ops {
             match op {
                 CacheOp::Set(i, n) => {
-                    db.set(&k(*i), &value(*n), true).unwrap();
+                    db.set(&k(*i), &value(*n)).unwrap();
                     model.set(&k(*i), value(*n));
                 }
                 CacheOp::Get(i) => {
@@ -191,7 +191,7 @@ proptest! {
                 }
                 CacheOp::Reopen => {
                     db.close().unwrap();
-                    db = CacheDbm::open(&path, true, &options).unwrap();
+                    db = CacheDbm::open(&path, Access::ReadWrite, &options).unwrap();
                     // The file keeps the records, not their order of use: reading
                     // each in a known order gives both the same order again.
                     let keys: Vec<Vec<u8>> = model.map.keys().cloned().collect();
@@ -203,7 +203,7 @@ proptest! {
             }
             prop_assert_eq!(db.count().unwrap(), model.map.len() as u64);
             let mut held = Model::new();
-            db.process_each(false, &mut |key, v| { held.insert(key.to_vec(), v.to_vec()); Action::Keep }).unwrap();
+            db.process_each(Access::ReadOnly, &mut |key, v| { held.insert(key.to_vec(), v.to_vec()); Action::Keep }).unwrap();
             prop_assert_eq!(&held, &model.map);
         }
     }
@@ -214,7 +214,7 @@ fn a_cache_evicts_by_memory() {
     let options = CacheOptions::default().cap_rec_num(1000).cap_mem_size(10_000);
     let db = CacheDbm::new(&options).unwrap();
     for i in 0..100u32 {
-        db.set(&i.to_be_bytes(), &[0u8; 1000], true).unwrap();
+        db.set(&i.to_be_bytes(), &[0u8; 1000]).unwrap();
     }
     let count = db.count().unwrap();
     assert!((5..=10).contains(&count), "{count} records of 1000 bytes under a cap of 10000");

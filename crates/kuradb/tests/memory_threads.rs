@@ -11,7 +11,7 @@ use kuradb::dbm::baby::{BabyDbm, BabyOptions};
 use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 use kuradb::dbm::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -64,7 +64,7 @@ fn writers_on_their_own_keys_leave_exactly_their_last_writes() {
                         for step in 0..STEPS {
                             let shared = format!("shared-{:02}", rng.gen_range(0..50)).into_bytes();
                             if rng.gen_ratio(1, 4) {
-                                db.set(&shared, &step.to_be_bytes(), true).unwrap();
+                                db.set(&shared, &step.to_be_bytes()).unwrap();
                                 continue;
                             }
                             let k = own_key(th, rng.gen_range(0..500));
@@ -73,12 +73,12 @@ fn writers_on_their_own_keys_leave_exactly_their_last_writes() {
                                 own.remove(&k);
                             } else {
                                 let v = vec![th as u8; rng.gen_range(0..40)];
-                                db.set(&k, &v, true).unwrap();
+                                db.set(&k, &v).unwrap();
                                 own.insert(k, v);
                             }
                             if step % 500 == 0 {
                                 let pair = [k_of(th, 9000), k_of(th, 9001)];
-                                db.set_multi(&[(&pair[0], b"a"), (&pair[1], b"b")], true).unwrap();
+                                db.set_multi(&[(&pair[0], b"a"), (&pair[1], b"b")]).unwrap();
                                 own.insert(pair[0].clone(), b"a".to_vec());
                                 own.insert(pair[1].clone(), b"b".to_vec());
                             }
@@ -94,7 +94,7 @@ fn writers_on_their_own_keys_leave_exactly_their_last_writes() {
         });
         let mut shared = 0;
         let mut all = Model::new();
-        db.process_each(false, &mut |k, v| {
+        db.process_each(Access::ReadOnly, &mut |k, v| {
             if k.starts_with(b"shared-") {
                 shared += 1;
             } else {

@@ -4,7 +4,7 @@
 
 use kuradb::caching::{ScanScope, ThreadCacheCounts};
 use kuradb::dbm::poly::{Params, PolyDbm};
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::file::{File, FileKind, FileSpec, OpenOptions, PositionalFile};
 
 const BLOCK: u64 = 512;
@@ -20,7 +20,7 @@ fn cached_file(dir: &tempfile::TempDir, protected_percent: u8) -> PositionalFile
     let path = dir.path().join("f");
     let mut file = PositionalFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
     file.write(0, &vec![7u8; (FILE_BLOCKS * BLOCK) as usize]).unwrap();
-    file.synchronize(false).unwrap();
+    file.synchronize(Durability::Soft).unwrap();
     file.close().unwrap();
     PositionalFile::open(&path, &OpenOptions::writer(), &spec).unwrap()
 }
@@ -97,18 +97,18 @@ fn a_hash_export_keeps_the_gets_working_set() {
     let dir = tempfile::tempdir().unwrap();
     let params = "file=pos-para,block_size=512,access=pagecache,page_cache_capacity=1024,num_buckets=40000";
     let params = Params::parse(params).unwrap();
-    let db = PolyDbm::open(dir.path().join("casket.tkh"), true, &params).unwrap();
+    let db = PolyDbm::open(dir.path().join("casket.tkh"), Access::ReadWrite, &params).unwrap();
     let value = [b'v'; 100];
     for i in 0..20_000u32 {
-        db.set(format!("{i:08}").as_bytes(), &value, true).unwrap();
+        db.set(format!("{i:08}").as_bytes(), &value).unwrap();
     }
-    db.synchronize(false).unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     let keys: Vec<String> = (0..100u32).map(|i| format!("{:08}", i * 197)).collect();
     for _ in 0..2 {
         keys.iter().for_each(|k| assert!(db.get(k.as_bytes()).unwrap().is_some()));
     }
     let mut seen = 0;
-    db.process_each(false, &mut |_, _| {
+    db.process_each(Access::ReadOnly, &mut |_, _| {
         seen += 1;
         Action::Keep
     })

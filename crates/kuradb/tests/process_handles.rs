@@ -18,7 +18,7 @@ use kuradb::dbm::hash::{HashDbm, HashOptions};
 use kuradb::dbm::poly::{Params, PolyDbm};
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{with_lock_interrupt, FileKind, FileSpec};
 use kuradb::{ErrorKind, Result};
 
@@ -36,14 +36,14 @@ fn alone() -> MutexGuard<'static, ()> {
 
 fn hash_mmap(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     let o = HashOptions::default().num_buckets(101);
-    Ok(Box::new(HashDbm::open(path, writable, &o)?))
+    Ok(Box::new(HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o)?))
 }
 
 /// [`hash_mmap`] waiting for another process's lock rather than failing at once.
 fn hash_mmap_waiting(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     let mut o = HashOptions::default().num_buckets(101);
     o.open = o.open.waiting();
-    Ok(Box::new(HashDbm::open(path, writable, &o)?))
+    Ok(Box::new(HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o)?))
 }
 
 fn hash_pagecache(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
@@ -51,19 +51,31 @@ fn hash_pagecache(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
     file.block_size = 512;
     file.pagecache = true;
     let o = HashOptions::default().num_buckets(101).file(file);
-    Ok(Box::new(HashDbm::open(path, writable, &o)?))
+    Ok(Box::new(HashDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o)?))
 }
 
 fn tree(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
-    Ok(Box::new(TreeDbm::open(path, writable, &TreeOptions::default())?))
+    Ok(Box::new(TreeDbm::open(
+        path,
+        if writable { Access::ReadWrite } else { Access::ReadOnly },
+        &TreeOptions::default(),
+    )?))
 }
 
 fn skip(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
-    Ok(Box::new(SkipDbm::open(path, writable, &SkipOptions::default())?))
+    Ok(Box::new(SkipDbm::open(
+        path,
+        if writable { Access::ReadWrite } else { Access::ReadOnly },
+        &SkipOptions::default(),
+    )?))
 }
 
 fn baby(path: &Path, writable: bool) -> Result<Box<dyn Dbm>> {
-    Ok(Box::new(BabyDbm::open(path, writable, &BabyOptions::default())?))
+    Ok(Box::new(BabyDbm::open(
+        path,
+        if writable { Access::ReadWrite } else { Access::ReadOnly },
+        &BabyOptions::default(),
+    )?))
 }
 
 /// The file databases, each on the files it is most often used with.
@@ -112,8 +124,8 @@ fn a_second_open_beside_a_writer_fails_at_once() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
         let writer = open(&path, true).unwrap_or_else(|e| panic!("[{name}] open the writer: {e}"));
-        writer.set(b"k", b"v", true).expect("set");
-        writer.synchronize(false).expect("synchronize");
+        writer.set(b"k", b"v").expect("set");
+        writer.synchronize(Durability::Soft).expect("synchronize");
         assert_refused_at_once(name, "a second writer", &path, || open(&path, true));
         assert_refused_at_once(name, "a reader", &path, || open(&path, false));
         // Through another spelling of the same file too.
@@ -139,7 +151,7 @@ fn readers_share_and_keep_a_writer_out() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("casket");
         let writer = open(&path, true).unwrap_or_else(|e| panic!("[{name}] create: {e}"));
-        writer.set(b"k", b"v", true).expect("set");
+        writer.set(b"k", b"v").expect("set");
         drop(writer);
         let a = open(&path, false).unwrap_or_else(|e| panic!("[{name}] a first reader: {e}"));
         let b = open(&path, false).unwrap_or_else(|e| panic!("[{name}] a second reader: {e}"));
@@ -164,8 +176,8 @@ fn a_flat_file_takes_readers_beside_its_one_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket.flat");
     let writer = baby(&path, true).expect("open the writer");
-    writer.set(b"k", b"v", true).expect("set");
-    writer.synchronize(false).expect("synchronize");
+    writer.set(b"k", b"v").expect("set");
+    writer.synchronize(Durability::Soft).expect("synchronize");
     assert_refused_at_once("baby", "a second writer", &path, || baby(&path, true));
     let reader = baby(&path, false).expect("a reader beside the writer");
     assert_eq!(reader.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
@@ -181,16 +193,16 @@ fn in_child(db: &dyn Dbm) -> i32 {
     if !refused(db.get(b"k").map(drop)) {
         return 2;
     }
-    if !refused(db.set(b"k", b"child", true)) {
+    if !refused(db.set(b"k", b"child")) {
         return 3;
     }
-    if !refused(db.set(b"new in the child", b"x", true)) {
+    if !refused(db.set(b"new in the child", b"x")) {
         return 4;
     }
     if !refused(db.remove(b"k").map(drop)) {
         return 5;
     }
-    if !refused(db.synchronize(true)) {
+    if !refused(db.synchronize(Durability::Hard)) {
         return 6;
     }
     if !refused(db.clear()) {
@@ -243,18 +255,18 @@ fn a_handle_in_a_forked_child_refuses_everything_and_touches_nothing() {
         let path = dir.path().join("casket");
         let db = open(&path, true).unwrap_or_else(|e| panic!("[{name}] open: {e}"));
         for i in 0..200u32 {
-            db.set(format!("key{i}").as_bytes(), format!("value{i}").as_bytes(), true).expect("set");
+            db.set(format!("key{i}").as_bytes(), format!("value{i}").as_bytes()).expect("set");
         }
-        db.set(b"k", b"parent", true).expect("set");
-        db.synchronize(false).expect("synchronize");
+        db.set(b"k", b"parent").expect("set");
+        db.synchronize(Durability::Soft).expect("synchronize");
         // Changes the child's drop would write back if it could.
-        db.set(b"unsynchronized", b"pending", true).expect("set");
+        db.set(b"unsynchronized", b"pending").expect("set");
         let before = every_file(dir.path());
         let (db, code) = fork_and_run(db, in_child);
         assert_eq!(code, 0, "[{name}] the child's handle did not refuse step {code} (see in_child)");
         assert_eq!(every_file(dir.path()), before, "[{name}] the child changed the files");
         assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"parent"[..]), "[{name}]");
-        db.set(b"after the fork", b"yes", true).expect("the parent writes on");
+        db.set(b"after the fork", b"yes").expect("the parent writes on");
         drop(db);
         let db = open(&path, false).unwrap_or_else(|e| panic!("[{name}] reopen: {e}"));
         assert_eq!(db.count().expect("count"), 203, "[{name}]");
@@ -272,10 +284,10 @@ fn a_forked_child_meets_its_parents_lock_as_another_process() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket.kh");
     let writer = hash_mmap(&path, true).expect("create");
-    writer.set(b"k", b"v", true).expect("set");
+    writer.set(b"k", b"v").expect("set");
     let child = |_: &dyn Dbm| -> i32 {
         let params = Params::parse("lock_timeout=0.2").expect("params");
-        match PolyDbm::open(&path, true, &params) {
+        match PolyDbm::open(&path, Access::ReadWrite, &params) {
             Ok(_) => 2,
             Err(e) if e.to_string().contains("gave up waiting") => 0,
             Err(_) => 3,
@@ -352,7 +364,9 @@ fn lock_waits_time_out_and_can_be_interrupted() {
 
     let start = Instant::now();
     let params = Params::parse("lock_timeout=0.3").expect("params");
-    let err = PolyDbm::open(&path, true, &params).err().expect("opened beside another process's writer");
+    let err = PolyDbm::open(&path, Access::ReadWrite, &params)
+        .err()
+        .expect("opened beside another process's writer");
     let waited = start.elapsed();
     assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
     assert!(err.to_string().contains("gave up waiting"), "{err}");

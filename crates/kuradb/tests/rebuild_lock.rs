@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::child::Holder;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::OpenOptions;
 use kuradb::{BabyDbm, BabyOptions, CacheDbm, CacheOptions, FlatLock, StdHashDbm, StdOptions, StdTreeDbm};
 use kuradb::{ErrorKind, HashDbm, HashOptions, Result, SkipDbm, SkipOptions, TinyDbm, TinyOptions};
@@ -54,26 +54,28 @@ fn open(class: &str, path: &Path, open: OpenOptions) -> Result<Box<dyn Dbm>> {
             if class == "hash-appending" {
                 o.update_mode = kuradb::dbm::hash::UpdateMode::Appending;
             }
-            Box::new(HashDbm::open(path, true, &o)?)
+            Box::new(HashDbm::open(path, Access::ReadWrite, &o)?)
         }
         "tree" => {
             let mut o = TreeOptions::default();
             o.hash.num_buckets = 1021;
             o.hash.open = open;
-            Box::new(TreeDbm::open(path, true, &o)?)
+            Box::new(TreeDbm::open(path, Access::ReadWrite, &o)?)
         }
-        "skip" => Box::new(SkipDbm::open(path, true, &SkipOptions::default().open(open))?),
+        "skip" => {
+            Box::new(SkipDbm::open(path, Access::ReadWrite, &SkipOptions::default().open_options(open))?)
+        }
         _ => open_flat(class, path, FlatLock::default().wait(open.lock_wait))?,
     })
 }
 
 fn open_flat(class: &str, path: &Path, lock: FlatLock) -> Result<Box<dyn Dbm>> {
     Ok(match class {
-        "tiny" => Box::new(TinyDbm::open(path, true, &TinyOptions::default().lock(lock))?),
-        "baby" => Box::new(BabyDbm::open(path, true, &BabyOptions::default().lock(lock))?),
-        "cache" => Box::new(CacheDbm::open(path, true, &CacheOptions::default().lock(lock))?),
-        "stdhash" => Box::new(StdHashDbm::open(path, true, &StdOptions::default().lock(lock))?),
-        _ => Box::new(StdTreeDbm::open(path, true, &StdOptions::default().lock(lock))?),
+        "tiny" => Box::new(TinyDbm::open(path, Access::ReadWrite, &TinyOptions::default().lock(lock))?),
+        "baby" => Box::new(BabyDbm::open(path, Access::ReadWrite, &BabyOptions::default().lock(lock))?),
+        "cache" => Box::new(CacheDbm::open(path, Access::ReadWrite, &CacheOptions::default().lock(lock))?),
+        "stdhash" => Box::new(StdHashDbm::open(path, Access::ReadWrite, &StdOptions::default().lock(lock))?),
+        _ => Box::new(StdTreeDbm::open(path, Access::ReadWrite, &StdOptions::default().lock(lock))?),
     })
 }
 
@@ -83,7 +85,7 @@ fn open_flat(class: &str, path: &Path, lock: FlatLock) -> Result<Box<dyn Dbm>> {
 fn replace_file(class: &str, db: &dyn Dbm) -> Result<()> {
     match class {
         "hash" | "hash-appending" | "tree" => db.rebuild(),
-        _ => db.synchronize(false),
+        _ => db.synchronize(Durability::Soft),
     }
 }
 
@@ -105,13 +107,13 @@ fn rebuilding_writer() {
     let Ok(class) = std::env::var(ENV_CLASS) else { return };
     let dir = PathBuf::from(std::env::var(ENV_DIR).expect("dir"));
     let db = open(&class, &dir.join("casket"), OpenOptions::writer()).expect("open in the child");
-    db.set(key(0).as_bytes(), value(0).as_bytes(), true).expect("set");
+    db.set(key(0).as_bytes(), value(0).as_bytes()).expect("set");
     replace_file(&class, db.as_ref()).expect("first replacement");
     std::fs::write(dir.join("signal"), b"locked").expect("write the signal file");
     let (mut records, mut replacements) = (1u64, 1u64);
     let end = Instant::now() + HOLD;
     while Instant::now() < end {
-        db.set(key(records).as_bytes(), value(records).as_bytes(), true).expect("set");
+        db.set(key(records).as_bytes(), value(records).as_bytes()).expect("set");
         records += 1;
         replace_file(&class, db.as_ref()).expect("replace the file");
         replacements += 1;
@@ -193,7 +195,7 @@ fn a_rebuilding_writer_keeps_other_processes_writers_out_and_loses_nothing() {
             assert_eq!(got.as_deref(), Some(value(i).as_bytes()), "[{class}] record {i} of {records}");
         }
         holder.finish();
-        writer.set(b"parent", b"last", true).unwrap();
+        writer.set(b"parent", b"last").unwrap();
         replace_file(class, writer.as_ref()).unwrap();
         writer.close().unwrap();
         let reopened = open(class, &path, OpenOptions::writer().without_waiting()).unwrap();

@@ -17,7 +17,7 @@ use common::hash::{self as h, show, Model};
 use common::tree as t;
 use kuradb::dbm::hash::{HashDbm, HashOptions, RebuildParams, RecordCrcMode, UpdateMode};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::file::FileSpec;
 use kuradb::{ErrorKind, Params};
 
@@ -57,8 +57,8 @@ fn tree_options(spec: &FileSpec, mode: RecordCrcMode) -> TreeOptions {
 fn fill(db: &dyn Dbm) -> Model {
     let mut model = Model::new();
     for i in 0..RECORDS {
-        db.set(&key_of(i), format!("old {i}").as_bytes(), true).expect("set");
-        db.set(&key_of(i), &value_of(i), true).expect("overwrite");
+        db.set(&key_of(i), format!("old {i}").as_bytes()).expect("set");
+        db.set(&key_of(i), &value_of(i)).expect("overwrite");
         model.insert(key_of(i), value_of(i));
     }
     for i in (0..RECORDS).step_by(11) {
@@ -123,7 +123,7 @@ fn a_damaged_hash_record_fails_every_read_and_restore_skips_it() {
                 let what = format!("[{name} {mode} {update:?}]");
                 let path = dir.path().join(format!("{name}-{}-{update:?}.kh", mode.bits()));
                 let o = hash_options(&spec, mode).update_mode(update);
-                let db = HashDbm::open(&path, true, &o).expect("create");
+                let db = HashDbm::open(&path, Access::ReadWrite, &o).expect("create");
                 let model = fill(&db);
                 db.close().expect("close");
                 let victim = key_of(7);
@@ -131,7 +131,7 @@ fn a_damaged_hash_record_fails_every_read_and_restore_skips_it() {
 
                 // Opened with no mode given, the file's own applies.
                 let plain = hash_options(&spec, RecordCrcMode::None);
-                let db = HashDbm::open(&path, false, &plain).expect("open");
+                let db = HashDbm::open(&path, Access::ReadOnly, &plain).expect("open");
                 assert_eq!(figure(&db, "record_crc_mode"), mode.name(), "{what}");
                 // A walk along a chain verifies each record it passes (a damaged
                 // key would otherwise read as absent), so the keys behind the
@@ -142,7 +142,7 @@ fn a_damaged_hash_record_fails_every_read_and_restore_skips_it() {
                 for op in ["contains", "walk"] {
                     let e = match op {
                         "contains" => db.contains(&victim).map(drop),
-                        _ => db.process_each(false, &mut |_, _| kuradb::Action::Keep),
+                        _ => db.process_each(Access::ReadOnly, &mut |_, _| kuradb::Action::Keep),
                     };
                     let e = e.expect_err(&format!("{what}: {op} read the damaged record"));
                     assert_eq!(e.kind(), ErrorKind::BrokenData, "{what}: {op}: {e}");
@@ -155,7 +155,8 @@ fn a_damaged_hash_record_fails_every_read_and_restore_skips_it() {
                 let mut expected = model.clone();
                 expected.remove(&victim);
                 assert_eq!(kept, expected.len() as u64, "{what}: records restored");
-                let restored = HashDbm::open(&dest, false, &plain).expect("open the restored file");
+                let restored =
+                    HashDbm::open(&dest, Access::ReadOnly, &plain).expect("open the restored file");
                 h::compare(&restored, &expected).unwrap_or_else(|e| panic!("{what}: the restored file: {e}"));
                 assert_eq!(figure(&restored, "record_crc_mode"), mode.name(), "{what}: the restored mode");
             }
@@ -170,14 +171,14 @@ fn a_damaged_tree_page_fails_every_read_of_it_and_restore_keeps_the_other_pages(
         for mode in [RecordCrcMode::Crc8, RecordCrcMode::Crc16, RecordCrcMode::Crc32] {
             let what = format!("[{name} {mode}]");
             let path = dir.path().join(format!("{name}-{}.kt", mode.bits()));
-            let db = TreeDbm::open(&path, true, &tree_options(&spec, mode)).expect("create");
+            let db = TreeDbm::open(&path, Access::ReadWrite, &tree_options(&spec, mode)).expect("create");
             let model = fill(&db);
             db.close().expect("close");
             let victim = key_of(50);
             damage(&path, &model[&victim]);
 
             let plain = tree_options(&spec, RecordCrcMode::None);
-            let db = TreeDbm::open(&path, false, &plain).expect("open");
+            let db = TreeDbm::open(&path, Access::ReadOnly, &plain).expect("open");
             assert_eq!(figure(&db, "record_crc_mode"), mode.name(), "{what}");
             // Every record of the damaged page fails, and only those.
             let failed = read_all(&db, &model, &path, &what);
@@ -198,7 +199,7 @@ fn a_damaged_tree_page_fails_every_read_of_it_and_restore_keeps_the_other_pages(
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             assert_eq!(kept, expected.len() as u64, "{what}: records restored");
-            let restored = TreeDbm::open(&dest, false, &plain).expect("open the restored tree");
+            let restored = TreeDbm::open(&dest, Access::ReadOnly, &plain).expect("open the restored tree");
             t::compare(&restored, &expected, KeyComparator::Lexical)
                 .unwrap_or_else(|e| panic!("{what}: the restored tree: {e}"));
             assert_eq!(figure(&restored, "record_crc_mode"), mode.name(), "{what}: the restored mode");
@@ -216,12 +217,12 @@ fn without_a_mode_reads_do_not_check_but_a_restore_does() {
     let spec = &specs()[0].1;
     let path = dir.path().join("none.kh");
     let o = hash_options(spec, RecordCrcMode::None);
-    let db = HashDbm::open(&path, true, &o).expect("create");
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).expect("create");
     let model = fill(&db);
     db.close().expect("close");
     let victim = key_of(7);
     damage(&path, &model[&victim]);
-    let db = HashDbm::open(&path, false, &o).expect("open");
+    let db = HashDbm::open(&path, Access::ReadOnly, &o).expect("open");
     assert_eq!(figure(&db, "record_crc_mode"), "none");
     assert_eq!(db.get(&victim).expect("get"), Some(damaged(&model[&victim])));
     db.close().expect("close");
@@ -230,18 +231,18 @@ fn without_a_mode_reads_do_not_check_but_a_restore_does() {
 
     let path = dir.path().join("none.kt");
     let o = tree_options(spec, RecordCrcMode::None);
-    let db = TreeDbm::open(&path, true, &o).expect("create");
+    let db = TreeDbm::open(&path, Access::ReadWrite, &o).expect("create");
     let model = fill(&db);
     db.close().expect("close");
     let victim = key_of(50);
     damage(&path, &model[&victim]);
-    let db = TreeDbm::open(&path, false, &o).expect("open");
+    let db = TreeDbm::open(&path, Access::ReadOnly, &o).expect("open");
     assert_eq!(db.get(&victim).expect("get"), Some(damaged(&model[&victim])));
     db.close().expect("close");
     let dest = dir.path().join("none-restored.kt");
     let kept = TreeDbm::restore(&path, &dest, &o).expect("restore");
     assert!(kept < model.len() as u64, "the damaged page was kept");
-    let restored = TreeDbm::open(&dest, false, &o).expect("open the restored tree");
+    let restored = TreeDbm::open(&dest, Access::ReadOnly, &o).expect("open the restored tree");
     assert_eq!(restored.get(&victim).expect("get"), None);
 }
 
@@ -254,31 +255,36 @@ fn the_mode_is_kept_in_the_file_and_changed_only_by_a_rebuild() {
         let next = RecordCrcMode::ALL[(mode.bits() as usize / 8 + 1) % 4];
 
         let path = dir.path().join(format!("{}.kh", mode.bits()));
-        let db = HashDbm::open(&path, true, &hash_options(spec, mode)).expect("create");
+        let db = HashDbm::open(&path, Access::ReadWrite, &hash_options(spec, mode)).expect("create");
         let model = fill(&db);
         db.close().expect("close");
         for writable in [false, true] {
-            let db = HashDbm::open(&path, writable, &hash_options(spec, other)).expect("reopen");
+            let db = HashDbm::open(
+                &path,
+                if writable { Access::ReadWrite } else { Access::ReadOnly },
+                &hash_options(spec, other),
+            )
+            .expect("reopen");
             assert_eq!(db.record_crc_mode().expect("mode"), mode, "hash {mode}, reopened with {other}");
             assert_eq!(figure(&db, "record_crc_mode"), mode.name());
             db.close().expect("close");
         }
-        let db = HashDbm::open(&path, true, &hash_options(spec, other)).expect("reopen");
+        let db = HashDbm::open(&path, Access::ReadWrite, &hash_options(spec, other)).expect("reopen");
         db.rebuild().expect("rebuild");
         assert_eq!(db.record_crc_mode().expect("mode"), mode, "hash {mode}: a plain rebuild keeps it");
         db.rebuild_with(&RebuildParams { record_crc_mode: Some(next), ..RebuildParams::default() })
             .expect("rebuild with a mode");
         db.close().expect("close");
-        let db = HashDbm::open(&path, false, &hash_options(spec, other)).expect("reopen");
+        let db = HashDbm::open(&path, Access::ReadOnly, &hash_options(spec, other)).expect("reopen");
         assert_eq!(db.record_crc_mode().expect("mode"), next, "hash {mode} rebuilt as {next}");
         h::compare(&db, &model).unwrap_or_else(|e| panic!("hash {mode} rebuilt as {next}: {e}"));
         db.close().expect("close");
 
         let path = dir.path().join(format!("{}.kt", mode.bits()));
-        let db = TreeDbm::open(&path, true, &tree_options(spec, mode)).expect("create");
+        let db = TreeDbm::open(&path, Access::ReadWrite, &tree_options(spec, mode)).expect("create");
         let model = fill(&db);
         db.close().expect("close");
-        let db = TreeDbm::open(&path, true, &tree_options(spec, other)).expect("reopen");
+        let db = TreeDbm::open(&path, Access::ReadWrite, &tree_options(spec, other)).expect("reopen");
         assert_eq!(figure(&db, "record_crc_mode"), mode.name(), "tree {mode}, reopened with {other}");
         db.rebuild().expect("rebuild");
         assert_eq!(figure(&db, "record_crc_mode"), mode.name(), "tree {mode}: a plain rebuild keeps it");
@@ -287,7 +293,7 @@ fn the_mode_is_kept_in_the_file_and_changed_only_by_a_rebuild() {
         let refused = db.rebuild_with_params(&Params::parse("num_buckets=5").expect("params"));
         assert_eq!(refused.map_err(|e| e.kind()), Err(ErrorKind::InvalidArgument), "tree {mode}");
         db.close().expect("close");
-        let db = TreeDbm::open(&path, false, &tree_options(spec, other)).expect("reopen");
+        let db = TreeDbm::open(&path, Access::ReadOnly, &tree_options(spec, other)).expect("reopen");
         assert_eq!(figure(&db, "record_crc_mode"), next.name(), "tree {mode} rebuilt as {next}");
         t::compare(&db, &model, KeyComparator::Lexical).unwrap_or_else(|e| panic!("tree {mode}: {e}"));
         db.close().expect("close");
@@ -308,7 +314,7 @@ fn the_parameter_reaches_both_classes_by_any_of_its_names() {
             let params = Params::parse(&format!("record_crc_mode={given}")).expect("params");
             let db = kuradb::DbmClass::from_extension(&path)
                 .expect("a class")
-                .open(Some(&path), true, &params)
+                .open(Some(&path), Access::ReadWrite, &params)
                 .expect("open with the parameter");
             assert_eq!(figure(db.as_ref(), "record_crc_mode"), mode, "{ext} record_crc_mode={given}");
             db.close().expect("close");
@@ -316,7 +322,11 @@ fn the_parameter_reaches_both_classes_by_any_of_its_names() {
     }
     let params = Params::parse("record_crc_mode=12").expect("params");
     let path = dir.path().join("bad.kh");
-    let err = kuradb::DbmClass::from_extension(&path).expect("a class").open(Some(&path), true, &params);
+    let err = kuradb::DbmClass::from_extension(&path).expect("a class").open(
+        Some(&path),
+        Access::ReadWrite,
+        &params,
+    );
     let err = err.map(drop).expect_err("record_crc_mode=12 was taken");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("record_crc_mode"), "{err}");

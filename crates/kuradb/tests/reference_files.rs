@@ -14,7 +14,7 @@ use kuradb::dbm::class::DbmClass;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::{Params, PolyDbm};
 use kuradb::dbm::tkrzw::{ReferenceDbm, ReferenceFormat};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::varint::base128;
 use kuradb::ErrorKind;
 use rand::rngs::SmallRng;
@@ -220,7 +220,8 @@ fn tree_files_read_in_their_comparators_order() {
         let path = dir.path().join(format!("t{i}.tkt"));
         let model = build(dir.path(), &path, create, 100 + i as u64, keys);
         let what = format!("tree {create:?}");
-        let db = PolyDbm::open(&path, false, &Params::new()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let db =
+            PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(db.key_order().unwrap(), Some(order), "{what}");
         check(&db, &model, Some(order), &what);
         let mut cursor = db.iter().unwrap();
@@ -331,7 +332,7 @@ fn files_of_a_killed_writer_are_salvaged() {
         let salvage = db.salvage().expect("an unhealthy file is salvaged");
         assert_eq!(salvage.records, db.count().unwrap());
         // Nothing garbage: every record is one the writer wrote.
-        db.process_each(false, &mut |k, v| {
+        db.process_each(Access::ReadOnly, &mut |k, v| {
             assert!(k.len() == 8 && k.iter().all(u8::is_ascii_digit), "{name}: key {k:?}");
             assert!(v.len() == 8 && v.iter().all(u8::is_ascii_lowercase), "{name}: value {v:?}");
             kuradb::dbm::Action::Keep
@@ -343,7 +344,7 @@ fn files_of_a_killed_writer_are_salvaged() {
         let theirs = ReferenceDbm::open(&restored).unwrap();
         assert!(db.count().unwrap() >= theirs.count().unwrap(), "{name}: {salvage:?}");
         theirs
-            .process_each(false, &mut |k, v| {
+            .process_each(Access::ReadOnly, &mut |k, v| {
                 assert_eq!(db.get(k).unwrap().as_deref(), Some(v), "{name}");
                 kuradb::dbm::Action::Keep
             })
@@ -442,16 +443,16 @@ fn what_the_reader_lacks_is_refused_by_name() {
     // A comparator kuradb does not have.
     let path = dir.path().join("c.tkt");
     util(&["create", "--dbm", "tree", "--comparator", "lexcase", "--buckets", "7", path.to_str().unwrap()]);
-    let err = PolyDbm::open(&path, false, &Params::new()).err().unwrap();
+    let err = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).err().unwrap();
     assert!(err.message().contains("LexicalCaseKeyComparator, which kuradb does not have"), "{err}");
     // Writing is refused, whatever the method.
     let path = dir.path().join("w.tkh");
     util(&["create", "--dbm", "hash", "--buckets", "7", path.to_str().unwrap()]);
     util(&["set", path.to_str().unwrap(), "k", "v"]);
-    let err = PolyDbm::open(&path, true, &Params::new()).err().unwrap();
+    let err = PolyDbm::open(&path, Access::ReadWrite, &Params::new()).err().unwrap();
     assert!(err.message().contains("opened read-only"), "{err}");
-    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
-    for err in [db.set(b"k", b"w", true).err(), db.remove(b"k").err(), db.clear().err(), db.rebuild().err()] {
+    let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
+    for err in [db.set(b"k", b"w").err(), db.remove(b"k").err(), db.clear().err(), db.rebuild().err()] {
         assert_eq!(err.unwrap().kind(), ErrorKind::ReadOnly);
     }
     let mut cursor = db.iter().unwrap();
@@ -462,15 +463,15 @@ fn what_the_reader_lacks_is_refused_by_name() {
     drop(db);
     // A writer that truncates replaces the file with an empty kuradb
     // database of the class its extension names, as truncate does to any file.
-    let err = PolyDbm::open(&path, true, &Params::parse("truncate=no").unwrap()).err().unwrap();
+    let err = PolyDbm::open(&path, Access::ReadWrite, &Params::parse("truncate=no").unwrap()).err().unwrap();
     assert!(err.message().contains("opened read-only"), "{err}");
-    let db = PolyDbm::open(&path, true, &Params::parse("truncate=true").unwrap()).unwrap();
+    let db = PolyDbm::open(&path, Access::ReadWrite, &Params::parse("truncate=true").unwrap()).unwrap();
     assert_eq!(db.class(), DbmClass::Hash);
     assert_eq!(db.count().unwrap(), 0);
-    db.set(b"n", b"m", true).unwrap();
+    db.set(b"n", b"m").unwrap();
     db.close().unwrap();
     assert!(ReferenceFormat::of_file(&path).unwrap().is_none());
-    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.get(b"n").unwrap().as_deref(), Some(&b"m"[..]));
     assert_eq!(db.get(b"k").unwrap(), None);
 }
@@ -500,14 +501,15 @@ fn compressed_hash_and_tree_files_read_whole() {
             let out = dir.path().join(format!("{mode}-{name}"));
             let params = Params::parse(params).unwrap();
             assert_eq!(db.convert(&out, &params, &mut |_| {}).unwrap(), model.len() as u64);
-            let mine = PolyDbm::open(&out, false, &Params::new()).unwrap();
+            let mine = PolyDbm::open(&out, Access::ReadOnly, &Params::new()).unwrap();
             check(&mine, &model, None, &format!("{mode} converted with {params:?}"));
         }
         let tree = dir.path().join(format!("c{i}.tkt"));
         let create =
             ["--dbm", "tree", update, "--buckets", "1000", "--max_page_size", "400", "--record_comp", mode];
         let model = build(dir.path(), &tree, &create, 500 + i as u64, Keys::Binary);
-        let db = PolyDbm::open(&tree, false, &Params::new()).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        let db =
+            PolyDbm::open(&tree, Access::ReadOnly, &Params::new()).unwrap_or_else(|e| panic!("{mode}: {e}"));
         check(&db, &model, Some(KeyComparator::Lexical), &format!("tree {create:?}"));
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::file::{File, FileSpec, FileWrapper, ReadRequest};
 use kuradb::Result;
 use proptest::prelude::*;
@@ -153,14 +153,14 @@ fn check(
 fn run_case(spec: &FileSpec, dir: &Path, case: &Case) -> std::result::Result<(), TestCaseError> {
     let path = dir.join("casket.skip");
     let _ = std::fs::remove_file(&path);
-    let db = SkipDbm::open(&path, true, &options(spec, case)).map_err(fail)?;
+    let db = SkipDbm::open(&path, Access::ReadWrite, &options(spec, case)).map_err(fail)?;
     for &(n, len) in &case.records {
-        db.set(&key(n), &value(n, len), true).map_err(fail)?;
+        db.set(&key(n), &value(n, len)).map_err(fail)?;
     }
-    db.synchronize_with(false, &reducer(case.reducer)).map_err(fail)?;
+    db.synchronize_with(Durability::Soft, &reducer(case.reducer)).map_err(fail)?;
     for &(n, change) in &case.pending {
         match change {
-            Some(len) => db.set(&key(n), &value(n + 1, len), true).map_err(fail)?,
+            Some(len) => db.set(&key(n), &value(n + 1, len)).map_err(fail)?,
             None => drop(db.remove(&key(n)).map_err(fail)?),
         }
     }
@@ -191,7 +191,7 @@ fn run_case(spec: &FileSpec, dir: &Path, case: &Case) -> std::result::Result<(),
         }
     }
     let mut shown = Vec::new();
-    db.process_multi(&refs, true, &mut |i, _, v| {
+    db.process_multi(&refs, Access::ReadWrite, &mut |i, _, v| {
         shown.push(v.map(<[u8]>::to_vec));
         match i % 3 {
             0 => Action::Set(format!("answer {i}").into_bytes().into()),
@@ -201,7 +201,7 @@ fn run_case(spec: &FileSpec, dir: &Path, case: &Case) -> std::result::Result<(),
     })
     .map_err(fail)?;
     check(&shown, &expected, "a writable process_multi against single lookups and its own answers")?;
-    db.synchronize_with(false, &Reducer::All).map_err(fail)?;
+    db.synchronize_with(Durability::Soft, &Reducer::All).map_err(fail)?;
     for (k, v) in &answered {
         check(db.get(k).map_err(fail)?, v, "an answer after synchronization")?;
     }
@@ -242,14 +242,16 @@ fn batches_beside_a_writer_see_one_synchronization() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let options =
             SkipOptions::default().file(spec.clone()).step_unit(3).max_level(5).max_cached_records(4);
-        let db = Arc::new(SkipDbm::open(dir.path().join("casket.skip"), true, &options).expect("open"));
+        let db = Arc::new(
+            SkipDbm::open(dir.path().join("casket.skip"), Access::ReadWrite, &options).expect("open"),
+        );
         let keys: Vec<Vec<u8>> = (0..KEYS).map(key).collect();
         let write = |g: u64| {
             let values: Vec<Vec<u8>> = (0..KEYS).map(|n| format!("{g}:{n}").into_bytes()).collect();
             let pairs: Vec<(&[u8], &[u8])> =
                 keys.iter().zip(&values).map(|(k, v)| (&k[..], &v[..])).collect();
-            db.set_multi(&pairs, true).expect("set_multi");
-            db.synchronize(false).expect("synchronize");
+            db.set_multi(&pairs).expect("set_multi");
+            db.synchronize(Durability::Soft).expect("synchronize");
         };
         write(0);
         let published = AtomicU64::new(0);
@@ -317,9 +319,9 @@ fn a_damaged_file_fails_a_batch_as_single_lookups_fail() {
     let path = dir.path().join("casket.skip");
     let spec = FileSpec::parse("pos-para").unwrap();
     let options = SkipOptions::default().file(spec).step_unit(3).max_level(4).max_cached_records(4);
-    let db = SkipDbm::open(&path, true, &options).expect("create");
+    let db = SkipDbm::open(&path, Access::ReadWrite, &options).expect("create");
     for n in 0..600u16 {
-        db.set(&key(n * 2), &value(n, (n % 50) as u8), true).expect("set");
+        db.set(&key(n * 2), &value(n, (n % 50) as u8)).expect("set");
     }
     db.close().expect("close");
     let healthy = std::fs::read(&path).expect("read the file");
@@ -333,7 +335,7 @@ fn a_damaged_file_fails_a_batch_as_single_lookups_fail() {
             bytes[at] ^= 1 << rng.gen_range(0..8);
         }
         std::fs::write(&path, &bytes).expect("write the damaged file");
-        let Ok(db) = SkipDbm::open(&path, false, &options) else { continue };
+        let Ok(db) = SkipDbm::open(&path, Access::ReadOnly, &options) else { continue };
         let keys: Vec<Vec<u8>> = (0..48).map(|_| key(rng.gen_range(0..1300))).collect();
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         let single: Result<Vec<Option<Vec<u8>>>> = refs.iter().map(|k| db.get(k)).collect();
@@ -430,11 +432,11 @@ fn counted_skip(n: u16) -> (tempfile::TempDir, Arc<Counts>, SkipDbm) {
         .max_level(8)
         .max_cached_records(4)
         .wrap_file(Some(wrap));
-    let db = SkipDbm::open(dir.path().join("casket.skip"), true, &options).expect("create");
+    let db = SkipDbm::open(dir.path().join("casket.skip"), Access::ReadWrite, &options).expect("create");
     for n in 0..n {
-        db.set(&key(n), &value(n, 20), true).expect("set");
+        db.set(&key(n), &value(n, 20)).expect("set");
     }
-    db.synchronize(false).expect("synchronize");
+    db.synchronize(Durability::Soft).expect("synchronize");
     (dir, counts, db)
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use kuradb::dbm::hash::{HashDbm, HashOptions};
 use kuradb::dbm::skip::{SkipDbm, SkipOptions};
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Access, Cursor, Dbm};
 use kuradb::file::FileSpec;
 use kuradb::varint::leb128;
 use kuradb::{Error, ErrorKind};
@@ -53,16 +53,16 @@ fn options(spec: &FileSpec) -> SkipOptions {
 /// two records); answers its records in file order.
 fn build(path: &Path, options: &SkipOptions, n: usize) -> Records {
     let _ = std::fs::remove_file(path);
-    let db = SkipDbm::open(path, true, options).expect("create");
+    let db = SkipDbm::open(path, Access::ReadWrite, options).expect("create");
     let mut records = Records::new();
     for i in 0..n {
         let key = format!("key{i:04}").into_bytes();
         let value = format!("value {i} {}", "v".repeat(i % 30)).into_bytes();
-        db.set(&key, &value, true).expect("set");
+        db.set(&key, &value).expect("set");
         records.push((key.clone(), value));
         if i % 5 == 0 {
             let second = format!("second {i}").into_bytes();
-            db.set(&key, &second, true).expect("set");
+            db.set(&key, &second).expect("set");
             records.push((key, second));
         }
     }
@@ -114,7 +114,7 @@ fn read_through(
     writable: bool,
     written: &Records,
 ) -> kuradb::Result<Records> {
-    let db = SkipDbm::open(path, writable, options)?;
+    let db = SkipDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, options)?;
     let limit = written.len() + 10;
     for (key, _) in written {
         db.get(key)?;
@@ -136,12 +136,12 @@ fn read_through(
     }
     db.count()?;
     let mut each = 0;
-    db.process_each(false, &mut |_, _| {
+    db.process_each(Access::ReadOnly, &mut |_, _| {
         each += 1;
         kuradb::dbm::Action::Keep
     })?;
     if writable {
-        db.set(b"key0003", b"new", true)?;
+        db.set(b"key0003", b"new")?;
         db.close()?;
     }
     Ok(found)
@@ -172,12 +172,13 @@ fn an_empty_file_opened_read_only_is_refused() {
         let path = write(dir.path(), "empty.skip", b"");
         let o = options(&spec);
         let p = path.clone();
-        let r = guarded(name, move || SkipDbm::open(&p, false, &o).map(|_| ()));
+        let r = guarded(name, move || SkipDbm::open(&p, Access::ReadOnly, &o).map(|_| ()));
         let err = r.expect_err("an empty file opened read-only is no database");
         assert_clear(&err, name, &path);
         assert!(err.to_string().contains("empty"), "[{name}] the error says the file is empty: {err}");
         // A writer takes an empty file as a new database.
-        let db = SkipDbm::open(&path, true, &options(&spec)).expect("a writer creates the database");
+        let db =
+            SkipDbm::open(&path, Access::ReadWrite, &options(&spec)).expect("a writer creates the database");
         assert_eq!(db.count().expect("count"), 0);
         db.close().expect("close");
     }
@@ -221,17 +222,19 @@ fn a_hash_database_is_not_a_skip_database_and_the_reverse() {
         let dir = tempfile::tempdir().expect("tempdir");
         let hash_path = dir.path().join("hash.kh");
         let hash_options = HashOptions::default().file(spec.clone()).num_buckets(101);
-        let db = HashDbm::open(&hash_path, true, &hash_options).expect("create a hash database");
+        let db = HashDbm::open(&hash_path, Access::ReadWrite, &hash_options).expect("create a hash database");
         for i in 0..50 {
-            db.set(format!("{i}").as_bytes(), b"x", true).expect("set");
+            db.set(format!("{i}").as_bytes(), b"x").expect("set");
         }
         db.close().expect("close");
         let before = std::fs::read(&hash_path).expect("read");
         for writable in [false, true] {
             let what = format!("[{name}] a hash database opened as a skip one (writable {writable})");
             let (p, o) = (hash_path.clone(), options(&spec));
-            let err = guarded(&what, move || SkipDbm::open(&p, writable, &o).map(|_| ()))
-                .expect_err("a hash database opened as a skip database");
+            let err = guarded(&what, move || {
+                SkipDbm::open(&p, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o).map(|_| ())
+            })
+            .expect_err("a hash database opened as a skip database");
             assert_clear(&err, &what, &hash_path);
         }
         assert_eq!(
@@ -239,7 +242,7 @@ fn a_hash_database_is_not_a_skip_database_and_the_reverse() {
             before,
             "[{name}] the refused open changed the file"
         );
-        let db = HashDbm::open(&hash_path, false, &hash_options).expect("still a hash database");
+        let db = HashDbm::open(&hash_path, Access::ReadOnly, &hash_options).expect("still a hash database");
         assert_eq!(db.count().expect("count"), 50);
         db.close().expect("close");
 
@@ -249,8 +252,10 @@ fn a_hash_database_is_not_a_skip_database_and_the_reverse() {
         for writable in [false, true] {
             let what = format!("[{name}] a skip database opened as a hash one (writable {writable})");
             let (p, o) = (skip_path.clone(), hash_options.clone());
-            let err = guarded(&what, move || HashDbm::open(&p, writable, &o).map(|_| ()))
-                .expect_err("a skip database opened as a hash database");
+            let err = guarded(&what, move || {
+                HashDbm::open(&p, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o).map(|_| ())
+            })
+            .expect_err("a skip database opened as a hash database");
             assert!(err.to_string().contains("skip.ks"), "{what}: the error names the file: {err}");
         }
         assert_eq!(
@@ -275,8 +280,11 @@ fn a_file_of_the_reference_implementation_is_named_as_such() {
             for writable in [false, true] {
                 let what = format!("[{name}] a reference skip file of {len} bytes (writable {writable})");
                 let (p, o) = (path.clone(), options(&spec));
-                let err = guarded(&what, move || SkipDbm::open(&p, writable, &o).map(|_| ()))
-                    .expect_err("a reference file opened");
+                let err = guarded(&what, move || {
+                    SkipDbm::open(&p, if writable { Access::ReadWrite } else { Access::ReadOnly }, &o)
+                        .map(|_| ())
+                })
+                .expect_err("a reference file opened");
                 assert_clear(&err, &what, &path);
                 assert!(
                     err.to_string().contains("reference"),
@@ -295,7 +303,7 @@ fn a_file_of_the_reference_implementation_is_named_as_such() {
 /// Restores `src` into a new database and answers its records in order.
 fn restore(src: &Path, dest: &Path, options: &SkipOptions) -> kuradb::Result<Records> {
     let kept = SkipDbm::restore(src, dest, options)?;
-    let db = SkipDbm::open(dest, false, options)?;
+    let db = SkipDbm::open(dest, Access::ReadOnly, options)?;
     let records: Records = db.range::<&[u8]>(..)?.collect::<kuradb::Result<_>>()?;
     assert_eq!(kept, records.len() as u64, "restore answers the number of records it kept");
     Ok(records)

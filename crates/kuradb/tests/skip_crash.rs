@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use common::child::last_synced;
 use common::crash::{self, Crash, Stats};
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FaultControl, FaultFile, FaultKind, FileSpec, FileWrapper};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -52,7 +52,7 @@ fn reduce(model: &mut Model, reducer: &Reducer) {
 /// Every record of `db`, by a walk of one snapshot.
 fn records(db: &SkipDbm) -> kuradb::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut out = Vec::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         out.push((k.to_vec(), v.to_vec()));
         kuradb::dbm::Action::Keep
     })?;
@@ -178,24 +178,24 @@ impl Crash for SkipCrash {
     }
 
     fn open(&self, path: &Path, writable: bool) -> kuradb::Result<SkipDbm> {
-        SkipDbm::open(path, writable, &self.options)
+        SkipDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &self.options)
     }
 
     fn reopen(&self, path: &Path) -> kuradb::Result<SkipDbm> {
-        SkipDbm::open(path, false, &self.options)
+        SkipDbm::open(path, Access::ReadOnly, &self.options)
     }
 
     fn write(&self, db: &SkipDbm, seed: u64, batch: u64) {
         for (key, value) in plan(seed, batch) {
             match value {
-                Some(v) => db.set(&key, &v, true).expect("set"),
+                Some(v) => db.set(&key, &v).expect("set"),
                 None => drop(db.remove(&key).expect("remove")),
             }
         }
     }
 
     fn synchronize(&self, db: &SkipDbm) {
-        db.synchronize(self.hard).expect("synchronize");
+        db.synchronize(if self.hard { Durability::Hard } else { Durability::Soft }).expect("synchronize");
     }
 
     fn empty(&self) -> Model {
@@ -251,7 +251,7 @@ impl Crash for SkipCrash {
     /// The writes show only once the close builds the file.
     fn write_after(&self, db: &SkipDbm, mut state: Model, kill: usize) -> Result<Model, String> {
         let marker = format!("marker{kill}").into_bytes();
-        db.set(&marker, b"still working", true).map_err(|e| format!("set after the kill: {e}"))?;
+        db.set(&marker, b"still working").map_err(|e| format!("set after the kill: {e}"))?;
         db.remove(b"key00000").map_err(|e| format!("remove after the kill: {e}"))?;
         state.insert(marker, vec![b"still working".to_vec()]);
         state.remove(&b"key00000"[..]);
@@ -405,7 +405,7 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
         .max_level(5)
         .max_cached_records(4)
         .wrap_file(Some(power.wrapper()));
-    let db = SkipDbm::open(&path, true, &options).expect("open");
+    let db = SkipDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let (mut live, mut pending) = (Model::new(), Vec::<Step>::new());
     let mut allowed = vec![Model::new()];
     for (step, op) in ops.iter().enumerate() {
@@ -413,7 +413,7 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
             Op::Set(k, n) => {
                 let (key, mut value) = (format!("k{k:03}").into_bytes(), format!("{step}:").into_bytes());
                 value.resize(value.len() + usize::from(n), b'v');
-                db.set(&key, &value, true).expect("set");
+                db.set(&key, &value).expect("set");
                 pending.push((key, Some(value)));
             }
             Op::Remove(k) => {
@@ -423,7 +423,7 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
             }
             Op::SoftSync | Op::HardSync => {
                 let hard = matches!(op, Op::HardSync);
-                db.synchronize(hard).expect("synchronize");
+                db.synchronize(if hard { Durability::Hard } else { Durability::Soft }).expect("synchronize");
                 apply(&mut live, &std::mem::take(&mut pending), &Reducer::All);
                 if hard {
                     allowed.clear();
@@ -436,8 +436,8 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
     drop(db);
     power.release();
     let plain = options.wrap_file(None);
-    let db =
-        SkipDbm::open(&path, true, &plain).unwrap_or_else(|e| panic!("{what}: reopen after the cut: {e}"));
+    let db = SkipDbm::open(&path, Access::ReadWrite, &plain)
+        .unwrap_or_else(|e| panic!("{what}: reopen after the cut: {e}"));
     let found = records(&db).unwrap_or_else(|e| panic!("{what}: walk after the cut: {e}"));
     assert!(
         allowed.iter().any(|m| flat(m) == found),
@@ -445,7 +445,7 @@ fn power_cut(spec: &FileSpec, ops: &[Op], what: &str) -> bool {
         difference(&found, &flat(&allowed[0]))
     );
     assert!(leftovers(dir.path()).is_empty(), "{what}: leftovers after the writer's open");
-    db.set(b"after", b"works", true).expect("the database takes writes after the cut");
+    db.set(b"after", b"works").expect("the database takes writes after the cut");
     db.close().expect("close");
     allowed.last().is_some_and(|m| flat(m) == found)
 }
@@ -509,14 +509,14 @@ fn a_failed_build_then_a_power_cut_keeps_the_synchronized_state() {
             let path = dir.path().join("cut.skip");
             let power = Power::default();
             let options = SkipOptions::default().file(spec.clone()).wrap_file(Some(power.wrapper()));
-            let db = SkipDbm::open(&path, true, &options).expect("open");
+            let db = SkipDbm::open(&path, Access::ReadWrite, &options).expect("open");
             let (mut before, mut after) = (Vec::new(), Vec::new());
             for i in 0..300 {
                 let key = format!("{i:04}").into_bytes();
-                db.set(&key, b"first", true).expect("set");
+                db.set(&key, b"first").expect("set");
                 before.push((key, b"first".to_vec()));
             }
-            db.synchronize(true).expect("hard sync");
+            db.synchronize(Durability::Hard).expect("hard sync");
             for i in 0..300 {
                 let key = format!("{i:04}").into_bytes();
                 if i % 3 == 0 {
@@ -525,12 +525,12 @@ fn a_failed_build_then_a_power_cut_keeps_the_synchronized_state() {
                     after.push((key.clone(), b"first".to_vec()));
                 }
                 if i % 2 == 0 {
-                    db.set(&key, b"second", true).expect("set");
+                    db.set(&key, b"second").expect("set");
                     after.push((key, b"second".to_vec()));
                 }
             }
             *power.arm_next.lock().expect("arm") = Some(k);
-            let failed = db.synchronize(true).is_err();
+            let failed = db.synchronize(Durability::Hard).is_err();
             // A fault not yet due would hit the built file's reads below.
             power.heal();
             let expected = if failed { &before } else { &after };
@@ -548,7 +548,8 @@ fn a_failed_build_then_a_power_cut_keeps_the_synchronized_state() {
             drop(db);
             power.release();
             let plain = options.wrap_file(None);
-            let db = SkipDbm::open(&path, true, &plain).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
+            let db = SkipDbm::open(&path, Access::ReadWrite, &plain)
+                .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
             assert_eq!(&records(&db).expect("walk"), expected, "{what}: after the cut (failed {failed})");
             db.close().expect("close");
             if completed {
@@ -566,24 +567,24 @@ fn a_failed_build_is_retried_by_the_next_synchronization() {
     let path = dir.path().join("retry.skip");
     let power = Power::default();
     let options = SkipOptions::default().wrap_file(Some(power.wrapper())).sort_mem_size(1024);
-    let db = SkipDbm::open(&path, true, &options).expect("open");
+    let db = SkipDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let mut model = Model::new();
     for round in 0..5u64 {
         let steps = plan(round, round).into_iter().take(200).collect::<Vec<_>>();
         for (key, value) in &steps {
             match value {
-                Some(v) => db.set(key, v, true).expect("set"),
+                Some(v) => db.set(key, v).expect("set"),
                 None => drop(db.remove(key).expect("remove")),
             }
         }
         *power.arm_next.lock().expect("arm") = Some(1 + round % 3);
-        assert!(db.synchronize(true).is_err(), "round {round}: the armed build failed");
-        db.synchronize(true).expect("the retry");
+        assert!(db.synchronize(Durability::Hard).is_err(), "round {round}: the armed build failed");
+        db.synchronize(Durability::Hard).expect("the retry");
         apply(&mut model, &steps, &Reducer::All);
         assert!(records(&db).expect("walk") == flat(&model), "round {round}: the retried build's state");
     }
     db.close().expect("close");
     power.release();
-    let db = SkipDbm::open(&path, false, &SkipOptions::default()).expect("reopen");
+    let db = SkipDbm::open(&path, Access::ReadOnly, &SkipOptions::default()).expect("reopen");
     assert!(records(&db).expect("walk") == flat(&model), "after reopening");
 }

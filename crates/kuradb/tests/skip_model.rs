@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-use kuradb::dbm::{Action, Cursor, Dbm};
+use kuradb::dbm::{Access, Action, Cursor, Dbm, Durability, Edge};
 use kuradb::file::FileSpec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -177,7 +177,7 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.skip");
     let opts = options(case);
-    let mut db = Some(SkipDbm::open(&path, true, &opts).unwrap());
+    let mut db = Some(SkipDbm::open(&path, Access::ReadWrite, &opts).unwrap());
     let mut model = Model::default();
     // The cursor's place in the model's flat list (len = past the end).
     let mut at: Option<usize> = None;
@@ -188,11 +188,11 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
         let d = db.as_ref().unwrap();
         match op {
             Op::Set(k, n, l) => {
-                d.set(&key(*k), &value(*n, *l), true).unwrap();
+                d.set(&key(*k), &value(*n, *l)).unwrap();
                 model.pending.push((key(*k), Some(value(*n, *l))));
             }
             Op::SetNew(k, n) => {
-                let result = d.set(&key(*k), &value(*n, 3), false);
+                let result = d.insert(&key(*k), &value(*n, 3));
                 if model.first(&key(*k)).is_some() {
                     prop_assert!(result.is_err(), "step {step}: set without overwrite of an existing key");
                 } else {
@@ -208,7 +208,7 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Replace(k, n) => {
                 let v = value(*n, 5);
                 let mut seen = None;
-                d.process(&key(*k), true, &mut |old| {
+                d.process(&key(*k), Access::ReadWrite, &mut |old| {
                     seen = old.map(<[u8]>::to_vec);
                     Action::set(&v)
                 })
@@ -219,7 +219,7 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::SetMulti(a, b, n) => {
                 let (ka, kb, v) = (key(*a), key(*b), value(*n, 2));
-                d.set_multi(&[(&ka, &v), (&kb, &v)], true).unwrap();
+                d.set_multi(&[(&ka, &v), (&kb, &v)]).unwrap();
                 for k in [ka, kb] {
                     model.pending.push((k.clone(), None));
                     model.pending.push((k, Some(v.clone())));
@@ -228,10 +228,10 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Sync(r) => {
                 let r = reducer(*r);
                 if r == Reducer::All {
-                    d.synchronize(false).unwrap();
+                    d.synchronize(Durability::Soft).unwrap();
                     model.sync(&Reducer::All, false);
                 } else {
-                    d.synchronize_with(false, &r).unwrap();
+                    d.synchronize_with(Durability::Soft, &r).unwrap();
                     model.sync(&r, true);
                 }
                 generation += 1;
@@ -241,7 +241,7 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
                 at = None;
                 db.take().unwrap().close().unwrap();
                 model.sync(&Reducer::All, false);
-                db = Some(SkipDbm::open(&path, true, &opts).unwrap());
+                db = Some(SkipDbm::open(&path, Access::ReadWrite, &opts).unwrap());
                 generation += 1;
             }
             Op::Clear => {
@@ -325,11 +325,11 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
                         upper(&key(*k), true)
                     }
                     CursorOp::JumpLower(k, i) => {
-                        cur.jump_lower(&key(*k), *i).unwrap();
+                        cur.jump_lower(&key(*k), if *i { Edge::Inclusive } else { Edge::Exclusive }).unwrap();
                         lower(&key(*k), *i)
                     }
                     CursorOp::JumpUpper(k, i) => {
-                        cur.jump_upper(&key(*k), *i).unwrap();
+                        cur.jump_upper(&key(*k), if *i { Edge::Inclusive } else { Edge::Exclusive }).unwrap();
                         upper(&key(*k), *i)
                     }
                     CursorOp::Next => {
@@ -360,9 +360,9 @@ fn check(case: &Case, ops: &[Op]) -> Result<(), TestCaseError> {
     let d = db.take().unwrap();
     d.close().unwrap();
     model.sync(&Reducer::All, false);
-    let d = SkipDbm::open(&path, false, &opts).unwrap();
+    let d = SkipDbm::open(&path, Access::ReadOnly, &opts).unwrap();
     let mut all = Vec::new();
-    d.process_each(false, &mut |k, v| {
+    d.process_each(Access::ReadOnly, &mut |k, v| {
         all.push((k.to_vec(), v.to_vec()));
         Action::Keep
     })

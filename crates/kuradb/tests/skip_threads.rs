@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 
 use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-use kuradb::dbm::{Action, Cursor, Dbm};
+use kuradb::dbm::{Access, Action, Cursor, Dbm, Durability};
 use kuradb::file::FileSpec;
 
 fn specs() -> Vec<(&'static str, FileSpec)> {
@@ -67,13 +67,13 @@ fn readers_see_whole_synchronized_states_during_builds() {
             .step_unit(3)
             .max_level(6)
             .max_cached_records(8);
-        let db = SkipDbm::open(dir.path().join("threads.skip"), true, &options).expect("open");
+        let db = SkipDbm::open(dir.path().join("threads.skip"), Access::ReadWrite, &options).expect("open");
         let write_batch = |batch: u64| {
             for i in 0..PER_BATCH {
-                db.set(&batch_key(batch, i), &batch_key(batch, i), true).expect("set");
+                db.set(&batch_key(batch, i), &batch_key(batch, i)).expect("set");
             }
-            db.set(COUNTER, batch.to_string().as_bytes(), true).expect("set the counter");
-            db.synchronize(false).expect("synchronize");
+            db.set(COUNTER, batch.to_string().as_bytes()).expect("set the counter");
+            db.synchronize(Durability::Soft).expect("synchronize");
         };
         write_batch(0);
         let done = AtomicBool::new(false);
@@ -93,7 +93,7 @@ fn readers_see_whole_synchronized_states_during_builds() {
                 let mut rounds = 0;
                 while !done.load(Ordering::SeqCst) || rounds < 3 {
                     let mut records = Vec::new();
-                    db.process_each(false, &mut |k, v| {
+                    db.process_each(Access::ReadOnly, &mut |k, v| {
                         records.push((k.to_vec(), v.to_vec()));
                         Action::Keep
                     })
@@ -187,7 +187,7 @@ fn concurrent_writers_end_in_the_state_their_updates_determine() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("writers.skip");
         let options = SkipOptions::default().file(spec).sort_mem_size(4096).step_unit(4);
-        let db = SkipDbm::open(&path, true, &options).expect("open");
+        let db = SkipDbm::open(&path, Access::ReadWrite, &options).expect("open");
         let start = Barrier::new(WRITERS);
         std::thread::scope(|s| {
             for t in 0..WRITERS {
@@ -196,24 +196,24 @@ fn concurrent_writers_end_in_the_state_their_updates_determine() {
                     start.wait();
                     for i in 0..OWN_KEYS {
                         let key = format!("own{t}-{i:04}").into_bytes();
-                        db.set(&key, b"first", true).expect("set");
+                        db.set(&key, b"first").expect("set");
                         if i % 4 == 0 {
                             db.remove(&key).expect("remove");
                         }
                         if i % 8 == 0 {
-                            db.set(&key, b"again", true).expect("set");
+                            db.set(&key, b"again").expect("set");
                         }
                         let shared = format!("shared{:02}", (i + t) % SHARED_KEYS).into_bytes();
-                        db.set(&shared, format!("t{t}-{i:04}").as_bytes(), true).expect("set shared");
+                        db.set(&shared, format!("t{t}-{i:04}").as_bytes()).expect("set shared");
                         if i % 50 == 49 {
-                            db.synchronize(false).expect("synchronize");
+                            db.synchronize(Durability::Soft).expect("synchronize");
                         }
                     }
                 });
             }
         });
         db.close().expect("close");
-        let db = SkipDbm::open(&path, false, &options).expect("reopen");
+        let db = SkipDbm::open(&path, Access::ReadOnly, &options).expect("reopen");
         let records: Vec<(Vec<u8>, Vec<u8>)> =
             db.range::<&[u8]>(..).expect("range").map(|r| r.expect("record")).collect();
         let mut own = BTreeMap::new();
@@ -268,17 +268,17 @@ fn a_cursor_held_across_synchronizations_finds_its_key_again() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let options = SkipOptions::default().file(spec).step_unit(2).max_level(5).max_cached_records(2);
-        let db = SkipDbm::open(dir.path().join("cursor.skip"), true, &options).expect("open");
+        let db = SkipDbm::open(dir.path().join("cursor.skip"), Access::ReadWrite, &options).expect("open");
         let key = |n: u32| format!("{n:05}").into_bytes();
         let mut model: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
         for n in (0..1000).step_by(10) {
-            db.set(&key(n), b"a", true).expect("set");
+            db.set(&key(n), b"a").expect("set");
             model.entry(key(n)).or_default().push(b"a".to_vec());
         }
         // Two records of the cursor's key: it stands on the second.
-        db.set(&key(500), b"b", true).expect("set");
+        db.set(&key(500), b"b").expect("set");
         model.entry(key(500)).or_default().push(b"b".to_vec());
-        db.synchronize(false).expect("synchronize");
+        db.synchronize(Durability::Soft).expect("synchronize");
         let mut cursor = db.cursor();
         cursor.jump(&key(500)).expect("jump");
         cursor.next().expect("next");
@@ -290,7 +290,7 @@ fn a_cursor_held_across_synchronizations_finds_its_key_again() {
             let at = cursor.get().expect("get").expect("a record").0;
             // Records on both sides, and the neighbours go.
             for n in [round * 7 + 1, 999 - round, 501 + round, 499 - round] {
-                db.set(&key(n), format!("r{round}").as_bytes(), true).expect("set");
+                db.set(&key(n), format!("r{round}").as_bytes()).expect("set");
                 model.entry(key(n)).or_default().push(format!("r{round}").into_bytes());
             }
             let neighbours: Vec<Vec<u8>> =
@@ -304,7 +304,7 @@ fn a_cursor_held_across_synchronizations_finds_its_key_again() {
                 db.remove(&at).expect("remove");
                 model.remove(&at);
             }
-            db.synchronize(false).expect("synchronize");
+            db.synchronize(Durability::Soft).expect("synchronize");
             let records = flat(&model);
             let expect_at = records.iter().position(|(k, _)| *k >= at).expect("a record after");
             let what = format!("[{name}] round {round} at {}", String::from_utf8_lossy(&at));

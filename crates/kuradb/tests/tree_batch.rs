@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use common::hash::{show, Model};
 use kuradb::caching::ThreadCacheCounts;
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -103,11 +103,11 @@ fn run_case(spec: &FileSpec, case: &Case) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kt");
     let options = common::tree::options(spec, cmp, 256, 4, case.max_cached_pages, 31);
-    let open = || TreeDbm::open(&path, true, &options).unwrap();
+    let open = || TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
     let mut db = open();
     let mut model = Model::new();
     for &(n, v) in &case.records {
-        db.set(&key(cmp, n), &value(v, n), true).unwrap();
+        db.set(&key(cmp, n), &value(v, n)).unwrap();
         model.insert(key(cmp, n), value(v, n));
     }
     for step in &case.steps {
@@ -130,7 +130,7 @@ fn run_case(spec: &FileSpec, case: &Case) -> Result<(), TestCaseError> {
                     ns.iter().map(|&n| (key(cmp, n), value(*v, n))).collect();
                 let refs: Vec<(&[u8], &[u8])> =
                     pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-                db.set_multi(&refs, true).unwrap();
+                db.set_multi(&refs).unwrap();
                 model.extend(pairs);
             }
             Step::Remove(ns) => {
@@ -179,12 +179,12 @@ fn cold_leaves_load_in_one_multi_key_read() {
     let path = dir.path().join("casket.kt");
     for max_cached_pages in [1000, 8] {
         let options = TreeOptions::default().max_page_size(1024).max_cached_pages(max_cached_pages);
-        let db = TreeDbm::open(&path, true, &options).unwrap();
+        let db = TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
         for i in 0..400u32 {
-            db.set(format!("{i:05}").as_bytes(), &[b'v'; 100], true).unwrap();
+            db.set(format!("{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
         }
         db.close().unwrap();
-        let db = TreeDbm::open(&path, false, &options).unwrap();
+        let db = TreeDbm::open(&path, Access::ReadOnly, &options).unwrap();
         assert_eq!(inspected(&db, "tree_level"), 2);
         // The root, and one leaf: the batch then needs no inner node.
         assert!(db.get(b"00000").unwrap().is_some());
@@ -233,11 +233,11 @@ fn batches_with_a_concurrent_writer() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().unwrap();
         let options = common::tree::options(&spec, KeyComparator::Lexical, 256, 4, 6, 31);
-        let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+        let db = TreeDbm::open(dir.path().join("casket.kt"), Access::ReadWrite, &options).unwrap();
         let stable = |i: u32| format!("s{i:04}").into_bytes();
         let pair = |i: u32, half: u8| format!("p{i:03}{}", half as char).into_bytes();
         for i in 0..300 {
-            db.set(&stable(i), &stable(i), true).unwrap();
+            db.set(&stable(i), &stable(i)).unwrap();
         }
         let done = AtomicBool::new(false);
         let model = std::thread::scope(|s| {
@@ -254,7 +254,7 @@ fn batches_with_a_concurrent_writer() {
                         }
                     } else {
                         let v = format!("{round:08}{}", "x".repeat(round as usize % 30)).into_bytes();
-                        db.set_multi(&[(&pair(i, b'a'), &v), (&pair(i, b'b'), &v)], true).unwrap();
+                        db.set_multi(&[(&pair(i, b'a'), &v), (&pair(i, b'b'), &v)]).unwrap();
                         model.insert(i, round);
                     }
                 }
@@ -310,18 +310,18 @@ fn a_failed_write_back_in_a_batch_loses_nothing_synchronized() {
     let controls = common::power_cut::Controls::default();
     let mut options = TreeOptions::default().max_page_size(256).max_cached_pages(8);
     options.hash.wrap_file = Some(controls.wrapper());
-    let db = TreeDbm::open(&path, true, &options).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
     let key = |i: u32| format!("{i:04}").into_bytes();
     let mut synchronized = Model::new();
     for round in 0..2u8 {
         for i in 0..300 {
-            db.set(&key(i), &[b'a' + round; 20], true).unwrap();
+            db.set(&key(i), &[b'a' + round; 20]).unwrap();
             if round == 0 {
                 synchronized.insert(key(i), vec![b'a'; 20]);
             }
         }
         if round == 0 {
-            db.synchronize(true).unwrap();
+            db.synchronize(Durability::Hard).unwrap();
         }
     }
     // The last leaves changed are cached and changed: evicting them writes.
@@ -333,7 +333,7 @@ fn a_failed_write_back_in_a_batch_loses_nothing_synchronized() {
     assert!(failed.to_string().contains("casket.kt"), "{failed}");
     control.heal();
     drop(db);
-    let db = TreeDbm::open(&path, false, &TreeOptions::default()).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadOnly, &TreeOptions::default()).unwrap();
     // Every record synchronized is there, as synchronized or as changed
     // since (written back before the failure; lone lookups leave the same).
     let records = common::hash::records(&db).unwrap();
@@ -354,10 +354,10 @@ fn a_failed_write_back_in_a_batch_loses_nothing_synchronized() {
 fn read_batches_of_many_threads_run_together() {
     let dir = tempfile::tempdir().unwrap();
     let options = TreeOptions::default().max_page_size(256).max_cached_pages(64);
-    let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+    let db = TreeDbm::open(dir.path().join("casket.kt"), Access::ReadWrite, &options).unwrap();
     let key = |i: u32| format!("{i:04}").into_bytes();
     for i in 0..400 {
-        db.set(&key(i), &[b'v'; 20], true).unwrap();
+        db.set(&key(i), &[b'v'; 20]).unwrap();
     }
     assert!(inspected(&db, "tree_level") >= 2, "the keys fill several leaves");
     let (inside_tx, inside_rx) = std::sync::mpsc::channel();
@@ -367,7 +367,7 @@ fn read_batches_of_many_threads_run_together() {
         s.spawn(move || {
             let (first, second) = (key(0), key(1));
             let mut waited = None;
-            db.process_multi(&[&first, &second], false, &mut |i, _, value| {
+            db.process_multi(&[&first, &second], Access::ReadOnly, &mut |i, _, value| {
                 assert!(value.is_some());
                 if i == 0 {
                     inside_tx.send(()).unwrap();
@@ -382,7 +382,7 @@ fn read_batches_of_many_threads_run_together() {
         let (far, farther) = (key(390), key(399));
         assert_eq!(db.get_multi(&[&far, &farther]).unwrap(), vec![Some(vec![b'v'; 20]); 2]);
         assert!(db.get(&key(200)).unwrap().is_some());
-        db.set(&far, &[b'w'; 20], true).unwrap();
+        db.set(&far, &[b'w'; 20]).unwrap();
         others_tx.send(()).unwrap();
     });
     assert_eq!(db.get(&key(390)).unwrap(), Some(vec![b'w'; 20]));
@@ -401,13 +401,13 @@ fn shared_batches_with_lone_changes_that_reshape_the_tree() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().unwrap();
         let options = common::tree::options(&spec, KeyComparator::Lexical, 256, 4, 48, 31);
-        let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+        let db = TreeDbm::open(dir.path().join("casket.kt"), Access::ReadWrite, &options).unwrap();
         let stable = |i: u32| format!("s{i:04}").into_bytes();
         let lone = |i: u32| format!("l{i:04}").into_bytes();
         let pair = |i: u32, half: u8| format!("p{i:03}{}", half as char).into_bytes();
         let lone_value = |i: u32, round: u32| format!("{i:04}:{round:06}{}", "y".repeat(round as usize % 40));
         for i in 0..200 {
-            db.set(&stable(i), &stable(i), true).unwrap();
+            db.set(&stable(i), &stable(i)).unwrap();
         }
         let rounds = if spec.direct { 300 } else { 3000u32 };
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -423,7 +423,7 @@ fn shared_batches_with_lone_changes_that_reshape_the_tree() {
                         db.remove(&lone(i)).ok();
                         model.remove(&i);
                     } else {
-                        db.set(&lone(i), lone_value(i, round).as_bytes(), true).unwrap();
+                        db.set(&lone(i), lone_value(i, round).as_bytes()).unwrap();
                         model.insert(i, round);
                     }
                 }
@@ -436,7 +436,7 @@ fn shared_batches_with_lone_changes_that_reshape_the_tree() {
                 for round in 0..rounds / 4 {
                     let i = rng.gen_range(0..50);
                     let v = format!("{round:08}").into_bytes();
-                    db.set_multi(&[(&pair(i, b'a'), &v), (&pair(i, b'b'), &v)], true).unwrap();
+                    db.set_multi(&[(&pair(i, b'a'), &v), (&pair(i, b'b'), &v)]).unwrap();
                     model.insert(i, round);
                 }
                 writers_done.fetch_add(1, Ordering::AcqRel);

@@ -13,7 +13,7 @@ use common::hash::{self as h, Model};
 use common::tree as t;
 use kuradb::dbm::hash::HashDbm;
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Access, Cursor, Dbm};
 use kuradb::file::FileSpec;
 use kuradb::ErrorKind;
 use rand::rngs::SmallRng;
@@ -33,12 +33,12 @@ fn options(spec: &FileSpec) -> TreeOptions {
 /// Builds and closes a tree of `n` records (some removed) at `path`.
 fn build(path: &Path, options: &TreeOptions, n: usize) -> Model {
     let _ = std::fs::remove_file(path);
-    let db = TreeDbm::open(path, true, options).expect("create");
+    let db = TreeDbm::open(path, Access::ReadWrite, options).expect("create");
     let mut model = Model::new();
     for i in 0..n {
         let (k, v) =
             (format!("key{i:04}").into_bytes(), format!("value {i} {}", "v".repeat(i % 40)).into_bytes());
-        db.set(&k, &v, true).expect("set");
+        db.set(&k, &v).expect("set");
         model.insert(k, v);
     }
     for i in (0..n).step_by(7) {
@@ -53,7 +53,7 @@ fn build(path: &Path, options: &TreeOptions, n: usize) -> Model {
 /// Opens `path` as a tree and reads everything every way; answers whether
 /// it all worked. Errors are fine; a panic is not (the caller catches it).
 fn read_through(path: &Path, options: &TreeOptions, writable: bool) -> kuradb::Result<Model> {
-    let db = TreeDbm::open(path, writable, options)?;
+    let db = TreeDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, options)?;
     let mut found = Model::new();
     for r in db.range::<&[u8]>(..)? {
         let (k, v) = r?;
@@ -70,9 +70,9 @@ fn read_through(path: &Path, options: &TreeOptions, writable: bool) -> kuradb::R
         db.get(k)?;
     }
     db.count()?;
-    db.process_each(false, &mut |_, _| kuradb::dbm::Action::Keep)?;
+    db.process_each(Access::ReadOnly, &mut |_, _| kuradb::dbm::Action::Keep)?;
     if writable {
-        db.set(b"key0003", b"new", true)?;
+        db.set(b"key0003", b"new")?;
         db.remove(b"key0010")?;
     }
     db.close()?;
@@ -96,7 +96,7 @@ fn an_empty_file_opened_read_only_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("empty.kt");
         std::fs::write(&path, b"").expect("write");
-        let r = no_panic(name, || TreeDbm::open(&path, false, &options(&spec)).map(|_| ()));
+        let r = no_panic(name, || TreeDbm::open(&path, Access::ReadOnly, &options(&spec)).map(|_| ()));
         let err = r.expect_err("an empty file opened read-only is no database");
         assert!(!err.to_string().is_empty(), "[{name}] the error says something");
     }
@@ -130,14 +130,22 @@ fn a_hash_database_is_not_a_tree_and_a_tree_is_not_a_hash_database() {
     for (name, spec) in specs() {
         let dir = tempfile::tempdir().expect("tempdir");
         let hash_path = dir.path().join("hash.kh");
-        let db = HashDbm::open(&hash_path, true, &h::options(&spec)).expect("create a hash database");
+        let db =
+            HashDbm::open(&hash_path, Access::ReadWrite, &h::options(&spec)).expect("create a hash database");
         for i in 0..50 {
-            db.set(format!("{i}").as_bytes(), b"x", true).expect("set");
+            db.set(format!("{i}").as_bytes(), b"x").expect("set");
         }
         db.close().expect("close");
         let before = std::fs::read(&hash_path).expect("read");
         for writable in [false, true] {
-            let r = no_panic(name, || TreeDbm::open(&hash_path, writable, &options(&spec)).map(|_| ()));
+            let r = no_panic(name, || {
+                TreeDbm::open(
+                    &hash_path,
+                    if writable { Access::ReadWrite } else { Access::ReadOnly },
+                    &options(&spec),
+                )
+                .map(|_| ())
+            });
             let err = r.expect_err("a hash database opened as a tree");
             assert!(err.to_string().contains("hash.kh"), "[{name}] the error names the file: {err}");
         }
@@ -147,7 +155,8 @@ fn a_hash_database_is_not_a_tree_and_a_tree_is_not_a_hash_database() {
             "[{name}] the refused open changed the file"
         );
         // And the hash database still opens as one.
-        let db = HashDbm::open(&hash_path, false, &h::options(&spec)).expect("reopen as a hash database");
+        let db = HashDbm::open(&hash_path, Access::ReadOnly, &h::options(&spec))
+            .expect("reopen as a hash database");
         assert_eq!(db.count().expect("count"), 50);
         db.close().expect("close");
 
@@ -155,7 +164,14 @@ fn a_hash_database_is_not_a_tree_and_a_tree_is_not_a_hash_database() {
         build(&tree_path, &options(&spec), 100);
         let before = std::fs::read(&tree_path).expect("read");
         for writable in [false, true] {
-            let r = no_panic(name, || HashDbm::open(&tree_path, writable, &h::options(&spec)).map(|_| ()));
+            let r = no_panic(name, || {
+                HashDbm::open(
+                    &tree_path,
+                    if writable { Access::ReadWrite } else { Access::ReadOnly },
+                    &h::options(&spec),
+                )
+                .map(|_| ())
+            });
             let err = r.expect_err("a tree database opened as a hash database");
             assert!(err.to_string().contains("tree.kt"), "[{name}] the error names the file: {err}");
         }
@@ -246,7 +262,7 @@ fn impossible_tuning_is_refused() {
     for o in
         [options(spec).max_page_size(10), options(spec).max_branches(2), options(spec).max_cached_pages(0)]
     {
-        let r = TreeDbm::open(dir.path().join("x.kt"), true, &o);
+        let r = TreeDbm::open(dir.path().join("x.kt"), Access::ReadWrite, &o);
         assert_eq!(r.map(|_| ()).map_err(|e| e.kind()), Err(ErrorKind::InvalidArgument));
     }
 }

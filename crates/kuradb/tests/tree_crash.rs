@@ -22,7 +22,7 @@ use common::hash::{self as h, show, Model};
 use common::power_cut::{self as cut, Controls};
 use common::tree as t;
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FileKind, FileSpec};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -77,14 +77,14 @@ fn power_cut(
     let controls = Controls::default();
     let mut options = t::options(spec, cmp, tuning.0, tuning.1, tuning.2, 7);
     options.hash.wrap_file = Some(controls.wrapper());
-    let db = TreeDbm::open(&path, true, &options).expect("open");
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let mut live = Model::new();
     let mut synced = live.clone();
     for (step, op) in ops.iter().enumerate() {
         match *op {
             Op::Set(k, n) => {
                 let v = pvalue(k, n, step);
-                db.set(&pkey(k, cmp), &v, true).expect("set");
+                db.set(&pkey(k, cmp), &v).expect("set");
                 live.insert(pkey(k, cmp), v);
             }
             Op::Remove(k) => {
@@ -92,10 +92,10 @@ fn power_cut(
                 live.remove(&pkey(k, cmp));
             }
             Op::HardSync => {
-                db.synchronize(true).expect("hard sync");
+                db.synchronize(Durability::Hard).expect("hard sync");
                 synced = live.clone();
             }
-            Op::SoftSync => db.synchronize(false).expect("soft sync"),
+            Op::SoftSync => db.synchronize(Durability::Soft).expect("soft sync"),
             Op::Clear => {
                 db.clear().expect("clear");
                 live.clear();
@@ -110,14 +110,14 @@ fn power_cut(
     controls.last_at(&path).power_cut().expect("power cut");
     drop(db);
     let plain = cut::plain_tree(options);
-    let db = TreeDbm::open(&path, true, &plain)
+    let db = TreeDbm::open(&path, Access::ReadWrite, &plain)
         .map_err(|e| TestCaseError::fail(format!("[{spec} {}] reopen after the cut: {e}", cmp.name())))?;
     t::compare(&db, &synced, cmp)
         .map_err(|e| TestCaseError::fail(format!("[{spec} {}] after {} ops: {e}", cmp.name(), ops.len())))?;
-    db.set(&pkey(1, cmp), b"after", true).expect("the restored tree takes writes");
+    db.set(&pkey(1, cmp), b"after").expect("the restored tree takes writes");
     synced.insert(pkey(1, cmp), b"after".to_vec());
     db.close().expect("close");
-    let db = TreeDbm::open(&path, false, &plain).expect("reopen");
+    let db = TreeDbm::open(&path, Access::ReadOnly, &plain).expect("reopen");
     t::compare(&db, &synced, cmp).map_err(|e| TestCaseError::fail(format!("[{spec}] reopened: {e}")))?;
     Ok(())
 }
@@ -248,17 +248,17 @@ impl Crash for TreeCrash {
     }
 
     fn open(&self, path: &Path, writable: bool) -> kuradb::Result<TreeDbm> {
-        TreeDbm::open(path, writable, &self.options)
+        TreeDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &self.options)
     }
 
     fn reopen(&self, path: &Path) -> kuradb::Result<TreeDbm> {
-        TreeDbm::open(path, false, &self.options)
+        TreeDbm::open(path, Access::ReadOnly, &self.options)
     }
 
     fn write(&self, db: &TreeDbm, seed: u64, batch: u64) {
         for step in plan(seed, batch) {
             match step {
-                Step::Set(k, v) => db.set(&k, &v, true).expect("set"),
+                Step::Set(k, v) => db.set(&k, &v).expect("set"),
                 Step::Remove(k) => drop(db.remove(&k).expect("remove")),
                 Step::Rebuild => db.rebuild().expect("rebuild"),
                 Step::Clear => db.clear().expect("clear"),
@@ -267,7 +267,7 @@ impl Crash for TreeCrash {
     }
 
     fn synchronize(&self, db: &TreeDbm) {
-        db.synchronize(true).expect("synchronize");
+        db.synchronize(Durability::Hard).expect("synchronize");
     }
 
     fn empty(&self) -> Model {
@@ -316,7 +316,7 @@ impl Crash for TreeCrash {
 
     fn write_after(&self, db: &TreeDbm, mut state: Model, kill: usize) -> Result<Model, String> {
         let marker = skey(KEYS + kill);
-        db.set(&marker, b"still working", true).map_err(|e| format!("set after the restore: {e}"))?;
+        db.set(&marker, b"still working").map_err(|e| format!("set after the restore: {e}"))?;
         state.insert(marker, b"still working".to_vec());
         t::compare(db, &state, self.order())?;
         Ok(state)
@@ -358,20 +358,20 @@ fn a_crash_between_synchronizations_restores_the_last_hard_one() {
     let copy = dir.path().join("copy.kt");
     let options =
         t::options(&FileSpec::new(FileKind::PositionalParallel), KeyComparator::Lexical, 128, 4, 8, 31);
-    let db = TreeDbm::open(&path, true, &options).expect("open");
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let mut model = Model::new();
     for i in 0..100 {
         let k = format!("{i:03}").into_bytes();
-        db.set(&k, b"first", true).expect("set");
+        db.set(&k, b"first").expect("set");
         model.insert(k, b"first".to_vec());
     }
-    db.synchronize(true).expect("hard sync");
+    db.synchronize(Durability::Hard).expect("hard sync");
     for i in 50..150 {
-        db.set(format!("{i:03}").as_bytes(), b"second", true).expect("set");
+        db.set(format!("{i:03}").as_bytes(), b"second").expect("set");
     }
     std::fs::copy(&path, &copy).expect("copy the open file");
     drop(db);
-    let db = TreeDbm::open(&copy, true, &options).expect("open the crashed copy");
+    let db = TreeDbm::open(&copy, Access::ReadWrite, &options).expect("open the crashed copy");
     t::compare(&db, &model, KeyComparator::Lexical).expect("the hard-synchronized tree");
 }
 
@@ -387,27 +387,27 @@ fn a_failed_hard_synchronization_then_a_power_cut_keeps_a_synchronized_tree() {
         let controls = Controls::default();
         let mut options = t::options(&spec, KeyComparator::Lexical, 128, 4, 8, 31);
         options.hash.wrap_file = Some(controls.wrapper());
-        let db = TreeDbm::open(&path, true, &options).expect("open");
+        let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
         let (mut before, mut after) = (Model::new(), Model::new());
         for i in 0..60 {
             let key = format!("{i:03}").into_bytes();
-            db.set(&key, b"first", true).expect("set");
+            db.set(&key, b"first").expect("set");
             before.insert(key, b"first".to_vec());
         }
-        db.synchronize(true).expect("hard sync");
+        db.synchronize(Durability::Hard).expect("hard sync");
         after.clone_from(&before);
         for i in 30..90 {
             let key = format!("{i:03}").into_bytes();
-            db.set(&key, b"second", true).expect("set");
+            db.set(&key, b"second").expect("set");
             after.insert(key, b"second".to_vec());
         }
         let control = controls.last();
         control.fail_nth_operation(k + 1, kuradb::file::FaultKind::Io);
-        let failed = db.synchronize(true).is_err();
+        let failed = db.synchronize(Durability::Hard).is_err();
         control.power_cut().expect("power cut");
         drop(db);
         let plain = cut::plain_tree(options);
-        let db = TreeDbm::open(&path, true, &plain)
+        let db = TreeDbm::open(&path, Access::ReadWrite, &plain)
             .unwrap_or_else(|e| panic!("fault at operation {k} of the sync (failed {failed}): reopen: {e}"));
         let found: Model = t::self_consistent(&db, KeyComparator::Lexical)
             .unwrap_or_else(|e| panic!("fault at operation {k}: {e}"))
@@ -440,10 +440,10 @@ fn a_crash_inside_a_hard_synchronization_brings_back_no_removed_node() {
     // Writes 300 records, synchronized hard; answers the page count then.
     let fill = |db: &TreeDbm, model: &mut Model| {
         for i in 0..300 {
-            db.set(&key(i), b"first", true).expect("set");
+            db.set(&key(i), b"first").expect("set");
             model.insert(key(i), b"first".to_vec());
         }
-        db.synchronize(true).expect("hard sync");
+        db.synchronize(Durability::Hard).expect("hard sync");
         stored_pages(db)
     };
     // Removes most of them, so that leaves and inner nodes merge away.
@@ -454,12 +454,13 @@ fn a_crash_inside_a_hard_synchronization_brings_back_no_removed_node() {
         }
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let reference = TreeDbm::open(dir.path().join("reference.kt"), true, &options).expect("open");
+    let reference =
+        TreeDbm::open(dir.path().join("reference.kt"), Access::ReadWrite, &options).expect("open");
     let (mut before, mut after) = (Model::new(), Model::new());
     let pages_before = fill(&reference, &mut before);
     after.clone_from(&before);
     thin(&reference, &mut after);
-    reference.synchronize(true).expect("hard sync");
+    reference.synchronize(Durability::Hard).expect("hard sync");
     let pages_after = stored_pages(&reference);
     reference.close().expect("close");
     assert!(pages_after < pages_before, "the removals merged no node ({pages_before} pages before)");
@@ -470,15 +471,15 @@ fn a_crash_inside_a_hard_synchronization_brings_back_no_removed_node() {
         let controls = Controls::default();
         let mut wrapped = options.clone();
         wrapped.hash.wrap_file = Some(controls.wrapper());
-        let db = TreeDbm::open(&path, true, &wrapped).expect("open");
+        let db = TreeDbm::open(&path, Access::ReadWrite, &wrapped).expect("open");
         fill(&db, &mut Model::new());
         thin(&db, &mut Model::new());
         let control = controls.last();
         control.fail_nth_operation(k + 1, kuradb::file::FaultKind::Io);
-        let failed = db.synchronize(true).is_err();
+        let failed = db.synchronize(Durability::Hard).is_err();
         control.power_cut().expect("power cut");
         drop(db);
-        let db = TreeDbm::open(&path, true, &cut::plain_tree(wrapped))
+        let db = TreeDbm::open(&path, Access::ReadWrite, &cut::plain_tree(wrapped))
             .unwrap_or_else(|e| panic!("fault at operation {k} of the sync (failed {failed}): reopen: {e}"));
         let found: Model = t::self_consistent(&db, KeyComparator::Lexical)
             .unwrap_or_else(|e| panic!("fault at operation {k}: {e}"))

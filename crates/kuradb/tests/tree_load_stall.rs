@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::hooked::{HookedFile, ReadHook};
 use kuradb::dbm::hash::HashOptions;
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::file::{FileWrapper, ReadRequest};
 use kuradb::Result;
 
@@ -65,13 +65,13 @@ fn a_stalled_load_blocks_only_its_own_node() {
     let path = dir.path().join("casket.kt");
     // 16 cache shards; node `id` is in shard `id % 16`.
     let options = TreeOptions::default().max_page_size(512).max_cached_pages(1000);
-    let db = TreeDbm::open(&path, true, &options).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
     // Keys in order fill leaves one after another: the key whose insertion
     // makes a new last leaf is that leaf's first.
     let mut first_key: BTreeMap<u64, u32> = BTreeMap::from([(1, 0)]);
     let mut i = 0;
     while !first_key.contains_key(&34) {
-        db.set(&key(i), &[b'v'; 40], true).unwrap();
+        db.set(&key(i), &[b'v'; 40]).unwrap();
         first_key.entry(inspected(&db, "last_id")).or_insert(i);
         i += 1;
     }
@@ -90,7 +90,7 @@ fn a_stalled_load_blocks_only_its_own_node() {
     let wrap_gate = gate.clone();
     let wrap = FileWrapper(Arc::new(move |inner| Box::new(HookedFile::new(inner, wrap_gate.clone()))));
     let options = options.hash(HashOptions::default().wrap_file(Some(wrap)));
-    let db = TreeDbm::open(&path, false, &options).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadOnly, &options).unwrap();
     // Cached: the root and leaf 32.
     let cached_key = key(first_key[&32]);
     let stalled_key = key(first_key[&16]);

@@ -14,7 +14,7 @@ use std::ops::Bound;
 use common::hash::{show, show_opt, Model};
 use common::tree::{self as t, Record};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::{Action, Cursor, Dbm};
+use kuradb::dbm::{Access, Action, Cursor, Dbm, Durability, Edge};
 use kuradb::file::FileSpec;
 use kuradb::ErrorKind;
 use proptest::prelude::*;
@@ -330,7 +330,7 @@ fn check_sequence(
     let (page, branches, cached, buckets) = tuning;
     let options = t::options(&spec.1, cmp, page, branches, cached, buckets);
     let mut run = Run { spec, cmp, options: options.clone(), step: 0 };
-    let mut db = Some(run.ok(TreeDbm::open(&path, true, &options), "open")?);
+    let mut db = Some(run.ok(TreeDbm::open(&path, Access::ReadWrite, &options), "open")?);
     let mut model = Model::new();
     let mut synced = Model::new();
     let kb = |k: K| k.bytes(cmp);
@@ -340,7 +340,7 @@ fn check_sequence(
         match op {
             Op::Set(k, v, overwrite) => {
                 let (k, v) = (kb(*k), v.bytes());
-                let r = d.set(&k, &v, *overwrite);
+                let r = if *overwrite { d.set(&k, &v) } else { d.insert(&k, &v) };
                 if model.contains_key(&k) && !*overwrite {
                     run.eq(
                         r.map_err(|e| e.kind()),
@@ -414,7 +414,7 @@ fn check_sequence(
                 let pairs: Vec<(Vec<u8>, Vec<u8>)> = pairs.iter().map(|(k, v)| (kb(*k), v.bytes())).collect();
                 let refs: Vec<(&[u8], &[u8])> =
                     pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-                let r = d.set_multi(&refs, *overwrite);
+                let r = if *overwrite { d.set_multi(&refs) } else { d.insert_multi(&refs) };
                 if !*overwrite && pairs.iter().any(|(k, _)| model.contains_key(k)) {
                     run.eq(
                         r.map_err(|e| e.kind()),
@@ -442,7 +442,7 @@ fn check_sequence(
             Op::EachWrite(seed) => {
                 let mut seen = Vec::new();
                 run.ok(
-                    d.process_each(true, &mut |k, v| {
+                    d.process_each(Access::ReadWrite, &mut |k, v| {
                         seen.push((k.to_vec(), v.to_vec()));
                         each_decision(*seed, k, v)
                     }),
@@ -481,7 +481,7 @@ fn check_sequence(
                 for i in 0..*n as i16 {
                     let k = kb(K(start.wrapping_add(i), (i % 5) as u8));
                     let v = [v.bytes(), vec![i as u8]].concat();
-                    run.ok(d.set(&k, &v, true), "fill")?;
+                    run.ok(d.set(&k, &v), "fill")?;
                     model.insert(k, v);
                 }
             }
@@ -498,39 +498,45 @@ fn check_sequence(
                 synced = model.clone();
             }
             Op::Sync(hard) => {
-                run.ok(d.synchronize(*hard), "synchronize")?;
+                run.ok(
+                    d.synchronize(if *hard { Durability::Hard } else { Durability::Soft }),
+                    "synchronize",
+                )?;
                 if *hard {
                     synced = model.clone();
                 }
             }
             Op::Reopen(alter) => {
                 run.ok(db.take().expect("open").close(), "close")?;
-                let r = TreeDbm::open(&path, true, &run.reopen_options(*alter));
+                let r = TreeDbm::open(&path, Access::ReadWrite, &run.reopen_options(*alter));
                 let d = db.insert(run.ok(r, "reopen")?);
                 run.compare(d, &model, "after reopen")?;
                 synced = model.clone();
             }
             Op::CopyFile => {
                 let _ = std::fs::remove_file(&copy);
-                run.ok(d.copy_file_data(&copy, false), "copy_file_data")?;
-                let c = run.ok(TreeDbm::open(&copy, false, &run.reopen_options(true)), "open the copy")?;
+                run.ok(d.copy_file_data(&copy, Durability::Soft), "copy_file_data")?;
+                let c = run
+                    .ok(TreeDbm::open(&copy, Access::ReadOnly, &run.reopen_options(true)), "open the copy")?;
                 run.compare(&c, &model, "the copy")?;
                 run.ok(c.close(), "close the copy")?;
             }
             Op::Crash(writes) => {
-                run.ok(d.synchronize(true), "hard synchronize before the crash")?;
+                run.ok(d.synchronize(Durability::Hard), "hard synchronize before the crash")?;
                 synced = model.clone();
                 std::fs::copy(&path, &copy).map_err(|e| run.fail(format!("copy the open file: {e}")))?;
                 for (k, v) in writes {
                     let k = kb(*k);
                     match v {
-                        Some(v) => run.ok(d.set(&k, &v.bytes(), true), "set after the copy")?,
+                        Some(v) => run.ok(d.set(&k, &v.bytes()), "set after the copy")?,
                         None => drop(run.ok(d.remove(&k), "remove after the copy")?),
                     }
                 }
                 run.ok(db.take().expect("open").close(), "close before the crash")?;
                 std::fs::rename(&copy, &path).map_err(|e| run.fail(format!("replace the file: {e}")))?;
-                let d = db.insert(run.ok(TreeDbm::open(&path, true, &run.options), "open after the crash")?);
+                let d = db.insert(
+                    run.ok(TreeDbm::open(&path, Access::ReadWrite, &run.options), "open after the crash")?,
+                );
                 model = synced.clone();
                 run.compare(d, &model, "after the crash")?;
             }
@@ -543,9 +549,9 @@ fn check_sequence(
     run.ok(d.close(), "close")?;
     // Finally a crash-free reopen sees the same, and so does a restore of a
     // crash copy.
-    let d = run.ok(TreeDbm::open(&path, false, &run.reopen_options(true)), "reopen read-only")?;
+    let d = run.ok(TreeDbm::open(&path, Access::ReadOnly, &run.reopen_options(true)), "reopen read-only")?;
     run.compare(&d, &model, "reopened read-only")?;
-    run.eq(d.set(b"1", b"1", true).map_err(|e| e.kind()), Err(ErrorKind::ReadOnly), "set read-only")?;
+    run.eq(d.set(b"1", b"1").map_err(|e| e.kind()), Err(ErrorKind::ReadOnly), "set read-only")?;
     run.ok(d.close(), "close")
 }
 
@@ -578,11 +584,17 @@ fn cursor_walk(
                 pos = moved(seek_forward(&sorted, cmp, Some(&k.bytes(cmp)), true));
             }
             CursorOp::JumpLower(k, inc) => {
-                run.ok(c.jump_lower(&k.bytes(cmp), *inc), &what)?;
+                run.ok(
+                    c.jump_lower(&k.bytes(cmp), if *inc { Edge::Inclusive } else { Edge::Exclusive }),
+                    &what,
+                )?;
                 pos = moved(seek_backward(&sorted, cmp, Some(&k.bytes(cmp)), *inc));
             }
             CursorOp::JumpUpper(k, inc) => {
-                run.ok(c.jump_upper(&k.bytes(cmp), *inc), &what)?;
+                run.ok(
+                    c.jump_upper(&k.bytes(cmp), if *inc { Edge::Inclusive } else { Edge::Exclusive }),
+                    &what,
+                )?;
                 pos = moved(seek_forward(&sorted, cmp, Some(&k.bytes(cmp)), *inc));
             }
             CursorOp::Next => {
@@ -617,7 +629,7 @@ fn cursor_walk(
                 let key = k.bytes(cmp);
                 match v {
                     Some(v) => {
-                        run.ok(db.set(&key, &v.bytes(), true), &what)?;
+                        run.ok(db.set(&key, &v.bytes()), &what)?;
                         model.insert(key, v.bytes());
                     }
                     None => {
@@ -696,16 +708,16 @@ fn the_comparison_catches_a_difference() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = &common::hash::specs()[0].1;
     let o = t::options(spec, KeyComparator::Decimal, 64, 3, 1, 3);
-    let db = TreeDbm::open(dir.path().join("x.kt"), true, &o).expect("open");
+    let db = TreeDbm::open(dir.path().join("x.kt"), Access::ReadWrite, &o).expect("open");
     let mut model = Model::new();
     for i in 0..50 {
         let k = format!("{i}").into_bytes();
-        db.set(&k, b"v", true).expect("set");
+        db.set(&k, b"v").expect("set");
         model.insert(k, b"v".to_vec());
     }
     t::compare(&db, &model, KeyComparator::Decimal).expect("equal");
     assert!(t::compare(&db, &model, KeyComparator::Lexical).is_err(), "the order is checked");
-    db.set(b"7", b"w", true).expect("set");
+    db.set(b"7", b"w").expect("set");
     assert!(t::compare(&db, &model, KeyComparator::Decimal).is_err(), "a value is checked");
 }
 
@@ -714,11 +726,12 @@ fn the_comparison_catches_a_difference() {
 #[test]
 fn a_refused_read_only_process_each_keeps_every_record() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = TreeDbm::open(dir.path().join("x.kt"), true, &TreeOptions::default()).expect("open");
+    let db =
+        TreeDbm::open(dir.path().join("x.kt"), Access::ReadWrite, &TreeOptions::default()).expect("open");
     for k in [b"a", b"b", b"c"] {
-        db.set(k, b"v", true).expect("set");
+        db.set(k, b"v").expect("set");
     }
-    let r = db.process_each(false, &mut |_, _| Action::Remove);
+    let r = db.process_each(Access::ReadOnly, &mut |_, _| Action::Remove);
     assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::InvalidArgument));
     assert_eq!(db.count().expect("count"), 3);
     let all: Vec<Record> =
@@ -728,7 +741,7 @@ fn a_refused_read_only_process_each_keeps_every_record() {
 
 fn tiny(dir: &std::path::Path) -> TreeDbm {
     let spec = &common::hash::specs()[0].1;
-    TreeDbm::open(dir.join("x.kt"), true, &t::options(spec, KeyComparator::Lexical, 64, 3, 1, 7))
+    TreeDbm::open(dir.join("x.kt"), Access::ReadWrite, &t::options(spec, KeyComparator::Lexical, 64, 3, 1, 7))
         .expect("open")
 }
 
@@ -742,7 +755,7 @@ fn leaves_of_records_larger_than_a_page_do_not_look_like_a_loop() {
     let mut model = Model::new();
     for i in 0..24 {
         let k = format!("{i:02}").into_bytes();
-        db.set(&k, &[7; 60], true).expect("set");
+        db.set(&k, &[7; 60]).expect("set");
         model.insert(k, vec![7; 60]);
     }
     for k in [b"05", b"10", b"15", b"20"] {
@@ -762,12 +775,18 @@ fn removing_most_records_in_process_each_does_not_look_like_a_loop() {
     let mut model = Model::new();
     for i in 0..40 {
         let k = format!("{i:02}").into_bytes();
-        db.set(&k, &[1; 10], true).expect("set");
+        db.set(&k, &[1; 10]).expect("set");
         if i % 10 == 0 {
             model.insert(k, vec![1; 10]);
         }
     }
-    db.process_each(true, &mut |k, _| if k.ends_with(b"0") { Action::Keep } else { Action::Remove })
-        .expect("process_each removes");
+    db.process_each(Access::ReadWrite, &mut |k, _| {
+        if k.ends_with(b"0") {
+            Action::Keep
+        } else {
+            Action::Remove
+        }
+    })
+    .expect("process_each removes");
     t::compare(&db, &model, KeyComparator::Lexical).expect("four records remain");
 }

@@ -4,7 +4,7 @@
 
 use kuradb::caching::ThreadCacheCounts;
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::{Action, Cursor, Dbm};
+use kuradb::dbm::{Access, Action, Cursor, Dbm, Durability};
 
 const RECORDS: u32 = 20_000;
 const MAX_CACHED: usize = 320;
@@ -26,14 +26,14 @@ fn tree(dir: &tempfile::TempDir, protected_percent: u8) -> TreeDbm {
         .max_page_size(1024)
         .max_cached_pages(MAX_CACHED)
         .cached_pages_protected_percent(protected_percent);
-    let db = TreeDbm::open(dir.path().join("casket.kt"), true, &options).unwrap();
+    let db = TreeDbm::open(dir.path().join("casket.kt"), Access::ReadWrite, &options).unwrap();
     for i in 0..RECORDS {
-        db.set(&key(i), &[b'v'; 100], true).unwrap();
+        db.set(&key(i), &[b'v'; 100]).unwrap();
         if i.is_multiple_of(1000) {
             cached_pages(&db);
         }
     }
-    db.synchronize(false).unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     db
 }
 
@@ -77,7 +77,7 @@ fn cursor_walk(db: &TreeDbm) {
 
 fn export_walk(db: &TreeDbm) {
     let mut n = 0u32;
-    db.process_each(false, &mut |_, _| {
+    db.process_each(Access::ReadOnly, &mut |_, _| {
         n += 1;
         Action::Keep
     })
@@ -119,6 +119,6 @@ fn without_a_protected_share_a_walk_evicts_the_gets_leaves() {
 fn the_protected_share_is_validated() {
     let dir = tempfile::tempdir().unwrap();
     let options = TreeOptions::default().cached_pages_protected_percent(101);
-    let err = TreeDbm::open(dir.path().join("casket.kt"), true, &options).err().unwrap();
+    let err = TreeDbm::open(dir.path().join("casket.kt"), Access::ReadWrite, &options).err().unwrap();
     assert!(err.to_string().contains("cached_pages_protected_percent must be at most 100"), "{err}");
 }

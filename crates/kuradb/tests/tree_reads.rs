@@ -7,7 +7,7 @@
 mod common;
 
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::file::{FileKind, FileSpec};
 
 /// Read calls this process has made so far, counting those of this call.
@@ -48,14 +48,14 @@ fn a_node_load_is_one_read_call() {
         let mut o = TreeOptions::default().max_page_size(4060).max_cached_pages(100_000);
         o.hash.file = spec.clone();
         o.hash.cache_buckets = true;
-        let db = TreeDbm::open(&path, true, &o).unwrap();
+        let db = TreeDbm::open(&path, Access::ReadWrite, &o).unwrap();
         let value = [b'v'; 100];
         for i in 0..20_000 {
-            db.set(&key(i), &value, true).unwrap();
+            db.set(&key(i), &value).unwrap();
         }
         db.close().unwrap();
 
-        let db = TreeDbm::open(&path, false, &o).unwrap();
+        let db = TreeDbm::open(&path, Access::ReadOnly, &o).unwrap();
         // What the counting itself costs, to take off the count.
         let own = {
             let before = read_calls();

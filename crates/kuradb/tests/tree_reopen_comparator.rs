@@ -4,13 +4,15 @@
 
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tree::{KeyComparator, TreeDbm, TreeOptions};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::{ErrorKind, Params};
 
 fn decimal_tree(path: &std::path::Path) {
-    let db = TreeDbm::open(path, true, &TreeOptions::default().comparator(KeyComparator::Decimal)).unwrap();
+    let db =
+        TreeDbm::open(path, Access::ReadWrite, &TreeOptions::default().comparator(KeyComparator::Decimal))
+            .unwrap();
     for key in ["10", "9", "100"] {
-        db.set(key.as_bytes(), b"v", true).unwrap();
+        db.set(key.as_bytes(), b"v").unwrap();
     }
     db.close().unwrap();
 }
@@ -33,7 +35,9 @@ fn another_comparator_is_refused_naming_the_files() {
     decimal_tree(&path);
     for writable in [true, false] {
         let asked = TreeOptions::default().comparator(KeyComparator::Lexical);
-        let err = TreeDbm::open(&path, writable, &asked).err().expect("another comparator must be refused");
+        let err = TreeDbm::open(&path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &asked)
+            .err()
+            .expect("another comparator must be refused");
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         let message = err.to_string();
         assert!(message.contains("casket.kt"), "{message}");
@@ -41,7 +45,7 @@ fn another_comparator_is_refused_naming_the_files() {
         assert!(message.contains("key_comparator=lexical"), "{message}");
     }
     // The refusal left the file as it was, and unlocked.
-    let db = TreeDbm::open(&path, true, &TreeOptions::default()).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &TreeOptions::default()).unwrap();
     assert_eq!(keys(&db), ["9", "10", "100"]);
     db.close().unwrap();
 }
@@ -52,10 +56,10 @@ fn the_same_comparator_or_none_opens_in_the_files_order() {
     let path = dir.path().join("casket.kt");
     decimal_tree(&path);
     for options in [TreeOptions::default(), TreeOptions::default().comparator(KeyComparator::Decimal)] {
-        let db = TreeDbm::open(&path, true, &options).unwrap();
+        let db = TreeDbm::open(&path, Access::ReadWrite, &options).unwrap();
         assert_eq!(keys(&db), ["9", "10", "100"]);
         db.rebuild().unwrap();
-        db.set(b"11", b"v", true).unwrap();
+        db.set(b"11", b"v").unwrap();
         assert_eq!(keys(&db), ["9", "10", "11", "100"]);
         db.remove(b"11").unwrap();
         db.close().unwrap();
@@ -66,14 +70,16 @@ fn the_same_comparator_or_none_opens_in_the_files_order() {
 fn a_new_tree_without_a_comparator_is_lexical() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.kt");
-    let db = TreeDbm::open(&path, true, &TreeOptions::default()).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &TreeOptions::default()).unwrap();
     for key in ["10", "9", "100"] {
-        db.set(key.as_bytes(), b"v", true).unwrap();
+        db.set(key.as_bytes(), b"v").unwrap();
     }
     assert_eq!(keys(&db), ["10", "100", "9"]);
     db.close().unwrap();
     let err =
-        TreeDbm::open(&path, true, &TreeOptions::default().comparator(KeyComparator::Decimal)).err().unwrap();
+        TreeDbm::open(&path, Access::ReadWrite, &TreeOptions::default().comparator(KeyComparator::Decimal))
+            .err()
+            .unwrap();
     assert!(err.to_string().contains("orders its keys by key_comparator=lexical"), "{err}");
 }
 
@@ -82,12 +88,17 @@ fn the_parameter_is_refused_through_polydbm() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kt");
     decimal_tree(&path);
-    let err = PolyDbm::open(&path, false, &Params::parse("key_comparator=LexicalKeyComparator").unwrap())
-        .err()
-        .expect("another comparator must be refused");
+    let err = PolyDbm::open(
+        &path,
+        Access::ReadOnly,
+        &Params::parse("key_comparator=LexicalKeyComparator").unwrap(),
+    )
+    .err()
+    .expect("another comparator must be refused");
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert!(err.to_string().contains("key_comparator=decimal"), "{err}");
-    let db = PolyDbm::open(&path, false, &Params::parse("key_comparator=decimal").unwrap()).unwrap();
+    let db =
+        PolyDbm::open(&path, Access::ReadOnly, &Params::parse("key_comparator=decimal").unwrap()).unwrap();
     assert_eq!(keys(&db), ["9", "10", "100"]);
     db.close().unwrap();
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Access, Cursor, Dbm, Durability};
 
 #[test]
 fn random_sets_and_removes_match_a_btreemap() {
@@ -12,7 +12,7 @@ fn random_sets_and_removes_match_a_btreemap() {
     let path = dir.path().join("t.kt");
     let mut o = TreeOptions::default().max_page_size(128).max_branches(4).max_cached_pages(8);
     o.hash.num_buckets = 101;
-    let db = TreeDbm::open(&path, true, &o).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &o).unwrap();
     let mut model = BTreeMap::new();
     let mut x = 1u64;
     for i in 0..5000u64 {
@@ -22,11 +22,11 @@ fn random_sets_and_removes_match_a_btreemap() {
             assert_eq!(db.remove(&k).unwrap(), model.remove(&k).is_some());
         } else {
             let v = format!("v{i}").into_bytes();
-            db.set(&k, &v, true).unwrap();
+            db.set(&k, &v).unwrap();
             model.insert(k, v);
         }
         if i % 1000 == 999 {
-            db.synchronize(i % 2000 == 1999).unwrap();
+            db.synchronize(if i % 2000 == 1999 { Durability::Hard } else { Durability::Soft }).unwrap();
         }
     }
     let check = |db: &TreeDbm, model: &BTreeMap<Vec<u8>, Vec<u8>>| {
@@ -46,7 +46,7 @@ fn random_sets_and_removes_match_a_btreemap() {
     };
     check(&db, &model);
     db.close().unwrap();
-    let db = TreeDbm::open(&path, true, &o).unwrap();
+    let db = TreeDbm::open(&path, Access::ReadWrite, &o).unwrap();
     check(&db, &model);
     for k in model.keys().cloned().collect::<Vec<_>>() {
         db.remove(&k).unwrap();

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use common::hash::{show, Model};
 use common::tree::{self as t, Record};
 use kuradb::dbm::tree::{KeyComparator, TreeDbm};
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Access, Cursor, Dbm, Durability, Edge};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -42,7 +42,7 @@ fn run_writers(name: &str, cmp: KeyComparator, seed: u64) {
     let path = dir.path().join("threads.kt");
     let spec = specs().into_iter().find(|(n, _)| *n == name).expect("spec").1;
     let options = t::options(&spec, cmp, 128, 4, 8, 31);
-    let db = TreeDbm::open(&path, true, &options).expect("open");
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let models: Vec<Model> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..THREADS)
             .map(|th| {
@@ -74,9 +74,9 @@ fn run_writers(name: &str, cmp: KeyComparator, seed: u64) {
                             });
                             match &also {
                                 Some((other, ov)) => {
-                                    db.set_multi(&[(&k, &v), (other, ov)], true).expect("set_multi")
+                                    db.set_multi(&[(&k, &v), (other, ov)]).expect("set_multi")
                                 }
-                                None => db.set(&k, &v, true).expect("set"),
+                                None => db.set(&k, &v).expect("set"),
                             }
                             if !shared {
                                 own.insert(k, v);
@@ -86,7 +86,7 @@ fn run_writers(name: &str, cmp: KeyComparator, seed: u64) {
                             }
                         }
                         if step % 1000 == 999 && th == 0 {
-                            db.synchronize(false).expect("synchronize");
+                            db.synchronize(Durability::Soft).expect("synchronize");
                         }
                     }
                     own
@@ -132,7 +132,7 @@ fn run_writers(name: &str, cmp: KeyComparator, seed: u64) {
     };
     check(&db, "after the writers");
     db.close().expect("close");
-    let db = TreeDbm::open(&path, false, &options).expect("reopen");
+    let db = TreeDbm::open(&path, Access::ReadOnly, &options).expect("reopen");
     check(&db, "after reopening");
     db.close().expect("close");
 }
@@ -159,12 +159,13 @@ fn readers_scan_while_writers_write() {
     for (name, spec) in specs() {
         let what = format!("[{name} seed {seed}]");
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = TreeDbm::open(dir.path().join("rw.kt"), true, &t::options(&spec, cmp, 96, 3, 4, 13))
-            .expect("open");
+        let db =
+            TreeDbm::open(dir.path().join("rw.kt"), Access::ReadWrite, &t::options(&spec, cmp, 96, 3, 4, 13))
+                .expect("open");
         // Some records that are never touched: every scan must see them.
         let fixed: Vec<Vec<u8>> = (0..20).map(|i| format!("k{:03}~fixed", i * 25).into_bytes()).collect();
         for k in &fixed {
-            db.set(k, b"fixed", true).expect("set");
+            db.set(k, b"fixed").expect("set");
         }
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -180,7 +181,7 @@ fn readers_scan_while_writers_write() {
                             if rng.gen_ratio(2, 5) {
                                 db.remove(&k).expect("remove");
                             } else {
-                                db.set(&k, &vec![b'w'; rng.gen_range(0..40)], true).expect("set");
+                                db.set(&k, &vec![b'w'; rng.gen_range(0..40)]).expect("set");
                             }
                         }
                     })
@@ -219,7 +220,7 @@ fn readers_scan_while_writers_write() {
                             // start above `hi`, but not above the first fixed key
                             // at or after it.
                             let mut c = db.cursor();
-                            c.jump_lower(&hi, false).expect("jump_lower");
+                            c.jump_lower(&hi, Edge::Exclusive).expect("jump_lower");
                             let mut ceiling: Option<Vec<u8>> = fixed.iter().find(|f| **f >= hi).cloned();
                             let mut seen_fixed = Vec::new();
                             let mut steps = 0;

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use common::child::{last_synced, ChildTest, Killed};
 use common::hash::{records, show, show_opt, Model};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::ulog::{apply_entry, apply_update_logs, ApplyFilter, MessageQueueReader, UpdateEntry, UpdateOp};
 use kuradb::{Params, PolyDbm};
 use rand::rngs::SmallRng;
@@ -129,13 +129,13 @@ fn ulog_writer() {
     let Ok(path) = std::env::var(ENV_PATH) else { return };
     let number = |name: &str| -> u64 { std::env::var(name).expect("set").parse().expect("a number") };
     let path = Path::new(&path);
-    let db =
-        PolyDbm::open(path, true, &writer_params(&path.with_extension("ulog"))).expect("the writer opens");
+    let db = PolyDbm::open(path, Access::ReadWrite, &writer_params(&path.with_extension("ulog")))
+        .expect("the writer opens");
     let mut report = std::io::stderr().lock();
     for batch in number(ENV_FIRST).. {
         for step in plan(number(ENV_SEED), batch) {
             match step {
-                Step::Set(k, v) => db.set(&k, &v, true),
+                Step::Set(k, v) => db.set(&k, &v),
                 Step::Append(k, v) => db.append(&k, &v, b""),
                 Step::Remove(k) => db.remove(&k).map(drop),
                 Step::Clear => db.clear(),
@@ -145,7 +145,7 @@ fn ulog_writer() {
         // Most of the time goes to changes, not to synchronizations, so that
         // kills often fall between a log write and its change.
         if batch % SYNC_EVERY == SYNC_EVERY - 1 {
-            db.synchronize(true).expect("the writer synchronizes");
+            db.synchronize(Durability::Hard).expect("the writer synchronizes");
             report.write_all(format!("synced {batch}\n").as_bytes()).expect("report");
         }
     }
@@ -178,7 +178,7 @@ fn killed_logging_writer_leaves_the_log_ahead_of_the_database_never_behind() {
     let path = dir.path().join("casket.tkh");
     let prefix = path.with_extension("ulog");
     let before = dir.path().join("before.tkh");
-    PolyDbm::open(&path, true, &plain_params()).unwrap().close().unwrap();
+    PolyDbm::open(&path, Access::ReadWrite, &plain_params()).unwrap().close().unwrap();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut base = Model::new();
     // Read on from where the last round stopped: the log is never read twice.
@@ -243,7 +243,7 @@ fn killed_logging_writer_leaves_the_log_ahead_of_the_database_never_behind() {
         entries_seen += logged.len();
 
         // Replayed onto the database as it was before, the entries make the log's state.
-        let replay = PolyDbm::open(&before, true, &plain_params()).unwrap();
+        let replay = PolyDbm::open(&before, Access::ReadWrite, &plain_params()).unwrap();
         for (_, entry) in logged {
             apply_entry(&replay, &entry.op).unwrap();
         }
@@ -253,7 +253,7 @@ fn killed_logging_writer_leaves_the_log_ahead_of_the_database_never_behind() {
 
         // The restored database is the log's state but for keys changed since
         // the last synchronization, which hold a value the log gave them.
-        let db = PolyDbm::open(&path, true, &plain_params())
+        let db = PolyDbm::open(&path, Access::ReadWrite, &plain_params())
             .unwrap_or_else(|e| panic!("{what}: open after the kill (synced {synced:?}): {e}"));
         let found = records(&db).unwrap_or_else(|e| panic!("{what}: after the kill: {e}"));
         let keys: BTreeSet<&Vec<u8>> = found.keys().chain(state.keys()).collect();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
+use kuradb::dbm::{Access, Dbm, Durability, OnDuplicate, Rekey, INCREMENT_UNCHANGED};
 use kuradb::ulog::{
     apply_update_logs, ApplyFilter, DbmUpdateLogger, LoggedDbm, MessageQueueReader, UpdateEntry,
     UpdateLogger, UpdateOp,
@@ -35,7 +35,7 @@ fn entries(prefix: &std::path::Path) -> Vec<UpdateEntry> {
 /// Every record of `db`, in key order.
 fn records(db: &dyn Dbm) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut out = BTreeMap::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         out.insert(k.to_vec(), v.to_vec());
         kuradb::Action::Keep
     })
@@ -53,35 +53,35 @@ fn every_change_of_every_class_is_logged_once_in_order_with_its_final_value() {
             prefix.display()
         ))
         .unwrap();
-        let db = PolyDbm::open(dir.path().join("casket"), true, &params).unwrap();
+        let db = PolyDbm::open(dir.path().join("casket"), Access::ReadWrite, &params).unwrap();
         // The skip database shows its changes at the next synchronization.
         let step = |done: Result<()>| {
             done.unwrap();
-            db.synchronize(false).unwrap();
+            db.synchronize(Durability::Soft).unwrap();
         };
-        step(db.set(b"a", b"1", true));
-        step(db.set(b"b", b"2", true));
-        assert_eq!(db.set(b"b", b"9", false).unwrap_err().kind(), ErrorKind::Duplication);
+        step(db.set(b"a", b"1"));
+        step(db.set(b"b", b"2"));
+        assert_eq!(db.insert(b"b", b"9").unwrap_err().kind(), ErrorKind::Duplication);
         step(db.append(b"a", b"x", b","));
         step(db.increment(b"c", 5, 0).map(|_| ()));
         step(db.increment(b"c", INCREMENT_UNCHANGED, 0).map(|_| ()));
         step(db.compare_exchange(b"b", Some(b"2"), Some(b"3")).map(|done| assert!(done)));
         step(db.compare_exchange(b"b", Some(b"2"), Some(b"4")).map(|done| assert!(!done)));
         step(db.remove(b"b").map(|_| ()));
-        step(db.set_multi(&[(b"d", b"4"), (b"e", b"5")], true));
+        step(db.set_multi(&[(b"d", b"4"), (b"e", b"5")]));
         step(db.remove_multi(&[b"d"]).map(|_| ()));
-        step(db.rekey(b"e", b"f", true, false));
+        step(db.rekey(b"e", b"f", Rekey::Move, OnDuplicate::Replace));
         let mut cursor = db.iter().unwrap();
         cursor.first().unwrap();
         let (first, _) = cursor.get().unwrap().unwrap();
         cursor.set(b"cur").unwrap();
         drop(cursor);
-        db.synchronize(false).unwrap();
+        db.synchronize(Durability::Soft).unwrap();
         let mut cursor = db.iter().unwrap();
         cursor.jump(&first).unwrap();
         cursor.remove().unwrap();
         drop(cursor);
-        db.synchronize(false).unwrap();
+        db.synchronize(Durability::Soft).unwrap();
         let before_clear = records(&db);
         step(db.clear());
         let first = String::from_utf8(first).unwrap();
@@ -141,7 +141,7 @@ impl UpdateLogger for Failing {
     fn write_clear(&self) -> Result<()> {
         self.check()
     }
-    fn synchronize(&self, _: bool) -> Result<()> {
+    fn synchronize(&self, _: Durability) -> Result<()> {
         self.check()
     }
 }
@@ -150,23 +150,23 @@ impl UpdateLogger for Failing {
 fn a_failed_log_write_fails_the_change_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let logger = Arc::new(Failing { failing: false.into() });
-    let inner = PolyDbm::open(dir.path().join("a.tkh"), true, &Params::new()).unwrap();
+    let inner = PolyDbm::open(dir.path().join("a.tkh"), Access::ReadWrite, &Params::new()).unwrap();
     let db = LoggedDbm::new(inner, logger.clone());
-    db.set(b"k", b"v", true).unwrap();
+    db.set(b"k", b"v").unwrap();
     logger.failing.store(true, std::sync::atomic::Ordering::Relaxed);
     let failures: Vec<(&str, Error)> = vec![
-        ("set", db.set(b"k", b"w", true).unwrap_err()),
+        ("set", db.set(b"k", b"w").unwrap_err()),
         ("append", db.append(b"k", b"w", b"").unwrap_err()),
         ("increment", db.increment(b"n", 1, 0).unwrap_err()),
         ("remove", db.remove(b"k").unwrap_err()),
-        ("set_multi", db.set_multi(&[(b"x", b"1")], true).unwrap_err()),
+        ("set_multi", db.set_multi(&[(b"x", b"1")]).unwrap_err()),
         ("clear", db.clear().unwrap_err()),
         ("cursor", {
             let mut cursor = db.iter().unwrap();
             cursor.first().unwrap();
             cursor.set(b"w").unwrap_err()
         }),
-        ("synchronize", db.synchronize(false).unwrap_err()),
+        ("synchronize", db.synchronize(Durability::Soft).unwrap_err()),
     ];
     for (what, err) in failures {
         assert!(err.message().contains("no space left on the log device"), "{what}: {err}");
@@ -187,9 +187,9 @@ fn a_shard_set_logs_each_shard_with_its_index_into_one_log() {
     let params =
         Params::parse(&format!("num_shards=3,dbm=hash,ulog_prefix={},ulog_dbm_index=10", prefix.display()))
             .unwrap();
-    let db = PolyDbm::open(dir.path().join("set"), true, &params).unwrap();
+    let db = PolyDbm::open(dir.path().join("set"), Access::ReadWrite, &params).unwrap();
     for i in 0..60 {
-        db.set(format!("k{i}").as_bytes(), b"v", true).unwrap();
+        db.set(format!("k{i}").as_bytes(), b"v").unwrap();
     }
     let PolyDbm::Shards(shards) = &db else { panic!("not a shard set") };
     let per_shard: Vec<u64> = shards.shards().iter().map(|s| s.count().unwrap()).collect();
@@ -205,12 +205,18 @@ fn a_shard_set_logs_each_shard_with_its_index_into_one_log() {
         apply_update_logs(&replica, &prefix, &filter).unwrap();
         assert_eq!(replica.count().unwrap(), *count);
     }
-    let err = PolyDbm::open(dir.path().join("x.tkh"), true, &Params::parse("ulog_server_id=1").unwrap())
-        .err()
-        .unwrap();
+    let err = PolyDbm::open(
+        dir.path().join("x.tkh"),
+        Access::ReadWrite,
+        &Params::parse("ulog_server_id=1").unwrap(),
+    )
+    .err()
+    .unwrap();
     assert!(err.message().contains("ulog_server_id needs ulog_prefix"), "{err}");
     let bad = format!("ulog_prefix={},ulog_dbm_index=many", prefix.display());
-    let err = PolyDbm::open(dir.path().join("x.tkh"), true, &Params::parse(&bad).unwrap()).err().unwrap();
+    let err = PolyDbm::open(dir.path().join("x.tkh"), Access::ReadWrite, &Params::parse(&bad).unwrap())
+        .err()
+        .unwrap();
     assert!(err.message().contains("ulog_dbm_index must be a number"), "{err}");
 }
 
@@ -244,13 +250,13 @@ proptest! {
     #[test]
     fn a_mirror_stays_equal_to_the_database(ops in proptest::collection::vec(op(), 1..60)) {
         let mirror: Arc<dyn Dbm> = Arc::new(StdTreeDbm::new(&Default::default()));
-        let inner = PolyDbm::open_class(DbmClass::Baby, None, true, &Params::new()).unwrap();
+        let inner = PolyDbm::open_class(DbmClass::Baby, None, Access::ReadWrite, &Params::new()).unwrap();
         let db = LoggedDbm::new(inner, Arc::new(DbmUpdateLogger::new(mirror.clone())));
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         for op in ops {
             match op {
                 Op::Set(k, v) => {
-                    db.set(&[k], &[v], true).unwrap();
+                    db.set(&[k], &[v]).unwrap();
                     model.insert(vec![k], vec![v]);
                 }
                 Op::Append(k, v) => {

@@ -2,12 +2,13 @@
 //! repeated, a torn end cut off at reopen, and point-in-time restore of an
 //! appending hash file.
 
+use kuradb::ulog::NewestFile;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::ulog::{
     apply_update_logs, find_files, read_file_meta, remove_old_files, ApplyFilter, LoggedDbm, MessageQueue,
     MessageQueueReader, MqUpdateLogger,
@@ -17,7 +18,7 @@ use rand::{Rng, SeedableRng};
 
 fn records(db: &dyn Dbm) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut out = BTreeMap::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         out.insert(k.to_vec(), v.to_vec());
         Action::Keep
     })
@@ -35,7 +36,7 @@ fn files_rotate_at_the_size_limit_and_read_back_in_order() {
     }
     // A timestamp earlier than the last is raised to it: the files stay in time order.
     assert_eq!(queue.write(Some(5), b"late").unwrap(), 1049);
-    queue.synchronize(false).unwrap();
+    queue.synchronize(Durability::Soft).unwrap();
     let files = find_files(&prefix).unwrap();
     assert!(files.len() >= 5, "{files:?}");
     for (i, (id, path)) in files.iter().enumerate() {
@@ -54,7 +55,7 @@ fn files_rotate_at_the_size_limit_and_read_back_in_order() {
     expected.push((1049, "late".into()));
     assert_eq!(read, expected);
     // Old files go, the newest stays if asked.
-    let removed = remove_old_files(&prefix, u64::MAX, true).unwrap();
+    let removed = remove_old_files(&prefix, u64::MAX, NewestFile::Keep).unwrap();
     assert_eq!(removed.len(), files.len() - 1);
     assert_eq!(find_files(&prefix).unwrap().len(), 1);
 }
@@ -91,14 +92,14 @@ fn applying_a_log_twice_gives_what_applying_it_once_gives() {
     for i in 0..2000 {
         let key = format!("{}", rng.gen_range(0..100));
         match rng.gen_range(0..10) {
-            0..=5 => db.set(key.as_bytes(), format!("{i}").as_bytes(), true).unwrap(),
+            0..=5 => db.set(key.as_bytes(), format!("{i}").as_bytes()).unwrap(),
             6 => db.append(key.as_bytes(), b"+", b"").unwrap(),
             7..=8 => drop(db.remove(key.as_bytes()).unwrap()),
             _ if i % 500 == 9 => db.clear().unwrap(),
             _ => {}
         }
     }
-    db.synchronize(false).unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     assert!(find_files(&prefix).unwrap().len() > 1);
     let once = StdTreeDbm::new(&Default::default());
     let report = apply_update_logs(&once, &prefix, &ApplyFilter::default()).unwrap();
@@ -149,7 +150,7 @@ fn an_appending_hash_file_restores_to_any_past_end_offset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.tkh");
     let options = HashOptions::default().update_mode(UpdateMode::Appending).num_buckets(7);
-    let db = HashDbm::open(&path, true, &options).unwrap();
+    let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
     let mut model = BTreeMap::new();
     let mut moments = vec![(db.file_size().unwrap(), model.clone())];
     let mut rng = rand::rngs::SmallRng::seed_from_u64(6);
@@ -160,12 +161,12 @@ fn an_appending_hash_file_restores_to_any_past_end_offset() {
             model.remove(&key);
         } else {
             let value = format!("v{i}").into_bytes();
-            db.set(&key, &value, true).unwrap();
+            db.set(&key, &value).unwrap();
             model.insert(key, value);
         }
         if i % 7 == 0 {
             // Hard synchronizations too: they must not rewrite the history.
-            db.synchronize(i % 14 == 0).unwrap();
+            db.synchronize(if i % 14 == 0 { Durability::Hard } else { Durability::Soft }).unwrap();
             moments.push((db.file_size().unwrap(), model.clone()));
         }
     }
@@ -173,16 +174,16 @@ fn an_appending_hash_file_restores_to_any_past_end_offset() {
     for (n, (end, state)) in moments.iter().enumerate() {
         let dest = dir.path().join(format!("at-{n}.tkh"));
         let kept = HashDbm::restore_to_offset(&path, &dest, &options, *end).unwrap();
-        let restored = HashDbm::open(&dest, false, &options).unwrap();
+        let restored = HashDbm::open(&dest, Access::ReadOnly, &options).unwrap();
         assert_eq!((kept, records(&restored)), (state.len() as u64, state.clone()), "at offset {end}");
     }
     // The plain restore takes everything.
     HashDbm::restore(&path, dir.path().join("all.tkh"), &options).unwrap();
-    let all = HashDbm::open(dir.path().join("all.tkh"), false, &options).unwrap();
+    let all = HashDbm::open(dir.path().join("all.tkh"), Access::ReadOnly, &options).unwrap();
     assert_eq!(records(&all), model);
     // A file updated in place keeps no history to go back in.
     let in_place = dir.path().join("b.tkh");
-    HashDbm::open(&in_place, true, &HashOptions::default()).unwrap().close().unwrap();
+    HashDbm::open(&in_place, Access::ReadWrite, &HashOptions::default()).unwrap().close().unwrap();
     let err = HashDbm::restore_to_offset(&in_place, dir.path().join("c.tkh"), &options, 100).unwrap_err();
     assert!(err.message().contains("not a hash database in appending mode"), "{err}");
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::ulog::{
     apply_update_logs, ApplyFilter, LoggedDbm, MessageQueue, MessageQueueReader, MqUpdateLogger, UpdateEntry,
     UpdateOp,
@@ -42,11 +42,11 @@ fn the_reference_reads_entries_of_8_mib_and_more_that_kuradb_wrote() {
     // 9 MiB, and a value whose record, without its checksum, is 2^23 bytes
     // (an entry of 13 bytes before the value, a fixed part of 11).
     let values = [big_value(9 << 20, 0), big_value((8 << 20) - 11 - 13, 3)];
-    db.set(b"nine", &values[0], true).unwrap();
-    db.set(b"eight", &values[1], true).unwrap();
-    db.set(b"small", b"v", true).unwrap();
+    db.set(b"nine", &values[0]).unwrap();
+    db.set(b"eight", &values[1]).unwrap();
+    db.set(b"small", b"v").unwrap();
     // The reference checks the metadata's size against the last file's.
-    db.synchronize(false).unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     let out = Command::new("tkrzw_ulog_util")
         .args(["read", "--escape", "--items", "100"])
         .arg(&prefix)

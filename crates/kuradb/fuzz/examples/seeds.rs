@@ -15,10 +15,10 @@ use kuradb_fuzz::fuzzing::files::SHARD_SEPARATOR;
 fn fill(db: &dyn Dbm, n: usize) {
     for i in 0..n {
         let value = vec![b'a' + (i % 26) as u8; (i * 7) % 40];
-        db.set(format!("key{i:03}").as_bytes(), &value, true).expect("set");
+        db.set(format!("key{i:03}").as_bytes(), &value).expect("set");
     }
     for i in (0..n).step_by(4) {
-        db.set(format!("key{i:03}").as_bytes(), b"again", true).expect("overwrite");
+        db.set(format!("key{i:03}").as_bytes(), b"again").expect("overwrite");
     }
     for i in (0..n).step_by(5) {
         db.remove(format!("key{i:03}").as_bytes()).expect("remove");
@@ -31,11 +31,11 @@ fn database(dir: &Path, class: DbmClass, params: &str, n: usize, crashed: bool) 
     let path = dir.join(format!("seed.{}", class.extensions()[0]));
     let _ = std::fs::remove_file(&path);
     let db =
-        PolyDbm::open_class(class, Some(&path), true, &Params::parse(params).expect("params")).expect("open");
+        PolyDbm::open_class(class, Some(&path), Access::ReadWrite, &Params::parse(params).expect("params")).expect("open");
     fill(&db, n);
     if crashed {
-        db.synchronize(false).expect("synchronize");
-        db.set(b"unsynchronized", b"value", true).expect("set");
+        db.synchronize(Durability::Soft).expect("synchronize");
+        db.set(b"unsynchronized", b"value").expect("set");
         let mut bytes = std::fs::read(&path).expect("read");
         drop(db);
         // A crash leaves the space reserved past the data as zeros; a few
@@ -108,7 +108,7 @@ fn main() {
             _ => "num_shards=2",
         };
         let db =
-            ShardDbm::open(&path, true, &Params::parse(params).expect("params")).expect("open a shard set");
+            ShardDbm::open(&path, Access::ReadWrite, &Params::parse(params).expect("params")).expect("open a shard set");
         fill(&db, 20);
         let count = db.num_shards();
         db.close().expect("close");

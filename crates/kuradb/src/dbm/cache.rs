@@ -21,6 +21,7 @@ use super::tiny::store::{dbm_methods_of_store, Store};
 use super::tiny::table::Table;
 use super::tiny::HashCursor;
 use super::{Dbm, MultiProcessor, Processor};
+use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record's links: the bucket's chain and both ways of the LRU list.
@@ -82,10 +83,10 @@ impl Default for CacheOptions {
 /// use kuradb::dbm::cache::{CacheDbm, CacheOptions};
 /// # fn main() -> kuradb::Result<()> {
 /// let db = CacheDbm::new(&CacheOptions::default().cap_rec_num(2))?;
-/// db.set(b"a", b"1", true)?;
-/// db.set(b"b", b"2", true)?;
+/// db.set(b"a", b"1")?;
+/// db.set(b"b", b"2")?;
 /// db.get(b"a")?; // "a" is now used more recently than "b"
-/// db.set(b"c", b"3", true)?;
+/// db.set(b"c", b"3")?;
 /// assert_eq!(db.get(b"b")?, None);
 /// assert_eq!(db.count()?, 2);
 /// # Ok(())
@@ -115,6 +116,8 @@ impl Caps {
     }
 }
 
+crate::dbm::builder::options_builder!(CacheDbm, CacheOptions);
+
 impl CacheDbm {
     /// A cache purely in memory.
     pub fn new(options: &CacheOptions) -> Result<CacheDbm> {
@@ -140,10 +143,11 @@ impl CacheDbm {
     /// Opens the cache kept in the flat file at `path`, reading it unless
     /// `options.truncate` (the caps apply as it is read). A missing file is an
     /// empty cache for a writer and an error for a reader.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &CacheOptions) -> Result<CacheDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &CacheOptions) -> Result<CacheDbm> {
         let mut db = CacheDbm::new(options)?;
         let caps = db.caps;
-        db.store.load(path.as_ref(), writable, options.truncate, &options.lock, |s| caps.evict(s))?;
+        db.store
+            .load(path.as_ref(), access.is_writable(), options.truncate, &options.lock, |s| caps.evict(s))?;
         Ok(db)
     }
 
@@ -167,14 +171,14 @@ impl Dbm for CacheDbm {
         CacheDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         // A read is a use: it moves the record in the LRU list, so it too
         // takes the shard's lock exclusively.
-        self.store.write(key, writable, f, |s| self.caps.evict(s))
+        self.store.write(key, access.is_writable(), f, |s| self.caps.evict(s))
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        self.store.process_multi(keys, writable, f, |s| self.caps.evict(s))
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        self.store.process_multi(keys, access, f, |s| self.caps.evict(s))
     }
 
     fn rebuild(&self) -> Result<()> {

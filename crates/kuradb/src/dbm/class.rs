@@ -24,6 +24,7 @@ use super::std_map::{StdHashDbm, StdOptions, StdTreeDbm};
 use super::tiny::{TinyDbm, TinyOptions};
 use super::tree::{TreeDbm, TreeOptions};
 use super::{flat, Dbm};
+use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A class of database.
@@ -91,7 +92,7 @@ enum Order {
 pub(crate) trait ClassOptions {
     /// Opens a database: at `path`, or without one purely in memory (an
     /// error for a class that keeps its records in a file).
-    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>>;
+    fn open(&self, class: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>>;
 
     /// Restores the class's damaged file at `src` into `dest`, keeping what
     /// its own recovery finds; `None` for a class whose file is whole or
@@ -116,8 +117,8 @@ fn needs_path(class: DbmClass) -> Error {
 }
 
 impl ClassOptions for HashOptions {
-    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
-        Ok(Box::new(HashDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    fn open(&self, class: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(HashDbm::open(path.ok_or_else(|| needs_path(class))?, access, self)?))
     }
     fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
         Some(HashDbm::restore(src, dest, self))
@@ -128,8 +129,8 @@ impl ClassOptions for HashOptions {
 }
 
 impl ClassOptions for TreeOptions {
-    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
-        Ok(Box::new(TreeDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    fn open(&self, class: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(TreeDbm::open(path.ok_or_else(|| needs_path(class))?, access, self)?))
     }
     fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
         Some(TreeDbm::restore(src, dest, self))
@@ -137,8 +138,8 @@ impl ClassOptions for TreeOptions {
 }
 
 impl ClassOptions for SkipOptions {
-    fn open(&self, class: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
-        Ok(Box::new(SkipDbm::open(path.ok_or_else(|| needs_path(class))?, writable, self)?))
+    fn open(&self, class: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>> {
+        Ok(Box::new(SkipDbm::open(path.ok_or_else(|| needs_path(class))?, access, self)?))
     }
     fn restore(&self, src: &Path, dest: &Path) -> Option<Result<u64>> {
         Some(SkipDbm::restore(src, dest, self))
@@ -150,9 +151,9 @@ impl ClassOptions for SkipOptions {
 macro_rules! on_memory_options {
     ($options:ty, $dbm:ty, $new:expr) => {
         impl ClassOptions for $options {
-            fn open(&self, _: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+            fn open(&self, _: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>> {
                 Ok(match path {
-                    Some(p) => Box::new(<$dbm>::open(p, writable, self)?),
+                    Some(p) => Box::new(<$dbm>::open(p, access, self)?),
                     None => Box::new($new(self)?),
                 })
             }
@@ -171,12 +172,12 @@ struct StdClassOptions {
 }
 
 impl ClassOptions for StdClassOptions {
-    fn open(&self, _: DbmClass, path: Option<&Path>, writable: bool) -> Result<Box<dyn Dbm>> {
+    fn open(&self, _: DbmClass, path: Option<&Path>, access: Access) -> Result<Box<dyn Dbm>> {
         let o = &self.options;
         Ok(match (self.hashed, path) {
-            (true, Some(p)) => Box::new(StdHashDbm::open(p, writable, o)?),
+            (true, Some(p)) => Box::new(StdHashDbm::open(p, access, o)?),
             (true, None) => Box::new(StdHashDbm::new(o)),
-            (false, Some(p)) => Box::new(StdTreeDbm::open(p, writable, o)?),
+            (false, Some(p)) => Box::new(StdTreeDbm::open(p, access, o)?),
             (false, None) => Box::new(StdTreeDbm::new(o)),
         })
     }
@@ -506,8 +507,8 @@ impl DbmClass {
     /// Opens a database of this class: at `path`, or for an on-memory class
     /// without a path, purely in memory. `params` are the class's parameters
     /// (any other is refused by name).
-    pub fn open(self, path: Option<&Path>, writable: bool, params: &Params) -> Result<Box<dyn Dbm>> {
-        self.options_of(params)?.open(self, path, writable)
+    pub fn open(self, path: Option<&Path>, access: Access, params: &Params) -> Result<Box<dyn Dbm>> {
+        self.options_of(params)?.open(self, path, access)
     }
 
     /// Restores the damaged or crashed database of this class at `src` into
@@ -543,8 +544,8 @@ impl DbmClass {
             return restored;
         }
         let params = params.without("truncate");
-        let db = self.open(Some(src), false, &params)?;
-        let out = self.open(Some(dest), true, &params)?;
+        let db = self.open(Some(src), Access::ReadOnly, &params)?;
+        let out = self.open(Some(dest), Access::ReadWrite, &params)?;
         let copied = db.export(out.as_ref()).and_then(|_| out.count());
         let closed = out.close().and(db.close());
         let count = copied?;
@@ -624,10 +625,10 @@ mod tests {
     #[test]
     fn on_memory_classes_open_without_a_path_and_file_classes_refuse() {
         for class in DbmClass::all() {
-            let opened = class.open(None, true, &Params::new());
+            let opened = class.open(None, Access::ReadWrite, &Params::new());
             if class.is_on_memory() {
                 let db = opened.unwrap();
-                db.set(b"k", b"v", true).unwrap();
+                db.set(b"k", b"v").unwrap();
                 assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
                 db.close().unwrap();
             } else {

@@ -17,7 +17,7 @@
 //! use kuradb::{StdHashDbm, StdTreeDbm};
 //! # fn main() -> kuradb::Result<()> {
 //! let db = StdTreeDbm::new(&Default::default());
-//! db.set(b"k1", b"v1", true)?;
+//! db.set(b"k1", b"v1")?;
 //! let mut file = Vec::new();
 //! export_to_flat_records(&db, &mut file)?;
 //! assert_eq!(file, b"\xff\x02k1\xff\x02v1");
@@ -31,6 +31,7 @@
 use std::io::{BufRead, Read, Write};
 
 use super::{Action, Dbm};
+use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::varint::{base128, MAX_LEN};
 
@@ -143,7 +144,7 @@ pub fn import_from_flat_records<D: Dbm + ?Sized>(db: &D, input: &mut (impl BufRe
     let (mut key, mut value) = (Vec::new(), Vec::new());
     let mut count = 0;
     while reader.next_pair(&mut key, &mut value)? {
-        db.set(&key, &value, true)?;
+        db.set(&key, &value)?;
         count += 1;
     }
     Ok(count)
@@ -161,7 +162,7 @@ fn write_each<D: Dbm + ?Sized>(
     mut write: impl FnMut(&[u8], &[u8]) -> std::io::Result<()>,
 ) -> Result<()> {
     let mut failure = None;
-    db.process_each(false, &mut |key, value| {
+    db.process_each(Access::ReadOnly, &mut |key, value| {
         if failure.is_none() {
             failure = write(key, value).err();
         }

@@ -10,28 +10,28 @@ macro_rules! forward_dbm {
         fn process<'a>(
             &self,
             key: &[u8],
-            writable: bool,
+            access: $crate::dbm::Access,
             f: &mut $crate::dbm::Processor<'a>,
         ) -> $crate::Result<()> {
             let $this = self;
-            $target.process(key, writable, f)
+            $target.process(key, access, f)
         }
         fn process_multi<'a>(
             &self,
             keys: &[&[u8]],
-            writable: bool,
+            access: $crate::dbm::Access,
             f: &mut $crate::dbm::MultiProcessor<'a>,
         ) -> $crate::Result<()> {
             let $this = self;
-            $target.process_multi(keys, writable, f)
+            $target.process_multi(keys, access, f)
         }
         fn process_each<'a>(
             &self,
-            writable: bool,
+            access: $crate::dbm::Access,
             f: &mut $crate::dbm::EachProcessor<'a>,
         ) -> $crate::Result<()> {
             let $this = self;
-            $target.process_each(writable, f)
+            $target.process_each(access, f)
         }
         fn count(&self) -> $crate::Result<u64> {
             let $this = self;
@@ -53,13 +53,17 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.should_be_rebuilt()
         }
-        fn synchronize(&self, hard: bool) -> $crate::Result<()> {
+        fn synchronize(&self, durability: $crate::dbm::Durability) -> $crate::Result<()> {
             let $this = self;
-            $target.synchronize(hard)
+            $target.synchronize(durability)
         }
-        fn copy_file_data(&self, dest: &std::path::Path, hard: bool) -> $crate::Result<()> {
+        fn copy_file_data(
+            &self,
+            dest: &std::path::Path,
+            durability: $crate::dbm::Durability,
+        ) -> $crate::Result<()> {
             let $this = self;
-            $target.copy_file_data(dest, hard)
+            $target.copy_file_data(dest, durability)
         }
         fn inspect(&self) -> $crate::Result<Vec<(String, String)>> {
             let $this = self;
@@ -93,9 +97,13 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.process_presence(key, f)
         }
-        fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> $crate::Result<()> {
+        fn set(&self, key: &[u8], value: &[u8]) -> $crate::Result<()> {
             let $this = self;
-            $target.set(key, value, overwrite)
+            $target.set(key, value)
+        }
+        fn insert(&self, key: &[u8], value: &[u8]) -> $crate::Result<()> {
+            let $this = self;
+            $target.insert(key, value)
         }
         fn remove(&self, key: &[u8]) -> $crate::Result<bool> {
             let $this = self;
@@ -130,9 +138,13 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.prefetch(keys)
         }
-        fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> $crate::Result<()> {
+        fn set_multi(&self, pairs: &[(&[u8], &[u8])]) -> $crate::Result<()> {
             let $this = self;
-            $target.set_multi(pairs, overwrite)
+            $target.set_multi(pairs)
+        }
+        fn insert_multi(&self, pairs: &[(&[u8], &[u8])]) -> $crate::Result<()> {
+            let $this = self;
+            $target.insert_multi(pairs)
         }
         fn remove_multi(&self, keys: &[&[u8]]) -> $crate::Result<usize> {
             let $this = self;
@@ -150,15 +162,19 @@ macro_rules! forward_dbm {
             &self,
             old_key: &[u8],
             new_key: &[u8],
-            overwrite: bool,
-            copying: bool,
+            rekey: $crate::dbm::Rekey,
+            on_duplicate: $crate::dbm::OnDuplicate,
         ) -> $crate::Result<()> {
             let $this = self;
-            $target.rekey(old_key, new_key, overwrite, copying)
+            $target.rekey(old_key, new_key, rekey, on_duplicate)
         }
-        fn set_and_get(&self, key: &[u8], value: &[u8], overwrite: bool) -> $crate::Result<Option<Vec<u8>>> {
+        fn set_and_get(&self, key: &[u8], value: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
             let $this = self;
-            $target.set_and_get(key, value, overwrite)
+            $target.set_and_get(key, value)
+        }
+        fn insert_and_get(&self, key: &[u8], value: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
+            let $this = self;
+            $target.insert_and_get(key, value)
         }
         fn remove_and_get(&self, key: &[u8]) -> $crate::Result<Option<Vec<u8>>> {
             let $this = self;
@@ -175,11 +191,11 @@ macro_rules! forward_dbm {
         }
         fn process_first<'a>(
             &self,
-            writable: bool,
+            access: $crate::dbm::Access,
             f: &mut $crate::dbm::EachProcessor<'a>,
         ) -> $crate::Result<bool> {
             let $this = self;
-            $target.process_first(writable, f)
+            $target.process_first(access, f)
         }
         // The queue's two ends go to the inner database together, so a pop
         // waiting on it is woken by a push through any wrapper.

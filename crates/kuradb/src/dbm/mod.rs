@@ -26,6 +26,7 @@
 
 pub mod async_dbm;
 pub mod baby;
+pub mod builder;
 pub mod cache;
 pub mod class;
 pub mod comparator;
@@ -34,6 +35,7 @@ pub mod flat;
 pub mod flat_records;
 mod forward;
 pub mod hash;
+pub mod mode;
 pub(crate) mod ordered_cursor;
 pub mod pair;
 pub mod params;
@@ -57,6 +59,7 @@ use std::time::Duration;
 use crate::error::{Error, ErrorKind, Result};
 pub use exchange::{Desired, Expected};
 pub(crate) use forward::forward_dbm;
+pub use mode::{Access, Durability, Edge, OnDuplicate, Rekey};
 use params::{Params, Taker};
 pub use search::SearchMode;
 
@@ -98,7 +101,7 @@ pub type EachProcessor<'a> = dyn FnMut(&[u8], &[u8]) -> Action<'a> + 'a;
 /// provided. A missing key is never an error: lookups answer `Ok(None)`.
 pub trait Dbm: Send + Sync {
     /// Shows `key`'s current value to `f` under the record's lock and carries out
-    /// its answer. With `writable == false` the answer must be [`Action::Keep`]
+    /// its answer. With [`Access::ReadOnly`] the answer must be [`Action::Keep`]
     /// (anything else is an error) and readers of the same record run together.
     ///
     /// `f` must not call back into the same database (nor `process_multi`'s
@@ -106,17 +109,17 @@ pub trait Dbm: Send + Sync {
     /// for some classes under the database's, which such a call waits for,
     /// for ever. Another database may be used. The bindings refuse such a
     /// call with an error instead of hanging.
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()>;
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()>;
 
     /// Like [`Dbm::process`] for several keys at once, atomically: every key's
     /// record is locked before the first is shown, and no other operation sees
     /// a state between two of the answers. Keys may repeat; each occurrence is
     /// shown the value the earlier answers left.
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()>;
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()>;
 
     /// Shows every record to `f`, in the database's order, and carries out each
     /// answer. The database is locked against other writers meanwhile.
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()>;
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()>;
 
     /// The number of records.
     fn count(&self) -> Result<u64>;
@@ -146,14 +149,15 @@ pub trait Dbm: Send + Sync {
     /// Whether fragmentation or load make a rebuild worthwhile.
     fn should_be_rebuilt(&self) -> Result<bool>;
 
-    /// Makes every change so far reach the OS (`hard == false`) or the device.
-    fn synchronize(&self, hard: bool) -> Result<()>;
+    /// Makes every change so far reach the OS ([`Durability::Soft`]) or the
+    /// device ([`Durability::Hard`]).
+    fn synchronize(&self, durability: Durability) -> Result<()>;
 
     /// Writes a consistent copy of the database's file to `dest` while the
     /// database stays open: updates wait while it is taken, and the copy opens
-    /// as a cleanly closed database. With `hard` the copy is made durable
-    /// before this returns. Databases without a file refuse.
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()>;
+    /// as a cleanly closed database. With [`Durability::Hard`] the copy is on
+    /// the device before this returns. Databases without a file refuse.
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()>;
 
     /// Name/value pairs of internal figures.
     fn inspect(&self) -> Result<Vec<(String, String)>>;
@@ -176,7 +180,7 @@ pub trait Dbm: Send + Sync {
     /// keys answer without reading the value.
     fn contains(&self, key: &[u8]) -> Result<bool> {
         let mut found = false;
-        self.process(key, false, &mut |value| {
+        self.process(key, Access::ReadOnly, &mut |value| {
             found = value.is_some();
             Action::Keep
         })?;
@@ -186,7 +190,7 @@ pub trait Dbm: Send + Sync {
     /// The value of `key`, or `None`.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut found = None;
-        self.process(key, false, &mut |value| {
+        self.process(key, Access::ReadOnly, &mut |value| {
             found = value.map(<[u8]>::to_vec);
             Action::Keep
         })?;
@@ -197,13 +201,18 @@ pub trait Dbm: Send + Sync {
     /// the record exists. Databases that store values apart from keys
     /// override it to skip reading the old value; `set` and `remove` use it.
     fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
-        self.process(key, true, &mut |old| f(old.is_some()))
+        self.process(key, Access::ReadWrite, &mut |old| f(old.is_some()))
     }
 
-    /// Stores `value` under `key`. If the key exists and `overwrite` is false,
+    /// Stores `value` under `key`, replacing the value it has.
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        set_by_presence(self, key, value, true)
+    }
+
+    /// Stores `value` under `key` if the key has no record. If it has one,
     /// nothing changes and the error has kind [`ErrorKind::Duplication`].
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-        set_by_presence(self, key, value, overwrite)
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        set_by_presence(self, key, value, false)
     }
 
     /// Removes `key`; answers whether it existed.
@@ -214,7 +223,7 @@ pub trait Dbm: Send + Sync {
     /// Appends `value` to the value of `key`, with `delimiter` between them if
     /// the key existed; stores `value` if it did not.
     fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
-        self.process(key, true, &mut |old| match old {
+        self.process(key, Access::ReadWrite, &mut |old| match old {
             None => Action::set(value),
             Some(old) => Action::Set(Cow::Owned([old, delimiter, value].concat())),
         })
@@ -224,7 +233,7 @@ pub trait Dbm: Send + Sync {
     /// `None` stands for an absent record on either side. Answers whether it did.
     fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
         let mut done = false;
-        self.process(key, true, &mut |old| {
+        self.process(key, Access::ReadWrite, &mut |old| {
             if old != expected {
                 return Action::Keep;
             }
@@ -243,7 +252,7 @@ pub trait Dbm: Send + Sync {
     /// value that is not 8 bytes long is an [`ErrorKind::InvalidArgument`] error.
     fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
         let mut result = Ok(0);
-        self.process(key, true, &mut |old| {
+        self.process(key, Access::ReadWrite, &mut |old| {
             let current = match old {
                 None => initial,
                 Some(v) => match <[u8; 8]>::try_from(v) {
@@ -271,7 +280,7 @@ pub trait Dbm: Send + Sync {
     /// The values of `keys`, in the same order, read atomically together.
     fn get_multi(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut values = vec![None; keys.len()];
-        self.process_multi(keys, false, &mut |i, _, value| {
+        self.process_multi(keys, Access::ReadOnly, &mut |i, _, value| {
             values[i] = value.map(<[u8]>::to_vec);
             Action::Keep
         })?;
@@ -293,8 +302,8 @@ pub trait Dbm: Send + Sync {
     /// use kuradb::dbm::Dbm;
     ///
     /// let dir = tempfile::tempdir().unwrap();
-    /// let db = HashDbm::open(dir.path().join("casket.kh"), true, &HashOptions::default()).unwrap();
-    /// db.set(b"a", b"1", true).unwrap();
+    /// let db = HashDbm::builder().open(dir.path().join("casket.kh")).unwrap();
+    /// db.set(b"a", b"1").unwrap();
     /// let keys: [&[u8]; 2] = [b"a", b"b"];
     /// db.prefetch(&keys);
     /// assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
@@ -308,38 +317,28 @@ pub trait Dbm: Send + Sync {
     /// keys with one round of device reads rather than one read per key.
     fn contains_multi(&self, keys: &[&[u8]]) -> Result<Vec<bool>> {
         let mut found = vec![false; keys.len()];
-        self.process_multi(keys, false, &mut |i, _, value| {
+        self.process_multi(keys, Access::ReadOnly, &mut |i, _, value| {
             found[i] = value.is_some();
             Action::Keep
         })?;
         Ok(found)
     }
 
-    /// Stores every pair atomically. If `overwrite` is false and any key exists,
-    /// nothing changes and the error is a duplication naming that key.
-    fn set_multi(&self, pairs: &[(&[u8], &[u8])], overwrite: bool) -> Result<()> {
-        // Every key twice: the first pass looks, the second sets if nothing was taken.
-        let keys: Vec<&[u8]> = pairs.iter().chain(pairs).map(|p| p.0).collect();
-        let mut taken: Option<Vec<u8>> = None;
-        self.process_multi(&keys, true, &mut |i, key, old| {
-            if i < pairs.len() {
-                if !overwrite && taken.is_none() && old.is_some() {
-                    taken = Some(key.to_vec());
-                }
-                return Action::Keep;
-            }
-            if taken.is_some() {
-                return Action::Keep;
-            }
-            Action::set(pairs[i - pairs.len()].1)
-        })?;
-        taken.map_or(Ok(()), |key| Err(duplication(&key)))
+    /// Stores every pair atomically, replacing the values the keys have.
+    fn set_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        set_multi_by_process(self, pairs, true)
+    }
+
+    /// Stores every pair atomically if none of the keys has a record. If any
+    /// has one, nothing changes and the error is a duplication naming it.
+    fn insert_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        set_multi_by_process(self, pairs, false)
     }
 
     /// Removes every key atomically; answers how many existed.
     fn remove_multi(&self, keys: &[&[u8]]) -> Result<usize> {
         let mut removed = 0;
-        self.process_multi(keys, true, &mut |_, _, old| {
+        self.process_multi(keys, Access::ReadWrite, &mut |_, _, old| {
             removed += usize::from(old.is_some());
             Action::Remove
         })?;
@@ -356,7 +355,7 @@ pub trait Dbm: Send + Sync {
     ) -> Result<bool> {
         let keys: Vec<&[u8]> = expected.iter().chain(desired).map(|p| p.0).collect();
         let mut matched = true;
-        self.process_multi(&keys, true, &mut |i, _, value| {
+        self.process_multi(&keys, Access::ReadWrite, &mut |i, _, value| {
             if i < expected.len() {
                 matched &= value == expected[i].1;
                 return Action::Keep;
@@ -372,13 +371,16 @@ pub trait Dbm: Send + Sync {
         Ok(matched)
     }
 
-    /// Moves the record of `old_key` to `new_key` (keeping the old one if
-    /// `copying`). Fails with [`ErrorKind::NotFound`] if `old_key` is absent, and
-    /// with [`ErrorKind::Duplication`] if `new_key` exists and `overwrite` is false.
-    fn rekey(&self, old_key: &[u8], new_key: &[u8], overwrite: bool, copying: bool) -> Result<()> {
+    /// Moves the record of `old_key` to `new_key` (with [`Rekey::Copy`],
+    /// keeping the old one too). Fails with [`ErrorKind::NotFound`] if
+    /// `old_key` is absent, and with [`ErrorKind::Duplication`] if `new_key`
+    /// has a record and `on_duplicate` is [`OnDuplicate::Fail`].
+    fn rekey(&self, old_key: &[u8], new_key: &[u8], rekey: Rekey, on_duplicate: OnDuplicate) -> Result<()> {
+        let overwrite = on_duplicate == OnDuplicate::Replace;
+        let copying = rekey == Rekey::Copy;
         let mut outcome = Ok(());
         let mut moved: Option<Vec<u8>> = None;
-        self.process_multi(&[old_key, new_key, old_key], true, &mut |i, key, value| match i {
+        self.process_multi(&[old_key, new_key, old_key], Access::ReadWrite, &mut |i, key, value| match i {
             0 => {
                 match value {
                     None => {
@@ -409,26 +411,23 @@ pub trait Dbm: Send + Sync {
     }
 
     /// Stores `value` under `key` and answers the value it replaced (`None`:
-    /// the key was absent). If the key exists and `overwrite` is false,
-    /// nothing changes and the answer is the value that stays (the reference
-    /// reports a duplication error beside it).
-    fn set_and_get(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<Option<Vec<u8>>> {
-        let mut old = None;
-        self.process(key, true, &mut |current| {
-            old = current.map(<[u8]>::to_vec);
-            if current.is_some() && !overwrite {
-                Action::Keep
-            } else {
-                Action::set(value)
-            }
-        })?;
-        Ok(old)
+    /// the key was absent).
+    fn set_and_get(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        set_and_get_by_process(self, key, value, true)
+    }
+
+    /// Stores `value` under `key` if the key has no record, and answers the
+    /// value the key has: `None` if it was absent and now holds `value`, else
+    /// the value that stays, unchanged (where [`Dbm::insert`] fails, this
+    /// answers; the reference reports a duplication error beside it).
+    fn insert_and_get(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        set_and_get_by_process(self, key, value, false)
     }
 
     /// Removes `key` and answers the value it had (`None`: it was absent).
     fn remove_and_get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut old = None;
-        self.process(key, true, &mut |current| {
+        self.process(key, Access::ReadWrite, &mut |current| {
             old = current.map(<[u8]>::to_vec);
             if current.is_some() {
                 Action::Remove
@@ -450,7 +449,8 @@ pub trait Dbm: Send + Sync {
         desired: Desired<'_>,
     ) -> Result<(bool, Option<Vec<u8>>)> {
         let mut outcome = (false, None);
-        self.process(key, desired != Desired::Keep, &mut |current| {
+        let access = if desired == Desired::Keep { Access::ReadOnly } else { Access::ReadWrite };
+        self.process(key, access, &mut |current| {
             outcome = (expected.holds(current), current.map(<[u8]>::to_vec));
             match desired {
                 _ if !outcome.0 => Action::Keep,
@@ -466,8 +466,8 @@ pub trait Dbm: Send + Sync {
     /// under the record's lock and carries out its answer; answers whether
     /// there was a record. Ordered databases find it at once, unordered ones
     /// by walking to their first record.
-    fn process_first<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<bool> {
-        queue::process_first(self, writable, f)
+    fn process_first<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<bool> {
+        queue::process_first(self, access, f)
     }
 
     /// Removes the first record (see [`Dbm::process_first`]) and answers it.
@@ -496,9 +496,9 @@ pub trait Dbm: Send + Sync {
     /// Copies every record into `dest` (overwriting what is there).
     fn export(&self, dest: &dyn Dbm) -> Result<()> {
         let mut failure = None;
-        self.process_each(false, &mut |key, value| {
+        self.process_each(Access::ReadOnly, &mut |key, value| {
             if failure.is_none() {
-                if let Err(e) = dest.set(key, value, true) {
+                if let Err(e) = dest.set(key, value) {
                     failure = Some(e);
                 }
             }
@@ -532,6 +532,49 @@ pub(crate) fn set_by_presence<D: Dbm + ?Sized>(
         return Err(duplication(key));
     }
     Ok(())
+}
+
+/// [`Dbm::set_multi`] and [`Dbm::insert_multi`] on [`Dbm::process_multi`].
+pub(crate) fn set_multi_by_process<D: Dbm + ?Sized>(
+    db: &D,
+    pairs: &[(&[u8], &[u8])],
+    overwrite: bool,
+) -> Result<()> {
+    // Every key twice: the first pass looks, the second sets if nothing was taken.
+    let keys: Vec<&[u8]> = pairs.iter().chain(pairs).map(|p| p.0).collect();
+    let mut taken: Option<Vec<u8>> = None;
+    db.process_multi(&keys, Access::ReadWrite, &mut |i, key, old| {
+        if i < pairs.len() {
+            if !overwrite && taken.is_none() && old.is_some() {
+                taken = Some(key.to_vec());
+            }
+            return Action::Keep;
+        }
+        if taken.is_some() {
+            return Action::Keep;
+        }
+        Action::set(pairs[i - pairs.len()].1)
+    })?;
+    taken.map_or(Ok(()), |key| Err(duplication(&key)))
+}
+
+/// [`Dbm::set_and_get`] and [`Dbm::insert_and_get`] on [`Dbm::process`].
+fn set_and_get_by_process<D: Dbm + ?Sized>(
+    db: &D,
+    key: &[u8],
+    value: &[u8],
+    overwrite: bool,
+) -> Result<Option<Vec<u8>>> {
+    let mut old = None;
+    db.process(key, Access::ReadWrite, &mut |current| {
+        old = current.map(<[u8]>::to_vec);
+        if current.is_some() && !overwrite {
+            Action::Keep
+        } else {
+            Action::set(value)
+        }
+    })?;
+    Ok(old)
 }
 
 /// [`Dbm::remove`] on [`Dbm::process_presence`]; inlined as
@@ -612,16 +655,16 @@ pub trait Cursor: Send {
     fn last(&mut self) -> Result<()> {
         Err(unordered("last"))
     }
-    /// Moves to the last record whose key is below `key`, or equal to it if
-    /// `inclusive` (ordered databases only).
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        let _ = (key, inclusive);
+    /// Moves to the last record whose key is below `key`, or equal to it with
+    /// [`Edge::Inclusive`] (ordered databases only).
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        let _ = (key, edge);
         Err(unordered("jump_lower"))
     }
-    /// Moves to the first record whose key is above `key`, or equal to it if
-    /// `inclusive` (ordered databases only).
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        let _ = (key, inclusive);
+    /// Moves to the first record whose key is above `key`, or equal to it with
+    /// [`Edge::Inclusive`] (ordered databases only).
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        let _ = (key, edge);
         Err(unordered("jump_upper"))
     }
     /// Moves to the previous record (ordered databases only).

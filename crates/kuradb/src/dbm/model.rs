@@ -36,14 +36,14 @@ impl Dbm for Model {
         Ok(())
     }
 
-    fn process<'a>(&self, key: &[u8], _writable: bool, f: &mut Processor<'a>) -> Result<()> {
+    fn process<'a>(&self, key: &[u8], _access: Access, f: &mut Processor<'a>) -> Result<()> {
         let mut map = self.map.lock();
         let action = f(map.get(key).map(Vec::as_slice));
         apply(&mut map, key, action);
         Ok(())
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], _writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+    fn process_multi<'a>(&self, keys: &[&[u8]], _access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
         let mut map = self.map.lock();
         for (i, key) in keys.iter().enumerate() {
             let action = f(i, key, map.get(*key).map(Vec::as_slice));
@@ -52,7 +52,7 @@ impl Dbm for Model {
         Ok(())
     }
 
-    fn process_each<'a>(&self, _writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+    fn process_each<'a>(&self, _access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
         let mut map = self.map.lock();
         let keys: Vec<Vec<u8>> = map.keys().cloned().collect();
         for key in keys {
@@ -82,10 +82,10 @@ impl Dbm for Model {
     fn should_be_rebuilt(&self) -> Result<bool> {
         Ok(false)
     }
-    fn synchronize(&self, _hard: bool) -> Result<()> {
+    fn synchronize(&self, _durability: Durability) -> Result<()> {
         Ok(())
     }
-    fn copy_file_data(&self, _dest: &Path, _hard: bool) -> Result<()> {
+    fn copy_file_data(&self, _dest: &Path, _durability: Durability) -> Result<()> {
         Err(Error::new(ErrorKind::NotImplemented, "the test model has no file"))
     }
     fn inspect(&self) -> Result<Vec<(String, String)>> {
@@ -106,7 +106,7 @@ impl Dbm for Model {
 struct ModelOptions;
 
 impl ClassOptions for ModelOptions {
-    fn open(&self, class: DbmClass, path: Option<&Path>, _writable: bool) -> Result<Box<dyn Dbm>> {
+    fn open(&self, class: DbmClass, path: Option<&Path>, _access: Access) -> Result<Box<dyn Dbm>> {
         match path {
             None => Ok(Box::<Model>::default()),
             Some(path) => Err(Error::new(

@@ -6,6 +6,7 @@
 
 use super::{show_key, Cursor, Dbm};
 use crate::caching::ScanScope;
+use crate::dbm::Edge;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A record as a cursor saw it: copies of its key and value, in buffers a
@@ -170,12 +171,12 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
         self.seek(false, None, true)
     }
 
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(false, Some(key), inclusive)
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.seek(false, Some(key), edge.is_inclusive())
     }
 
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek(true, Some(key), inclusive)
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.seek(true, Some(key), edge.is_inclusive())
     }
 
     fn previous(&mut self) -> Result<()> {
@@ -189,7 +190,7 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
 pub(crate) fn change_at<D: Dbm + ?Sized>(db: &D, at: Option<&[u8]>, value: Option<&[u8]>) -> Result<()> {
     let Some(key) = at else { return Err(past_end()) };
     match value {
-        Some(value) => db.set(key, value, true),
+        Some(value) => db.set(key, value),
         None => db.remove(key).map(|_| ()),
     }
 }

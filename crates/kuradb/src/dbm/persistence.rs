@@ -19,6 +19,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::flat::{self, FlatWriter};
+use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{self, temp_beside, FileKey, LockMode, LockWait, Owner};
 use crate::sys;
@@ -34,7 +35,7 @@ use crate::sys;
 /// # let path = dir.path().join("a.flat");
 /// // Another process's writer is waited for up to five seconds, then "locked".
 /// let options = TinyOptions::default().lock(FlatLock::default().wait(LockWait::Timeout(Duration::from_secs(5))));
-/// let db = TinyDbm::open(&path, true, &options)?;
+/// let db = options.open(&path)?;
 /// db.close()?;
 /// # Ok::<(), kuradb::Error>(())
 /// ```
@@ -89,22 +90,22 @@ impl Persistence {
     /// lock it) and an error for a reader.
     pub(crate) fn open(
         path: &Path,
-        writable: bool,
+        access: Access,
         truncate: bool,
         lock: &FlatLock,
         load: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<Persistence> {
         // Readers may open beside a writer: the file is only ever replaced
         // whole, so they read one complete synchronized state.
-        let owner = Owner::claim(FileKey::for_path(path), writable, true, path)?;
-        let held = if writable && !lock.no_lock { Some(lock_current(path, lock)?) } else { None };
+        let owner = Owner::claim(FileKey::for_path(path), access.is_writable(), true, path)?;
+        let held = if access.is_writable() && !lock.no_lock { Some(lock_current(path, lock)?) } else { None };
         if held.is_some() {
             // Only the lock's holder writes the next file there: one left
             // there is a crashed save's.
             let _ = std::fs::remove_file(temp_beside(path, "flat"));
         }
         let exists = path.exists();
-        if !exists && !writable {
+        if !exists && !access.is_writable() {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!(
@@ -118,7 +119,7 @@ impl Persistence {
         }
         Ok(Persistence {
             path: Some(path.to_path_buf()),
-            writable,
+            writable: access.is_writable(),
             owner: Some(owner),
             held: Mutex::new(held),
         })

@@ -23,6 +23,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Action, Dbm};
+use crate::dbm::Access;
 use crate::error::{ErrorKind, Result};
 
 /// Units of the key's timestamp in a second (10 ns each).
@@ -37,7 +38,7 @@ pub(crate) fn push_last<D: Dbm + ?Sized>(db: &D, value: &[u8], wtime: Option<f64
     let mut seq = 0u64;
     loop {
         let key = base.wrapping_add(seq).to_be_bytes();
-        match db.set(&key, value, false) {
+        match db.insert(&key, value) {
             Ok(()) => {
                 wake(address(db));
                 return Ok(key.to_vec());
@@ -56,7 +57,7 @@ pub(crate) fn pop_first<D: Dbm + ?Sized>(
 ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
     let pop = || {
         let mut taken = None;
-        db.process_first(true, &mut |key, value| {
+        db.process_first(Access::ReadWrite, &mut |key, value| {
             taken = Some((key.to_vec(), value.to_vec()));
             Action::Remove
         })?;
@@ -171,7 +172,7 @@ impl Drop for Waiter {
 /// record's lock. Answers whether there was one.
 pub(crate) fn process_first<'a, D: Dbm + ?Sized>(
     db: &D,
-    writable: bool,
+    access: Access,
     f: &mut super::EachProcessor<'a>,
 ) -> Result<bool> {
     loop {
@@ -184,7 +185,7 @@ pub(crate) fn process_first<'a, D: Dbm + ?Sized>(
             }
         };
         let mut shown = false;
-        db.process(&key, writable, &mut |value| match value {
+        db.process(&key, access, &mut |value| match value {
             // Another thread removed it between the look and the lock: look again.
             None => Action::Keep,
             Some(value) => {

@@ -12,6 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::{Action, Dbm};
+use crate::dbm::{Access, Edge};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How [`Dbm::search`] matches keys against its pattern.
@@ -28,7 +29,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// # fn main() -> kuradb::Result<()> {
 /// let db = StdTreeDbm::new(&Default::default());
 /// for key in ["apple", "apricot", "grape", "Pineapple"] {
-///     db.set(key.as_bytes(), b"", true)?;
+///     db.set(key.as_bytes(), b"")?;
 /// }
 /// let found = db.search("containcase".parse()?, b"apple", 0)?;
 /// assert_eq!(found, [b"Pineapple".to_vec(), b"apple".to_vec()]);
@@ -173,7 +174,7 @@ pub(crate) fn search<D: Dbm + ?Sized>(
         return ordered(db, matches!(mode, SearchMode::Upper { .. }), inclusive, pattern, capacity);
     }
     let mut walk = |visit: &mut dyn FnMut(&[u8])| {
-        db.process_each(false, &mut |key, _| {
+        db.process_each(Access::ReadOnly, &mut |key, _| {
             visit(key);
             Action::Keep
         })
@@ -278,10 +279,11 @@ fn ordered<D: Dbm + ?Sized>(
     capacity: usize,
 ) -> Result<Vec<Vec<u8>>> {
     let mut cursor = db.iter()?;
+    let edge = if inclusive { Edge::Inclusive } else { Edge::Exclusive };
     if upper {
-        cursor.jump_upper(pattern, inclusive)?;
+        cursor.jump_upper(pattern, edge)?;
     } else {
-        cursor.jump_lower(pattern, inclusive)?;
+        cursor.jump_lower(pattern, edge)?;
     }
     let mut found = Vec::new();
     while found.len() < capacity {

@@ -13,9 +13,9 @@ fn contents(db: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn set_get_remove_and_duplication() {
     let db = Model::default();
     assert_eq!(db.get(b"a").unwrap(), None);
-    db.set(b"a", b"1", true).unwrap();
+    db.set(b"a", b"1").unwrap();
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
-    let err = db.set(b"a", b"2", false).unwrap_err();
+    let err = db.insert(b"a", b"2").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Duplication);
     assert!(err.to_string().contains("\"a\""), "{err}");
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
@@ -48,7 +48,7 @@ fn increment_counts_from_initial_and_refuses_non_numbers() {
     assert_eq!(db.increment(b"n", -6, 100).unwrap(), 99);
     assert_eq!(db.increment(b"n", INCREMENT_UNCHANGED, 0).unwrap(), 99);
     assert_eq!(db.get(b"n").unwrap().unwrap(), 99i64.to_be_bytes());
-    db.set(b"s", b"text", true).unwrap();
+    db.set(b"s", b"text").unwrap();
     let err = db.increment(b"s", 1, 0).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
     assert_eq!(db.get(b"s").unwrap().unwrap(), b"text");
@@ -57,8 +57,8 @@ fn increment_counts_from_initial_and_refuses_non_numbers() {
 #[test]
 fn multi_operations_are_all_or_nothing() {
     let db = Model::default();
-    db.set_multi(&[(b"a", b"1"), (b"b", b"2")], false).unwrap();
-    let err = db.set_multi(&[(b"c", b"3"), (b"b", b"9")], false).unwrap_err();
+    db.insert_multi(&[(b"a", b"1"), (b"b", b"2")]).unwrap();
+    let err = db.insert_multi(&[(b"c", b"3"), (b"b", b"9")]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Duplication);
     assert_eq!(db.get(b"c").unwrap(), None, "a failed set_multi sets nothing");
     assert_eq!(
@@ -78,12 +78,18 @@ fn multi_operations_are_all_or_nothing() {
 #[test]
 fn rekey_moves_copies_and_refuses() {
     let db = Model::default();
-    db.set(b"old", b"v", true).unwrap();
-    db.set(b"taken", b"t", true).unwrap();
-    assert_eq!(db.rekey(b"old", b"taken", false, false).unwrap_err().kind(), ErrorKind::Duplication);
-    assert_eq!(db.rekey(b"none", b"new", true, false).unwrap_err().kind(), ErrorKind::NotFound);
-    db.rekey(b"old", b"copy", false, true).unwrap();
-    db.rekey(b"old", b"new", false, false).unwrap();
+    db.set(b"old", b"v").unwrap();
+    db.set(b"taken", b"t").unwrap();
+    assert_eq!(
+        db.rekey(b"old", b"taken", Rekey::Move, OnDuplicate::Fail).unwrap_err().kind(),
+        ErrorKind::Duplication
+    );
+    assert_eq!(
+        db.rekey(b"none", b"new", Rekey::Move, OnDuplicate::Replace).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    db.rekey(b"old", b"copy", Rekey::Copy, OnDuplicate::Fail).unwrap();
+    db.rekey(b"old", b"new", Rekey::Move, OnDuplicate::Fail).unwrap();
     assert_eq!(
         contents(&db),
         vec![
@@ -92,7 +98,7 @@ fn rekey_moves_copies_and_refuses() {
             (b"taken".to_vec(), b"t".to_vec())
         ]
     );
-    db.rekey(b"new", b"new", false, false).unwrap();
+    db.rekey(b"new", b"new", Rekey::Move, OnDuplicate::Fail).unwrap();
     assert_eq!(db.get(b"new").unwrap().unwrap(), b"v", "rekey onto itself keeps the record");
 }
 
@@ -100,10 +106,10 @@ fn rekey_moves_copies_and_refuses() {
 fn export_copies_every_record() {
     let db = Model::default();
     for i in 0..10u8 {
-        db.set(&[i], &[i, i], true).unwrap();
+        db.set(&[i], &[i, i]).unwrap();
     }
     let other = Model::default();
-    other.set(b"extra", b"x", true).unwrap();
+    other.set(b"extra", b"x").unwrap();
     db.export(&other).unwrap();
     assert_eq!(other.count().unwrap(), 11);
     assert_eq!(other.get(&[7]).unwrap().unwrap(), vec![7, 7]);

@@ -9,6 +9,7 @@
 //! last successful hard synchronization is undone, as if the device had never
 //! received it, and the handle then fails every call as a dead process would.
 
+use super::Durability;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -367,26 +368,36 @@ impl File for FaultFile {
         self.control.inner.read().size()
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
         let entered = self
-            .enter(Op::Sync, format_args!("{} synchronization", if hard { "hard" } else { "soft" }))
+            .enter(
+                Op::Sync,
+                format_args!(
+                    "{} synchronization",
+                    if durability.is_hard() { "durability.is_hard()" } else { "soft" }
+                ),
+            )
             .map_err(Error::from);
-        if let (Err(_), true) = (&entered, hard) {
+        if let (Err(_), true) = (&entered, durability.is_hard()) {
             // As a real file does: what the device holds is now unknown.
             self.control.counts.lock().poisoned = true;
         }
         entered?;
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
-        inner.synchronize(hard)?;
-        if hard {
+        inner.synchronize(durability)?;
+        if durability.is_hard() {
             undo.clear();
         }
         Ok(())
     }
 
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        self.control.inner.read().lock(mode, wait)
+    fn lock(&self, mode: LockMode) -> Result<()> {
+        self.control.inner.read().lock(mode)
+    }
+
+    fn try_lock(&self, mode: LockMode) -> Result<()> {
+        self.control.inner.read().try_lock(mode)
     }
 
     fn unlock(&self) -> Result<()> {

@@ -8,6 +8,7 @@
 //! the old, which stays valid until the file closes ([`MapChain`]). The atomic
 //! kind adds a whole-file reader-writer lock, exclusive for every write.
 
+use super::Durability;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -283,10 +284,10 @@ impl File for MmapFile {
         self.state.as_ref().map_or(0, |s| s.size.load(Ordering::Acquire))
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
         let state = self.state()?;
         // Writes to the map are in the OS's page cache already: soft has nothing to do.
-        if !hard || !state.writable {
+        if !durability.is_hard() || !state.writable {
             return Ok(());
         }
         let _exclusive = state.exclusive();
@@ -301,8 +302,12 @@ impl File for MmapFile {
         })
     }
 
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(&self.state()?.file, &self.path, mode, wait)
+    fn lock(&self, mode: LockMode) -> Result<()> {
+        access::lock(&self.state()?.file, &self.path, mode, true)
+    }
+
+    fn try_lock(&self, mode: LockMode) -> Result<()> {
+        access::lock(&self.state()?.file, &self.path, mode, false)
     }
 
     fn unlock(&self) -> Result<()> {

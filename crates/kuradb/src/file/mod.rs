@@ -58,6 +58,34 @@ pub use spec::{default_page_cache_capacity, FileKind, FileSpec, DEFAULT_PAGE_CAC
 pub(crate) use wrapper::open_wrapped;
 pub use wrapper::{FileWrapper, WrapFn};
 
+/// How far a synchronization or a copy carries the data before it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Handed to the operating system: it survives the process crashing, not
+    /// the machine.
+    Soft,
+    /// Synchronized to the device: it survives the machine losing power.
+    Hard,
+}
+
+impl Durability {
+    /// The durability a reference-shaped flag names: `true` is hard.
+    #[inline(always)]
+    pub(crate) const fn from_hard(hard: bool) -> Durability {
+        if hard {
+            Durability::Hard
+        } else {
+            Durability::Soft
+        }
+    }
+
+    /// Whether the device must hold the data.
+    #[inline(always)]
+    pub const fn is_hard(self) -> bool {
+        matches!(self, Durability::Hard)
+    }
+}
+
 /// A temporary file beside `path` (`NAME.WHAT-tmp`), for a file that will
 /// replace it by rename: on the same filesystem, so the rename is atomic.
 pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
@@ -89,7 +117,7 @@ pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
 ///   *parallel* file, concurrent accesses to overlapping bytes give unspecified
 ///   bytes (never memory unsafety); on an *atomic* file every write is atomic
 ///   against every read.
-/// - [`File::synchronize`] with `hard == false` hands every buffered byte (page
+/// - [`File::synchronize`] with [`Durability::Soft`] hands every buffered byte (page
 ///   cache, head buffer) to the operating system, so another process reading the
 ///   file sees it; with `hard == true` it also waits until the device holds it
 ///   (`fdatasync`/`msync`), so it survives a power cut. After a failed hard
@@ -150,13 +178,16 @@ pub trait File: Send + Sync {
     fn size(&self) -> u64;
 
     /// Hands buffered data to the OS and, with `hard`, makes the device hold it.
-    fn synchronize(&self, hard: bool) -> Result<()>;
+    fn synchronize(&self, durability: Durability) -> Result<()>;
 
     /// Takes the inter-process advisory lock of the file in `mode`, waiting for
-    /// other processes' conflicting locks if `wait`, else failing at once with
-    /// [`ErrorKind::WouldBlock`](crate::ErrorKind). Opening already takes the
-    /// lock the [`OpenOptions`] ask for; this changes it.
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()>;
+    /// other processes' conflicting locks. Opening already takes the lock the
+    /// [`OpenOptions`] ask for; this changes it.
+    fn lock(&self, mode: LockMode) -> Result<()>;
+
+    /// Like [`File::lock`], but failing at once with
+    /// [`ErrorKind::WouldBlock`](crate::ErrorKind) where it would wait.
+    fn try_lock(&self, mode: LockMode) -> Result<()>;
 
     /// Releases the inter-process lock.
     fn unlock(&self) -> Result<()>;

@@ -5,6 +5,7 @@
 //! turns what remains into system calls on whole aligned blocks (block I/O,
 //! direct I/O) or passes it through as it is.
 
+use super::Durability;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -311,12 +312,12 @@ impl File for PositionalFile {
         self.state.as_ref().map_or(0, |s| s.size.load(Ordering::Acquire))
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
         let state = self.state()?;
         // On the atomic kind this makes the flushed image one consistent moment.
         let _exclusive = state.exclusive();
         state.flush()?;
-        if hard && state.writable {
+        if durability.is_hard() && state.writable {
             if let Err(e) = state.device.sync_data() {
                 state.poisoned.store(true, Ordering::Release);
                 return Err(e);
@@ -325,8 +326,12 @@ impl File for PositionalFile {
         Ok(())
     }
 
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        access::lock(self.state()?.device.file(), &self.path, mode, wait)
+    fn lock(&self, mode: LockMode) -> Result<()> {
+        access::lock(self.state()?.device.file(), &self.path, mode, true)
+    }
+
+    fn try_lock(&self, mode: LockMode) -> Result<()> {
+        access::lock(self.state()?.device.file(), &self.path, mode, false)
     }
 
     fn unlock(&self) -> Result<()> {

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::{FileIndex, Index, MemIndex};
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::Params;
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A byte-string index in a file ([`FileIndex`]) or in memory
@@ -14,10 +15,11 @@ use crate::error::{Error, ErrorKind, Result};
 ///
 /// ```
 /// use kuradb::index::{AnyIndex, Index};
+/// use kuradb::dbm::Access;
 /// use kuradb::Params;
 /// # fn main() -> kuradb::Result<()> {
 /// let params = Params::parse("key_comparator=PairDecimalKeyComparator")?;
-/// let index = AnyIndex::open("", true, &params)?;
+/// let index = AnyIndex::open("", Access::ReadWrite, &params)?;
 /// index.index().add(b"10", b"user:3")?;
 /// index.index().add(b"9", b"user:8")?;
 /// {
@@ -45,10 +47,10 @@ impl AnyIndex {
     /// default) and lets the flags of opening a file through (`truncate`,
     /// `wait`, `no_wait`, `lock_timeout`, `no_lock`, `no_create`, `sync_hard`: they mean nothing to
     /// it); any other parameter is refused, naming it.
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<AnyIndex> {
+    pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<AnyIndex> {
         let path = path.as_ref();
         if !path.as_os_str().is_empty() {
-            return Ok(AnyIndex::File(Box::new(FileIndex::open(path, writable, params)?)));
+            return Ok(AnyIndex::File(Box::new(FileIndex::open(path, access, params)?)));
         }
         let mut cmp = KeyComparator::PairLexical;
         for (name, value) in params.iter() {
@@ -84,9 +86,9 @@ impl AnyIndex {
 
     /// Makes every change so far reach the OS (`hard == false`) or the
     /// device; nothing to do for a memory index.
-    pub fn synchronize(&self, hard: bool) -> Result<()> {
+    pub fn synchronize(&self, durability: Durability) -> Result<()> {
         match self {
-            AnyIndex::File(i) => i.synchronize(hard),
+            AnyIndex::File(i) => i.synchronize(durability),
             AnyIndex::Mem(_) => Ok(()),
         }
     }
@@ -128,22 +130,28 @@ mod tests {
     fn an_empty_path_is_memory_and_a_path_a_file() {
         let flags =
             Params::parse("truncate=true,no_wait=true,no_lock=true,no_create=false,sync_hard=true").unwrap();
-        let mem = AnyIndex::open("", true, &flags).unwrap();
+        let mem = AnyIndex::open("", Access::ReadWrite, &flags).unwrap();
         assert!(matches!(mem, AnyIndex::Mem(_)) && mem.is_writable() && mem.path().is_none());
-        let err = AnyIndex::open("", true, &Params::parse("max_page_size=4096").unwrap()).err().unwrap();
+        let err = AnyIndex::open("", Access::ReadWrite, &Params::parse("max_page_size=4096").unwrap())
+            .err()
+            .unwrap();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
         assert!(err.message().contains("max_page_size"), "{}", err.message());
-        let bad = AnyIndex::open("", true, &Params::parse("key_comparator=LexicalKeyComparator").unwrap());
+        let bad = AnyIndex::open(
+            "",
+            Access::ReadWrite,
+            &Params::parse("key_comparator=LexicalKeyComparator").unwrap(),
+        );
         assert!(bad.is_err(), "a key comparator that is not a pair comparator");
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.kt");
-        let file = AnyIndex::open(&path, true, &Params::default()).unwrap();
+        let file = AnyIndex::open(&path, Access::ReadWrite, &Params::default()).unwrap();
         file.index().add(b"tokyo", b"user:1").unwrap();
-        file.synchronize(false).unwrap();
+        file.synchronize(Durability::Soft).unwrap();
         assert_eq!(file.path(), Some(path.as_path()));
         file.close().unwrap();
-        let file = AnyIndex::open(&path, false, &Params::default()).unwrap();
+        let file = AnyIndex::open(&path, Access::ReadOnly, &Params::default()).unwrap();
         assert!(!file.is_writable());
         assert!(file.index().check(b"tokyo", b"user:1").unwrap());
         file.close().unwrap();

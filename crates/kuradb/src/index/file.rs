@@ -7,7 +7,7 @@ use super::pairs::Pairs;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::{Params, Taker};
 use crate::dbm::tree::{TreeDbm, TreeOptions};
-use crate::dbm::Dbm;
+use crate::dbm::{Access, Dbm, Durability};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A secondary index in a file: a [`TreeDbm`] whose records' keys are the
@@ -17,15 +17,16 @@ use crate::error::{Error, ErrorKind, Result};
 ///
 /// ```
 /// use kuradb::index::{FileIndex, Index};
+/// use kuradb::dbm::Access;
 /// use kuradb::Params;
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("city.kti");
-/// let index = FileIndex::open(&path, true, &Params::new())?;
+/// let index = FileIndex::open(&path, Access::ReadWrite, &Params::new())?;
 /// index.add(b"tokyo", b"user:17")?;
 /// index.add(b"tokyo", b"user:3")?;
 /// index.close()?;
-/// let index = FileIndex::open(&path, false, &Params::new())?;
+/// let index = FileIndex::open(&path, Access::ReadOnly, &Params::new())?;
 /// assert_eq!(index.get_values(b"tokyo", 1)?, [b"user:17".to_vec()]);
 /// assert!(index.add(b"kyoto", b"user:9").is_err(), "opened read-only");
 /// # Ok(())
@@ -42,17 +43,17 @@ impl FileIndex {
     /// file implementation, `truncate`, `no_wait`, `max_page_size`, …, see
     /// [`PolyDbm`](crate::PolyDbm)); `key_comparator` must be a pair
     /// comparator, `PairLexicalKeyComparator` by default.
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<FileIndex> {
+    pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<FileIndex> {
         let mut taker = Taker::new(params, "a file index");
         let options = TreeOptions::default().take_params(&mut taker)?;
         taker.finish()?;
-        FileIndex::open_with(path, writable, &options)
+        FileIndex::open_with(path, access, &options)
     }
 
     /// Opens or creates the index at `path` with a tree's options, whose
     /// comparator must be a pair comparator: by default
     /// `PairLexicalKeyComparator` for a new file, the file's own on a reopen.
-    pub fn open_with(path: impl AsRef<Path>, writable: bool, options: &TreeOptions) -> Result<FileIndex> {
+    pub fn open_with(path: impl AsRef<Path>, access: Access, options: &TreeOptions) -> Result<FileIndex> {
         let path = path.as_ref();
         let mut options = options.clone();
         match options.comparator {
@@ -65,7 +66,7 @@ impl FileIndex {
             }
             None => {}
         }
-        let db = TreeDbm::open(path, writable, &options)?;
+        let db = TreeDbm::open(path, access, &options)?;
         // An existing file keeps its own order, which may be no pair order.
         let cmp = match stored_order(&db).and_then(pair_order) {
             Ok(cmp) => cmp,
@@ -77,7 +78,7 @@ impl FileIndex {
                 ));
             }
         };
-        Ok(FileIndex { pairs: Pairs { db }, writable, cmp })
+        Ok(FileIndex { pairs: Pairs { db }, writable: access.is_writable(), cmp })
     }
 
     /// Writes everything back and closes the file.
@@ -86,8 +87,8 @@ impl FileIndex {
     }
 
     /// Makes every change so far reach the OS (`hard == false`) or the device.
-    pub fn synchronize(&self, hard: bool) -> Result<()> {
-        self.pairs.db.synchronize(hard)
+    pub fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.pairs.db.synchronize(durability)
     }
 
     /// Rewrites the file compactly.

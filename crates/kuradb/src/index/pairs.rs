@@ -16,7 +16,7 @@ pub(super) struct Pairs<D> {
 
 impl<D: Dbm> Pairs<D> {
     pub fn add(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.db.set(&encode_pair(key, value), b"", true)
+        self.db.set(&encode_pair(key, value), b"")
     }
 
     pub fn remove(&self, key: &[u8], value: &[u8]) -> Result<bool> {

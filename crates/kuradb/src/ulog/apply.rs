@@ -81,7 +81,7 @@ pub fn apply_update_logs(dbm: &dyn Dbm, prefix: &Path, filter: &ApplyFilter) -> 
 /// Makes the change of one entry to `dbm`.
 pub fn apply_entry(dbm: &dyn Dbm, op: &UpdateOp) -> Result<()> {
     match op {
-        UpdateOp::Set { key, value } => dbm.set(key, value, true),
+        UpdateOp::Set { key, value } => dbm.set(key, value),
         UpdateOp::Remove { key } => dbm.remove(key).map(|_| ()),
         UpdateOp::Clear => dbm.clear(),
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::UpdateLogger;
-use crate::dbm::Dbm;
+use crate::dbm::{Dbm, Durability};
 use crate::error::Result;
 
 /// Makes each change to another database too, so that it stays equal to
@@ -17,7 +17,7 @@ use crate::error::Result;
 /// # fn main() -> kuradb::Result<()> {
 /// let mirror: Arc<dyn Dbm> = Arc::new(kuradb::StdTreeDbm::new(&Default::default()));
 /// let db = LoggedDbm::new(kuradb::TinyDbm::new(&Default::default()), Arc::new(DbmUpdateLogger::new(mirror.clone())));
-/// db.set(b"a", b"1", true)?;
+/// db.set(b"a", b"1")?;
 /// db.append(b"a", b"2", b",")?;
 /// assert_eq!(mirror.get(b"a")?.as_deref(), Some(&b"1,2"[..]));
 /// # Ok(())
@@ -36,7 +36,7 @@ impl DbmUpdateLogger {
 
 impl UpdateLogger for DbmUpdateLogger {
     fn write_set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.dbm.set(key, value, true)
+        self.dbm.set(key, value)
     }
     fn write_remove(&self, key: &[u8]) -> Result<()> {
         self.dbm.remove(key).map(|_| ())
@@ -44,7 +44,7 @@ impl UpdateLogger for DbmUpdateLogger {
     fn write_clear(&self) -> Result<()> {
         self.dbm.clear()
     }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.dbm.synchronize(hard)
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.dbm.synchronize(durability)
     }
 }

@@ -8,7 +8,9 @@ use parking_lot::{Mutex, MutexGuard};
 use super::logged_cursor::LoggedCursor;
 use super::UpdateLogger;
 use crate::dbm::params::Params;
-use crate::dbm::{duplication, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{
+    duplication, Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor,
+};
 use crate::error::{Error, Result};
 
 /// How many locks the keys are spread over.
@@ -72,7 +74,7 @@ impl LoggedDbm {
     /// Closes the database, then synchronizes the log.
     pub fn close(self) -> Result<()> {
         let closed = self.db.close();
-        let synced = self.logger.synchronize(false);
+        let synced = self.logger.synchronize(Durability::Soft);
         closed.and(synced)
     }
 
@@ -125,13 +127,13 @@ pub(super) fn refused(e: Error) -> Error {
 }
 
 impl Dbm for LoggedDbm {
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        if !writable {
-            return self.db.process(key, false, f);
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        if !access.is_writable() {
+            return self.db.process(key, Access::ReadOnly, f);
         }
         let _stripe = self.lock_key(key);
         let mut failure = None;
-        self.db.process(key, true, &mut |old| self.log(key, f(old), &mut failure))?;
+        self.db.process(key, Access::ReadWrite, &mut |old| self.log(key, f(old), &mut failure))?;
         failure.map_or(Ok(()), Err)
     }
 
@@ -142,13 +144,13 @@ impl Dbm for LoggedDbm {
         failure.map_or(Ok(()), Err)
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        if !writable {
-            return self.db.process_multi(keys, false, f);
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        if !access.is_writable() {
+            return self.db.process_multi(keys, Access::ReadOnly, f);
         }
         let _stripes = self.lock_keys(keys);
         let mut failure = None;
-        self.db.process_multi(keys, true, &mut |i, key, old| {
+        self.db.process_multi(keys, Access::ReadWrite, &mut |i, key, old| {
             if failure.is_some() {
                 return Action::Keep;
             }
@@ -158,13 +160,13 @@ impl Dbm for LoggedDbm {
         failure.map_or(Ok(()), Err)
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        if !writable {
-            return self.db.process_each(false, f);
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        if !access.is_writable() {
+            return self.db.process_each(Access::ReadOnly, f);
         }
         let _stripes = self.lock_all();
         let mut failure = None;
-        self.db.process_each(true, &mut |key, value| {
+        self.db.process_each(Access::ReadWrite, &mut |key, value| {
             if failure.is_some() {
                 return Action::Keep;
             }
@@ -176,13 +178,20 @@ impl Dbm for LoggedDbm {
 
     /// Logged, then passed on: a database may set its own way (a skip
     /// database adds a record beside the key's others).
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let _stripe = self.lock_key(key);
-        if !overwrite && self.db.contains(key)? {
+        self.logger.write_set(key, value).map_err(refused)?;
+        self.db.set(key, value)
+    }
+
+    /// Logged only if the key is absent, then passed on.
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let _stripe = self.lock_key(key);
+        if self.db.contains(key)? {
             return Err(duplication(key));
         }
         self.logger.write_set(key, value).map_err(refused)?;
-        self.db.set(key, value, overwrite)
+        self.db.insert(key, value)
     }
 
     /// Logged, then passed on, whether the key exists or not.
@@ -199,9 +208,9 @@ impl Dbm for LoggedDbm {
     }
 
     /// Synchronizes the log, then the database.
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.logger.synchronize(hard)?;
-        self.db.synchronize(hard)
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.logger.synchronize(durability)?;
+        self.db.synchronize(durability)
     }
 
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
@@ -230,8 +239,8 @@ impl Dbm for LoggedDbm {
     fn should_be_rebuilt(&self) -> Result<bool> {
         self.db.should_be_rebuilt()
     }
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        self.db.copy_file_data(dest, hard)
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        self.db.copy_file_data(dest, durability)
     }
     fn inspect(&self) -> Result<Vec<(String, String)>> {
         self.db.inspect()

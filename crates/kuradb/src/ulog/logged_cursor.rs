@@ -3,7 +3,7 @@
 
 use super::logged::{refused, LoggedDbm};
 use crate::dbm::ordered_cursor::past_end;
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 /// Moves and reads as the wrapped cursor does; a `set` or `remove` takes the
@@ -63,11 +63,11 @@ impl Cursor for LoggedCursor<'_> {
     fn last(&mut self) -> Result<()> {
         self.inner.last()
     }
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.inner.jump_lower(key, inclusive)
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.inner.jump_lower(key, edge)
     }
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.inner.jump_upper(key, inclusive)
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.inner.jump_upper(key, edge)
     }
     fn previous(&mut self) -> Result<()> {
         self.inner.previous()

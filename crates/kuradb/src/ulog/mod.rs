@@ -34,9 +34,11 @@ pub use mq_logger::MqUpdateLogger;
 pub use params::DEFAULT_MAX_FILE_SIZE;
 pub use queue::{
     file_path, find_files, read_file_meta, remove_old_files, FileMeta, MessageQueue, MessageQueueReader,
+    NewestFile,
 };
 pub use timestamp::{now_ms, parse_timestamp};
 
+use crate::dbm::Durability;
 use crate::error::Result;
 
 /// Where a database's changes are written as they are made.
@@ -55,5 +57,5 @@ pub trait UpdateLogger: Send + Sync {
     /// Every record is being removed.
     fn write_clear(&self) -> Result<()>;
     /// Makes what was written reach the OS, or with `hard` the device.
-    fn synchronize(&self, hard: bool) -> Result<()>;
+    fn synchronize(&self, durability: Durability) -> Result<()>;
 }

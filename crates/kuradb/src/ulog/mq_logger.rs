@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::entry::{encode_into, OpRef};
 use super::queue::{record_buffer, MessageQueue};
 use super::UpdateLogger;
+use crate::dbm::Durability;
 use crate::error::Result;
 
 /// Writes each change as an entry (see [`UpdateEntry`](super::UpdateEntry))
@@ -70,7 +71,7 @@ impl UpdateLogger for MqUpdateLogger {
     fn write_clear(&self) -> Result<()> {
         self.write(OpRef::Clear)
     }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.queue.synchronize(hard)
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.queue.synchronize(durability)
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use kuradb::dbm::hash::{HashDbm, HashOptions};
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::file::{FileKind, FileSpec};
 
 use super::{direct_io_supported, spec, TINY_PAGE_CACHE};
@@ -42,7 +42,7 @@ pub fn show_opt(value: Option<&[u8]>) -> String {
 pub fn records(db: &dyn Dbm) -> Result<Model, String> {
     let mut map = Model::new();
     let mut twice = None;
-    db.process_each(false, &mut |key, value| {
+    db.process_each(Access::ReadOnly, &mut |key, value| {
         if map.insert(key.to_vec(), value.to_vec()).is_some() && twice.is_none() {
             twice = Some(key.to_vec());
         }
@@ -92,7 +92,7 @@ pub fn compare(db: &dyn Dbm, model: &Model) -> Result<(), String> {
 /// database is synchronized hard, then its file copied while still open (its
 /// header saying it was not closed cleanly).
 pub fn crash_copy(db: &HashDbm, path: &Path, dest: &Path) -> Result<(), String> {
-    db.synchronize(true).map_err(|e| format!("hard synchronize before the copy: {e}"))?;
+    db.synchronize(Durability::Hard).map_err(|e| format!("hard synchronize before the copy: {e}"))?;
     std::fs::copy(path, dest).map_err(|e| format!("copy {} to {}: {e}", path.display(), dest.display()))?;
     Ok(())
 }

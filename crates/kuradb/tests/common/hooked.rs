@@ -65,11 +65,14 @@ impl<H: ReadHook> File for HookedFile<H> {
     fn size(&self) -> u64 {
         self.inner.size()
     }
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.inner.synchronize(hard)
+    fn synchronize(&self, durability: kuradb::dbm::Durability) -> Result<()> {
+        self.inner.synchronize(durability)
     }
-    fn lock(&self, mode: LockMode, wait: bool) -> Result<()> {
-        self.inner.lock(mode, wait)
+    fn lock(&self, mode: LockMode) -> Result<()> {
+        self.inner.lock(mode)
+    }
+    fn try_lock(&self, mode: LockMode) -> Result<()> {
+        self.inner.try_lock(mode)
     }
     fn unlock(&self) -> Result<()> {
         self.inner.unlock()

@@ -17,6 +17,33 @@ pub mod power_cut;
 pub mod sweep;
 pub mod tree;
 
+/// The enum a model's or a strategy's `writable` flag stands for.
+pub fn access(writable: bool) -> kuradb::dbm::Access {
+    if writable {
+        kuradb::dbm::Access::ReadWrite
+    } else {
+        kuradb::dbm::Access::ReadOnly
+    }
+}
+
+/// The enum a model's or a strategy's `hard` flag stands for.
+pub fn durability(hard: bool) -> kuradb::dbm::Durability {
+    if hard {
+        kuradb::dbm::Durability::Hard
+    } else {
+        kuradb::dbm::Durability::Soft
+    }
+}
+
+/// The enum a model's or a strategy's `inclusive` flag stands for.
+pub fn edge(inclusive: bool) -> kuradb::dbm::Edge {
+    if inclusive {
+        kuradb::dbm::Edge::Inclusive
+    } else {
+        kuradb::dbm::Edge::Exclusive
+    }
+}
+
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

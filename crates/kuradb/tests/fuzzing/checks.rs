@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::{Error, KeyComparator, Result};
 
 /// A key and its value.
@@ -58,7 +58,7 @@ pub fn walk_back(db: &dyn Dbm, limit: usize) -> Result<Vec<Record>> {
 /// Every record, by `process_each`, with the same bound as [`walk`].
 pub fn each(db: &dyn Dbm, limit: usize) -> Result<Vec<Record>> {
     let mut out = Vec::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         out.push((k.to_vec(), v.to_vec()));
         assert!(out.len() <= limit, "process_each went past {limit} records: it loops");
         Action::Keep

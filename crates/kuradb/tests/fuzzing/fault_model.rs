@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use kuradb::dbm::hash::{HashOptions, UpdateMode};
+use kuradb::dbm::{Access, Durability};
 use kuradb::file::{FaultControl, FaultFile, FaultKind, FileKind, FileSpec, FileWrapper};
 use kuradb::{Dbm, HashDbm, Result, TreeDbm, TreeOptions};
 
@@ -172,10 +173,10 @@ impl Run {
             .update_mode(mode)
             .wrap_file(Some(self.controls.wrapper()));
         Ok(if self.config & 2 == 0 {
-            Box::new(HashDbm::open(&self.path, true, &hash)?)
+            Box::new(HashDbm::open(&self.path, Access::ReadWrite, &hash)?)
         } else {
             let tree = TreeOptions::default().hash(hash).max_page_size(256).max_branches(4);
-            Box::new(TreeDbm::open(&self.path, true, &tree)?)
+            Box::new(TreeDbm::open(&self.path, Access::ReadWrite, &tree)?)
         })
     }
 
@@ -195,7 +196,7 @@ impl Run {
             0..=2 => {
                 let (key, value) = (key(k), value(step, k, input.byte()));
                 self.given(&key, Some(value.clone()));
-                let done = self.db().set(&key, &value, true);
+                let done = self.db().set(&key, &value);
                 done.map(|()| drop(self.live.insert(key, value)))
             }
             3 => {
@@ -229,7 +230,7 @@ impl Run {
             }
             6 => {
                 let hard = k & 1 == 1;
-                self.db().synchronize(hard).map(|()| {
+                self.db().synchronize(if hard { Durability::Hard } else { Durability::Soft }).map(|()| {
                     if hard {
                         self.synced = self.live.clone();
                         self.since.clear();

@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::{Access, Durability};
 use kuradb::{DbmClass, ErrorKind, Params, Result, ShardDbm};
 
 use super::checks::{assert_consistent, clear, read_everything, walk, Opened, Record};
@@ -170,7 +171,12 @@ struct One {
 
 impl Subject for One {
     fn open(&self, path: &Path, writable: bool) -> Result<Opened> {
-        let db = PolyDbm::open_class(self.class, Some(path), writable, &self.params)?;
+        let db = PolyDbm::open_class(
+            self.class,
+            Some(path),
+            if writable { Access::ReadWrite } else { Access::ReadOnly },
+            &self.params,
+        )?;
         let order = db.key_order()?;
         Ok(Opened { db: Box::new(db), order, repeats: self.class == DbmClass::Skip })
     }
@@ -190,7 +196,8 @@ struct Shards {
 
 impl Subject for Shards {
     fn open(&self, path: &Path, writable: bool) -> Result<Opened> {
-        let db = ShardDbm::open(path, writable, &self.params)?;
+        let db =
+            ShardDbm::open(path, if writable { Access::ReadWrite } else { Access::ReadOnly }, &self.params)?;
         let (order, repeats) = (db.key_order(), db.class() == DbmClass::Skip);
         Ok(Opened { db: Box::new(db), order, repeats })
     }
@@ -257,13 +264,13 @@ fn change_and_rebuild(subject: &dyn Subject, opened: Opened, path: &Path, limit:
     let db = opened.db.as_ref();
     let limit = limit + 2;
     let first = walk(db, limit).ok().and_then(|records| records.into_iter().next().map(|(k, _)| k));
-    let set = db.set(NEW_KEY, NEW_VALUE, true).map_err(|e| clear(&e, "a set")).is_ok();
+    let set = db.set(NEW_KEY, NEW_VALUE).map_err(|e| clear(&e, "a set")).is_ok();
     let removed = match &first {
         Some(key) if key.as_slice() != NEW_KEY => db.remove(key).map_err(|e| clear(&e, "a remove")).is_ok(),
         _ => false,
     };
     // A skip database shows its changes from its next synchronization.
-    if let Err(e) = db.synchronize(false) {
+    if let Err(e) = db.synchronize(Durability::Soft) {
         clear(&e, "a synchronization");
         return close(opened);
     }

@@ -12,6 +12,7 @@
 
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tkrzw::ReferenceDbm;
+use kuradb::dbm::Access;
 use kuradb::Params;
 
 use super::checks::{clear, read_everything, walk, Opened, Record};
@@ -39,7 +40,7 @@ pub fn reference_file(data: &[u8]) {
     let opened = Opened { db: Box::new(db), order, repeats: false };
     read_everything(&opened, limit);
     // Read-only, however asked: every change is refused with a clear error.
-    for result in [opened.db.set(b"k", b"v", true), opened.db.remove(b"k").map(drop), opened.db.clear()] {
+    for result in [opened.db.set(b"k", b"v"), opened.db.remove(b"k").map(drop), opened.db.clear()] {
         let err = result.expect_err("a write to a reference file succeeded");
         clear(&err, "a write to a reference file");
     }
@@ -61,8 +62,8 @@ fn check_conversion(db: &ReferenceDbm, stem: &std::path::Path, mut listed: Vec<R
         Ok(count) => count,
         Err(e) => return clear(&e, "a conversion"),
     };
-    let new =
-        PolyDbm::open(&dest, false, &Params::new()).unwrap_or_else(|e| panic!("the converted database: {e}"));
+    let new = PolyDbm::open(&dest, Access::ReadOnly, &Params::new())
+        .unwrap_or_else(|e| panic!("the converted database: {e}"));
     let mut converted = walk(&new, limit).unwrap_or_else(|e| panic!("a walk of the converted database: {e}"));
     assert_eq!(count, converted.len() as u64, "the conversion's count of records");
     listed.sort();

@@ -44,7 +44,7 @@ struct State<T> {
 ///
 /// # fn main() -> kuradb::Result<()> {
 /// let adb = AsyncDbm::new(Arc::new(TinyDbm::new(&TinyOptions::default())), 2)?;
-/// let set = adb.set(b"japan", b"tokyo", true);
+/// let set = adb.set(b"japan", b"tokyo");
 /// assert!(set.wait_timeout(std::time::Duration::from_secs(10)));
 /// set.wait()?;
 /// assert_eq!(adb.get(b"japan").wait()?, Some(b"tokyo".to_vec()));

@@ -51,10 +51,10 @@ use crate::error::{Error, ErrorKind, Result};
 ///
 /// # fn main() -> kuradb::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
-/// let db = Arc::new(HashDbm::open(dir.path().join("casket.kh"), true, &HashOptions::default())?);
+/// let db = Arc::new(HashDbm::builder().open(dir.path().join("casket.kh"))?);
 /// let adb = AsyncDbm::new(Arc::clone(&db), 4)?;
 /// // Queue a hundred writes, then wait for them all.
-/// let sets: Vec<_> = (0..100).map(|i| adb.set(format!("k{i}"), format!("v{i}"), true)).collect();
+/// let sets: Vec<_> = (0..100).map(|i| adb.set(format!("k{i}"), format!("v{i}"))).collect();
 /// for set in sets {
 ///     set.wait()?;
 /// }

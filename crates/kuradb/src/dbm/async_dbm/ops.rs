@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::{AsyncDbm, DbmFuture};
 use crate::dbm::params::Params;
-use crate::dbm::{Action, Dbm};
+use crate::dbm::{Access, Action, Dbm, Durability, OnDuplicate, Rekey};
 
 /// Owned copies of keys.
 fn owned_keys<K: AsRef<[u8]>>(keys: &[K]) -> Vec<Vec<u8>> {
@@ -63,23 +63,35 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
         self.submit("get_multi", move |db| db.get_multi(&borrowed(&keys)))
     }
 
-    /// [`Dbm::set`]: stores `value` under `key`; an existing key with
-    /// `overwrite == false` is a duplication error.
-    pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, overwrite: bool) -> DbmFuture<()> {
+    /// [`Dbm::set`]: stores `value` under `key`, replacing its value.
+    pub fn set(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> DbmFuture<()> {
         let (key, value) = (key.as_ref().to_vec(), value.as_ref().to_vec());
-        self.submit("set", move |db| db.set(&key, &value, overwrite))
+        self.submit("set", move |db| db.set(&key, &value))
+    }
+
+    /// [`Dbm::insert`]: stores `value` under `key` if it has no record; an
+    /// existing key is a duplication error.
+    pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> DbmFuture<()> {
+        let (key, value) = (key.as_ref().to_vec(), value.as_ref().to_vec());
+        self.submit("insert", move |db| db.insert(&key, &value))
     }
 
     /// [`Dbm::set_multi`]: stores every pair atomically.
-    pub fn set_multi<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-        &self,
-        pairs: &[(K, V)],
-        overwrite: bool,
-    ) -> DbmFuture<()> {
+    pub fn set_multi<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, pairs: &[(K, V)]) -> DbmFuture<()> {
         let pairs = owned_pairs(pairs);
         self.submit("set_multi", move |db| {
             let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-            db.set_multi(&refs, overwrite)
+            db.set_multi(&refs)
+        })
+    }
+
+    /// [`Dbm::insert_multi`]: stores every pair atomically if no key has a
+    /// record.
+    pub fn insert_multi<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, pairs: &[(K, V)]) -> DbmFuture<()> {
+        let pairs = owned_pairs(pairs);
+        self.submit("insert_multi", move |db| {
+            let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+            db.insert_multi(&refs)
         })
     }
 
@@ -118,7 +130,7 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
         let (pairs, delimiter) = (owned_pairs(pairs), delimiter.as_ref().to_vec());
         self.submit("append_multi", move |db| {
             let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| k.as_slice()).collect();
-            db.process_multi(&keys, true, &mut |i, _, old| {
+            db.process_multi(&keys, Access::ReadWrite, &mut |i, _, old| {
                 let value = pairs[i].1.as_slice();
                 match old {
                     None => Action::set(value),
@@ -164,17 +176,17 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
         })
     }
 
-    /// [`Dbm::rekey`]: moves (or with `copying`, copies) the record of
+    /// [`Dbm::rekey`]: moves (or with [`Rekey::Copy`], copies) the record of
     /// `old_key` to `new_key`.
     pub fn rekey(
         &self,
         old_key: impl AsRef<[u8]>,
         new_key: impl AsRef<[u8]>,
-        overwrite: bool,
-        copying: bool,
+        rekey: Rekey,
+        on_duplicate: OnDuplicate,
     ) -> DbmFuture<()> {
         let (old_key, new_key) = (old_key.as_ref().to_vec(), new_key.as_ref().to_vec());
-        self.submit("rekey", move |db| db.rekey(&old_key, &new_key, overwrite, copying))
+        self.submit("rekey", move |db| db.rekey(&old_key, &new_key, rekey, on_duplicate))
     }
 
     /// [`Dbm::process`]: shows the value of `key` to `f` under the record's
@@ -183,20 +195,20 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
     /// [`Canceled`](crate::ErrorKind::Canceled) error of the future. To
     /// get something out of `f`, use [`AsyncDbm::execute`] and call
     /// [`Dbm::process`] there.
-    pub fn process<F>(&self, key: impl AsRef<[u8]>, writable: bool, mut f: F) -> DbmFuture<()>
+    pub fn process<F>(&self, key: impl AsRef<[u8]>, access: Access, mut f: F) -> DbmFuture<()>
     where
         F: FnMut(Option<&[u8]>) -> Action<'static> + Send + 'static,
     {
         let key = key.as_ref().to_vec();
-        self.submit("process", move |db| db.process(&key, writable, &mut f))
+        self.submit("process", move |db| db.process(&key, access, &mut f))
     }
 
     /// [`Dbm::process_each`]: shows every record to `f` and carries out its answers.
-    pub fn process_each<F>(&self, writable: bool, mut f: F) -> DbmFuture<()>
+    pub fn process_each<F>(&self, access: Access, mut f: F) -> DbmFuture<()>
     where
         F: FnMut(&[u8], &[u8]) -> Action<'static> + Send + 'static,
     {
-        self.submit("process_each", move |db| db.process_each(writable, &mut f))
+        self.submit("process_each", move |db| db.process_each(access, &mut f))
     }
 
     /// [`Dbm::clear`]: removes every record.
@@ -217,15 +229,15 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
     }
 
     /// [`Dbm::synchronize`]: makes every change so far reach the OS, or with
-    /// `hard` the device.
-    pub fn synchronize(&self, hard: bool) -> DbmFuture<()> {
-        self.submit("synchronize", move |db| db.synchronize(hard))
+    /// [`Durability::Hard`] the device.
+    pub fn synchronize(&self, durability: Durability) -> DbmFuture<()> {
+        self.submit("synchronize", move |db| db.synchronize(durability))
     }
 
     /// [`Dbm::copy_file_data`]: writes a consistent copy of the database's file to `dest`.
-    pub fn copy_file_data(&self, dest: impl Into<PathBuf>, hard: bool) -> DbmFuture<()> {
+    pub fn copy_file_data(&self, dest: impl Into<PathBuf>, durability: Durability) -> DbmFuture<()> {
         let dest = dest.into();
-        self.submit("copy_file_data", move |db| db.copy_file_data(&dest, hard))
+        self.submit("copy_file_data", move |db| db.copy_file_data(&dest, durability))
     }
 
     /// [`Dbm::export`]: copies every record into `dest`.

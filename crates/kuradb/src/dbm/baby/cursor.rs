@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{decode_value, BabyDbm, Inner, LeafCell, Node, Slot};
 use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 /// A position in a [`BabyDbm`]: the key of its record, and the leaf where it
@@ -144,8 +144,8 @@ impl Iterator for BabyRange<'_> {
             return None;
         }
         let moved = match self.start.take() {
-            Some(Bound::Included(k)) => self.cursor.jump_upper(&k, true),
-            Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, false),
+            Some(Bound::Included(k)) => self.cursor.jump_upper(&k, Edge::Inclusive),
+            Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, Edge::Exclusive),
             Some(Bound::Unbounded) => self.cursor.first(),
             None => Cursor::next(&mut self.cursor),
         };

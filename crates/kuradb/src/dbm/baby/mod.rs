@@ -44,6 +44,7 @@ use super::flat::{self, refused_change, FlatWriter};
 use super::persistence::Persistence;
 use super::tree_node::{record_size, Leaf, Probe, Separators};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A caller's value as the tree stores it: the one place a value codec
@@ -117,7 +118,7 @@ enum Change<'s, 'a> {
 /// # fn main() -> kuradb::Result<()> {
 /// let db = BabyDbm::new(&BabyOptions::default())?;
 /// for (k, v) in [("tokyo", "13"), ("osaka", "27"), ("kyoto", "26")] {
-///     db.set(k.as_bytes(), v.as_bytes(), true)?;
+///     db.set(k.as_bytes(), v.as_bytes())?;
 /// }
 /// let keys: Vec<Vec<u8>> = db.range(&b"k"[..]..&b"p"[..])?.map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [b"kyoto".to_vec(), b"osaka".to_vec()]);
@@ -145,6 +146,8 @@ fn check_options(o: &BabyOptions) -> Result<()> {
     Ok(())
 }
 
+crate::dbm::builder::options_builder!(BabyDbm, BabyOptions);
+
 impl BabyDbm {
     /// A database purely in memory.
     pub fn new(options: &BabyOptions) -> Result<BabyDbm> {
@@ -163,11 +166,11 @@ impl BabyDbm {
     /// Opens the database kept in the flat file at `path`, reading it unless
     /// `options.truncate`. A missing file is an empty database for a writer
     /// and an error for a reader.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &BabyOptions) -> Result<BabyDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &BabyOptions) -> Result<BabyDbm> {
         let mut db = BabyDbm::new(options)?;
         let this = &db;
         let persistence =
-            Persistence::open(path.as_ref(), writable, options.truncate, &options.lock, |k, v| {
+            Persistence::open(path.as_ref(), access, options.truncate, &options.lock, |k, v| {
                 this.write(k, &mut |_| Action::set(v))
             })?;
         db.persistence = persistence;
@@ -348,8 +351,8 @@ impl Dbm for BabyDbm {
         BabyDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        if !writable {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        if !access.is_writable() {
             self.persistence.check_process()?;
             return self.read(key, f);
         }
@@ -357,8 +360,8 @@ impl Dbm for BabyDbm {
         self.write(key, f)
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        self.persistence.check_writable(access.is_writable())?;
         // Exclusive: atomic over the keys, and free to rebalance between them.
         let mut root = self.root.write();
         for (i, key) in keys.iter().enumerate() {
@@ -367,7 +370,7 @@ impl Dbm for BabyDbm {
                 let mut slot = self.leaf_of(&root, key).slot.write();
                 self.process_in(&mut slot, key, &mut |v| {
                     let action = f(i, key, v);
-                    if !writable && action != Action::Keep {
+                    if !access.is_writable() && action != Action::Keep {
                         refused = true;
                         return Action::Keep;
                     }
@@ -384,8 +387,8 @@ impl Dbm for BabyDbm {
         Ok(())
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        self.persistence.check_writable(access.is_writable())?;
         let mut root = self.root.write();
         let mut result = Ok(());
         let mut unbalanced = false;
@@ -394,7 +397,7 @@ impl Dbm for BabyDbm {
                 return;
             }
             let mut slot = cell.slot.write();
-            if !writable {
+            if !access.is_writable() {
                 if slot.leaf.records().any(|(k, v)| f(k, decode_value(v)) != Action::Keep) {
                     result = Err(refused_change());
                 }
@@ -445,12 +448,12 @@ impl Dbm for BabyDbm {
         Ok(leaves > 1 && bytes < leaves * self.max_page_size / 2)
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.save(hard)
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.save(durability.is_hard())
     }
 
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        flat::write(dest, hard, |w| self.put_all(w))
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        flat::write(dest, durability.is_hard(), |w| self.put_all(w))
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {

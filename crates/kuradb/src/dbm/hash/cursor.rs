@@ -91,7 +91,7 @@ impl Cursor for HashCursor<'_> {
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
         match self.get()? {
-            Some((key, _)) => self.db.set(&key, value, true),
+            Some((key, _)) => self.db.set(&key, value),
             None => Err(past_end()),
         }
     }

@@ -9,6 +9,7 @@ use super::free_pool::REUSABLE;
 use super::header::{self, Kind};
 use super::record::{self, Record};
 use super::state::State;
+use crate::dbm::Durability;
 use crate::error::Result;
 
 impl State {
@@ -39,22 +40,22 @@ impl State {
     /// its removal is a void version of this epoch (see `State::put_removal`),
     /// which beats the older versions not yet marked.
     fn make_durable(&self) -> Result<()> {
-        self.file.synchronize(true)?;
+        self.file.synchronize(Durability::Hard)?;
         let doomed = self.free.lock().take_doomed();
         let epoch = self.epoch.load(Ordering::Acquire);
         if self.kind == Kind::TreeNodes {
             let (current, older): (Vec<_>, Vec<_>) =
                 doomed.iter().partition(|(_, size)| size & REUSABLE != 0);
             self.mark_void(&current, &older)?;
-            self.file.synchronize(true)?;
+            self.file.synchronize(Durability::Hard)?;
             self.synced_epoch.store(epoch, Ordering::Release);
             self.write_header(true)?;
-            self.file.synchronize(true)?;
+            self.file.synchronize(Durability::Hard)?;
             self.mark_void(&older, &[])?;
         } else {
             self.mark_void(&doomed, &[])?;
         }
-        self.file.synchronize(true)?;
+        self.file.synchronize(Durability::Hard)?;
         self.synced_epoch.store(epoch, Ordering::Release);
         if !self.appending {
             let mut free = self.free.lock();
@@ -79,7 +80,7 @@ impl State {
         if self.writable {
             // Every replaced version marked void first, so the copy holds one
             // live version of each key even for a restore.
-            self.synchronize(true)?;
+            self.synchronize(Durability::Hard)?;
         }
         crate::dbm::copy_file_to(self.file.as_ref(), dest, hard, |at, buf| {
             if at == 0 {
@@ -118,7 +119,7 @@ impl State {
         self.file.write(offset, &buf)
     }
 
-    pub(super) fn synchronize(&self, hard: bool) -> Result<()> {
+    pub(super) fn synchronize(&self, durability: Durability) -> Result<()> {
         if self.writable {
             // Nothing torn may be made durable or marked clean, nor any
             // older version it needs voided.
@@ -126,14 +127,14 @@ impl State {
             // A soft synchronization leaves the cached bucket array in memory:
             // no other process reads the file while this writer holds its lock,
             // and a crash is repaired from the records alone.
-            if hard {
+            if durability.is_hard() {
                 self.flush_buckets()?;
             }
             self.pad()?;
             self.write_header(true)?;
         }
-        if !hard || !self.writable {
-            return self.file.synchronize(hard);
+        if !durability.is_hard() || !self.writable {
+            return self.file.synchronize(durability);
         }
         self.make_durable()?;
         // Records written from now on may be torn by a crash; older ones may not.
@@ -154,7 +155,7 @@ impl State {
                 .and_then(|_| self.pad())
                 .and_then(|_| self.make_durable())
                 .and_then(|_| self.write_header(false))
-                .and_then(|_| self.file.synchronize(true));
+                .and_then(|_| self.file.synchronize(Durability::Hard));
         }
         let closed = self.file.close();
         let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());

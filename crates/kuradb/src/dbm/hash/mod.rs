@@ -123,6 +123,7 @@ use self::record::MAX_HEADER;
 use self::state::State;
 use super::params::{Params, Taker};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
 
@@ -134,11 +135,11 @@ use crate::file::Owner;
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("casket.kh");
-/// let db = HashDbm::open(&path, true, &HashOptions::default())?;
-/// db.set(b"japan", b"tokyo", true)?;
+/// let db = HashDbm::builder().open(&path)?;
+/// db.set(b"japan", b"tokyo")?;
 /// assert_eq!(db.get(b"japan")?.as_deref(), Some(&b"tokyo"[..]));
 /// db.close()?;
-/// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+/// let db = HashDbm::builder().open_read_only(&path)?;
 /// assert_eq!(db.count()?, 1);
 /// # Ok(())
 /// # }
@@ -155,15 +156,17 @@ pub struct HashDbm {
     owner: Owner,
 }
 
+crate::dbm::builder::options_builder!(HashDbm, HashOptions);
+
 impl HashDbm {
     /// Opens or creates the database at `path`. The tuning parameters of
     /// `options` apply to a new file; an existing one keeps its own. A file not
     /// closed cleanly is restored first if `options.restore` allows; so is,
     /// for a writer, a file whose records end inside an alignment unit (cut
     /// or damaged), where an appended record could not be addressed.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &HashOptions) -> Result<HashDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &HashOptions) -> Result<HashDbm> {
         let path = path.as_ref().to_path_buf();
-        HashDbm::open_kind(path, writable, options, Kind::Hash)
+        HashDbm::open_kind(path, access.is_writable(), options, Kind::Hash)
     }
 
     /// Opens or creates a file of the hash format holding `kind`; a file
@@ -263,24 +266,24 @@ impl Dbm for HashDbm {
         HashDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         let guard = self.state()?;
-        let done = guard.as_ref().map_or(Ok(()), |s| s.process(key, writable, f));
+        let done = guard.as_ref().map_or(Ok(()), |s| s.process(key, access, f));
         self.end_writing(guard, done)
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
         let guard = self.state()?;
-        let done = guard.as_ref().map_or(Ok(()), |s| s.process_multi(keys, writable, f));
+        let done = guard.as_ref().map_or(Ok(()), |s| s.process_multi(keys, access, f));
         self.end_writing(guard, done)
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
         // Exclusive: no other operation runs while every record is visited.
         self.owner.check(&self.path)?;
         let _scan = crate::caching::ScanScope::enter();
         let guard = self.state.write();
-        let done = guard.as_ref().map_or_else(|| Err(self.closed()), |s| s.process_each(writable, f));
+        let done = guard.as_ref().map_or_else(|| Err(self.closed()), |s| s.process_each(access, f));
         self.end_writing(guard, done)
     }
 
@@ -299,8 +302,12 @@ impl Dbm for HashDbm {
     // closures are compiled among this module's code: the trait's were laid
     // out among the other databases' code, and a run that only used a hash
     // database mapped that page of code too (kura perf's `mem` counts it).
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-        super::set_by_presence(self, key, value, overwrite)
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        super::set_by_presence(self, key, value, true)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        super::set_by_presence(self, key, value, false)
     }
 
     fn remove(&self, key: &[u8]) -> Result<bool> {
@@ -377,18 +384,18 @@ impl Dbm for HashDbm {
         Ok(count > s.num_buckets || (used > 1 << 20 && used > live.saturating_mul(2)))
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        if hard {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        if durability.is_hard() {
             // Quiet, so that no update straddles the epoch boundary.
             self.owner.check(&self.path)?;
             let guard = self.state.write();
-            guard.as_ref().map_or(Ok(()), |s| s.synchronize(true))
+            guard.as_ref().map_or(Ok(()), |s| s.synchronize(Durability::Hard))
         } else {
-            self.state()?.as_ref().map_or(Ok(()), |s| s.synchronize(false))
+            self.state()?.as_ref().map_or(Ok(()), |s| s.synchronize(Durability::Soft))
         }
     }
 
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         // Exclusive, so the copy is one consistent state.
         self.owner.check(&self.path)?;
         let guard = self.state.write();
@@ -399,7 +406,7 @@ impl Dbm for HashDbm {
                 format!("{} cannot be copied onto itself", self.path.display()),
             ));
         }
-        s.copy_file(dest, hard)
+        s.copy_file(dest, durability.is_hard())
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {

@@ -16,6 +16,7 @@ use super::record::MAX_HEADER;
 use super::restore;
 use super::state::{State, SLOT_LOCKS};
 use super::value::Codec;
+use crate::dbm::Durability;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::File;
 
@@ -148,7 +149,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         // Marked open and made durable before any record changes, so a crash
         // from here on is always detected at the next open.
         state.write_header(true)?;
-        state.file.synchronize(true)?;
+        state.file.synchronize(Durability::Hard)?;
     }
     Ok(state)
 }

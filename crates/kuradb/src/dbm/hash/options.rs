@@ -39,12 +39,12 @@ pub enum RestoreMode {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("casket.kh");
 /// let options = HashOptions::default().num_buckets(1000).update_mode(UpdateMode::Appending);
-/// let db = HashDbm::open(&path, true, &options)?;
-/// db.set(b"japan", b"tokyo", true)?;
+/// let db = options.open(&path)?;
+/// db.set(b"japan", b"tokyo")?;
 /// db.close()?;
 ///
 /// // A reopen keeps the tuning the file was created with.
-/// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+/// let db = HashDbm::builder().open_read_only(&path)?;
 /// let info = db.inspect()?;
 /// let get = |name: &str| info.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
 /// assert_eq!(get("num_buckets"), Some("1000"));
@@ -102,7 +102,7 @@ impl HashOptions {
     }
 
     /// Sets the locking and creation of the file.
-    pub fn open(mut self, open: OpenOptions) -> HashOptions {
+    pub fn open_options(mut self, open: OpenOptions) -> HashOptions {
         self.open = open;
         self
     }
@@ -155,11 +155,11 @@ impl HashOptions {
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("casket.kh");
     /// let options = HashOptions::default().record_comp_mode(RecordCompMode::Zstd);
-    /// let db = HashDbm::open(&path, true, &options)?;
-    /// db.set(b"japan", "tokyo ".repeat(100).as_bytes(), true)?;
+    /// let db = options.open(&path)?;
+    /// db.set(b"japan", "tokyo ".repeat(100).as_bytes())?;
     /// db.close()?;
     /// // The mode is the file's: a reopen needs no option.
-    /// let db = HashDbm::open(&path, false, &HashOptions::default())?;
+    /// let db = HashDbm::builder().open_read_only(&path)?;
     /// assert_eq!(db.record_comp_mode()?, RecordCompMode::Zstd);
     /// assert_eq!(db.get(b"japan")?.map(|v| v.len()), Some(600));
     /// # Ok(())

@@ -11,15 +11,15 @@ use super::buckets::bucket_of;
 use super::chain::Found;
 use super::change::Change;
 use super::state::{slot_index, State};
-use crate::dbm::{Action, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Action, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 impl State {
-    pub(super) fn process(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<()> {
-        if writable && !self.writable {
+    pub(super) fn process(&self, key: &[u8], access: Access, f: &mut Processor<'_>) -> Result<()> {
+        if access.is_writable() && !self.writable {
             return Err(self.read_only());
         }
-        if !writable {
+        if !access.is_writable() {
             return match self.read_value(key, |value| f(value.as_deref()))? {
                 Action::Keep => Ok(()),
                 _ => Err(refused()),
@@ -83,16 +83,16 @@ impl State {
     pub(super) fn process_multi(
         &self,
         keys: &[&[u8]],
-        writable: bool,
+        access: Access,
         f: &mut MultiProcessor<'_>,
     ) -> Result<()> {
-        if writable && !self.writable {
+        if access.is_writable() && !self.writable {
             return Err(self.read_only());
         }
         let sealed = self.seal_keys(keys)?;
         let stored: Vec<&[u8]> = sealed.iter().map(|k| &**k).collect();
         let buckets: Vec<u64> = stored.iter().map(|k| bucket_of(k, self.num_buckets)).collect();
-        let _locks = self.lock_slots(&buckets, writable);
+        let _locks = self.lock_slots(&buckets, access.is_writable());
         let mut changed = HashSet::new();
         let mut hinting = keys.len() >= 2;
         for start in (0..keys.len()).step_by(BATCH_KEYS) {
@@ -112,7 +112,7 @@ impl State {
                 let value = self.value_of(found.as_ref())?;
                 let action = f(start + i, keys[start + i], value.as_deref());
                 drop(value);
-                if writable {
+                if access.is_writable() {
                     if action != Action::Keep {
                         changed.insert(bucket);
                     }
@@ -170,8 +170,8 @@ impl State {
 
     /// Shows every record to `f`, bucket by bucket. The caller holds the
     /// database exclusively.
-    pub(super) fn process_each(&self, writable: bool, f: &mut EachProcessor<'_>) -> Result<()> {
-        if writable && !self.writable {
+    pub(super) fn process_each(&self, access: Access, f: &mut EachProcessor<'_>) -> Result<()> {
+        if access.is_writable() && !self.writable {
             return Err(self.read_only());
         }
         for bucket in 0..self.num_buckets {
@@ -179,7 +179,7 @@ impl State {
                 let found = self.find(&key.stored, bucket)?;
                 let Some(value) = self.value_of(found.as_ref())?.map(Cow::into_owned) else { continue };
                 let action = f(key.plain(), &value);
-                if writable {
+                if access.is_writable() {
                     self.apply(Change::Record { key: &key.stored, bucket, found, action })?;
                 } else if action != Action::Keep {
                     return Err(refused());

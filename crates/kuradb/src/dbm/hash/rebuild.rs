@@ -129,20 +129,20 @@ impl HashDbm {
     /// replacement (docs/update-logs.md, "Point-in-time restore").
     ///
     /// ```
-    /// use kuradb::dbm::Dbm;
+    /// use kuradb::dbm::{Dbm, Durability};
     /// use kuradb::dbm::hash::{HashDbm, HashOptions, UpdateMode};
     /// # fn main() -> kuradb::Result<()> {
     /// let dir = tempfile::tempdir().unwrap();
     /// let (path, old) = (dir.path().join("a.tkh"), dir.path().join("old.tkh"));
     /// let options = HashOptions::default().update_mode(UpdateMode::Appending);
-    /// let db = HashDbm::open(&path, true, &options)?;
-    /// db.set(b"k", b"first", true)?;
-    /// db.synchronize(false)?;
+    /// let db = options.open(&path)?;
+    /// db.set(b"k", b"first")?;
+    /// db.synchronize(Durability::Soft)?;
     /// let then = db.file_size()?;
-    /// db.set(b"k", b"second", true)?;
+    /// db.set(b"k", b"second")?;
     /// db.close()?;
     /// HashDbm::restore_to_offset(&path, &old, &options, then)?;
-    /// let db = HashDbm::open(&old, false, &options)?;
+    /// let db = options.open_read_only(&old)?;
     /// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"first"[..]));
     /// # Ok(())
     /// # }

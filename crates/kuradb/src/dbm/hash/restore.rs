@@ -28,7 +28,7 @@ use super::options::{HashOptions, UpdateMode};
 use super::record::{self, MAGIC_DICT, MAGIC_PAD};
 use super::state::State;
 use super::value::Codec;
-use crate::dbm::Action;
+use crate::dbm::{Action, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
 
@@ -87,7 +87,7 @@ pub(super) fn copy_into(
 pub(super) fn replace(path: &Path, built: State) -> Result<State> {
     let mut built = built;
     let temp = built.file.path().to_path_buf();
-    match built.synchronize(true).and_then(|_| built.file.rename(path)) {
+    match built.synchronize(Durability::Hard).and_then(|_| built.file.rename(path)) {
         Ok(()) => Ok(built),
         Err(e) => {
             let _ = built.close();

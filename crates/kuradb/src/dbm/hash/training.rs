@@ -155,6 +155,8 @@ impl HashDbm {
 // Dictionaries of every mode are trained here.
 #[cfg(all(test, feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma"))]
 mod tests {
+    use crate::dbm::Access;
+    use crate::dbm::Durability;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -186,7 +188,7 @@ mod tests {
         // One bucket: every key shares the slot lock of the write that fills the sample.
         let options =
             HashOptions { record_comp_mode: RecordCompMode::Zstd, num_buckets: 1, ..Default::default() };
-        let db = Arc::new(HashDbm::open(&path, true, &options).unwrap());
+        let db = Arc::new(HashDbm::open(&path, Access::ReadWrite, &options).unwrap());
         let (started, training) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
         let writer = {
@@ -201,7 +203,7 @@ mod tests {
                 // Well past the sample's 1 MiB: the write that fills it
                 // waits in the hook until released.
                 for i in 0..N {
-                    db.set(format!("k{i}").as_bytes(), &value(i), true).unwrap();
+                    db.set(format!("k{i}").as_bytes(), &value(i)).unwrap();
                 }
             })
         };
@@ -214,8 +216,8 @@ mod tests {
             let db = Arc::clone(&db);
             std::thread::spawn(move || {
                 let read = db.get(b"k0").unwrap();
-                db.set(b"during", &value(7), true).unwrap();
-                db.synchronize(true).unwrap();
+                db.set(b"during", &value(7)).unwrap();
+                db.synchronize(Durability::Hard).unwrap();
                 done.send(read).unwrap();
             })
         };
@@ -231,7 +233,7 @@ mod tests {
         assert!(has_dictionary(&db));
         let db = Arc::into_inner(db).unwrap();
         db.close().unwrap();
-        let db = HashDbm::open(&path, false, &HashOptions::default()).unwrap();
+        let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         assert!(has_dictionary(&db));
         assert_eq!(db.get(b"during").unwrap(), Some(value(7)));
         for i in (0..N).step_by(7) {
@@ -249,7 +251,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("random.kh");
         let options = HashOptions { record_comp_mode: RecordCompMode::Lz4, ..Default::default() };
-        let db = HashDbm::open(&path, true, &options).unwrap();
+        let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut noise = |len: usize| -> Vec<u8> {
             (0..len)
@@ -263,14 +265,14 @@ mod tests {
         };
         let random: Vec<Vec<u8>> = (0..N).map(|i| noise(1200 + i % 800)).collect();
         for (i, v) in random.iter().enumerate() {
-            db.set(format!("k{i}").as_bytes(), v, true).unwrap();
+            db.set(format!("k{i}").as_bytes(), v).unwrap();
         }
         assert!(!has_dictionary(&db));
         for i in (0..N).step_by(13) {
             assert_eq!(db.get(format!("k{i}").as_bytes()).unwrap().as_ref(), Some(&random[i]));
         }
         for i in 0..N {
-            db.set(format!("k{i}").as_bytes(), &value(i), true).unwrap();
+            db.set(format!("k{i}").as_bytes(), &value(i)).unwrap();
         }
         assert!(!has_dictionary(&db), "sampling stopped with the unfit sample");
         db.rebuild().unwrap();
@@ -290,21 +292,21 @@ mod tests {
         for mode in [RecordCompMode::Lz4, RecordCompMode::Zlib, RecordCompMode::Lzma, RecordCompMode::Zstd] {
             let path = dir.path().join(format!("{mode}.kh"));
             let options = HashOptions { record_comp_mode: mode, ..Default::default() };
-            let db = HashDbm::open(&path, true, &options).unwrap();
+            let db = HashDbm::open(&path, Access::ReadWrite, &options).unwrap();
             let mut written = 0;
             let mut i = 0;
             // Just past the preset sample (each value is some 1.6 KiB).
             while written < PRESET_TRAIN_BYTES + 4096 {
                 let v = value(i);
                 written += v.len();
-                db.set(format!("k{i}").as_bytes(), &v, true).unwrap();
+                db.set(format!("k{i}").as_bytes(), &v).unwrap();
                 i += 1;
             }
             assert_eq!(has_dictionary(&db), mode != RecordCompMode::Zstd, "{mode} after {written} bytes");
             while written < TRAIN_BYTES + 4096 {
                 let v = value(i);
                 written += v.len();
-                db.set(format!("k{i}").as_bytes(), &v, true).unwrap();
+                db.set(format!("k{i}").as_bytes(), &v).unwrap();
                 i += 1;
             }
             assert!(has_dictionary(&db), "{mode} after {written} bytes");

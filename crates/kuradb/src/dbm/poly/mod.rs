@@ -46,6 +46,7 @@ pub use single::SingleDbm;
 use super::comparator::KeyComparator;
 use super::shard::ShardDbm;
 use super::Dbm;
+use crate::dbm::Access;
 use crate::error::Result;
 use crate::ulog::UpdateLogger;
 
@@ -54,15 +55,15 @@ use crate::ulog::UpdateLogger;
 ///
 /// ```
 /// use kuradb::dbm::poly::{Params, PolyDbm};
-/// use kuradb::dbm::{Cursor, Dbm};
+/// use kuradb::dbm::{Access, Cursor, Dbm};
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("casket.tkt");
 /// let params = Params::parse("file=pos-para,max_cached_pages=100,key_comparator=decimal")?;
-/// let db = PolyDbm::open(&path, true, &params)?;
+/// let db = PolyDbm::open(&path, Access::ReadWrite, &params)?;
 /// assert_eq!(db.class().name(), "tree"); // from the extension
-/// db.set(b"10", b"ten", true)?;
-/// db.set(b"9", b"nine", true)?;
+/// db.set(b"10", b"ten")?;
+/// db.set(b"9", b"nine")?;
 /// let mut cursor = db.iter()?;
 /// cursor.first()?;
 /// assert_eq!(cursor.get()?.unwrap().0, b"9"); // decimal order
@@ -70,9 +71,9 @@ use crate::ulog::UpdateLogger;
 /// db.close()?;
 /// // Reopened by its header, whatever its name says.
 /// std::fs::rename(&path, dir.path().join("casket.dat")).unwrap();
-/// let db = PolyDbm::open(dir.path().join("casket.dat"), false, &Params::new())?;
+/// let db = PolyDbm::builder().open_read_only(dir.path().join("casket.dat"))?;
 /// assert_eq!(db.get(b"10")?.as_deref(), Some(&b"ten"[..]));
-/// assert!(PolyDbm::open(dir.path().join("x.tkh"), true, &Params::parse("max_level=3")?).is_err());
+/// assert!(PolyDbm::builder().param("max_level", 3).open(dir.path().join("x.tkh")).is_err());
 /// # Ok(())
 /// # }
 /// ```
@@ -80,17 +81,17 @@ use crate::ulog::UpdateLogger;
 /// A shard set is one more kind of database a path names:
 ///
 /// ```
-/// use kuradb::dbm::poly::{Params, PolyDbm};
+/// use kuradb::dbm::poly::PolyDbm;
 /// use kuradb::dbm::Dbm;
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("casket.tkh");
-/// let db = PolyDbm::open(&path, true, &Params::parse("num_shards=4")?)?;
-/// db.set(b"japan", b"tokyo", true)?;
+/// let db = PolyDbm::builder().param("num_shards", 4).open(&path)?;
+/// db.set(b"japan", b"tokyo")?;
 /// assert!(db.is_sharded());
 /// db.close()?;
 /// // Reopened by its shard files, without num_shards.
-/// let db = PolyDbm::open(&path, false, &Params::new())?;
+/// let db = PolyDbm::builder().open_read_only(&path)?;
 /// assert_eq!(db.get(b"japan")?.as_deref(), Some(&b"tokyo"[..]));
 /// # Ok(())
 /// # }
@@ -102,6 +103,8 @@ pub enum PolyDbm {
     Shards(ShardDbm),
 }
 
+crate::dbm::builder::params_builder!(PolyDbm);
+
 impl PolyDbm {
     /// Opens or creates what `path` names: with `num_shards`, or where a set
     /// of shard files exists at `path` (and no file does), a [`ShardDbm`];
@@ -109,24 +112,24 @@ impl PolyDbm {
     /// is chosen). An empty path opens an on-memory database with no file:
     ///
     /// ```
-    /// use kuradb::dbm::poly::{DbmClass, Params, PolyDbm};
+    /// use kuradb::dbm::poly::{DbmClass, PolyDbm};
     /// use kuradb::dbm::Dbm;
     /// # fn main() -> kuradb::Result<()> {
-    /// let db = PolyDbm::open("", true, &Params::parse("dbm=baby")?)?;
-    /// db.set(b"k", b"v", true)?;
+    /// let db = PolyDbm::builder().param("dbm", "baby").open("")?;
+    /// db.set(b"k", b"v")?;
     /// assert_eq!((db.class(), db.file_path()), (DbmClass::Baby, None));
     /// db.close()?; // writes nothing
-    /// let err = PolyDbm::open("", true, &Params::parse("dbm=hash")?).err().unwrap();
+    /// let err = PolyDbm::builder().param("dbm", "hash").open("").err().unwrap();
     /// assert_eq!(err.kind(), kuradb::ErrorKind::NotFound);
     /// # Ok(())
     /// # }
     /// ```
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<PolyDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
         if PolyDbm::names_shards(path, params)? {
-            return Ok(PolyDbm::Shards(ShardDbm::open(path, writable, params)?));
+            return Ok(PolyDbm::Shards(ShardDbm::open(path, access, params)?));
         }
-        Ok(PolyDbm::One(SingleDbm::open(path, writable, params)?))
+        Ok(PolyDbm::One(SingleDbm::open(path, access, params)?))
     }
 
     /// Opens one database of `class`: at `path`, or for an on-memory class
@@ -134,10 +137,10 @@ impl PolyDbm {
     pub fn open_class(
         class: DbmClass,
         path: Option<&Path>,
-        writable: bool,
+        access: Access,
         params: &Params,
     ) -> Result<PolyDbm> {
-        Ok(PolyDbm::One(SingleDbm::open_class(class, path, writable, params)?))
+        Ok(PolyDbm::One(SingleDbm::open_class(class, path, access, params)?))
     }
 
     fn names_shards(path: &Path, params: &Params) -> Result<bool> {
@@ -264,15 +267,19 @@ mod tests {
     fn shard_sets_open_by_num_shards_and_reopen_by_their_files() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("casket.tks");
-        let db = PolyDbm::open(&path, true, &Params::parse("num_shards=2,step_unit=2,reducer=last").unwrap())
-            .unwrap();
+        let db = PolyDbm::open(
+            &path,
+            Access::ReadWrite,
+            &Params::parse("num_shards=2,step_unit=2,reducer=last").unwrap(),
+        )
+        .unwrap();
         assert!(db.is_sharded() && db.class() == DbmClass::Skip && db.is_ordered());
         for k in ["b", "a", "c", "a"] {
-            db.set(k.as_bytes(), k.as_bytes(), true).unwrap();
+            db.set(k.as_bytes(), k.as_bytes()).unwrap();
         }
         db.close().unwrap();
         assert!(!path.exists());
-        let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+        let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
         assert_eq!(db.count().unwrap(), 3);
         let mut cursor = db.iter().unwrap();
         cursor.last().unwrap();
@@ -281,9 +288,10 @@ mod tests {
         db.close().unwrap();
         let kept = PolyDbm::restore(&path, dir.path().join("copy.tks"), &Params::new()).unwrap();
         assert_eq!(kept, 3);
-        let err = PolyDbm::open(&path, true, &Params::parse("num_shards=2,max_page_size=9").unwrap())
-            .err()
-            .unwrap();
+        let err =
+            PolyDbm::open(&path, Access::ReadWrite, &Params::parse("num_shards=2,max_page_size=9").unwrap())
+                .err()
+                .unwrap();
         assert!(err.message().contains("unknown parameter max_page_size for a skip database"), "{err}");
     }
 
@@ -295,10 +303,10 @@ mod tests {
         assert_eq!(DbmClass::from_name("ModelDBM").unwrap(), DbmClass::Model);
         assert_eq!(DbmClass::from_extension(Path::new("x.model")), Some(DbmClass::Model));
         assert!(DbmClass::all().any(|c| c == DbmClass::Model) && DbmClass::Model.is_on_memory());
-        let db = PolyDbm::open("", true, &Params::parse("dbm=model").unwrap()).unwrap();
+        let db = PolyDbm::open("", Access::ReadWrite, &Params::parse("dbm=model").unwrap()).unwrap();
         assert_eq!((db.class(), db.is_sharded(), db.file_path()), (DbmClass::Model, false, None));
         for k in ["b", "a", "c"] {
-            db.set(k.as_bytes(), b"v", true).unwrap();
+            db.set(k.as_bytes(), b"v").unwrap();
         }
         assert_eq!((db.count().unwrap(), db.get(b"a").unwrap()), (3, Some(b"v".to_vec())));
         assert_eq!(db.key_order().unwrap(), Some(KeyComparator::Lexical));
@@ -306,12 +314,15 @@ mod tests {
         assert_eq!(err.message(), "unknown parameter num_buckets for rebuilding a model database");
         db.rebuild_with(&Params::new()).unwrap();
         db.close().unwrap();
-        let err = PolyDbm::open("", true, &Params::parse("dbm=model,max_level=3").unwrap()).err().unwrap();
+        let err = PolyDbm::open("", Access::ReadWrite, &Params::parse("dbm=model,max_level=3").unwrap())
+            .err()
+            .unwrap();
         assert_eq!(err.message(), "unknown parameter max_level for a model database");
-        let set = PolyDbm::open("", true, &Params::parse("num_shards=3,dbm=model").unwrap()).unwrap();
+        let set =
+            PolyDbm::open("", Access::ReadWrite, &Params::parse("num_shards=3,dbm=model").unwrap()).unwrap();
         assert!(set.is_sharded() && set.class() == DbmClass::Model);
         for i in 0..30 {
-            set.set(format!("k{i}").as_bytes(), b"v", true).unwrap();
+            set.set(format!("k{i}").as_bytes(), b"v").unwrap();
         }
         assert_eq!((set.count().unwrap(), set.key_order().unwrap()), (30, Some(KeyComparator::Lexical)));
         set.close().unwrap();

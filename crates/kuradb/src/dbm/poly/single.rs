@@ -14,6 +14,7 @@ use super::super::params::Taker;
 use super::super::tkrzw::ReferenceDbm;
 use super::super::tkrzw::ReferenceFormat;
 use super::super::Dbm;
+use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
 use crate::ulog::{LoggedDbm, UpdateLogger};
@@ -30,33 +31,35 @@ pub struct SingleDbm {
     reference_order: Option<Option<KeyComparator>>,
 }
 
+crate::dbm::builder::params_builder!(SingleDbm);
+
 impl SingleDbm {
     /// Opens or creates the one database at `path` as `params` say, as
     /// [`PolyDbm::open`](super::PolyDbm::open) does when the path names no
     /// shard set.
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<SingleDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<SingleDbm> {
         let path = path.as_ref();
         if path.as_os_str().is_empty() {
-            return SingleDbm::open_without_file(writable, params);
+            return SingleDbm::open_without_file(access, params);
         }
         // A writer that truncates discards the old contents whatever wrote
         // them, as it would any other file: it makes a kuradb database in
         // the reference's file's place.
-        let truncating = writable && params.flag("truncate")?.unwrap_or(false);
+        let truncating = access.is_writable() && params.flag("truncate")?.unwrap_or(false);
         let class = if is_reference_file(path)? {
             if !truncating {
-                return SingleDbm::open_reference(path, writable, params);
+                return SingleDbm::open_reference(path, access, params);
             }
             DbmClass::for_new_file(path, params)?
         } else {
             DbmClass::for_path(path, params)?
         };
-        SingleDbm::open_class(class, Some(path), writable, params)
+        SingleDbm::open_class(class, Some(path), access, params)
     }
 
     /// What an empty path opens: the on-memory class `dbm=` names (a
     /// [`TinyDbm`](crate::dbm::tiny::TinyDbm) without it), with no file.
-    fn open_without_file(writable: bool, params: &Params) -> Result<SingleDbm> {
+    fn open_without_file(access: Access, params: &Params) -> Result<SingleDbm> {
         let class = params.get("dbm").map(DbmClass::from_name).transpose()?.unwrap_or(DbmClass::Tiny);
         if !class.is_on_memory() {
             return Err(Error::new(
@@ -69,13 +72,13 @@ impl SingleDbm {
                 ),
             ));
         }
-        SingleDbm::open_class(class, None, writable, params)
+        SingleDbm::open_class(class, None, access, params)
     }
 
     /// Opens a file of the reference implementation, read-only.
     #[cfg(feature = "tkrzw")]
-    fn open_reference(path: &Path, writable: bool, params: &Params) -> Result<SingleDbm> {
-        if writable {
+    fn open_reference(path: &Path, access: Access, params: &Params) -> Result<SingleDbm> {
+        if access.is_writable() {
             return Err(super::super::tkrzw::read_only(path));
         }
         let db = ReferenceDbm::open(path)?;
@@ -96,15 +99,15 @@ impl SingleDbm {
     pub fn open_class(
         class: DbmClass,
         path: Option<&Path>,
-        writable: bool,
+        access: Access,
         params: &Params,
     ) -> Result<SingleDbm> {
         let (params, ulog) = UlogParams::take(params)?;
-        let db = class.open(path, writable, &params)?;
+        let db = class.open(path, access, &params)?;
         let db = SingleDbm { db, class, path: path.map(Path::to_path_buf), reference_order: None };
         // A reader makes no changes, so it opens no log to write them to.
         match ulog {
-            Some(ulog) if writable => {
+            Some(ulog) if access.is_writable() => {
                 let queue = ulog.open_queue()?;
                 Ok(db.with_update_logger(ulog.logger(&queue, 0)))
             }
@@ -258,10 +261,10 @@ mod tests {
         let junk = dir.path().join("junk.tkh");
         std::fs::write(&junk, b"hello, world, this is not a database").unwrap();
         assert_eq!(
-            SingleDbm::open(&junk, false, &Params::new()).err().unwrap().kind(),
+            SingleDbm::open(&junk, Access::ReadOnly, &Params::new()).err().unwrap().kind(),
             ErrorKind::BrokenData
         );
-        let err = SingleDbm::open(dir.path().join("noext"), true, &Params::new()).err().unwrap();
+        let err = SingleDbm::open(dir.path().join("noext"), Access::ReadWrite, &Params::new()).err().unwrap();
         assert!(err.message().contains("give dbm=CLASS (one of hash, tree, skip"), "{err}");
         for (class, name) in [
             (DbmClass::Hash, "h.dat"),
@@ -271,17 +274,18 @@ mod tests {
         ] {
             let path = dir.path().join(name);
             let params = Params::parse(&format!("dbm={}", class.name())).unwrap();
-            let db = SingleDbm::open(&path, true, &params).unwrap();
-            db.set(b"k", b"v", true).unwrap();
+            let db = SingleDbm::open(&path, Access::ReadWrite, &params).unwrap();
+            db.set(b"k", b"v").unwrap();
             db.close().unwrap();
             assert_eq!(DbmClass::of_file(&path).unwrap(), Some(class));
-            let db = SingleDbm::open(&path, false, &Params::new()).unwrap();
+            let db = SingleDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
             assert_eq!((db.class(), db.get(b"k").unwrap()), (class, Some(b"v".to_vec())));
             db.close().unwrap();
             let other = if class == DbmClass::Hash { "tree" } else { "hash" };
-            let err = SingleDbm::open(&path, false, &Params::parse(&format!("dbm={other}")).unwrap())
-                .err()
-                .unwrap();
+            let err =
+                SingleDbm::open(&path, Access::ReadOnly, &Params::parse(&format!("dbm={other}")).unwrap())
+                    .err()
+                    .unwrap();
             assert!(err.message().contains(&format!("not a {other} one")), "{err}");
         }
     }
@@ -290,29 +294,30 @@ mod tests {
     /// the problem, a whole one is read, and writing to it is refused.
     #[cfg(feature = "tkrzw")]
     fn reference_files_are_read(dir: &Path, tkrzw: &Path) {
-        let err = SingleDbm::open(tkrzw, false, &Params::new()).err().unwrap();
+        let err = SingleDbm::open(tkrzw, Access::ReadOnly, &Params::new()).err().unwrap();
         assert_eq!(err.kind(), ErrorKind::BrokenData);
         assert!(
             err.message().contains("HashDBM file of the reference") && err.message().contains("cut short")
         );
-        let err = SingleDbm::open(tkrzw, true, &Params::new()).err().unwrap();
+        let err = SingleDbm::open(tkrzw, Access::ReadWrite, &Params::new()).err().unwrap();
         assert!(err.message().contains("opened read-only") && err.message().contains("kura util convert"));
         let flat = dir.join("old.flat");
         std::fs::write(&flat, b"\xff\x01k\xff\x01v").unwrap();
-        let db = SingleDbm::open(&flat, false, &Params::parse("no_wait=true").unwrap()).unwrap();
+        let db = SingleDbm::open(&flat, Access::ReadOnly, &Params::parse("no_wait=true").unwrap()).unwrap();
         assert_eq!((db.class(), db.get(b"k").unwrap()), (DbmClass::Tiny, Some(b"v".to_vec())));
-        assert!(db.set(b"k", b"w", true).unwrap_err().message().contains("kura util convert"));
+        assert!(db.set(b"k", b"w").unwrap_err().message().contains("kura util convert"));
         db.close().unwrap();
-        let err = SingleDbm::open(&flat, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        let err =
+            SingleDbm::open(&flat, Access::ReadOnly, &Params::parse("dbm=hash").unwrap()).err().unwrap();
         assert!(err.message().contains("not a hash one"), "{err}");
-        assert!(SingleDbm::open(&flat, false, &Params::parse("num_buckets=3").unwrap()).is_err());
+        assert!(SingleDbm::open(&flat, Access::ReadOnly, &Params::parse("num_buckets=3").unwrap()).is_err());
     }
 
     #[test]
     fn parameters_are_checked_against_the_class() {
         let dir = tempfile::tempdir().unwrap();
         let open = |name: &str, params: &str| {
-            SingleDbm::open(dir.path().join(name), true, &Params::parse(params).unwrap())
+            SingleDbm::open(dir.path().join(name), Access::ReadWrite, &Params::parse(params).unwrap())
         };
         let err = open("a.tkh", "max_page_size=100,step_unit=3").err().unwrap();
         assert_eq!(err.message(), "unknown parameters max_page_size, step_unit for a hash database");
@@ -328,14 +333,14 @@ mod tests {
             open("b.tkh", "num_buckets=11,update_mode=UPDATE_APPENDING,file=pos-atom,no_wait=true").unwrap();
         let inspect: BTreeMap<String, String> = db.inspect().unwrap().into_iter().collect();
         assert_eq!(inspect.get("num_buckets").map(String::as_str), Some("11"), "{inspect:?}");
-        db.set(b"a", b"1", true).unwrap();
+        db.set(b"a", b"1").unwrap();
         db.rebuild_with(&Params::parse("num_buckets=101").unwrap()).unwrap();
         assert!(db.rebuild_with(&Params::parse("step_unit=2").unwrap()).is_err());
         assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
         db.close().unwrap();
         let db = open("c.tks", "step_unit=2,max_level=3,reducer=last").unwrap();
-        db.set(b"a", b"1", true).unwrap();
-        db.set(b"a", b"2", true).unwrap();
+        db.set(b"a", b"1").unwrap();
+        db.set(b"a", b"2").unwrap();
         db.close().unwrap();
         let db = open("c.tks", "").unwrap();
         assert_eq!((db.count().unwrap(), db.get(b"a").unwrap()), (1, Some(b"2".to_vec())));
@@ -346,26 +351,36 @@ mod tests {
     fn on_memory_classes_share_the_flat_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("casket.tkmb");
-        let db =
-            SingleDbm::open(&path, true, &Params::parse("key_comparator=decimal,max_page_size=64").unwrap())
-                .unwrap();
+        let db = SingleDbm::open(
+            &path,
+            Access::ReadWrite,
+            &Params::parse("key_comparator=decimal,max_page_size=64").unwrap(),
+        )
+        .unwrap();
         assert_eq!(db.class(), DbmClass::Baby);
         for n in [10, 9, 100] {
-            db.set(n.to_string().as_bytes(), b"v", true).unwrap();
+            db.set(n.to_string().as_bytes(), b"v").unwrap();
         }
         assert_eq!(db.key_order().unwrap(), Some(KeyComparator::Decimal));
         db.close().unwrap();
         // The same flat file, read as each on-memory class by dbm=.
         for class in ["tiny", "baby", "cache", "stdhash", "stdtree"] {
-            let db = SingleDbm::open(&path, false, &Params::parse(&format!("dbm={class}")).unwrap()).unwrap();
+            let db =
+                SingleDbm::open(&path, Access::ReadOnly, &Params::parse(&format!("dbm={class}")).unwrap())
+                    .unwrap();
             assert_eq!((db.class().name(), db.count().unwrap()), (class, 3));
             db.close().unwrap();
         }
-        let err = SingleDbm::open(&path, false, &Params::parse("dbm=hash").unwrap()).err().unwrap();
+        let err =
+            SingleDbm::open(&path, Access::ReadOnly, &Params::parse("dbm=hash").unwrap()).err().unwrap();
         assert!(err.message().contains("not a hash one"), "{err}");
-        let err = SingleDbm::open(dir.path().join("c.tkmc"), true, &Params::parse("cap_rec_num=x").unwrap())
-            .err()
-            .unwrap();
+        let err = SingleDbm::open(
+            dir.path().join("c.tkmc"),
+            Access::ReadWrite,
+            &Params::parse("cap_rec_num=x").unwrap(),
+        )
+        .err()
+        .unwrap();
         assert!(err.message().contains("cap_rec_num must be a number"), "{err}");
         let copied = SingleDbm::restore(&path, dir.path().join("copy.tkst"), &Params::new()).unwrap();
         assert_eq!(copied, 3);

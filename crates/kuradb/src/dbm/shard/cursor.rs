@@ -8,7 +8,7 @@ use std::cmp::Ordering;
 use super::ShardDbm;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::ordered_cursor::past_end;
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 /// A cursor over an ordered set: each shard's cursor, merged.
@@ -84,7 +84,7 @@ impl Cursor for MergeCursor<'_> {
         if !self.forward {
             for (i, cursor) in self.cursors.iter_mut().enumerate() {
                 if i != current {
-                    cursor.jump_upper(&key, false)?;
+                    cursor.jump_upper(&key, Edge::Exclusive)?;
                 }
             }
         }
@@ -119,7 +119,7 @@ impl Cursor for MergeCursor<'_> {
         if !self.forward {
             for (i, cursor) in self.cursors.iter_mut().enumerate() {
                 if i != current {
-                    cursor.jump_upper(&key, false)?;
+                    cursor.jump_upper(&key, Edge::Exclusive)?;
                 }
             }
         }
@@ -130,12 +130,12 @@ impl Cursor for MergeCursor<'_> {
         self.all(false, |c| c.last())
     }
 
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.all(false, |c| c.jump_lower(key, inclusive))
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.all(false, |c| c.jump_lower(key, edge))
     }
 
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.all(true, |c| c.jump_upper(key, inclusive))
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.all(true, |c| c.jump_upper(key, edge))
     }
 
     fn previous(&mut self) -> Result<()> {
@@ -143,7 +143,7 @@ impl Cursor for MergeCursor<'_> {
         if self.forward {
             for (i, cursor) in self.cursors.iter_mut().enumerate() {
                 if i != current {
-                    cursor.jump_lower(&key, false)?;
+                    cursor.jump_lower(&key, Edge::Exclusive)?;
                 }
             }
         }

@@ -22,6 +22,7 @@ use super::comparator::KeyComparator;
 use super::params::Params;
 use super::poly::SingleDbm;
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
 use crate::ulog::UpdateLogger;
@@ -39,6 +40,8 @@ pub struct ShardDbm {
     /// so that those are atomic across shards too.
     gate: RwLock<()>,
 }
+
+crate::dbm::builder::params_builder!(ShardDbm);
 
 impl ShardDbm {
     /// The file of shard `index` of `count` for the set at `path`.
@@ -108,7 +111,7 @@ impl ShardDbm {
     /// other parameters open each shard. An empty path makes a set of
     /// `num_shards` on-memory databases, with no files. With `ulog_prefix`, a writer logs
     /// into one update log, shard `i`'s entries with index `ulog_dbm_index + i`.
-    pub fn open(path: impl AsRef<Path>, writable: bool, params: &Params) -> Result<ShardDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<ShardDbm> {
         let path = path.as_ref().to_path_buf();
         let asked = match params.get("num_shards") {
             None => None,
@@ -124,7 +127,7 @@ impl ShardDbm {
         };
         let truncating = params.flag("truncate")?.unwrap_or(false);
         let count = match (ShardDbm::existing_count(&path)?, asked) {
-            (Some(found), Some(asked)) if found != asked && !(writable && truncating) => {
+            (Some(found), Some(asked)) if found != asked && !(access.is_writable() && truncating) => {
                 return Err(Error::new(
                     ErrorKind::InvalidArgument,
                     format!("the shard set {} has {found} shards, not {asked}", path.display()),
@@ -142,7 +145,7 @@ impl ShardDbm {
         // One log for the set, each shard's entries marked with its index.
         let (shard_params, ulog) = UlogParams::take(&params.without("num_shards"))?;
         let queue = match &ulog {
-            Some(ulog) if writable => Some(ulog.open_queue()?),
+            Some(ulog) if access.is_writable() => Some(ulog.open_queue()?),
             _ => None,
         };
         let mut shards = Vec::with_capacity(count);
@@ -151,7 +154,7 @@ impl ShardDbm {
         let on_memory = path.as_os_str().is_empty();
         for i in 0..count {
             let shard = if on_memory { PathBuf::new() } else { ShardDbm::shard_path(&path, i, count) };
-            if !on_memory && !writable && !shard.exists() {
+            if !on_memory && !access.is_writable() && !shard.exists() {
                 return Err(Error::new(
                     ErrorKind::NotFound,
                     format!(
@@ -161,7 +164,7 @@ impl ShardDbm {
                     ),
                 ));
             }
-            let mut db = SingleDbm::open(&shard, writable, &with_set_class(&shard_params, &path)?)?;
+            let mut db = SingleDbm::open(&shard, access, &with_set_class(&shard_params, &path)?)?;
             if let (Some(ulog), Some(queue)) = (&ulog, &queue) {
                 db = db.with_update_logger(ulog.logger(queue, i as u32));
             }
@@ -297,9 +300,9 @@ impl Dbm for ShardDbm {
         ShardDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).process(key, writable, f)
+        self.shard_of(key).process(key, access, f)
     }
 
     /// Atomic across shards: no other operation runs meanwhile. Keys are
@@ -307,13 +310,13 @@ impl Dbm for ShardDbm {
     /// occurrence of a key answered earlier in the call is shown what that
     /// answer left, not what its shard shows (a skip database shows its
     /// file until the next synchronization).
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
         let _gate = self.gate.write();
         let mut answered: HashMap<&[u8], Option<Vec<u8>>> = HashMap::new();
         for (i, &key) in keys.iter().enumerate() {
             let earlier = answered.get(key).cloned();
             let mut left = None;
-            self.shard_of(key).process(key, writable, &mut |value| {
+            self.shard_of(key).process(key, access, &mut |value| {
                 let shown = match &earlier {
                     Some(answer) => answer.as_deref(),
                     None => value,
@@ -360,9 +363,14 @@ impl Dbm for ShardDbm {
         self.shard_of(key).process_presence(key, f)
     }
 
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).set(key, value, overwrite)
+        self.shard_of(key).set(key, value)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let _gate = self.gate.read();
+        self.shard_of(key).insert(key, value)
     }
 
     fn remove(&self, key: &[u8]) -> Result<bool> {
@@ -386,11 +394,11 @@ impl Dbm for ShardDbm {
     }
 
     /// Shard by shard (not in the global key order).
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
         let _gate = self.gate.write();
         for (i, shard) in self.shards.iter().enumerate() {
             let mut misplaced = Ok(());
-            shard.process_each(writable, &mut |key, value| {
+            shard.process_each(access, &mut |key, value| {
                 if misplaced.is_err() {
                     return Action::Keep;
                 }
@@ -444,17 +452,17 @@ impl Dbm for ShardDbm {
         Ok(false)
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
-        self.each(|s| s.synchronize(hard))
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.each(|s| s.synchronize(durability))
     }
 
     /// Copies every shard to the shard files of a set at `dest`; the copy
     /// is consistent across shards (updates wait until it is taken).
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         let _gate = self.gate.write();
         let n = self.shards.len();
         for (i, shard) in self.shards.iter().enumerate() {
-            shard.copy_file_data(&ShardDbm::shard_path(dest, i, n), hard)?;
+            shard.copy_file_data(&ShardDbm::shard_path(dest, i, n), durability)?;
         }
         Ok(())
     }

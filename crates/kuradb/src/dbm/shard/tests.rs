@@ -1,6 +1,7 @@
 //! ShardDbm's own tests: placement, merged order, restore of a set.
 
 use super::*;
+use crate::dbm::Edge;
 use std::collections::BTreeMap;
 
 fn params(text: &str) -> Params {
@@ -11,11 +12,12 @@ fn params(text: &str) -> Params {
 fn keys_spread_over_the_shards_and_come_back_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.tkt");
-    let db = ShardDbm::open(&path, true, &params("num_shards=4,key_comparator=decimal")).unwrap();
+    let db =
+        ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=4,key_comparator=decimal")).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..500u32 {
         let key = (i * 7919 % 1000).to_string();
-        db.set(key.as_bytes(), format!("v{i}").as_bytes(), true).unwrap();
+        db.set(key.as_bytes(), format!("v{i}").as_bytes()).unwrap();
         model.insert(key.parse::<u32>().unwrap(), format!("v{i}"));
     }
     assert!(db.shards().iter().all(|s| s.count().unwrap() > 50), "every shard takes its share");
@@ -43,7 +45,7 @@ fn keys_spread_over_the_shards_and_come_back_in_order() {
     cursor.next().unwrap();
     cursor.next().unwrap();
     assert_eq!(cursor.get().unwrap().unwrap().0, at[1].to_string().into_bytes());
-    cursor.jump_lower(b"500", true).unwrap();
+    cursor.jump_lower(b"500", Edge::Inclusive).unwrap();
     assert_eq!(
         cursor.get().unwrap().unwrap().0,
         model.range(..=500).next_back().unwrap().0.to_string().into_bytes()
@@ -51,7 +53,7 @@ fn keys_spread_over_the_shards_and_come_back_in_order() {
     cursor.remove().unwrap();
     drop(cursor);
     db.close().unwrap();
-    let db = ShardDbm::open(&path, false, &Params::new()).unwrap();
+    let db = ShardDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
     assert_eq!((db.num_shards(), db.count().unwrap()), (4, model.len() as u64 - 1));
     db.close().unwrap();
 }
@@ -60,21 +62,21 @@ fn keys_spread_over_the_shards_and_come_back_in_order() {
 fn a_set_must_be_whole_and_of_one_count() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.tkh");
-    let db = ShardDbm::open(&path, true, &params("num_shards=3")).unwrap();
-    db.set(b"a", b"1", true).unwrap();
+    let db = ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=3")).unwrap();
+    db.set(b"a", b"1").unwrap();
     db.close().unwrap();
-    let err = ShardDbm::open(&path, true, &params("num_shards=5")).err().unwrap();
+    let err = ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=5")).err().unwrap();
     assert!(err.message().contains("has 3 shards, not 5"), "{err}");
     std::fs::remove_file(ShardDbm::shard_path(&path, 1, 3)).unwrap();
-    let err = ShardDbm::open(&path, false, &Params::new()).err().unwrap();
+    let err = ShardDbm::open(&path, Access::ReadOnly, &Params::new()).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(
         err.message().contains("incomplete") && err.message().contains("casket.tkh-00001-of-00003"),
         "{err}"
     );
-    let err = ShardDbm::open(dir.path().join("none.tkh"), false, &Params::new()).err().unwrap();
+    let err = ShardDbm::open(dir.path().join("none.tkh"), Access::ReadOnly, &Params::new()).err().unwrap();
     assert!(err.message().contains("give num_shards"), "{err}");
-    let err = ShardDbm::open(&path, true, &params("num_shards=0")).err().unwrap();
+    let err = ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=0")).err().unwrap();
     assert!(err.message().contains("num_shards must be a number from 1"), "{err}");
 }
 
@@ -82,9 +84,9 @@ fn a_set_must_be_whole_and_of_one_count() {
 fn an_unordered_set_walks_shard_after_shard() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.tkh");
-    let db = ShardDbm::open(&path, true, &params("num_shards=3,num_buckets=17")).unwrap();
+    let db = ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=3,num_buckets=17")).unwrap();
     for i in 0..100u32 {
-        db.set(&i.to_be_bytes(), b"x", true).unwrap();
+        db.set(&i.to_be_bytes(), b"x").unwrap();
     }
     assert!(!db.is_ordered());
     let mut cursor = db.iter().unwrap();

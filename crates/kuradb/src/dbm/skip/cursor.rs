@@ -10,7 +10,7 @@ use super::value::decode_value;
 use super::SkipDbm;
 use crate::caching::ScanScope;
 use crate::dbm::ordered_cursor::past_end;
-use crate::dbm::{Action, Cursor};
+use crate::dbm::{Action, Cursor, Edge};
 use crate::error::Result;
 
 impl SkipDbm {
@@ -152,12 +152,12 @@ impl Cursor for SkipCursor<'_> {
         self.place(&snapshot, at)
     }
 
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek_before(Below { key, or_equal: inclusive })
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.seek_before(Below { key, or_equal: edge.is_inclusive() })
     }
 
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
-        self.seek_by(Below { key, or_equal: !inclusive })
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
+        self.seek_by(Below { key, or_equal: !edge.is_inclusive() })
     }
 
     fn previous(&mut self) -> Result<()> {

@@ -87,6 +87,7 @@ use self::search::Snapshot;
 use self::value::decode_value;
 use super::params::{Params, Taker};
 use super::{show_key, Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{OpenOptions, Owner};
 
@@ -99,18 +100,18 @@ pub use self::reducer::Reducer;
 ///
 /// ```
 /// use kuradb::dbm::skip::{Reducer, SkipDbm, SkipOptions};
-/// use kuradb::dbm::{Cursor, Dbm};
+/// use kuradb::dbm::{Cursor, Dbm, Durability};
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
-/// let db = SkipDbm::open(dir.path().join("casket.skip"), true, &SkipOptions::default())?;
-/// db.set(b"tokyo", b"13", true)?;
-/// db.set(b"osaka", b"27", true)?;
-/// db.set(b"tokyo", b"ward", true)?;
+/// let db = SkipDbm::builder().open(dir.path().join("casket.skip"))?;
+/// db.set(b"tokyo", b"13")?;
+/// db.set(b"osaka", b"27")?;
+/// db.set(b"tokyo", b"ward")?;
 /// assert_eq!(db.get(b"tokyo")?, None); // not yet: readers see the last build
-/// db.synchronize(false)?;
+/// db.synchronize(Durability::Soft)?;
 /// assert_eq!(db.count()?, 3); // a key may have several records
 /// assert_eq!(db.get(b"tokyo")?.as_deref(), Some(&b"13"[..]));
-/// db.synchronize_with(false, &Reducer::Last)?;
+/// db.synchronize_with(Durability::Soft, &Reducer::Last)?;
 /// assert_eq!(db.get(b"tokyo")?.as_deref(), Some(&b"ward"[..]));
 /// let keys: Vec<Vec<u8>> = db.range(&b"a"[..]..)?.map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [b"osaka".to_vec(), b"tokyo".to_vec()]);
@@ -133,19 +134,21 @@ pub struct SkipDbm {
     owner: Owner,
 }
 
+crate::dbm::builder::options_builder!(SkipDbm, SkipOptions);
+
 impl SkipDbm {
     /// Opens or creates the database at `path`. A writer that finds the
     /// temporary files of a build or spill cut short by a crash removes them.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &SkipOptions) -> Result<SkipDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &SkipOptions) -> Result<SkipDbm> {
         options.check()?;
         let path = path.as_ref().to_path_buf();
         let mut open = options.open.clone();
-        open.writable = writable;
+        open.writable = access.is_writable();
         let file = options.open_file(&path, &open)?;
         let db = SkipDbm {
             path,
             options: options.clone(),
-            writable,
+            writable: access.is_writable(),
             current: RwLock::new(None),
             pending: Mutex::new(Pending::default()),
             building: Mutex::new(()),
@@ -154,7 +157,7 @@ impl SkipDbm {
             owner: Owner::unclaimed(),
         };
         let snapshot = if file.size() == 0 {
-            if !writable {
+            if !access.is_writable() {
                 return Err(Error::new(
                     ErrorKind::BrokenData,
                     format!("{} is empty: not a database", db.path.display()),
@@ -162,7 +165,7 @@ impl SkipDbm {
             }
             // A new file: it holds no records yet, so nothing is lost if
             // this first build does not reach the device.
-            let (file, header, index) = db.builder(file).finish()?;
+            let (file, header, index) = db.file_builder(file).finish()?;
             Snapshot { file, header, index, durable: AtomicBool::new(false), generation: 0 }
         } else {
             let mut head = vec![0u8; (HEADER_SIZE.min(file.size())) as usize];
@@ -172,7 +175,7 @@ impl SkipDbm {
             index.fit(options.max_cached_records, u64::from(header.step_unit), header.max_level);
             Snapshot { file, header, index, durable: AtomicBool::new(true), generation: 0 }
         };
-        if writable {
+        if access.is_writable() {
             db.remove_leftovers();
         }
         *db.current.write() = Some(Arc::new(snapshot));
@@ -249,11 +252,30 @@ impl SkipDbm {
         let end = header.as_ref().map_or(file.size(), |h| h.records_end.min(file.size()));
         let mut dest_options = options.clone();
         dest_options.open = OpenOptions::writer().truncating();
-        let db = SkipDbm::open(dest.as_ref(), true, &dest_options)?;
-        let count =
-            build::salvage(file.as_ref(), end, width, |key, value| db.set(key, decode_value(value), true))?;
+        let db = SkipDbm::open(dest.as_ref(), Access::ReadWrite, &dest_options)?;
+        let count = build::salvage(file.as_ref(), end, width, |key, value| db.set(key, decode_value(value)))?;
         db.close()?;
         Ok(count)
+    }
+
+    /// Adds a record at the next synchronization: [`Dbm::set`] and
+    /// [`Dbm::insert`].
+    fn store(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        let mut pending = self.pending.lock();
+        if !overwrite {
+            let mut exists = false;
+            self.lookup(key, |v| exists = v.is_some())?;
+            if exists {
+                return Err(Error::new(
+                    ErrorKind::Duplication,
+                    format!("record {} exists and overwriting was not asked for", show_key(key)),
+                ));
+            }
+        }
+        self.change(&mut pending, Change::Add { key, value })
     }
 }
 
@@ -270,8 +292,8 @@ impl Dbm for SkipDbm {
 
     /// Shows `key`'s first record as of the last synchronization; an answer
     /// to set replaces every record of the key at the next one.
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        if !writable {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        if !access.is_writable() {
             let mut action = Action::Keep;
             self.lookup(key, |value| action = f(value))?;
             if action != Action::Keep {
@@ -292,16 +314,16 @@ impl Dbm for SkipDbm {
     /// one batch per round: see `lockstep.rs`), then shows each as
     /// [`process`](Self::process) would; a key repeated is shown the value
     /// of the earlier answers.
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        self.process_batch(keys, writable, f)
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        self.process_batch(keys, access.is_writable(), f)
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
         let _scan = crate::caching::ScanScope::enter();
-        if writable && !self.writable {
+        if access.is_writable() && !self.writable {
             return Err(self.read_only());
         }
-        let mut pending = writable.then(|| self.pending.lock());
+        let mut pending = access.is_writable().then(|| self.pending.lock());
         let snapshot = self.snapshot()?;
         let mut window = Window::new(1 << 20);
         let mut at = HEADER_SIZE;
@@ -320,22 +342,12 @@ impl Dbm for SkipDbm {
     /// Adds a record; the key's other records stay (until a reducer says
     /// otherwise). With `overwrite == false`, a key that has a record as of
     /// the last synchronization is refused.
-    fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-        if !self.writable {
-            return Err(self.read_only());
-        }
-        let mut pending = self.pending.lock();
-        if !overwrite {
-            let mut exists = false;
-            self.lookup(key, |v| exists = v.is_some())?;
-            if exists {
-                return Err(Error::new(
-                    ErrorKind::Duplication,
-                    format!("record {} exists and overwriting was not asked for", show_key(key)),
-                ));
-            }
-        }
-        self.change(&mut pending, Change::Add { key, value })
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.store(key, value, true)
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.store(key, value, false)
     }
 
     /// Removes every record of `key` at the next synchronization; answers
@@ -398,18 +410,18 @@ impl Dbm for SkipDbm {
 
     /// Builds a new file with every update since the last one, reduced by the
     /// options' reducer (see [`SkipDbm::synchronize_with`]).
-    fn synchronize(&self, hard: bool) -> Result<()> {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
         if !self.writable {
-            return self.snapshot()?.file.synchronize(hard);
+            return self.snapshot()?.file.synchronize(durability);
         }
-        self.build(hard, &self.options.reducer, false)
+        self.build(durability.is_hard(), &self.options.reducer, false)
     }
 
     /// Copies the file of the last synchronization: updates since then are
     /// not in the copy.
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         let snapshot = self.snapshot()?;
-        super::copy_file_to(snapshot.file.as_ref(), dest, hard, |_, _| {})
+        super::copy_file_to(snapshot.file.as_ref(), dest, durability.is_hard(), |_, _| {})
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {

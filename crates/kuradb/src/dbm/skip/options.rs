@@ -70,7 +70,7 @@ impl SkipOptions {
     }
 
     /// Sets the locking and creation of the file.
-    pub fn open(mut self, open: OpenOptions) -> SkipOptions {
+    pub fn open_options(mut self, open: OpenOptions) -> SkipOptions {
         self.open = open;
         self
     }

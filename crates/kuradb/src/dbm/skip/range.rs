@@ -3,7 +3,7 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::{SkipCursor, SkipDbm};
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 impl SkipDbm {
@@ -13,7 +13,7 @@ impl SkipDbm {
         let mut cursor = self.cursor();
         match range.start_bound() {
             Bound::Included(k) => cursor.jump(k.as_ref())?,
-            Bound::Excluded(k) => cursor.jump_upper(k.as_ref(), false)?,
+            Bound::Excluded(k) => cursor.jump_upper(k.as_ref(), Edge::Exclusive)?,
             Bound::Unbounded => cursor.first()?,
         }
         let end = range.end_bound().map(|k| k.as_ref().to_vec());

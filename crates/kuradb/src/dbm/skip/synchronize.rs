@@ -13,11 +13,11 @@ use super::pending::Change;
 use super::search::Snapshot;
 use super::{Reducer, SkipDbm};
 use crate::error::{Error, Result};
-use crate::file::{temp_beside, File};
+use crate::file::{temp_beside, Durability, File};
 
 impl SkipDbm {
     /// A builder of a file laid out as the options say.
-    pub(super) fn builder(&self, file: Box<dyn File>) -> Builder {
+    pub(super) fn file_builder(&self, file: Box<dyn File>) -> Builder {
         Builder::new(
             file,
             &self.path,
@@ -35,9 +35,10 @@ impl SkipDbm {
     /// A reducer other than [`Reducer::All`] rebuilds even if nothing is
     /// pending; [`Dbm::synchronize`](crate::dbm::Dbm::synchronize) builds
     /// only if something is, with the options' reducer.
-    pub fn synchronize_with(&self, hard: bool, reducer: &Reducer) -> Result<()> {
+    pub fn synchronize_with(&self, durability: Durability, reducer: &Reducer) -> Result<()> {
+        let hard = durability.is_hard();
         if !self.writable {
-            return self.snapshot()?.file.synchronize(hard);
+            return self.snapshot()?.file.synchronize(durability);
         }
         self.build(hard, reducer, *reducer != Reducer::All)
     }
@@ -67,7 +68,7 @@ impl SkipDbm {
             pending.take()
         };
         if !cleared && spills.is_empty() && memory.is_empty() && !force {
-            old.file.synchronize(hard)?;
+            old.file.synchronize(Durability::from_hard(hard))?;
             if hard && !old.durable.load(Ordering::Acquire) {
                 // A soft build renamed this file in place without making the
                 // name durable; from now on it is the state a power cut must
@@ -131,11 +132,11 @@ impl SkipDbm {
         open.create = true;
         open.truncate = true;
         let file = self.options.open_file(temp, &open)?;
-        let mut builder = self.builder(file);
+        let mut builder = self.file_builder(file);
         let source = old.map(|old| OldFile { file: old.file.as_ref(), header: &old.header });
         build::merge(source, runs, reducer, &mut builder)?;
         let (mut file, header, index) = builder.finish()?;
-        file.synchronize(durable)?;
+        file.synchronize(Durability::from_hard(durable))?;
         file.rename(&self.path)?;
         let named = match durable {
             true => crate::sys::sync_parent_dir(&self.path)

@@ -195,13 +195,14 @@ mod tests {
     use super::super::StdOptions;
     use super::*;
     use crate::dbm::Dbm;
+    use crate::dbm::Edge;
     use crate::error::ErrorKind;
 
     #[test]
     fn a_tree_cursor_walks_both_ways_and_survives_removal() {
         let db = StdTreeDbm::new(&StdOptions::default());
         for k in [b"b", b"d", b"f"] {
-            db.set(k, b"v", true).unwrap();
+            db.set(k, b"v").unwrap();
         }
         let mut c = db.cursor();
         c.jump(b"c").unwrap();
@@ -210,7 +211,7 @@ mod tests {
         assert_eq!(c.get().unwrap().unwrap().0, b"f");
         c.previous().unwrap();
         assert_eq!(c.get().unwrap().unwrap().0, b"b");
-        c.jump_lower(b"b", false).unwrap();
+        c.jump_lower(b"b", Edge::Exclusive).unwrap();
         assert_eq!(c.get().unwrap(), None);
     }
 
@@ -218,7 +219,7 @@ mod tests {
     fn a_hash_cursor_visits_every_record_once() {
         let db = StdHashDbm::new(&StdOptions::default().num_buckets(10));
         for i in 0..100u32 {
-            db.set(&i.to_be_bytes(), b"v", true).unwrap();
+            db.set(&i.to_be_bytes(), b"v").unwrap();
         }
         let mut c = db.cursor();
         c.jump(&5u32.to_be_bytes()).unwrap();

@@ -25,6 +25,7 @@ mod set;
 mod store;
 
 use std::collections::{BTreeSet, HashSet};
+use std::marker::PhantomData;
 use std::path::Path;
 
 use super::persistence::FlatLock;
@@ -34,6 +35,7 @@ use self::packed::Packed;
 use self::set::{KeyHashBuilder, Reserve};
 use self::store::Store;
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::Result;
 
 /// Options of [`StdHashDbm`] and [`StdTreeDbm`].
@@ -92,6 +94,39 @@ impl StdOptions {
     }
 }
 
+/// [`StdOptions`] for one of the two classes, ended by `open(path)` or
+/// `open_read_only(path)`: `StdTreeDbm::builder().truncate(true).open(path)`.
+#[derive(Clone, Debug)]
+pub struct StdBuilder<D> {
+    options: StdOptions,
+    class: PhantomData<fn() -> D>,
+}
+
+impl<D> StdBuilder<D> {
+    /// Sets the records to make room for at once (StdHashDbm only; 0 for none).
+    pub fn num_buckets(mut self, num_buckets: usize) -> StdBuilder<D> {
+        self.options.num_buckets = num_buckets;
+        self
+    }
+
+    /// Starts empty instead of reading an existing flat file, or not.
+    pub fn truncate(mut self, truncate: bool) -> StdBuilder<D> {
+        self.options.truncate = truncate;
+        self
+    }
+
+    /// Sets how a writer locks the flat file against writers in other processes.
+    pub fn lock(mut self, lock: FlatLock) -> StdBuilder<D> {
+        self.options.lock = lock;
+        self
+    }
+
+    /// The options gathered.
+    pub fn options(&self) -> &StdOptions {
+        &self.options
+    }
+}
+
 macro_rules! std_dbm {
     ($name:ident, $set:ty, $ordered:expr, $doc:literal, $example:literal) => {
         #[doc = $doc]
@@ -106,10 +141,10 @@ macro_rules! std_dbm {
         /// # fn main() -> kuradb::Result<()> {
         /// let dir = tempfile::tempdir().unwrap();
         /// let path = dir.path().join("casket.flat");
-        #[doc = concat!("let db = ", stringify!($name), "::open(&path, true, &StdOptions::default())?;")]
-        /// db.set(b"tokyo", b"13", true)?;
+        #[doc = concat!("let db = ", stringify!($name), "::builder().open(&path)?;")]
+        /// db.set(b"tokyo", b"13")?;
         /// db.close()?;
-        #[doc = concat!("let db = ", stringify!($name), "::open(&path, false, &StdOptions::default())?;")]
+        #[doc = concat!("let db = ", stringify!($name), "::builder().open_read_only(&path)?;")]
         /// assert_eq!(db.get(b"tokyo")?.as_deref(), Some(&b"13"[..]));
         /// # Ok(())
         /// # }
@@ -129,10 +164,16 @@ macro_rules! std_dbm {
             /// Opens the database kept in the flat file at `path`, reading it
             /// unless `options.truncate`. A missing file is an empty database
             /// for a writer and an error for a reader.
-            pub fn open(path: impl AsRef<Path>, writable: bool, options: &StdOptions) -> Result<$name> {
-                let store = Store::<$set>::open(path.as_ref(), writable, options.truncate, &options.lock)?;
+            pub fn open(path: impl AsRef<Path>, access: Access, options: &StdOptions) -> Result<$name> {
+                let store = Store::<$set>::open(path.as_ref(), access, options.truncate, &options.lock)?;
                 store.write().set.reserve_for(options.num_buckets);
                 Ok($name { store })
+            }
+
+            /// Options to open a database with, set one by one and ended
+            /// by [`StdBuilder::open`] or [`StdBuilder::open_read_only`].
+            pub fn builder() -> StdBuilder<$name> {
+                StdBuilder { options: StdOptions::default(), class: PhantomData }
             }
 
             /// Writes the flat file (if the database has one and is writable) and closes.
@@ -141,27 +182,42 @@ macro_rules! std_dbm {
             }
         }
 
+        impl StdBuilder<$name> {
+            #[doc = concat!("Opens the database at `path` for reading and writing: [`", stringify!($name), "::open`] with [`Access::ReadWrite`].")]
+            pub fn open(&self, path: impl AsRef<Path>) -> Result<$name> {
+                $name::open(path, Access::ReadWrite, &self.options)
+            }
+
+            #[doc = concat!("Opens the database at `path` for reading only: [`", stringify!($name), "::open`] with [`Access::ReadOnly`].")]
+            pub fn open_read_only(&self, path: impl AsRef<Path>) -> Result<$name> {
+                $name::open(path, Access::ReadOnly, &self.options)
+            }
+        }
+
         impl Dbm for $name {
             fn close(self: Box<Self>) -> Result<()> {
                 $name::close(*self)
             }
-            fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-                self.store.process(key, writable, f)
+            fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+                self.store.process(key, access, f)
             }
             fn process_multi<'a>(
                 &self,
                 keys: &[&[u8]],
-                writable: bool,
+                access: Access,
                 f: &mut MultiProcessor<'a>,
             ) -> Result<()> {
-                self.store.process_multi(keys, writable, f)
+                self.store.process_multi(keys, access, f)
             }
-            fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-                self.store.process_each(writable, f)
+            fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+                self.store.process_each(access, f)
             }
             // One walk of the container instead of a look and then a change.
-            fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
-                self.store.set(key, value, overwrite)
+            fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+                self.store.put(key, value, true)
+            }
+            fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+                self.store.put(key, value, false)
             }
             fn remove(&self, key: &[u8]) -> Result<bool> {
                 self.store.remove(key)
@@ -184,11 +240,11 @@ macro_rules! std_dbm {
             fn should_be_rebuilt(&self) -> Result<bool> {
                 Ok(false)
             }
-            fn synchronize(&self, hard: bool) -> Result<()> {
-                self.store.synchronize(hard)
+            fn synchronize(&self, durability: Durability) -> Result<()> {
+                self.store.synchronize(durability)
             }
-            fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-                self.store.copy_file_data(dest, hard)
+            fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+                self.store.copy_file_data(dest, durability)
             }
             fn inspect(&self) -> Result<Vec<(String, String)>> {
                 Ok(self.store.inspect())

@@ -11,7 +11,7 @@ use super::packed::Packed;
 use super::set::StdSet;
 use crate::dbm::flat::{self, refused_change, FlatWriter};
 use crate::dbm::persistence::{FlatLock, Persistence};
-use crate::dbm::{duplication, Action, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{duplication, Access, Action, Durability, EachProcessor, MultiProcessor, Processor};
 use crate::error::Result;
 
 /// A caller's value as the set stores it: the one place a value codec
@@ -104,9 +104,9 @@ impl<S: StdSet> Store<S> {
 
     /// Opens the flat file at `path`, reading it unless `truncate`; each
     /// record is stored as a set would store it.
-    pub(super) fn open(path: &Path, writable: bool, truncate: bool, lock: &FlatLock) -> Result<Store<S>> {
+    pub(super) fn open(path: &Path, access: Access, truncate: bool, lock: &FlatLock) -> Result<Store<S>> {
         let mut records = Records { set: S::default(), bytes: 0 };
-        let persistence = Persistence::open(path, writable, truncate, lock, |key, value| {
+        let persistence = Persistence::open(path, access, truncate, lock, |key, value| {
             records.change(Change::Record { key, action: Action::set(value) });
             Ok(())
         })?;
@@ -133,21 +133,21 @@ impl<S: StdSet> Store<S> {
     /// Writes the flat file (if there is one and it may change) and marks the store closed.
     pub(super) fn close(&mut self) -> Result<()> {
         self.closed = true;
-        self.synchronize(false)
+        self.synchronize(Durability::Soft)
     }
 
-    pub(super) fn synchronize(&self, hard: bool) -> Result<()> {
+    pub(super) fn synchronize(&self, durability: Durability) -> Result<()> {
         let records = self.set.read();
-        self.persistence.save(hard, |w| records.put_all(w))
+        self.persistence.save(durability.is_hard(), |w| records.put_all(w))
     }
 
-    pub(super) fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    pub(super) fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         let records = self.set.read();
-        flat::write(dest, hard, |w| records.put_all(w))
+        flat::write(dest, durability.is_hard(), |w| records.put_all(w))
     }
 
-    pub(super) fn process(&self, key: &[u8], writable: bool, f: &mut Processor<'_>) -> Result<()> {
-        if !writable {
+    pub(super) fn process(&self, key: &[u8], access: Access, f: &mut Processor<'_>) -> Result<()> {
+        if !access.is_writable() {
             self.persistence.check_process()?;
             return match f(self.set.read().get(key)) {
                 Action::Keep => Ok(()),
@@ -164,14 +164,14 @@ impl<S: StdSet> Store<S> {
     pub(super) fn process_multi(
         &self,
         keys: &[&[u8]],
-        writable: bool,
+        access: Access,
         f: &mut MultiProcessor<'_>,
     ) -> Result<()> {
-        self.persistence.check_writable(writable)?;
+        self.persistence.check_writable(access.is_writable())?;
         let mut records = self.write();
         for (i, key) in keys.iter().enumerate() {
             let action = f(i, key, records.get(key));
-            if !writable && action != Action::Keep {
+            if !access.is_writable() && action != Action::Keep {
                 return Err(refused_change());
             }
             records.change(Change::Record { key, action });
@@ -179,15 +179,15 @@ impl<S: StdSet> Store<S> {
         Ok(())
     }
 
-    pub(super) fn process_each(&self, writable: bool, f: &mut EachProcessor<'_>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
+    pub(super) fn process_each(&self, access: Access, f: &mut EachProcessor<'_>) -> Result<()> {
+        self.persistence.check_writable(access.is_writable())?;
         let mut records = self.write();
         // Changes wait until the walk is over: the set cannot change under its iterator.
         let mut changes: Vec<(Vec<u8>, Action<'static>)> = Vec::new();
         for record in records.set.each() {
             match f(record.key(), decode_value(record.value())) {
                 Action::Keep => {}
-                _ if !writable => return Err(refused_change()),
+                _ if !access.is_writable() => return Err(refused_change()),
                 Action::Remove => changes.push((record.key().to_vec(), Action::Remove)),
                 Action::Set(v) => {
                     changes.push((record.key().to_vec(), Action::Set(Cow::Owned(v.into_owned()))))
@@ -201,7 +201,7 @@ impl<S: StdSet> Store<S> {
     }
 
     /// Stores `value` under `key`, unless the key has a record and not `overwrite`.
-    pub(super) fn set(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
+    pub(super) fn put(&self, key: &[u8], value: &[u8], overwrite: bool) -> Result<()> {
         self.persistence.check_writable(true)?;
         let mut records = self.write();
         if !overwrite && records.set.find(key).is_some() {
@@ -257,7 +257,7 @@ impl<S: StdSet> Store<S> {
 impl<S: StdSet> Drop for Store<S> {
     fn drop(&mut self) {
         if !self.closed {
-            let _ = self.synchronize(false);
+            let _ = self.synchronize(Durability::Soft);
         }
     }
 }

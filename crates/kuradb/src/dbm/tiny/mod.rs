@@ -29,6 +29,7 @@ pub use self::cursor::HashCursor;
 use self::store::{dbm_methods_of_store, Store};
 use self::table::Table;
 use super::{Dbm, MultiProcessor, Processor};
+use crate::dbm::Access;
 use crate::error::Result;
 
 /// The tuning of a [`TinyDbm`].
@@ -82,17 +83,17 @@ const TINY_SHARD_BITS: u32 = 8;
 /// use kuradb::dbm::tiny::{TinyDbm, TinyOptions};
 /// # fn main() -> kuradb::Result<()> {
 /// let db = TinyDbm::new(&TinyOptions::default());
-/// db.set(b"japan", b"tokyo", true)?;
+/// db.set(b"japan", b"tokyo")?;
 /// db.append(b"japan", b"kyoto", b",")?;
 /// assert_eq!(db.get(b"japan")?.as_deref(), Some(&b"tokyo,kyoto"[..]));
 ///
 /// // With a path, the records live in a flat file between runs.
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("casket.flat");
-/// let db = TinyDbm::open(&path, true, &TinyOptions::default())?;
-/// db.set(b"france", b"paris", true)?;
+/// let db = TinyDbm::builder().open(&path)?;
+/// db.set(b"france", b"paris")?;
 /// db.close()?;
-/// let db = TinyDbm::open(&path, false, &TinyOptions::default())?;
+/// let db = TinyDbm::builder().open_read_only(&path)?;
 /// assert_eq!(db.count()?, 1);
 /// # Ok(())
 /// # }
@@ -101,6 +102,8 @@ pub struct TinyDbm {
     store: Store<1>,
     num_buckets: u64,
 }
+
+crate::dbm::builder::options_builder!(TinyDbm, TinyOptions);
 
 impl TinyDbm {
     /// A database purely in memory.
@@ -114,9 +117,9 @@ impl TinyDbm {
     /// Opens the database kept in the flat file at `path`, reading it unless
     /// `options.truncate`. A missing file is an empty database for a writer
     /// and an error for a reader.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &TinyOptions) -> Result<TinyDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &TinyOptions) -> Result<TinyDbm> {
         let mut db = TinyDbm::new(options);
-        db.store.load(path.as_ref(), writable, options.truncate, &options.lock, |_| {})?;
+        db.store.load(path.as_ref(), access.is_writable(), options.truncate, &options.lock, |_| {})?;
         Ok(db)
     }
 
@@ -140,15 +143,15 @@ impl Dbm for TinyDbm {
         TinyDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        if !writable {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        if !access.is_writable() {
             return self.store.read(key, f);
         }
         self.store.write(key, true, f, |_| {})
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        self.store.process_multi(keys, writable, f, |_| {})
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        self.store.process_multi(keys, access, f, |_| {})
     }
 
     fn rebuild(&self) -> Result<()> {

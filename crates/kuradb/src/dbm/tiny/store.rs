@@ -8,7 +8,7 @@ use super::shard::Shard;
 use super::table::Table;
 use crate::dbm::flat::{self, refused_change};
 use crate::dbm::persistence::{FlatLock, Persistence};
-use crate::dbm::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor};
 use crate::error::Result;
 
 /// A table of records with `L` links each, and its flat file.
@@ -36,16 +36,17 @@ impl<const L: usize> Store<L> {
         after: impl Fn(&mut Shard<L>),
     ) -> Result<()> {
         let table = &self.table;
-        self.persistence = Persistence::open(path, writable, truncate, lock, |k, v| {
-            table.write(k, |_| Action::set(v), &after).map(|_| ())
-        })?;
+        self.persistence =
+            Persistence::open(path, Access::from_writable(writable), truncate, lock, |k, v| {
+                table.write(k, |_| Action::set(v), &after).map(|_| ())
+            })?;
         Ok(())
     }
 
     /// Writes the flat file (if there is one and it may change) and marks the table closed.
     pub(crate) fn close(&mut self) -> Result<()> {
         self.closed = true;
-        self.synchronize(false)
+        self.synchronize(Durability::Soft)
     }
 
     /// Shows `key`'s value to `f` under its shard's shared lock; any answer but keeping it is refused.
@@ -92,17 +93,17 @@ impl<const L: usize> Store<L> {
     pub(crate) fn process_multi(
         &self,
         keys: &[&[u8]],
-        writable: bool,
+        access: Access,
         f: &mut MultiProcessor<'_>,
         after: impl FnMut(&mut Shard<L>),
     ) -> Result<()> {
-        self.persistence.check_writable(writable)?;
-        self.table.write_multi(keys, writable, f, after)
+        self.persistence.check_writable(access.is_writable())?;
+        self.table.write_multi(keys, access.is_writable(), f, after)
     }
 
-    pub(crate) fn process_each(&self, writable: bool, f: &mut EachProcessor<'_>) -> Result<()> {
-        self.persistence.check_writable(writable)?;
-        self.table.each(writable, f)
+    pub(crate) fn process_each(&self, access: Access, f: &mut EachProcessor<'_>) -> Result<()> {
+        self.persistence.check_writable(access.is_writable())?;
+        self.table.each(access.is_writable(), f)
     }
 
     pub(crate) fn count(&self) -> Result<u64> {
@@ -126,12 +127,12 @@ impl<const L: usize> Store<L> {
         Ok(())
     }
 
-    pub(crate) fn synchronize(&self, hard: bool) -> Result<()> {
-        self.persistence.save(hard, |w| self.table.put_all(w))
+    pub(crate) fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.persistence.save(durability.is_hard(), |w| self.table.put_all(w))
     }
 
-    pub(crate) fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
-        flat::write(dest, hard, |w| self.table.put_all(w))
+    pub(crate) fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        flat::write(dest, durability.is_hard(), |w| self.table.put_all(w))
     }
 
     /// The figures of `class`, then `extra` ones.
@@ -161,7 +162,7 @@ impl<const L: usize> Store<L> {
 impl<const L: usize> Drop for Store<L> {
     fn drop(&mut self) {
         if !self.closed {
-            let _ = self.synchronize(false);
+            let _ = self.synchronize(Durability::Soft);
         }
     }
 }
@@ -172,10 +173,10 @@ macro_rules! dbm_methods_of_store {
     () => {
         fn process_each<'a>(
             &self,
-            writable: bool,
+            access: $crate::dbm::Access,
             f: &mut $crate::dbm::EachProcessor<'a>,
         ) -> $crate::Result<()> {
-            self.store.process_each(writable, f)
+            self.store.process_each(access, f)
         }
 
         fn count(&self) -> $crate::Result<u64> {
@@ -194,12 +195,16 @@ macro_rules! dbm_methods_of_store {
             self.store.clear()
         }
 
-        fn synchronize(&self, hard: bool) -> $crate::Result<()> {
-            self.store.synchronize(hard)
+        fn synchronize(&self, durability: $crate::dbm::Durability) -> $crate::Result<()> {
+            self.store.synchronize(durability)
         }
 
-        fn copy_file_data(&self, dest: &std::path::Path, hard: bool) -> $crate::Result<()> {
-            self.store.copy_file_data(dest, hard)
+        fn copy_file_data(
+            &self,
+            dest: &std::path::Path,
+            durability: $crate::dbm::Durability,
+        ) -> $crate::Result<()> {
+            self.store.copy_file_data(dest, durability)
         }
 
         fn is_healthy(&self) -> bool {

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::ReferenceDbm;
 use crate::dbm::class::DbmClass;
 use crate::dbm::poly::{Params, PolyDbm};
-use crate::dbm::Dbm;
+use crate::dbm::{Access, Dbm, Durability};
 use crate::error::Result;
 
 impl ReferenceDbm {
@@ -33,12 +33,12 @@ impl ReferenceDbm {
                 params.insert("key_comparator", order.name())?;
             }
         }
-        let out = PolyDbm::open_class(class, Some(dest), true, &params.without("dbm"))?;
+        let out = PolyDbm::open_class(class, Some(dest), Access::ReadWrite, &params.without("dbm"))?;
         let mut written = 0u64;
         let mut failure = None;
-        let copied = self.process_each(false, &mut |key, value| {
+        let copied = self.process_each(Access::ReadOnly, &mut |key, value| {
             if failure.is_none() {
-                match out.set(key, value, true) {
+                match out.set(key, value) {
                     Ok(()) => {
                         written += 1;
                         if written.is_multiple_of(4096) {
@@ -53,7 +53,7 @@ impl ReferenceDbm {
         // A skip database counts what it has merged, at synchronization.
         let result = copied
             .and(failure.map_or(Ok(()), Err))
-            .and_then(|()| out.synchronize(false))
+            .and_then(|()| out.synchronize(Durability::Soft))
             .and_then(|()| out.count());
         progress(written);
         let closed = out.close();

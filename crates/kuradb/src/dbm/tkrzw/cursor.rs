@@ -7,7 +7,7 @@ use std::path::Path;
 use super::dbm::ReferenceDbm;
 use super::read_only;
 use crate::dbm::comparator::KeyComparator;
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 pub(super) struct RecordCursor<'a> {
@@ -90,16 +90,16 @@ impl Cursor for RecordCursor<'_> {
         Ok(())
     }
 
-    fn jump_lower(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
         let order = self.ordered("jump_lower")?;
-        // The last record before `key` (or at it, if inclusive).
-        self.at = self.bound(order, key, inclusive).checked_sub(1).unwrap_or(usize::MAX);
+        // The last record before `key` (or at it, if edge.is_inclusive()).
+        self.at = self.bound(order, key, edge.is_inclusive()).checked_sub(1).unwrap_or(usize::MAX);
         Ok(())
     }
 
-    fn jump_upper(&mut self, key: &[u8], inclusive: bool) -> Result<()> {
+    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
         let order = self.ordered("jump_upper")?;
-        self.at = self.bound(order, key, !inclusive);
+        self.at = self.bound(order, key, !edge.is_inclusive());
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use super::hash::{Damage, HashHeader};
 use super::{flat, hash, read_only, skip, tree, ReferenceFormat};
 use crate::dbm::class::DbmClass;
 use crate::dbm::comparator::KeyComparator;
-use crate::dbm::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor};
 use crate::error::{Error, Result};
 
 /// A record held in memory: its key and value.
@@ -45,7 +45,7 @@ pub struct Salvage {
 /// assert_eq!(ReferenceFormat::of_file(&path)?, Some(ReferenceFormat::Flat));
 /// let db = ReferenceDbm::open(&path)?;
 /// assert_eq!(db.get(b"apple")?.as_deref(), Some(&b"red"[..]));
-/// assert!(db.set(b"apple", b"green", true).unwrap_err().message().contains("kura util convert"));
+/// assert!(db.set(b"apple", b"green").unwrap_err().message().contains("kura util convert"));
 /// # Ok(())
 /// # }
 /// ```
@@ -268,16 +268,16 @@ fn load(format: ReferenceFormat, data: &[u8], salvage: bool) -> Result<Loaded> {
 }
 
 impl Dbm for ReferenceDbm {
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
-        if writable {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        if access.is_writable() {
             return Err(read_only(&self.path));
         }
         let action = f(self.find(key));
         self.keep_only(&action)
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
-        if writable {
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        if access.is_writable() {
             return Err(read_only(&self.path));
         }
         for (i, key) in keys.iter().enumerate() {
@@ -287,8 +287,8 @@ impl Dbm for ReferenceDbm {
         Ok(())
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
-        if writable {
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        if access.is_writable() {
             return Err(read_only(&self.path));
         }
         for (k, v) in &self.records {
@@ -323,14 +323,14 @@ impl Dbm for ReferenceDbm {
         Ok(false)
     }
 
-    fn synchronize(&self, _hard: bool) -> Result<()> {
+    fn synchronize(&self, _durability: Durability) -> Result<()> {
         // Nothing was written, so there is nothing to make durable.
         Ok(())
     }
 
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         std::fs::copy(&self.path, dest).map_err(|e| Error::io("copying the file to", dest, e))?;
-        if hard {
+        if durability.is_hard() {
             let out = std::fs::File::open(dest).map_err(|e| Error::io("opening the copy", dest, e))?;
             out.sync_all().map_err(|e| Error::io("synchronizing the copy", dest, e))?;
         }

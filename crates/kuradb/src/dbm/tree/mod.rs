@@ -83,6 +83,7 @@ pub use range::TreeRange;
 use super::hash::{take_cipher_key, take_record_comp_mode, take_record_crc_mode};
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
 use state::Tree;
@@ -101,9 +102,9 @@ const MAX_DEPTH: usize = 64;
 /// use kuradb::dbm::tree::{TreeDbm, TreeOptions};
 /// # fn main() -> kuradb::Result<()> {
 /// let dir = tempfile::tempdir().unwrap();
-/// let db = TreeDbm::open(dir.path().join("casket.kt"), true, &TreeOptions::default())?;
+/// let db = TreeDbm::builder().open(dir.path().join("casket.kt"))?;
 /// for (k, v) in [("tokyo", "13"), ("osaka", "27"), ("kyoto", "26")] {
-///     db.set(k.as_bytes(), v.as_bytes(), true)?;
+///     db.set(k.as_bytes(), v.as_bytes())?;
 /// }
 /// let keys: Vec<Vec<u8>> = db.range(&b"k"[..]..&b"p"[..])?.map(|r| r.map(|(k, _)| k)).collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [b"kyoto".to_vec(), b"osaka".to_vec()]);
@@ -121,15 +122,17 @@ pub struct TreeDbm {
     owner: Owner,
 }
 
+crate::dbm::builder::options_builder!(TreeDbm, TreeOptions);
+
 impl TreeDbm {
     /// Opens or creates the tree database at `path`. The tuning of `options`
     /// applies to a new file; an existing one keeps its own. A file not closed
     /// cleanly is restored to its last hard synchronization first, if
     /// `options.hash.restore` allows.
-    pub fn open(path: impl AsRef<Path>, writable: bool, options: &TreeOptions) -> Result<TreeDbm> {
+    pub fn open(path: impl AsRef<Path>, access: Access, options: &TreeOptions) -> Result<TreeDbm> {
         let path = path.as_ref().to_path_buf();
         check_options(options)?;
-        let tree = Tree::open(&path, writable, options)?;
+        let tree = Tree::open(&path, access, options)?;
         Ok(TreeDbm {
             path,
             options: options.clone(),
@@ -216,12 +219,12 @@ impl Dbm for TreeDbm {
         TreeDbm::close(*self)
     }
 
-    fn process<'a>(&self, key: &[u8], writable: bool, f: &mut Processor<'a>) -> Result<()> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         let t = self.shared()?;
-        if writable && !t.writable {
+        if access.is_writable() && !t.writable {
             return Err(t.read_only());
         }
-        let unbalanced = t.apply(key, writable, f)?;
+        let unbalanced = t.apply(key, access.is_writable(), f)?;
         drop(t);
         if unbalanced {
             self.rebalance_after(key)?;
@@ -229,29 +232,29 @@ impl Dbm for TreeDbm {
         Ok(())
     }
 
-    fn process_multi<'a>(&self, keys: &[&[u8]], writable: bool, f: &mut MultiProcessor<'a>) -> Result<()> {
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
         // Reads go under the shared hold where they can (see
         // `read_multi_shared`), so that threads' batches wait for the device
         // together rather than in turn.
-        if !writable && self.shared()?.read_multi_shared(keys, f)? {
+        if !access.is_writable() && self.shared()?.read_multi_shared(keys, f)? {
             return Ok(());
         }
         // Exclusive: atomic over the keys, and free to rebalance between them.
         self.exclusive(|t| {
-            if writable && !t.writable {
+            if access.is_writable() && !t.writable {
                 return Err(t.read_only());
             }
-            t.apply_multi(keys, writable, f)
+            t.apply_multi(keys, access.is_writable(), f)
         })
     }
 
-    fn process_each<'a>(&self, writable: bool, f: &mut EachProcessor<'a>) -> Result<()> {
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
         let _scan = crate::caching::ScanScope::enter();
         self.exclusive(|t| {
-            if writable && !t.writable {
+            if access.is_writable() && !t.writable {
                 return Err(t.read_only());
             }
-            t.apply_each(writable, f)
+            t.apply_each(access.is_writable(), f)
         })
     }
 
@@ -298,21 +301,21 @@ impl Dbm for TreeDbm {
         self.shared()?.store.should_be_rebuilt()
     }
 
-    fn synchronize(&self, hard: bool) -> Result<()> {
+    fn synchronize(&self, durability: Durability) -> Result<()> {
         self.exclusive(|t| {
             if t.writable {
                 t.flush()?;
             }
-            t.store.synchronize(hard)
+            t.store.synchronize(durability)
         })
     }
 
-    fn copy_file_data(&self, dest: &Path, hard: bool) -> Result<()> {
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         self.exclusive(|t| {
             if t.writable {
                 t.flush()?;
             }
-            t.store.copy_file_data(dest, hard)
+            t.store.copy_file_data(dest, durability)
         })
     }
 

@@ -6,7 +6,7 @@
 //! each.
 
 use super::state::Tree;
-use crate::dbm::{Action, Dbm};
+use crate::dbm::{Access, Action, Dbm};
 use crate::error::Result;
 
 /// The store's key of the tree's figures.
@@ -27,7 +27,7 @@ impl Tree {
     pub(super) fn write_page(&self, key: &[u8], encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
         let mut page = Vec::new();
         encode(&mut page);
-        self.store.set(key, &page, true)
+        self.store.set(key, &page)
     }
 
     /// What `decode` makes of the page under `key`, decoded straight from the
@@ -36,7 +36,7 @@ impl Tree {
     #[inline]
     pub(super) fn read_page<R>(&self, key: &[u8], mut decode: impl FnMut(&[u8]) -> R) -> Result<Option<R>> {
         let mut decoded = None;
-        self.store.process(key, false, &mut |page| {
+        self.store.process(key, Access::ReadOnly, &mut |page| {
             decoded = page.map(&mut decode);
             Action::Keep
         })?;
@@ -60,7 +60,7 @@ impl Tree {
         }
         let refs: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         let mut decoded: Vec<Option<R>> = std::iter::repeat_with(|| None).take(keys.len()).collect();
-        self.store.process_multi(&refs, false, &mut |i, _, page| {
+        self.store.process_multi(&refs, Access::ReadOnly, &mut |i, _, page| {
             decoded[i] = page.map(|p| decode(i, p));
             Action::Keep
         })?;

@@ -8,7 +8,7 @@ use super::meta::Meta;
 use super::state::Tree;
 use super::MAX_RECORD;
 use crate::dbm::tree_node::{record_size, Leaf, Node};
-use crate::dbm::{Action, Dbm, EachProcessor, Processor};
+use crate::dbm::{Action, Dbm, Durability, EachProcessor, Processor};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A change to the records as [`Tree::commit`] sees it, before it takes effect.
@@ -155,6 +155,6 @@ impl Tree {
         *self.meta.lock() = Meta::empty();
         self.insert(1, Node::Leaf(Leaf::default()), true);
         self.flush()?;
-        self.store.synchronize(true)
+        self.store.synchronize(Durability::Hard)
     }
 }

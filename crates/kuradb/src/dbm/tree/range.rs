@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use super::TreeCursor;
-use crate::dbm::Cursor;
+use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
 /// The records of a key range, in order (see [`TreeDbm::range`](super::TreeDbm::range)).
@@ -33,8 +33,8 @@ impl Iterator for TreeRange<'_> {
         }
         let mut step = || -> Result<Option<(Vec<u8>, Vec<u8>)>> {
             match self.start.take() {
-                Some(Bound::Included(k)) => self.cursor.jump_upper(&k, true)?,
-                Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, false)?,
+                Some(Bound::Included(k)) => self.cursor.jump_upper(&k, Edge::Inclusive)?,
+                Some(Bound::Excluded(k)) => self.cursor.jump_upper(&k, Edge::Exclusive)?,
                 Some(Bound::Unbounded) => self.cursor.first()?,
                 None => self.cursor.next()?,
             }

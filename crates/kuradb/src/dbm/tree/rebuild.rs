@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use super::TreeDbm;
 use crate::dbm::hash::{CipherKey, RecordCompMode, RecordCrcMode};
 use crate::dbm::tree_node::Node;
-use crate::dbm::Dbm;
+use crate::dbm::{Access, Dbm, Durability};
 use crate::error::Result;
 use crate::file::temp_beside;
 
@@ -91,19 +91,19 @@ impl TreeDbm {
         // Nobody else knows the temporary file: its lock is free, or
         // something is wrong that waiting would not mend.
         options.hash.open.lock_wait = crate::file::LockWait::Fail;
-        let built = TreeDbm::open(&temp_path, true, &options).and_then(|copy| {
+        let built = TreeDbm::open(&temp_path, Access::ReadWrite, &options).and_then(|copy| {
             // As lookups see the tree: a damaged tree whose links reach a
             // leaf the root does not is copied without it, or refused.
             tree.each_leaf_below_root(|slot| {
                 if let Node::Leaf(leaf) = &slot.node {
                     for (k, v) in leaf.records() {
-                        copy.set(k, v, true)?;
+                        copy.set(k, v)?;
                     }
                 }
                 Ok(())
             })?;
             // On the device before it takes the database's name.
-            copy.synchronize(true)?;
+            copy.synchronize(Durability::Hard)?;
             copy.tree.write().take().ok_or_else(|| copy.closed())
         });
         // The new file takes the path while it is open and locked, and the

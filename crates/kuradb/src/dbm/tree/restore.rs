@@ -20,7 +20,7 @@ use super::state::Tree;
 use super::{TreeDbm, TreeOptions};
 use crate::dbm::hash::{HashDbm, Kind};
 use crate::dbm::tree_node::{Node, INNER_BASE};
-use crate::dbm::{Action, Dbm};
+use crate::dbm::{Access, Action, Dbm};
 use crate::error::{Error, Result};
 use crate::file::{temp_beside, OpenOptions};
 
@@ -42,7 +42,7 @@ impl TreeDbm {
 /// The record count of the tree at `path` if it is whole; an error saying
 /// what is missing otherwise.
 fn whole_count(path: &Path, options: &TreeOptions) -> Result<u64> {
-    let db = TreeDbm::open(path, false, options)?;
+    let db = TreeDbm::open(path, Access::ReadOnly, options)?;
     let checked = db.exclusive(Tree::check_whole);
     let closed = db.close();
     let count = checked?;
@@ -109,14 +109,14 @@ fn salvage(path: &Path, options: &TreeOptions) -> Result<u64> {
     }
     o.hash.open = OpenOptions::writer().truncating();
     let temp = temp_beside(path, "salvage");
-    let copy = TreeDbm::open(&temp, true, &o)?;
+    let copy = TreeDbm::open(&temp, Access::ReadWrite, &o)?;
     let mut written = Ok(());
-    let walked = store.process_each(false, &mut |key, page| {
+    let walked = store.process_each(Access::ReadOnly, &mut |key, page| {
         let id = <[u8; 8]>::try_from(key).map_or(0, u64::from_be_bytes);
         if written.is_ok() && id != 0 && id < INNER_BASE {
             // Any order: each record is set again.
             if let Ok(Node::Leaf(leaf)) = Node::decode(id, page, path, None) {
-                written = leaf.records().try_for_each(|(k, v)| copy.set(k, v, true));
+                written = leaf.records().try_for_each(|(k, v)| copy.set(k, v));
             }
         }
         Action::Keep

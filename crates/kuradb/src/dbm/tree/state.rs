@@ -13,7 +13,7 @@ use super::page::FIGURES_KEY;
 use super::{KeyComparator, TreeOptions};
 use crate::dbm::hash::{HashDbm, Kind};
 use crate::dbm::tree_node::{Leaf, Node};
-use crate::dbm::Dbm;
+use crate::dbm::{Access, Dbm};
 use crate::error::{Error, ErrorKind, Result};
 
 pub(super) struct Tree {
@@ -32,11 +32,11 @@ pub(super) struct Tree {
 }
 
 impl Tree {
-    pub(super) fn open(path: &Path, writable: bool, o: &TreeOptions) -> Result<Tree> {
-        let store = HashDbm::open_kind(path.to_path_buf(), writable, &o.hash, Kind::TreeNodes)?;
+    pub(super) fn open(path: &Path, access: Access, o: &TreeOptions) -> Result<Tree> {
+        let store = HashDbm::open_kind(path.to_path_buf(), access.is_writable(), &o.hash, Kind::TreeNodes)?;
         let mut tree = Tree {
             store,
-            writable,
+            writable: access.is_writable(),
             cmp: o.comparator.unwrap_or(KeyComparator::Lexical),
             max_page_size: o.max_page_size,
             max_branches: o.max_branches,
@@ -78,7 +78,7 @@ impl Tree {
             }
             None => {
                 // A new tree: one empty leaf, written at the first synchronization.
-                tree.insert(1, Node::Leaf(Leaf::default()), writable);
+                tree.insert(1, Node::Leaf(Leaf::default()), access.is_writable());
             }
         }
         tree.read_pages_whole(o.hash.min_read_size);

@@ -5,16 +5,20 @@
 use super::TreeDbm;
 use crate::dbm::tree::TreeOptions;
 use crate::dbm::tree_node::Node;
-use crate::dbm::Dbm;
+use crate::dbm::{Access, Dbm};
 
 /// A tree of several leaves whose first leaf ends with a key that belongs
 /// in the last one.
 fn misplaced_key() -> (tempfile::TempDir, TreeDbm) {
     let dir = tempfile::tempdir().unwrap();
-    let db =
-        TreeDbm::open(dir.path().join("t.kdbt"), true, &TreeOptions::default().max_page_size(256)).unwrap();
+    let db = TreeDbm::open(
+        dir.path().join("t.kdbt"),
+        Access::ReadWrite,
+        &TreeOptions::default().max_page_size(256),
+    )
+    .unwrap();
     for i in 0..200 {
-        db.set(format!("key{i:04}").as_bytes(), b"value", true).unwrap();
+        db.set(format!("key{i:04}").as_bytes(), b"value").unwrap();
     }
     db.exclusive(|tree| {
         let first = tree.meta.lock().first;

@@ -54,12 +54,21 @@ pub fn read_file_meta(path: &Path) -> Result<FileMeta> {
     decode_meta(&meta, &path.display())
 }
 
+/// Whether [`remove_old_files`] may remove the queue's newest file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NewestFile {
+    /// The newest file stays whatever its age: a writer may still append to it.
+    Keep,
+    /// The newest file goes too if it is old enough.
+    Include,
+}
+
 /// Removes the files of the queue at `prefix` whose latest timestamp is
-/// below `threshold` (milliseconds), but never the newest one if
-/// `exclude_latest`; answers the paths removed.
-pub fn remove_old_files(prefix: &Path, threshold: u64, exclude_latest: bool) -> Result<Vec<PathBuf>> {
+/// below `threshold` (milliseconds), but never the newest one with
+/// [`NewestFile::Keep`]; answers the paths removed.
+pub fn remove_old_files(prefix: &Path, threshold: u64, newest: NewestFile) -> Result<Vec<PathBuf>> {
     let mut files = find_files(prefix)?;
-    if exclude_latest {
+    if newest == NewestFile::Keep {
         files.pop();
     }
     let mut removed = Vec::new();

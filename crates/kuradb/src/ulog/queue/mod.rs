@@ -9,7 +9,7 @@ mod reader;
 mod scan;
 mod writer;
 
-pub use files::{file_path, find_files, read_file_meta, remove_old_files};
+pub use files::{file_path, find_files, read_file_meta, remove_old_files, NewestFile};
 pub(crate) use format::record_buffer;
 pub use format::FileMeta;
 pub use reader::MessageQueueReader;

@@ -11,6 +11,7 @@ use super::files::{file_path, find_files, read_file_meta};
 use super::format::{encode_meta, finish_record, record_buffer, MAX_TIMESTAMP, META_SIZE, RECORD_HEADER};
 use super::reader::MessageQueueReader;
 use super::scan::{read_next, Next};
+use crate::dbm::Durability;
 use crate::error::{Error, ErrorKind, Result};
 
 /// How a writer tells the readers of its process that it wrote: a counter of
@@ -124,8 +125,8 @@ impl MessageQueue {
 
     /// Saves the last file's metadata (which the reference's readers check
     /// against the file's size) and, if `hard`, makes the file durable.
-    pub fn synchronize(&self, hard: bool) -> Result<()> {
-        self.state.lock().save_meta(hard)
+    pub fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.state.lock().save_meta(durability.is_hard())
     }
 
     /// A reader of this queue from `min_timestamp` on, woken by this

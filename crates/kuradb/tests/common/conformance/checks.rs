@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
+use kuradb::dbm::{Dbm, Durability, Edge, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 
 use super::cursor::Move;
@@ -270,8 +270,8 @@ fn cursors(subject: &Subject, dir: &Path) -> Result<(), String> {
         expect_err(c.jump(b"none"), ErrorKind::NotFound, "a jump to an absent key")?;
         expect_err(c.last(), ErrorKind::NotImplemented, "last")?;
         expect_err(c.previous(), ErrorKind::NotImplemented, "previous")?;
-        expect_err(c.jump_lower(b"b", true), ErrorKind::NotImplemented, "jump_lower")?;
-        expect_err(c.jump_upper(b"b", true), ErrorKind::NotImplemented, "jump_upper")?;
+        expect_err(c.jump_lower(b"b", Edge::Inclusive), ErrorKind::NotImplemented, "jump_lower")?;
+        expect_err(c.jump_upper(b"b", Edge::Inclusive), ErrorKind::NotImplemented, "jump_upper")?;
     }
     Ok(())
 }
@@ -355,7 +355,7 @@ fn reopening(subject: &Subject, dir: &Path) -> Result<(), String> {
     model.synchronize();
     let reader = subject.open(&path, false)?;
     read::compare(reader.as_ref(), &model).map_err(|e| format!("opened for reading: {e}"))?;
-    expect_err(reader.set(b"k", b"v", true), ErrorKind::ReadOnly, "a set on a reader")?;
+    expect_err(reader.set(b"k", b"v"), ErrorKind::ReadOnly, "a set on a reader")?;
     expect_err(reader.remove(b"1"), ErrorKind::ReadOnly, "a remove on a reader")?;
     read::compare(reader.as_ref(), &model).map_err(|e| format!("after refused writes: {e}"))?;
     ok(reader.close(), "close the reader")?;
@@ -365,7 +365,7 @@ fn reopening(subject: &Subject, dir: &Path) -> Result<(), String> {
     step(db.as_ref(), &mut model, &Op::Synchronize(false))?;
     let copy = dir.join("copy");
     std::fs::create_dir(&copy).map_err(|e| format!("make a directory for the copy: {e}"))?;
-    ok(db.copy_file_data(&copy.join("casket"), true), "copy_file_data")?;
+    ok(db.copy_file_data(&copy.join("casket"), Durability::Hard), "copy_file_data")?;
     let copied = subject.open(&copy.join("casket"), false)?;
     read::compare(copied.as_ref(), &model).map_err(|e| format!("the copy: {e}"))?;
     ok(copied.close(), "close the copy")?;

@@ -131,11 +131,11 @@ pub fn replay(db: &dyn Dbm, model: &mut Model, moves: &[Move]) -> Result<(), Str
                 pos = place(after_key(model, k, true));
             }
             Move::JumpLower(k, inclusive) => {
-                ok(c.jump_lower(k, *inclusive), &what)?;
+                ok(c.jump_lower(k, crate::common::edge(*inclusive)), &what)?;
                 pos = place(before_key(model, k, *inclusive));
             }
             Move::JumpUpper(k, inclusive) => {
-                ok(c.jump_upper(k, *inclusive), &what)?;
+                ok(c.jump_upper(k, crate::common::edge(*inclusive)), &what)?;
                 pos = place(after_key(model, k, *inclusive));
             }
             Move::Next => {
@@ -177,7 +177,7 @@ pub fn replay(db: &dyn Dbm, model: &mut Model, moves: &[Move]) -> Result<(), Str
             Move::Elsewhere(..) if model.caps().has(Bug::CursorMissesWritesBeside) => {}
             Move::Elsewhere(k, v) => match v {
                 Some(v) => {
-                    ok(db.set(k, v, true), &what)?;
+                    ok(db.set(k, v), &what)?;
                     model.add(k, v);
                 }
                 None => {

@@ -7,7 +7,7 @@ use std::fmt;
 
 use kuradb::dbm::std_map::{StdOptions, StdTreeDbm};
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::{Action, Dbm, INCREMENT_UNCHANGED};
+use kuradb::dbm::{Access, Action, Dbm, OnDuplicate, Rekey, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 use proptest::prelude::*;
 
@@ -311,7 +311,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
     let mut answered = HashMap::new();
     match op {
         Op::Set(k, v, overwrite) => {
-            let result = db.set(k, v, *overwrite);
+            let result = if *overwrite { db.set(k, v) } else { db.insert(k, v) };
             if model.contains(k) && !overwrite {
                 expect_err(result, ErrorKind::Duplication, "set onto an existing key")?;
             } else {
@@ -412,7 +412,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
         }
         Op::SetMulti(pairs, overwrite) => {
             let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-            let result = db.set_multi(&refs, *overwrite);
+            let result = if *overwrite { db.set_multi(&refs) } else { db.insert_multi(&refs) };
             if !overwrite && pairs.iter().any(|(k, _)| model.contains(k)) {
                 expect_err(result, ErrorKind::Duplication, "set_multi onto existing keys")?;
             } else {
@@ -441,7 +441,9 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
             eq(removed, want, "remove_multi answers how many existed")?;
         }
         Op::Rekey { old, new, overwrite, copying } => {
-            let result = db.rekey(old, new, *overwrite, *copying);
+            let rekey = if *copying { Rekey::Copy } else { Rekey::Move };
+            let on_duplicate = if *overwrite { OnDuplicate::Replace } else { OnDuplicate::Fail };
+            let result = db.rekey(old, new, rekey, on_duplicate);
             match model.get(old).map(<[u8]>::to_vec) {
                 None => expect_err(result, ErrorKind::NotFound, "rekey of an absent key")?,
                 Some(_) if model.contains(new) && !overwrite && old != new => {
@@ -458,7 +460,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
         }
         Op::Process(k, answer, writable) => {
             let mut seen = None;
-            let result = db.process(k, *writable, &mut |value| {
+            let result = db.process(k, crate::common::access(*writable), &mut |value| {
                 seen = Some(value.map(<[u8]>::to_vec));
                 answer.action()
             });
@@ -473,7 +475,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
         Op::ProcessMulti(list, writable) => {
             let keys: Vec<&[u8]> = list.iter().map(|(k, _)| &k[..]).collect();
             let mut calls = Vec::new();
-            let result = db.process_multi(&keys, *writable, &mut |i, key, value| {
+            let result = db.process_multi(&keys, crate::common::access(*writable), &mut |i, key, value| {
                 calls.push((i, key.to_vec(), value.map(<[u8]>::to_vec)));
                 list[i].1.action()
             });
@@ -514,7 +516,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
             }
         }
         Op::EachRefused(seed) => {
-            let result = db.process_each(false, &mut |k, v| match decide(*seed, k, v) {
+            let result = db.process_each(Access::ReadOnly, &mut |k, v| match decide(*seed, k, v) {
                 (0, _) => Action::Keep,
                 (1, _) => Action::Remove,
                 (_, n) => Action::Set(n.into()),
@@ -533,7 +535,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
         Op::EachWrite(seed) => {
             let mut visited = Vec::new();
             ok(
-                db.process_each(true, &mut |k, v| {
+                db.process_each(Access::ReadWrite, &mut |k, v| {
                     visited.push((k.to_vec(), v.to_vec()));
                     match decide(*seed, k, v) {
                         (0, _) => Action::Keep,
@@ -569,7 +571,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
             model.synchronize();
         }
         Op::Synchronize(hard) => {
-            ok(db.synchronize(*hard), "synchronize")?;
+            ok(db.synchronize(crate::common::durability(*hard)), "synchronize")?;
             model.synchronize();
         }
         Op::Export => {
@@ -586,7 +588,7 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
         Op::Import(pairs) => {
             let source = StdTreeDbm::new(&StdOptions::default());
             for (k, v) in pairs {
-                ok(source.set(k, v, true), "set in the source")?;
+                ok(source.set(k, v), "set in the source")?;
             }
             ok(source.export(db), "export into the database")?;
             for (k, v) in read::each(&source)? {

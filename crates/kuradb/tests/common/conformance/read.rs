@@ -1,7 +1,7 @@
 //! Reading a whole database every way the trait offers, and comparing what
 //! each way finds with the model.
 
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 
 use super::{Model, Record};
 use crate::common::hash::{show, show_opt};
@@ -12,7 +12,7 @@ const TOO_MANY: usize = 1_000_000;
 /// Every record a read-only `process_each` visits, in its order.
 pub fn each(db: &dyn Dbm) -> Result<Vec<Record>, String> {
     let mut out = Vec::new();
-    db.process_each(false, &mut |k, v| {
+    db.process_each(Access::ReadOnly, &mut |k, v| {
         out.push((k.to_vec(), v.to_vec()));
         Action::Keep
     })

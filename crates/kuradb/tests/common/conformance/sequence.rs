@@ -87,7 +87,11 @@ pub fn sequence(subject: &Subject, dir: &Path, steps: &[Step]) -> Result<(), Str
             Step::Copy(hard) => {
                 let copy = dir.join(format!("copy{i}"));
                 std::fs::create_dir(&copy).map_err(|e| what(format!("make the copy's directory: {e}")))?;
-                ok(db.copy_file_data(&copy.join("casket"), *hard), "copy_file_data").map_err(what)?;
+                ok(
+                    db.copy_file_data(&copy.join("casket"), crate::common::durability(*hard)),
+                    "copy_file_data",
+                )
+                .map_err(what)?;
                 let copied = subject.open(&copy.join("casket"), false).map_err(what)?;
                 read::compare(copied.as_ref(), &model).map_err(|e| what(format!("the copy: {e}")))?;
                 ok(copied.close(), "close the copy").map_err(what)?;
