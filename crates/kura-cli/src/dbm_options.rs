@@ -15,7 +15,7 @@ use clap::Args;
 use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::skip::Reducer;
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::ulog::{LoggedDbm, MessageQueue, MqUpdateLogger, DEFAULT_MAX_FILE_SIZE};
 use kuradb::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
@@ -512,7 +512,7 @@ impl DbmOpener {
     /// database is made and dropped; a file database's parameters are read.
     fn check(&self) -> Result<()> {
         if self.class.is_on_memory() {
-            self.class.open(None, true, &self.params)?.close()
+            self.class.open(None, Access::ReadWrite, &self.params)?.close()
         } else {
             self.class.check(&self.params)
         }
@@ -524,14 +524,15 @@ impl DbmOpener {
             let kept = if mode == OpenMode::Create { None } else { self.kept.0.lock().take() };
             return match kept {
                 Some(db) => Ok(db),
-                None => self.logged(self.class.open(None, true, &self.params)?),
+                None => self.logged(self.class.open(None, Access::ReadWrite, &self.params)?),
             };
         };
         let mut params = self.params.clone();
         if mode == OpenMode::Create {
             params.insert("truncate", "true")?;
         }
-        let db = self.class.open(Some(path), mode != OpenMode::Read, &params)?;
+        let access = if mode == OpenMode::Read { Access::ReadOnly } else { Access::ReadWrite };
+        let db = self.class.open(Some(path), access, &params)?;
         if mode == OpenMode::Read {
             return Ok(db);
         }
@@ -554,7 +555,7 @@ impl DbmOpener {
             return Ok(());
         }
         if self.sync_hard && mode != OpenMode::Read {
-            db.synchronize(true)?;
+            db.synchronize(Durability::Hard)?;
         }
         db.close()
     }

@@ -4,12 +4,14 @@
 //! replays the logs into a database. `--timestamp` takes milliseconds since
 //! the epoch, or a form relative to now such as `-7D`, `-3h`, `+10s`.
 
+use kuradb::ulog::NewestFile;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::{Access, Durability};
 use kuradb::ulog::{
     apply_update_logs, find_files, now_ms, parse_timestamp, read_file_meta, remove_old_files, ApplyFilter,
     MessageQueue, MessageQueueReader, UpdateEntry, UpdateOp, DEFAULT_MAX_FILE_SIZE,
@@ -160,7 +162,7 @@ fn write(args: &WriteArgs, name: &str, operands: usize) -> Result<()> {
     let entry = UpdateEntry { server_id: args.server_id, dbm_index: args.dbm_index, op };
     let queue = MessageQueue::open(&args.prefix, args.max_file_size)?;
     queue.write(Some(timestamp), &entry.encode())?;
-    queue.synchronize(false)
+    queue.synchronize(Durability::Soft)
 }
 
 fn read(args: &ReadArgs) -> Result<()> {
@@ -223,7 +225,8 @@ fn list(args: &ListArgs) -> Result<()> {
 
 fn remove(args: &RemoveArgs) -> Result<()> {
     let threshold = parse_timestamp(&args.timestamp, now_ms())?;
-    remove_old_files(&args.prefix, threshold, args.exclude_latest)?;
+    let newest = if args.exclude_latest { NewestFile::Keep } else { NewestFile::Include };
+    remove_old_files(&args.prefix, threshold, newest)?;
     Ok(())
 }
 
@@ -233,7 +236,7 @@ fn apply(args: &ApplyArgs) -> Result<()> {
         return Err(no_files(&args.prefix));
     }
     let params = Params::parse(&args.params)?;
-    let db = PolyDbm::open(&args.db_file, true, &params)?;
+    let db = PolyDbm::open(&args.db_file, Access::ReadWrite, &params)?;
     let filter = ApplyFilter { min_timestamp: min, server_id: args.server_id, dbm_index: args.dbm_index };
     let applied = apply_update_logs(&db, &args.prefix, &filter);
     let closed = db.close();

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 
 pub use codec::Codec;
@@ -261,7 +261,7 @@ trait DbFlags {
     /// first if --sync_hard was given and `result` is a success.
     fn finish<T>(&self, db: PolyDbm, result: Result<T>) -> Result<T> {
         let result = match result {
-            Ok(value) if self.given().sync_hard => db.synchronize(true).map(|()| value),
+            Ok(value) if self.given().sync_hard => db.synchronize(Durability::Hard).map(|()| value),
             other => other,
         };
         finish(db, result)
@@ -307,7 +307,9 @@ fn open_with(path: &Path, access: Access, params: &Params) -> Result<PolyDbm> {
     if access != Access::Create {
         must_exist(path)?;
     }
-    PolyDbm::open(path, access != Access::Read, params).map_err(explain_open_error)
+    let db_access =
+        if access == Access::Read { kuradb::dbm::Access::ReadOnly } else { kuradb::dbm::Access::ReadWrite };
+    PolyDbm::open(path, db_access, params).map_err(explain_open_error)
 }
 
 fn must_exist(path: &Path) -> Result<()> {

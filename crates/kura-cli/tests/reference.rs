@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use kuradb::dbm::poly::{Params, PolyDbm};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 
 fn kura(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kura")).arg("util").args(args).output().expect("the kura binary runs")
@@ -41,7 +41,7 @@ fn s(path: &Path) -> &str {
 
 /// Every record of the database at `path`, in its cursor's order.
 fn contents(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = PolyDbm::open(path, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(path, Access::ReadOnly, &Params::new()).unwrap();
     let mut out = Vec::new();
     let mut cursor = db.iter().unwrap();
     cursor.first().unwrap();
@@ -69,9 +69,9 @@ fn flat_exports_round_trip_through_the_reference_and_back() {
     }
     let dir = tempfile::tempdir().unwrap();
     let ours = dir.path().join("ours.kt");
-    let db = PolyDbm::open(&ours, true, &Params::new()).unwrap();
+    let db = PolyDbm::open(&ours, Access::ReadWrite, &Params::new()).unwrap();
     for (k, v) in records() {
-        db.set(&k, &v, true).unwrap();
+        db.set(&k, &v).unwrap();
     }
     db.close().unwrap();
     let flat = dir.path().join("ours.flat");
@@ -112,7 +112,7 @@ fn flat_exports_round_trip_through_the_reference_and_back() {
         let converted = dir.path().join(format!("conv-{class}.dat"));
         let said = String::from_utf8(ok(&["convert", s(&reference), s(&converted)])).unwrap();
         assert!(said.starts_with(&format!("258 records of {}", s(&reference))), "{said}");
-        let db = PolyDbm::open(&converted, false, &Params::new()).unwrap();
+        let db = PolyDbm::open(&converted, Access::ReadOnly, &Params::new()).unwrap();
         assert_eq!(db.class().name(), class);
         db.close().unwrap();
         let mut found = contents(&converted);
@@ -161,7 +161,7 @@ fn a_file_whose_writer_was_killed_converts_with_a_salvage_count() {
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no salvage count in {said:?}"));
-    let db = PolyDbm::open(&new, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(&new, Access::ReadOnly, &Params::new()).unwrap();
     assert_eq!(db.count().unwrap(), salvaged);
     assert!(salvaged > 0, "{said}");
     db.close().unwrap();

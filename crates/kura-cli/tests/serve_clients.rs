@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use redis::Value;
 use serve_support::{error_text, Server};
 
@@ -85,8 +85,8 @@ fn requirepass_needs_auth_first() {
 fn read_only_refuses_writes_and_serves_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ro.tkh");
-    let db = PolyDbm::open(&path, true, &Params::new()).unwrap();
-    db.set(b"k", b"v", true).unwrap();
+    let db = PolyDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap();
+    db.set(b"k", b"v").unwrap();
     db.close().unwrap();
     let server = Server::start(&[path.to_str().unwrap(), "--read_only"]);
     let mut con = server.client();
@@ -113,7 +113,7 @@ fn written_then_stopped(stop: impl FnOnce(&Server, &mut redis::Connection)) {
     assert!(status.success(), "{status:?}");
     assert!(!pid_file.exists(), "the pid file is removed at exit");
     // Closed cleanly: reopens without recovery and holds every record.
-    let db = PolyDbm::open(&path, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
     assert!(db.is_healthy());
     assert_eq!(db.count().unwrap(), 500);
     assert_eq!(db.get(b"k499").unwrap().as_deref(), Some(&b"v499"[..]));

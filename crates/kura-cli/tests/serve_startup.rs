@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::poly::{Params, PolyDbm};
+use kuradb::dbm::Access;
 
 fn serve(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kura")).arg("serve").args(args).output().expect("kura runs")
@@ -29,7 +30,7 @@ fn an_address_in_use_fails_before_any_file_is_created() {
 fn a_file_another_process_holds_is_refused_at_once_naming_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("held.kh");
-    let holder = PolyDbm::open(&path, true, &Params::new()).unwrap();
+    let holder = PolyDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap();
     let started = Instant::now();
     let out = serve(&["--address", "127.0.0.1:0", path.to_str().unwrap()]);
     assert!(started.elapsed() < Duration::from_secs(20), "kura serve waited for the lock");

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use kuradb::dbm::poly::{Params, PolyDbm};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 
 fn run(program: &str, args: &[&str]) -> Output {
     let out = Command::new(program).args(args).output().expect("the program runs");
@@ -46,11 +46,12 @@ fn the_reference_reads_what_kuradb_logs() {
     let prefix = dir.path().join("ulog");
     let params =
         format!("ulog_prefix={},ulog_max_file_size=300,ulog_server_id=4,ulog_dbm_index=9", prefix.display());
-    let db = PolyDbm::open(dir.path().join("a.tkh"), true, &Params::parse(&params).unwrap()).unwrap();
+    let db =
+        PolyDbm::open(dir.path().join("a.tkh"), Access::ReadWrite, &Params::parse(&params).unwrap()).unwrap();
     for i in 0..40 {
-        db.set(format!("key{i}").as_bytes(), format!("value{i}").as_bytes(), true).unwrap();
+        db.set(format!("key{i}").as_bytes(), format!("value{i}").as_bytes()).unwrap();
     }
-    db.set(b"tab\tkey\x01", b"tab\tvalue\\\n\x00\x7f\xff", true).unwrap();
+    db.set(b"tab\tkey\x01", b"tab\tvalue\\\n\x00\x7f\xff").unwrap();
     db.append(b"key1", b"+", b"").unwrap();
     db.remove(b"key2").unwrap();
     db.clear().unwrap();
@@ -119,7 +120,7 @@ fn kuradb_reads_and_applies_what_the_reference_writes() {
             _ => expected.clear(),
         }
     }
-    let replica = PolyDbm::open(&db, false, &Params::new()).unwrap();
+    let replica = PolyDbm::open(&db, Access::ReadOnly, &Params::new()).unwrap();
     assert_eq!(replica.count().unwrap(), expected.len() as u64);
     for (key, value) in &expected {
         assert_eq!(replica.get(key.as_bytes()).unwrap().as_deref(), Some(value.as_bytes()));
@@ -155,17 +156,18 @@ fn timestamps_take_relative_forms() {
 fn util_restore_goes_back_to_an_end_offset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.tkh");
-    let db = PolyDbm::open(&path, true, &Params::parse("update_mode=appending").unwrap()).unwrap();
-    db.set(b"k", b"first", true).unwrap();
-    db.set(b"gone", b"later", true).unwrap();
-    db.synchronize(false).unwrap();
+    let db =
+        PolyDbm::open(&path, Access::ReadWrite, &Params::parse("update_mode=appending").unwrap()).unwrap();
+    db.set(b"k", b"first").unwrap();
+    db.set(b"gone", b"later").unwrap();
+    db.synchronize(Durability::Soft).unwrap();
     let then = db.file_size().unwrap();
-    db.set(b"k", b"second", true).unwrap();
+    db.set(b"k", b"second").unwrap();
     db.remove(b"gone").unwrap();
     db.close().unwrap();
     let old = dir.path().join("old.tkh");
     kura(&["util", "restore", "--end_offset", &then.to_string(), s(&path), s(&old)]);
-    let restored = PolyDbm::open(&old, false, &Params::new()).unwrap();
+    let restored = PolyDbm::open(&old, Access::ReadOnly, &Params::new()).unwrap();
     assert_eq!(restored.get(b"k").unwrap().as_deref(), Some(&b"first"[..]));
     assert_eq!(restored.get(b"gone").unwrap().as_deref(), Some(&b"later"[..]));
 }

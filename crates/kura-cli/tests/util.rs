@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::poly::{Params, PolyDbm};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 
 const CLASSES: [&str; 3] = ["hash", "tree", "skip"];
 /// The file classes and the on-memory ones, whose files are flat files.
@@ -241,7 +241,7 @@ fn a_locked_file_fails_at_once_unless_asked_to_wait() {
     for class in CLASSES {
         let path = db_path(dir.path(), "locked", class);
         ok(&["set", path_str(&path), "k", "v"]);
-        let holder = PolyDbm::open(&path, true, &Params::new()).unwrap();
+        let holder = PolyDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap();
         let started = Instant::now();
         for args in [
             &["get", path_str(&path), "k"][..],
@@ -284,7 +284,7 @@ fn awkward_records() -> Vec<(Vec<u8>, Vec<u8>)> {
 
 /// Every record of the database at `path`, read with the library, sorted.
 fn contents(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let db = PolyDbm::open(path, false, &Params::new()).unwrap();
+    let db = PolyDbm::open(path, Access::ReadOnly, &Params::new()).unwrap();
     let mut records = Vec::new();
     let mut cursor = db.iter().unwrap();
     cursor.first().unwrap();
@@ -318,9 +318,9 @@ fn export_and_import_round_trip_every_byte_in_every_class() {
     for class in ALL_CLASSES {
         let source = db_path(dir.path(), "source", class);
         {
-            let db = PolyDbm::open(&source, true, &Params::new()).unwrap();
+            let db = PolyDbm::open(&source, Access::ReadWrite, &Params::new()).unwrap();
             for (key, value) in &expected {
-                db.set(key, value, true).unwrap();
+                db.set(key, value).unwrap();
             }
             db.close().unwrap();
         }

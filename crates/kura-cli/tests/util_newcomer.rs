@@ -4,6 +4,7 @@
 //! once; a backup past a writer's lock explains the alternative; the same
 //! condition reads the same from every command.
 
+use kuradb::dbm::Access;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -189,7 +190,10 @@ fn a_hash_file_of_the_reference_names_the_commands_that_read_it() {
     assert_eq!(ok(&["get", s(&theirs), "k"]), "v\n");
     // Opened as a kuradb hash database: the hint names kura's commands.
     let options = kuradb::dbm::hash::HashOptions::default();
-    let err = kuradb::dbm::hash::HashDbm::open(&theirs, false, &options).err().expect("refused").to_string();
+    let err = kuradb::dbm::hash::HashDbm::open(&theirs, Access::ReadOnly, &options)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(err.contains("kura util convert") && !err.contains("export it to TSV"), "{err}");
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::{DbmClass, Params};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
@@ -42,6 +42,7 @@ pub fn parse_spec(spec: &str) -> Result<(String, Params)> {
 pub fn open(spec: &str, read_only: bool) -> Result<Database> {
     let (path, params) = parse_spec(spec)?;
     let in_spec = |e: Error| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()));
+    let access = if read_only { Access::ReadOnly } else { Access::ReadWrite };
     let db = if path.is_empty() {
         let Some(name) = params.get("dbm") else {
             return Err(Error::new(
@@ -52,9 +53,9 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
             ));
         };
         let class = DbmClass::from_name(name).map_err(in_spec)?;
-        PolyDbm::open_class(class, None, !read_only, &params.without("dbm")).map_err(in_spec)?
+        PolyDbm::open_class(class, None, access, &params.without("dbm")).map_err(in_spec)?
     } else {
-        PolyDbm::open(Path::new(&path), !read_only, &params).map_err(in_spec)?
+        PolyDbm::open(Path::new(&path), access, &params).map_err(in_spec)?
     };
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
@@ -84,7 +85,7 @@ pub fn close_all(databases: Vec<Database>) -> Result<()> {
     let mut first = Ok(());
     for database in databases {
         let outcome = match Arc::try_unwrap(database.db) {
-            Ok(db) => db.synchronize(false).and_then(|()| db.close()),
+            Ok(db) => db.synchronize(Durability::Soft).and_then(|()| db.close()),
             Err(_) => Err(Error::new(
                 ErrorKind::Infeasible,
                 format!("database {:?} is still in use at shutdown; it was not closed", database.spec),

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 
 use super::commands::{self, arity_fits, lookup, Command, Ctx, NO_AUTH, WRITE};
 use super::reply::Reply;
@@ -144,7 +144,7 @@ fn is_plain_get(args: &[Bytes]) -> bool {
 fn get_into(db: &PolyDbm, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut found = false;
-    let outcome = db.process(key, false, &mut |value| {
+    let outcome = db.process(key, Access::ReadOnly, &mut |value| {
         if let Some(value) = value {
             Reply::encode_bulk(value, version, out);
             found = true;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Cursor, Dbm, Edge};
 use parking_lot::Mutex;
 use self_cell::self_cell;
 
@@ -156,7 +156,7 @@ fn walk_ordered(
 ) -> Result<Option<Vec<u8>>, String> {
     let mut cursor = db.iter().map_err(err)?;
     match &after {
-        Some(key) => cursor.jump_upper(key, false).map_err(err)?,
+        Some(key) => cursor.jump_upper(key, Edge::Exclusive).map_err(err)?,
         None => cursor.first().map_err(err)?,
     }
     let mut last = None;

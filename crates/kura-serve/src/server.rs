@@ -121,7 +121,7 @@ pub fn run(plan: Plan) -> Result<()> {
         Ok(server) => databases::close_all(server.databases),
         Err(server) => {
             for d in &server.databases {
-                let _ = kuradb::dbm::Dbm::synchronize(&*d.db, true);
+                let _ = kuradb::dbm::Dbm::synchronize(&*d.db, kuradb::dbm::Durability::Hard);
             }
             Err(Error::new(
                 ErrorKind::Infeasible,

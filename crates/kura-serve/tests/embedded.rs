@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use kura_serve::Server;
+use kuradb::dbm::Access;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -35,7 +36,7 @@ fn an_embedded_server_serves_a_redis_client_then_stops_and_closes_its_file() {
 
     server.stop().unwrap();
     // Closed: the file opens again for writing, with the record in it.
-    let db = kuradb::PolyDbm::open(&path, true, &Default::default()).unwrap();
+    let db = kuradb::PolyDbm::open(&path, Access::ReadWrite, &Default::default()).unwrap();
     assert_eq!(kuradb::dbm::Dbm::get(&db, b"fruit").unwrap().as_deref(), Some(&b"apple"[..]));
 }
 

@@ -127,7 +127,7 @@ fn memory_databases_live_between_phases_without_a_path() {
         let o = opener(&["--dbm", name]).unwrap();
         assert_eq!(o.name(), name);
         let db = o.open(OpenMode::Create).unwrap();
-        db.set(b"k", b"v", true).unwrap();
+        db.set(b"k", b"v").unwrap();
         o.close(db, OpenMode::Create).unwrap();
         let db = o.open(OpenMode::Read).unwrap();
         assert_eq!(db.get(b"k").unwrap().unwrap(), b"v", "{name}: kept between phases");
@@ -146,14 +146,14 @@ fn memory_databases_with_a_path_keep_a_flat_file() {
     let o = opener(&["--path", path, "--key_comparator", "decimal"]).unwrap();
     assert_eq!(o.name(), "baby");
     let db = o.open(OpenMode::Create).unwrap();
-    db.set(b"10", b"x", true).unwrap();
-    db.set(b"9", b"y", true).unwrap();
+    db.set(b"10", b"x").unwrap();
+    db.set(b"9", b"y").unwrap();
     o.close(db, OpenMode::Create).unwrap();
     let db = o.open(OpenMode::Read).unwrap();
     let mut c = db.iter().unwrap();
     c.first().unwrap();
     assert_eq!(c.get().unwrap().unwrap().0, b"9", "the comparator orders the keys");
-    assert!(db.set(b"1", b"z", true).is_err(), "a reading phase opens for reading");
+    assert!(db.set(b"1", b"z").is_err(), "a reading phase opens for reading");
     drop(c);
     o.close(db, OpenMode::Read).unwrap();
 }

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use clap::Args;
+use kuradb::dbm::Durability;
 use kuradb::file::{File, FileSpec, OpenOptions, ReadRequest};
 use kuradb::{Error, ErrorKind, Result};
 use rand::rngs::SmallRng;
@@ -147,7 +148,7 @@ fn write_phase(plan: &Plan) -> Result<()> {
     }
     // A soft sync ends the phase so buffered writes (page cache, head buffer) are
     // counted in it rather than hidden in the close.
-    file.synchronize(false)?;
+    file.synchronize(Durability::Soft)?;
     let report = plan.report("write", "Writing", start, file.size());
     file.close()?;
     report.print(args.json);

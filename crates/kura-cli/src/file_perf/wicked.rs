@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use clap::Args;
+use kuradb::dbm::Durability;
 use kuradb::file::{File, FileSpec, OpenOptions};
 use kuradb::{Error, ErrorKind, Result};
 use rand::rngs::SmallRng;
@@ -168,7 +169,7 @@ fn churn(file: &dyn File, plan: &Plan, id: usize, stop: &Stop) -> Result<Log> {
             }
             log.regions.push(region);
         } else {
-            file.synchronize(op >= SOFT_SYNC_BELOW)?;
+            file.synchronize(if op >= SOFT_SYNC_BELOW { Durability::Hard } else { Durability::Soft })?;
         }
         progress.tick(i + 1);
     }

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
+use kuradb::dbm::Access;
 use kuradb::index::{FileIndex, Index, MemIndex, StdIndex};
 use kuradb::{Error, ErrorKind, Params, Result};
 use rand::Rng;
@@ -133,7 +134,7 @@ impl Subject {
                 if !access.is_empty() {
                     params.insert("access", &access.join("+"))?;
                 }
-                Subject::File(Box::new(FileIndex::open(path, true, &params)?))
+                Subject::File(Box::new(FileIndex::open(path, Access::ReadWrite, &params)?))
             }
             "mem" => Subject::Mem(MemIndex::new()?),
             "n2n" => Subject::N2n(StdIndex::new()),

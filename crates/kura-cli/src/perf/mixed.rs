@@ -84,7 +84,7 @@ pub fn run(args: &MixedArgs) -> Result<()> {
                     break;
                 }
                 let key = keys.next(i);
-                db.set(formatter.format(key), pattern.value(key, common.size), true)?;
+                db.set(formatter.format(key), pattern.value(key, common.size))?;
             }
             Ok(())
         },

@@ -163,7 +163,7 @@ impl Model {
     pub fn compare(&self, db: &dyn Dbm) -> kuradb::Result<Option<String>> {
         let mut visited = 0usize;
         let mut problem = None;
-        db.process_each(false, &mut |key, value| {
+        db.process_each(kuradb::dbm::Access::ReadOnly, &mut |key, value| {
             visited += 1;
             if problem.is_none() {
                 let expected = parse_key(key).and_then(|n| self.get(n));

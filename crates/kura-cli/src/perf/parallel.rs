@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::Result;
 use rand::Rng;
 
@@ -132,10 +132,10 @@ fn mix(
         } else if rng.gen_ratio(1, 5) {
             db.remove(key)?;
         } else if rng.gen_bool(0.5) {
-            db.set(key, value, true)?;
+            db.set(key, value)?;
         } else {
             // Processing in place rather than `get` spares a copy of the value.
-            db.process(key, false, &mut |_| Action::Keep)?;
+            db.process(key, Access::ReadOnly, &mut |_| Action::Keep)?;
         }
         if !sleep.is_zero() {
             std::thread::sleep(sleep);
@@ -152,7 +152,7 @@ fn mix(
 fn validate(db: &dyn Dbm, bench: &Bench, pattern: &ValuePattern, key_range: u64) -> Result<()> {
     let mut visited = 0u64;
     let mut stray: Option<(Vec<u8>, usize)> = None;
-    db.process_each(false, &mut |key, value| {
+    db.process_each(Access::ReadOnly, &mut |key, value| {
         visited += 1;
         let fits = parse_key(key).is_some_and(|n| n < key_range && pattern.holds(n, value));
         if !fits && stray.is_none() {

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 
 use super::CommonArgs;
@@ -120,7 +120,7 @@ impl<'a> Bench<'a> {
         if phase.mode != OpenMode::Read {
             // Soft: what the process buffers reaches the OS, as the reference's phases end.
             let sync_start = Instant::now();
-            db.synchronize(false)?;
+            db.synchronize(Durability::Soft)?;
             say(format_args!("Synchronizing: ... done (elapsed={:.6})", sync_start.elapsed().as_secs_f64()));
         }
         let elapsed = start.elapsed();

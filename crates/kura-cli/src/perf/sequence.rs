@@ -14,7 +14,7 @@
 //! and after the iterate phase a full walk checks every record.
 
 use clap::Args;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::{ErrorKind, Result};
 
 use super::expectations::Expectations;
@@ -173,7 +173,7 @@ impl Plan<'_> {
     fn set_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<()> {
         let (keys, mut lengths) = self.pickers(id);
         self.each_key(keys, id, stop, |_, key, key_text| {
-            db.set(key_text, self.pattern.value(key, lengths.next()), true)
+            db.set(key_text, self.pattern.value(key, lengths.next()))
         })
     }
 
@@ -204,7 +204,7 @@ impl Plan<'_> {
             };
             // Processing in place rather than `get` spares a copy of every value.
             let mut found = None;
-            db.process(key_text, false, &mut |value| {
+            db.process(key_text, Access::ReadOnly, &mut |value| {
                 if let Some(value) = value {
                     found = Some(expected.holds(&self.pattern, key, Some(value)));
                 }

@@ -7,7 +7,7 @@ use clap::Args;
 use kuradb::dbm::poly::Params;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::shard::{ShardDbm, MAX_SHARDS};
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
@@ -542,7 +542,8 @@ fn merge_into(dest: &dyn Dbm, sources: &[PolyDbm], overwrite: bool) -> Result<()
         let mut cursor = src.iter()?;
         cursor.first()?;
         while let Some((key, value)) = cursor.get()? {
-            match dest.set(&key, &value, overwrite) {
+            let stored = if overwrite { dest.set(&key, &value) } else { dest.insert(&key, &value) };
+            match stored {
                 Err(e) if !overwrite && e.kind() == ErrorKind::Duplication => {}
                 other => other?,
             }
@@ -594,7 +595,7 @@ pub fn backup(args: &BackupArgs) -> Result<()> {
             ErrorKind::WouldBlock,
             format!(
                 "{} is held open by a writer in another process, whose lock lets no other process read \
-                 a consistent state: have that process take the copy (`Dbm::copy_file_data(dest, true)`; \
+                 a consistent state: have that process take the copy (`Dbm::copy_file_data(dest, Durability::Hard)`; \
                  Python `db.copy_file_data(dest, True)`), or give --wait to copy it once the writer \
                  closes it",
                 args.file.display()
@@ -602,6 +603,6 @@ pub fn backup(args: &BackupArgs) -> Result<()> {
         ),
         _ => e,
     })?;
-    let result = db.copy_file_data(&args.dest, true);
+    let result = db.copy_file_data(&args.dest, Durability::Hard);
     finish(db, result)
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kuradb::dbm::flat_records::FlatRecordReader;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 
 use super::transfer::{Fields, FormatFlags};
@@ -108,10 +108,10 @@ pub fn import(args: &ImportArgs) -> Result<()> {
 fn import_records(db: &dyn Dbm, args: &ImportArgs, fields: Option<Fields>, input: &mut Input) -> Result<u64> {
     let mut count = 0u64;
     input.records(fields, args.raw, args.skip_bad, &mut |key, value| {
-        db.set(key, value, true)?;
+        db.set(key, value)?;
         count += 1;
         if args.sync_every > 0 && count.is_multiple_of(args.sync_every) {
-            db.synchronize(true)?;
+            db.synchronize(Durability::Hard)?;
         }
         Ok(())
     })

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Cursor, Dbm, Edge};
 use kuradb::{Error, ErrorKind, Result};
 
 use super::records::json_line;
@@ -99,10 +99,10 @@ impl Move {
         match self {
             Move::First => cursor.first(),
             Move::Jump => cursor.jump(key),
-            Move::JumpLower => cursor.jump_lower(key, false),
-            Move::JumpLowerInc => cursor.jump_lower(key, true),
-            Move::JumpUpper => cursor.jump_upper(key, false),
-            Move::JumpUpperInc => cursor.jump_upper(key, true),
+            Move::JumpLower => cursor.jump_lower(key, Edge::Exclusive),
+            Move::JumpLowerInc => cursor.jump_lower(key, Edge::Inclusive),
+            Move::JumpUpper => cursor.jump_upper(key, Edge::Exclusive),
+            Move::JumpUpperInc => cursor.jump_upper(key, Edge::Inclusive),
         }
     }
 }

@@ -48,6 +48,7 @@ pub fn set(db: &dyn Dbm, words: &[Vec<u8>], overwrite: bool, delimiter: Option<&
         // kuradb has no append of several keys in one step: each is
         // appended in its own.
         Some(delimiter) => pairs.iter().try_for_each(|(key, value)| db.append(key, value, delimiter)),
-        None => db.set_multi(&pairs, overwrite),
+        None if overwrite => db.set_multi(&pairs),
+        None => db.insert_multi(&pairs),
     }
 }

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, OnDuplicate, Rekey};
 use kuradb::{Error, ErrorKind, Result};
 
 use super::{finish, multi, Access, Codec, CodecFlags, CreateFlags, DbFlags, ReadFlags, WriteFlags};
@@ -157,7 +157,8 @@ pub fn set(args: &SetArgs) -> Result<()> {
     let result = match (increment, delimiter) {
         (Some((delta, initial)), _) => db.increment(&key, delta, initial).map(Some),
         (None, Some(delimiter)) => db.append(&key, &value, &delimiter).map(|()| None),
-        (None, None) => db.set(&key, &value, !args.no_overwrite).map(|()| None),
+        (None, None) if args.no_overwrite => db.insert(&key, &value).map(|()| None),
+        (None, None) => db.set(&key, &value).map(|()| None),
     };
     // With --json, the record as it stands after the change (an append's
     // whole value), read before closing.
@@ -254,7 +255,8 @@ pub fn rekey(args: &RekeyArgs) -> Result<()> {
     let old_key = codec.decode_arg(&args.old_key, "old key")?;
     let new_key = codec.decode_arg(&args.new_key, "new key")?;
     let db = args.db.open(&args.file, Access::Write)?;
-    let moved = db.rekey(&old_key, &new_key, !args.no_overwrite, false);
+    let on_duplicate = if args.no_overwrite { OnDuplicate::Fail } else { OnDuplicate::Replace };
+    let moved = db.rekey(&old_key, &new_key, Rekey::Move, on_duplicate);
     args.db.finish(db, moved).map_err(|e| match e.kind() {
         ErrorKind::NotFound => not_found(&args.file, &args.old_key),
         _ => e,

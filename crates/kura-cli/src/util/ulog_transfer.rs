@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::ulog::{
     apply_update_logs, find_files, ApplyFilter, MessageQueue, MessageQueueReader, UpdateEntry, UpdateOp,
     DEFAULT_MAX_FILE_SIZE,
@@ -66,7 +66,7 @@ pub fn export(db: &dyn Dbm, prefix: &Path, flags: &UlogFlags) -> Result<()> {
         cursor.next()?;
     }
     bar.finish_and_clear();
-    queue.synchronize(false)
+    queue.synchronize(Durability::Soft)
 }
 
 /// Replays into `db` the entries of the update log files at `prefix` from

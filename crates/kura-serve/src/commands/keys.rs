@@ -3,7 +3,7 @@
 //! `none`.
 
 use bytes::Bytes;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 
 use super::{db_error, is, syntax_error, Ctx};
 use crate::pattern::KeyPattern;
@@ -38,7 +38,7 @@ pub fn keys(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         Err(e) => return Reply::Error(e),
     };
     let mut found = Vec::new();
-    let outcome = ctx.db().process_each(false, &mut |key, _| {
+    let outcome = ctx.db().process_each(Access::ReadOnly, &mut |key, _| {
         if pattern.matches(key) {
             found.push(Reply::bulk(Bytes::copy_from_slice(key)));
         }

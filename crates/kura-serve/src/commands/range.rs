@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 use kuradb::dbm::comparator::KeyComparator;
-use kuradb::dbm::{Cursor, Dbm};
+use kuradb::dbm::{Cursor, Dbm, Edge};
 
 use super::{db_error, is, not_an_integer, parse_int, syntax_error, Ctx};
 use crate::reply::Reply;
@@ -110,10 +110,10 @@ fn position(cursor: &mut dyn Cursor, start: &Bound, reverse: bool) -> kuradb::Re
     match (start, reverse) {
         (Bound::Unbounded, false) => cursor.first(),
         (Bound::Unbounded, true) => cursor.last(),
-        (Bound::Included(k), false) => cursor.jump_upper(k, true),
-        (Bound::Excluded(k), false) => cursor.jump_upper(k, false),
-        (Bound::Included(k), true) => cursor.jump_lower(k, true),
-        (Bound::Excluded(k), true) => cursor.jump_lower(k, false),
+        (Bound::Included(k), false) => cursor.jump_upper(k, Edge::Inclusive),
+        (Bound::Excluded(k), false) => cursor.jump_upper(k, Edge::Exclusive),
+        (Bound::Included(k), true) => cursor.jump_lower(k, Edge::Inclusive),
+        (Bound::Excluded(k), true) => cursor.jump_lower(k, Edge::Exclusive),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 
 use super::{db_error, is, unknown_subcommand, Command, Ctx, COMMANDS, DB, NO_AUTH, WRITE};
 use crate::pattern::KeyPattern;
@@ -105,7 +105,7 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 pub fn save(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
-    let outcome = ctx.server.databases.iter().try_for_each(|d| d.db.synchronize(true));
+    let outcome = ctx.server.databases.iter().try_for_each(|d| d.db.synchronize(Durability::Hard));
     ctx.server.saves.done(outcome.is_ok());
     outcome.map_or_else(db_error, |()| Reply::OK)
 }
@@ -129,7 +129,7 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         let _long = gate.long();
         let mut ok = true;
         for (db, spec) in databases {
-            if let Err(e) = db.synchronize(true) {
+            if let Err(e) = db.synchronize(Durability::Hard) {
                 log::error!("BGSAVE of {spec}: {e}");
                 ok = false;
             }

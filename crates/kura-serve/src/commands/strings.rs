@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::ErrorKind;
 
 use super::{db_error, int_arg, is, not_an_integer, parse_int, syntax_error, wrong_arity, Ctx};
@@ -51,11 +51,11 @@ pub fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         i += 1;
     }
     if condition == Condition::Always && !want_old {
-        return ctx.db().set(key, value, true).map_or_else(db_error, |()| Reply::OK);
+        return ctx.db().set(key, value).map_or_else(db_error, |()| Reply::OK);
     }
     let mut old = None;
     let mut stored = false;
-    let outcome = ctx.db().process(key, true, &mut |current| {
+    let outcome = ctx.db().process(key, Access::ReadWrite, &mut |current| {
         if want_old {
             old = current.map(<[u8]>::to_vec);
         }
@@ -76,7 +76,7 @@ pub fn set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 pub fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut old = None;
-    let outcome = ctx.db().process(&args[1], true, &mut |current| {
+    let outcome = ctx.db().process(&args[1], Access::ReadWrite, &mut |current| {
         old = current.map(<[u8]>::to_vec);
         Action::set(&args[2])
     });
@@ -84,7 +84,7 @@ pub fn getset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 pub fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    match ctx.db().set(&args[1], &args[2], false) {
+    match ctx.db().insert(&args[1], &args[2]) {
         Ok(()) => Reply::Int(1),
         Err(e) if e.kind() == ErrorKind::Duplication => Reply::Int(0),
         Err(e) => db_error(e),
@@ -104,7 +104,7 @@ pub fn mset(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         return wrong_arity("mset");
     }
     let pairs: Vec<(&[u8], &[u8])> = args[1..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
-    ctx.db().set_multi(&pairs, true).map_or_else(db_error, |()| Reply::OK)
+    ctx.db().set_multi(&pairs).map_or_else(db_error, |()| Reply::OK)
 }
 
 pub fn incr(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
@@ -133,7 +133,7 @@ pub fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 /// Adds `delta` to the decimal number under `key` (0 if absent).
 fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
     let mut reply = Reply::Nil;
-    let outcome = ctx.db().process(key, true, &mut |current| {
+    let outcome = ctx.db().process(key, Access::ReadWrite, &mut |current| {
         let Some(now) = current.map_or(Some(0), parse_int) else {
             reply = not_an_integer();
             return Action::Keep;
@@ -150,7 +150,7 @@ fn add(ctx: &mut Ctx, key: &[u8], delta: i64) -> Reply {
 
 pub fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut length = 0;
-    let outcome = ctx.db().process(&args[1], true, &mut |current| {
+    let outcome = ctx.db().process(&args[1], Access::ReadWrite, &mut |current| {
         let joined = [current.unwrap_or_default(), &args[2]].concat();
         length = joined.len();
         Action::Set(Cow::Owned(joined))
@@ -160,7 +160,7 @@ pub fn append(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 
 pub fn strlen(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let mut length = 0;
-    let outcome = ctx.db().process(&args[1], false, &mut |current| {
+    let outcome = ctx.db().process(&args[1], Access::ReadOnly, &mut |current| {
         length = current.map_or(0, <[u8]>::len);
         Action::Keep
     });

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::ulog::apply_entry;
 
 use super::follow::Link;
@@ -111,7 +111,7 @@ pub fn save(link: &Link, database: &dyn Dbm, applied: &mut Applied) {
     }
     let Some(position) = &applied.position else { return };
     if let Some(path) = &link.state_path {
-        let saved = database.synchronize(true).and_then(|()| position::save(path, position));
+        let saved = database.synchronize(Durability::Hard).and_then(|()| position::save(path, position));
         if let Err(e) = saved {
             log::error!("saving the replica position: {e}");
             link.status(|s| s.error = Some(format!("saving the position: {e}")));

@@ -67,6 +67,7 @@ pub fn start(queue: &MessageQueue, position: Option<(u64, u64)>) -> Result<Start
 mod tests {
     use super::*;
     use kuradb::ulog::remove_old_files;
+    use kuradb::ulog::NewestFile;
 
     #[test]
     fn a_replica_goes_on_unless_its_entries_are_gone() {
@@ -78,7 +79,7 @@ mod tests {
         }
         assert_eq!(start(&queue, Some((50, 1))).unwrap(), Start::Continue { timestamp: 50, skip: 1 });
         assert!(matches!(start(&queue, Some((301, 0))).unwrap(), Start::Full { .. }), "ahead of the log");
-        remove_old_files(queue.prefix(), 150, true).unwrap();
+        remove_old_files(queue.prefix(), 150, NewestFile::Keep).unwrap();
         let Start::Full { reason, .. } = start(&queue, Some((50, 1))).unwrap() else {
             panic!("gap not seen")
         };

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 use parking_lot::RwLock;
 use rand::rngs::SmallRng;
@@ -274,7 +274,7 @@ impl<'a> Worker<'a> {
                 self.plan.epoch.fetch_add(1, Ordering::AcqRel);
                 Tally::count(&tally.clears);
             } else if args.sync && self.rng.gen_range(0..self.rare_one_in) == 0 {
-                self.db.synchronize(false)?;
+                self.db.synchronize(Durability::Soft)?;
                 Tally::count(&tally.synchronizations);
             } else {
                 let validated = args.validate && args.clear;
@@ -291,7 +291,7 @@ impl<'a> Worker<'a> {
                 }
             }
             if self.id == 0 && i == iter / 2 {
-                self.db.synchronize(false)?;
+                self.db.synchronize(Durability::Soft)?;
             }
             progress.tick(i + 1);
         }

@@ -3,7 +3,7 @@
 //! record and iterator walks, each checked against the thread's model of its
 //! own keys when validating.
 
-use kuradb::dbm::{Action, INCREMENT_UNCHANGED};
+use kuradb::dbm::{Access, Action, OnDuplicate, Rekey, INCREMENT_UNCHANGED};
 use kuradb::{ErrorKind, Result};
 use rand::Rng;
 
@@ -33,10 +33,9 @@ impl<'a> Worker<'a> {
                 let key = self.mutable_key();
                 let value = self.value(key);
                 let overwrite = self.rng.gen_ratio(2, 3);
-                let actual = allow(
-                    self.db.set(self.keys[0].format(key), value, overwrite),
-                    &[ErrorKind::Duplication],
-                )?;
+                let text = self.keys[0].format(key);
+                let stored = if overwrite { self.db.set(text, value) } else { self.db.insert(text, value) };
+                let actual = allow(stored, &[ErrorKind::Duplication])?;
                 let predicted = self.model.as_mut().map(|m| m.set(key, value, overwrite));
                 self.expect("set", key, &actual, predicted)
             }
@@ -87,7 +86,12 @@ impl<'a> Worker<'a> {
                 let text_pairs: Vec<(&[u8], &[u8])> =
                     texts.iter().zip(&pairs).map(|(k, p)| (&k[..], p.1)).collect();
                 let overwrite = self.rng.gen_ratio(2, 3);
-                let actual = allow(self.db.set_multi(&text_pairs, overwrite), &[ErrorKind::Duplication])?;
+                let stored = if overwrite {
+                    self.db.set_multi(&text_pairs)
+                } else {
+                    self.db.insert_multi(&text_pairs)
+                };
+                let actual = allow(stored, &[ErrorKind::Duplication])?;
                 let predicted = self.model.as_mut().map(|m| m.set_multi(&pairs, overwrite));
                 self.expect("set_multi", numbers[0], &actual, predicted)
             }
@@ -103,7 +107,9 @@ impl<'a> Worker<'a> {
                 let (old, new) = (self.mutable_key(), self.mutable_key());
                 let (overwrite, copying) = (self.rng.gen_bool(0.5), self.rng.gen_ratio(1, 4));
                 let [old_text, new_text] = &mut self.keys;
-                let result = self.db.rekey(old_text.format(old), new_text.format(new), overwrite, copying);
+                let rekey = if copying { Rekey::Copy } else { Rekey::Move };
+                let on_duplicate = if overwrite { OnDuplicate::Replace } else { OnDuplicate::Fail };
+                let result = self.db.rekey(old_text.format(old), new_text.format(new), rekey, on_duplicate);
                 let actual = allow(result, &[ErrorKind::NotFound, ErrorKind::Duplication])?;
                 let predicted = self.model.as_mut().map(|m| m.rekey(old, new, overwrite, copying));
                 self.expect("rekey", old, &actual, predicted)
@@ -112,7 +118,7 @@ impl<'a> Worker<'a> {
                 let key = self.mutable_key();
                 let limit = self.plan.pattern.size();
                 let mut seen = None;
-                self.db.process(self.keys[0].format(key), true, &mut |old| {
+                self.db.process(self.keys[0].format(key), Access::ReadWrite, &mut |old| {
                     seen = Some(old.map(<[u8]>::to_vec));
                     grow_or_drop(old, limit)
                 })?;
@@ -198,7 +204,7 @@ impl<'a> Worker<'a> {
         let mut model = self.model.take();
         let mut own_seen = 0usize;
         let mut problem = None;
-        let result = self.db.process_each(true, &mut |key, value| {
+        let result = self.db.process_each(Access::ReadWrite, &mut |key, value| {
             let Some(number) = parse_key(key).filter(|&n| n < records) else {
                 problem.get_or_insert_with(|| format!("process_each met a stray key {}", key.escape_ascii()));
                 return Action::Keep;
