@@ -76,6 +76,7 @@ pub fn timeout_of(seconds: f64) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kuradb::dbm::Access;
     use std::sync::Arc;
 
     use kuradb::dbm::poly::PolyDbm;
@@ -83,9 +84,9 @@ mod tests {
 
     #[test]
     fn a_future_answers_once() {
-        let db = Arc::new(PolyDbm::open("", true, &kuradb::Params::new()).unwrap());
+        let db = Arc::new(PolyDbm::open("", Access::ReadWrite, &kuradb::Params::new()).unwrap());
         let adb = AsyncDbm::new(db, 1).unwrap();
-        let future = BlockingFuture::new(adb.set(b"k", b"v", true), |()| "set");
+        let future = BlockingFuture::new(adb.set(b"k", b"v"), |()| "set");
         assert!(future.wait_for(timeout_of(-1.0)));
         assert_eq!(future.collect().unwrap(), "set");
         assert!(future.wait_for(Some(Duration::ZERO)));

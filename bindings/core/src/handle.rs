@@ -146,16 +146,17 @@ pub fn not_open() -> kuradb::Error {
 mod tests {
     use super::*;
     use crate::cursor::with_slot;
+    use kuradb::dbm::Access;
     use kuradb::dbm::Dbm;
 
     fn memory() -> PolyDbm {
-        PolyDbm::open("", true, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
+        PolyDbm::open("", Access::ReadWrite, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
     }
 
     #[test]
     fn closing_empties_the_cursors_and_a_closed_handle_refuses_calls() {
         let handle = OpenHandle::new(memory());
-        handle.with(|db| db.set(b"k", b"v", true)).unwrap();
+        handle.with(|db| db.set(b"k", b"v")).unwrap();
         let slot = handle.new_cursor().unwrap();
         with_slot(&slot, not_open, |c| c.first()).unwrap();
         let record = with_slot(&slot, not_open, |c| c.get()).unwrap();

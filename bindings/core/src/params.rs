@@ -82,6 +82,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kuradb::dbm::Access;
 
     fn translated(pairs: &[(&str, &str)]) -> kuradb::Result<Vec<(String, String)>> {
         reference_params(pairs.iter().copied())
@@ -136,7 +137,7 @@ mod tests {
         ]);
         let got = got.unwrap();
         let params: kuradb::Params = got.into_iter().collect();
-        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, Access::ReadWrite, &params).unwrap();
         db.close().unwrap();
     }
 }

@@ -113,6 +113,7 @@ impl StatusCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kuradb::dbm::Access;
 
     #[test]
     fn numbers_are_the_references_and_round_trip() {
@@ -130,10 +131,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.tkh");
         let params = kuradb::Params::new();
-        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, Access::ReadWrite, &params).unwrap();
         db.close().unwrap();
-        let reader = kuradb::dbm::poly::PolyDbm::open(&path, false, &params).unwrap();
-        let err = kuradb::dbm::Dbm::set(&reader, b"k", b"v", true).unwrap_err();
+        let reader = kuradb::dbm::poly::PolyDbm::open(&path, Access::ReadOnly, &params).unwrap();
+        let err = kuradb::dbm::Dbm::set(&reader, b"k", b"v").unwrap_err();
         assert_eq!(StatusCode::of(&err), StatusCode::PreconditionError, "{err}");
         assert_eq!(StatusCode::of_kind(ErrorKind::WouldBlock), StatusCode::InfeasibleError);
     }

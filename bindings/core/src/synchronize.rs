@@ -2,7 +2,7 @@
 //! compatible layers.
 
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::{Access, Dbm};
 use kuradb::{DbmClass, ErrorKind, Params};
 
 /// Synchronizes `db` as the reference's `Synchronize(hard, params)` does.
@@ -27,10 +27,14 @@ pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Re
         }
     }
     if db.class() != DbmClass::Skip {
-        return db.synchronize(hard);
+        return db.synchronize(if hard {
+            kuradb::dbm::Durability::Hard
+        } else {
+            kuradb::dbm::Durability::Soft
+        });
     }
     for path in merge.into_iter().flat_map(|m| m.split(':')).filter(|p| !p.is_empty()) {
-        let source = PolyDbm::open(path, false, &Params::new())?;
+        let source = PolyDbm::open(path, Access::ReadOnly, &Params::new())?;
         let exported = source.export(db);
         source.close()?;
         exported?;
@@ -40,23 +44,24 @@ pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Re
         only.insert("reducer", reducer)?;
         db.rebuild_with(&only)?;
     }
-    db.synchronize(hard)
+    db.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kuradb::dbm::Access;
 
     #[test]
     fn a_skip_database_merges_and_reduces_and_others_ignore_the_parameters() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a.tks"), dir.path().join("b.tks"));
-        let other = PolyDbm::open(&b, true, &Params::new()).unwrap();
-        other.set(b"k", b"from b", true).unwrap();
-        other.set(b"only b", b"1", true).unwrap();
+        let other = PolyDbm::open(&b, Access::ReadWrite, &Params::new()).unwrap();
+        other.set(b"k", b"from b").unwrap();
+        other.set(b"only b", b"1").unwrap();
         other.close().unwrap();
-        let db = PolyDbm::open(&a, true, &Params::new()).unwrap();
-        db.set(b"k", b"from a", true).unwrap();
+        let db = PolyDbm::open(&a, Access::ReadWrite, &Params::new()).unwrap();
+        db.set(b"k", b"from a").unwrap();
         let params: Params =
             [("merge", b.to_str().unwrap()), ("reducer", "ReduceToFirst")].into_iter().collect();
         synchronize_with(&db, false, &params).unwrap();
@@ -65,7 +70,7 @@ mod tests {
         let bad: Params = [("speed", "fast")].into_iter().collect();
         assert_eq!(synchronize_with(&db, false, &bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
         db.close().unwrap();
-        let hash = PolyDbm::open(dir.path().join("h.tkh"), true, &Params::new()).unwrap();
+        let hash = PolyDbm::open(dir.path().join("h.tkh"), Access::ReadWrite, &Params::new()).unwrap();
         synchronize_with(&hash, true, &params).unwrap();
         assert_eq!(hash.count().unwrap(), 0);
         hash.close().unwrap();

@@ -137,7 +137,10 @@ impl AsyncDatabase {
     #[pyo3(signature = (key, value, overwrite = true))]
     fn set(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, overwrite: bool) -> PyResult<PyFuture> {
         let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        self.queue(Shape::Plain, |adb| adb.set(&key, &value, overwrite))
+        self.queue(
+            Shape::Plain,
+            |adb| if overwrite { adb.set(&key, &value) } else { adb.insert(&key, &value) },
+        )
     }
 
     /// Stores every record of `records` (a mapping, or pairs) and of the
@@ -150,7 +153,10 @@ impl AsyncDatabase {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyFuture> {
         let pairs = pairs_of(records, kwargs)?;
-        self.queue(Shape::Plain, |adb| adb.set_multi(&pairs, overwrite))
+        self.queue(
+            Shape::Plain,
+            |adb| if overwrite { adb.set_multi(&pairs) } else { adb.insert_multi(&pairs) },
+        )
     }
 
     /// Removes `key`; the result is whether it existed.
@@ -237,7 +243,14 @@ impl AsyncDatabase {
         copying: bool,
     ) -> PyResult<PyFuture> {
         let (old_key, new_key) = (bytes_of(old_key, "old_key")?, bytes_of(new_key, "new_key")?);
-        self.queue(Shape::Plain, |adb| adb.rekey(&old_key, &new_key, overwrite, copying))
+        self.queue(Shape::Plain, |adb| {
+            adb.rekey(
+                &old_key,
+                &new_key,
+                if copying { kuradb::dbm::Rekey::Copy } else { kuradb::dbm::Rekey::Move },
+                if overwrite { kuradb::dbm::OnDuplicate::Replace } else { kuradb::dbm::OnDuplicate::Fail },
+            )
+        })
     }
 
     /// Removes every record.
@@ -255,13 +268,20 @@ impl AsyncDatabase {
     /// Makes every change so far reach the OS, or with hard=True the device.
     #[pyo3(signature = (hard = false))]
     fn synchronize(&self, hard: bool) -> PyResult<PyFuture> {
-        self.queue(Shape::Plain, |adb| adb.synchronize(hard))
+        self.queue(Shape::Plain, |adb| {
+            adb.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+        })
     }
 
     /// Writes a consistent copy of the database's file to `dest`.
     #[pyo3(signature = (dest, hard = false))]
     fn copy_file_data(&self, dest: FsPath, hard: bool) -> PyResult<PyFuture> {
-        self.queue(Shape::Plain, |adb| adb.copy_file_data(dest.0, hard))
+        self.queue(Shape::Plain, |adb| {
+            adb.copy_file_data(
+                dest.0,
+                if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft },
+            )
+        })
     }
 
     /// Copies every record into the open kuradb.DBM `dest`.

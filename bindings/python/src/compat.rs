@@ -343,7 +343,7 @@ impl CompatDbm {
             let key = data_of(key)?;
             let value = data_of(value)?;
             let (key, value) = (key.as_bytes(), value.as_bytes());
-            db.get().run(py, |d| d.set(key, value, overwrite))
+            db.get().run(py, |d| if overwrite { d.set(key, value) } else { d.insert(key, value) })
         })();
         match done {
             Ok(()) => Ok(CompatStatus::new_bound(py, SUCCESS, String::new())?.into_any()),

@@ -76,14 +76,24 @@ impl PyCursor {
     #[pyo3(signature = (key, inclusive = false))]
     fn jump_lower(&self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
-        with_cursor(py, &self.slot, |c| c.jump_lower(&key, inclusive))
+        with_cursor(py, &self.slot, |c| {
+            c.jump_lower(
+                &key,
+                if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive },
+            )
+        })
     }
 
     /// Moves to the first record after `key` (or at it, if `inclusive`).
     #[pyo3(signature = (key, inclusive = false))]
     fn jump_upper(&self, py: Python<'_>, key: &Bound<'_, PyAny>, inclusive: bool) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
-        with_cursor(py, &self.slot, |c| c.jump_upper(&key, inclusive))
+        with_cursor(py, &self.slot, |c| {
+            c.jump_upper(
+                &key,
+                if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive },
+            )
+        })
     }
 
     /// Moves to the next record.

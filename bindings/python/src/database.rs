@@ -17,7 +17,9 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 use kuradb::dbm::poly::DbmClass;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tree::KeyComparator;
-use kuradb::dbm::{flat_records, Action, Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
+use kuradb::dbm::{
+    flat_records, Access, Action, Dbm, Desired, Edge, Expected, SearchMode, INCREMENT_UNCHANGED,
+};
 use kuradb::{ErrorKind, Result};
 
 use kuradb_binding::guard::CallbackGuard;
@@ -253,7 +255,11 @@ impl Database {
                 if guard.is_some() {
                     return Err(kuradb::Error::new(ErrorKind::Infeasible, "the database is already open"));
                 }
-                *guard = Some(Arc::new(PolyDbm::open(&path, writable, &params)?));
+                *guard = Some(Arc::new(PolyDbm::open(
+                    &path,
+                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                    &params,
+                )?));
                 self.release_gil.store(release_gil, Ordering::Relaxed);
                 Ok(())
             })
@@ -346,7 +352,7 @@ impl Database {
     ) -> PyResult<()> {
         let key = bytes_of(key, "key")?;
         let value = bytes_of(value, "value")?;
-        self.run(py, |db| db.set(&key, &value, overwrite))
+        self.run(py, |db| if overwrite { db.set(&key, &value) } else { db.insert(&key, &value) })
     }
 
     /// Removes the record of `key`; answers whether there was one.
@@ -430,7 +436,7 @@ impl Database {
     ) -> PyResult<()> {
         let pairs = pairs_of(records, kwargs)?;
         let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-        self.run(py, |db| db.set_multi(&refs, overwrite))
+        self.run(py, |db| if overwrite { db.set_multi(&refs) } else { db.insert_multi(&refs) })
     }
 
     /// Removes the records of `keys`, atomically; answers how many existed.
@@ -458,12 +464,16 @@ impl Database {
         let key = bytes_of(key, "key")?;
         let (mut failure, guard) = (None, &self.guard);
         self.run_calling_back(py, |db| {
-            db.process(&key, writable, &mut |old| {
-                call_back(guard, &mut failure, |py| {
-                    let arg = old.map(|v| PyBytes::new(py, v));
-                    action_of(&func.call1(py, (arg,))?.into_bound(py))
-                })
-            })
+            db.process(
+                &key,
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &mut |old| {
+                    call_back(guard, &mut failure, |py| {
+                        let arg = old.map(|v| PyBytes::new(py, v));
+                        action_of(&func.call1(py, (arg,))?.into_bound(py))
+                    })
+                },
+            )
         })?;
         failure.map_or(Ok(()), Err)
     }
@@ -474,12 +484,15 @@ impl Database {
     fn process_each(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<()> {
         let (mut failure, guard) = (None, &self.guard);
         self.run_calling_back(py, |db| {
-            db.process_each(writable, &mut |key, value| {
-                call_back(guard, &mut failure, |py| {
-                    let args = (PyBytes::new(py, key), PyBytes::new(py, value));
-                    action_of(&func.call1(py, args)?.into_bound(py))
-                })
-            })
+            db.process_each(
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &mut |key, value| {
+                    call_back(guard, &mut failure, |py| {
+                        let args = (PyBytes::new(py, key), PyBytes::new(py, value));
+                        action_of(&func.call1(py, args)?.into_bound(py))
+                    })
+                },
+            )
         })?;
         failure.map_or(Ok(()), Err)
     }
@@ -545,7 +558,13 @@ impl Database {
     fn synchronize(&self, py: Python<'_>, hard: bool, params: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
         let params = params_of(params)?;
         if params.iter().next().is_none() {
-            return self.run(py, |db| db.synchronize(hard));
+            return self.run(py, |db| {
+                db.synchronize(if hard {
+                    kuradb::dbm::Durability::Hard
+                } else {
+                    kuradb::dbm::Durability::Soft
+                })
+            });
         }
         self.run(py, |db| synchronize_with(db, hard, &params))
     }
@@ -554,7 +573,12 @@ impl Database {
     /// `dest` while it stays open.
     #[pyo3(signature = (dest, hard = false))]
     fn copy_file_data(&self, py: Python<'_>, dest: FsPath, hard: bool) -> PyResult<()> {
-        self.run(py, |db| db.copy_file_data(&dest, hard))
+        self.run(py, |db| {
+            db.copy_file_data(
+                &dest,
+                if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft },
+            )
+        })
     }
 
     /// Sets every record of this database in `dest`, another open DBM.
@@ -696,7 +720,7 @@ impl Database {
         let new = bytes_of(&default, "default")?;
         let mut old = None;
         self.run(py, |db| {
-            db.process(&key, true, &mut |value| match value {
+            db.process(&key, Access::ReadWrite, &mut |value| match value {
                 Some(v) => {
                     old = Some(v.to_vec());
                     Action::Keep
@@ -729,7 +753,7 @@ impl Database {
         let bytes = bytes_of(key, "key")?;
         let mut old = None;
         self.run(py, |db| {
-            db.process(&bytes, true, &mut |value| {
+            db.process(&bytes, Access::ReadWrite, &mut |value| {
                 old = value.map(<[u8]>::to_vec);
                 if value.is_some() {
                     Action::Remove
@@ -756,7 +780,7 @@ impl Database {
     ) -> PyResult<()> {
         let pairs = pairs_of(records, kwargs)?;
         let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
-        self.run(py, |db| refs.iter().try_for_each(|(k, v)| db.set(k, v, true)))
+        self.run(py, |db| refs.iter().try_for_each(|(k, v)| db.set(k, v)))
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -800,7 +824,10 @@ impl Database {
         if reverse {
             let bounds = Bounds::Backward { start: lo, order };
             return self.walk(py, Yield::Items, bounds, move |c| match &hi {
-                Some(hi) => c.jump_lower(hi, inclusive),
+                Some(hi) => c.jump_lower(
+                    hi,
+                    if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive },
+                ),
                 None => c.last(),
             });
         }
@@ -809,7 +836,7 @@ impl Database {
             None => Bounds::Whole,
         };
         self.walk(py, Yield::Items, bounds, move |c| match &lo {
-            Some(lo) => c.jump_upper(lo, true),
+            Some(lo) => c.jump_upper(lo, Edge::Inclusive),
             None => c.first(),
         })
     }
@@ -831,7 +858,7 @@ impl Database {
             )),
         })?;
         let start = prefix.clone();
-        self.walk(py, Yield::Items, Bounds::Prefix(prefix), move |c| c.jump_upper(&start, true))
+        self.walk(py, Yield::Items, Bounds::Prefix(prefix), move |c| c.jump_upper(&start, Edge::Inclusive))
     }
 
     /// The keys of an ordered database from the highest down.
@@ -853,7 +880,13 @@ impl Database {
         overwrite: bool,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        let old = self.run(py, |db| db.set_and_get(&key, &value, overwrite))?;
+        let old = self.run(py, |db| {
+            if overwrite {
+                db.set_and_get(&key, &value)
+            } else {
+                db.insert_and_get(&key, &value)
+            }
+        })?;
         Ok(old.map(|v| PyBytes::new(py, &v)))
     }
 
@@ -901,12 +934,15 @@ impl Database {
     fn process_first(&self, py: Python<'_>, func: PyObject, writable: bool) -> PyResult<bool> {
         let (mut failure, guard) = (None, &self.guard);
         let found = self.run_calling_back(py, |db| {
-            db.process_first(writable, &mut |key, value| {
-                call_back(guard, &mut failure, |py| {
-                    let args = (PyBytes::new(py, key), PyBytes::new(py, value));
-                    action_of(&func.call1(py, args)?.into_bound(py))
-                })
-            })
+            db.process_first(
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &mut |key, value| {
+                    call_back(guard, &mut failure, |py| {
+                        let args = (PyBytes::new(py, key), PyBytes::new(py, value));
+                        action_of(&func.call1(py, args)?.into_bound(py))
+                    })
+                },
+            )
         })?;
         failure.map_or(Ok(found), Err)
     }

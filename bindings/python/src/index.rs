@@ -72,7 +72,15 @@ impl PyIndex {
     ) -> PyResult<PyIndex> {
         let params = params_of(params)?;
         let path = path.map(|p| p.0).unwrap_or_default();
-        let open = py.allow_threads(|| AnyIndex::open(&path, writable, &params)).map_err(to_py)?;
+        let open = py
+            .allow_threads(|| {
+                AnyIndex::open(
+                    &path,
+                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                    &params,
+                )
+            })
+            .map_err(to_py)?;
         Ok(PyIndex { open: RwLock::new(Some(Arc::new(open))), writable })
     }
 
@@ -144,7 +152,9 @@ impl PyIndex {
     /// index in memory has nothing to write.
     #[pyo3(signature = (hard = false))]
     fn synchronize(&self, py: Python<'_>, hard: bool) -> PyResult<()> {
-        self.with(py, |o| o.synchronize(hard))
+        self.with(py, |o| {
+            o.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+        })
     }
 
     /// Whether the index is open.

@@ -89,7 +89,7 @@ native! {
     fn Java_io_kuradb_Native_asyncSet(env, handle: jlong, key: JByteArray<'l>, value: JByteArray<'l>, overwrite: jboolean) -> jlong {
         let key = bytes(env, &key, "the key")?;
         let value = bytes(env, &value, "the value")?;
-        queue(env, handle, |adb| adb.set(key, value, overwrite), done)
+        queue(env, handle, |adb| if overwrite { adb.set(key, value) } else { adb.insert(key, value) }, done)
     }
 }
 
@@ -101,7 +101,7 @@ native! {
         let keys = keys(env, &keys_array, "a key")?;
         let values = keys_of_values(env, &values_array, keys.len())?;
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = keys.into_iter().zip(values).collect();
-        queue(env, handle, |adb| adb.set_multi(&pairs, overwrite), done)
+        queue(env, handle, |adb| if overwrite { adb.set_multi(&pairs) } else { adb.insert_multi(&pairs) }, done)
     }
 }
 
@@ -219,7 +219,7 @@ native! {
     /// Copies the database's file to `dest`.
     fn Java_io_kuradb_Native_asyncCopyFileData(env, handle: jlong, dest: JString<'l>, hard: jboolean) -> jlong {
         let dest = string(env, &dest, "the destination path")?;
-        queue(env, handle, |adb| adb.copy_file_data(dest, hard), done)
+        queue(env, handle, |adb| adb.copy_file_data(dest, if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft }), done)
     }
 }
 

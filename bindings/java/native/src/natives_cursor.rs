@@ -79,7 +79,7 @@ native! {
     /// Moves to the last key before `key` (or equal, if `inclusive`).
     fn Java_io_kuradb_Native_cursorJumpLower(env, handle: jlong, key: JByteArray<'l>, inclusive: jboolean) -> () {
         let key = bytes(env, &key, "the key")?;
-        with_cursor(env, handle, |c| c.jump_lower(&key, inclusive))
+        with_cursor(env, handle, |c| c.jump_lower(&key, if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive }))
     }
 }
 
@@ -87,7 +87,7 @@ native! {
     /// Moves to the first key after `key` (or equal, if `inclusive`).
     fn Java_io_kuradb_Native_cursorJumpUpper(env, handle: jlong, key: JByteArray<'l>, inclusive: jboolean) -> () {
         let key = bytes(env, &key, "the key")?;
-        with_cursor(env, handle, |c| c.jump_upper(&key, inclusive))
+        with_cursor(env, handle, |c| c.jump_upper(&key, if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive }))
     }
 }
 

@@ -19,7 +19,7 @@ native! {
     fn Java_io_kuradb_Native_open(env, path: JString<'l>, writable: jboolean, pairs: JObjectArray<'l, JString<'l>>) -> jlong {
         let path = string(env, &path, "the path")?;
         let params = params(env, &pairs)?;
-        let db = PolyDbm::open(&path, writable, &params);
+        let db = PolyDbm::open(&path, if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &params);
         let db = check(env, db)?;
         Ok(Database::into_handle(db))
     }
@@ -72,7 +72,7 @@ native! {
     fn Java_io_kuradb_Native_set(env, handle: jlong, key: JByteArray<'l>, value: JByteArray<'l>, overwrite: jboolean) -> jboolean {
         let key = bytes(env, &key, "the key")?;
         let value = bytes(env, &value, "the value")?;
-        object::<Database>(env, handle)?.with(env, |env, db| match db.set(&key, &value, overwrite) {
+        object::<Database>(env, handle)?.with(env, |env, db| match if overwrite { db.set(&key, &value) } else { db.insert(&key, &value) } {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::Duplication && !overwrite => Ok(false),
             Err(e) => check(env, Err(e)),
@@ -138,7 +138,7 @@ native! {
     fn Java_io_kuradb_Native_setAndGet(env, handle: jlong, key: JByteArray<'l>, value: JByteArray<'l>, overwrite: jboolean) -> JObjectArray<'l, JByteArray<'l>> {
         let key = bytes(env, &key, "the key")?;
         let value = bytes(env, &value, "the value")?;
-        let old = object::<Database>(env, handle)?.with(env, |env, db| check(env, db.set_and_get(&key, &value, overwrite)))?;
+        let old = object::<Database>(env, handle)?.with(env, |env, db| check(env, if overwrite { db.set_and_get(&key, &value) } else { db.insert_and_get(&key, &value) }))?;
         new_byte_arrays(env, [old.as_deref()].into_iter())
     }
 }
@@ -162,7 +162,7 @@ native! {
         let database: &Database = object(env, handle)?;
         database.with(env, |env, db| {
             let mut callback = Callback::new(&callback, &remove);
-            let result = database.as_callback(|| db.process(&key, writable, &mut |value| callback.call(env, 0, &key, value)));
+            let result = database.as_callback(|| db.process(&key, if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &mut |value| callback.call(env, 0, &key, value)));
             callback.finish(Ok(()))?;
             check(env, result)
         })
@@ -178,7 +178,7 @@ native! {
         let database: &Database = object(env, handle)?;
         database.with(env, |env, db| {
             let mut callback = Callback::new(&callback, &remove);
-            let result = database.as_callback(|| db.process_each(writable, &mut |key, value| callback.call(env, 0, key, Some(value))));
+            let result = database.as_callback(|| db.process_each(if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &mut |key, value| callback.call(env, 0, key, Some(value))));
             callback.finish(Ok(()))?;
             check(env, result)
         })
@@ -194,7 +194,7 @@ native! {
         let database: &Database = object(env, handle)?;
         database.with(env, |env, db| {
             let mut callback = Callback::new(&callback, &remove);
-            let result = database.as_callback(|| db.process_first(writable, &mut |key, value| callback.call(env, 0, key, Some(value))));
+            let result = database.as_callback(|| db.process_first(if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &mut |key, value| callback.call(env, 0, key, Some(value))));
             callback.finish(Ok(()))?;
             check(env, result)
         })
@@ -262,7 +262,7 @@ native! {
 native! {
     /// Makes the changes reach the OS (`hard`: the device).
     fn Java_io_kuradb_Native_synchronize(env, handle: jlong, hard: jboolean) -> () {
-        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.synchronize(hard)))
+        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })))
     }
 }
 
@@ -270,7 +270,7 @@ native! {
     /// Copies the database's file to `dest` while it stays open.
     fn Java_io_kuradb_Native_copyFileData(env, handle: jlong, dest: JString<'l>, hard: jboolean) -> () {
         let dest = string(env, &dest, "the destination path")?;
-        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.copy_file_data(Path::new(&dest), hard)))
+        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.copy_file_data(Path::new(&dest), if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })))
     }
 }
 

@@ -109,7 +109,7 @@ native! {
 native! {
     /// Hands the file's buffered data to the OS (`hard`: to the device).
     fn Java_io_kuradb_Native_fileSynchronize(env, handle: jlong, hard: jboolean) -> () {
-        object::<FileHandle>(env, handle)?.with(env, |env, f| check(env, f.file.synchronize(hard)))
+        object::<FileHandle>(env, handle)?.with(env, |env, f| check(env, f.file.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })))
     }
 }
 
@@ -172,7 +172,7 @@ fn search_lines(
     let body = text.strip_suffix(b"\n").unwrap_or(&text);
     if !text.is_empty() {
         for line in body.split(|&b| b == b'\n') {
-            lines.set(line, b"", true)?;
+            lines.set(line, b"")?;
         }
     }
     lines.search(mode, pattern, capacity)

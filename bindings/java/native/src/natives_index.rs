@@ -63,7 +63,7 @@ native! {
     fn Java_io_kuradb_Native_indexOpen(env, path: JString<'l>, writable: jboolean, pairs: JObjectArray<'l, JString<'l>>) -> jlong {
         let path = string(env, &path, "the path")?;
         let params = params(env, &pairs)?;
-        let index = check(env, AnyIndex::open(&path, writable, &params))?;
+        let index = check(env, AnyIndex::open(&path, if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &params))?;
         Ok(Shared::into_handle(index, "index"))
     }
 }
@@ -158,7 +158,7 @@ native! {
 native! {
     /// Makes the changes reach the OS (`hard`: the device); nothing in memory.
     fn Java_io_kuradb_Native_indexSynchronize(env, handle: jlong, hard: jboolean) -> () {
-        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, i.synchronize(hard)))
+        object::<IndexHandle>(env, handle)?.with(env, |env, i| check(env, i.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })))
     }
 }
 

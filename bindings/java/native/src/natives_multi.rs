@@ -9,7 +9,7 @@ use jni::objects::{JByteArray, JObject, JObjectArray, JString};
 use jni::sys::{jboolean, jint, jlong};
 use kuradb::dbm::flat_records::{export_keys_as_lines, export_to_flat_records, import_from_flat_records};
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 use kuradb::ErrorKind;
 
 use crate::callback::Callback;
@@ -36,7 +36,7 @@ native! {
         let keys = keys(env, &keys_array, "a key")?;
         let values = keys_of_values(env, &values_array, keys.len())?;
         let pairs: Vec<(&[u8], &[u8])> = keys.iter().map(Vec::as_slice).zip(values.iter().map(Vec::as_slice)).collect();
-        object::<Database>(env, handle)?.with(env, |env, db| match db.set_multi(&pairs, overwrite) {
+        object::<Database>(env, handle)?.with(env, |env, db| match if overwrite { db.set_multi(&pairs) } else { db.insert_multi(&pairs) } {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::Duplication && !overwrite => Ok(false),
             Err(e) => check(env, Err(e)),
@@ -77,7 +77,7 @@ native! {
         let delimiter = bytes(env, &delimiter, "the delimiter")?;
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
         object::<Database>(env, handle)?.with(env, |env, db| {
-            let done = db.process_multi(&refs, true, &mut |i, _, old| match old {
+            let done = db.process_multi(&refs, Access::ReadWrite, &mut |i, _, old| match old {
                 None => Action::set(&values[i]),
                 Some(old) => Action::Set(Cow::Owned([old, &delimiter, &values[i]].concat())),
             });
@@ -109,7 +109,7 @@ native! {
         let all: Vec<&[u8]> = ekeys.iter().chain(&dkeys).map(Vec::as_slice).collect();
         object::<Database>(env, handle)?.with(env, |env, db| {
             let mut matched = true;
-            let done = db.process_multi(&all, true, &mut |i, _, value| {
+            let done = db.process_multi(&all, Access::ReadWrite, &mut |i, _, value| {
                 if i < ekeys.len() {
                     matched &= match &evalues[i] {
                         Err(()) => value.is_some(),
@@ -142,7 +142,7 @@ native! {
         let database: &Database = object(env, handle)?;
         database.with(env, |env, db| {
             let mut callback = Callback::new(&callback, &remove);
-            let result = database.as_callback(|| db.process_multi(&refs, writable, &mut |i, key, value| callback.call(env, i, key, value)));
+            let result = database.as_callback(|| db.process_multi(&refs, if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &mut |i, key, value| callback.call(env, i, key, value)));
             callback.finish(Ok(()))?;
             check(env, result)
         })
@@ -154,7 +154,7 @@ native! {
     fn Java_io_kuradb_Native_rekey(env, handle: jlong, old_key: JByteArray<'l>, new_key: JByteArray<'l>, overwrite: jboolean, copying: jboolean) -> () {
         let old_key = bytes(env, &old_key, "the old key")?;
         let new_key = bytes(env, &new_key, "the new key")?;
-        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.rekey(&old_key, &new_key, overwrite, copying)))
+        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.rekey(&old_key, &new_key, if copying { kuradb::dbm::Rekey::Copy } else { kuradb::dbm::Rekey::Move }, if overwrite { kuradb::dbm::OnDuplicate::Replace } else { kuradb::dbm::OnDuplicate::Fail })))
     }
 }
 

@@ -68,7 +68,9 @@ impl AsyncDatabase {
 
     fn set(&self, key: RString, value: RString, overwrite: bool) -> Future {
         let (key, value) = (bytes(key), bytes(value));
-        self.run(move |db| db.set(&key, &value, overwrite).map(|()| Reply::Nil))
+        self.run(move |db| {
+            (if overwrite { db.set(&key, &value) } else { db.insert(&key, &value) }).map(|()| Reply::Nil)
+        })
     }
 
     fn remove(&self, key: RString) -> Future {
@@ -120,7 +122,7 @@ impl AsyncDatabase {
         Ok(rb_self.run(move |db| {
             let refs: Vec<(&[u8], &[u8])> =
                 pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
-            db.set_multi(&refs, overwrite).map(|()| Reply::Nil)
+            (if overwrite { db.set_multi(&refs) } else { db.insert_multi(&refs) }).map(|()| Reply::Nil)
         }))
     }
 
@@ -145,7 +147,15 @@ impl AsyncDatabase {
 
     fn rekey(&self, old_key: RString, new_key: RString, overwrite: bool, copying: bool) -> Future {
         let (old_key, new_key) = (bytes(old_key), bytes(new_key));
-        self.run(move |db| db.rekey(&old_key, &new_key, overwrite, copying).map(|()| Reply::Nil))
+        self.run(move |db| {
+            db.rekey(
+                &old_key,
+                &new_key,
+                if copying { kuradb::dbm::Rekey::Copy } else { kuradb::dbm::Rekey::Move },
+                if overwrite { kuradb::dbm::OnDuplicate::Replace } else { kuradb::dbm::OnDuplicate::Fail },
+            )
+            .map(|()| Reply::Nil)
+        })
     }
 
     /// A waiting pop occupies one worker for up to `wait` seconds.
@@ -165,7 +175,10 @@ impl AsyncDatabase {
     }
 
     fn synchronize(&self, hard: bool) -> Future {
-        self.run(move |db| db.synchronize(hard).map(|()| Reply::Nil))
+        self.run(move |db| {
+            db.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+                .map(|()| Reply::Nil)
+        })
     }
 
     fn rebuild(ruby: &Ruby, rb_self: &Self, params: Vec<(String, String)>) -> Result<Future, Error> {
@@ -193,7 +206,13 @@ impl AsyncDatabase {
     }
 
     fn copy_file_data(&self, dest: PathBuf, hard: bool) -> Future {
-        self.run(move |db| db.copy_file_data(&dest, hard).map(|()| Reply::Nil))
+        self.run(move |db| {
+            db.copy_file_data(
+                &dest,
+                if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft },
+            )
+            .map(|()| Reply::Nil)
+        })
     }
 
     /// Copies every record into `dest`, an open DBM; the task holds a

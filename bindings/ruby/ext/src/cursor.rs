@@ -69,12 +69,22 @@ impl Cursor {
 
     fn jump_lower(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
         let key = bytes(key);
-        rb_self.with(ruby, |c| c.jump_lower(&key, inclusive))
+        rb_self.with(ruby, |c| {
+            c.jump_lower(
+                &key,
+                if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive },
+            )
+        })
     }
 
     fn jump_upper(ruby: &Ruby, rb_self: &Self, key: RString, inclusive: bool) -> Result<(), Error> {
         let key = bytes(key);
-        rb_self.with(ruby, |c| c.jump_upper(&key, inclusive))
+        rb_self.with(ruby, |c| {
+            c.jump_upper(
+                &key,
+                if inclusive { kuradb::dbm::Edge::Inclusive } else { kuradb::dbm::Edge::Exclusive },
+            )
+        })
     }
 
     fn next(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {

@@ -181,7 +181,12 @@ impl Database {
             ));
         }
         // An empty path: an on-memory database of the class `dbm=` names (see PolyDbm).
-        let db = PolyDbm::open(&path, writable, &p).map_err(|e| to_rb(ruby, e))?;
+        let db = PolyDbm::open(
+            &path,
+            if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+            &p,
+        )
+        .map_err(|e| to_rb(ruby, e))?;
         *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
         rb_self.concurrent.store(concurrent, Ordering::Relaxed);
@@ -241,13 +246,13 @@ impl Database {
 
     fn store(ruby: &Ruby, rb_self: &Self, key: RString, value: RString) -> Result<RString, Error> {
         let (k, v) = (bytes(key), bytes(value));
-        rb_self.with(ruby, |db| db.set(&k, &v, true))?;
+        rb_self.with(ruby, |db| db.set(&k, &v))?;
         Ok(value)
     }
 
     fn set(ruby: &Ruby, rb_self: &Self, key: RString, value: RString, overwrite: bool) -> Result<(), Error> {
         let (key, value) = (bytes(key), bytes(value));
-        rb_self.with(ruby, |db| db.set(&key, &value, overwrite))
+        rb_self.with(ruby, |db| if overwrite { db.set(&key, &value) } else { db.insert(&key, &value) })
     }
 
     fn set_and_get(
@@ -258,7 +263,13 @@ impl Database {
         overwrite: bool,
     ) -> Result<Option<RString>, Error> {
         let (key, value) = (bytes(key), bytes(value));
-        let old = rb_self.with(ruby, |db| db.set_and_get(&key, &value, overwrite))?;
+        let old = rb_self.with(ruby, |db| {
+            if overwrite {
+                db.set_and_get(&key, &value)
+            } else {
+                db.insert_and_get(&key, &value)
+            }
+        })?;
         rb_self.opt_out(ruby, old)
     }
 
@@ -330,7 +341,7 @@ impl Database {
         let pairs = byte_pairs(ruby, pairs, false)?;
         let refs: Vec<(&[u8], &[u8])> =
             pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
-        rb_self.with(ruby, |db| db.set_multi(&refs, overwrite))
+        rb_self.with(ruby, |db| if overwrite { db.set_multi(&refs) } else { db.insert_multi(&refs) })
     }
 
     fn remove_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<usize, Error> {
@@ -359,15 +370,23 @@ impl Database {
     /// lock is released.
     fn process(ruby: &Ruby, rb_self: &Self, key: RString, writable: bool, block: Proc) -> Result<(), Error> {
         let key = bytes(key);
-        rb_self
-            .with_block(ruby, &block, |db, visit| db.process(&key, writable, &mut |value| visit(&key, value)))
+        rb_self.with_block(ruby, &block, |db, visit| {
+            db.process(
+                &key,
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &mut |value| visit(&key, value),
+            )
+        })
     }
 
     /// Calls `block` with every record under the database's lock, like
     /// [`Database::process`]; an exception stops the walk.
     fn process_each(ruby: &Ruby, rb_self: &Self, writable: bool, block: Proc) -> Result<(), Error> {
         rb_self.with_block(ruby, &block, |db, visit| {
-            db.process_each(writable, &mut |key, value| visit(key, Some(value)))
+            db.process_each(
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &mut |key, value| visit(key, Some(value)),
+            )
         })
     }
 
@@ -400,7 +419,9 @@ impl Database {
     }
 
     fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |db| db.synchronize(hard))
+        rb_self.with(ruby, |db| {
+            db.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+        })
     }
 
     /// Synchronizes with the reference's parameters (the binding core's
@@ -419,7 +440,12 @@ impl Database {
     }
 
     fn copy_file_data(ruby: &Ruby, rb_self: &Self, dest: PathBuf, hard: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |db| db.copy_file_data(&dest, hard))
+        rb_self.with(ruby, |db| {
+            db.copy_file_data(
+                &dest,
+                if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft },
+            )
+        })
     }
 
     fn export(ruby: &Ruby, rb_self: &Self, dest: &Database) -> Result<(), Error> {

@@ -12,7 +12,7 @@ use magnus::{method, Error, RArray, RClass, RString, Ruby};
 
 use kuradb::dbm::exchange::{Desired, Expected};
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm};
 
 use crate::convert::{byte_list, bytes, opt_bytes, pair_refs, BytePairs};
 use crate::database::Database;
@@ -31,7 +31,11 @@ fn process_multi(
     let keys = byte_list(keys)?;
     let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     rb_self.with_block(ruby, &block, |db, visit| {
-        db.process_multi(&refs, writable, &mut |_, key, value| visit(key, value))
+        db.process_multi(
+            &refs,
+            if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+            &mut |_, key, value| visit(key, value),
+        )
     })
 }
 
@@ -39,7 +43,10 @@ fn process_multi(
 /// answers false (without calling it) if the database is empty.
 fn process_first(ruby: &Ruby, rb_self: &Database, writable: bool, block: Proc) -> Result<bool, Error> {
     rb_self.with_block(ruby, &block, |db, visit| {
-        db.process_first(writable, &mut |key, value| visit(key, Some(value)))
+        db.process_first(
+            if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+            &mut |key, value| visit(key, Some(value)),
+        )
     })
 }
 
@@ -73,7 +80,14 @@ fn rekey(
     copying: bool,
 ) -> Result<(), Error> {
     let (old_key, new_key) = (bytes(old_key), bytes(new_key));
-    rb_self.with(ruby, |db| db.rekey(&old_key, &new_key, overwrite, copying))
+    rb_self.with(ruby, |db| {
+        db.rekey(
+            &old_key,
+            &new_key,
+            if copying { kuradb::dbm::Rekey::Copy } else { kuradb::dbm::Rekey::Move },
+            if overwrite { kuradb::dbm::OnDuplicate::Replace } else { kuradb::dbm::OnDuplicate::Fail },
+        )
+    })
 }
 
 /// `compare_exchange_multi` where `any[i]` marks the i-th expected value as
@@ -89,7 +103,7 @@ pub(crate) fn exchange_multi(
     }
     let keys: Vec<&[u8]> = expected.iter().chain(desired).map(|p| p.0.as_slice()).collect();
     let mut matched = true;
-    db.process_multi(&keys, true, &mut |i, _, value| {
+    db.process_multi(&keys, Access::ReadWrite, &mut |i, _, value| {
         if let Some((_, wanted)) = expected.get(i) {
             let expectation =
                 if any.get(i) == Some(&true) { Expected::Any } else { Expected::from(wanted.as_deref()) };

@@ -15,7 +15,7 @@ use magnus::{function, method, Error, RArray, RModule, RString, Ruby};
 use parking_lot::{Mutex, RwLock};
 
 use kuradb::dbm::search::search_lines;
-use kuradb::dbm::SearchMode;
+use kuradb::dbm::{Durability, SearchMode};
 use kuradb::file::{File, FileSpec, LockWait, OpenOptions};
 use kuradb::ErrorKind;
 
@@ -206,7 +206,7 @@ impl RbFile {
                 let hard = rb_self.sync_hard.load(Ordering::Relaxed);
                 let close = move || {
                     if hard {
-                        file.synchronize(true)?;
+                        file.synchronize(Durability::Hard)?;
                     }
                     file.close()
                 };
@@ -258,7 +258,9 @@ impl RbFile {
     }
 
     fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
-        rb_self.with(ruby, |f| f.synchronize(hard))
+        rb_self.with(ruby, |f| {
+            f.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+        })
     }
 
     fn size(ruby: &Ruby, rb_self: &Self) -> Result<u64, Error> {

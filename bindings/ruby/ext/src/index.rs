@@ -108,8 +108,14 @@ impl RbIndex {
         // Opened before the lock is taken: a thread holding it must never
         // wait for the VM lock, which another thread may hold while it
         // waits for this lock.
-        let open =
-            released_if(concurrent, || AnyIndex::open(&path, writable, &p)).map_err(|e| to_rb(ruby, e))?;
+        let open = released_if(concurrent, || {
+            AnyIndex::open(
+                &path,
+                if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                &p,
+            )
+        })
+        .map_err(|e| to_rb(ruby, e))?;
         let mut slot = rb_self.open.write();
         if slot.is_some() {
             drop(slot);
@@ -197,7 +203,9 @@ impl RbIndex {
     }
 
     fn synchronize(ruby: &Ruby, rb_self: &Self, hard: bool) -> Result<(), Error> {
-        rb_self.with_open(ruby, |open| open.synchronize(hard))
+        rb_self.with_open(ruby, |open| {
+            open.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+        })
     }
 
     /// The index file's path, or nil for an index in memory.
