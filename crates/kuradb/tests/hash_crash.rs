@@ -6,7 +6,7 @@
 //! The writer is this test binary run again for the ignored test
 //! [`crash_writer`]: it applies numbered batches of sets, overwrites and
 //! removals (and now and then a rebuild or a clear), each value determined by
-//! (key, batch, position), and reports each batch after `synchronize(true)`
+//! (key, batch, position), and reports each batch after `synchronize(Durability::Hard)`
 //! returned. The shared loop of `common::crash` kills it with SIGKILL after
 //! a random 5 to 200 ms, and checks the restored file against what each key
 //! may hold, as worked out here: its value as of the last reported batch, or

@@ -6,7 +6,7 @@
 //! The SIGKILL writer is this test binary run again for the ignored test
 //! [`tree_crash_writer`]: it applies numbered batches (each step determined
 //! by the seed, the batch and its position) and reports each after
-//! `synchronize(true)` returned. The shared loop of `common::crash` kills it
+//! `synchronize(Durability::Hard)` returned. The shared loop of `common::crash` kills it
 //! after a random 5 to 150 ms; the restored tree must then be the state
 //! after the last reported batch, or after the next one (synchronized but
 //! not yet reported), or the state at a clear or rebuild inside that next

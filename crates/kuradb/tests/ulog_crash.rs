@@ -5,7 +5,7 @@
 //! [`ulog_writer`]: an appending hash database opened by `PolyDbm` with
 //! `ulog_prefix` (and small log files, so that they rotate), to which it
 //! applies numbered batches of sets, appends, removals and now and then a
-//! clear, from one thread; every 8th batch ends with `synchronize(true)` and
+//! clear, from one thread; every 8th batch ends with `synchronize(Durability::Hard)` and
 //! is reported after it, so that most of the time goes to changes. It is
 //! killed with SIGKILL after a random 20 to 300 ms. Then, for the entries
 //! the log gained since the writer started:
