@@ -90,7 +90,7 @@ impl SingleDbm {
 
     /// A build without the reader: an error naming the feature.
     #[cfg(not(feature = "tkrzw"))]
-    fn open_reference(path: &Path, _writable: bool, _params: &Params) -> Result<SingleDbm> {
+    fn open_reference(path: &Path, _access: Access, _params: &Params) -> Result<SingleDbm> {
         Err(super::super::tkrzw::not_built(path))
     }
 
@@ -252,9 +252,9 @@ mod tests {
         #[cfg(feature = "tkrzw")]
         reference_files_are_read(dir.path(), &tkrzw);
         #[cfg(not(feature = "tkrzw"))]
-        for writable in [false, true] {
+        for access in [Access::ReadOnly, Access::ReadWrite] {
             // Without the reader, still told by its magic, and refused by name.
-            let err = SingleDbm::open(&tkrzw, writable, &Params::new()).err().unwrap();
+            let err = SingleDbm::open(&tkrzw, access, &Params::new()).err().unwrap();
             assert_eq!(err.kind(), ErrorKind::NotImplemented);
             assert!(err.message().contains("Cargo feature `tkrzw`"), "{err}");
         }
