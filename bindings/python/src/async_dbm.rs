@@ -52,7 +52,6 @@ impl AsyncDatabase {
     fn shut(&self, py: Python<'_>) {
         let Some(adb) = self.adb.write().take() else { return };
         py.allow_threads(|| adb.close());
-        self.database.get().unshare();
     }
 }
 
@@ -87,13 +86,8 @@ impl AsyncDatabase {
     #[new]
     fn new(py: Python<'_>, db: Py<Database>, num_workers: usize) -> PyResult<AsyncDatabase> {
         let shared = db.get().share().map_err(to_py)?;
-        match py.allow_threads(|| AsyncDbm::new(shared, num_workers)) {
-            Ok(adb) => Ok(AsyncDatabase { database: db, adb: RwLock::new(Some(adb)) }),
-            Err(e) => {
-                db.get().unshare();
-                Err(to_py(e))
-            }
-        }
+        let adb = py.allow_threads(|| AsyncDbm::new(shared, num_workers)).map_err(to_py)?;
+        Ok(AsyncDatabase { database: db, adb: RwLock::new(Some(adb)) })
     }
 
     /// Waits until every queued operation has run (their futures complete),
@@ -295,7 +289,6 @@ impl Drop for AsyncDatabase {
     fn drop(&mut self) {
         if let Some(adb) = self.adb.get_mut().take() {
             Python::with_gil(|py| py.allow_threads(|| adb.close()));
-            self.database.get().unshare();
         }
     }
 }

@@ -1,0 +1,85 @@
+//! Several records at once: get_multi, set_multi, remove_multi, update.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use kuradb::dbm::Dbm;
+
+use super::Database;
+use crate::convert::bytes_of;
+
+/// The pairs of a mapping, an iterable of pairs and keyword arguments.
+pub(crate) fn pairs_of(
+    records: Option<&Bound<'_, PyAny>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut pairs = Vec::new();
+    if let Some(records) = records.filter(|r| !r.is_none()) {
+        if records.hasattr("keys")? {
+            for key in records.call_method0("keys")?.try_iter()? {
+                let key = key?;
+                let value = records.get_item(&key)?;
+                pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+            }
+        } else {
+            for pair in records.try_iter()? {
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
+                pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+            }
+        }
+    }
+    if let Some(kwargs) = kwargs {
+        for (key, value) in kwargs.iter() {
+            pairs.push((bytes_of(&key, "key")?.into_owned(), bytes_of(&value, "value")?.into_owned()));
+        }
+    }
+    Ok(pairs)
+}
+
+pub(super) fn get_multi<'py>(
+    db: &Database,
+    py: Python<'py>,
+    keys: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let objects: Vec<Bound<'py, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+    let bytes = objects.iter().map(|k| bytes_of(k, "key")).collect::<PyResult<Vec<_>>>()?;
+    let refs: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
+    let values = db.run(py, |db| db.get_multi(&refs))?;
+    let out = PyDict::new(py);
+    for (key, value) in objects.iter().zip(values) {
+        if let Some(v) = value {
+            out.set_item(key, PyBytes::new(py, &v))?;
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn set_multi(
+    db: &Database,
+    py: Python<'_>,
+    records: Option<&Bound<'_, PyAny>>,
+    overwrite: bool,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let pairs = pairs_of(records, kwargs)?;
+    let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+    db.run(py, |db| db.set_multi(&refs, overwrite))
+}
+
+pub(super) fn remove_multi(db: &Database, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let objects: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+    let bytes = objects.iter().map(|k| bytes_of(k, "key")).collect::<PyResult<Vec<_>>>()?;
+    let refs: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
+    db.run(py, |db| db.remove_multi(&refs))
+}
+
+pub(super) fn update(
+    db: &Database,
+    py: Python<'_>,
+    records: Option<&Bound<'_, PyAny>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let pairs = pairs_of(records, kwargs)?;
+    let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+    db.run(py, |db| refs.iter().try_for_each(|(k, v)| db.set(k, v, true)))
+}
