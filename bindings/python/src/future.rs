@@ -15,7 +15,7 @@ use std::task::{Wake, Waker};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use kuradb::DbmFuture;
 use kuradb_binding::future::BlockingFuture;
@@ -36,6 +36,10 @@ pub enum Answer {
     Value(Option<Vec<u8>>),
     /// Values in the order of the keys asked for (get_multi).
     Values(Vec<Option<Vec<u8>>>),
+    /// A record or its absence (pop_first).
+    Record(Option<(Vec<u8>, Vec<u8>)>),
+    /// Keys (search).
+    Keys(Vec<Vec<u8>>),
 }
 
 macro_rules! answer_from {
@@ -47,7 +51,15 @@ macro_rules! answer_from {
         })*
     };
 }
-answer_from!(bool => Bool, i64 => Int, usize => Count, Option<Vec<u8>> => Value, Vec<Option<Vec<u8>>> => Values);
+answer_from!(
+    bool => Bool,
+    i64 => Int,
+    usize => Count,
+    Option<Vec<u8>> => Value,
+    Vec<Option<Vec<u8>>> => Values,
+    Option<(Vec<u8>, Vec<u8>)> => Record,
+    Vec<Vec<u8>> => Keys
+);
 
 impl From<()> for Answer {
     fn from(_: ()) -> Answer {
@@ -153,6 +165,14 @@ impl PyFuture {
             Answer::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
             Answer::Count(n) => n.into_pyobject(py)?.into_any().unbind(),
             Answer::Value(v) => value(v)?,
+            Answer::Record(None) => py.None(),
+            Answer::Record(Some((k, v))) => {
+                (value(Some(k))?, value(Some(v))?).into_pyobject(py)?.into_any().unbind()
+            }
+            Answer::Keys(keys) => {
+                let keys = keys.into_iter().map(|k| value(Some(k))).collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, keys)?.into_any().unbind()
+            }
             Answer::Values(values) => {
                 let dict = PyDict::new(py);
                 if let Shape::Dict(keys) = &self.shape {

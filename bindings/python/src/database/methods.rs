@@ -165,6 +165,48 @@ impl Database {
         multi::set_multi(self, py, records, overwrite, kwargs)
     }
 
+    /// Appends the value of each record of `records` (a mapping, or pairs)
+    /// and of the keyword arguments to the record's value with `delim`
+    /// between (or sets it, if there is no record), atomically.
+    #[pyo3(signature = (records = None, delim = None, **kwargs))]
+    fn append_multi(
+        &self,
+        py: Python<'_>,
+        records: Option<&Bound<'_, PyAny>>,
+        delim: Option<Bound<'_, PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        multi::append_multi(self, py, records, delim, kwargs)
+    }
+
+    /// If every `(key, value)` of `expected` holds (value None: the key is
+    /// absent), applies every `(key, value)` of `desired` (value None:
+    /// removed), atomically; answers whether it did. Each is a mapping or
+    /// pairs.
+    fn compare_exchange_multi(
+        &self,
+        py: Python<'_>,
+        expected: &Bound<'_, PyAny>,
+        desired: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        multi::compare_exchange_multi(self, py, expected, desired)
+    }
+
+    /// Moves the record of `old_key` to `new_key` atomically (copies it with
+    /// `copying=True`). Raises NotFoundError if `old_key` is absent, and
+    /// DuplicationError if `new_key` exists and `overwrite` is False.
+    #[pyo3(signature = (old_key, new_key, overwrite = true, copying = false))]
+    fn rekey(
+        &self,
+        py: Python<'_>,
+        old_key: &Bound<'_, PyAny>,
+        new_key: &Bound<'_, PyAny>,
+        overwrite: bool,
+        copying: bool,
+    ) -> PyResult<()> {
+        records::rekey(self, py, old_key, new_key, overwrite, copying)
+    }
+
     /// Removes the records of `keys`, atomically; answers how many existed.
     fn remove_multi(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<usize> {
         multi::remove_multi(self, py, keys)

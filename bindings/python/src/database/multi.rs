@@ -5,8 +5,13 @@ use pyo3::types::{PyBytes, PyDict};
 
 use kuradb::dbm::Dbm;
 
+use std::borrow::Cow;
+
+use kuradb::dbm::Action;
+
 use super::Database;
-use crate::convert::bytes_of;
+use crate::async_dbm::opt_pairs_of;
+use crate::convert::{bytes_of, opt_bytes_of};
 
 /// The pairs of a mapping, an iterable of pairs and keyword arguments.
 pub(crate) fn pairs_of(
@@ -82,4 +87,39 @@ pub(super) fn update(
     let pairs = pairs_of(records, kwargs)?;
     let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
     db.run(py, |db| refs.iter().try_for_each(|(k, v)| db.set(k, v, true)))
+}
+
+pub(super) fn append_multi(
+    db: &Database,
+    py: Python<'_>,
+    records: Option<&Bound<'_, PyAny>>,
+    delim: Option<Bound<'_, PyAny>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let pairs = pairs_of(records, kwargs)?;
+    let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default();
+    let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| k.as_slice()).collect();
+    db.run(py, |db| {
+        db.process_multi(&keys, true, &mut |i, _, old| {
+            let value = pairs[i].1.as_slice();
+            match old {
+                None => Action::set(value),
+                Some(old) => Action::Set(Cow::Owned([old, &delim, value].concat())),
+            }
+        })
+    })
+}
+
+pub(super) fn compare_exchange_multi(
+    db: &Database,
+    py: Python<'_>,
+    expected: &Bound<'_, PyAny>,
+    desired: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let (expected, desired) = (opt_pairs_of(expected)?, opt_pairs_of(desired)?);
+    let expected: Vec<(&[u8], Option<&[u8]>)> =
+        expected.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+    let desired: Vec<(&[u8], Option<&[u8]>)> =
+        desired.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+    db.run(py, |db| db.compare_exchange_multi(&expected, &desired))
 }

@@ -282,3 +282,15 @@ pub(super) fn push_last<'py>(
     let key = db.run(py, |db| db.push_last(&value, wtime))?;
     Ok(PyBytes::new(py, &key))
 }
+
+pub(super) fn rekey(
+    db: &Database,
+    py: Python<'_>,
+    old_key: &Bound<'_, PyAny>,
+    new_key: &Bound<'_, PyAny>,
+    overwrite: bool,
+    copying: bool,
+) -> PyResult<()> {
+    let (old_key, new_key) = (bytes_of(old_key, "old_key")?, bytes_of(new_key, "new_key")?);
+    db.run(py, |db| db.rekey(&old_key, &new_key, overwrite, copying))
+}

@@ -2,16 +2,17 @@
 ``DBM.ExportToFlatRecords``, ``ImportFromFlatRecords`` and
 ``ExportKeysAsLines`` and to read and write it as the reference's programs
 do: Open, Close, Read, ReadStr, Write, Append, Truncate, Synchronize,
-GetSize, GetPath. It works through Python's own file objects, not kuradb's
-file layer, and has no ``Search`` (kuradb.compat.tkrzw re-exports it).
+GetSize, GetPath, and Search over its lines. It works through Python's own
+file objects, not kuradb's file layer (kuradb.compat.tkrzw re-exports it).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Optional, Union
+from typing import Any, BinaryIO, List, Optional, Union
 
-from .tkrzw import Data, Status, _bytes, _report
+from .. import _kuradb
+from .tkrzw import Data, Status, StatusException, _bytes, _report, _status_of
 
 __all__ = ["File"]
 
@@ -119,6 +120,22 @@ class File:
 
     def GetPath(self) -> Optional[str]:
         return None if self._file is None else self._path
+
+    def Search(self, mode: str, pattern: Data, capacity: int = 0) -> List[str]:
+        """The lines (without their line feeds) matching ``pattern`` in
+        ``mode``, as DBM.Search takes it ("contain", "begin", "end", "regex",
+        "edit", "editbin", …), at most ``capacity`` (0: all), as str.
+        Raises StatusException for an unopened file, an unknown mode or a
+        bad pattern."""
+        if self._file is None:
+            raise StatusException(Status(Status.PRECONDITION_ERROR, "not opened file"))
+        self._file.seek(0)
+        text = self._file.read()
+        try:
+            lines = _kuradb.search_lines(text, mode, _bytes(pattern), capacity)
+        except _kuradb.Error as e:
+            raise StatusException(_status_of(e)) from None
+        return [line.decode("utf-8", "replace") for line in lines]
 
     def _size(self) -> int:
         assert self._file is not None
