@@ -167,3 +167,45 @@ def test_async_synchronize_takes_the_skip_parameters(tmp_path: pathlib.Path) -> 
     adbm.Destruct()
     assert dbm.GetStr("only b") == "1"
     dbm.Close()
+
+
+def test_remove_multi_takes_keys_as_arguments_or_one_list(tmp_path: pathlib.Path) -> None:
+    dbm = tkrzw.DBM()
+    assert dbm.Open("", True, dbm="BabyDBM").IsOK()
+    assert dbm.SetMulti(one="1", two="2", three="3", four="4").IsOK()
+    assert dbm.RemoveMulti("one", "two").IsOK()
+    assert dbm.RemoveMulti(["three"]).IsOK()
+    assert dbm.RemoveMulti("two", "four").GetCode() == tkrzw.Status.NOT_FOUND_ERROR
+    assert dbm.Count() == 0  # the keys that existed are removed all the same
+    dbm.Close()
+
+
+def test_compare_exchange_multi_takes_any_data_as_any_value() -> None:
+    dbm = tkrzw.DBM()
+    assert dbm.Open("", True, dbm="BabyDBM").IsOK()
+    dbm.Set("hop", "one")
+    assert dbm.CompareExchangeMulti((("hop", tkrzw.DBM.ANY_DATA),), (("hop", "two"),)).IsOK()
+    assert dbm.GetStr("hop") == "two"
+    status = dbm.CompareExchangeMulti((("step", tkrzw.DBM.ANY_DATA),), (("step", "x"),))
+    assert status.GetCode() == tkrzw.Status.INFEASIBLE_ERROR
+    assert dbm.Get("step") is None
+    dbm.Close()
+
+
+def test_file_pads_to_its_block_size_and_shows_its_class(tmp_path: pathlib.Path) -> None:
+    path = str(tmp_path / "padded.txt")
+    file = tkrzw.File()
+    assert file.Open(path, True, truncate=True, file="pos-atom", block_size=512,
+                     access_options="padding:pagecache").IsOK()
+    assert file.Write(0, "ABCDE").IsOK()
+    assert file.Append("FGH") == 5
+    assert file.GetSize() == 8
+    assert "PositionalAtomicFile" in repr(file) and "PositionalAtomicFile" in str(file)
+    assert file.Close().IsOK()
+    assert file.Open(path, False).IsOK()
+    assert file.GetSize() == 512
+    assert file.ReadStr(0, 8) == "ABCDEFGH"
+    assert file.Close().IsOK()
+    status = file.Open(path, True, file="NoSuchFile")
+    assert status.GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    assert file.Open(path, True, block_size="big").GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR

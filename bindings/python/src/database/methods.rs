@@ -180,7 +180,7 @@ impl Database {
     }
 
     /// If every `(key, value)` of `expected` holds (value None: the key is
-    /// absent), applies every `(key, value)` of `desired` (value None:
+    /// absent; ANY_DATA: it has any value), applies every `(key, value)` of `desired` (value None:
     /// removed), atomically; answers whether it did. Each is a mapping or
     /// pairs.
     fn compare_exchange_multi(

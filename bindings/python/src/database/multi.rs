@@ -12,6 +12,7 @@ use kuradb::dbm::Action;
 use super::Database;
 use crate::async_dbm::opt_pairs_of;
 use crate::convert::{bytes_of, opt_bytes_of};
+use crate::reference_api::ANY_DATA;
 
 /// The pairs of a mapping, an iterable of pairs and keyword arguments.
 pub(crate) fn pairs_of(
@@ -117,9 +118,25 @@ pub(super) fn compare_exchange_multi(
     desired: &Bound<'_, PyAny>,
 ) -> PyResult<bool> {
     let (expected, desired) = (opt_pairs_of(expected)?, opt_pairs_of(desired)?);
-    let expected: Vec<(&[u8], Option<&[u8]>)> =
-        expected.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
-    let desired: Vec<(&[u8], Option<&[u8]>)> =
-        desired.iter().map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
-    db.run(py, |db| db.compare_exchange_multi(&expected, &desired))
+    let keys: Vec<&[u8]> = expected.iter().chain(&desired).map(|(k, _)| k.as_slice()).collect();
+    // As compare_exchange_and_get: an expected ANY_DATA is any value of an
+    // existing record, which the core's compare_exchange_multi cannot say.
+    let mut matched = true;
+    db.run(py, |db| {
+        db.process_multi(&keys, true, &mut |i, _, value| {
+            if let Some((_, want)) = expected.get(i) {
+                matched &= match want.as_deref() {
+                    Some(ANY_DATA) => value.is_some(),
+                    want => value == want,
+                };
+                return Action::Keep;
+            }
+            match (&desired[i - expected.len()].1, matched) {
+                (_, false) => Action::Keep,
+                (Some(v), true) => Action::set(v),
+                (None, true) => Action::Remove,
+            }
+        })
+    })?;
+    Ok(matched)
 }

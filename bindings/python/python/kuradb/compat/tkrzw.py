@@ -279,7 +279,12 @@ class DBM(_kuradb._CompatDBM):
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
         return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
 
-    def RemoveMulti(self, keys: List[Data]) -> Status:
+    def RemoveMulti(self, *keys: Any) -> Status:
+        """Removes the records of the keys, given as arguments or as one
+        list; NOT_FOUND_ERROR if any is missing (the others are removed)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+
         def remove(db: _kuradb.DBM) -> None:
             wanted = [_bytes(k) for k in keys]
             if db.remove_multi(wanted) < len(set(wanted)):
