@@ -12,12 +12,16 @@ public class Utility {
   /** The version of kuradb (not of the reference). */
   public static final String VERSION;
 
+  /** The size of a memory page. */
+  public static final int PAGE_SIZE;
+
   /** The name of the operating system. */
   public static final String OS_NAME = System.getProperty("os.name");
 
   static {
     Native.load();
     VERSION = Native.version();
+    PAGE_SIZE = (int) Math.min(Native.pageSize(), Integer.MAX_VALUE);
   }
 
   private Utility() {}
@@ -105,14 +109,14 @@ public class Utility {
   }
 
   /**
-   * The parameters of an open in kuradb's terms ({@link #kuradbParams}), waiting for another
-   * process's lock unless told {@code no_wait}, as the reference does (kuradb's own API fails at
-   * once).
+   * The parameters of an open of {@code path} in kuradb's terms, by the binding core (as the
+   * Python and Ruby layers do): those of {@link #kuradbParams}, waiting for another process's lock
+   * unless told {@code no_wait}, and without {@code key_comparator} when the open reopens an
+   * existing tree, whose file keeps its own order (the reference ignores the parameter then).
    */
-  static Map<String, String> openParams(Map<String, String> params) {
-    Map<String, String> out = params == null ? new LinkedHashMap<>() : kuradbParams(params);
-    out.putIfAbsent("no_wait", "false");
-    return out;
+  static Map<String, String> openParams(String path, Map<String, String> params) {
+    String[] flat = Native.compatOpenParams(path, Convert.flatten(params));
+    return unflatten(flat);
   }
 
   /**
@@ -167,7 +171,10 @@ public class Utility {
     if (params == null) {
       return null;
     }
-    String[] flat = Native.referenceParams(Convert.flatten(params));
+    return unflatten(Native.referenceParams(Convert.flatten(params)));
+  }
+
+  private static Map<String, String> unflatten(String[] flat) {
     Map<String, String> out = new LinkedHashMap<>();
     for (int i = 0; i + 1 < flat.length; i += 2) {
       out.put(flat[i], flat[i + 1]);
