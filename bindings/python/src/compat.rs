@@ -17,7 +17,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyModule, PyString};
 
 use kuradb::dbm::Dbm;
 use kuradb_binding::compat_open::{open_params, reopens_tree};
-use kuradb_binding::params::reference_params;
+use kuradb_binding::params::{rebuild_params, reference_params};
 
 use crate::convert::{params_of, FsPath};
 use crate::database::Database;
@@ -492,6 +492,26 @@ fn _reference_params<'py>(
     Ok(out)
 }
 
+/// The reference's rebuild keyword parameters as kuradb's, by the binding
+/// core (as the Java and Ruby layers get them): those of `_reference_params`
+/// without the tuning of a running database (`fbp_capacity`, ...), which
+/// kuradb takes at open.
+#[pyfunction]
+#[pyo3(signature = (params=None))]
+fn _rebuild_params<'py>(
+    py: Python<'py>,
+    params: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let text = params_of(params)?;
+    let translated =
+        rebuild_params(text.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(to_py)?;
+    let out = PyDict::new(py);
+    for (name, value) in translated {
+        out.set_item(name, value)?;
+    }
+    Ok(out)
+}
+
 /// The parameters of a compat open, by the binding core (as the Java and
 /// Ruby layers do): those of `_reference_params`, waiting for another
 /// process's lock unless told `no_wait`, as the reference does.
@@ -521,6 +541,7 @@ fn _reopens_tree(py: Python<'_>, path: FsPath, params: Option<&Bound<'_, PyDict>
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_reference_params, m)?)?;
     m.add_function(wrap_pyfunction!(_open_params, m)?)?;
+    m.add_function(wrap_pyfunction!(_rebuild_params, m)?)?;
     m.add_function(wrap_pyfunction!(_reopens_tree, m)?)?;
     m.add("_CompatStatus", m.py().get_type::<CompatStatus>())?;
     m.add("_CompatDBM", m.py().get_type::<CompatDbm>())?;

@@ -6,7 +6,7 @@ use jni::sys::{jdouble, jint, jlong};
 use jni::Env;
 use kuradb::utility;
 use kuradb_binding::compat_open::compat_open_params;
-use kuradb_binding::params::reference_params;
+use kuradb_binding::params::rebuild_params;
 
 use crate::convert::{bytes, new_strings, string};
 use crate::throw::{check, native, JResult};
@@ -58,12 +58,12 @@ native! {
 }
 
 native! {
-    /// The reference's open or rebuild parameters (name, value, name,
-    /// value, ...) as kuradb's, in the same flat form (the binding core's
+    /// The reference's rebuild parameters (name, value, name, value, ...)
+    /// as kuradb's, in the same flat form (the binding core's
     /// translation); throws INVALID_ARGUMENT for a refused one (RC4).
-    fn Java_io_kuradb_Native_referenceParams(env, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
+    fn Java_io_kuradb_Native_rebuildParams(env, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
         let read = read_pairs(env, &pairs)?;
-        let translated = check(env, reference_params(read))?;
+        let translated = check(env, rebuild_params(read))?;
         flat_pairs(env, translated)
     }
 }

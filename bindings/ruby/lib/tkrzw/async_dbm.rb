@@ -156,7 +156,7 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      status_future(@adb.rebuild(**TkrzwParams.translated(params)))
+      status_future(@adb.rebuild(**TkrzwParams.rebuild(params)))
     end
 
     def synchronize(hard, **_params)

@@ -265,7 +265,7 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      call { opened.rebuild(**TkrzwParams.translated(params)) }
+      call { opened.rebuild(**TkrzwParams.rebuild(params)) }
     end
 
     def should_be_rebuilt?

@@ -24,9 +24,11 @@ module Tkrzw
       out
     end
 
-    # The parameters translated, as keywords.
-    def translated(params)
-      Kuradb._reference_params(Kuradb::Params.pairs(params)).to_h { |name, value| [name.to_sym, value] }
+    # The parameters of a rebuild, as keywords: translated, without the
+    # tuning of a running database (+fbp_capacity+, ...), which kuradb takes
+    # at open.
+    def rebuild(params)
+      Kuradb._rebuild_params(Kuradb::Params.pairs(params)).to_h { |name, value| [name.to_sym, value] }
     end
   end
 end

@@ -136,11 +136,12 @@ def _path_of(file: Any) -> str:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The reference's parameters in kuradb's terms, by the binding core
-    (the translation the Java and Ruby layers share): ``concurrent`` goes,
-    colons separate ``access_options``, ``RECORD_COMP_AES`` with
-    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused."""
-    return _kuradb._reference_params(params)
+    """The reference's rebuild parameters in kuradb's terms, by the binding
+    core (the translation the Java and Ruby layers share): ``concurrent``
+    goes, colons separate ``access_options``, ``RECORD_COMP_AES`` with
+    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused, the
+    tuning of a running database (``fbp_capacity``, ...) goes."""
+    return _kuradb._rebuild_params(params)
 
 
 def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:

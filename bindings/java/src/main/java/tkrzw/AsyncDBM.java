@@ -447,7 +447,7 @@ public class AsyncDBM {
    * @return the status
    */
   public Future<Status> rebuild(Map<String, String> params) {
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.rebuildParams(params));
     return queue(h -> Native.asyncRebuild(h, flat), STATUS);
   }
 

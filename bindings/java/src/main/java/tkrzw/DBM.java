@@ -742,7 +742,7 @@ public class DBM {
    * @return the status
    */
   public Status rebuild(Map<String, String> params) {
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.rebuildParams(params));
     return call(h -> Native.rebuild(h, flat));
   }
 

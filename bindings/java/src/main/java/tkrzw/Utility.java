@@ -110,7 +110,8 @@ public class Utility {
 
   /**
    * The parameters of an open of {@code path} in kuradb's terms, by the binding core (as the
-   * Python and Ruby layers do): those of {@link #kuradbParams}, waiting for another process's lock
+   * Python and Ruby layers do): translated as {@link #rebuildParams} translates (the running
+   * tuning kept), waiting for another process's lock
    * unless told {@code no_wait}, and without {@code key_comparator} when the open reopens an
    * existing tree, whose file keeps its own order (the reference ignores the parameter then).
    */
@@ -160,18 +161,19 @@ public class Utility {
   }
 
   /**
-   * The reference's open parameters in kuradb's terms, by the binding core
+   * The reference's rebuild parameters in kuradb's terms, by the binding core
    * (the same translation as the Python and Ruby layers): {@code concurrent}
    * is dropped (kuradb is always thread-safe); colons in {@code
    * access_options} separate options as the reference writes them; {@code
    * RECORD_COMP_AES} with a {@code cipher_key} is kuradb's authenticated
-   * encryption; RC4 is refused (INVALID_ARGUMENT).
+   * encryption; RC4 is refused (INVALID_ARGUMENT); the tuning of a running
+   * database ({@code fbp_capacity}, ...), which kuradb takes at open, is dropped.
    */
-  static Map<String, String> kuradbParams(Map<String, String> params) {
+  static Map<String, String> rebuildParams(Map<String, String> params) {
     if (params == null) {
       return null;
     }
-    return unflatten(Native.referenceParams(Convert.flatten(params)));
+    return unflatten(Native.rebuildParams(Convert.flatten(params)));
   }
 
   private static Map<String, String> unflatten(String[] flat) {

@@ -132,6 +132,19 @@ class CompatCallsTest {
     assertTrue(Files.size(Path.of(named)) > 0);
   }
 
+  @Test
+  void aRebuildTakesTheRunningTuningOfAHash() {
+    DBM dbm = new DBM();
+    dbm.open(dir.resolve("h.tkh").toString(), true, "num_buckets=10").orDie();
+    dbm.set("k", "v").orDie();
+    assertEquals(Status.SUCCESS, dbm.rebuild(map("fbp_capacity", "100", "num_buckets", "100")).getCode());
+    AsyncDBM async = new AsyncDBM(dbm, 1);
+    assertEquals(Status.SUCCESS, async.rebuild(map("min_read_size", "64")).get().getCode());
+    async.destruct();
+    assertEquals("v", dbm.get("k"));
+    dbm.close().orDie();
+  }
+
   /** A tree file whose extension does not say so still keeps its own order when reopened. */
   @Test
   void aReopenedTreeKeepsItsOrderWhateverItsName() {

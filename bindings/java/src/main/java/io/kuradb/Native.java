@@ -136,8 +136,8 @@ public final class Native {
   /** The number of a big-endian IEEE single or double (else NaN). */
   public static native double deserializeFloat(byte[] data);
 
-  /** The reference's parameters (name, value, ...) in kuradb's terms, the same flat way. */
-  public static native String[] referenceParams(String[] params);
+  /** The reference's rebuild parameters (name, value, ...) in kuradb's terms, the same flat way. */
+  public static native String[] rebuildParams(String[] params);
 
   /** The size of a memory page. */
   public static native long pageSize();
