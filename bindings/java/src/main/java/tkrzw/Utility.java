@@ -1,6 +1,7 @@
 package tkrzw;
 
 import io.kuradb.Native;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -88,10 +89,10 @@ public class Utility {
    * Parses {@code "key=value,key=value"} into a map (blank items are skipped).
    *
    * @param expr the expression, or null
-   * @return the parameters
+   * @return the parameters, in their order (a {@code HashMap}, as the reference's type says)
    */
-  public static Map<String, String> parseParams(String expr) {
-    Map<String, String> params = new LinkedHashMap<>();
+  public static HashMap<String, String> parseParams(String expr) {
+    HashMap<String, String> params = new LinkedHashMap<>();
     if (expr == null) {
       return params;
     }

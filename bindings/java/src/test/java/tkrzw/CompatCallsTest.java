@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -33,6 +34,12 @@ class CompatCallsTest {
   void pageSizeIsThePlatformsPage() {
     assertTrue(Utility.PAGE_SIZE >= 4096, "PAGE_SIZE " + Utility.PAGE_SIZE);
     assertEquals(0, Utility.PAGE_SIZE & (Utility.PAGE_SIZE - 1), "a power of two");
+  }
+
+  @Test
+  void parseParamsAnswersAHashMapInOrder() {
+    HashMap<String, String> params = Utility.parseParams("num_buckets=10,dbm=HashDBM");
+    assertEquals(java.util.List.of("num_buckets", "dbm"), new java.util.ArrayList<>(params.keySet()));
   }
 
   @Test
