@@ -69,4 +69,22 @@ class TestTkrzwCompatCalls < Test::Unit::TestCase
     assert_equal(Encoding::ASCII_8BIT, Tkrzw::Utility.serialize_int(7).encoding)
     assert(Tkrzw::Utility::PAGE_SIZE >= 4096)
   end
+
+  def test_async_synchronize_takes_the_parameters_of_dbm_synchronize
+    other = Tkrzw::DBM.new
+    other.open(path("b.tks"), true).or_die
+    other.set("only-b", "1").or_die
+    other.close.or_die
+    dbm = Tkrzw::DBM.new
+    dbm.open(path("a.tks"), true).or_die
+    dbm.set("k", "a").or_die
+    adb = Tkrzw::AsyncDBM.new(dbm, 1)
+    assert_equal(Tkrzw::Status::SUCCESS,
+                 adb.synchronize(false, merge: path("b.tks"), reducer: "ReduceToFirst").get.code)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, adb.synchronize(false, speed: "fast").get.code)
+    adb.destruct
+    assert_equal(2, dbm.count)
+    assert_equal("1", dbm.get("only-b"))
+    dbm.close.or_die
+  end
 end
