@@ -1,7 +1,7 @@
-//! [`BlockingFuture`]: an `AsyncDBM` task's future that a binding waits for
-//! by blocking, with what the task answers mapped to one outcome type. A
-//! binding whose language awaits (Python's asyncio) also registers a waker
-//! with [`BlockingFuture::on_ready`] to hear when the task has run.
+//! [`BlockingFuture`]: an `AsyncDBM` task's future that a binding waits for,
+//! by blocking (Java) or by polling with a waker of its own (Ruby, whose
+//! waits must end when the thread is interrupted; Python, whose asyncio
+//! loops await it), with what the task answers mapped to one outcome type.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,14 +11,14 @@ use std::time::Duration;
 use kuradb::{DbmFuture, ErrorKind};
 use parking_lot::Mutex;
 
-/// A task's future whose result becomes an `O` when collected.
+/// A task's future whose result becomes an `O` when it is done.
 trait Pending<O>: Send {
     /// Waits at most `timeout`; answers whether the task has run.
     fn wait_timeout(&self, timeout: Duration) -> bool;
     /// Waits for the task and answers its outcome.
     fn wait(self: Box<Self>) -> kuradb::Result<O>;
     /// The outcome if the task has run; else `cx`'s waker is woken when it has.
-    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<kuradb::Result<O>>;
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<kuradb::Result<O>>;
 }
 
 /// A core future and how its result reads as an `O`.
@@ -36,65 +36,77 @@ impl<T: Send, O> Pending<O> for Mapped<T, O> {
         self.future.wait().map(self.map)
     }
 
-    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<kuradb::Result<O>> {
-        Pin::new(&mut self.future).poll(cx).map(|r| r.map(self.map))
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<kuradb::Result<O>> {
+        let map = self.map;
+        Pin::new(&mut self.future).poll(cx).map(|result| result.map(map))
     }
 }
 
-/// Where a future stands.
-enum Stage<O> {
-    /// The task may not have run; its outcome is still in the core future.
+/// Where a future is.
+enum State<O> {
     Pending(Box<dyn Pending<O>>),
-    /// The task has run and a waker's poll took its outcome, not collected yet.
-    Ready(kuradb::Result<O>),
-    /// The outcome has been collected.
+    /// Done, its outcome kept until collected.
+    Done(kuradb::Result<O>),
     Collected,
 }
 
-/// A pending (or collected) task's future.
+/// A pending, done or collected task's future.
 pub struct BlockingFuture<O> {
-    stage: Mutex<Stage<O>>,
+    state: Mutex<State<O>>,
 }
 
 impl<O: 'static> BlockingFuture<O> {
     /// Wraps `future`, whose result `map` turns into an `O`.
     pub fn new<T: Send + 'static>(future: DbmFuture<T>, map: fn(T) -> O) -> BlockingFuture<O> {
-        BlockingFuture { stage: Mutex::new(Stage::Pending(Box::new(Mapped { future, map }))) }
+        BlockingFuture { state: Mutex::new(State::Pending(Box::new(Mapped { future, map }))) }
+    }
+
+    /// The future of a task that failed before it was queued.
+    pub fn failed(error: kuradb::Error) -> BlockingFuture<O> {
+        BlockingFuture { state: Mutex::new(State::Done(Err(error))) }
     }
 
     /// Waits at most `timeout` (`None`: without limit) for the task;
-    /// answers whether it has run. A collected future has.
+    /// answers whether it has run. A done or collected future has.
     pub fn wait_for(&self, timeout: Option<Duration>) -> bool {
-        let guard = self.stage.lock();
+        let guard = self.state.lock();
         match &*guard {
-            Stage::Pending(pending) => pending.wait_timeout(timeout.unwrap_or(Duration::MAX)),
-            Stage::Ready(_) | Stage::Collected => true,
+            State::Pending(pending) => pending.wait_timeout(timeout.unwrap_or(Duration::MAX)),
+            State::Done(_) | State::Collected => true,
         }
     }
 
-    /// Answers whether the task has run; if it has not, `waker` is woken
-    /// (on the worker's thread) when it has. The waker then calls this
-    /// again, which answers true, before it tells anyone waiting.
-    pub fn on_ready(&self, waker: &Waker) -> bool {
-        let mut guard = self.stage.lock();
-        let Stage::Pending(pending) = &mut *guard else { return true };
-        match pending.poll_outcome(&mut Context::from_waker(waker)) {
+    /// Whether the task has run, without waiting; if not, `waker` is woken
+    /// once it has (the last waker given is the one woken).
+    pub fn poll_ready(&self, waker: &Waker) -> bool {
+        let mut guard = self.state.lock();
+        let State::Pending(pending) = &mut *guard else { return true };
+        match pending.poll(&mut Context::from_waker(waker)) {
             Poll::Ready(outcome) => {
-                *guard = Stage::Ready(outcome);
+                *guard = State::Done(outcome);
                 true
             }
             Poll::Pending => false,
         }
     }
 
+    /// Shows `f` the outcome of a done task, kept for every later look, or
+    /// answers `None` if it has not run (or was collected).
+    pub fn with_outcome<R>(&self, f: impl FnOnce(&kuradb::Result<O>) -> R) -> Option<R> {
+        match &*self.state.lock() {
+            State::Done(outcome) => Some(f(outcome)),
+            State::Pending(_) | State::Collected => None,
+        }
+    }
+
     /// Waits for the task and answers its outcome; the future is collected,
     /// so a second call fails with an infeasible error.
     pub fn collect(&self) -> kuradb::Result<O> {
-        let taken = std::mem::replace(&mut *self.stage.lock(), Stage::Collected);
+        let taken = std::mem::replace(&mut *self.state.lock(), State::Collected);
         match taken {
-            Stage::Pending(pending) => pending.wait(),
-            Stage::Ready(outcome) => outcome,
-            Stage::Collected => {
+            State::Pending(pending) => pending.wait(),
+            State::Done(outcome) => outcome,
+            State::Collected => {
                 Err(kuradb::Error::new(ErrorKind::Infeasible, "the future's result was collected already"))
             }
         }
@@ -116,6 +128,7 @@ mod tests {
     use std::sync::Arc;
 
     use kuradb::dbm::poly::PolyDbm;
+    use kuradb::dbm::Dbm;
     use kuradb::AsyncDbm;
 
     #[test]
@@ -131,6 +144,41 @@ mod tests {
         assert_eq!(timeout_of(0.5), Some(Duration::from_millis(500)));
     }
 
+    /// Wakes a test's thread by unparking it.
+    struct Unpark(std::thread::Thread);
+
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    #[test]
+    fn a_polled_future_keeps_its_outcome_until_collected() {
+        let db = Arc::new(PolyDbm::open("", true, &kuradb::Params::new()).unwrap());
+        let adb = AsyncDbm::new(Arc::clone(&db), 1).unwrap();
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let future =
+            BlockingFuture::new(adb.execute(|db| db.pop_first(Some(Duration::from_secs(10)))), |r| r);
+        assert!(!future.poll_ready(&waker));
+        assert!(future.with_outcome(|_| ()).is_none());
+        db.set(b"k", b"v", true).unwrap();
+        while !future.poll_ready(&waker) {
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
+        let seen =
+            |f: &BlockingFuture<Option<(Vec<u8>, Vec<u8>)>>| f.with_outcome(|r| r.as_ref().unwrap().clone());
+        assert_eq!(seen(&future), Some(Some((b"k".to_vec(), b"v".to_vec()))));
+        assert_eq!(seen(&future), Some(Some((b"k".to_vec(), b"v".to_vec()))), "kept for a second look");
+        assert!(future.collect().unwrap().is_some());
+        assert_eq!(future.collect().unwrap_err().kind(), ErrorKind::Infeasible);
+        assert!(future.poll_ready(&waker));
+        let failed = BlockingFuture::<()>::failed(kuradb::Error::new(ErrorKind::NotFound, "gone"));
+        assert!(failed.poll_ready(&waker) && failed.wait_for(Some(Duration::ZERO)));
+        assert_eq!(failed.with_outcome(|r| r.as_ref().unwrap_err().kind()), Some(ErrorKind::NotFound));
+        adb.close();
+    }
+
     /// Counts its wakes.
     struct Count(std::sync::atomic::AtomicUsize);
 
@@ -141,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn a_waker_hears_the_task_and_the_outcome_is_kept_for_collect() {
+    fn a_waker_hears_the_task_once_and_the_outcome_is_kept_for_collect() {
         let db = Arc::new(PolyDbm::open("", true, &kuradb::Params::new()).unwrap());
         let adb = AsyncDbm::new(Arc::clone(&db), 1).unwrap();
         // A task queued behind one that waits on a lock this thread holds
@@ -158,13 +206,13 @@ mod tests {
         let future = BlockingFuture::new(adb.get(b"k"), |v: Option<Vec<u8>>| v.is_some());
         let count = Arc::new(Count(Default::default()));
         let waker = Waker::from(Arc::clone(&count));
-        assert!(!future.on_ready(&waker));
+        assert!(!future.poll_ready(&waker));
         drop(held);
         blocker.wait().unwrap();
         assert!(future.wait_for(None));
         adb.close();
         assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
-        assert!(future.on_ready(&waker));
+        assert!(future.poll_ready(&waker));
         assert!(future.wait_for(Some(Duration::ZERO)));
         assert!(!future.collect().unwrap());
         assert_eq!(future.collect().unwrap_err().kind(), ErrorKind::Infeasible);

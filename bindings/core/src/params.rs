@@ -17,6 +17,11 @@
 //!   handles;
 //! - a `max_page_size` below 64 is raised to 64, kuradb's smallest page:
 //!   the reference takes it as a target that small pages only approach.
+//!
+//! A rebuild ([`rebuild_params`]) also drops the tuning of a running
+//! database that the reference's rebuild accepts (`fbp_capacity`,
+//! `min_read_size`, `cache_buckets`, `max_cached_pages`): kuradb writes none
+//! of them into the file and takes them when the database is opened.
 
 use kuradb::ErrorKind;
 
@@ -79,6 +84,22 @@ where
     Ok(out)
 }
 
+/// The tuning of a running database, which a kuradb rebuild does not take.
+const RUNTIME_ONLY: [&str; 4] = ["fbp_capacity", "min_read_size", "cache_buckets", "max_cached_pages"];
+
+/// The reference's rebuild parameters as kuradb's: [`reference_params`]
+/// without the tuning of a running database.
+pub fn rebuild_params<I, K, V>(pairs: I) -> kuradb::Result<Vec<(String, String)>>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    let mut out = reference_params(pairs)?;
+    out.retain(|(name, _)| !RUNTIME_ONLY.contains(&name.as_str()));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +143,22 @@ mod tests {
         assert_eq!(translated(&[("max_page_size", "10")]).unwrap(), pairs(&[("max_page_size", "64")]));
         assert_eq!(translated(&[("max_page_size", "100")]).unwrap(), pairs(&[("max_page_size", "100")]));
         assert_eq!(translated(&[("max_page_size", "x")]).unwrap(), pairs(&[("max_page_size", "x")]));
+    }
+
+    #[test]
+    fn a_rebuild_drops_the_running_tuning() {
+        let got =
+            rebuild_params(pairs(&[("fbp_capacity", "100"), ("num_buckets", "50"), ("min_read_size", "1")]));
+        assert_eq!(got.unwrap(), pairs(&[("num_buckets", "50")]));
+        let aes = rebuild_params(pairs(&[("fbp_capacity", "1"), ("record_comp_mode", "RECORD_COMP_AES")]));
+        assert_eq!(aes.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        let dir = tempfile::tempdir().unwrap();
+        let db =
+            kuradb::dbm::poly::PolyDbm::open(dir.path().join("h.tkh"), true, &kuradb::Params::new()).unwrap();
+        let params: kuradb::Params =
+            rebuild_params(pairs(&[("fbp_capacity", "100")])).unwrap().into_iter().collect();
+        kuradb::dbm::Dbm::rebuild_with_params(&db, &params).unwrap();
+        db.close().unwrap();
     }
 
     #[test]

@@ -92,7 +92,7 @@ struct Notify(Arc<Shared>);
 impl Wake for Notify {
     fn wake(self: Arc<Self>) {
         let shared = Arc::clone(&self.0);
-        if !shared.future.on_ready(&Waker::from(self)) {
+        if !shared.future.poll_ready(&Waker::from(self)) {
             return;
         }
         let waiters = std::mem::take(&mut *shared.waiters.lock());
@@ -125,7 +125,7 @@ impl PyFuture {
             future: BlockingFuture::new(future, Into::into),
             waiters: Mutex::new(Vec::new()),
         });
-        shared.future.on_ready(&Waker::from(Arc::new(Notify(Arc::clone(&shared)))));
+        shared.future.poll_ready(&Waker::from(Arc::new(Notify(Arc::clone(&shared)))));
         PyFuture { shared, shape, outcome: Mutex::new(None) }
     }
 

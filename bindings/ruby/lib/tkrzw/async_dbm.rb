@@ -156,11 +156,11 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      status_future(@adb.rebuild(**TkrzwParams.translated(params)))
+      status_future(@adb.rebuild(**TkrzwParams.rebuild(params)))
     end
 
-    def synchronize(hard, **_params)
-      status_future(@adb.synchronize(hard))
+    def synchronize(hard, **params)
+      status_future(@adb.synchronize(hard, **params))
     end
 
     def search(mode, pattern, capacity = 0)

@@ -39,11 +39,7 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      opening = TkrzwParams.open(params)
-      # The reference reads a tree's order from its file and ignores the
-      # parameter; kuradb's own API refuses another one.
-      opening.delete(:key_comparator) if reopens_tree?(path.to_s, opening)
-      @db = Kuradb::DBM.open(path.to_s, writable, **opening)
+      @db = Kuradb::DBM.open(path.to_s, writable, **TkrzwParams.open(path, params))
       @no_file = path.to_s.empty?
       @writable = writable && !@no_file ? true : false
       Status.new
@@ -269,7 +265,7 @@ module Tkrzw
     end
 
     def rebuild(**params)
-      call { opened.rebuild(**TkrzwParams.translated(params)) }
+      call { opened.rebuild(**TkrzwParams.rebuild(params)) }
     end
 
     def should_be_rebuilt?
@@ -410,16 +406,6 @@ module Tkrzw
 
     def opened
       @db or raise NOT_OPENED
-    end
-
-    # Whether the open reopens a tree file that exists at +path+, without
-    # emptying it.
-    def reopens_tree?(path, params)
-      return false if path.empty? || %w[true 1].include?(params[:truncate].to_s.downcase)
-
-      dbm = params[:dbm].to_s.downcase
-      tree = %w[tree treedbm].include?(dbm) || (dbm.empty? && path.downcase.end_with?(".tkt", ".kt", ".tree"))
-      tree && !::File.size?(path).nil?
     end
 
     # What a block's answer means to Kuradb::DBM#process.

@@ -26,7 +26,7 @@ module Tkrzw
     def open(path, writable, **params)
       return Status.new(Status::PRECONDITION_ERROR, "opened index") if @index
 
-      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(params))
+      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(path, params))
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)

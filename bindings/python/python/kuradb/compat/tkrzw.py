@@ -136,31 +136,25 @@ def _path_of(file: Any) -> str:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The reference's parameters in kuradb's terms, by the binding core
-    (the translation the Java and Ruby layers share): ``concurrent`` goes,
-    colons separate ``access_options``, ``RECORD_COMP_AES`` with
-    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused."""
-    return _kuradb._reference_params(params)
+    """The reference's rebuild parameters in kuradb's terms, by the binding
+    core (the translation the Java and Ruby layers share): ``concurrent``
+    goes, colons separate ``access_options``, ``RECORD_COMP_AES`` with
+    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused, the
+    tuning of a running database (``fbp_capacity``, ...) goes."""
+    return _kuradb._rebuild_params(params)
 
 
 def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The parameters of an open, waiting for another process's lock unless
-    told ``no_wait``, as the reference does (kuradb's own API fails at once)."""
-    out = _params(params)
-    out.setdefault("no_wait", False)
-    return out
+    """The parameters of an open, by the binding core: translated as
+    ``_params``, waiting for another process's lock unless told ``no_wait``,
+    as the reference does (kuradb's own API fails at once)."""
+    return _kuradb._open_params(params)
 
 
 def _reopens_tree(path: Any, params: Dict[str, Any]) -> bool:
     """Whether the open reopens a tree that exists at `path` (a file with
-    content, or a shard set) without emptying it."""
-    name = os.fspath(path)
-    if not name or str(params.get("truncate", "")).lower() in ("true", "1"):
-        return False
-    dbm = str(params.get("dbm", "")).lower()
-    if dbm not in ("tree", "treedbm") and (dbm or _kuradb.DBM.class_for_path(name) != "tree"):
-        return False
-    return (os.path.exists(name) and os.path.getsize(name) > 0) or _kuradb.DBM.shard_count(name) is not None
+    content, or a shard set) without emptying it, by the binding core."""
+    return _kuradb._reopens_tree(path, params)
 
 
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:

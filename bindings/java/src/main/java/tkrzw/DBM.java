@@ -84,13 +84,7 @@ public class DBM {
       return new Status(Status.PRECONDITION_ERROR, "opened database");
     }
     try {
-      Map<String, String> opening = Utility.openParams(params);
-      if (reopensTree(path, opening)) {
-        // The reference reads a tree's order from its file and ignores the
-        // parameter; kuradb's own API refuses another one.
-        opening.remove("key_comparator");
-      }
-      db = Dbm.open(path, writable, opening);
+      db = Dbm.open(path, writable, Utility.openParams(path, params));
       noFile = path.isEmpty();
       return new Status();
     } catch (KuraException e) {
@@ -98,19 +92,6 @@ public class DBM {
     } catch (IllegalArgumentException e) {
       return new Status(Status.INVALID_ARGUMENT_ERROR, e.getMessage());
     }
-  }
-
-  /** Whether the open reopens a tree file that exists at {@code path}, without emptying it. */
-  private static boolean reopensTree(String path, Map<String, String> params) {
-    String truncate = params.getOrDefault("truncate", "");
-    if (path.isEmpty() || truncate.equalsIgnoreCase("true") || truncate.equals("1")) {
-      return false;
-    }
-    String dbm = params.getOrDefault("dbm", "").toLowerCase();
-    String lower = path.toLowerCase();
-    boolean tree = dbm.equals("tree") || dbm.equals("treedbm")
-        || (dbm.isEmpty() && (lower.endsWith(".tkt") || lower.endsWith(".kt") || lower.endsWith(".tree")));
-    return tree && new java.io.File(path).length() > 0;
   }
 
   /**
@@ -761,7 +742,7 @@ public class DBM {
    * @return the status
    */
   public Status rebuild(Map<String, String> params) {
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.rebuildParams(params));
     return call(h -> Native.rebuild(h, flat));
   }
 

@@ -1,0 +1,90 @@
+# frozen_string_literal: true
+
+require_relative "helper"
+require "tkrzw"
+
+# Calls of the reference's current Ruby release that programs written for it
+# make: rebuild tuning, the opening defaults, encodings of AsyncDBM results.
+class TestTkrzwCompatCalls < Test::Unit::TestCase
+  include TempDir
+
+  def test_a_rebuild_takes_the_running_tuning_of_a_hash
+    dbm = Tkrzw::DBM.new
+    dbm.open(path("h.tkh"), true, num_buckets: 10).or_die
+    dbm.set("k", "v").or_die
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.rebuild(fbp_capacity: 100).code)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.rebuild(num_buckets: 100, fbp_capacity: 10, min_read_size: 64).code)
+    assert_equal("v", dbm.get("k"))
+    adb = Tkrzw::AsyncDBM.new(dbm, 1)
+    assert_equal(Tkrzw::Status::SUCCESS, adb.rebuild(fbp_capacity: 5).get.code)
+    adb.destruct
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.rebuild(record_comp_mode: "RECORD_COMP_RC4").code)
+    dbm.close.or_die
+  end
+
+  def test_a_reopened_tree_keeps_its_order_whatever_its_name
+    name = path("numbers.data")
+    dbm = Tkrzw::DBM.new
+    dbm.open(name, true, dbm: "TreeDBM", key_comparator: "DecimalKeyComparator").or_die
+    dbm.set("10", "ten").or_die
+    dbm.set("9", "nine").or_die
+    dbm.close.or_die
+    dbm.open(name, true, key_comparator: "LexicalKeyComparator").or_die
+    iter = dbm.make_iterator
+    iter.first
+    assert_equal("9", iter.get_key)
+    dbm.close.or_die
+  end
+
+  def test_async_results_come_in_the_encoding_of_the_database
+    [nil, "UTF-8"].each do |encoding|
+      dbm = Tkrzw::DBM.new
+      params = encoding ? { encoding: encoding } : {}
+      dbm.open(path("q-#{encoding}.tkt"), true, truncate: true, **params).or_die
+      dbm.set("k", "v").or_die
+      dbm.set("l", "w").or_die
+      adb = Tkrzw::AsyncDBM.new(dbm, 1)
+      want = encoding ? Encoding::UTF_8 : Encoding::ASCII_8BIT
+      status, key, value = adb.pop_first.get
+      assert_equal(Tkrzw::Status::SUCCESS, status.code)
+      assert_equal(["k", "v"], [key, value])
+      assert_equal([want, want], [key.encoding, value.encoding])
+      _, got = adb.get("l").get
+      assert_equal(want, got.encoding)
+      key, = dbm.pop_first
+      assert_equal(want, key.encoding)
+      status, key, value = adb.pop_first.get
+      assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, status.code)
+      assert_nil(key)
+      assert_nil(value)
+      adb.destruct
+      dbm.close.or_die
+    end
+  end
+
+  def test_utility_numbers_and_page_size
+    assert_equal("?\xF8\x00\x00\x00\x00\x00\x00".b, Tkrzw::Utility.serialize_float(1.5))
+    assert_equal(1.5, Tkrzw::Utility.deserialize_float(Tkrzw::Utility.serialize_float(1.5)))
+    assert_equal(1, Tkrzw::Utility.deserialize_int("\x00\x01".b))
+    assert_equal(Encoding::ASCII_8BIT, Tkrzw::Utility.serialize_int(7).encoding)
+    assert(Tkrzw::Utility::PAGE_SIZE >= 4096)
+  end
+
+  def test_async_synchronize_takes_the_parameters_of_dbm_synchronize
+    other = Tkrzw::DBM.new
+    other.open(path("b.tks"), true).or_die
+    other.set("only-b", "1").or_die
+    other.close.or_die
+    dbm = Tkrzw::DBM.new
+    dbm.open(path("a.tks"), true).or_die
+    dbm.set("k", "a").or_die
+    adb = Tkrzw::AsyncDBM.new(dbm, 1)
+    assert_equal(Tkrzw::Status::SUCCESS,
+                 adb.synchronize(false, merge: path("b.tks"), reducer: "ReduceToFirst").get.code)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, adb.synchronize(false, speed: "fast").get.code)
+    adb.destruct
+    assert_equal(2, dbm.count)
+    assert_equal("1", dbm.get("only-b"))
+    dbm.close.or_die
+  end
+end
