@@ -7,6 +7,10 @@
 //!   ignores a `key_comparator` parameter; kuradb's own API refuses one that
 //!   differs from the file's. A compat open that reopens an existing tree
 //!   without truncating it drops the parameter.
+//! - The reference takes `no_create` as an option of the open; kuradb's
+//!   databases create what is missing. A compat open with `no_create` of a
+//!   path where neither a file nor a shard set exists answers NOT_FOUND, as
+//!   the reference's open of a missing file does.
 
 use std::path::Path;
 
@@ -59,10 +63,38 @@ where
     V: Into<String>,
 {
     let mut out = open_params(pairs)?;
+    let mut no_create = false;
+    for (name, value) in out.iter().filter(|(name, _)| name == "no_create") {
+        no_create = flag(name, value)?;
+    }
+    out.retain(|(name, _)| name != "no_create");
+    if no_create && !path.as_os_str().is_empty() && !exists(path) {
+        return Err(kuradb::Error::new(
+            kuradb::ErrorKind::NotFound,
+            format!("no database at {}, and no_create was given", path.display()),
+        ));
+    }
     if reopens_tree(path, &out) {
         out.retain(|(name, _)| name != "key_comparator");
     }
     Ok(out)
+}
+
+/// Whether a file or a shard set is at `path`.
+fn exists(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok() || matches!(ShardDbm::existing_count(path), Ok(Some(_)))
+}
+
+/// A true-or-false parameter, spelt as the reference's parameters may be.
+fn flag(name: &str, value: &str) -> kuradb::Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(kuradb::Error::new(
+            kuradb::ErrorKind::InvalidArgument,
+            format!("parameter {name} must be true or false, not {value:?}"),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -122,5 +154,25 @@ mod tests {
         PolyDbm::open(&path, true, &params).unwrap().close().unwrap();
         assert!(reopens_tree(name, &pairs(&[("num_shards", "2")])));
         assert!(!reopens_tree(name, &pairs(&[("num_shards", "2"), ("truncate", "1")])));
+    }
+
+    #[test]
+    fn no_create_refuses_a_missing_database_and_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n.tkh");
+        let refused = compat_open_params(&path, pairs(&[("no_create", "true")]));
+        assert_eq!(refused.unwrap_err().kind(), kuradb::ErrorKind::NotFound);
+        let bad = compat_open_params(&path, pairs(&[("no_create", "maybe")]));
+        assert_eq!(bad.unwrap_err().kind(), kuradb::ErrorKind::InvalidArgument);
+        let created = compat_open_params(&path, pairs(&[("no_create", "false")])).unwrap();
+        assert_eq!(created, pairs(&[("no_wait", "false")]));
+        let memory = compat_open_params(Path::new(""), pairs(&[("no_create", "true")])).unwrap();
+        assert_eq!(memory, pairs(&[("no_wait", "false")]));
+        PolyDbm::open(&path, true, &kuradb::Params::new()).unwrap().close().unwrap();
+        let existing = compat_open_params(&path, pairs(&[("no_create", "true")])).unwrap();
+        assert_eq!(existing, pairs(&[("no_wait", "false")]));
+        let shards = dir.path().join("s.tkh");
+        PolyDbm::open(&shards, true, &kuradb::Params::parse("num_shards=2").unwrap()).unwrap().close().unwrap();
+        assert!(compat_open_params(&shards, pairs(&[("no_create", "1")])).is_ok());
     }
 }

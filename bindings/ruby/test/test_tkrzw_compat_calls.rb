@@ -87,4 +87,80 @@ class TestTkrzwCompatCalls < Test::Unit::TestCase
     assert_equal("1", dbm.get("only-b"))
     dbm.close.or_die
   end
+
+  # The reference's own test passes its parameters as a Hash, not as
+  # keywords.
+  def test_parameters_as_a_positional_hash
+    dbm = Tkrzw::DBM.new
+    params = { truncate: true, num_buckets: 10, encoding: "UTF-8" }
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(path("p.tkh"), true, params).code)
+    dbm.set("k", "v").or_die
+    assert_equal(Encoding::UTF_8, dbm.get("k").encoding)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.rebuild({ "num_buckets" => "100" }).code)
+    assert_equal("100", dbm.inspect_details["num_buckets"])
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.synchronize(false, {}).code)
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.rebuild("num_buckets=5").code)
+    adb = Tkrzw::AsyncDBM.new(dbm, 1)
+    assert_equal(Tkrzw::Status::SUCCESS, adb.rebuild({ num_buckets: 50 }).get.code)
+    assert_equal(Tkrzw::Status::SUCCESS, adb.synchronize(false, {}).get.code)
+    adb.destruct
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.set_multi({ "a" => "1", "b" => "2" }).code)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.append_multi({ "a" => "x" }).code)
+    assert_equal({ "a" => "1x", "b" => "2" }, dbm.get_multi("a", "b"))
+    dbm.close.or_die
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(path("p.tkh"), false, { "no_create" => "true" }).code)
+    assert_equal("v", dbm.get("k"))
+    dbm.close.or_die
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.open(path("p.tkh"), true, "truncate=true").code)
+    assert_false(dbm.open?)
+
+    index = Tkrzw::Index.new
+    assert_equal(Tkrzw::Status::SUCCESS, index.open(path("i.tkt"), true, { truncate: true }).code)
+    index.add("k", "v").or_die
+    index.close.or_die
+    file = Tkrzw::File.new
+    assert_equal(Tkrzw::Status::SUCCESS, file.open(path("f.txt"), true, { truncate: true }).code)
+    file.close.or_die
+  end
+
+  def test_to_s_and_inspect_as_the_reference_formats_them
+    dbm = Tkrzw::DBM.new
+    assert_equal("(unopened)", dbm.to_s)
+    assert_equal("#<Tkrzw::DBM:(unopened)>", dbm.inspect)
+    name = path("s.tkh")
+    dbm.open(name, true, truncate: true).or_die
+    dbm.set("k", "v").or_die
+    assert_equal("HashDBM:#{name.inspect}:1", dbm.to_s)
+    assert_equal("#<Tkrzw::DBM:HashDBM:#{name.inspect}:1>", dbm.inspect)
+    dbm.close.or_die
+  end
+
+  def test_each_needs_a_block
+    dbm = Tkrzw::DBM.new
+    assert_raise_message("not opened database") { dbm.each }
+    dbm.open("", true).or_die
+    dbm.set("k", "v").or_die
+    assert_raise_message("block is not given") { dbm.each }
+    seen = []
+    assert_nil(dbm.each { |k, v| seen << [k, v] })
+    assert_equal([%w[k v]], seen)
+    dbm.close.or_die
+  end
+
+  def test_the_open_options_no_create_and_sync_hard
+    dbm = Tkrzw::DBM.new
+    name = path("o.tkh")
+    assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, dbm.open(name, true, no_create: true).code)
+    assert_false(dbm.open?)
+    assert_false(::File.exist?(name))
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.open(name, true, sync_hard: "maybe").code)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(name, true, sync_hard: true).code)
+    dbm.set("k", "v").or_die
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.close.code)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(name, false, { "no_create" => "true", "sync_hard" => "true" }).code)
+    assert_equal("v", dbm.get("k"))
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.close.code)
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open("", true, no_create: true).code)
+    dbm.close.or_die
+  end
 end

@@ -9,6 +9,17 @@ module Tkrzw
   module TkrzwParams
     module_function
 
+    # The parameters a call was given: a Hash passed as the last positional
+    # argument, as the reference's own test and examples pass them, and
+    # keywords, merged (keywords win). Anything but a Hash or nil raises
+    # TypeError, which the callers answer as INVALID_ARGUMENT_ERROR.
+    def given(params, keywords)
+      return keywords if params.nil?
+      raise TypeError, "parameters must be a Hash, not #{params.class}" unless params.is_a?(Hash)
+
+      params.merge(keywords)
+    end
+
     # The parameters of an open of +path+, by the binding core: translated,
     # waiting for another process's lock unless told +no_wait+, as the
     # reference does (kuradb's own API fails at once), without
