@@ -163,4 +163,24 @@ class TestTkrzwCompatCalls < Test::Unit::TestCase
     assert_equal(Tkrzw::Status::SUCCESS, dbm.open("", true, no_create: true).code)
     dbm.close.or_die
   end
+
+  def test_iterator_step_and_its_strings
+    dbm = Tkrzw::DBM.new
+    dbm.open("", true, dbm: "BabyDBM").or_die
+    dbm.set("a\tb", "1").or_die
+    dbm.set("c", "2").or_die
+    iter = dbm.make_iterator
+    assert_equal("\"(unlocated)\"", iter.to_s)
+    iter.first.or_die
+    assert_equal("\"a\\tb\"", iter.to_s)
+    assert_equal("#<Tkrzw::Iterator:\"a\\tb\">", iter.inspect)
+    status = Tkrzw::Status.new
+    assert_equal(["a\tb", "1"], iter.step(status))
+    assert_equal(Tkrzw::Status::SUCCESS, status.code)
+    assert_equal(%w[c 2], iter.step)
+    assert_nil(iter.step(status))
+    assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, status.code)
+    iter.destruct
+    dbm.close.or_die
+  end
 end
