@@ -37,6 +37,8 @@ public class DBM {
   private volatile Dbm db;
   /** Opened with an empty path: on memory, with no file (as the reference, it says so). */
   private volatile boolean noFile;
+  /** Opened writable with {@code sync_hard}: a hard synchronization before the close. */
+  private volatile boolean syncHard;
 
   /** A database manager, not yet open. */
   public DBM() {}
@@ -84,8 +86,11 @@ public class DBM {
       return new Status(Status.PRECONDITION_ERROR, "opened database");
     }
     try {
-      db = Dbm.open(path, writable, Utility.openParams(path, params));
+      Map<String, String> given = params == null ? new LinkedHashMap<>() : new LinkedHashMap<>(params);
+      boolean hard = Utility.flag("sync_hard", given.remove("sync_hard"));
+      db = Dbm.open(path, writable, Utility.openParams(path, given));
       noFile = path.isEmpty();
+      syncHard = hard && writable && !noFile;
       return new Status();
     } catch (KuraException e) {
       return Status.of(e);
@@ -148,14 +153,25 @@ public class DBM {
     return new Closing(this);
   }
 
-  /** @return the status of closing; PRECONDITION_ERROR if it was not open */
+  /**
+   * Closes the database, first synchronizing it with the device if it was opened with {@code
+   * sync_hard}, as the reference's close does then.
+   *
+   * @return the status of closing; PRECONDITION_ERROR if it was not open
+   */
   public synchronized Status close() {
     Dbm d = db;
     if (d == null) {
       return new Status(Status.PRECONDITION_ERROR, "not opened database");
     }
     try {
-      d.close();
+      try {
+        if (syncHard) {
+          d.synchronize(true);
+        }
+      } finally {
+        d.close();
+      }
       return new Status();
     } catch (KuraException e) {
       return Status.of(e);

@@ -116,6 +116,25 @@ public class Utility {
    * unless told {@code no_wait}, and without {@code key_comparator} when the open reopens an
    * existing tree, whose file keeps its own order (the reference ignores the parameter then).
    */
+  /**
+   * A true-or-false parameter as the reference spells it; absent is false.
+   *
+   * @throws IllegalArgumentException for any other value
+   */
+  static boolean flag(String name, String value) {
+    if (value == null) {
+      return false;
+    }
+    switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
+      case "true": case "1": case "yes": case "on": case "":
+        return true;
+      case "false": case "0": case "no": case "off":
+        return false;
+      default:
+        throw new IllegalArgumentException("parameter " + name + " must be true or false, not \"" + value + "\"");
+    }
+  }
+
   static Map<String, String> openParams(String path, Map<String, String> params) {
     String[] flat = Native.compatOpenParams(path, Convert.flatten(params));
     return unflatten(flat);

@@ -168,4 +168,21 @@ class CompatCallsTest {
     iter.destruct();
     dbm.close().orDie();
   }
+
+  @Test
+  void openTakesNoCreateAndSyncHard() {
+    String name = dir.resolve("o.tkh").toString();
+    DBM dbm = new DBM();
+    assertEquals(Status.NOT_FOUND_ERROR, dbm.open(name, true, map("no_create", "true")).getCode());
+    assertTrue(!dbm.isOpen() && !Files.exists(dir.resolve("o.tkh")), "nothing made");
+    assertEquals(Status.INVALID_ARGUMENT_ERROR, dbm.open(name, true, map("sync_hard", "maybe")).getCode());
+    assertEquals(Status.SUCCESS, dbm.open(name, true, "sync_hard=true").getCode());
+    dbm.set("k", "v").orDie();
+    assertEquals(Status.SUCCESS, dbm.close().getCode());
+    assertEquals(Status.SUCCESS, dbm.open(name, false, map("no_create", "true", "sync_hard", "true")).getCode());
+    assertEquals("v", dbm.get("k"));
+    assertEquals(Status.SUCCESS, dbm.close().getCode());
+    assertEquals(Status.SUCCESS, dbm.open("", true, map("no_create", "true")).getCode());
+    dbm.close().orDie();
+  }
 }
