@@ -17,6 +17,9 @@
 //!   handles;
 //! - a `max_page_size` below 64 is raised to 64, kuradb's smallest page:
 //!   the reference takes it as a target that small pages only approach.
+//! - `lock_mem_buckets`, the reference's newer name for keeping a hash
+//!   database's buckets in memory (it locks their pages), is kuradb's
+//!   `cache_buckets`, which keeps a copy of them in the process's memory.
 //!
 //! A rebuild ([`rebuild_params`]) also drops the tuning of a running
 //! database that the reference's rebuild accepts (`fbp_capacity`,
@@ -46,6 +49,7 @@ where
         match name.as_str() {
             n if BINDING_ONLY.contains(&n) => {}
             "access_options" => out.push((name, value.replace(':', "+"))),
+            "lock_mem_buckets" => out.push(("cache_buckets".to_string(), value)),
             "record_comp_mode" => {
                 let mode = value.trim().to_ascii_uppercase();
                 let bare = mode.strip_prefix("RECORD_COMP_").unwrap_or(&mode).to_string();
@@ -103,6 +107,23 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lock_mem_buckets_keeps_the_buckets_in_memory() {
+        let got = translated(&[("lock_mem_buckets", "true"), ("num_buckets", "10")]).unwrap();
+        let want = [("cache_buckets", "true"), ("num_buckets", "10")];
+        assert_eq!(got, want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+        let rebuilt = rebuild_params([("lock_mem_buckets", "false")]).unwrap();
+        assert!(rebuilt.is_empty(), "{rebuilt:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.tkh");
+        let mut params = kuradb::Params::new();
+        for (name, value) in translated(&[("lock_mem_buckets", "true")]).unwrap() {
+            params.insert(&name, &value).unwrap();
+        }
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, true, &params).unwrap();
+        db.close().unwrap();
+    }
 
     fn translated(pairs: &[(&str, &str)]) -> kuradb::Result<Vec<(String, String)>> {
         reference_params(pairs.iter().copied())

@@ -183,4 +183,19 @@ class TestTkrzwCompatCalls < Test::Unit::TestCase
     iter.destruct
     dbm.close.or_die
   end
+
+  # The reference's test opens a hash database and a shard set so.
+  def test_lock_mem_buckets_keeps_the_buckets_in_memory
+    dbm = Tkrzw::DBM.new
+    params = { update_mode: "UPDATE_APPENDING", num_buckets: 100, fbp_capacity: 64, lock_mem_buckets: true }
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(path("l.tkh"), true, params).code)
+    dbm.set("k", "v").or_die
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.rebuild(lock_mem_buckets: true).code)
+    dbm.close.or_die
+    shards = { num_shards: 4, dbm: "hash", num_buckets: 100, lock_mem_buckets: false }
+    assert_equal(Tkrzw::Status::SUCCESS, dbm.open(path("casket"), true, shards).code)
+    assert_equal("HashDBM", dbm.inspect_details["class"])
+    dbm.close.or_die
+    assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, dbm.open(path("m.tkh"), true, lock_mem_buckets: "maybe").code)
+  end
 end

@@ -185,4 +185,17 @@ class CompatCallsTest {
     assertEquals(Status.SUCCESS, dbm.open("", true, map("no_create", "true")).getCode());
     dbm.close().orDie();
   }
+
+  @Test
+  void lockMemBucketsIsTaken() {
+    DBM dbm = new DBM();
+    String params = "update_mode=UPDATE_APPENDING,num_buckets=100,fbp_capacity=64,lock_mem_buckets=true";
+    assertEquals(Status.SUCCESS, dbm.open(dir.resolve("l.tkh").toString(), true, params).getCode());
+    dbm.set("k", "v").orDie();
+    assertEquals(Status.SUCCESS, dbm.rebuild(map("lock_mem_buckets", "true")).getCode());
+    dbm.close().orDie();
+    String shards = "num_shards=4,dbm=hash,num_buckets=100,lock_mem_buckets=false";
+    assertEquals(Status.SUCCESS, dbm.open(dir.resolve("casket").toString(), true, shards).getCode());
+    dbm.close().orDie();
+  }
 }
