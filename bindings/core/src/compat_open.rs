@@ -172,7 +172,10 @@ mod tests {
         let existing = compat_open_params(&path, pairs(&[("no_create", "true")])).unwrap();
         assert_eq!(existing, pairs(&[("no_wait", "false")]));
         let shards = dir.path().join("s.tkh");
-        PolyDbm::open(&shards, true, &kuradb::Params::parse("num_shards=2").unwrap()).unwrap().close().unwrap();
+        PolyDbm::open(&shards, true, &kuradb::Params::parse("num_shards=2").unwrap())
+            .unwrap()
+            .close()
+            .unwrap();
         assert!(compat_open_params(&shards, pairs(&[("no_create", "1")])).is_ok());
     }
 }
