@@ -49,17 +49,20 @@ impl OpenHandle {
     }
 
     /// [`OpenHandle::with`] if the lock can be had at once (no `install` or
-    /// `close` is waiting for it), else `None`: for a binding that would
-    /// rather release its interpreter's lock than wait while holding it.
-    pub fn try_with<R>(
-        &self,
-        f: impl FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>,
-    ) -> Option<kuradb::Result<R>> {
+    /// `close` is waiting for it), else `f` handed back uncalled: for a
+    /// binding that would rather release its interpreter's lock than wait
+    /// while holding it, and then run `f` after all.
+    pub fn try_with<R, F>(&self, f: F) -> std::result::Result<kuradb::Result<R>, F>
+    where
+        F: FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>,
+    {
         if let Err(e) = self.guard.check() {
-            return Some(Err(e));
+            return Ok(Err(e));
         }
-        let guard = self.db.try_read_recursive()?;
-        Some(guard.as_ref().ok_or_else(not_open).and_then(f))
+        match self.db.try_read_recursive() {
+            Some(guard) => Ok(guard.as_ref().ok_or_else(not_open).and_then(f)),
+            None => Err(f),
+        }
     }
 
     /// A clone of the open database's `Arc`, for what outlives the call (an
@@ -166,7 +169,13 @@ mod tests {
         assert_eq!(with_slot(&slot, not_open, |c| c.first()).unwrap_err().kind(), ErrorKind::Infeasible);
         assert_eq!(handle.with(|db| db.count()).unwrap_err().kind(), ErrorKind::Infeasible);
         handle.close().unwrap();
+        assert_eq!(handle.try_with(|db| db.count()).ok().unwrap().unwrap_err().kind(), ErrorKind::Infeasible);
         handle.install(|| Ok(memory())).unwrap();
+        assert_eq!(handle.try_with(|db| db.count()).ok().unwrap().unwrap(), 0);
+        let writing = handle.db.write();
+        let handed_back = handle.try_with(|db| db.count()).err().unwrap();
+        drop(writing);
+        assert_eq!(handle.with(handed_back).unwrap(), 0);
         assert_eq!(handle.install(|| Ok(memory())).unwrap_err().kind(), ErrorKind::Infeasible);
     }
 

@@ -11,13 +11,16 @@
 //! - [`cursor`]: a cursor kept together with the database it borrows;
 //! - [`status`]: the reference's status codes, from an [`kuradb::ErrorKind`];
 //! - [`params`]: the reference's open and rebuild parameters in kuradb's
-//!   terms, and [`synchronize`]: its synchronize with parameters;
+//!   terms, [`compat_open`]: the reference's defaults of an open (waiting
+//!   for the lock, a reopened tree's own order), and [`synchronize`]: its
+//!   synchronize with parameters;
 //! - [`future`]: an `AsyncDBM` task's future, waited for by blocking;
 //! - [`file`]: the reference's `File` checks; [`serialize`]: its `Utility`
-//!   serialization of numbers.
+//!   serialization of numbers; [`utility`]: its page size.
 
 #![deny(unsafe_code)]
 
+pub mod compat_open;
 pub mod cursor;
 pub mod file;
 pub mod future;
@@ -27,3 +30,4 @@ pub mod params;
 pub mod serialize;
 pub mod status;
 pub mod synchronize;
+pub mod utility;

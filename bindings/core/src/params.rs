@@ -17,6 +17,14 @@
 //!   handles;
 //! - a `max_page_size` below 64 is raised to 64, kuradb's smallest page:
 //!   the reference takes it as a target that small pages only approach.
+//! - `lock_mem_buckets`, the reference's newer name for keeping a hash
+//!   database's buckets in memory (it locks their pages), is kuradb's
+//!   `cache_buckets`, which keeps a copy of them in the process's memory.
+//!
+//! A rebuild ([`rebuild_params`]) also drops the tuning of a running
+//! database that the reference's rebuild accepts (`fbp_capacity`,
+//! `min_read_size`, `cache_buckets`, `max_cached_pages`): kuradb writes none
+//! of them into the file and takes them when the database is opened.
 
 use kuradb::ErrorKind;
 
@@ -41,6 +49,7 @@ where
         match name.as_str() {
             n if BINDING_ONLY.contains(&n) => {}
             "access_options" => out.push((name, value.replace(':', "+"))),
+            "lock_mem_buckets" => out.push(("cache_buckets".to_string(), value)),
             "record_comp_mode" => {
                 let mode = value.trim().to_ascii_uppercase();
                 let bare = mode.strip_prefix("RECORD_COMP_").unwrap_or(&mode).to_string();
@@ -79,10 +88,43 @@ where
     Ok(out)
 }
 
+/// The tuning of a running database, which a kuradb rebuild does not take.
+const RUNTIME_ONLY: [&str; 4] = ["fbp_capacity", "min_read_size", "cache_buckets", "max_cached_pages"];
+
+/// The reference's rebuild parameters as kuradb's: [`reference_params`]
+/// without the tuning of a running database.
+pub fn rebuild_params<I, K, V>(pairs: I) -> kuradb::Result<Vec<(String, String)>>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    let mut out = reference_params(pairs)?;
+    out.retain(|(name, _)| !RUNTIME_ONLY.contains(&name.as_str()));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kuradb::dbm::Access;
+
+    #[test]
+    fn lock_mem_buckets_keeps_the_buckets_in_memory() {
+        let got = translated(&[("lock_mem_buckets", "true"), ("num_buckets", "10")]).unwrap();
+        let want = [("cache_buckets", "true"), ("num_buckets", "10")];
+        assert_eq!(got, want.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+        let rebuilt = rebuild_params([("lock_mem_buckets", "false")]).unwrap();
+        assert!(rebuilt.is_empty(), "{rebuilt:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.tkh");
+        let mut params = kuradb::Params::new();
+        for (name, value) in translated(&[("lock_mem_buckets", "true")]).unwrap() {
+            params.insert(&name, &value).unwrap();
+        }
+        let db = kuradb::dbm::poly::PolyDbm::open(&path, Access::ReadWrite, &params).unwrap();
+        db.close().unwrap();
+    }
 
     fn translated(pairs: &[(&str, &str)]) -> kuradb::Result<Vec<(String, String)>> {
         reference_params(pairs.iter().copied())
@@ -123,6 +165,26 @@ mod tests {
         assert_eq!(translated(&[("max_page_size", "10")]).unwrap(), pairs(&[("max_page_size", "64")]));
         assert_eq!(translated(&[("max_page_size", "100")]).unwrap(), pairs(&[("max_page_size", "100")]));
         assert_eq!(translated(&[("max_page_size", "x")]).unwrap(), pairs(&[("max_page_size", "x")]));
+    }
+
+    #[test]
+    fn a_rebuild_drops_the_running_tuning() {
+        let got =
+            rebuild_params(pairs(&[("fbp_capacity", "100"), ("num_buckets", "50"), ("min_read_size", "1")]));
+        assert_eq!(got.unwrap(), pairs(&[("num_buckets", "50")]));
+        let aes = rebuild_params(pairs(&[("fbp_capacity", "1"), ("record_comp_mode", "RECORD_COMP_AES")]));
+        assert_eq!(aes.unwrap_err().kind(), ErrorKind::InvalidArgument);
+        let dir = tempfile::tempdir().unwrap();
+        let db = kuradb::dbm::poly::PolyDbm::open(
+            dir.path().join("h.tkh"),
+            Access::ReadWrite,
+            &kuradb::Params::new(),
+        )
+        .unwrap();
+        let params: kuradb::Params =
+            rebuild_params(pairs(&[("fbp_capacity", "100")])).unwrap().into_iter().collect();
+        kuradb::dbm::Dbm::rebuild_with_params(&db, &params).unwrap();
+        db.close().unwrap();
     }
 
     #[test]

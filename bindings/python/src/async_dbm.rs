@@ -8,16 +8,18 @@
 
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Dbm, INCREMENT_UNCHANGED};
+use kuradb::dbm::{flat_records, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
+use kuradb_binding::synchronize::synchronize_with;
 
 use crate::convert::{bytes_of, opt_bytes_of, params_of, FsPath};
 use crate::database::{pairs_of, Database};
 use crate::error::to_py;
 use crate::future::{PyFuture, Shape};
+use crate::reference_api::{io_error, write_file};
 
 /// A database behind a pool of worker threads; every method queues its
 /// operation and returns a kuradb.Future to await (or to block on with get()).
@@ -52,7 +54,6 @@ impl AsyncDatabase {
     fn shut(&self, py: Python<'_>) {
         let Some(adb) = self.adb.write().take() else { return };
         py.allow_threads(|| adb.close());
-        self.database.get().unshare();
     }
 }
 
@@ -68,7 +69,7 @@ fn keys_of(keys: &Bound<'_, PyAny>) -> PyResult<(Vec<PyObject>, Vec<Vec<u8>>)> {
 type OptPair = (Vec<u8>, Option<Vec<u8>>);
 
 /// Pairs of key and optional value: a mapping or an iterable of pairs.
-fn opt_pairs_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<OptPair>> {
+pub(crate) fn opt_pairs_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<OptPair>> {
     let items = if records.hasattr("items")? { records.call_method0("items")? } else { records.clone() };
     let mut pairs = Vec::new();
     for pair in items.try_iter()? {
@@ -87,13 +88,8 @@ impl AsyncDatabase {
     #[new]
     fn new(py: Python<'_>, db: Py<Database>, num_workers: usize) -> PyResult<AsyncDatabase> {
         let shared = db.get().share().map_err(to_py)?;
-        match py.allow_threads(|| AsyncDbm::new(shared, num_workers)) {
-            Ok(adb) => Ok(AsyncDatabase { database: db, adb: RwLock::new(Some(adb)) }),
-            Err(e) => {
-                db.get().unshare();
-                Err(to_py(e))
-            }
-        }
+        let adb = py.allow_threads(|| AsyncDbm::new(shared, num_workers)).map_err(to_py)?;
+        Ok(AsyncDatabase { database: db, adb: RwLock::new(Some(adb)) })
     }
 
     /// Waits until every queued operation has run (their futures complete),
@@ -265,11 +261,69 @@ impl AsyncDatabase {
         self.queue(Shape::Plain, |adb| adb.rebuild(params))
     }
 
-    /// Makes every change so far reach the OS, or with hard=True the device.
-    #[pyo3(signature = (hard = false))]
-    fn synchronize(&self, hard: bool) -> PyResult<PyFuture> {
+    /// Makes every change so far reach the OS, or with hard=True the device;
+    /// `params` are the reference's synchronize parameters, as
+    /// `DBM.synchronize` takes them.
+    #[pyo3(signature = (hard = false, params = None))]
+    fn synchronize(&self, hard: bool, params: Option<&Bound<'_, PyDict>>) -> PyResult<PyFuture> {
+        let params = params_of(params)?;
+        if params.iter().next().is_none() {
+            return self.queue(Shape::Plain, |adb| {
+                adb.synchronize(if hard {
+                    kuradb::dbm::Durability::Hard
+                } else {
+                    kuradb::dbm::Durability::Soft
+                })
+            });
+        }
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &PolyDbm| synchronize_with(db, hard, &params)))
+    }
+
+    /// Removes the first record; the result is its `(key, value)` (str with
+    /// as_str=True), or None if the database is empty.
+    #[pyo3(signature = (as_str = false))]
+    fn pop_first(&self, as_str: bool) -> PyResult<PyFuture> {
+        let shape = if as_str { Shape::Str } else { Shape::Plain };
+        self.queue(shape, |adb| adb.execute(|db: &PolyDbm| db.pop_first(None)))
+    }
+
+    /// Stores `value` under a key made from the time `wtime` (seconds since
+    /// the epoch; None: now); the result is the key.
+    #[pyo3(signature = (value, wtime = None))]
+    fn push_last(&self, value: &Bound<'_, PyAny>, wtime: Option<f64>) -> PyResult<PyFuture> {
+        let value = bytes_of(value, "value")?.into_owned();
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &PolyDbm| db.push_last(&value, wtime).map(Some)))
+    }
+
+    /// The keys matching `pattern` in `mode`, as `DBM.search` finds them;
+    /// str if the pattern is, else bytes.
+    #[pyo3(signature = (mode, pattern, capacity = 0))]
+    fn search(&self, mode: &str, pattern: &Bound<'_, PyAny>, capacity: usize) -> PyResult<PyFuture> {
+        let mode: SearchMode = mode.parse().map_err(to_py)?;
+        let shape = if pattern.is_instance_of::<PyString>() { Shape::Str } else { Shape::Plain };
+        let pattern = bytes_of(pattern, "pattern")?.into_owned();
+        self.queue(shape, |adb| adb.execute(move |db: &PolyDbm| db.search(mode, &pattern, capacity)))
+    }
+
+    /// Writes every record to the file at `path` (replaced) as the
+    /// reference's flat records.
+    fn export_to_flat_records(&self, path: FsPath) -> PyResult<PyFuture> {
         self.queue(Shape::Plain, |adb| {
-            adb.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
+            adb.execute(move |db: &PolyDbm| {
+                write_file(&path, |out| flat_records::export_to_flat_records(db, out))
+            })
+        })
+    }
+
+    /// Sets every record of the flat record file at `path`; the result is
+    /// how many.
+    fn import_from_flat_records(&self, path: FsPath) -> PyResult<PyFuture> {
+        self.queue(Shape::Plain, |adb| {
+            adb.execute(move |db: &PolyDbm| {
+                let file = std::fs::File::open(&path).map_err(|e| io_error("opening", &path, e))?;
+                flat_records::import_from_flat_records(db, &mut std::io::BufReader::new(file))
+                    .map(|n| n as i64)
+            })
         })
     }
 
@@ -315,7 +369,6 @@ impl Drop for AsyncDatabase {
     fn drop(&mut self) {
         if let Some(adb) = self.adb.get_mut().take() {
             Python::with_gil(|py| py.allow_threads(|| adb.close()));
-            self.database.get().unshare();
         }
     }
 }

@@ -16,9 +16,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyModule, PyString};
 
 use kuradb::dbm::Dbm;
-use kuradb_binding::params::reference_params;
+use kuradb_binding::compat_open::{open_params, reopens_tree};
+use kuradb_binding::params::{rebuild_params, reference_params};
 
-use crate::convert::params_of;
+use crate::convert::{params_of, FsPath};
 use crate::database::Database;
 use crate::error::{to_py, Error as KuraError};
 
@@ -491,8 +492,57 @@ fn _reference_params<'py>(
     Ok(out)
 }
 
+/// The reference's rebuild keyword parameters as kuradb's, by the binding
+/// core (as the Java and Ruby layers get them): those of `_reference_params`
+/// without the tuning of a running database (`fbp_capacity`, ...), which
+/// kuradb takes at open.
+#[pyfunction]
+#[pyo3(signature = (params=None))]
+fn _rebuild_params<'py>(
+    py: Python<'py>,
+    params: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let text = params_of(params)?;
+    let translated =
+        rebuild_params(text.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(to_py)?;
+    let out = PyDict::new(py);
+    for (name, value) in translated {
+        out.set_item(name, value)?;
+    }
+    Ok(out)
+}
+
+/// The parameters of a compat open, by the binding core (as the Java and
+/// Ruby layers do): those of `_reference_params`, waiting for another
+/// process's lock unless told `no_wait`, as the reference does.
+#[pyfunction]
+#[pyo3(signature = (params=None))]
+fn _open_params<'py>(py: Python<'py>, params: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyDict>> {
+    let text = params_of(params)?;
+    let translated = open_params(text.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(to_py)?;
+    let out = PyDict::new(py);
+    for (name, value) in translated {
+        out.set_item(name, value)?;
+    }
+    Ok(out)
+}
+
+/// Whether opening `path` with `params` reopens a tree that exists there
+/// without emptying it (the binding core's answer, as the Java and Ruby
+/// layers get it): the reference then ignores `key_comparator`.
+#[pyfunction]
+#[pyo3(signature = (path, params=None))]
+fn _reopens_tree(py: Python<'_>, path: FsPath, params: Option<&Bound<'_, PyDict>>) -> PyResult<bool> {
+    let text = params_of(params)?;
+    let pairs: Vec<(String, String)> = text.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Ok(py.allow_threads(|| reopens_tree(&path, &pairs)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_reference_params, m)?)?;
+    m.add_function(wrap_pyfunction!(_open_params, m)?)?;
+    m.add_function(wrap_pyfunction!(_rebuild_params, m)?)?;
+    m.add_function(wrap_pyfunction!(_reopens_tree, m)?)?;
     m.add("_CompatStatus", m.py().get_type::<CompatStatus>())?;
     m.add("_CompatDBM", m.py().get_type::<CompatDbm>())?;
     Ok(())

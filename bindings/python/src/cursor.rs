@@ -3,7 +3,7 @@
 //! `items()` and `range()` return).
 //!
 //! A cursor borrows its database, but a Python object cannot hold a borrow,
-//! so [`Live`] holds the cursor together with an `Arc` of the database it
+//! so the binding core's `Live` holds the cursor together with an `Arc` of the database it
 //! borrows. The database keeps a weak reference to every [`Slot`] and empties
 //! them all when it closes, so no cursor outlives an open database.
 
@@ -19,7 +19,7 @@ use kuradb::dbm::Cursor;
 use crate::convert::bytes_of;
 use crate::error::{not_open, to_py};
 
-pub use kuradb_binding::cursor::{Live, Slot};
+pub use kuradb_binding::cursor::Slot;
 
 /// Runs `f` on the cursor of `slot` with the GIL released.
 fn with_cursor<R: Send>(

@@ -1,26 +1,24 @@
 //! `kuradb.Future`: the result of an `AsyncDBM` operation, awaitable under
 //! asyncio and also waitable by blocking, like the reference's `tkrzw.Future`.
 //!
-//! Each Python future wraps a [`DbmFuture`] and registers one waker with it
-//! when made. The waker runs on the worker that finished the operation:
-//! it takes the result (no GIL needed), wakes threads blocked in `get` or
-//! `wait` (which wait with the GIL released), and, for each coroutine
-//! awaiting, asks that coroutine's event loop (`call_soon_threadsafe`, the
-//! only step that takes the GIL) to hand the result to its asyncio future.
-//! The result becomes a Python object on the thread that asks for it.
+//! Each Python future holds the binding core's [`BlockingFuture`] and
+//! registers one waker with it when made. The waker runs on the worker that
+//! finished the operation and, for each coroutine awaiting, asks that
+//! coroutine's event loop (`call_soon_threadsafe`, the only step that takes
+//! the GIL) to hand the result to its asyncio future. Threads blocked in
+//! `get` or `wait` wait in the core future with the GIL released. The result
+//! becomes a Python object on the thread that asks for it.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::task::{Wake, Waker};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use kuradb::{DbmFuture, Result};
+use kuradb::DbmFuture;
+use kuradb_binding::future::BlockingFuture;
 
 use crate::error::to_py;
 
@@ -38,6 +36,10 @@ pub enum Answer {
     Value(Option<Vec<u8>>),
     /// Values in the order of the keys asked for (get_multi).
     Values(Vec<Option<Vec<u8>>>),
+    /// A record or its absence (pop_first).
+    Record(Option<(Vec<u8>, Vec<u8>)>),
+    /// Keys (search).
+    Keys(Vec<Vec<u8>>),
 }
 
 macro_rules! answer_from {
@@ -49,7 +51,15 @@ macro_rules! answer_from {
         })*
     };
 }
-answer_from!(bool => Bool, i64 => Int, usize => Count, Option<Vec<u8>> => Value, Vec<Option<Vec<u8>>> => Values);
+answer_from!(
+    bool => Bool,
+    i64 => Int,
+    usize => Count,
+    Option<Vec<u8>> => Value,
+    Vec<Option<Vec<u8>>> => Values,
+    Option<(Vec<u8>, Vec<u8>)> => Record,
+    Vec<Vec<u8>> => Keys
+);
 
 impl From<()> for Answer {
     fn from(_: ()) -> Answer {
@@ -67,38 +77,13 @@ pub enum Shape {
     Dict(Vec<PyObject>),
 }
 
-/// An operation's future, with its type erased.
-type Poller = Box<dyn FnMut(&mut Context<'_>) -> Poll<Result<Answer>> + Send>;
-
 /// What the worker's waker and the Python side share.
 struct Shared {
-    state: Mutex<State>,
-    done: Condvar,
-}
-
-struct State {
-    /// The operation's future, until it has answered.
-    poller: Option<Poller>,
-    /// The answer, from when it comes until it becomes a Python object.
-    answer: Option<Result<Answer>>,
-    /// Whether the answer has come.
-    resolved: bool,
-    /// The awaiting coroutines: their event loop, `Future._deliver` and their asyncio future.
-    waiters: Vec<(PyObject, PyObject, PyObject)>,
-}
-
-impl State {
-    /// Polls the operation's future with `waker`; answers whether it has answered.
-    fn resolve(&mut self, waker: &Waker) -> bool {
-        if let Some(poller) = self.poller.as_mut() {
-            if let Poll::Ready(answer) = poller(&mut Context::from_waker(waker)) {
-                self.answer = Some(answer);
-                self.resolved = true;
-                self.poller = None;
-            }
-        }
-        self.resolved
-    }
+    future: BlockingFuture<Answer>,
+    /// The awaiting coroutines: their event loop, `Future._deliver` and their
+    /// asyncio future. Pushed only while the operation has not run, under
+    /// this lock, which the waker takes after it has.
+    waiters: Mutex<Vec<(PyObject, PyObject, PyObject)>>,
 }
 
 /// The waker registered with the operation's future.
@@ -107,15 +92,10 @@ struct Notify(Arc<Shared>);
 impl Wake for Notify {
     fn wake(self: Arc<Self>) {
         let shared = Arc::clone(&self.0);
-        let waker = Waker::from(self);
-        let waiters = {
-            let mut state = shared.state.lock();
-            if !state.resolve(&waker) {
-                return;
-            }
-            std::mem::take(&mut state.waiters)
-        };
-        shared.done.notify_all();
+        if !shared.future.poll_ready(&Waker::from(self)) {
+            return;
+        }
+        let waiters = std::mem::take(&mut *shared.waiters.lock());
         if waiters.is_empty() {
             return;
         }
@@ -140,33 +120,29 @@ pub struct PyFuture {
 
 impl PyFuture {
     /// Wraps `future`, whose answer will take `shape`.
-    pub fn new<T: Into<Answer> + Send + 'static>(mut future: DbmFuture<T>, shape: Shape) -> PyFuture {
-        let poller: Poller = Box::new(move |cx| Pin::new(&mut future).poll(cx).map(|r| r.map(Into::into)));
+    pub fn new<T: Into<Answer> + Send + 'static>(future: DbmFuture<T>, shape: Shape) -> PyFuture {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                poller: Some(poller),
-                answer: None,
-                resolved: false,
-                waiters: Vec::new(),
-            }),
-            done: Condvar::new(),
+            future: BlockingFuture::new(future, Into::into),
+            waiters: Mutex::new(Vec::new()),
         });
-        let waker = Waker::from(Arc::new(Notify(Arc::clone(&shared))));
-        shared.state.lock().resolve(&waker);
+        shared.future.poll_ready(&Waker::from(Arc::new(Notify(Arc::clone(&shared)))));
         PyFuture { shared, shape, outcome: Mutex::new(None) }
+    }
+
+    /// Whether the operation has run. Asked without the GIL: the core
+    /// future's lock may be held by a thread blocked in `get`.
+    fn is_done(&self, py: Python<'_>) -> bool {
+        py.allow_threads(|| self.shared.future.wait_for(Some(std::time::Duration::ZERO)))
     }
 
     /// The outcome as Python sees it, if the answer has come.
     fn outcome(&self, py: Python<'_>) -> Option<PyResult<PyObject>> {
         let mut outcome = self.outcome.lock();
         if outcome.is_none() {
-            let answer = {
-                let mut state = self.shared.state.lock();
-                if !state.resolved {
-                    return None;
-                }
-                state.answer.take()?
-            };
+            if !self.is_done(py) {
+                return None;
+            }
+            let answer = self.shared.future.collect();
             *outcome = Some(answer.map_err(to_py).and_then(|a| self.to_object(py, a)));
         }
         outcome.as_ref().map(|o| match o {
@@ -189,6 +165,14 @@ impl PyFuture {
             Answer::Int(n) => n.into_pyobject(py)?.into_any().unbind(),
             Answer::Count(n) => n.into_pyobject(py)?.into_any().unbind(),
             Answer::Value(v) => value(v)?,
+            Answer::Record(None) => py.None(),
+            Answer::Record(Some((k, v))) => {
+                (value(Some(k))?, value(Some(v))?).into_pyobject(py)?.into_any().unbind()
+            }
+            Answer::Keys(keys) => {
+                let keys = keys.into_iter().map(|k| value(Some(k))).collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, keys)?.into_any().unbind()
+            }
             Answer::Values(values) => {
                 let dict = PyDict::new(py);
                 if let Shape::Dict(keys) = &self.shape {
@@ -212,31 +196,18 @@ impl PyFuture {
                     "timeout must be a finite number of seconds ≥ 0, not {t}"
                 )))
             }
-            Some(t) => Some(Duration::from_secs_f64(t)),
+            Some(t) => Some(std::time::Duration::from_secs_f64(t)),
             None => None,
         };
-        Ok(py.allow_threads(|| {
-            let mut state = self.shared.state.lock();
-            match limit {
-                None => {
-                    while !state.resolved {
-                        self.shared.done.wait(&mut state);
-                    }
-                }
-                Some(limit) => {
-                    let _ = self.shared.done.wait_while_for(&mut state, |s| !s.resolved, limit);
-                }
-            }
-            state.resolved
-        }))
+        Ok(py.allow_threads(|| self.shared.future.wait_for(limit)))
     }
 }
 
 #[pymethods]
 impl PyFuture {
     /// Whether the operation has run.
-    fn done(&self) -> bool {
-        self.shared.state.lock().resolved
+    fn done(&self, py: Python<'_>) -> bool {
+        self.is_done(py)
     }
 
     /// Blocks until the operation has run or `timeout` seconds have passed
@@ -265,11 +236,12 @@ impl PyFuture {
         let target = event_loop.call_method0("create_future")?;
         let deliver = slf.getattr("_deliver")?;
         let queued = {
-            let mut state = slf.get().shared.state.lock();
-            if !state.resolved {
-                state.waiters.push((event_loop.unbind(), deliver.clone().unbind(), target.clone().unbind()));
+            let mut waiters = slf.get().shared.waiters.lock();
+            let queued = !slf.get().is_done(py);
+            if queued {
+                waiters.push((event_loop.unbind(), deliver.clone().unbind(), target.clone().unbind()));
             }
-            !state.resolved
+            queued
         };
         if !queued {
             deliver.call1((&target,))?;
@@ -290,7 +262,7 @@ impl PyFuture {
         Ok(())
     }
 
-    fn __repr__(&self) -> String {
-        format!("<kuradb.Future: {}>", if self.done() { "done" } else { "pending" })
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("<kuradb.Future: {}>", if self.is_done(py) { "done" } else { "pending" })
     }
 }

@@ -36,7 +36,6 @@ pub fn memory_capacity() -> u64 {
     kuradb::utility::memory_capacity()
 }
 
-/// Adds the functions to the native module.
 /// An integer as the reference's 8 big-endian bytes.
 #[pyfunction]
 fn serialize_int(py: Python<'_>, num: i64) -> Bound<'_, PyBytes> {
@@ -61,6 +60,26 @@ fn deserialize_float(data: &[u8]) -> f64 {
     kuradb_binding::serialize::deserialize_float(data)
 }
 
+/// The lines of `text` matching `pattern` in the search `mode` (the
+/// reference's names: "contain", "begin", "end", "regex", "edit",
+/// "editbin", …), at most `capacity` (0: all), without their line feeds.
+#[pyfunction]
+#[pyo3(signature = (text, mode, pattern, capacity = 0))]
+fn search_lines<'py>(
+    py: Python<'py>,
+    text: &[u8],
+    mode: &str,
+    pattern: &[u8],
+    capacity: usize,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let mode: kuradb::dbm::SearchMode = mode.parse().map_err(crate::error::to_py)?;
+    let lines = py
+        .allow_threads(|| kuradb::dbm::search::search_lines(text, mode, pattern, capacity))
+        .map_err(crate::error::to_py)?;
+    Ok(lines.iter().map(|line| PyBytes::new(py, line)).collect())
+}
+
+/// Adds the functions to the native module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serialize_int, m)?)?;
     m.add_function(wrap_pyfunction!(deserialize_int, m)?)?;
@@ -71,5 +90,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(edit_distance_lev, m)?)?;
     m.add_function(wrap_pyfunction!(memory_usage, m)?)?;
     m.add_function(wrap_pyfunction!(memory_capacity, m)?)?;
+    m.add_function(wrap_pyfunction!(search_lines, m)?)?;
     Ok(())
 }

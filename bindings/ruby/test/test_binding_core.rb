@@ -21,10 +21,12 @@ class TestBindingCore < Test::Unit::TestCase
   end
 
   def test_the_references_parameters_are_translated
-    got = Kuradb._reference_params([["concurrent", "true"], ["access_options", "padding:pagecache"],
-                                    ["record_comp_mode", "RECORD_COMP_AES"], ["cipher_key", "k"],
-                                    ["max_page_size", "10"]])
+    got = Kuradb._rebuild_params([["concurrent", "true"], ["access_options", "padding:pagecache"],
+                                  ["record_comp_mode", "RECORD_COMP_AES"], ["cipher_key", "k"],
+                                  ["max_page_size", "10"], ["fbp_capacity", "5"]])
     assert_equal([["access_options", "padding+pagecache"], ["cipher_key", "k"], ["max_page_size", "64"]], got)
+    opening = Kuradb._compat_open_params(path("n.tkt"), [["key_comparator", "DecimalKeyComparator"]])
+    assert_equal([["key_comparator", "DecimalKeyComparator"], ["no_wait", "false"]], opening)
     dbm = Tkrzw::DBM.new
     status = dbm.open(path("c.tkh"), true, record_comp_mode: "RECORD_COMP_RC4", cipher_key: "k")
     assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, status.code)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "helper"
+require "tkrzw"
 
 # Another process's lock: Kuradb::DBM fails at once by default, naming the
 # holder, and waits only when asked (wait: true, lock_timeout:); Tkrzw::DBM

@@ -45,6 +45,12 @@ def main() -> None:
         elif op == "synchronize_with":
             status = dbm.Synchronize(False, merge=args[0], reducer="ReduceToFirst")
             answer = dbm.Count()
+        elif op == "rebuild":
+            status = dbm.Rebuild(**dict(a.split("=", 1) for a in args))
+            answer = dbm.Count()
+        elif op == "pop_first":
+            record = dbm.PopFirstStr(status)
+            answer = None if record is None else f"{record[0]}:{record[1]}"
         else:
             raise ValueError(f"unknown call {op}")
         shown = "-" if answer is None else str(answer)

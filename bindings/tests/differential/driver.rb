@@ -36,6 +36,12 @@ File.foreach(script) do |raw|
   when "synchronize_with"
     status = dbm.synchronize(false, merge: args[0], reducer: "ReduceToFirst")
     answer = dbm.count
+  when "rebuild"
+    status = dbm.rebuild(**args.to_h { |a| a.split("=", 2) }.transform_keys(&:to_sym))
+    answer = dbm.count
+  when "pop_first"
+    record = dbm.pop_first(status)
+    answer = record && record.join(":")
   else raise ArgumentError, "unknown call #{op}"
   end
   shown = answer.nil? ? "-" : answer.to_s

@@ -64,6 +64,13 @@ pub struct DbmOptions {
     #[arg(long = "no_lock")]
     pub no_lock: bool,
 
+    /// More parameters of the database, as `kura util --params` and the
+    /// bindings take them: "name=value,name=value". Every parameter of every
+    /// class is reachable this way; the flags below are the reference's
+    /// spellings of the common ones.
+    #[arg(long = "params", value_name = "PARAMS", default_value = "")]
+    pub params: String,
+
     /// Synchronizes the file with the device (hard) before closing it after each
     /// writing phase (outside the phase's time).
     #[arg(long = "sync_hard")]
@@ -452,15 +459,26 @@ impl DbmOptions {
         if !access.is_empty() {
             params.insert("access", &access.join("+"))?;
         }
+        let more = Params::parse(&self.params).map_err(|e| invalid(format!("--params: {}", e.message())))?;
+        for (name, value) in more.iter() {
+            if !class.takes(name) {
+                return Err(invalid(format!(
+                    "--params: {name} is not a parameter of the {} database (--dbm {})",
+                    class.name(),
+                    class.name()
+                )));
+            }
+            params.insert(name, value).map_err(|e| invalid(format!("--params: {}", e.message())))?;
+        }
         for (flag, given) in [("no_wait", self.no_wait), ("no_lock", self.no_lock)] {
             if given {
                 params.insert(flag, "true")?;
             }
         }
         let reducer = self.skip.reducer.as_deref().map_or(Ok(Reducer::All), Reducer::from_name)?;
-        let updates = match class {
-            DbmClass::Skip => Updates::Deferred { duplicates: reducer == Reducer::All },
-            _ => Updates::Immediate,
+        let updates = match class.updates_at_sync() {
+            true => Updates::Deferred { duplicates: reducer == Reducer::All },
+            false => Updates::Immediate,
         };
         let opener = DbmOpener {
             class,

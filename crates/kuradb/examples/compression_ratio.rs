@@ -38,7 +38,7 @@ fn stored(db: &HashDbm) -> u64 {
 
 fn main() -> kuradb::Result<()> {
     let dir = tempfile::tempdir().unwrap();
-    let modes = RecordCompMode::COMPRESSING;
+    let modes = RecordCompMode::compressing();
     for (mode, n, rebuild) in modes.into_iter().flat_map(|m| [(m, 800, false), (m, 20_000, true)]) {
         let path = dir.path().join(format!("{mode}-{n}.kh"));
         let db = HashDbm::open(

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use jni::objects::{JByteArray, JObjectArray, JString};
-use jni::sys::{jboolean, jint, jlong};
+use jni::sys::{jboolean, jdouble, jint, jlong};
 use jni::Env;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, SearchMode};
@@ -255,5 +255,34 @@ native! {
         let mode = check(env, mode.parse::<SearchMode>())?;
         let capacity = usize::try_from(capacity.max(0)).unwrap_or(0);
         queue(env, handle, |adb| adb.execute(move |db| db.search(mode, &pattern, capacity)), Outcome::Keys)
+    }
+}
+
+native! {
+    /// Moves (or with `copying`, copies) the record of `old_key` to `new_key`.
+    fn Java_io_kuradb_Native_asyncRekey(
+        env, handle: jlong, old_key: JByteArray<'l>, new_key: JByteArray<'l>, overwrite: jboolean, copying: jboolean
+    ) -> jlong {
+        let old_key = bytes(env, &old_key, "the old key")?;
+        let new_key = bytes(env, &new_key, "the new key")?;
+        queue(env, handle, |adb| adb.rekey(old_key, new_key, if copying { kuradb::dbm::Rekey::Copy } else { kuradb::dbm::Rekey::Move }, if overwrite { kuradb::dbm::OnDuplicate::Replace } else { kuradb::dbm::OnDuplicate::Fail }), done)
+    }
+}
+
+native! {
+    /// Removes the first record: `{key, value}`, or `{}` if there is none.
+    fn Java_io_kuradb_Native_asyncPopFirst(env, handle: jlong) -> jlong {
+        queue(env, handle, |adb| adb.execute(|db| db.pop_first(None)), |record| {
+            Outcome::Values(record.map(|(k, v)| vec![Some(k), Some(v)]).unwrap_or_default())
+        })
+    }
+}
+
+native! {
+    /// Adds a record keyed by the time (`wtime` < 0: now).
+    fn Java_io_kuradb_Native_asyncPushLast(env, handle: jlong, value: JByteArray<'l>, wtime: jdouble) -> jlong {
+        let value = bytes(env, &value, "the value")?;
+        let wtime = (wtime >= 0.0).then_some(wtime);
+        queue(env, handle, |adb| adb.execute(move |db| db.push_last(&value, wtime).map(drop)), done)
     }
 }

@@ -3,11 +3,13 @@
 
 use jni::objects::{JByteArray, JObjectArray, JString};
 use jni::sys::{jdouble, jint, jlong};
+use jni::Env;
 use kuradb::utility;
-use kuradb_binding::params::reference_params;
+use kuradb_binding::compat_open::compat_open_params;
+use kuradb_binding::params::rebuild_params;
 
 use crate::convert::{bytes, new_strings, string};
-use crate::throw::{check, native};
+use crate::throw::{check, native, JResult};
 
 native! {
     /// kuradb's version.
@@ -56,23 +58,46 @@ native! {
 }
 
 native! {
-    /// The reference's open or rebuild parameters (name, value, name,
-    /// value, ...) as kuradb's, in the same flat form (the binding core's
+    /// The reference's rebuild parameters (name, value, name, value, ...)
+    /// as kuradb's, in the same flat form (the binding core's
     /// translation); throws INVALID_ARGUMENT for a refused one (RC4).
-    fn Java_io_kuradb_Native_referenceParams(env, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
-        let mut read = Vec::new();
-        let len = if pairs.is_null() { 0 } else { pairs.len(env)? };
-        let mut i = 0;
-        while i + 1 < len {
-            let name = pairs.get_element(env, i)?;
-            let value = pairs.get_element(env, i + 1)?;
-            read.push((string(env, &name, "a parameter's name")?, string(env, &value, "a parameter's value")?));
-            i += 2;
-        }
-        let translated = check(env, reference_params(read))?;
-        let flat: Vec<String> = translated.into_iter().flat_map(|(k, v)| [k, v]).collect();
-        new_strings(env, &flat)
+    fn Java_io_kuradb_Native_rebuildParams(env, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
+        let read = read_pairs(env, &pairs)?;
+        let translated = check(env, rebuild_params(read))?;
+        flat_pairs(env, translated)
     }
+}
+
+native! {
+    /// The parameters of a compat open of `path` (the binding core's
+    /// [`compat_open_params`]: translated, waiting for the lock unless
+    /// `no_wait`, without `key_comparator` when reopening a tree), flat.
+    fn Java_io_kuradb_Native_compatOpenParams(env, path: JString<'l>, pairs: JObjectArray<'l, JString<'l>>) -> JObjectArray<'l, JString<'l>> {
+        let path = string(env, &path, "the path")?;
+        let read = read_pairs(env, &pairs)?;
+        let translated = check(env, compat_open_params(std::path::Path::new(&path), read))?;
+        flat_pairs(env, translated)
+    }
+}
+
+/// The pairs of a flat array (name, value, ...); null is none.
+fn read_pairs(env: &mut Env<'_>, pairs: &JObjectArray<'_, JString<'_>>) -> JResult<Vec<(String, String)>> {
+    let mut read = Vec::new();
+    let len = if pairs.is_null() { 0 } else { pairs.len(env)? };
+    let mut i = 0;
+    while i + 1 < len {
+        let name = pairs.get_element(env, i)?;
+        let value = pairs.get_element(env, i + 1)?;
+        read.push((string(env, &name, "a parameter's name")?, string(env, &value, "a parameter's value")?));
+        i += 2;
+    }
+    Ok(read)
+}
+
+/// Pairs as a flat Java array.
+fn flat_pairs<'l>(env: &mut Env<'l>, pairs: Vec<(String, String)>) -> JResult<JObjectArray<'l, JString<'l>>> {
+    let flat: Vec<String> = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
+    new_strings(env, &flat)
 }
 
 native! {
@@ -102,5 +127,12 @@ native! {
     fn Java_io_kuradb_Native_deserializeFloat(env, data: JByteArray<'l>) -> jdouble {
         let data = bytes(env, &data, "the data")?;
         Ok(kuradb_binding::serialize::deserialize_float(&data))
+    }
+}
+
+native! {
+    /// The size of a memory page.
+    fn Java_io_kuradb_Native_pageSize(_env) -> jlong {
+        Ok(i64::try_from(kuradb_binding::utility::page_size()).unwrap_or(i64::MAX))
     }
 }

@@ -181,6 +181,23 @@ impl AsyncDatabase {
         })
     }
 
+    /// Synchronizes with the reference's parameters, as `DBM#synchronize`
+    /// does (the binding core's `synchronize_with`: a skip database merges
+    /// and reduces first).
+    fn synchronize_with(
+        ruby: &Ruby,
+        rb_self: &Self,
+        hard: bool,
+        params: Vec<(String, String)>,
+    ) -> Result<Future, Error> {
+        let mut p = Params::new();
+        for (name, value) in &params {
+            p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
+        }
+        Ok(rb_self
+            .run(move |db| kuradb_binding::synchronize::synchronize_with(db, hard, &p).map(|()| Reply::Nil)))
+    }
+
     fn rebuild(ruby: &Ruby, rb_self: &Self, params: Vec<(String, String)>) -> Result<Future, Error> {
         let mut p = Params::new();
         for (name, value) in &params {
@@ -262,6 +279,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_push_last", method!(AsyncDatabase::push_last, 2))?;
     class.define_method("clear", method!(AsyncDatabase::clear, 0))?;
     class.define_method("_synchronize", method!(AsyncDatabase::synchronize, 1))?;
+    class.define_method("_synchronize_with", method!(AsyncDatabase::synchronize_with, 2))?;
     class.define_method("_rebuild", method!(AsyncDatabase::rebuild, 1))?;
     class.define_method("_search", method!(AsyncDatabase::search, 3))?;
     class.define_method("count", method!(AsyncDatabase::count, 0))?;

@@ -1,9 +1,9 @@
 //! `Kuradb::Cursor`: a position among a database's records (`DBM#cursor`).
 //!
 //! A cursor borrows its database, but a Ruby object cannot hold a borrow,
-//! so the binding core's [`Live`] keeps the cursor together with an `Arc`
-//! of the database. The database keeps a
-//! weak reference to every [`Slot`] and empties them when it closes, so no
+//! so the binding core's `Live` keeps the cursor together with an `Arc` of
+//! the database. The database's open handle (the core's `OpenHandle`) keeps
+//! a weak reference to every [`Slot`] and empties them when it closes, so no
 //! cursor outlives an open database: a cursor of a closed database raises.
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use crate::convert::{bytes, string};
 use crate::error::not_open;
 use crate::handle;
 
-pub use kuradb_binding::cursor::{Live, Slot};
+pub use kuradb_binding::cursor::Slot;
 
 /// A cursor over the records of a database: position it with `first`,
 /// `last`, `jump`, `jump_lower` or `jump_upper`, move with `next` and

@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
+use kuradb_binding::handle::OpenHandle;
 use magnus::block::Proc;
 use magnus::encoding::Index;
 use magnus::prelude::*;
 use magnus::{function, method, Error, RArray, RHash, RModule, RString, Ruby, Value};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use kuradb::dbm::params::Params;
 use kuradb::dbm::poly::PolyDbm;
@@ -19,21 +20,19 @@ use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
 
 use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
-use crate::cursor::{Cursor, Live, Slot};
-use crate::error::{not_open, to_rb, type_error};
+use crate::cursor::Cursor;
+use crate::error::{to_rb, type_error};
 use crate::exchange_queue::exchange_multi;
 use crate::guard::Gate;
-use crate::handle;
 use crate::nogvl::{released_if, without_gvl};
 
 /// A database of any class (hash, tree, skip, …), chosen when it is opened.
 #[magnus::wrap(class = "Kuradb::DBM", free_immediately, size)]
 pub struct Database {
-    /// The open database; calls hold the read lock, `open` and `close` the
+    /// The open database with its cursors' slots and its callback guard,
+    /// the binding core's: calls hold its read lock, `open` and `close` the
     /// write lock (never contended: the VM lock orders them, see [`Gate`]).
-    pub(crate) db: RwLock<Option<Arc<PolyDbm>>>,
-    /// Every cursor made since opening, emptied on close.
-    cursors: Mutex<Vec<Weak<Slot>>>,
+    pub(crate) handle: OpenHandle,
     /// The encoding that keys and values come back in (`None`: binary).
     encoding: Mutex<Option<Index>>,
     pub(crate) gate: Gate,
@@ -72,10 +71,9 @@ fn class_name_of(value: Value) -> String {
 impl Database {
     fn new() -> Database {
         Database {
-            db: RwLock::new(None),
-            cursors: Mutex::new(Vec::new()),
+            handle: OpenHandle::default(),
             encoding: Mutex::new(None),
-            gate: Gate::default(),
+            gate: Gate,
             concurrent: AtomicBool::new(false),
         }
     }
@@ -100,8 +98,9 @@ impl Database {
         release: bool,
         f: impl FnOnce(&PolyDbm) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
-        self.gate.enter(ruby)?;
-        handle::call(ruby, &self.db, release, not_open, f)
+        self.gate.enter(ruby, self.handle.guard())?;
+        let handle = &self.handle;
+        released_if(release, || handle.with(|db| f(db))).map_err(|e| to_rb(ruby, e))
     }
 
     /// Whether the open database releases the VM lock around its calls.
@@ -131,26 +130,25 @@ impl Database {
         call: impl FnOnce(&PolyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
     ) -> Result<R, Error> {
         let mut failure = None;
-        self.gate.enter(ruby)?;
-        let guard = self.db.read_recursive();
-        let db = guard.as_deref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        let result = self.gate.run_blocks(|| {
-            call(db, &mut |key, value| {
-                if failure.is_some() {
-                    return Action::Keep;
-                }
-                let answer = (|| {
-                    let value = value.map(|v| self.out(ruby, v)).transpose()?;
-                    let result: Value = block.call((self.out(ruby, key)?, value))?;
-                    action_of(ruby, result)
-                })();
-                answer.unwrap_or_else(|e| {
-                    failure = Some(e);
-                    Action::Keep
+        self.gate.enter(ruby, self.handle.guard())?;
+        let result = self.handle.with(|db| {
+            self.handle.guard().run_callbacks(|| {
+                call(db, &mut |key, value| {
+                    if failure.is_some() {
+                        return Action::Keep;
+                    }
+                    let answer = (|| {
+                        let value = value.map(|v| self.out(ruby, v)).transpose()?;
+                        let result: Value = block.call((self.out(ruby, key)?, value))?;
+                        action_of(ruby, result)
+                    })();
+                    answer.unwrap_or_else(|e| {
+                        failure = Some(e);
+                        Action::Keep
+                    })
                 })
             })
         });
-        drop(guard);
         if let Some(e) = failure {
             return Err(e);
         }
@@ -166,76 +164,56 @@ impl Database {
         encoding: Option<String>,
         concurrent: bool,
     ) -> Result<(), Error> {
-        rb_self.gate.enter(ruby)?;
+        rb_self.gate.enter(ruby, rb_self.handle.guard())?;
         // kuradb.rb has checked the name with Encoding.find.
         let encoding = encoding.map(|name| ruby.find_encindex(&name)).transpose()?;
         let mut p = Params::new();
         for (name, value) in &params {
             p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
         }
-        let mut slot = rb_self.db.write();
-        if slot.is_some() {
-            return Err(to_rb(
-                ruby,
-                kuradb::Error::new(ErrorKind::Infeasible, "the database is already open: close it first"),
-            ));
-        }
-        // An empty path: an on-memory database of the class `dbm=` names (see PolyDbm).
-        let db = PolyDbm::open(
-            &path,
-            if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
-            &p,
-        )
+        // An empty path: an on-memory database of the class `dbm=` names (see
+        // PolyDbm). The open may wait for another process's lock (`wait`,
+        // `lock_timeout`, and Tkrzw's default): other Ruby threads run
+        // meanwhile, among them the one that lets the lock go.
+        let handle = &rb_self.handle;
+        without_gvl(|| {
+            handle.install(|| {
+                PolyDbm::open(
+                    &path,
+                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+                    &p,
+                )
+            })
+        })
         .map_err(|e| to_rb(ruby, e))?;
-        *slot = Some(Arc::new(db));
         *rb_self.encoding.lock() = encoding;
         rb_self.concurrent.store(concurrent, Ordering::Relaxed);
         Ok(())
     }
 
     fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
-        rb_self.gate.enter(ruby)?;
+        rb_self.gate.enter(ruby, rb_self.handle.guard())?;
         // Another thread may be in a call without the VM lock, holding the
         // read lock (any call if `concurrent`, a waiting `pop_first` in any
-        // mode): wait for it without the VM lock too.
-        let slot = &rb_self.db;
-        let taken = match slot.try_write() {
-            Some(mut guard) => guard.take(),
-            None => without_gvl(|| slot.write().take()),
+        // mode): wait for it without the VM lock too. A database still
+        // shared by an AsyncDBM's workers stays open, with an error.
+        let handle = &rb_self.handle;
+        let closed = match rb_self.is_concurrent() {
+            true => without_gvl(|| handle.close()),
+            false => handle.try_close().unwrap_or_else(|| without_gvl(|| handle.close())),
         };
-        let Some(db) = taken else { return Ok(()) };
-        for slot in rb_self.cursors.lock().drain(..) {
-            if let Some(slot) = slot.upgrade() {
-                slot.lock().take();
-            }
-        }
-        match Arc::try_unwrap(db) {
-            Ok(db) => released_if(rb_self.is_concurrent(), || db.close()).map_err(|e| to_rb(ruby, e)),
-            Err(db) => {
-                // An AsyncDBM's workers hold it: it stays open.
-                *rb_self.db.write() = Some(db);
-                Err(to_rb(
-                    ruby,
-                    kuradb::Error::new(
-                        ErrorKind::Infeasible,
-                        "the database is in use by an open AsyncDBM (or by an export into it running in \
-                         another thread): close the AsyncDBM first",
-                    ),
-                ))
-            }
-        }
+        closed.map_err(|e| to_rb(ruby, e))
     }
 
     /// The open database and its encoding, for an AsyncDBM's workers.
     pub fn share(&self, ruby: &Ruby) -> Result<(Arc<PolyDbm>, Option<Index>), Error> {
-        self.gate.enter(ruby)?;
-        let guard = self.db.read_recursive();
-        let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
-        Ok((Arc::clone(db), *self.encoding.lock()))
+        self.gate.enter(ruby, self.handle.guard())?;
+        let db = self.handle.share().map_err(|e| to_rb(ruby, e))?;
+        Ok((db, *self.encoding.lock()))
     }
 
     fn is_open(&self) -> bool {
-        self.db.read_recursive().is_some()
+        self.handle.is_open()
     }
 
     fn get(ruby: &Ruby, rb_self: &Self, key: RString) -> Result<Option<RString>, Error> {
@@ -496,17 +474,9 @@ impl Database {
     }
 
     fn cursor(ruby: &Ruby, rb_self: &Self) -> Result<Cursor, Error> {
-        rb_self.gate.enter(ruby)?;
-        let guard = rb_self.db.read_recursive();
-        let db = guard.as_ref().ok_or_else(|| to_rb(ruby, not_open()))?;
+        rb_self.gate.enter(ruby, rb_self.handle.guard())?;
         // The cursor holds a handle of the database; close empties it.
-        let live = Live::open(Arc::clone(db)).map_err(|e| to_rb(ruby, e))?;
-        let slot = Arc::new(Mutex::new(Some(live)));
-        let mut cursors = rb_self.cursors.lock();
-        if cursors.len() >= 64 && cursors.len().is_power_of_two() {
-            cursors.retain(|w| w.strong_count() > 0);
-        }
-        cursors.push(Arc::downgrade(&slot));
+        let slot = rb_self.handle.new_cursor().map_err(|e| to_rb(ruby, e))?;
         Ok(Cursor::new(slot, *rb_self.encoding.lock(), rb_self.is_concurrent()))
     }
 

@@ -3,19 +3,19 @@
 //!
 //! `wait` and `get` wait with Ruby's VM lock released, so every other Ruby
 //! thread runs meanwhile, however long the operation takes (a `pop_first`
-//! waiting for a push, an operation waiting for a record lock). The core's
-//! future wakes the waiting threads through a [`Bell`] (its `Waker`). An
+//! waiting for a push, an operation waiting for a record lock). The binding
+//! core's [`BlockingFuture`] wakes the waiting threads through a [`Bell`]
+//! (its `Waker`) and keeps the outcome, so `get` answers the same every
+//! time. An
 //! interrupt of a waiting thread (`Thread#raise`, `Thread#kill`, Ctrl-C)
 //! rings the bell too and ends that thread's wait at once: it touches only
 //! Rust data, so it is safe from any thread. Ruby then raises in the
 //! waiting thread; the operation itself runs on, and the future can still
 //! be waited for and read.
 
-use std::future::Future as _;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
 use magnus::encoding::Index;
@@ -24,6 +24,7 @@ use magnus::{method, Error, IntoValue, RModule, Ruby, Value};
 use parking_lot::{Condvar, Mutex};
 
 use kuradb::dbm::async_dbm::DbmFuture;
+use kuradb_binding::future::BlockingFuture;
 
 use crate::convert::string;
 use crate::error::to_rb;
@@ -40,13 +41,6 @@ pub enum Reply {
     /// One record as `[key, value]`, or nil.
     Record(Option<(Vec<u8>, Vec<u8>)>),
     Keys(Vec<Vec<u8>>),
-}
-
-/// Where an operation is: running, or done with its result (kept, so `get`
-/// answers the same every time).
-enum Outcome {
-    Pending(DbmFuture<Reply>),
-    Done(kuradb::Result<Reply>),
 }
 
 /// Rung when the operation completes and when a waiting thread is
@@ -84,7 +78,7 @@ enum Waited {
 /// The pending result of one operation of an AsyncDBM.
 #[magnus::wrap(class = "Kuradb::Future", free_immediately, size)]
 pub struct Future {
-    outcome: Mutex<Outcome>,
+    outcome: BlockingFuture<Reply>,
     bell: Arc<Bell>,
     /// The bell as the core's future wakes it (one waker for every waiter:
     /// the core keeps only the last one it was polled with).
@@ -95,32 +89,24 @@ pub struct Future {
 impl Future {
     /// The future of a queued operation.
     pub fn pending(future: DbmFuture<Reply>, encoding: Option<Index>) -> Future {
-        Future::of(Outcome::Pending(future), encoding)
+        Future::of(BlockingFuture::new(future, std::convert::identity), encoding)
     }
 
     /// The future of an operation that failed before it was queued.
     pub fn failed(error: kuradb::Error, encoding: Option<Index>) -> Future {
-        Future::of(Outcome::Done(Err(error)), encoding)
+        Future::of(BlockingFuture::failed(error), encoding)
     }
 
-    fn of(outcome: Outcome, encoding: Option<Index>) -> Future {
+    fn of(outcome: BlockingFuture<Reply>, encoding: Option<Index>) -> Future {
         let bell = Arc::new(Bell::default());
         let waker = Waker::from(Arc::clone(&bell));
-        Future { outcome: Mutex::new(outcome), bell, waker, encoding }
+        Future { outcome, bell, waker, encoding }
     }
 
-    /// Whether the operation is done, taking its result if it just is.
-    /// Never blocks: the lock is held only for the poll.
+    /// Whether the operation is done. Never blocks: the core's lock is held
+    /// only for the poll.
     fn is_done(&self) -> bool {
-        let mut outcome = self.outcome.lock();
-        let Outcome::Pending(future) = &mut *outcome else { return true };
-        match Pin::new(future).poll(&mut Context::from_waker(&self.waker)) {
-            Poll::Ready(result) => {
-                *outcome = Outcome::Done(result);
-                true
-            }
-            Poll::Pending => false,
-        }
+        self.outcome.poll_ready(&self.waker)
     }
 
     /// Sleeps on the bell until the operation is done, `deadline` passes or
@@ -180,15 +166,24 @@ impl Future {
     /// The operation's result (waiting for it); its error is raised.
     fn get(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
         Future::wait(ruby, rb_self, None)?;
-        let outcome = rb_self.outcome.lock();
-        let reply = match &*outcome {
-            Outcome::Done(Ok(reply)) => reply,
-            Outcome::Done(Err(e)) => {
-                return Err(to_rb(ruby, kuradb::Error::new(e.kind(), e.message().to_string())))
-            }
-            Outcome::Pending(_) => unreachable!("the wait ended before the operation did"),
+        let shown = rb_self.outcome.with_outcome(|outcome| Future::value_of(ruby, rb_self.encoding, outcome));
+        // The outcome is kept once done, and `wait` answered only when done.
+        shown.unwrap_or_else(|| {
+            Err(to_rb(ruby, kuradb::Error::new(kuradb::ErrorKind::Canceled, "the future has no outcome")))
+        })
+    }
+
+    /// An outcome as Ruby shows it: the reply's value, or its error raised.
+    fn value_of(
+        ruby: &Ruby,
+        encoding: Option<Index>,
+        outcome: &kuradb::Result<Reply>,
+    ) -> Result<Value, Error> {
+        let reply = match outcome {
+            Ok(reply) => reply,
+            Err(e) => return Err(to_rb(ruby, kuradb::Error::new(e.kind(), e.message().to_string()))),
         };
-        let out = |data: &[u8]| string(ruby, rb_self.encoding, data);
+        let out = |data: &[u8]| string(ruby, encoding, data);
         Ok(match reply {
             Reply::Nil => ruby.qnil().as_value(),
             Reply::Bool(b) => b.into_value_with(ruby),

@@ -18,23 +18,21 @@ use kuradb_binding::guard::CallbackGuard;
 
 use crate::error::to_rb;
 
-/// One database's gate: the binding core's callback guard, which marks the
-/// threads inside a block and counts the calls running blocks.
-#[derive(Default)]
-pub struct Gate {
-    guard: CallbackGuard,
-}
+/// One database's gate over the binding core's callback guard (its open
+/// handle's), which marks the threads inside a block and counts the calls
+/// running blocks.
+pub struct Gate;
 
 impl Gate {
     /// Waits until no block of the database runs in another thread; fails
     /// if this thread is inside one of them. Thread switches happen only in
     /// Ruby code, so no block can start between this check and the call.
-    pub fn enter(&self, ruby: &Ruby) -> Result<(), Error> {
-        if self.guard.is_inside() {
+    pub fn enter(&self, ruby: &Ruby, guard: &CallbackGuard) -> Result<(), Error> {
+        if guard.is_inside() {
             return Err(to_rb(ruby, reentered()));
         }
         let mut tries = 0u32;
-        while self.guard.is_running() {
+        while guard.is_running() {
             // Let the block's thread run; sleep after a few passes so a
             // block that waits on something else does not make us spin.
             if tries < 16 {
@@ -45,12 +43,6 @@ impl Gate {
             tries += 1;
         }
         Ok(())
-    }
-
-    /// Runs `f`, a call that will run Ruby blocks under the database's
-    /// locks, marked as such for [`Gate::enter`] of every thread.
-    pub fn run_blocks<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.guard.run_callbacks(f)
     }
 }
 

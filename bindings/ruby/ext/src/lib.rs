@@ -9,8 +9,10 @@
 //!
 //! Ruby's global VM lock stays held during calls into the database unless
 //! it was opened `concurrent`: then the calls that run no Ruby code release
-//! it ([`nogvl`], the crate's only `unsafe` code); every such call goes
-//! through [`handle::call`] (the object's lock, the release, the call).
+//! it ([`nogvl`], the crate's only `unsafe` code); a database's calls go
+//! through the binding core's open handle (`Database::with`), a file's,
+//! index's or cursor's through [`handle::call`] (the object's lock, the
+//! release, the call).
 //! [`guard`] keeps a `process` block, which runs Ruby code under a record
 //! lock, from deadlocking with other threads.
 

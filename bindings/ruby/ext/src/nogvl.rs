@@ -21,8 +21,6 @@
 //! crosses the Rust frames here. A panic of the code is caught on the far
 //! side and resumed on this one, once the lock is held again.
 
-#![allow(unsafe_code)]
-
 use std::ffi::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result as Outcome;
@@ -34,6 +32,7 @@ struct Call<F, R> {
 }
 
 /// Runs the [`Call`] that `data` points to; Ruby calls it without the lock.
+#[allow(unsafe_code)]
 unsafe extern "C" fn run<F: FnOnce() -> R, R>(data: *mut c_void) -> *mut c_void {
     // SAFETY: `data` is the `&mut Call<F, R>` that `without_gvl` passed to
     // Ruby, which calls this once, on the same thread, before
@@ -60,6 +59,7 @@ pub fn released_if<R: Send>(release: bool, f: impl FnOnce() -> R + Send) -> R {
 
 /// Runs `f` with the VM lock released and answers what it answers. `f` and
 /// its answer are `Send`, so neither holds a Ruby object (module doc).
+#[allow(unsafe_code)]
 pub fn without_gvl<F, R>(f: F) -> R
 where
     F: FnOnce() -> R + Send,
@@ -90,6 +90,7 @@ where
 
 /// Calls the unblocking function that `data` points to; Ruby calls it from
 /// another thread (the one that interrupts this one) while [`run`] runs.
+#[allow(unsafe_code)]
 unsafe extern "C" fn unblock<U: Fn() + Sync>(data: *mut c_void) {
     // SAFETY: `data` is the `&U` that `without_gvl_until_interrupted`
     // passed to Ruby, which calls this only while the call it was given
@@ -108,6 +109,7 @@ unsafe extern "C" fn unblock<U: Fn() + Sync>(data: *mut c_void) {
 /// did not run `f` because an interrupt was pending already. Either way the
 /// caller then lets Ruby take the interrupt (`Ruby::thread_check_ints`,
 /// which raises if it should) and waits again if it did not raise.
+#[allow(unsafe_code)]
 pub fn without_gvl_until_interrupted<F, R, U>(f: F, unblock: &U) -> Option<R>
 where
     F: FnOnce() -> R + Send,

@@ -28,10 +28,22 @@ fn edit_distance_lev(a: RString, b: RString, utf: bool) -> usize {
     }
 }
 
-/// The reference's parameters (pairs of name and text) as kuradb's, by the
-/// binding core, for `Tkrzw`'s calls.
-fn reference_params(ruby: &Ruby, pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, Error> {
-    kuradb_binding::params::reference_params(pairs).map_err(|e| to_rb(ruby, e))
+/// The reference's rebuild parameters (pairs of name and text) as kuradb's,
+/// by the binding core, for `Tkrzw`'s rebuilds.
+fn rebuild_params(ruby: &Ruby, pairs: Vec<(String, String)>) -> Result<Vec<(String, String)>, Error> {
+    kuradb_binding::params::rebuild_params(pairs).map_err(|e| to_rb(ruby, e))
+}
+
+/// The parameters of a `Tkrzw` open of `path` (pairs of name and text), by
+/// the binding core: translated, waiting for the lock unless `no_wait`,
+/// without `key_comparator` when the open reopens an existing tree.
+fn compat_open_params(
+    ruby: &Ruby,
+    path: String,
+    pairs: Vec<(String, String)>,
+) -> Result<Vec<(String, String)>, Error> {
+    kuradb_binding::compat_open::compat_open_params(std::path::Path::new(&path), pairs)
+        .map_err(|e| to_rb(ruby, e))
 }
 
 /// An integer as the reference's 8 big-endian bytes (binary encoding).
@@ -56,7 +68,8 @@ fn deserialize_float(data: RString) -> f64 {
 
 /// Defines `Kuradb::Utility` and its functions.
 pub fn define(_ruby: &Ruby, module: RModule) -> Result<(), Error> {
-    module.define_module_function("_reference_params", function!(reference_params, 1))?;
+    module.define_module_function("_rebuild_params", function!(rebuild_params, 1))?;
+    module.define_module_function("_compat_open_params", function!(compat_open_params, 2))?;
     let utility = module.define_module("Utility")?;
     utility.define_singleton_method("primary_hash", function!(primary_hash, 2))?;
     utility.define_singleton_method("secondary_hash", function!(secondary_hash, 2))?;

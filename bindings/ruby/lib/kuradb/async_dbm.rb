@@ -79,8 +79,14 @@ module Kuradb
       _push_last(value, wtime&.to_f)
     end
 
-    def synchronize(hard = false)
-      _synchronize(hard ? true : false)
+    # Synchronizes; parameters (a skip database's +merge+ and +reducer+)
+    # work as with DBM#synchronize.
+    def synchronize(hard = false, **params)
+      if params.empty?
+        _synchronize(hard ? true : false)
+      else
+        _synchronize_with(hard ? true : false, Params.pairs(params))
+      end
     end
 
     def rebuild(**params)

@@ -155,12 +155,13 @@ module Tkrzw
       status_future(@adb.clear)
     end
 
-    def rebuild(**params)
-      status_future(@adb.rebuild(**TkrzwParams.translated(params)))
+    # +params+ as a Hash or as keywords, as DBM#rebuild takes them.
+    def rebuild(params = nil, **keywords)
+      status_future(@adb.rebuild(**TkrzwParams.rebuild(TkrzwParams.given(params, keywords))))
     end
 
-    def synchronize(hard, **_params)
-      status_future(@adb.synchronize(hard))
+    def synchronize(hard, params = nil, **keywords)
+      status_future(@adb.synchronize(hard, **TkrzwParams.given(params, keywords).transform_keys(&:to_sym)))
     end
 
     def search(mode, pattern, capacity = 0)

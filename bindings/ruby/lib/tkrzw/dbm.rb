@@ -20,6 +20,7 @@ module Tkrzw
       @db = nil
       @writable = false
       @no_file = false
+      @sync_hard = false
     end
 
     # Closes the database if it is open; the object stays usable for open.
@@ -36,24 +37,29 @@ module Tkrzw
     # NOT_FOUND_ERROR), taking writes even if not +writable+; #file_path
     # and #file_size answer nil (#file_path "" for a shard set), #writable?
     # false, #copy_file_data PRECONDITION_ERROR.
-    def open(path, writable, **params)
+    def open(path, writable, params = nil, **keywords)
       return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
 
-      opening = TkrzwParams.open(params)
-      # The reference reads a tree's order from its file and ignores the
-      # parameter; kuradb's own API refuses another one.
-      opening.delete(:key_comparator) if reopens_tree?(path.to_s, opening)
-      @db = Kuradb::DBM.open(path.to_s, writable, **opening)
+      params = TkrzwParams.given(params, keywords).transform_keys(&:to_sym)
+      sync_hard = Kuradb::Params.flag(params.delete(:sync_hard))
+      @db = Kuradb::DBM.open(path.to_s, writable, **TkrzwParams.open(path, params))
       @no_file = path.to_s.empty?
       @writable = writable && !@no_file ? true : false
+      @sync_hard = sync_hard && @writable
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)
     end
 
+    # Closes the database; opened with +sync_hard+, it first synchronizes
+    # it with the device, as the reference's close does then.
     def close
       db = opened
-      outcome = call { db.close }
+      outcome = call do
+        db.synchronize(true) if @sync_hard
+      ensure
+        db.close
+      end
       @db = nil unless db.open?
       outcome
     end
@@ -124,7 +130,10 @@ module Tkrzw
       call { opened.set(str(key), str(value), overwrite: overwrite ? true : false) }
     end
 
+    # The records as keywords, or as a Hash in place of +overwrite+ (the
+    # reference's older form), overwriting then.
     def set_multi(overwrite = true, **records)
+      overwrite, records = true, overwrite.merge(records) if overwrite.is_a?(Hash)
       pairs = records.to_h { |k, v| [str(k), str(v)] }
       call { opened.set_multi(pairs, overwrite: overwrite ? true : false) }
     end
@@ -162,7 +171,10 @@ module Tkrzw
       call { opened.append(str(key), str(value), str(delim)) }
     end
 
+    # The records as keywords, or as a Hash in place of +delim+, appended
+    # then with no delimiter.
     def append_multi(delim = "", **records)
+      delim, records = "", delim.merge(records) if delim.is_a?(Hash)
       call { records.each { |k, v| opened.append(str(k), str(v), str(delim)) } }
     end
 
@@ -268,8 +280,9 @@ module Tkrzw
       call { opened.clear }
     end
 
-    def rebuild(**params)
-      call { opened.rebuild(**TkrzwParams.translated(params)) }
+    # +params+ as a Hash or as keywords, as #open takes them.
+    def rebuild(params = nil, **keywords)
+      call { opened.rebuild(**TkrzwParams.rebuild(TkrzwParams.given(params, keywords))) }
     end
 
     def should_be_rebuilt?
@@ -278,8 +291,8 @@ module Tkrzw
 
     # Only a skip database uses +params+, as the reference documents:
     # +merge+ (paths separated by colons) and +reducer+.
-    def synchronize(hard, **params)
-      call { opened.synchronize(hard, **params.transform_keys(&:to_sym)) }
+    def synchronize(hard, params = nil, **keywords)
+      call { opened.synchronize(hard, **TkrzwParams.given(params, keywords).transform_keys(&:to_sym)) }
     end
 
     def copy_file_data(dest_path, sync_hard = false)
@@ -368,13 +381,19 @@ module Tkrzw
       StatusOf.status_of(e)
     end
 
+    # The class, the quoted path and the number of records, as the
+    # reference's: +HashDBM:"casket.tkh":3+. A database that is not open
+    # answers "(unopened)" instead of raising, so that printing it is safe.
     def to_s
-      return "#<Tkrzw::DBM:(unopened)>" unless @db
+      return "(unopened)" unless @db
 
-      "#<Tkrzw::DBM:#{file_path.inspect}:#{@db._dbm_class[1]}:#{count}>"
+      "#{@db._dbm_class[1]}:#{file_path.to_s.inspect}:#{count}"
     end
 
-    alias inspect to_s
+    # #to_s within +#<Tkrzw::DBM:...>+, as the reference's.
+    def inspect
+      "#<Tkrzw::DBM:#{self}>"
+    end
 
     # The number of records, or -1 on failure.
     def to_i
@@ -402,7 +421,10 @@ module Tkrzw
 
     # Yields every record as (key, value).
     def each(&block)
-      opened.each(&block)
+      db = opened
+      raise ArgumentError, "block is not given" unless block
+
+      db.each(&block)
       nil
     end
 
@@ -410,16 +432,6 @@ module Tkrzw
 
     def opened
       @db or raise NOT_OPENED
-    end
-
-    # Whether the open reopens a tree file that exists at +path+, without
-    # emptying it.
-    def reopens_tree?(path, params)
-      return false if path.empty? || %w[true 1].include?(params[:truncate].to_s.downcase)
-
-      dbm = params[:dbm].to_s.downcase
-      tree = %w[tree treedbm].include?(dbm) || (dbm.empty? && path.downcase.end_with?(".tkt", ".kt", ".tree"))
-      tree && !::File.size?(path).nil?
     end
 
     # What a block's answer means to Kuradb::DBM#process.

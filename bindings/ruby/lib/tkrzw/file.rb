@@ -30,9 +30,10 @@ module Tkrzw
     # class (MemoryMapAtomicFile by default, as the reference's) and its
     # options (file, block_size, access_options, ...),
     # encoding (of the Strings #read answers) and concurrent.
-    def open(path, writable, **params)
+    def open(path, writable, params = nil, **keywords)
       return Status.new(Status::PRECONDITION_ERROR, "opened file") if @file
 
+      params = TkrzwParams.given(params, keywords)
       params = params.transform_keys(&:to_sym)
       encoding = params.delete(:encoding)
       encoding &&= Encoding.find(encoding.to_s).name

@@ -23,10 +23,11 @@ module Tkrzw
       nil
     end
 
-    def open(path, writable, **params)
+    def open(path, writable, params = nil, **keywords)
       return Status.new(Status::PRECONDITION_ERROR, "opened index") if @index
 
-      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(params))
+      params = TkrzwParams.given(params, keywords)
+      @index = Kuradb::Index.open(path.to_s, writable, **TkrzwParams.open(path, params))
       Status.new
     rescue Kuradb::Error, TypeError, ArgumentError => e
       StatusOf.status_of(e)

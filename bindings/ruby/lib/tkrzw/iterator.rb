@@ -53,6 +53,16 @@ module Tkrzw
       record
     end
 
+    # [key, value] of the current record, moving to the next one; nil
+    # (status NOT_FOUND_ERROR) past the last record.
+    def step(status = nil)
+      record = nil
+      outcome = call { record = cursor.step }
+      outcome = Status.new(Status::NOT_FOUND_ERROR) if outcome.ok? && record.nil?
+      StatusOf.report(status, outcome)
+      record
+    end
+
     def get_key(status = nil)
       get(status)&.first
     end
@@ -69,12 +79,16 @@ module Tkrzw
       call { cursor.remove }
     end
 
+    # The current key, quoted, or "(unlocated)" quoted, as the reference's.
     def to_s
       key = @cursor && get_key
-      "#<Tkrzw::Iterator:#{key.nil? ? '(unlocated)' : key.inspect}>"
+      (key.nil? ? "(unlocated)" : key).inspect
     end
 
-    alias inspect to_s
+    # #to_s within +#<Tkrzw::Iterator:...>+, as the reference's.
+    def inspect
+      "#<Tkrzw::Iterator:#{self}>"
+    end
 
     private
 

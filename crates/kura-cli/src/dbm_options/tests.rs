@@ -184,3 +184,35 @@ fn memory_flags_are_checked_and_others_refused() {
         assert!(err.message().contains(flag), "{err}");
     }
 }
+
+/// `--params` reaches any parameter of the class, with or without a flag
+/// of its own; one the class does not take is refused naming it, and one
+/// given both as a flag and in `--params` is refused as given twice.
+#[test]
+fn params_reach_every_parameter_of_the_class() {
+    let found = figures(&["--dbm", "hash", "--path", "x.kh", "--params", "num_buckets=5003,align_pow=5"]);
+    assert_eq!(found["num_buckets"], "5003", "{found:?}");
+    let found = figures(&["--dbm", "tree", "--path", "x.kt", "--params", "max_branches=40"]);
+    assert_eq!(found["max_branches"], "40", "{found:?}");
+    let err = opener(&["--dbm", "hash", "--path", "x.kh", "--params", "max_branches=40"]).unwrap_err();
+    assert!(
+        err.message().contains("--params: max_branches is not a parameter of the hash database"),
+        "{err}"
+    );
+    let err = opener(&["--path", "x.kh", "--buckets", "10", "--params", "num_buckets=20"]).unwrap_err();
+    assert!(err.message().contains("--params") && err.message().contains("twice"), "{err}");
+    let err = opener(&["--path", "x.kh", "--params", "num_buckets"]).unwrap_err();
+    assert!(err.message().starts_with("--params"), "{err}");
+}
+
+/// The skip database's updates show at the next synchronization, the
+/// registry says, and the opener's checks follow it.
+#[test]
+fn updates_follow_the_registry() {
+    for class in DbmClass::all() {
+        let path = format!("x.{}", class.extensions()[0]);
+        let o = opener(&["--path", &path]).unwrap();
+        assert_eq!(o.updates() != Updates::Immediate, class.updates_at_sync(), "{}", class.name());
+    }
+    assert!(DbmClass::Skip.updates_at_sync());
+}

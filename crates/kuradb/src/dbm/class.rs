@@ -71,6 +71,14 @@ struct Entry {
     /// ([`Dbm::rebuild_with_params`]); a class without refuses every
     /// parameter by name.
     tuned_rebuild: bool,
+    /// Whether updates show to readers only at the next synchronization
+    /// (the skip database sorts and merges them then).
+    updates_at_sync: bool,
+    /// Whether a file's first bytes ([`HEAD_SIZE`] at most) are a file of
+    /// the class; `None` for a class with no file of its own. The first
+    /// class that claims a head owns the file (the on-memory classes share
+    /// the flat file: tiny, the first of them, claims it).
+    sniff: Option<fn(&[u8]) -> bool>,
     /// Reads the class's options from parameters.
     options: fn(&mut Taker<'_>) -> Result<Box<dyn ClassOptions>>,
 }
@@ -200,6 +208,8 @@ const CLASSES: &[Entry] = &[
         what: "a hash database",
         order: Order::Hashed,
         tuned_rebuild: true,
+        updates_at_sync: false,
+        sniff: Some(|head| super::hash::sniff(head) == Some(Kind::Hash)),
         options: take!(HashOptions),
     },
     Entry {
@@ -211,6 +221,8 @@ const CLASSES: &[Entry] = &[
         what: "a tree database",
         order: Order::Inspected,
         tuned_rebuild: true,
+        updates_at_sync: false,
+        sniff: Some(|head| super::hash::sniff(head) == Some(Kind::TreeNodes)),
         options: take!(TreeOptions),
     },
     Entry {
@@ -222,6 +234,8 @@ const CLASSES: &[Entry] = &[
         what: "a skip database",
         order: Order::Lexical,
         tuned_rebuild: true,
+        updates_at_sync: true,
+        sniff: Some(super::skip::sniff),
         options: take!(SkipOptions),
     },
     Entry {
@@ -233,6 +247,8 @@ const CLASSES: &[Entry] = &[
         what: "a tiny database",
         order: Order::Hashed,
         tuned_rebuild: false,
+        updates_at_sync: false,
+        sniff: Some(flat::sniff),
         options: take!(TinyOptions),
     },
     Entry {
@@ -244,6 +260,8 @@ const CLASSES: &[Entry] = &[
         what: "a baby database",
         order: Order::Inspected,
         tuned_rebuild: false,
+        updates_at_sync: false,
+        sniff: None,
         options: take!(BabyOptions),
     },
     Entry {
@@ -255,6 +273,8 @@ const CLASSES: &[Entry] = &[
         what: "a cache database",
         order: Order::Hashed,
         tuned_rebuild: false,
+        updates_at_sync: false,
+        sniff: None,
         options: take!(CacheOptions),
     },
     Entry {
@@ -266,6 +286,8 @@ const CLASSES: &[Entry] = &[
         what: "a stdhash database",
         order: Order::Hashed,
         tuned_rebuild: false,
+        updates_at_sync: false,
+        sniff: None,
         options: |t| {
             Ok(Box::new(StdClassOptions {
                 options: StdOptions::default().take_params(t, true)?,
@@ -283,6 +305,8 @@ const CLASSES: &[Entry] = &[
         order: Order::Lexical,
         tuned_rebuild: false,
         // An ordered set has no buckets.
+        updates_at_sync: false,
+        sniff: None,
         options: |t| {
             Ok(Box::new(StdClassOptions {
                 options: StdOptions::default().take_params(t, false)?,
@@ -300,6 +324,8 @@ const CLASSES: &[Entry] = &[
         what: "a model database",
         order: Order::Lexical,
         tuned_rebuild: false,
+        updates_at_sync: false,
+        sniff: None,
         options: super::model::take_options,
     },
 ];
@@ -336,6 +362,12 @@ impl DbmClass {
     /// has one, is a flat file any of these classes reads).
     pub fn is_on_memory(self) -> bool {
         self.entry().on_memory
+    }
+
+    /// Whether updates show to readers only at the next synchronization, not
+    /// at once (the skip database: it sorts and merges them then).
+    pub fn updates_at_sync(self) -> bool {
+        self.entry().updates_at_sync
     }
 
     /// Every class's extensions, as the help and error messages list them:
@@ -398,17 +430,8 @@ impl DbmClass {
         if head.is_empty() {
             return Ok(None);
         }
-        if let Some(kind) = super::hash::sniff(head) {
-            return Ok(Some(match kind {
-                Kind::Hash => DbmClass::Hash,
-                Kind::TreeNodes => DbmClass::Tree,
-            }));
-        }
-        if super::skip::sniff(head) {
-            return Ok(Some(DbmClass::Skip));
-        }
-        if flat::sniff(head) {
-            return Ok(Some(DbmClass::Tiny));
+        if let Some(e) = CLASSES.iter().find(|e| e.sniff.is_some_and(|sniff| sniff(head))) {
+            return Ok(Some(e.class));
         }
         if head.starts_with(b"Tkrzw") {
             return Err(Error::new(

@@ -1,5 +1,6 @@
 //! LZ4's block format through liblz4, the reference C library (built from
-//! its source by `lz4-sys`, no system library needed), behind a safe API.
+//! its source in `csrc/` by build.rs, with 64 KiB hash tables and every
+//! symbol prefixed, see `csrc/lz4_kuradb.c`), behind a safe API.
 //!
 //! Chosen over lz4_flex for speed on values of a few hundred bytes, where
 //! the per-value set-up dominates: lz4_flex builds a fresh 16 KiB hash table
@@ -18,20 +19,30 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lz4_sys::LZ4StreamEncode;
-
 /// The largest input liblz4 compresses (its `LZ4_MAX_INPUT_SIZE`).
 pub(crate) const LZ4_MAX_INPUT: usize = 0x7E00_0000;
 /// liblz4's default speed/ratio trade-off, as `LZ4_compress_default`'s.
 const ACCELERATION: c_int = 1;
 
-// Functions of liblz4 1.10 that lz4-sys builds into its static library but
-// does not declare; the signatures are those of its lz4.h.
+/// liblz4's `LZ4_stream_t`, never looked into from Rust.
+#[repr(C)]
+struct LZ4StreamEncode {
+    _opaque: [u8; 0],
+}
+
+// liblz4's functions under the names csrc/lz4_kuradb.c gives them; the
+// signatures are those of its lz4.h.
 extern "C" {
-    fn LZ4_resetStream_fast(stream: *mut LZ4StreamEncode);
-    fn LZ4_loadDictSlow(stream: *mut LZ4StreamEncode, dictionary: *const c_char, dict_size: c_int) -> c_int;
-    fn LZ4_attach_dictionary(working: *mut LZ4StreamEncode, dictionary: *const LZ4StreamEncode);
-    fn LZ4_compress_fast_continue(
+    fn kuradb_lz4_create_stream() -> *mut LZ4StreamEncode;
+    fn kuradb_lz4_free_stream(stream: *mut LZ4StreamEncode);
+    fn kuradb_lz4_reset_stream_fast(stream: *mut LZ4StreamEncode);
+    fn kuradb_lz4_load_dict_slow(
+        stream: *mut LZ4StreamEncode,
+        dictionary: *const c_char,
+        dict_size: c_int,
+    ) -> c_int;
+    fn kuradb_lz4_attach_dictionary(working: *mut LZ4StreamEncode, dictionary: *const LZ4StreamEncode);
+    fn kuradb_lz4_compress_fast_continue(
         stream: *mut LZ4StreamEncode,
         src: *const c_char,
         dst: *mut c_char,
@@ -39,7 +50,7 @@ extern "C" {
         dst_capacity: c_int,
         acceleration: c_int,
     ) -> c_int;
-    fn LZ4_compress_fast_extState_fastReset(
+    fn kuradb_lz4_compress_fast_ext_state_fast_reset(
         state: *mut c_void,
         src: *const c_char,
         dst: *mut c_char,
@@ -47,7 +58,7 @@ extern "C" {
         dst_capacity: c_int,
         acceleration: c_int,
     ) -> c_int;
-    fn LZ4_decompress_safe_usingDict(
+    fn kuradb_lz4_decompress_safe_using_dict(
         src: *const c_char,
         dst: *mut c_char,
         src_size: c_int,
@@ -55,19 +66,20 @@ extern "C" {
         dict_start: *const c_char,
         dict_size: c_int,
     ) -> c_int;
+    #[cfg(test)]
+    fn kuradb_lz4_sizeof_state() -> c_int;
 }
 
-/// An `LZ4_stream_t`, liblz4's compression state (64 KiB as this workspace
-/// builds liblz4, see `.cargo/config.toml`; 16 KiB by default; mostly its hash
-/// table), owned: freed on drop.
+/// An `LZ4_stream_t`, liblz4's compression state (mostly its hash table, of
+/// 64 KiB as build.rs builds liblz4), owned: freed on drop.
 struct Stream(NonNull<LZ4StreamEncode>);
 
 impl Stream {
     #[expect(unsafe_code, reason = "allocates liblz4's compression state")]
     fn new() -> Stream {
-        // SAFETY: LZ4_createStream takes nothing and answers a newly
+        // SAFETY: kuradb_lz4_create_stream (LZ4_createStream) takes nothing and answers a newly
         // allocated, initialized state, or null when malloc fails.
-        let ptr = unsafe { lz4_sys::LZ4_createStream() };
+        let ptr = unsafe { kuradb_lz4_create_stream() };
         Stream(NonNull::new(ptr).expect("liblz4 could not allocate its compression state"))
     }
 }
@@ -75,11 +87,11 @@ impl Stream {
 impl Drop for Stream {
     #[expect(unsafe_code, reason = "frees liblz4's compression state")]
     fn drop(&mut self) {
-        // SAFETY: the pointer came from LZ4_createStream and is freed once,
+        // SAFETY: the pointer came from kuradb_lz4_create_stream and is freed once,
         // here; nothing refers to it afterwards (a working stream attached
         // to a dictionary's is re-attached before every use, see `compress`,
         // and a dictionary outlives every compression that borrows it).
-        unsafe { lz4_sys::LZ4_freeStream(self.0.as_ptr()) };
+        unsafe { kuradb_lz4_free_stream(self.0.as_ptr()) };
     }
 }
 
@@ -133,7 +145,9 @@ impl Lz4Dictionary {
         // block stays put when the struct moves). The slow load indexes
         // every position of the dictionary, not every third: done once, it
         // finds more matches for every value after.
-        unsafe { LZ4_loadDictSlow(stream.0.as_ptr(), content.as_ptr().cast(), content.len() as c_int) };
+        unsafe {
+            kuradb_lz4_load_dict_slow(stream.0.as_ptr(), content.as_ptr().cast(), content.len() as c_int)
+        };
         Lz4Dictionary { stream, content, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
     }
 }
@@ -158,7 +172,14 @@ pub(crate) fn compress(src: &[u8], dst: &mut [u8], dict: Option<&Lz4Dictionary>)
             // state itself (dropping any dictionary attached before), and
             // writes at most capacity bytes.
             None => unsafe {
-                LZ4_compress_fast_extState_fastReset(state.cast(), src, dst, src_size, capacity, ACCELERATION)
+                kuradb_lz4_compress_fast_ext_state_fast_reset(
+                    state.cast(),
+                    src,
+                    dst,
+                    src_size,
+                    capacity,
+                    ACCELERATION,
+                )
             },
             // SAFETY: as above for the state and the slices. The reset
             // drops what the state held of earlier values; the dictionary's
@@ -168,9 +189,9 @@ pub(crate) fn compress(src: &[u8], dst: &mut [u8], dict: Option<&Lz4Dictionary>)
             // pointer into it that a later call would follow without
             // resetting first.
             Some(d) => unsafe {
-                LZ4_resetStream_fast(state);
-                LZ4_attach_dictionary(state, d.stream.0.as_ptr());
-                LZ4_compress_fast_continue(state, src, dst, src_size, capacity, ACCELERATION)
+                kuradb_lz4_reset_stream_fast(state);
+                kuradb_lz4_attach_dictionary(state, d.stream.0.as_ptr());
+                kuradb_lz4_compress_fast_continue(state, src, dst, src_size, capacity, ACCELERATION)
             },
         }
     });
@@ -232,7 +253,7 @@ fn decode_behind(buf: &mut Vec<u8>, src: &[u8], size: usize) -> Result<usize, us
     // write). src is a live slice, which cannot overlap buf (borrowed
     // mutably). It answers the bytes written, or a negative number.
     let n = unsafe {
-        LZ4_decompress_safe_usingDict(
+        kuradb_lz4_decompress_safe_using_dict(
             src.as_ptr().cast(),
             base.add(len).cast(),
             src.len() as c_int,
@@ -252,6 +273,17 @@ fn decode_behind(buf: &mut Vec<u8>, src: &[u8], size: usize) -> Result<usize, us
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// build.rs's table size reaches the library kuradb links: its state is
+    /// the 64 KiB table (plus a little), not the default 16 KiB one, which
+    /// a CFLAGS that lost to the library's default would give.
+    #[test]
+    #[expect(unsafe_code, reason = "asks liblz4 the size of its state")]
+    fn the_state_has_the_tables_build_rs_asks_for() {
+        // SAFETY: LZ4_sizeofState takes nothing and reads nothing.
+        let size = unsafe { kuradb_lz4_sizeof_state() } as usize;
+        assert!((64 << 10..80 << 10).contains(&size), "liblz4's state is {size} bytes");
+    }
 
     /// A block compressed here decodes here, with and without a dictionary,
     /// and a dictionary's matches make the block smaller.

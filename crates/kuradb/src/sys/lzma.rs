@@ -228,11 +228,13 @@ pub(crate) fn decompress(src: &[u8], size: usize, preset: &[u8]) -> Result<Vec<u
 /// The most memory the decoder of a reference's value may take: level 9's
 /// 64 MiB window with room to spare (the reference's level 6 takes 8 MiB).
 /// A damaged header asking for more is an error, not an allocation.
+#[cfg(feature = "tkrzw")]
 const CONTAINER_MEMLIMIT: u64 = 128 << 20;
 
 /// Decompresses `src`, one .xz stream or one legacy .lzma stream (the
 /// reference writes the former; its decoder takes both), to at most `max`
 /// bytes; answers them, or why the stream does not decode.
+#[cfg(feature = "tkrzw")]
 #[expect(unsafe_code, reason = "sets liblzma's automatic decoder up")]
 pub(crate) fn decompress_container(src: &[u8], max: usize) -> Result<Vec<u8>, String> {
     let mut stream = Stream::new();

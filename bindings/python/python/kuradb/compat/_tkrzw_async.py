@@ -3,13 +3,13 @@
 
 Each method queues its operation at once and returns a ``Future`` whose
 ``Get()`` answers what the reference's does: the ``Status`` alone, or a
-``(Status, value)`` pair for Get, GetStr, GetMulti, GetMultiStr and
-Increment. ``Wait(timeout)`` blocks up to ``timeout`` seconds (negative: no
+``(Status, value)`` pair for Get, GetStr, GetMulti, GetMultiStr, Increment
+and Search (the keys as str), a ``(Status, key, value)`` triple for PopFirst
+and PopFirstStr. ``Wait(timeout)`` blocks up to ``timeout`` seconds (negative: no
 limit). ``await future`` waits without blocking the event loop and answers
 what ``Get()`` answers; ``Get()`` may be called again afterwards (the
 reference frees the future at ``Get()``, so a program written for it never
-does). Left out, as kuradb has no such operation: ``ExportToFlatRecords``,
-``ImportFromFlatRecords``, ``Search``.
+does).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
 from .. import _kuradb
-from .tkrzw import DBM, Data, Status, _bytes, _params, _status_of
+from .tkrzw import DBM, Data, Status, _bytes, _params, _path_of, _status_of
 
 __all__ = ["AsyncDBM", "Future"]
 
@@ -34,6 +34,12 @@ def _only_status(value: Any) -> Status:
 
 def _found(value: Optional[bytes]) -> Tuple[Status, Optional[bytes]]:
     return (Status(), value) if value is not None else (Status(Status.NOT_FOUND_ERROR), None)
+
+
+def _popped(record: Optional[Tuple[Any, Any]]) -> Tuple[Status, Any, Any]:
+    if record is None:
+        return Status(Status.NOT_FOUND_ERROR), None, None
+    return Status(), record[0], record[1]
 
 
 class Future:
@@ -215,7 +221,40 @@ class AsyncDBM:
         return self._queue(lambda a: a.rebuild(**_params(params)))
 
     def Synchronize(self, hard: bool, **params: Any) -> Future:
-        return self._queue(lambda a: a.synchronize(hard))
+        return self._queue(lambda a: a.synchronize(hard, {k: str(v) for k, v in params.items()}))
+
+    def PopFirst(self) -> Future:
+        """Removes the first record: (Status, key, value) as bytes, or
+        (NOT_FOUND_ERROR, None, None) if the database is empty."""
+        return self._queue(lambda a: a.pop_first(), _popped, lambda status: (status, None, None))
+
+    def PopFirstStr(self) -> Future:
+        """PopFirst with the key and the value as str."""
+        return self._queue(lambda a: a.pop_first(True), _popped, lambda status: (status, None, None))
+
+    def PushLast(self, value: Data, wtime: Optional[float] = None) -> Future:
+        """Stores ``value`` under a key made from the time ``wtime`` (None:
+        now), as DBM.PushLast does."""
+        return self._queue(lambda a: a.push_last(_bytes(value), wtime))
+
+    def Search(self, mode: str, pattern: Data, capacity: int = 0) -> Future:
+        """(Status, the keys matching ``pattern`` in ``mode`` as str), as
+        DBM.Search finds them; (the error, []) for an unknown mode."""
+        def start(a: _kuradb.AsyncDBM) -> _kuradb.Future:
+            return a.search(mode, _bytes(pattern), capacity)
+
+        return self._queue(
+            start, lambda keys: (Status(), [k.decode("utf-8", "replace") for k in keys]),
+            lambda status: (status, []))
+
+    def ExportToFlatRecords(self, dest_file: Any) -> Future:
+        """Writes every record to ``dest_file`` (a File, emptied first) as
+        flat records."""
+        return self._queue(lambda a: a.export_to_flat_records(_path_of(dest_file)))
+
+    def ImportFromFlatRecords(self, src_file: Any) -> Future:
+        """Sets every record of the flat records in ``src_file`` (a File)."""
+        return self._queue(lambda a: a.import_from_flat_records(_path_of(src_file)))
 
     def CopyFileData(self, dest_path: str, sync_hard: bool = False) -> Future:
         return self._queue(lambda a: a.copy_file_data(dest_path, sync_hard))

@@ -84,6 +84,13 @@ class Index:
 
         return self._call(remove)
 
+    def GetFilePath(self) -> Optional[str]:
+        """The path of the index's file ("" for one in memory), or None if
+        the index is not open."""
+        if self._index is None:
+            return None
+        return str(self._index.path())
+
     def Count(self) -> int:
         return self._open.count()
 
@@ -125,7 +132,7 @@ class Index:
     def __str__(self) -> str:
         if self._index is None:
             return "unopened"
-        return f"{self._index.path()}:{len(self._index)}"
+        return f"path={self._index.path()} num_records={len(self._index)}"
 
 
 class IndexIterator:

@@ -136,31 +136,25 @@ def _path_of(file: Any) -> str:
 
 
 def _params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The reference's parameters in kuradb's terms, by the binding core
-    (the translation the Java and Ruby layers share): ``concurrent`` goes,
-    colons separate ``access_options``, ``RECORD_COMP_AES`` with
-    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused."""
-    return _kuradb._reference_params(params)
+    """The reference's rebuild parameters in kuradb's terms, by the binding
+    core (the translation the Java and Ruby layers share): ``concurrent``
+    goes, colons separate ``access_options``, ``RECORD_COMP_AES`` with
+    ``cipher_key`` is kuradb's authenticated encryption, RC4 is refused, the
+    tuning of a running database (``fbp_capacity``, ...) goes."""
+    return _kuradb._rebuild_params(params)
 
 
 def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The parameters of an open, waiting for another process's lock unless
-    told ``no_wait``, as the reference does (kuradb's own API fails at once)."""
-    out = _params(params)
-    out.setdefault("no_wait", False)
-    return out
+    """The parameters of an open, by the binding core: translated as
+    ``_params``, waiting for another process's lock unless told ``no_wait``,
+    as the reference does (kuradb's own API fails at once)."""
+    return _kuradb._open_params(params)
 
 
 def _reopens_tree(path: Any, params: Dict[str, Any]) -> bool:
     """Whether the open reopens a tree that exists at `path` (a file with
-    content, or a shard set) without emptying it."""
-    name = os.fspath(path)
-    if not name or str(params.get("truncate", "")).lower() in ("true", "1"):
-        return False
-    dbm = str(params.get("dbm", "")).lower()
-    if dbm not in ("tree", "treedbm") and (dbm or _kuradb.DBM.class_for_path(name) != "tree"):
-        return False
-    return (os.path.exists(name) and os.path.getsize(name) > 0) or _kuradb.DBM.shard_count(name) is not None
+    content, or a shard set) without emptying it, by the binding core."""
+    return _kuradb._reopens_tree(path, params)
 
 
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
@@ -279,7 +273,12 @@ class DBM(_kuradb._CompatDBM):
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
         return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
 
-    def RemoveMulti(self, keys: List[Data]) -> Status:
+    def RemoveMulti(self, *keys: Any) -> Status:
+        """Removes the records of the keys, given as arguments or as one
+        list; NOT_FOUND_ERROR if any is missing (the others are removed)."""
+        if len(keys) == 1 and isinstance(keys[0], (list, tuple)):
+            keys = tuple(keys[0])
+
         def remove(db: _kuradb.DBM) -> None:
             wanted = [_bytes(k) for k in keys]
             if db.remove_multi(wanted) < len(set(wanted)):
@@ -298,6 +297,62 @@ class DBM(_kuradb._CompatDBM):
                 raise _kuradb.InfeasibleError("infeasible: the value does not match")
 
         return self._call(exchange)
+
+    def AppendMulti(self, delim: Data = "", **records: Data) -> Status:
+        """Appends each keyword's value to its record with ``delim`` between
+        (or sets it, if there is none), atomically."""
+        return self._call(
+            lambda db: db.append_multi({_bytes(k): _bytes(v) for k, v in records.items()}, _bytes(delim)))
+
+    def CompareExchangeMulti(self, expected: Any, desired: Any) -> Status:
+        """If every (key, value) pair of ``expected`` holds (value None: the
+        key is absent), applies every pair of ``desired`` (None: removed),
+        atomically; INFEASIBLE_ERROR if any does not hold."""
+        def exchange(db: _kuradb.DBM) -> None:
+            def pairs(seq: Any) -> List[Tuple[bytes, Optional[bytes]]]:
+                return [(_bytes(k), None if v is None else _bytes(v)) for k, v in seq]
+
+            if not db.compare_exchange_multi(pairs(expected), pairs(desired)):
+                raise _kuradb.InfeasibleError("infeasible: the values do not match")
+
+        return self._call(exchange)
+
+    def Rekey(self, old_key: Data, new_key: Data, overwrite: bool = True, copying: bool = False) -> Status:
+        """Moves the record of ``old_key`` to ``new_key`` atomically (copies it
+        with ``copying``): NOT_FOUND_ERROR without an old record,
+        DUPLICATION_ERROR if the new key exists and ``overwrite`` is false."""
+        return self._call(lambda db: db.rekey(_bytes(old_key), _bytes(new_key), overwrite, copying))
+
+    def ProcessEach(self, func: Callable[[Optional[bytes], Optional[bytes]], Any], writable: bool) -> Status:
+        """Calls func(key, value) for every record, with Process's return
+        convention, and, as the reference, once before and once after them
+        with (None, None), whose result is ignored."""
+        def each(db: _kuradb.DBM) -> None:
+            func(None, None)
+
+            def call(key: bytes, value: bytes) -> Any:
+                out = func(key, value)
+                if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+                    return out
+                return str(out)
+
+            db.process_each(call, writable)
+            func(None, None)
+
+        return self._call(each)
+
+    def GetTimestamp(self) -> Optional[float]:
+        """The time the database's file was last modified, in seconds since
+        the epoch (kuradb keeps no timestamp of its own: this is the file's
+        modification time), or None for an on-memory database and a shard
+        set."""
+        path = self.GetFilePath()
+        if not path:
+            return None
+        try:
+            return os.stat(path).st_mtime
+        except OSError:
+            return None
 
     def Increment(
         self, key: Data, inc: int = 1, init: int = 0, status: Optional[Status] = None
@@ -582,6 +637,17 @@ class Iterator:
     def StepStr(self, status: Optional[Status] = None) -> Optional[Tuple[str, str]]:
         record = self.Step(status)
         return None if record is None else (record[0].decode("utf-8", "replace"), record[1].decode("utf-8", "replace"))
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self) -> Tuple[bytes, bytes]:
+        """The current record, then moves to the next: the iterator protocol
+        from wherever the iterator stands (``for k, v in it`` after First)."""
+        record = self.Step()
+        if record is None:
+            raise StopIteration
+        return record
 
     def Set(self, value: Data) -> Status:
         return self._call(lambda c: c.set(_bytes(value)), located=True)

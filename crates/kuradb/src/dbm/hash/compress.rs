@@ -9,11 +9,8 @@
 //!
 //! A value whose compressed form (with its size) would not be shorter than
 //! itself is stored raw, so incompressible data costs one byte a value. The
-//! codecs' own framing is trimmed where the record already says it: zstd
-//! frames are magicless and carry neither content size, dictionary id nor
-//! checksum; zlib is a raw DEFLATE stream (the record's CRC-32 covers it);
-//! lz4 is the block format (see `lz4.rs`); lzma is a raw LZMA2 stream
-//! (see `sys/lzma.rs`).
+//! codecs (`codec/`, one file per mode) trim their own framing where the
+//! record already says it.
 //!
 //! Every mode may have a dictionary (see `dictionary.rs`): zstd's own, and
 //! the preset dictionaries of the lz4 block, DEFLATE and LZMA2 formats. The codecs'
@@ -24,19 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
-#[cfg(feature = "zstd")]
-use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DParameter, FrameFormat, ResetDirective};
 
-use super::comp_mode::RecordCompMode;
-#[cfg(feature = "zstd")]
-use super::dictionary::ZSTD_LEVEL;
+use super::codec::Codec;
+use super::comp_mode::{DictionaryKind, RecordCompMode};
 use super::dictionary::{Dictionary, Sample};
-#[cfg(feature = "lz4")]
-use super::lz4;
 use super::record::MAX_ITEM;
 use crate::error::{Error, ErrorKind, Result};
-#[cfg(feature = "lzma")]
-use crate::sys::lzma;
 use crate::varint::{leb128, MAX_LEN};
 
 const RAW: u8 = 0;
@@ -44,19 +34,6 @@ const PLAIN: u8 = 1;
 /// A compressed value claims at most this many times its stored size: a
 /// damaged size field must not make a read allocate gigabytes.
 const MAX_RATIO: u64 = 1 << 16;
-
-#[cfg(feature = "zstd")]
-thread_local! {
-    static ZSTD_C: RefCell<CCtx<'static>> = RefCell::new(CCtx::create());
-    static ZSTD_D: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
-}
-
-#[cfg(feature = "zlib")]
-thread_local! {
-    static DEFLATE: RefCell<flate2::Compress> =
-        RefCell::new(flate2::Compress::new(flate2::Compression::new(6), false));
-    static INFLATE: RefCell<flate2::Decompress> = RefCell::new(flate2::Decompress::new(false));
-}
 
 thread_local! {
     /// The stored form of the value being written (see
@@ -72,6 +49,10 @@ const KEPT_STORED: usize = 1 << 20;
 /// one, and the sample a dictionary is being trained from.
 pub(super) struct Compression {
     pub(super) mode: RecordCompMode,
+    /// The mode's codec; `None` in a build without it, which opens no file
+    /// of the mode (values are then stored raw, and reads fail naming the
+    /// feature).
+    codec: Option<&'static dyn Codec>,
     /// Whether the file may hold a dictionary: zstd files always, lz4, zlib
     /// and lzma ones from format version 3 (see `header.rs`), which readers
     /// that knew no preset dictionary refuse.
@@ -90,9 +71,10 @@ impl Compression {
     /// whether an lz4, zlib or lzma file may hold a dictionary (a zstd file always
     /// may).
     pub(super) fn new(mode: RecordCompMode, presets: bool) -> Option<Compression> {
-        let dictionaries = mode == RecordCompMode::Zstd || presets;
+        let dictionaries = mode.spec().dictionary == DictionaryKind::Own || presets;
         mode.is_on().then(|| Compression {
             mode,
+            codec: mode.spec().codec,
             dictionaries,
             dictionary: OnceLock::new(),
             sampling: AtomicBool::new(dictionaries),
@@ -174,28 +156,17 @@ impl Compression {
     /// grows, not at every value.
     fn encode_into(&self, value: &[u8], out: &mut Vec<u8>) -> usize {
         let dict = self.dictionary.get();
-        // Room for no more than the value itself, a longer result being
-        // stored raw; but LZ4 gets its bound (liblz4's faster path, and
-        // lz4_flex, for values over 2 GiB, refuses to start with less), and
-        // DEFLATE gets its own bound, so that every stream ends in one call
-        // (zlib-rs 0.6 can panic on incompressible data left waiting for
-        // room in its pending buffer). The raw form fits too.
-        let room = match self.mode {
-            #[cfg(feature = "lz4")]
-            RecordCompMode::Lz4 => lz4::bound(value.len()),
-            #[cfg(feature = "zlib")]
-            RecordCompMode::Zlib => deflate_bound(value.len()),
-            _ => value.len() + 1,
-        };
-        let need = MAX_LEN + 1 + room;
+        // Room for the raw form, and for the codec's body however large it
+        // may grow (the codec's room at its largest, with the head before it).
+        let need = MAX_LEN + 1 + self.codec.map_or(0, |c| c.room(value.len(), 0)).max(value.len());
         if out.len() < need {
             out.resize(need, 0);
         }
         out[0] = dict.map_or(PLAIN, |d| d.number);
         let at = 1 + leb128::write(&mut out[1..], value.len() as u64);
-        if value.len() > at {
-            let room = if self.mode == RecordCompMode::Zstd { value.len() + 1 - at } else { room };
-            match self.compress_into(value, &mut out[at..at + room], dict) {
+        if let (Some(codec), true) = (self.codec, value.len() > at) {
+            let room = codec.room(value.len(), at);
+            match codec.compress_into(value, &mut out[at..at + room], dict) {
                 Some(n) if at + n <= value.len() => return at + n,
                 _ => {}
             }
@@ -203,42 +174,6 @@ impl Compression {
         out[0] = RAW;
         out[1..1 + value.len()].copy_from_slice(value);
         1 + value.len()
-    }
-
-    /// Compresses `value` into `out`, answering the size, or `None` if it
-    /// does not fit (or, in a build without the mode's codec, which no file
-    /// opens, always: the value is stored raw).
-    fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
-        match self.mode {
-            RecordCompMode::None => None,
-            #[cfg(feature = "lz4")]
-            RecordCompMode::Lz4 => lz4::compress_into(value, out, dict),
-            #[cfg(feature = "zlib")]
-            RecordCompMode::Zlib => DEFLATE.with_borrow_mut(|c| {
-                c.reset();
-                if let Some(d) = dict {
-                    c.set_dictionary(&d.bytes).ok()?;
-                }
-                match c.compress(value, out, flate2::FlushCompress::Finish) {
-                    Ok(flate2::Status::StreamEnd) => Some(c.total_out() as usize),
-                    _ => None,
-                }
-            }),
-            #[cfg(feature = "lzma")]
-            RecordCompMode::Lzma => lzma::compress(value, out, dict.map_or(&[], |d| &d.bytes)),
-            #[cfg(feature = "zstd")]
-            RecordCompMode::Zstd => ZSTD_C.with_borrow_mut(|c| {
-                let n = zstd_compress(c, value, out, dict);
-                // No reference to the dictionary stays behind in the context.
-                let _ = c.reset(ResetDirective::SessionAndParameters);
-                n
-            }),
-            #[cfg(not(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma")))]
-            _ => {
-                let _ = (value, out, dict);
-                None
-            }
-        }
     }
 
     /// The value `stored` holds, the value part of the record at `offset`.
@@ -288,97 +223,15 @@ impl Compression {
         size: usize,
         dict: Option<&Dictionary>,
     ) -> std::result::Result<Vec<u8>, String> {
-        match self.mode {
-            RecordCompMode::None => Err("the file is not compressed".into()),
-            #[cfg(feature = "lz4")]
-            RecordCompMode::Lz4 => lz4::decompress(body, size, dict),
-            #[cfg(feature = "lzma")]
-            RecordCompMode::Lzma => lzma::decompress(body, size, dict.map_or(&[], |d| &d.bytes)),
-            #[cfg(feature = "zlib")]
-            RecordCompMode::Zlib => decode_sized(size, |out| {
-                INFLATE.with_borrow_mut(|d| {
-                    d.reset(false);
-                    if let Some(dict) = dict {
-                        d.set_dictionary(&dict.bytes).map_err(|e| e.to_string())?;
-                    }
-                    match d.decompress(body, out, flate2::FlushDecompress::Finish) {
-                        Ok(flate2::Status::StreamEnd) => Ok(d.total_out() as usize),
-                        Ok(_) => Err("the stream is cut short".into()),
-                        Err(e) => Err(e.to_string()),
-                    }
-                })
-            }),
-            #[cfg(feature = "zstd")]
-            RecordCompMode::Zstd => decode_sized(size, |out| {
-                ZSTD_D.with_borrow_mut(|d| {
-                    let n = zstd_decompress(d, body, out, dict);
-                    let _ = d.reset(ResetDirective::SessionAndParameters);
-                    n
-                })
-            }),
-            #[cfg(not(all(feature = "zstd", feature = "lz4", feature = "zlib", feature = "lzma")))]
-            mode => {
-                let _ = (body, size, dict);
-                Err(Error::needs_feature(format!("the record compression mode {mode}"), mode.name())
-                    .to_string())
-            }
+        match self.codec {
+            Some(codec) => codec.decompress(body, size, dict),
+            None => Err(Error::needs_feature(
+                format!("the record compression mode {}", self.mode),
+                self.mode.name(),
+            )
+            .to_string()),
         }
     }
-}
-
-/// Runs `decode` into room for `size` bytes; answers the bytes it wrote.
-#[cfg(any(feature = "zstd", feature = "zlib"))]
-fn decode_sized(
-    size: usize,
-    decode: impl FnOnce(&mut [u8]) -> std::result::Result<usize, String>,
-) -> std::result::Result<Vec<u8>, String> {
-    let mut out = vec![0u8; size];
-    let n = decode(&mut out)?;
-    out.truncate(n);
-    Ok(out)
-}
-
-/// The most bytes a raw DEFLATE stream of `len` bytes takes: stored
-/// blocks of at most 65,535 bytes with 5 bytes of header each, and slack for
-/// the final block's bits.
-#[cfg(feature = "zlib")]
-fn deflate_bound(len: usize) -> usize {
-    len + 5 * (len / 65_535 + 1) + 64
-}
-
-#[cfg(feature = "zstd")]
-fn zstd_compress(
-    c: &mut CCtx<'static>,
-    value: &[u8],
-    out: &mut [u8],
-    dict: Option<&Dictionary>,
-) -> Option<usize> {
-    c.reset(ResetDirective::SessionAndParameters).ok()?;
-    c.set_parameter(CParameter::CompressionLevel(ZSTD_LEVEL)).ok()?;
-    c.set_parameter(CParameter::Format(FrameFormat::Magicless)).ok()?;
-    c.set_parameter(CParameter::ContentSizeFlag(false)).ok()?;
-    c.set_parameter(CParameter::ChecksumFlag(false)).ok()?;
-    c.set_parameter(CParameter::DictIdFlag(false)).ok()?;
-    if let Some((cdict, _)) = dict.and_then(|d| d.zstd.as_ref()) {
-        c.ref_cdict(cdict).ok()?;
-    }
-    c.compress2(out, value).ok()
-}
-
-#[cfg(feature = "zstd")]
-fn zstd_decompress(
-    d: &mut DCtx<'static>,
-    body: &[u8],
-    out: &mut [u8],
-    dict: Option<&Dictionary>,
-) -> std::result::Result<usize, String> {
-    let name = |code: usize| zstd_safe::get_error_name(code).to_string();
-    d.reset(ResetDirective::SessionAndParameters).map_err(name)?;
-    d.set_parameter(DParameter::Format(FrameFormat::Magicless)).map_err(name)?;
-    if let Some((_, ddict)) = dict.and_then(|d| d.zstd.as_ref()) {
-        d.ref_ddict(ddict).map_err(name)?;
-    }
-    d.decompress(out, body).map_err(name)
 }
 
 #[cfg(test)]
@@ -401,7 +254,7 @@ mod tests {
             })
             .collect();
         let text = "{\"sku\":\"SKU-000123\",\"price\":4500,\"status\":\"shipped\"},".repeat(120).into_bytes();
-        for mode in RecordCompMode::COMPRESSING.into_iter().filter(|m| m.is_built()) {
+        for mode in RecordCompMode::compressing().filter(|m| m.is_built()) {
             for with_dict in [false, true] {
                 let c = Compression::new(mode, true).unwrap();
                 if with_dict {
@@ -434,7 +287,7 @@ mod tests {
     fn stored_forms_from_the_thread_buffer_are_fresh_ones() {
         let text = "{\"sku\":\"SKU-000123\",\"status\":\"shipped\"},".repeat(150).into_bytes();
         let noise: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        for mode in RecordCompMode::COMPRESSING.into_iter().filter(|m| m.is_built()) {
+        for mode in RecordCompMode::compressing().filter(|m| m.is_built()) {
             let c = Compression::new(mode, true).unwrap();
             for len in [5000, 3, 1200, 0, 64, 4999, 17, 2500] {
                 for source in [&text, &noise] {

@@ -34,15 +34,12 @@
 //! without one until a rebuild tries again). A rebuild samples the same amount from the records
 //! it copies.
 
-use super::comp_mode::RecordCompMode;
+use super::codec::Prepared;
+use super::comp_mode::{DictionaryKind, RecordCompMode};
 use crate::dbm::hash::record;
 use crate::error::{Error, ErrorKind, Result};
-#[cfg(feature = "lz4")]
-use crate::sys::lz4::Lz4Dictionary;
 #[cfg(feature = "zstd")]
 use crate::sys::zdict::{train_fast_cover, FastCover};
-#[cfg(feature = "zstd")]
-use zstd::zstd_safe::{CDict, DDict};
 
 /// The size of the sample of values a zstd dictionary is trained from: 64
 /// times the dictionary, where zstd's trainer has seen the segments worth
@@ -57,10 +54,9 @@ pub(super) const TRAIN_BYTES: usize = 1 << 20;
 pub(super) const PRESET_TRAIN_BYTES: usize = 256 << 10;
 /// How many bytes of values a dictionary of `mode` is trained from.
 pub(super) fn train_bytes(mode: RecordCompMode) -> usize {
-    if mode == RecordCompMode::Zstd {
-        TRAIN_BYTES
-    } else {
-        PRESET_TRAIN_BYTES
+    match mode.spec().dictionary {
+        DictionaryKind::Preset { .. } => PRESET_TRAIN_BYTES,
+        DictionaryKind::Own | DictionaryKind::None => TRAIN_BYTES,
     }
 }
 /// Larger values are not sampled: they compress well on their own, and
@@ -76,7 +72,8 @@ pub(super) const ZSTD_LEVEL: i32 = 3;
 /// 1 mean raw and compressed without a dictionary).
 pub(super) const FIRST_NUMBER: u8 = 2;
 /// The size of an lz4, zlib or lzma dictionary: the content part of a trained
-/// zstd dictionary's tail (see the module's doc). zlib takes half of it:
+/// zstd dictionary's tail (see the module's doc), of the size the mode's row
+/// in `MODES` gives. lz4 takes 4 KiB; zlib takes half of it:
 /// DEFLATE hashes its preset dictionary again at every compression, and on
 /// JSON-like values 2 KiB shrinks them nearly as much as 4 KiB, where lz4
 /// hashes its dictionary once per thread. lzma takes 2 KiB too: its match
@@ -86,10 +83,9 @@ pub(super) const FIRST_NUMBER: u8 = 2;
 /// (bench/results/2026-11-29-compression.md, "lzma").
 #[cfg(any(feature = "zstd", test))]
 pub(super) fn preset_size(mode: RecordCompMode) -> usize {
-    if matches!(mode, RecordCompMode::Zlib | RecordCompMode::Lzma) {
-        2 << 10
-    } else {
-        4 << 10
+    match mode.spec().dictionary {
+        DictionaryKind::Preset { size } => size,
+        DictionaryKind::Own | DictionaryKind::None => 4 << 10,
     }
 }
 /// A trained zstd dictionary's head holds its entropy tables (a magic, an
@@ -107,7 +103,10 @@ const ZSTD_TABLES_MAX: usize = 1 << 10;
 /// bench/results/2026-11-29-compression.md.
 #[cfg(feature = "zstd")]
 fn trainer(mode: RecordCompMode) -> FastCover {
-    let k = if mode == RecordCompMode::Zstd { 2000 } else { 1024 };
+    let k = match mode.spec().dictionary {
+        DictionaryKind::Preset { .. } => 1024,
+        DictionaryKind::Own | DictionaryKind::None => 2000,
+    };
     FastCover { k, d: 8, f: 18, accel: 1, level: ZSTD_LEVEL }
 }
 /// How much of a sample the compressibility test reads.
@@ -147,27 +146,26 @@ pub(super) struct Dictionary {
     pub(super) mode: RecordCompMode,
     pub(super) number: u8,
     pub(super) bytes: Vec<u8>,
-    /// zstd's digested forms of `bytes`, made once (zstd only).
-    #[cfg(feature = "zstd")]
-    pub(super) zstd: Option<(CDict<'static>, DDict<'static>)>,
-    /// liblz4's hashed form of `bytes`, made once (lz4 only).
-    #[cfg(feature = "lz4")]
-    pub(super) lz4: Option<Lz4Dictionary>,
+    /// The form of `bytes` the mode's codec works with, made once, if it
+    /// keeps one (zstd's digested tables, liblz4's hashed state).
+    prepared: Option<Prepared>,
 }
 
 impl Dictionary {
     /// Prepares the dictionary `bytes` of `mode` numbered `number`.
     pub(super) fn new(mode: RecordCompMode, number: u8, bytes: Vec<u8>) -> Dictionary {
-        Dictionary {
-            #[cfg(feature = "zstd")]
-            zstd: (mode == RecordCompMode::Zstd)
-                .then(|| (CDict::create(&bytes, ZSTD_LEVEL), DDict::create(&bytes))),
-            #[cfg(feature = "lz4")]
-            lz4: (mode == RecordCompMode::Lz4).then(|| Lz4Dictionary::new(&bytes)),
-            mode,
-            number,
-            bytes,
-        }
+        let prepared = mode.spec().codec.and_then(|codec| codec.prepare(&bytes));
+        Dictionary { mode, number, bytes, prepared }
+    }
+
+    /// The form the mode's codec made of the dictionary, as the codec's
+    /// type `T`.
+    #[cfg_attr(
+        not(any(feature = "zstd", feature = "lz4")),
+        expect(dead_code, reason = "only the zstd and lz4 codecs keep a prepared form")
+    )]
+    pub(super) fn prepared<T: 'static>(&self) -> Option<&T> {
+        self.prepared.as_ref().and_then(|p| p.downcast_ref::<T>())
     }
 
     /// A copy, for a file that carries this one over (a restore, a rebuild
@@ -187,7 +185,7 @@ impl Dictionary {
             return None;
         }
         let mut bytes = train_fast_cover(&sample.data, &sample.sizes, DICT_SIZE, trainer(mode))?;
-        if mode != RecordCompMode::Zstd {
+        if let DictionaryKind::Preset { .. } = mode.spec().dictionary {
             let content = bytes.len().checked_sub(ZSTD_TABLES_MAX).filter(|&n| n >= 256)?;
             bytes.drain(..bytes.len() - content.min(preset_size(mode)));
         }
@@ -243,17 +241,17 @@ impl Dictionary {
         let bytes = buf[head.header_size + head.key_size..end].to_vec();
         // A dictionary the codec cannot load would fail every value: refuse
         // it here, naming it, rather than at each read.
-        match mode {
+        let spec = mode.spec();
+        match spec.dictionary {
+            DictionaryKind::None => return Err(broken("the file is not compressed")),
             _ if bytes.is_empty() => return Err(broken("it is empty")),
-            #[cfg(feature = "zstd")]
-            RecordCompMode::Zstd if zstd::zstd_safe::DCtx::create().load_dictionary(&bytes).is_err() => {
-                return Err(broken("zstd cannot load it"))
-            }
-            RecordCompMode::Lz4 | RecordCompMode::Zlib | RecordCompMode::Lzma if bytes.len() > PRESET_MAX => {
+            DictionaryKind::Preset { .. } if bytes.len() > PRESET_MAX => {
                 return Err(broken(&format!("it has {} bytes, more than {PRESET_MAX}", bytes.len())))
             }
-            RecordCompMode::None => return Err(broken("the file is not compressed")),
             _ => {}
+        }
+        if let Some(codec) = spec.codec {
+            codec.check_dictionary(&bytes).map_err(|why| broken(&why))?;
         }
         Ok(Dictionary::new(mode, number, bytes))
     }
@@ -336,7 +334,7 @@ mod tests {
         let random = sample(true);
         assert!(!compressible(&random.data));
         assert!(compressible(&sample(false).data));
-        for mode in RecordCompMode::COMPRESSING {
+        for mode in RecordCompMode::compressing() {
             assert!(Dictionary::train(mode, FIRST_NUMBER, &random).is_none(), "{mode}");
         }
     }
@@ -359,9 +357,12 @@ mod tests {
             })
             .collect();
         let given: usize = values.iter().map(|v| v.len()).sum();
-        for mode in RecordCompMode::COMPRESSING {
+        for mode in RecordCompMode::compressing() {
             let dict = Dictionary::train(mode, FIRST_NUMBER, &sample).expect("a dictionary");
-            let limit = if mode == RecordCompMode::Zstd { DICT_SIZE } else { preset_size(mode) };
+            let limit = match mode.spec().dictionary {
+                DictionaryKind::Preset { .. } => preset_size(mode),
+                _ => DICT_SIZE,
+            };
             assert!(dict.bytes.len() > limit / 2 && dict.bytes.len() <= limit, "{mode}");
             let (plain, with) =
                 (Compression::new(mode, true).unwrap(), Compression::new(mode, true).unwrap());

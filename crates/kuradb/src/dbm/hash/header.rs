@@ -44,7 +44,7 @@
 //! writes them as version 4.
 
 use super::cipher::Sealing;
-use super::comp_mode::RecordCompMode;
+use super::comp_mode::{DictionaryKind, RecordCompMode};
 use super::crc_mode::RecordCrcMode;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -112,7 +112,7 @@ impl Header {
     /// Whether a file of `mode`, encrypted or not, is made as version 3: lz4,
     /// zlib and lzma files that may hold a dictionary.
     pub(crate) fn may_have_presets(mode: RecordCompMode, encrypted: bool) -> bool {
-        matches!(mode, RecordCompMode::Lz4 | RecordCompMode::Zlib | RecordCompMode::Lzma) && !encrypted
+        matches!(mode.spec().dictionary, DictionaryKind::Preset { .. }) && !encrypted
     }
 
     pub(crate) fn encode(&self) -> [u8; SIZE] {
@@ -228,7 +228,7 @@ impl Header {
             version => {
                 keys_sealed
                     || (version == VERSION_FEATURES) != (b[14] != 0 || b[15] != 0)
-                    || (record_comp == RecordCompMode::Lzma && sealing.is_none())
+                    || (record_comp.spec().since_presets && sealing.is_none())
             }
         };
         if mismatched {

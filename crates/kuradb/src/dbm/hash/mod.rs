@@ -79,6 +79,7 @@ mod buckets;
 mod chain;
 mod change;
 mod cipher;
+mod codec;
 mod comp_mode;
 mod compress;
 mod crc_mode;
@@ -90,8 +91,6 @@ mod free_pool;
 mod header;
 #[cfg(feature = "cipher")]
 mod key_cipher;
-#[cfg(feature = "lz4")]
-mod lz4;
 mod open;
 mod options;
 mod params;

@@ -34,6 +34,13 @@ public class AsyncDBM {
   private static final Future.Decoder<Status.And<Long>> NUMBER = (status, outcome) ->
       new Status.And<>(status, outcome == null ? Long.MIN_VALUE : ByteBuffer.wrap(outcome[0]).getLong());
 
+  private static final Future.Decoder<Status.And<byte[][]>> RECORD = (status, outcome) -> {
+    if (outcome != null && outcome.length < 2) {
+      return new Status.And<>(new Status(Status.NOT_FOUND_ERROR), null);
+    }
+    return new Status.And<>(status, outcome);
+  };
+
   private final long handle;
   private final DBM dbm;
   private volatile boolean destructed;
@@ -205,6 +212,17 @@ public class AsyncDBM {
   }
 
   /**
+   * The same as {@link #setMultiStr}, by the name the current reference gives it.
+   *
+   * @param records the records, as strings
+   * @param overwrite whether to replace existing values
+   * @return the status
+   */
+  public Future<Status> setMultiString(Map<String, String> records, boolean overwrite) {
+    return setMultiStr(records, overwrite);
+  }
+
+  /**
    * @param key the key
    * @return the status; NOT_FOUND_ERROR if absent
    */
@@ -348,6 +366,77 @@ public class AsyncDBM {
     return compareExchangeMulti(Convert.raw(expected, false), Convert.raw(desired, false));
   }
 
+  /**
+   * The same as {@link #compareExchangeMultiStr}, by the name the current reference gives it.
+   *
+   * @param expected keys and the values they must have, as strings
+   * @param desired keys and the values they get, as strings
+   * @return the status
+   */
+  public Future<Status> compareExchangeMultiString(
+      Map<String, String> expected, Map<String, String> desired) {
+    return compareExchangeMultiStr(expected, desired);
+  }
+
+  /**
+   * Moves the record of {@code oldKey} to {@code newKey} atomically.
+   *
+   * @param oldKey the key of the record
+   * @param newKey its new key
+   * @param overwrite whether to replace a record of {@code newKey}
+   * @param copying whether to keep the record of {@code oldKey}
+   * @return the status; NOT_FOUND_ERROR if {@code oldKey} is absent, DUPLICATION_ERROR if
+   *     {@code newKey} exists and {@code overwrite} is false
+   */
+  public Future<Status> rekey(byte[] oldKey, byte[] newKey, boolean overwrite, boolean copying) {
+    return queue(h -> Native.asyncRekey(h, oldKey, newKey, overwrite, copying), STATUS);
+  }
+
+  /**
+   * @param oldKey the key of the record, as UTF-8
+   * @param newKey its new key, as UTF-8
+   * @param overwrite whether to replace a record of {@code newKey}
+   * @param copying whether to keep the record of {@code oldKey}
+   * @return the status
+   */
+  public Future<Status> rekey(String oldKey, String newKey, boolean overwrite, boolean copying) {
+    return rekey(Convert.utf8(oldKey), Convert.utf8(newKey), overwrite, copying);
+  }
+
+  /** @return the status (NOT_FOUND_ERROR if there is none) and the first record, removed */
+  public Future<Status.And<byte[][]>> popFirst() {
+    return queue(Native::asyncPopFirst, RECORD);
+  }
+
+  /** @return the status and the first record as UTF-8 strings, removed */
+  public Future<Status.And<String[]>> popFirstString() {
+    return queue(Native::asyncPopFirst, (status, outcome) -> {
+      Status.And<byte[][]> r = RECORD.decode(status, outcome);
+      String[] texts = r.value == null ? null : new String[] {Convert.text(r.value[0]), Convert.text(r.value[1])};
+      return new Status.And<>(r.status, texts);
+    });
+  }
+
+  /**
+   * Adds a record whose key is the time (8 bytes big-endian).
+   *
+   * @param value the value
+   * @param wtime the time in seconds; negative: now
+   * @return the status
+   */
+  public Future<Status> pushLast(byte[] value, double wtime) {
+    return queue(h -> Native.asyncPushLast(h, value, wtime), STATUS);
+  }
+
+  /**
+   * @param value the value, as UTF-8
+   * @param wtime the time in seconds; negative: now
+   * @return the status
+   */
+  public Future<Status> pushLast(String value, double wtime) {
+    return pushLast(Convert.utf8(value), wtime);
+  }
+
   /** @return the status of removing every record */
   public Future<Status> clear() {
     return queue(Native::asyncClear, STATUS);
@@ -358,7 +447,7 @@ public class AsyncDBM {
    * @return the status
    */
   public Future<Status> rebuild(Map<String, String> params) {
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.rebuildParams(params));
     return queue(h -> Native.asyncRebuild(h, flat), STATUS);
   }
 

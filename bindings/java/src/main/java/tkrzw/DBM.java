@@ -37,6 +37,8 @@ public class DBM {
   private volatile Dbm db;
   /** Opened with an empty path: on memory, with no file (as the reference, it says so). */
   private volatile boolean noFile;
+  /** Opened writable with {@code sync_hard}: a hard synchronization before the close. */
+  private volatile boolean syncHard;
 
   /** A database manager, not yet open. */
   public DBM() {}
@@ -84,33 +86,17 @@ public class DBM {
       return new Status(Status.PRECONDITION_ERROR, "opened database");
     }
     try {
-      Map<String, String> opening = Utility.openParams(params);
-      if (reopensTree(path, opening)) {
-        // The reference reads a tree's order from its file and ignores the
-        // parameter; kuradb's own API refuses another one.
-        opening.remove("key_comparator");
-      }
-      db = Dbm.open(path, writable, opening);
+      Map<String, String> given = params == null ? new LinkedHashMap<>() : new LinkedHashMap<>(params);
+      boolean hard = Utility.flag("sync_hard", given.remove("sync_hard"));
+      db = Dbm.open(path, writable, Utility.openParams(path, given));
       noFile = path.isEmpty();
+      syncHard = hard && writable && !noFile;
       return new Status();
     } catch (KuraException e) {
       return Status.of(e);
     } catch (IllegalArgumentException e) {
       return new Status(Status.INVALID_ARGUMENT_ERROR, e.getMessage());
     }
-  }
-
-  /** Whether the open reopens a tree file that exists at {@code path}, without emptying it. */
-  private static boolean reopensTree(String path, Map<String, String> params) {
-    String truncate = params.getOrDefault("truncate", "");
-    if (path.isEmpty() || truncate.equalsIgnoreCase("true") || truncate.equals("1")) {
-      return false;
-    }
-    String dbm = params.getOrDefault("dbm", "").toLowerCase();
-    String lower = path.toLowerCase();
-    boolean tree = dbm.equals("tree") || dbm.equals("treedbm")
-        || (dbm.isEmpty() && (lower.endsWith(".tkt") || lower.endsWith(".kt") || lower.endsWith(".tree")));
-    return tree && new java.io.File(path).length() > 0;
   }
 
   /**
@@ -167,14 +153,25 @@ public class DBM {
     return new Closing(this);
   }
 
-  /** @return the status of closing; PRECONDITION_ERROR if it was not open */
+  /**
+   * Closes the database, first synchronizing it with the device if it was opened with {@code
+   * sync_hard}, as the reference's close does then.
+   *
+   * @return the status of closing; PRECONDITION_ERROR if it was not open
+   */
   public synchronized Status close() {
     Dbm d = db;
     if (d == null) {
       return new Status(Status.PRECONDITION_ERROR, "not opened database");
     }
     try {
-      d.close();
+      try {
+        if (syncHard) {
+          d.synchronize(true);
+        }
+      } finally {
+        d.close();
+      }
       return new Status();
     } catch (KuraException e) {
       return Status.of(e);
@@ -761,7 +758,7 @@ public class DBM {
    * @return the status
    */
   public Status rebuild(Map<String, String> params) {
-    String[] flat = Convert.flatten(Utility.kuradbParams(params));
+    String[] flat = Convert.flatten(Utility.rebuildParams(params));
     return call(h -> Native.rebuild(h, flat));
   }
 

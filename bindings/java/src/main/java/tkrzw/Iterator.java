@@ -11,7 +11,6 @@ import java.nio.charset.StandardCharsets;
  */
 public class Iterator implements AutoCloseable {
   private final long handle;
-  @SuppressWarnings("unused")
   private final DBM dbm;
 
   Iterator(DBM dbm, long handle) {
@@ -204,9 +203,48 @@ public class Iterator implements AutoCloseable {
     return step(null);
   }
 
+  /**
+   * @param status receives the outcome (NOT_FOUND_ERROR past the end), or null
+   * @return the record as UTF-8 strings before moving on, or null
+   */
+  public String[] stepString(Status status) {
+    return texts(step(status));
+  }
+
   /** @return the record as UTF-8 strings before moving on, or null */
   public String[] stepString() {
-    byte[][] record = step(null);
+    return stepString(null);
+  }
+
+  /**
+   * Removes the database's first record and answers it, as {@link DBM#popFirst(Status)} does.
+   *
+   * @param status receives the outcome (NOT_FOUND_ERROR if there is none), or null
+   * @return the first record as {key, value}, or null
+   */
+  public byte[][] popFirst(Status status) {
+    return dbm.popFirst(status);
+  }
+
+  /** @return the first record as {key, value}, removed, or null */
+  public byte[][] popFirst() {
+    return popFirst(null);
+  }
+
+  /**
+   * @param status receives the outcome (NOT_FOUND_ERROR if there is none), or null
+   * @return the first record as UTF-8 strings, removed, or null
+   */
+  public String[] popFirstString(Status status) {
+    return texts(popFirst(status));
+  }
+
+  /** @return the first record as UTF-8 strings, removed, or null */
+  public String[] popFirstString() {
+    return popFirstString(null);
+  }
+
+  private static String[] texts(byte[][] record) {
     return record == null ? null : new String[] {Convert.text(record[0]), Convert.text(record[1])};
   }
 

@@ -71,9 +71,9 @@ abstract class NativeHandle {
     if (handle != 0) {
       return new Status(Status.PRECONDITION_ERROR, "opened " + noun);
     }
-    String[] flat = Convert.flatten(Utility.openParams(params));
     LongConsumer free = freer;
     return Calls.status(this, () -> {
+      String[] flat = Convert.flatten(Utility.openParams(path, params));
       long h = opener.open(path, writable, flat);
       Calls.CLEANER.register(this, () -> free.accept(h));
       handle = h;

@@ -1,6 +1,7 @@
 package tkrzw;
 
 import io.kuradb.Native;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -12,12 +13,16 @@ public class Utility {
   /** The version of kuradb (not of the reference). */
   public static final String VERSION;
 
+  /** The size of a memory page. */
+  public static final int PAGE_SIZE;
+
   /** The name of the operating system. */
   public static final String OS_NAME = System.getProperty("os.name");
 
   static {
     Native.load();
     VERSION = Native.version();
+    PAGE_SIZE = (int) Math.min(Native.pageSize(), Integer.MAX_VALUE);
   }
 
   private Utility() {}
@@ -84,10 +89,10 @@ public class Utility {
    * Parses {@code "key=value,key=value"} into a map (blank items are skipped).
    *
    * @param expr the expression, or null
-   * @return the parameters
+   * @return the parameters, in their order (a {@code HashMap}, as the reference's type says)
    */
-  public static Map<String, String> parseParams(String expr) {
-    Map<String, String> params = new LinkedHashMap<>();
+  public static HashMap<String, String> parseParams(String expr) {
+    HashMap<String, String> params = new LinkedHashMap<>();
     if (expr == null) {
       return params;
     }
@@ -105,14 +110,34 @@ public class Utility {
   }
 
   /**
-   * The parameters of an open in kuradb's terms ({@link #kuradbParams}), waiting for another
-   * process's lock unless told {@code no_wait}, as the reference does (kuradb's own API fails at
-   * once).
+   * The parameters of an open of {@code path} in kuradb's terms, by the binding core (as the
+   * Python and Ruby layers do): translated as {@link #rebuildParams} translates (the running
+   * tuning kept), waiting for another process's lock
+   * unless told {@code no_wait}, and without {@code key_comparator} when the open reopens an
+   * existing tree, whose file keeps its own order (the reference ignores the parameter then).
    */
-  static Map<String, String> openParams(Map<String, String> params) {
-    Map<String, String> out = params == null ? new LinkedHashMap<>() : kuradbParams(params);
-    out.putIfAbsent("no_wait", "false");
-    return out;
+  /**
+   * A true-or-false parameter as the reference spells it; absent is false.
+   *
+   * @throws IllegalArgumentException for any other value
+   */
+  static boolean flag(String name, String value) {
+    if (value == null) {
+      return false;
+    }
+    switch (value.trim().toLowerCase(java.util.Locale.ROOT)) {
+      case "true": case "1": case "yes": case "on": case "":
+        return true;
+      case "false": case "0": case "no": case "off":
+        return false;
+      default:
+        throw new IllegalArgumentException("parameter " + name + " must be true or false, not \"" + value + "\"");
+    }
+  }
+
+  static Map<String, String> openParams(String path, Map<String, String> params) {
+    String[] flat = Native.compatOpenParams(path, Convert.flatten(params));
+    return unflatten(flat);
   }
 
   /**
@@ -156,18 +181,22 @@ public class Utility {
   }
 
   /**
-   * The reference's open parameters in kuradb's terms, by the binding core
+   * The reference's rebuild parameters in kuradb's terms, by the binding core
    * (the same translation as the Python and Ruby layers): {@code concurrent}
    * is dropped (kuradb is always thread-safe); colons in {@code
    * access_options} separate options as the reference writes them; {@code
    * RECORD_COMP_AES} with a {@code cipher_key} is kuradb's authenticated
-   * encryption; RC4 is refused (INVALID_ARGUMENT).
+   * encryption; RC4 is refused (INVALID_ARGUMENT); the tuning of a running
+   * database ({@code fbp_capacity}, ...), which kuradb takes at open, is dropped.
    */
-  static Map<String, String> kuradbParams(Map<String, String> params) {
+  static Map<String, String> rebuildParams(Map<String, String> params) {
     if (params == null) {
       return null;
     }
-    String[] flat = Native.referenceParams(Convert.flatten(params));
+    return unflatten(Native.rebuildParams(Convert.flatten(params)));
+  }
+
+  private static Map<String, String> unflatten(String[] flat) {
     Map<String, String> out = new LinkedHashMap<>();
     for (int i = 0; i + 1 < flat.length; i += 2) {
       out.put(flat[i], flat[i + 1]);

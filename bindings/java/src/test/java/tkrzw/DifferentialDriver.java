@@ -67,6 +67,19 @@ public final class DifferentialDriver {
           status = dbm.synchronize(false, sync);
           answer = dbm.count();
           break;
+        case "rebuild":
+          Map<String, String> tuning = new LinkedHashMap<>();
+          for (String arg : args) {
+            String[] kv = arg.split("=", 2);
+            tuning.put(kv[0], kv[1]);
+          }
+          status = dbm.rebuild(tuning);
+          answer = dbm.count();
+          break;
+        case "pop_first":
+          String[] record = dbm.popFirstString(status);
+          answer = record == null ? null : record[0] + ":" + record[1];
+          break;
         default: throw new IllegalArgumentException("unknown call " + op);
       }
       String rest = String.join(" ", Arrays.copyOfRange(words, 1, words.length)).replace(dir, "PATH");

@@ -136,8 +136,17 @@ public final class Native {
   /** The number of a big-endian IEEE single or double (else NaN). */
   public static native double deserializeFloat(byte[] data);
 
-  /** The reference's parameters (name, value, ...) in kuradb's terms, the same flat way. */
-  public static native String[] referenceParams(String[] params);
+  /** The reference's rebuild parameters (name, value, ...) in kuradb's terms, the same flat way. */
+  public static native String[] rebuildParams(String[] params);
+
+  /** The size of a memory page. */
+  public static native long pageSize();
+
+  /**
+   * The parameters of a compat open of {@code path}, the same flat way: translated, waiting for
+   * the lock unless {@code no_wait}, without {@code key_comparator} when reopening a tree.
+   */
+  public static native String[] compatOpenParams(String path, String[] params);
   public static native long primaryHash(byte[] data, long numBuckets);
   public static native long secondaryHash(byte[] data, long numShards);
   public static native int editDistanceLev(String a, String b);
@@ -200,6 +209,11 @@ public final class Native {
   public static native long asyncExportToFile(long async, long file);
   public static native long asyncImportFromFile(long async, long file);
   public static native long asyncSearch(long async, String mode, byte[] pattern, int capacity);
+
+  public static native long asyncRekey(
+      long async, byte[] oldKey, byte[] newKey, boolean overwrite, boolean copying);
+  public static native long asyncPopFirst(long async);
+  public static native long asyncPushLast(long async, byte[] value, double wtime);
 
   public static native boolean futureAwait(long future, double timeout);
   public static native byte[][] futureGet(long future);

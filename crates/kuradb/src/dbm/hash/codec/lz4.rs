@@ -8,34 +8,60 @@
 //! wrote every lz4 value before: the block format is the same either way, so
 //! files written by either read with the other.
 
-use super::dictionary::Dictionary;
-use crate::sys::lz4::{self, LZ4_MAX_INPUT};
+use super::{Codec, Prepared};
+use crate::dbm::hash::dictionary::Dictionary;
+use crate::sys::lz4::{self, Lz4Dictionary, LZ4_MAX_INPUT};
+
+/// The lz4 codec, the row of mode lz4 in `MODES`.
+pub(crate) struct Lz4;
+
+impl Codec for Lz4 {
+    /// LZ4's bound: with it liblz4 takes its faster path, and lz4_flex, for
+    /// values over 2 GiB, refuses to start with less.
+    fn room(&self, len: usize, _at: usize) -> usize {
+        bound(len)
+    }
+
+    fn compress_into(&self, value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
+        compress_into(value, out, dict)
+    }
+
+    fn decompress(&self, body: &[u8], size: usize, dict: Option<&Dictionary>) -> Result<Vec<u8>, String> {
+        decompress(body, size, dict)
+    }
+
+    /// The dictionary hashed once into a state of its own, which each
+    /// compression attaches to its thread's working one.
+    fn prepare(&self, bytes: &[u8]) -> Option<Prepared> {
+        Some(Box::new(Lz4Dictionary::new(bytes)))
+    }
+}
+
+fn hashed(dict: Option<&Dictionary>) -> Option<&Lz4Dictionary> {
+    dict.and_then(Dictionary::prepared::<Lz4Dictionary>)
+}
 
 /// The room a compression of `len` bytes needs to be sure to fit: with it,
 /// liblz4 takes its faster path, which checks no output bound.
-pub(super) fn bound(len: usize) -> usize {
+fn bound(len: usize) -> usize {
     lz4_flex::block::get_maximum_output_size(len)
 }
 
 /// Compresses `value` into `out`, answering the size, or `None` if it does
 /// not fit.
-pub(super) fn compress_into(value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
+fn compress_into(value: &[u8], out: &mut [u8], dict: Option<&Dictionary>) -> Option<usize> {
     if value.len() > LZ4_MAX_INPUT {
         return match dict {
             None => lz4_flex::block::compress_into(value, out).ok(),
             Some(d) => lz4_flex::block::compress_into_with_dict(value, out, &d.bytes).ok(),
         };
     }
-    lz4::compress(value, out, dict.and_then(|d| d.lz4.as_ref()))
+    lz4::compress(value, out, hashed(dict))
 }
 
 /// Decompresses the block `body`, which decodes to at most `size` bytes;
 /// answers them, or why the block is not one.
-pub(super) fn decompress(
-    body: &[u8],
-    size: usize,
-    dict: Option<&Dictionary>,
-) -> std::result::Result<Vec<u8>, String> {
+fn decompress(body: &[u8], size: usize, dict: Option<&Dictionary>) -> std::result::Result<Vec<u8>, String> {
     let bytes = dict.map(|d| &d.bytes[..]);
     if size > LZ4_MAX_INPUT {
         let mut out = vec![0u8; size];
@@ -47,7 +73,7 @@ pub(super) fn decompress(
         out.truncate(n);
         return Ok(out);
     }
-    lz4::decompress(body, size, dict.and_then(|d| d.lz4.as_ref())).map_err(|at| {
+    lz4::decompress(body, size, hashed(dict)).map_err(|at| {
         format!(
             "the lz4 block ({} bytes) is malformed or decodes to more than {size} bytes; decoding stopped at its byte {at}",
             body.len(),
