@@ -120,9 +120,19 @@ module Tkrzw
       call { opened.set(str(key), str(value), overwrite: overwrite ? true : false) }
     end
 
+    # Without +overwrite+, as the reference, the records that exist stay
+    # (DUPLICATION_ERROR) and the others are set.
     def set_multi(overwrite = true, **records)
+      unless overwrite
+        status = Status.new
+        records.each do |k, v|
+          status.join(set(k, v, false))
+          break unless [Status::SUCCESS, Status::DUPLICATION_ERROR].include?(status.code)
+        end
+        return status
+      end
       pairs = records.to_h { |k, v| [str(k), str(v)] }
-      call { opened.set_multi(pairs, overwrite: overwrite ? true : false) }
+      call { opened.set_multi(pairs, overwrite: true) }
     end
 
     # [Status, the old value or nil].

@@ -271,7 +271,16 @@ class DBM(_kuradb._CompatDBM):
         return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
-        return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
+        """Sets the records; without ``overwrite``, as the reference, the
+        ones that exist stay (DUPLICATION_ERROR) and the others are set."""
+        if overwrite:
+            return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, True))
+        status = Status()
+        for key, value in records.items():
+            status.Join(self.Set(key, value, False))
+            if status.GetCode() not in (Status.SUCCESS, Status.DUPLICATION_ERROR):
+                break
+        return status
 
     def RemoveMulti(self, *keys: Any) -> Status:
         """Removes the records of the keys, given as arguments or as one

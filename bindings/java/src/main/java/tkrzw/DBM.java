@@ -293,9 +293,21 @@ public class DBM {
   /**
    * @param records the records
    * @param overwrite whether to replace existing values
-   * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
+   * @return the status; DUPLICATION_ERROR if a key exists and {@code overwrite} is false (that
+   *     record stays, the others are stored)
    */
   public Status setMulti(Map<byte[], byte[]> records, boolean overwrite) {
+    if (!overwrite) {
+      // As the reference: the records that exist stay and the others are set.
+      Status status = new Status();
+      for (Map.Entry<byte[], byte[]> record : records.entrySet()) {
+        status.join(set(record.getKey(), record.getValue(), false));
+        if (status.getCode() != Status.SUCCESS && status.getCode() != Status.DUPLICATION_ERROR) {
+          break;
+        }
+      }
+      return status;
+    }
     byte[][][] kv = Convert.split(records);
     return Calls.check(this, () -> Native.setMulti(handle(), kv[0], kv[1], overwrite),
         Status.DUPLICATION_ERROR);
