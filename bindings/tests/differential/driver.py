@@ -95,6 +95,9 @@ class Driver:
             status = dbm.Rekey(args[0], args[1], args[2] == "true", args[3] == "true")
         elif op == "set_and_get":
             status, answer = dbm.SetAndGet(args[0], args[1], args[2] == "true")
+        elif op == "compare_exchange_and_get":
+            expected = dbm.ANY_DATA if args[1] == "*" else args[1]
+            status, answer = dbm.CompareExchangeAndGet(args[0], expected, args[2])
         elif op == "remove_and_get":
             status, answer = dbm.RemoveAndGet(args[0])
         elif op == "contains":
@@ -137,6 +140,10 @@ class Driver:
             status = it.Last()
         elif op == "iter_jump":
             status = it.Jump(args[0])
+        elif op == "iter_jump_lower":
+            status = it.JumpLower(args[0], args[1] == "true")
+        elif op == "iter_jump_upper":
+            status = it.JumpUpper(args[0], args[1] == "true")
         elif op == "iter_next":
             status = it.Next()
         elif op == "iter_previous":

@@ -77,6 +77,9 @@ File.foreach(script) do |raw|
     when "compare_exchange_multi" then status = dbm.compare_exchange_multi(pairs(args[0]), pairs(args[1]))
     when "rekey" then status = dbm.rekey(args[0], args[1], args[2] == "true", args[3] == "true")
     when "set_and_get" then status, answer = dbm.set_and_get(args[0], args[1], args[2] == "true")
+    when "compare_exchange_and_get"
+      expected = args[1] == "*" ? Tkrzw::DBM::ANY_DATA : args[1]
+      status, answer = dbm.compare_exchange_and_get(args[0], expected, args[2])
     when "remove_and_get" then status, answer = dbm.remove_and_get(args[0])
     when "contains" then answer = dbm.include?(args[0])
     when "file_path" then answer = dbm.file_path.to_s.gsub(dir, "PATH")
@@ -104,6 +107,8 @@ File.foreach(script) do |raw|
     when "iter_first" then status = iter.first
     when "iter_last" then status = iter.last
     when "iter_jump" then status = iter.jump(args[0])
+    when "iter_jump_lower" then status = iter.jump_lower(args[0], args[1] == "true")
+    when "iter_jump_upper" then status = iter.jump_upper(args[0], args[1] == "true")
     when "iter_next" then status = iter.next
     when "iter_previous" then status = iter.previous
     when "iter_get" then answer = iter.get(status)&.join(":")

@@ -135,6 +135,13 @@ public final class DifferentialDriver {
         answer = got.value;
         break;
       }
+      case "compare_exchange_and_get": {
+        String expected = "*".equals(args[1]) ? DBM.ANY_STRING : args[1];
+        Status.And<String> got = dbm.compareExchangeAndGet(args[0], expected, args[2]);
+        status = got.status;
+        answer = got.value;
+        break;
+      }
       case "remove_and_get": {
         Status.And<String> got = dbm.removeAndGet(args[0]);
         status = got.status;
@@ -183,6 +190,8 @@ public final class DifferentialDriver {
       case "iter_first": status = iter.first(); break;
       case "iter_last": status = iter.last(); break;
       case "iter_jump": status = iter.jump(args[0]); break;
+      case "iter_jump_lower": status = iter.jumpLower(args[0], args[1].equals("true")); break;
+      case "iter_jump_upper": status = iter.jumpUpper(args[0], args[1].equals("true")); break;
       case "iter_next": status = iter.next(); break;
       case "iter_previous": status = iter.previous(); break;
       case "iter_get": {
