@@ -151,6 +151,9 @@ class Driver:
         elif op == "iter_get":
             answer = it.GetStr(status)
             answer = None if answer is None else ":".join(answer)
+        elif op == "iter_step":
+            answer = it.StepStr(status)
+            answer = None if answer is None else ":".join(answer)
         elif op == "iter_set":
             status = it.Set(args[0])
         elif op == "iter_remove":

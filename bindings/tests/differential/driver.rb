@@ -112,6 +112,7 @@ File.foreach(script) do |raw|
     when "iter_next" then status = iter.next
     when "iter_previous" then status = iter.previous
     when "iter_get" then answer = iter.get(status)&.join(":")
+    when "iter_step" then answer = iter.step(status)&.join(":")
     when "iter_set" then status = iter.set(args[0])
     when "iter_remove" then status = iter.remove
     when "index_open" then status = index.open(args[0], true, truncate: true)

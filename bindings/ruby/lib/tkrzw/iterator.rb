@@ -53,6 +53,16 @@ module Tkrzw
       record
     end
 
+    # [key, value] of the current record, moving past it; nil (status
+    # NOT_FOUND_ERROR) at the end.
+    def step(status = nil)
+      record = nil
+      outcome = call { record = cursor.step }
+      outcome = Status.new(Status::NOT_FOUND_ERROR) if outcome.ok? && record.nil?
+      StatusOf.report(status, outcome)
+      record
+    end
+
     def get_key(status = nil)
       get(status)&.first
     end

@@ -199,6 +199,11 @@ public final class DifferentialDriver {
         answer = pair == null ? null : pair[0] + ":" + pair[1];
         break;
       }
+      case "iter_step": {
+        String[] pair = iter.stepString(status);
+        answer = pair == null ? null : pair[0] + ":" + pair[1];
+        break;
+      }
       case "iter_set": status = iter.set(args[0]); break;
       case "iter_remove": status = iter.remove(); break;
       case "index_open": {
