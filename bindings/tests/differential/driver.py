@@ -3,6 +3,7 @@ SCRIPT DIR`` with MODULE ``kuradb.compat.tkrzw`` (kuradb's layer) or
 ``tkrzw`` (the reference's python3-tkrzw, where installed). A call the
 module does not have answers ``ABSENT``; only the reference may lack one."""
 import importlib
+import re
 import sys
 from typing import Any, List, Optional, Tuple
 
@@ -186,6 +187,29 @@ class Driver:
         elif op == "serialize_float":
             data = tkrzw.Utility.SerializeFloat(float(args[0]))
             answer = f"{data.hex()}/{tkrzw.Utility.DeserializeFloat(data)}"
+        elif op == "hashes":
+            whole = tkrzw.Utility.PrimaryHash(args[0])
+            answer = [whole, tkrzw.Utility.PrimaryHash(args[0], int(args[1])),
+                      tkrzw.Utility.SecondaryHash(args[0], int(args[1]))]
+        elif op == "version_format":
+            answer = re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", tkrzw.Utility.VERSION) is not None
+        elif op == "status_string":
+            code = int(args[0])
+            answer = str(tkrzw.Status(code) if args[1] is None else tkrzw.Status(code, args[1]))
+        elif op == "index_contains":
+            answer = index.Check(args[0], args[1])
+        elif op == "index_walk":
+            cursor = index.MakeIterator()
+            found = []
+            for move in args:
+                step, _, at = move.partition("=")
+                if step == "jump":
+                    cursor.Jump(*at.split(":"))
+                else:
+                    {"first": cursor.First, "last": cursor.Last, "next": cursor.Next,
+                     "previous": cursor.Previous}[step]()
+                found.append(show(cursor.GetStr() and ":".join(cursor.GetStr())))
+            answer = found
         elif op == "status_names":
             answer = [tkrzw.Status.CodeName(code) for code in range(int(args[0]))]
         else:

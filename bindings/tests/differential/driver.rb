@@ -136,6 +136,19 @@ File.foreach(script) do |raw|
     when "serialize_float"
       data = Tkrzw::Utility.serialize_float(args[0].to_f)
       answer = "#{data.unpack1('H*')}/#{Tkrzw::Utility.deserialize_float(data)}"
+    when "hashes"
+      answer = [Tkrzw::Utility.primary_hash(args[0]), Tkrzw::Utility.primary_hash(args[0], args[1].to_i),
+                Tkrzw::Utility.secondary_hash(args[0], args[1].to_i)]
+    when "version_format" then answer = Tkrzw::Utility::VERSION.match?(/\A[0-9]+\.[0-9]+\.[0-9]+\z/)
+    when "status_string" then answer = (args[1] ? Tkrzw::Status.new(args[0].to_i, args[1]) : Tkrzw::Status.new(args[0].to_i)).to_s
+    when "index_contains" then answer = index.include?(args[0], args[1])
+    when "index_walk"
+      cursor = index.make_iterator
+      answer = args.map do |move|
+        step, at = move.split("=", 2)
+        step == "jump" ? cursor.jump(*at.split(":")) : cursor.public_send(step.to_sym)
+        cursor.get&.join(":") || "-"
+      end
     when "status_names" then answer = (0...args[0].to_i).map { |code| Tkrzw::Status.code_name(code) }
     else raise ArgumentError, "unknown call #{op}"
     end

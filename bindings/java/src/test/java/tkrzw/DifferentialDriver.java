@@ -242,6 +242,41 @@ public final class DifferentialDriver {
         answer = hex(data) + "/" + Utility.deserializeFloat(data);
         break;
       }
+      case "hashes": {
+        byte[] data = args[0].getBytes(StandardCharsets.UTF_8);
+        long buckets = Long.parseLong(args[1]);
+        answer = Long.toUnsignedString(Utility.primaryHash(data, 0)) + ","
+            + Utility.primaryHash(data, buckets) + "," + Utility.secondaryHash(data, buckets);
+        break;
+      }
+      case "version_format": answer = Utility.getVersion().matches("[0-9]+\\.[0-9]+\\.[0-9]+"); break;
+      case "status_string":
+        Status.Code given = Status.Code.valueOf(Integer.parseInt(args[0]));
+        answer = (args[1] == null ? new Status(given) : new Status(given, args[1])).toString();
+        break;
+      case "index_contains": answer = index.contains(args[0], args[1]); break;
+      case "index_walk": {
+        IndexIterator cursor = index.makeIterator();
+        List<String> found = new ArrayList<>();
+        for (String move : args) {
+          String[] parts = move.split("=", 2);
+          switch (parts[0]) {
+            case "jump":
+              String[] at = parts[1].split(":", 2);
+              cursor.jump(at[0], at[1]);
+              break;
+            case "first": cursor.first(); break;
+            case "last": cursor.last(); break;
+            case "next": cursor.next(); break;
+            case "previous": cursor.previous(); break;
+            default: throw new IllegalArgumentException("unknown move " + move);
+          }
+          String[] pair = cursor.getString();
+          found.add(pair == null ? "-" : pair[0] + ":" + pair[1]);
+        }
+        answer = found;
+        break;
+      }
       case "status_names": {
         List<String> names = new ArrayList<>();
         for (int code = 0; code < Integer.parseInt(args[0]); code++) {
