@@ -131,10 +131,18 @@ class Driver:
                 seen.append(value)
                 return None if args[1] == "noop" else False if args[1] == "remove" else args[1]
 
-            status = dbm.Process(args[0], fate, True)
+            status = dbm.Process(args[0], fate, len(args) < 3)
             answer = seen
         elif op == "iter":
             self.it = dbm.MakeIterator()
+        elif op == "iter_all":
+            cursor = dbm.MakeIterator()
+            cursor.First()
+            found = []
+            while (record := cursor.GetStr()) is not None:
+                found.append(":".join(record))
+                cursor.Next()
+            answer = sorted(found)
         elif op == "iter_first":
             status = it.First()
         elif op == "iter_last":

@@ -98,12 +98,21 @@ File.foreach(script) do |raw|
       file.close
     when "process"
       seen = []
-      status = dbm.process(args[0], true) do |_key, value|
+      status = dbm.process(args[0], args.size < 3) do |_key, value|
         seen << value
         { "noop" => nil, "remove" => false }.fetch(args[1], args[1])
       end
       answer = seen
     when "iter" then iter = dbm.make_iterator
+    when "iter_all"
+      cursor = dbm.make_iterator
+      cursor.first
+      answer = []
+      while (record = cursor.get)
+        answer << record.join(":")
+        cursor.next
+      end
+      answer.sort!
     when "iter_first" then status = iter.first
     when "iter_last" then status = iter.last
     when "iter_jump" then status = iter.jump(args[0])

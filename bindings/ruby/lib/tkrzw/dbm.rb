@@ -62,7 +62,13 @@ module Tkrzw
     def process(key, writable, &block)
       raise ArgumentError, "process needs a block" unless block
 
-      call { opened.process(str(key), writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+      # As the reference, a read-only call leaves the record whatever the block answers.
+      call do
+        opened.process(str(key), writable ? true : false) do |k, v|
+          answer = block.call(k, v)
+          writable ? fate(answer) : nil
+        end
+      end
     end
 
     # Calls the block with every record, as #process does for one, and

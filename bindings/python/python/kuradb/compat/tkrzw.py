@@ -257,6 +257,9 @@ class DBM(_kuradb._CompatDBM):
             # As the reference, a result that is not None, a bool, bytes or
             # str is stored as its str() (an int, say).
             out = func(raw, value)
+            if not writable:
+                # As the reference, a read-only call leaves the record whatever it answers.
+                return None
             if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                 return out
             return str(out)

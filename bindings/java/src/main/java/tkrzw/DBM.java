@@ -634,7 +634,12 @@ public class DBM {
    * @return the status
    */
   public Status process(byte[] key, RecordProcessor processor, boolean writable) {
-    return call(h -> Native.process(h, key, Convert.bridge(processor), Dbm.REMOVE, writable));
+    // As the reference, a read-only call leaves the record whatever the processor answers.
+    RecordProcessor shown = writable ? processor : (k, v) -> {
+      processor.process(k, v);
+      return RecordProcessor.NOOP;
+    };
+    return call(h -> Native.process(h, key, Convert.bridge(shown), Dbm.REMOVE, writable));
   }
 
   /**

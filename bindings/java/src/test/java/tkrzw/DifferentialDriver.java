@@ -93,7 +93,9 @@ public final class DifferentialDriver {
       case "get": answer = dbm.get(args[0], status); break;
       case "append": status = dbm.append(args[0], args[1], args[2]); break;
       case "increment":
-        answer = dbm.increment(args[0], Long.parseLong(args[1]), Long.parseLong(args[2]), status);
+        long current = dbm.increment(args[0], Long.parseLong(args[1]), Long.parseLong(args[2]), status);
+        // Java's answer for no value is Long.MIN_VALUE where the others answer none.
+        answer = current == Long.MIN_VALUE ? null : current;
         break;
       case "compare_exchange": status = dbm.compareExchange(args[0], args[1], args[2]); break;
       case "remove": status = dbm.remove(args[0]); break;
@@ -182,11 +184,24 @@ public final class DifferentialDriver {
             return RecordProcessor.NOOP;
           }
           return fate.equals("remove") ? RecordProcessor.REMOVE : fate.getBytes(StandardCharsets.UTF_8);
-        }, true);
+        }, args.length < 3);
         answer = seen;
         break;
       }
       case "iter": iter = dbm.makeIterator(); break;
+      case "iter_all": {
+        Iterator cursor = dbm.makeIterator();
+        cursor.first();
+        List<String> found = new ArrayList<>();
+        String[] pair;
+        while ((pair = cursor.getString()) != null) {
+          found.add(pair[0] + ":" + pair[1]);
+          cursor.next();
+        }
+        found.sort(null);
+        answer = found;
+        break;
+      }
       case "iter_first": status = iter.first(); break;
       case "iter_last": status = iter.last(); break;
       case "iter_jump": status = iter.jump(args[0]); break;
