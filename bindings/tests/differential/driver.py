@@ -133,6 +133,15 @@ class Driver:
 
             status = dbm.Process(args[0], fate, len(args) < 3)
             answer = seen
+        elif op == "process_each":
+            seen_each: List[str] = []
+
+            def each(key: Optional[bytes], value: Optional[bytes]) -> Any:
+                seen_each.append(f"{show(key)}={show(value)}")
+                return None if args[0] == "noop" else False if args[0] == "remove" else args[0]
+
+            status = dbm.ProcessEach(each, len(args) < 2)
+            answer = sorted(seen_each)
         elif op == "iter":
             self.it = dbm.MakeIterator()
         elif op == "iter_all":

@@ -103,6 +103,13 @@ File.foreach(script) do |raw|
         { "noop" => nil, "remove" => false }.fetch(args[1], args[1])
       end
       answer = seen
+    when "process_each"
+      seen = []
+      status = dbm.process_each(args.size < 2) do |key, value|
+        seen << "#{show(key)}=#{show(value)}"
+        { "noop" => nil, "remove" => false }.fetch(args[0], args[0])
+      end
+      answer = seen.sort
     when "iter" then iter = dbm.make_iterator
     when "iter_all"
       cursor = dbm.make_iterator

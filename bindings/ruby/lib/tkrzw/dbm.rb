@@ -62,13 +62,7 @@ module Tkrzw
     def process(key, writable, &block)
       raise ArgumentError, "process needs a block" unless block
 
-      # As the reference, a read-only call leaves the record whatever the block answers.
-      call do
-        opened.process(str(key), writable ? true : false) do |k, v|
-          answer = block.call(k, v)
-          writable ? fate(answer) : nil
-        end
-      end
+      call { opened.process(str(key), writable ? true : false) { |k, v| fate(block.call(k, v), writable) } }
     end
 
     # Calls the block with every record, as #process does for one, and
@@ -80,7 +74,7 @@ module Tkrzw
       call do
         db = opened
         block.call(nil, nil)
-        db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v), writable) }
         block.call(nil, nil)
       end
     end
@@ -92,7 +86,7 @@ module Tkrzw
       raise ArgumentError, "process_multi needs a block" unless block
 
       wanted = Array(keys).flatten.map { |k| str(k) }
-      call { opened.process_multi(wanted, writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+      call { opened.process_multi(wanted, writable ? true : false) { |k, v| fate(block.call(k, v), writable) } }
     end
 
     # Calls the block with the first record's key and value, as #process
@@ -101,7 +95,7 @@ module Tkrzw
       raise ArgumentError, "process_first needs a block" unless block
 
       call do
-        found = opened.process_first(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        found = opened.process_first(writable ? true : false) { |k, v| fate(block.call(k, v), writable) }
         raise Kuradb::NotFoundError, "not found: no record" unless found
       end
     end
@@ -425,7 +419,11 @@ module Tkrzw
     end
 
     # What a block's answer means to Kuradb::DBM#process.
-    def fate(answer)
+    # As the reference, a read-only call leaves the record whatever the
+    # block answers.
+    def fate(answer, writable)
+      return nil unless writable
+
       answer.nil? || answer == false ? answer : str(answer)
     end
   end

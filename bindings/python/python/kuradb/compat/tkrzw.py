@@ -344,6 +344,9 @@ class DBM(_kuradb._CompatDBM):
 
             def call(key: bytes, value: bytes) -> Any:
                 out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
                 if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                     return out
                 return str(out)
@@ -449,8 +452,13 @@ class DBM(_kuradb._CompatDBM):
     def ProcessFirst(self, func: Callable[[bytes, bytes], Any], writable: bool) -> Status:
         """Calls func(key, value) on the first record, with Process's return
         convention; NOT_FOUND_ERROR if the database is empty."""
+        def shown(key: bytes, value: bytes) -> Any:
+            out = func(key, value)
+            # As the reference, a read-only call leaves the record whatever it answers.
+            return out if writable else None
+
         def first(db: _kuradb.DBM) -> None:
-            if not db.process_first(func, writable):
+            if not db.process_first(shown, writable):
                 raise _kuradb.NotFoundError("not found: no record")
 
         return self._call(first)

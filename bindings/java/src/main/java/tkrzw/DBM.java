@@ -634,12 +634,7 @@ public class DBM {
    * @return the status
    */
   public Status process(byte[] key, RecordProcessor processor, boolean writable) {
-    // As the reference, a read-only call leaves the record whatever the processor answers.
-    RecordProcessor shown = writable ? processor : (k, v) -> {
-      processor.process(k, v);
-      return RecordProcessor.NOOP;
-    };
-    return call(h -> Native.process(h, key, Convert.bridge(shown), Dbm.REMOVE, writable));
+    return call(h -> Native.process(h, key, Convert.bridge(processor, writable), Dbm.REMOVE, writable));
   }
 
   /**
@@ -665,7 +660,7 @@ public class DBM {
       keys[i] = keyProcPairs.get(i).key;
     }
     Native.Callback callback =
-        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v));
+        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v), writable);
     return call(h -> Native.processMulti(h, keys, callback, Dbm.REMOVE, writable));
   }
 
@@ -690,7 +685,7 @@ public class DBM {
   public Status processEach(RecordProcessor processor, boolean writable) {
     return call(h -> {
       processor.process(null, null);
-      Native.processEach(h, Convert.bridge(processor), Dbm.REMOVE, writable);
+      Native.processEach(h, Convert.bridge(processor, writable), Dbm.REMOVE, writable);
       processor.process(null, null);
     });
   }
@@ -704,7 +699,7 @@ public class DBM {
    */
   public Status processFirst(RecordProcessor processor, boolean writable) {
     return Calls.check(this,
-        () -> Native.processFirst(handle(), Convert.bridge(processor), Dbm.REMOVE, writable),
+        () -> Native.processFirst(handle(), Convert.bridge(processor, writable), Dbm.REMOVE, writable),
         Status.NOT_FOUND_ERROR);
   }
 

@@ -188,6 +188,20 @@ public final class DifferentialDriver {
         answer = seen;
         break;
       }
+      case "process_each": {
+        List<String> seen = new ArrayList<>();
+        String fate = args[0];
+        status = dbm.processEach((key, value) -> {
+          seen.add(show(key) + "=" + show(value));
+          if (fate.equals("noop")) {
+            return RecordProcessor.NOOP;
+          }
+          return fate.equals("remove") ? RecordProcessor.REMOVE : fate.getBytes(StandardCharsets.UTF_8);
+        }, args.length < 2);
+        seen.sort(null);
+        answer = seen;
+        break;
+      }
       case "iter": iter = dbm.makeIterator(); break;
       case "iter_all": {
         Iterator cursor = dbm.makeIterator();
