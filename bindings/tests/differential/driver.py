@@ -124,6 +124,13 @@ class Driver:
             file.Open(args[0], op == "export_flat", truncate=op == "export_flat")
             status = dbm.ExportToFlatRecords(file) if op == "export_flat" else dbm.ImportFromFlatRecords(file)
             file.Close()
+        elif op == "export_keys":
+            file = tkrzw.File()
+            file.Open(args[0], True, truncate=True)
+            status = dbm.ExportKeysAsLines(file)
+            file.Close()
+            with open(args[0], encoding="utf-8") as lines:
+                answer = sorted(lines.read().splitlines())
         elif op == "process":
             seen: List[Any] = []
 

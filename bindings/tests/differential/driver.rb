@@ -96,6 +96,12 @@ File.foreach(script) do |raw|
       file.open(args[0], op == "export_flat", truncate: op == "export_flat")
       status = op == "export_flat" ? dbm.export_to_flat_records(file) : dbm.import_from_flat_records(file)
       file.close
+    when "export_keys"
+      file = Tkrzw::File.new
+      file.open(args[0], true, truncate: true)
+      status = dbm.export_keys_as_lines(file)
+      file.close
+      answer = File.read(args[0]).split("\n").sort
     when "process"
       seen = []
       status = dbm.process(args[0], args.size < 3) do |_key, value|

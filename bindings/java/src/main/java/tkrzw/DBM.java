@@ -922,10 +922,14 @@ public class DBM {
    * @param pattern the pattern
    * @param capacity the most keys (0: all)
    * @return the matching keys
+   * @throws StatusException for an unknown mode or a bad pattern
    */
   public byte[][] search(String mode, byte[] pattern, int capacity) {
     try {
       return Native.search(handle(), mode, pattern, capacity);
+    } catch (KuraException e) {
+      // A program for the reference catches its StatusException, as for an unknown mode.
+      throw new StatusException(Calls.failure(e));
     } finally {
       Reference.reachabilityFence(this);
     }

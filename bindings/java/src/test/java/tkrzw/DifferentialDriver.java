@@ -53,6 +53,14 @@ public final class DifferentialDriver {
     return answer.toString();
   }
 
+  private static List<String> readLines(String path) {
+    try {
+      return Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read " + path, e);
+    }
+  }
+
   private static String hex(byte[] data) {
     StringBuilder out = new StringBuilder();
     for (byte b : data) {
@@ -173,6 +181,18 @@ public final class DifferentialDriver {
         file.open(args[0], export, params);
         status = export ? dbm.exportToFlatRecords(file) : dbm.importFromFlatRecords(file);
         file.close();
+        break;
+      }
+      case "export_keys": {
+        File file = new File();
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("truncate", "true");
+        file.open(args[0], true, params);
+        status = dbm.exportKeysAsLines(file);
+        file.close();
+        List<String> lines = new ArrayList<>(readLines(args[0]));
+        lines.sort(null);
+        answer = lines;
         break;
       }
       case "process": {
