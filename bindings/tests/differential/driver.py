@@ -140,6 +140,17 @@ class Driver:
 
             status = dbm.Process(args[0], fate, len(args) < 3)
             answer = seen
+        elif op == "process_multi":
+            seen_multi: List[str] = []
+
+            def fate_of(word: str) -> Any:
+                def call(key: bytes, value: Optional[bytes]) -> Any:
+                    seen_multi.append(f"{show(key)}={show(value)}")
+                    return None if word == "noop" else False if word == "remove" else word
+                return call
+
+            status = dbm.ProcessMulti([(k, fate_of(w)) for k, w in pairs(args[0], b"")], len(args) < 2)
+            answer = sorted(seen_multi)
         elif op == "process_each":
             seen_each: List[str] = []
 

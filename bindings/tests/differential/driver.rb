@@ -109,6 +109,14 @@ File.foreach(script) do |raw|
         { "noop" => nil, "remove" => false }.fetch(args[1], args[1])
       end
       answer = seen
+    when "process_multi"
+      seen = []
+      fates = pairs(args[0]).to_h
+      status = dbm.process_multi(fates.keys, args.size < 2) do |key, value|
+        seen << "#{show(key)}=#{show(value)}"
+        { "noop" => nil, "remove" => false }.fetch(fates[key], fates[key])
+      end
+      answer = seen.sort
     when "process_each"
       seen = []
       status = dbm.process_each(args.size < 2) do |key, value|

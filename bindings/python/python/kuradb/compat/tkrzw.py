@@ -266,6 +266,24 @@ class DBM(_kuradb._CompatDBM):
 
         return self._call(lambda db: db.process(raw, call, writable))
 
+    def ProcessMulti(self, key_func_pairs: Any, writable: bool) -> Status:
+        """Calls each func(key, value or None) of the (key, func) pairs under
+        the records' locks at once, with Process's return convention."""
+        def shown(func: Callable[[bytes, Optional[bytes]], Any]) -> Callable[[bytes, Optional[bytes]], Any]:
+            def call(key: bytes, value: Optional[bytes]) -> Any:
+                out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
+                if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+                    return out
+                return str(out)
+
+            return call
+
+        pairs = [(_bytes(key), shown(func)) for key, func in key_func_pairs]
+        return self._call(lambda db: db.process_multi(pairs, writable))
+
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
         found = self._open.get_multi([_bytes(k) for k in keys])
         return {k: v for k, v in found.items()}

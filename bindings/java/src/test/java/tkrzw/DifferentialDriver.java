@@ -208,6 +208,24 @@ public final class DifferentialDriver {
         answer = seen;
         break;
       }
+      case "process_multi": {
+        List<String> seen = new ArrayList<>();
+        List<RecordProcessor.WithKey> procs = new ArrayList<>();
+        for (Map.Entry<String, String> pair : pairs(args[0]).entrySet()) {
+          String fate = pair.getValue();
+          procs.add(new RecordProcessor.WithKey(pair.getKey().getBytes(StandardCharsets.UTF_8), (key, value) -> {
+            seen.add(show(key) + "=" + show(value));
+            if (fate.equals("noop")) {
+              return RecordProcessor.NOOP;
+            }
+            return fate.equals("remove") ? RecordProcessor.REMOVE : fate.getBytes(StandardCharsets.UTF_8);
+          }));
+        }
+        status = dbm.processMulti(procs, args.length < 2);
+        seen.sort(null);
+        answer = seen;
+        break;
+      }
       case "process_each": {
         List<String> seen = new ArrayList<>();
         String fate = args[0];
