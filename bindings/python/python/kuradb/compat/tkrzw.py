@@ -274,11 +274,32 @@ class DBM(_kuradb._CompatDBM):
             # As the reference, a result that is not None, a bool, bytes or
             # str is stored as its str() (an int, say).
             out = func(raw, value)
+            if not writable:
+                # As the reference, a read-only call leaves the record whatever it answers.
+                return None
             if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                 return out
             return str(out)
 
         return self._call(lambda db: db.process(raw, call, writable))
+
+    def ProcessMulti(self, key_func_pairs: Any, writable: bool) -> Status:
+        """Calls each func(key, value or None) of the (key, func) pairs under
+        the records' locks at once, with Process's return convention."""
+        def shown(func: Callable[[bytes, Optional[bytes]], Any]) -> Callable[[bytes, Optional[bytes]], Any]:
+            def call(key: bytes, value: Optional[bytes]) -> Any:
+                out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
+                if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+                    return out
+                return str(out)
+
+            return call
+
+        pairs = [(_bytes(key), shown(func)) for key, func in key_func_pairs]
+        return self._call(lambda db: db.process_multi(pairs, writable))
 
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
         found = self._open.get_multi([_bytes(k) for k in keys])
@@ -288,7 +309,16 @@ class DBM(_kuradb._CompatDBM):
         return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
-        return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
+        """Sets the records; without ``overwrite``, as the reference, the
+        ones that exist stay (DUPLICATION_ERROR) and the others are set."""
+        if overwrite:
+            return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, True))
+        status = Status()
+        for key, value in records.items():
+            status.Join(self.Set(key, value, False))
+            if status.GetCode() not in (Status.SUCCESS, Status.DUPLICATION_ERROR):
+                break
+        return status
 
     def RemoveMulti(self, *keys: Any) -> Status:
         """Removes the records of the keys, given as arguments or as one
@@ -349,6 +379,9 @@ class DBM(_kuradb._CompatDBM):
 
             def call(key: bytes, value: bytes) -> Any:
                 out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
                 if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                     return out
                 return str(out)
@@ -454,8 +487,13 @@ class DBM(_kuradb._CompatDBM):
     def ProcessFirst(self, func: Callable[[bytes, bytes], Any], writable: bool) -> Status:
         """Calls func(key, value) on the first record, with Process's return
         convention; NOT_FOUND_ERROR if the database is empty."""
+        def shown(key: bytes, value: bytes) -> Any:
+            out = func(key, value)
+            # As the reference, a read-only call leaves the record whatever it answers.
+            return out if writable else None
+
         def first(db: _kuradb.DBM) -> None:
-            if not db.process_first(func, writable):
+            if not db.process_first(shown, writable):
                 raise _kuradb.NotFoundError("not found: no record")
 
         return self._call(first)
