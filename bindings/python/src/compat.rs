@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyModule, PyString};
 
 use kuradb::dbm::Dbm;
-use kuradb_binding::compat_open::{open_params, reopens_tree};
+use kuradb_binding::compat_open::compat_open_params;
 use kuradb_binding::params::{rebuild_params, reference_params};
 
 use crate::convert::{params_of, FsPath};
@@ -512,14 +512,22 @@ fn _rebuild_params<'py>(
     Ok(out)
 }
 
-/// The parameters of a compat open, by the binding core (as the Java and
-/// Ruby layers do): those of `_reference_params`, waiting for another
-/// process's lock unless told `no_wait`, as the reference does.
+/// The parameters of a compat open of `path`, by the binding core (as the
+/// Java and Ruby layers get them): those of `_reference_params`, waiting for
+/// another process's lock unless told `no_wait`, as the reference does;
+/// without `key_comparator` when the open reopens an existing tree (the
+/// reference reads the order from the file); `no_create` of a missing
+/// database raising NotFoundError.
 #[pyfunction]
-#[pyo3(signature = (params=None))]
-fn _open_params<'py>(py: Python<'py>, params: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (path, params=None))]
+fn _compat_open_params<'py>(
+    py: Python<'py>,
+    path: FsPath,
+    params: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let text = params_of(params)?;
-    let translated = open_params(text.iter().map(|(k, v)| (k.to_string(), v.to_string()))).map_err(to_py)?;
+    let pairs: Vec<(String, String)> = text.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let translated = py.allow_threads(|| compat_open_params(&path, pairs)).map_err(to_py)?;
     let out = PyDict::new(py);
     for (name, value) in translated {
         out.set_item(name, value)?;
@@ -527,22 +535,10 @@ fn _open_params<'py>(py: Python<'py>, params: Option<&Bound<'py, PyDict>>) -> Py
     Ok(out)
 }
 
-/// Whether opening `path` with `params` reopens a tree that exists there
-/// without emptying it (the binding core's answer, as the Java and Ruby
-/// layers get it): the reference then ignores `key_comparator`.
-#[pyfunction]
-#[pyo3(signature = (path, params=None))]
-fn _reopens_tree(py: Python<'_>, path: FsPath, params: Option<&Bound<'_, PyDict>>) -> PyResult<bool> {
-    let text = params_of(params)?;
-    let pairs: Vec<(String, String)> = text.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Ok(py.allow_threads(|| reopens_tree(&path, &pairs)))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_reference_params, m)?)?;
-    m.add_function(wrap_pyfunction!(_open_params, m)?)?;
+    m.add_function(wrap_pyfunction!(_compat_open_params, m)?)?;
     m.add_function(wrap_pyfunction!(_rebuild_params, m)?)?;
-    m.add_function(wrap_pyfunction!(_reopens_tree, m)?)?;
     m.add("_CompatStatus", m.py().get_type::<CompatStatus>())?;
     m.add("_CompatDBM", m.py().get_type::<CompatDbm>())?;
     Ok(())

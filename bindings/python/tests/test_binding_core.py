@@ -41,7 +41,7 @@ def test_the_references_parameters_are_translated(tmp_path: pathlib.Path) -> Non
 
 def test_a_rebuild_takes_the_running_tuning_of_a_hash(tmp_path: pathlib.Path) -> None:
     assert kuradb._kuradb._rebuild_params({"fbp_capacity": 5, "num_buckets": 9}) == {"num_buckets": "9"}
-    assert kuradb._kuradb._open_params({"num_buckets": 9}) == {"num_buckets": "9", "no_wait": "false"}
+    assert kuradb._kuradb._compat_open_params("", {"num_buckets": 9}) == {"num_buckets": "9", "no_wait": "false"}
     dbm = tkrzw.DBM()
     assert dbm.Open(str(tmp_path / "h.tkh"), True, num_buckets=10).IsOK()
     assert dbm.Rebuild(fbp_capacity=100, num_buckets=100).IsOK()

@@ -3,6 +3,7 @@ the compat module answers: File.Search, str(Index), the DBM's multi-record
 and rekey calls, ProcessEach's framing calls, the Iterator protocol, and
 AsyncDBM's queue, search and flat-record calls."""
 import asyncio
+import os
 import pathlib
 
 import pytest
@@ -209,3 +210,20 @@ def test_file_pads_to_its_block_size_and_shows_its_class(tmp_path: pathlib.Path)
     status = file.Open(path, True, file="NoSuchFile")
     assert status.GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR
     assert file.Open(path, True, block_size="big").GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR
+
+
+def test_open_takes_sync_hard_and_no_create(tmp_path: pathlib.Path) -> None:
+    path = str(tmp_path / "casket.tkh")
+    db = tkrzw.DBM()
+    status = db.Open(path, True, sync_hard="sometimes")
+    assert status.GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR, status
+    assert "sync_hard" in status.GetMessage()
+    assert db.Open(path, True, sync_hard=True, num_buckets=10) == tkrzw.Status.SUCCESS
+    db.Set("k", "v").OrDie()
+    assert db.Close() == tkrzw.Status.SUCCESS
+    assert db.Open(path, False, sync_hard="true") == tkrzw.Status.SUCCESS
+    assert db.GetStr("k") == "v"
+    db.Close().OrDie()
+    missing = str(tmp_path / "missing.tkh")
+    assert db.Open(missing, True, no_create=True).GetCode() == tkrzw.Status.NOT_FOUND_ERROR
+    assert not os.path.exists(missing)

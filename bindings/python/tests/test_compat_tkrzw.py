@@ -94,3 +94,30 @@ def test_record_comp_mode_takes_the_reference_names(tmp_path: pathlib.Path) -> N
     assert dbm.Open(path, False).IsOK()
     assert dbm.GetStr("one") == value
     assert dbm.Close().IsOK()
+
+
+def test_process_multi_and_read_only_processes(tmp_path: pathlib.Path) -> None:
+    dbm = tkrzw.DBM()
+    assert dbm.Open(str(tmp_path / "multi.tkt"), True) == tkrzw.Status.SUCCESS
+    dbm.Set("a", "1")
+    dbm.Set("b", "2")
+    seen = []
+
+    def answer(new: object) -> object:
+        def call(key: bytes, value: object) -> object:
+            seen.append((key, value))
+            return new
+
+        return call
+
+    pairs = [("a", answer(False)), ("b", answer("two")), ("c", answer(3))]
+    # Read-only, the answers are ignored, as the reference ignores them.
+    assert dbm.ProcessMulti(pairs, False) == tkrzw.Status.SUCCESS
+    assert dbm.GetMultiStr("a", "b", "c") == {"a": "1", "b": "2"}
+    assert dbm.Process("a", lambda k, v: "x", False) == tkrzw.Status.SUCCESS
+    assert dbm.ProcessEach(lambda k, v: False, False) == tkrzw.Status.SUCCESS
+    assert dbm.Count() == 2
+    assert dbm.ProcessMulti(pairs, True) == tkrzw.Status.SUCCESS
+    assert dbm.GetMultiStr("a", "b", "c") == {"b": "two", "c": "3"}
+    assert seen[:3] == [(b"a", b"1"), (b"b", b"2"), (b"c", None)]
+    assert dbm.Close() == tkrzw.Status.SUCCESS

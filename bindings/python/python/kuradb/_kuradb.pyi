@@ -155,6 +155,13 @@ class DBM:
         self, key: Data, func: Callable[[Optional[bytes]], ProcessResult], writable: bool = True
     ) -> None:
         """Applies func(value or None) to the record under its lock."""
+    def process_multi(
+        self,
+        pairs: Iterable[Tuple[Data, Callable[[bytes, Optional[bytes]], ProcessResult]]],
+        writable: bool = True,
+    ) -> None:
+        """Applies each func(key, value or None) of (key, func) pairs to its
+        record, all under the records' locks at once."""
     def process_each(self, func: Callable[[bytes, bytes], ProcessResult], writable: bool = True) -> None: ...
     def count(self) -> int: ...
     def file_size(self) -> int: ...

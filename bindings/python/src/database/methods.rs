@@ -229,6 +229,14 @@ impl Database {
         records::process(self, py, key, func, writable)
     }
 
+    /// Applies each `func(key, value or None)` of `pairs` (key, func) to
+    /// its record, with the same return convention as `process`, all under
+    /// the records' locks at once.
+    #[pyo3(signature = (pairs, writable = true))]
+    fn process_multi(&self, py: Python<'_>, pairs: &Bound<'_, PyAny>, writable: bool) -> PyResult<()> {
+        multi::process_multi(self, py, pairs, writable)
+    }
+
     /// Applies `func(key, value)` to every record, with the same return
     /// convention as `process`.
     #[pyo3(signature = (func, writable = true))]

@@ -1,4 +1,5 @@
-//! Several records at once: get_multi, set_multi, remove_multi, update.
+//! Several records at once: get_multi, set_multi, remove_multi, update,
+//! process_multi.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -9,7 +10,7 @@ use std::borrow::Cow;
 
 use kuradb::dbm::Action;
 
-use super::Database;
+use super::{action_of, call_back, Database};
 use crate::async_dbm::opt_pairs_of;
 use crate::convert::{bytes_of, opt_bytes_of};
 use crate::reference_api::ANY_DATA;
@@ -139,4 +140,30 @@ pub(super) fn compare_exchange_multi(
         })
     })?;
     Ok(matched)
+}
+
+pub(super) fn process_multi(
+    db: &Database,
+    py: Python<'_>,
+    pairs: &Bound<'_, PyAny>,
+    writable: bool,
+) -> PyResult<()> {
+    let mut keys = Vec::new();
+    let mut funcs: Vec<PyObject> = Vec::new();
+    for pair in pairs.try_iter()? {
+        let (key, func): (Bound<'_, PyAny>, PyObject) = pair?.extract()?;
+        keys.push(bytes_of(&key, "key")?.into_owned());
+        funcs.push(func);
+    }
+    let wanted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let (mut failure, guard) = (None, db.guard());
+    db.run_calling_back(py, |db| {
+        db.process_multi(&wanted, writable, &mut |i, key, old| {
+            call_back(guard, &mut failure, |py| {
+                let value = old.map(|v| PyBytes::new(py, v));
+                action_of(&funcs[i].call1(py, (PyBytes::new(py, key), value))?.into_bound(py))
+            })
+        })
+    })?;
+    failure.map_or(Ok(()), Err)
 }

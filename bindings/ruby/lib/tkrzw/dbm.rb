@@ -72,7 +72,7 @@ module Tkrzw
     def process(key, writable, &block)
       raise ArgumentError, "process needs a block" unless block
 
-      call { opened.process(str(key), writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+      call { opened.process(str(key), writable ? true : false) { |k, v| fate(block.call(k, v), writable) } }
     end
 
     # Calls the block with every record, as #process does for one, and
@@ -84,7 +84,7 @@ module Tkrzw
       call do
         db = opened
         block.call(nil, nil)
-        db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        db.process_each(writable ? true : false) { |k, v| fate(block.call(k, v), writable) }
         block.call(nil, nil)
       end
     end
@@ -96,7 +96,7 @@ module Tkrzw
       raise ArgumentError, "process_multi needs a block" unless block
 
       wanted = Array(keys).flatten.map { |k| str(k) }
-      call { opened.process_multi(wanted, writable ? true : false) { |k, v| fate(block.call(k, v)) } }
+      call { opened.process_multi(wanted, writable ? true : false) { |k, v| fate(block.call(k, v), writable) } }
     end
 
     # Calls the block with the first record's key and value, as #process
@@ -105,7 +105,7 @@ module Tkrzw
       raise ArgumentError, "process_first needs a block" unless block
 
       call do
-        found = opened.process_first(writable ? true : false) { |k, v| fate(block.call(k, v)) }
+        found = opened.process_first(writable ? true : false) { |k, v| fate(block.call(k, v), writable) }
         raise Kuradb::NotFoundError, "not found: no record" unless found
       end
     end
@@ -131,11 +131,21 @@ module Tkrzw
     end
 
     # The records as keywords, or as a Hash in place of +overwrite+ (the
-    # reference's older form), overwriting then.
+    # reference's older form), overwriting then. Without +overwrite+, as the
+    # reference, the records that exist stay (DUPLICATION_ERROR) and the
+    # others are set.
     def set_multi(overwrite = true, **records)
       overwrite, records = true, overwrite.merge(records) if overwrite.is_a?(Hash)
+      unless overwrite
+        status = Status.new
+        records.each do |k, v|
+          status.join(set(k, v, false))
+          break unless [Status::SUCCESS, Status::DUPLICATION_ERROR].include?(status.code)
+        end
+        return status
+      end
       pairs = records.to_h { |k, v| [str(k), str(v)] }
-      call { opened.set_multi(pairs, overwrite: overwrite ? true : false) }
+      call { opened.set_multi(pairs, overwrite: true) }
     end
 
     # [Status, the old value or nil].
@@ -435,7 +445,11 @@ module Tkrzw
     end
 
     # What a block's answer means to Kuradb::DBM#process.
-    def fate(answer)
+    # As the reference, a read-only call leaves the record whatever the
+    # block answers.
+    def fate(answer, writable)
+      return nil unless writable
+
       answer.nil? || answer == false ? answer : str(answer)
     end
   end

@@ -51,7 +51,7 @@ class Index:
         if self._index is not None:
             return Status(Status.PRECONDITION_ERROR, "opened index")
         try:
-            self._index = _kuradb.Index(path, writable, **_open_params(params))
+            self._index = _kuradb.Index(path, writable, **_open_params(path, params))
             return Status()
         except (_kuradb.Error, TypeError) as e:
             return _status_of(e)

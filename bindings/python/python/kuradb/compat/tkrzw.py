@@ -144,17 +144,27 @@ def _params(params: Dict[str, Any]) -> Dict[str, Any]:
     return _kuradb._rebuild_params(params)
 
 
-def _open_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """The parameters of an open, by the binding core: translated as
-    ``_params``, waiting for another process's lock unless told ``no_wait``,
-    as the reference does (kuradb's own API fails at once)."""
-    return _kuradb._open_params(params)
+def _open_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
+    """The parameters of an open of `path`, by the binding core: translated
+    as ``_params``, waiting for another process's lock unless told
+    ``no_wait``, as the reference does (kuradb's own API fails at once);
+    without ``key_comparator`` when the open reopens an existing tree, whose
+    order the reference reads from its file (kuradb's own API refuses
+    another one); ``no_create`` of a missing database raises NotFoundError."""
+    return _kuradb._compat_open_params(path, params)
 
 
-def _reopens_tree(path: Any, params: Dict[str, Any]) -> bool:
-    """Whether the open reopens a tree that exists at `path` (a file with
-    content, or a shard set) without emptying it, by the binding core."""
-    return _kuradb._reopens_tree(path, params)
+def _flag(name: str, value: Any) -> bool:
+    """A true/false parameter as the reference's open takes it: a bool, or
+    its text (true, 1, yes, on; false, 0, no, off)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on", ""):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"parameter {name} must be true or false, not {value!r}")
 
 
 def _shard_params(path: Any, params: Dict[str, Any]) -> Dict[str, Any]:
@@ -194,6 +204,8 @@ class DBM(_kuradb._CompatDBM):
         # a shard set, whose path the reference reports as "" rather than None).
         self._no_file = False
         self._sharded = False
+        # Opened writable with sync_hard: a hard synchronization before the close.
+        self._sync_hard = False
 
     @property
     def _open(self) -> _kuradb.DBM:
@@ -217,14 +229,13 @@ class DBM(_kuradb._CompatDBM):
         try:
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
-            kept = _shard_params(path, _open_params(params))
-            if _reopens_tree(path, kept):
-                # The reference reads a tree's order from its file and ignores
-                # the parameter; kuradb's own API refuses another one.
-                kept.pop("key_comparator", None)
+            given = dict(params)
+            sync_hard = _flag("sync_hard", given.pop("sync_hard", False))
+            kept = _shard_params(path, _open_params(path, given))
             self._db = _kuradb.DBM(path, writable, release_gil=bool(params.get("concurrent", False)), **kept)
             self._no_file = len(os.fspath(path)) == 0
             self._sharded = "num_shards" in kept
+            self._sync_hard = sync_hard and writable and not self._no_file
             return Status()
         except (_kuradb.Error, TypeError, ValueError) as e:
             return _status_of(e)
@@ -237,9 +248,15 @@ class DBM(_kuradb._CompatDBM):
             self.Close().OrDie()
 
     def Close(self) -> Status:
+        """Closes the database; opened with ``sync_hard``, it first
+        synchronizes it with the device, as the reference's close does then."""
         db = self._open
         try:
-            db.close()
+            try:
+                if self._sync_hard:
+                    db.synchronize(True)
+            finally:
+                db.close()
             return Status()
         except _kuradb.Error as e:
             return _status_of(e)
@@ -257,11 +274,32 @@ class DBM(_kuradb._CompatDBM):
             # As the reference, a result that is not None, a bool, bytes or
             # str is stored as its str() (an int, say).
             out = func(raw, value)
+            if not writable:
+                # As the reference, a read-only call leaves the record whatever it answers.
+                return None
             if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                 return out
             return str(out)
 
         return self._call(lambda db: db.process(raw, call, writable))
+
+    def ProcessMulti(self, key_func_pairs: Any, writable: bool) -> Status:
+        """Calls each func(key, value or None) of the (key, func) pairs under
+        the records' locks at once, with Process's return convention."""
+        def shown(func: Callable[[bytes, Optional[bytes]], Any]) -> Callable[[bytes, Optional[bytes]], Any]:
+            def call(key: bytes, value: Optional[bytes]) -> Any:
+                out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
+                if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+                    return out
+                return str(out)
+
+            return call
+
+        pairs = [(_bytes(key), shown(func)) for key, func in key_func_pairs]
+        return self._call(lambda db: db.process_multi(pairs, writable))
 
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:
         found = self._open.get_multi([_bytes(k) for k in keys])
@@ -271,7 +309,16 @@ class DBM(_kuradb._CompatDBM):
         return {k.decode(): v.decode("utf-8", "replace") for k, v in self.GetMulti(*keys).items()}
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Status:
-        return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, overwrite))
+        """Sets the records; without ``overwrite``, as the reference, the
+        ones that exist stay (DUPLICATION_ERROR) and the others are set."""
+        if overwrite:
+            return self._call(lambda db: db.set_multi({_bytes(k): _bytes(v) for k, v in records.items()}, True))
+        status = Status()
+        for key, value in records.items():
+            status.Join(self.Set(key, value, False))
+            if status.GetCode() not in (Status.SUCCESS, Status.DUPLICATION_ERROR):
+                break
+        return status
 
     def RemoveMulti(self, *keys: Any) -> Status:
         """Removes the records of the keys, given as arguments or as one
@@ -332,6 +379,9 @@ class DBM(_kuradb._CompatDBM):
 
             def call(key: bytes, value: bytes) -> Any:
                 out = func(key, value)
+                if not writable:
+                    # As the reference, a read-only call leaves the record whatever it answers.
+                    return None
                 if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
                     return out
                 return str(out)
@@ -437,8 +487,13 @@ class DBM(_kuradb._CompatDBM):
     def ProcessFirst(self, func: Callable[[bytes, bytes], Any], writable: bool) -> Status:
         """Calls func(key, value) on the first record, with Process's return
         convention; NOT_FOUND_ERROR if the database is empty."""
+        def shown(key: bytes, value: bytes) -> Any:
+            out = func(key, value)
+            # As the reference, a read-only call leaves the record whatever it answers.
+            return out if writable else None
+
         def first(db: _kuradb.DBM) -> None:
-            if not db.process_first(func, writable):
+            if not db.process_first(shown, writable):
                 raise _kuradb.NotFoundError("not found: no record")
 
         return self._call(first)

@@ -48,8 +48,13 @@ final class Convert {
     return s == DBM.ANY_STRING ? DBM.ANY_BYTES : utf8(s);
   }
 
-  static Native.Callback bridge(RecordProcessor processor) {
-    return (i, k, v) -> answer(processor.process(k, v));
+  static Native.Callback bridge(RecordProcessor processor, boolean writable) {
+    return (i, k, v) -> answer(processor.process(k, v), writable);
+  }
+
+  /** As the reference, a read-only call leaves the record whatever the processor answers. */
+  static byte[] answer(byte[] answer, boolean writable) {
+    return writable ? answer(answer) : null;
   }
 
   static byte[] answer(byte[] answer) {

@@ -309,9 +309,21 @@ public class DBM {
   /**
    * @param records the records
    * @param overwrite whether to replace existing values
-   * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
+   * @return the status; DUPLICATION_ERROR if a key exists and {@code overwrite} is false (that
+   *     record stays, the others are stored)
    */
   public Status setMulti(Map<byte[], byte[]> records, boolean overwrite) {
+    if (!overwrite) {
+      // As the reference: the records that exist stay and the others are set.
+      Status status = new Status();
+      for (Map.Entry<byte[], byte[]> record : records.entrySet()) {
+        status.join(set(record.getKey(), record.getValue(), false));
+        if (status.getCode() != Status.SUCCESS && status.getCode() != Status.DUPLICATION_ERROR) {
+          break;
+        }
+      }
+      return status;
+    }
     byte[][][] kv = Convert.split(records);
     return Calls.check(this, () -> Native.setMulti(handle(), kv[0], kv[1], overwrite),
         Status.DUPLICATION_ERROR);
@@ -638,7 +650,7 @@ public class DBM {
    * @return the status
    */
   public Status process(byte[] key, RecordProcessor processor, boolean writable) {
-    return call(h -> Native.process(h, key, Convert.bridge(processor), Dbm.REMOVE, writable));
+    return call(h -> Native.process(h, key, Convert.bridge(processor, writable), Dbm.REMOVE, writable));
   }
 
   /**
@@ -664,7 +676,7 @@ public class DBM {
       keys[i] = keyProcPairs.get(i).key;
     }
     Native.Callback callback =
-        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v));
+        (i, k, v) -> Convert.answer(keyProcPairs.get(i).processor.process(k, v), writable);
     return call(h -> Native.processMulti(h, keys, callback, Dbm.REMOVE, writable));
   }
 
@@ -689,7 +701,7 @@ public class DBM {
   public Status processEach(RecordProcessor processor, boolean writable) {
     return call(h -> {
       processor.process(null, null);
-      Native.processEach(h, Convert.bridge(processor), Dbm.REMOVE, writable);
+      Native.processEach(h, Convert.bridge(processor, writable), Dbm.REMOVE, writable);
       processor.process(null, null);
     });
   }
@@ -703,7 +715,7 @@ public class DBM {
    */
   public Status processFirst(RecordProcessor processor, boolean writable) {
     return Calls.check(this,
-        () -> Native.processFirst(handle(), Convert.bridge(processor), Dbm.REMOVE, writable),
+        () -> Native.processFirst(handle(), Convert.bridge(processor, writable), Dbm.REMOVE, writable),
         Status.NOT_FOUND_ERROR);
   }
 
@@ -926,10 +938,14 @@ public class DBM {
    * @param pattern the pattern
    * @param capacity the most keys (0: all)
    * @return the matching keys
+   * @throws StatusException for an unknown mode or a bad pattern
    */
   public byte[][] search(String mode, byte[] pattern, int capacity) {
     try {
       return Native.search(handle(), mode, pattern, capacity);
+    } catch (KuraException e) {
+      // A program for the reference catches its StatusException, as for an unknown mode.
+      throw new StatusException(Calls.failure(e));
     } finally {
       Reference.reachabilityFence(this);
     }
