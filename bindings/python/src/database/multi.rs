@@ -158,12 +158,16 @@ pub(super) fn process_multi(
     let wanted: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     let (mut failure, guard) = (None, db.guard());
     db.run_calling_back(py, |db| {
-        db.process_multi(&wanted, writable, &mut |i, key, old| {
-            call_back(guard, &mut failure, |py| {
-                let value = old.map(|v| PyBytes::new(py, v));
-                action_of(&funcs[i].call1(py, (PyBytes::new(py, key), value))?.into_bound(py))
-            })
-        })
+        db.process_multi(
+            &wanted,
+            if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
+            &mut |i, key, old| {
+                call_back(guard, &mut failure, |py| {
+                    let value = old.map(|v| PyBytes::new(py, v));
+                    action_of(&funcs[i].call1(py, (PyBytes::new(py, key), value))?.into_bound(py))
+                })
+            },
+        )
     })?;
     failure.map_or(Ok(()), Err)
 }
