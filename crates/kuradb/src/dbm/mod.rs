@@ -139,8 +139,13 @@ pub trait Dbm: Send + Sync {
     /// Rewrites the database compactly with what `params` change of its
     /// tuning: a hash database's `num_buckets`, `align_pow`, `offset_width`,
     /// `update_mode` and `record_crc_mode`, a tree's `record_crc_mode`, a skip
-    /// database's `reducer`. A parameter the
-    /// database cannot change is refused by name; the default takes none.
+    /// database's `reducer` and the layout of its new file (`step_unit`,
+    /// `max_level`, `offset_width`, with `max_cached_records` and
+    /// `sort_mem_size`, kept for later builds), a tiny or stdhash database's
+    /// `num_buckets` (the table rehashed to that many), a cache's
+    /// `cap_rec_num` and `cap_mem_size` (the records past the new caps
+    /// evicted). A parameter the database cannot change is refused by name;
+    /// the default takes none.
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         Taker::new(params, "rebuilding this database").finish()?;
         self.rebuild()
