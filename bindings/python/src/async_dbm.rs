@@ -155,6 +155,14 @@ impl AsyncDatabase {
         )
     }
 
+    /// Stores, as one task and atomically, every record whose key has none;
+    /// the result is the keys that had one, which keep their values (the
+    /// compat layer's SetMulti without overwrite).
+    fn _set_absent_multi(&self, records: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let pairs = pairs_of(Some(records), None)?;
+        self.queue(Shape::Plain, |adb| adb.set_absent_multi(&pairs))
+    }
+
     /// Removes `key`; the result is whether it existed.
     fn remove(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
         let key = bytes_of(key, "key")?;

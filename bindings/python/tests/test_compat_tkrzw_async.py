@@ -71,3 +71,17 @@ def test_await_answers_what_get_answers(tmp_path: pathlib.Path) -> None:
     adbm.Destruct()
     assert dbm.Count() == 200
     dbm.Close().OrDie()
+
+
+def test_set_multi_without_overwrite_sets_the_absent_records(tmp_path: pathlib.Path) -> None:
+    """As the reference's: the records that exist stay, the others are set,
+    and the status is DUPLICATION_ERROR if any stayed."""
+    dbm = opened(tmp_path)
+    adbm = tkrzw.AsyncDBM(dbm, 2)
+    assert adbm.SetMulti(False, a="1", b="2").Get().IsOK()
+    assert adbm.SetMulti(False, b="20", c="30").Get() == tkrzw.Status.DUPLICATION_ERROR
+    assert (dbm.GetStr("a"), dbm.GetStr("b"), dbm.GetStr("c")) == ("1", "2", "30")
+    assert adbm.SetMulti(True, b="20", d="40").Get().IsOK()
+    assert (dbm.GetStr("b"), dbm.GetStr("d")) == ("20", "40")
+    adbm.Destruct()
+    assert dbm.Close().IsOK()

@@ -126,6 +126,17 @@ impl AsyncDatabase {
         }))
     }
 
+    /// Stores, atomically, every pair whose key has no record; the future
+    /// answers the keys that had one, which keep their values.
+    fn set_absent_multi(ruby: &Ruby, rb_self: &Self, pairs: RArray) -> Result<Future, Error> {
+        let pairs = byte_pairs(ruby, pairs, false)?;
+        Ok(rb_self.run(move |db| {
+            let refs: Vec<(&[u8], &[u8])> =
+                pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
+            db.set_absent_multi(&refs).map(Reply::Keys)
+        }))
+    }
+
     fn remove_multi(&self, keys: RArray) -> Result<Future, Error> {
         let keys = byte_list(keys)?;
         Ok(self.run(move |db| {
@@ -272,6 +283,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_compare_exchange", method!(AsyncDatabase::compare_exchange, 5))?;
     class.define_method("_get_multi", method!(AsyncDatabase::get_multi, 1))?;
     class.define_method("_set_multi", method!(AsyncDatabase::set_multi, 2))?;
+    class.define_method("_set_absent_multi", method!(AsyncDatabase::set_absent_multi, 1))?;
     class.define_method("_remove_multi", method!(AsyncDatabase::remove_multi, 1))?;
     class.define_method("_compare_exchange_multi", method!(AsyncDatabase::compare_exchange_multi, 3))?;
     class.define_method("_rekey", method!(AsyncDatabase::rekey, 4))?;

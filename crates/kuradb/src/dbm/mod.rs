@@ -340,6 +340,24 @@ pub trait Dbm: Send + Sync {
         set_multi_by_process(self, pairs, false)
     }
 
+    /// Stores, atomically, every pair whose key has no record; the keys that
+    /// have one keep their values. Answers those keys, in the order of the
+    /// pairs. Unlike [`insert_multi`](Dbm::insert_multi), a key that exists
+    /// does not stop the others (the reference's `SetMulti` without
+    /// overwriting works so).
+    fn set_absent_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Vec<u8>>> {
+        let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+        let mut kept = Vec::new();
+        self.process_multi(&keys, Access::ReadWrite, &mut |i, key, old| {
+            if old.is_some() {
+                kept.push(key.to_vec());
+                return Action::Keep;
+            }
+            Action::set(pairs[i].1)
+        })?;
+        Ok(kept)
+    }
+
     /// Removes every key atomically; answers how many existed.
     fn remove_multi(&self, keys: &[&[u8]]) -> Result<usize> {
         let mut removed = 0;

@@ -156,8 +156,16 @@ class AsyncDBM:
         return self._queue(lambda a: a.set(_bytes(key), _bytes(value), overwrite))
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Future:
+        """Sets the records; without ``overwrite``, as the reference, the
+        ones that exist stay (DUPLICATION_ERROR) and the others are set."""
         pairs = {_bytes(k): _bytes(v) for k, v in records.items()}
-        return self._queue(lambda a: a.set_multi(pairs, overwrite))
+        if overwrite:
+            return self._queue(lambda a: a.set_multi(pairs, True))
+
+        def ok(kept: List[bytes]) -> Status:
+            return Status(Status.DUPLICATION_ERROR) if kept else Status()
+
+        return self._queue(lambda a: a._set_absent_multi(pairs), ok)
 
     def Remove(self, key: Data) -> Future:
         def ok(existed: bool) -> Status:

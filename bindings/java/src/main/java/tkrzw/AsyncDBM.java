@@ -191,15 +191,19 @@ public class AsyncDBM {
   }
 
   /**
-   * Stores every record atomically.
+   * Stores the records atomically.
    *
    * @param records the records
    * @param overwrite whether to replace existing values
-   * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
+   * @return the status; DUPLICATION_ERROR if a key exists and {@code overwrite} is false (as the
+   *     reference: the records that exist stay, the others are stored)
    */
   public Future<Status> setMulti(Map<byte[], byte[]> records, boolean overwrite) {
     byte[][][] r = Convert.split(records);
-    return queue(h -> Native.asyncSetMulti(h, r[0], r[1], overwrite), STATUS);
+    if (!overwrite) {
+      return queue(h -> Native.asyncSetAbsentMulti(h, r[0], r[1]), flag(Status.DUPLICATION_ERROR));
+    }
+    return queue(h -> Native.asyncSetMulti(h, r[0], r[1], true), STATUS);
   }
 
   /**

@@ -192,6 +192,7 @@ public final class Native {
   public static native long asyncGetMulti(long async, byte[][] keys);
   public static native long asyncSet(long async, byte[] key, byte[] value, boolean overwrite);
   public static native long asyncSetMulti(long async, byte[][] keys, byte[][] values, boolean overwrite);
+  public static native long asyncSetAbsentMulti(long async, byte[][] keys, byte[][] values);
   public static native long asyncRemove(long async, byte[] key);
   public static native long asyncRemoveMulti(long async, byte[][] keys);
   public static native long asyncAppend(long async, byte[] key, byte[] value, byte[] delimiter);
