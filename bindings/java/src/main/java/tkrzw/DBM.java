@@ -157,13 +157,12 @@ public class DBM {
    * Closes the database, first synchronizing it with the device if it was opened with {@code
    * sync_hard}, as the reference's close does then.
    *
-   * @return the status of closing; PRECONDITION_ERROR if it was not open
+   * @return the status of closing
+   * @throws IllegalStateException if the database is not open (closed already, or never
+   *     opened), as the reference's close throws then
    */
   public synchronized Status close() {
-    Dbm d = db;
-    if (d == null) {
-      return new Status(Status.PRECONDITION_ERROR, "not opened database");
-    }
+    Dbm d = open();
     try {
       try {
         if (syncHard) {
