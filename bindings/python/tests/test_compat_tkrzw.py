@@ -70,7 +70,13 @@ def test_parameters_and_errors(tmp_path: pathlib.Path) -> None:
     assert [it.Step()[0] for _ in range(3)] == [b"1.5", b"2", b"10"] and it.Step() is None
     assert str(dbm).startswith("TreeDBM:") and "num_records=3" in repr(dbm)
     status = tkrzw.Status()
-    assert dbm.Increment("2", 1, 0, status) is None and status == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    # As the reference: "z" counts as 0x7a; the sum is stored as 8 bytes.
+    assert dbm.Increment("2", 1, 0, status) == 0x7B and status.IsOK()
+    assert dbm.Get("2") == (0x7B).to_bytes(8, "big")
+    assert dbm.Increment("2", 1, 0, status) == 0x7C
+    dbm.Set("long", b"\x00" * 7 + b"\x01tail")
+    assert dbm.Increment("long", -(2**63), 0, status) == 1 and dbm.Get("long") == b"\x00" * 7 + b"\x01tail"
+    assert dbm.Remove("long").IsOK()
     other = tkrzw.DBM()
     other.Open(str(tmp_path / "c.tkh"), True).OrDie()
     assert dbm.Export(other).IsOK() and other.Count() == 3

@@ -177,6 +177,20 @@ native! {
 }
 
 native! {
+    /// As `asyncIncrement`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): `tkrzw.AsyncDBM.increment`.
+    fn Java_io_kuradb_Native_asyncIncrementAsReference(env, handle: jlong, key: JByteArray<'l>, delta: jlong, initial: jlong) -> jlong {
+        let key = bytes(env, &key, "the key")?;
+        queue(
+            env,
+            handle,
+            |adb| adb.execute(move |db: &PolyDbm| kuradb_binding::increment::reference_increment(db, &key, delta, initial)),
+            Outcome::Number,
+        )
+    }
+}
+
+native! {
     /// Several compare-and-exchanges, atomically: `{non-null if all matched}`.
     fn Java_io_kuradb_Native_asyncCompareExchangeMulti(
         env, handle: jlong, expected_keys: JObjectArray<'l, JByteArray<'l>>, expected_values: JObjectArray<'l, JByteArray<'l>>,

@@ -89,6 +89,15 @@ impl AsyncDatabase {
         self.run(move |db| db.increment(&key, delta, initial).map(Reply::Int))
     }
 
+    /// As `increment`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): Tkrzw::AsyncDBM#increment.
+    fn increment_as_reference(&self, key: RString, delta: i64, initial: i64) -> Future {
+        let key = bytes(key);
+        self.run(move |db| {
+            kuradb_binding::increment::reference_increment(db, &key, delta, initial).map(Reply::Int)
+        })
+    }
+
     /// `expected_any` and `desired_any` stand for the reference's
     /// `ANY_DATA` (see `Kuradb::DBM#compare_exchange_and_get`).
     fn compare_exchange(
@@ -280,6 +289,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("remove", method!(AsyncDatabase::remove, 1))?;
     class.define_method("_append", method!(AsyncDatabase::append, 3))?;
     class.define_method("_increment", method!(AsyncDatabase::increment, 3))?;
+    class.define_method("_increment_as_reference", method!(AsyncDatabase::increment_as_reference, 3))?;
     class.define_method("_compare_exchange", method!(AsyncDatabase::compare_exchange, 5))?;
     class.define_method("_get_multi", method!(AsyncDatabase::get_multi, 1))?;
     class.define_method("_set_multi", method!(AsyncDatabase::set_multi, 2))?;

@@ -154,7 +154,7 @@ module Tkrzw
     end
 
     def increment(key, inc = 1, init = 0)
-      future(@adb.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)) { |st, n| [st, n] }
+      future(@adb._increment_as_reference(str(key), inc, init)) { |st, n| [st, n] }
     end
 
     def clear

@@ -328,13 +328,16 @@ public class AsyncDBM {
   }
 
   /**
+   * Adds to the number of a record, as the reference does: a stored value of any length counts
+   * from its first 8 bytes, big-endian, and the sum is stored as 8 bytes.
+   *
    * @param key the key
    * @param inc what to add ({@code Long.MIN_VALUE}: read only)
    * @param init the starting number of an absent record
    * @return the status and the number after adding
    */
   public Future<Status.And<Long>> increment(byte[] key, long inc, long init) {
-    return queue(h -> Native.asyncIncrement(h, key, inc, init), NUMBER);
+    return queue(h -> Native.asyncIncrementAsReference(h, key, inc, init), NUMBER);
   }
 
   /**

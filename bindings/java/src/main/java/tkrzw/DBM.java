@@ -522,6 +522,9 @@ public class DBM {
   }
 
   /**
+   * Adds to the number of a record, as the reference does: a stored value of any length counts
+   * from its first 8 bytes, big-endian, and the sum is stored as 8 bytes.
+   *
    * @param key the key
    * @param inc what to add ({@code Long.MIN_VALUE}: read only)
    * @param init the starting number of an absent record
@@ -529,7 +532,8 @@ public class DBM {
    * @return the number after adding, or {@code Long.MIN_VALUE} on failure
    */
   public long increment(byte[] key, long inc, long init, Status status) {
-    return Calls.reporting(this, status, () -> Native.increment(handle(), key, inc, init), Long.MIN_VALUE);
+    return Calls.reporting(this, status, () -> Native.incrementAsReference(handle(), key, inc, init),
+        Long.MIN_VALUE);
   }
 
   /**

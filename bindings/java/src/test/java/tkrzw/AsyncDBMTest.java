@@ -65,6 +65,10 @@ class AsyncDBMTest {
     assertEquals(Status.SUCCESS, n.status.getCode());
     assertEquals(105L, n.value.longValue());
     assertEquals(110L, async.increment(b("num"), 5, 100).get().value.longValue());
+    // As the reference: a value not 8 bytes long counts from its big-endian bytes.
+    assertEquals(Status.SUCCESS, async.set(b("short"), new byte[] {1, 0}, true).get().getCode());
+    assertEquals(257L, async.increment("short", 1, 0).get().value.longValue());
+    assertEquals(Status.SUCCESS, async.remove("short").get().getCode());
     async.destruct();
     assertEquals(Status.SUCCESS, dbm.close().getCode());
   }

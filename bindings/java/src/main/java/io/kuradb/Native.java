@@ -65,6 +65,7 @@ public final class Native {
   public static native boolean remove(long db, byte[] key);
   public static native void append(long db, byte[] key, byte[] value, byte[] delimiter);
   public static native long increment(long db, byte[] key, long delta, long initial);
+  public static native long incrementAsReference(long db, byte[] key, long delta, long initial);
   public static native byte[][] compareExchange(
       long db, byte[] key, byte[] expected, boolean expectAny, byte[] desired, boolean keep);
   public static native byte[][] setAndGet(long db, byte[] key, byte[] value, boolean overwrite);
@@ -199,6 +200,7 @@ public final class Native {
   public static native long asyncAppendMulti(long async, byte[][] keys, byte[][] values, byte[] delimiter);
   public static native long asyncCompareExchange(long async, byte[] key, byte[] expected, byte[] desired);
   public static native long asyncIncrement(long async, byte[] key, long delta, long initial);
+  public static native long asyncIncrementAsReference(long async, byte[] key, long delta, long initial);
   public static native long asyncCompareExchangeMulti(
       long async, byte[][] expectedKeys, byte[][] expectedValues,
       byte[][] desiredKeys, byte[][] desiredValues);
