@@ -15,6 +15,8 @@
 //!   for the lock, a reopened tree's own order), and [`synchronize`]: its
 //!   synchronize with parameters;
 //! - [`future`]: an `AsyncDBM` task's future, waited for by blocking;
+//! - [`increment`]: the reference's `Increment`, which reads values of any
+//!   length;
 //! - [`file`]: the reference's `File` checks; [`serialize`]: its `Utility`
 //!   serialization of numbers; [`utility`]: its page size.
 
@@ -26,6 +28,7 @@ pub mod file;
 pub mod future;
 pub mod guard;
 pub mod handle;
+pub mod increment;
 pub mod params;
 pub mod serialize;
 pub mod status;

@@ -155,6 +155,31 @@ impl AsyncDatabase {
         )
     }
 
+    /// Stores, as one task and atomically, every record whose key has none;
+    /// the result is the keys that had one, which keep their values (the
+    /// compat layer's SetMulti without overwrite).
+    fn _set_absent_multi(&self, records: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let pairs = pairs_of(Some(records), None)?;
+        self.queue(Shape::Plain, |adb| adb.set_absent_multi(&pairs))
+    }
+
+    /// As `increment`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): the compat layer's
+    /// Increment.
+    fn _increment_as_reference(
+        &self,
+        key: &Bound<'_, PyAny>,
+        delta: i64,
+        initial: i64,
+    ) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?.into_owned();
+        self.queue(Shape::Plain, |adb| {
+            adb.execute(move |db: &PolyDbm| {
+                kuradb_binding::increment::reference_increment(db, &key, delta, initial)
+            })
+        })
+    }
+
     /// Removes `key`; the result is whether it existed.
     fn remove(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
         let key = bytes_of(key, "key")?;

@@ -70,7 +70,13 @@ def test_parameters_and_errors(tmp_path: pathlib.Path) -> None:
     assert [it.Step()[0] for _ in range(3)] == [b"1.5", b"2", b"10"] and it.Step() is None
     assert str(dbm).startswith("TreeDBM:") and "num_records=3" in repr(dbm)
     status = tkrzw.Status()
-    assert dbm.Increment("2", 1, 0, status) is None and status == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    # As the reference: "z" counts as 0x7a; the sum is stored as 8 bytes.
+    assert dbm.Increment("2", 1, 0, status) == 0x7B and status.IsOK()
+    assert dbm.Get("2") == (0x7B).to_bytes(8, "big")
+    assert dbm.Increment("2", 1, 0, status) == 0x7C
+    dbm.Set("long", b"\x00" * 7 + b"\x01tail")
+    assert dbm.Increment("long", -(2**63), 0, status) == 1 and dbm.Get("long") == b"\x00" * 7 + b"\x01tail"
+    assert dbm.Remove("long").IsOK()
     other = tkrzw.DBM()
     other.Open(str(tmp_path / "c.tkh"), True).OrDie()
     assert dbm.Export(other).IsOK() and other.Count() == 3
@@ -121,3 +127,40 @@ def test_process_multi_and_read_only_processes(tmp_path: pathlib.Path) -> None:
     assert dbm.GetMultiStr("a", "b", "c") == {"b": "two", "c": "3"}
     assert seen[:3] == [(b"a", b"1"), (b"b", b"2"), (b"c", None)]
     assert dbm.Close() == tkrzw.Status.SUCCESS
+
+
+@pytest.mark.parametrize(
+    "name, open_params, rebuild_params, figures",
+    [
+        (
+            "casket.tks",
+            {"offset_width": 3, "step_unit": 2, "max_level": 3, "sort_mem_size": 100, "max_cached_records": 8},
+            {"offset_width": 4, "step_unit": 3, "max_level": 5, "sort_mem_size": 200, "max_cached_records": 4},
+            {"offset_width": "4", "step_unit": "3", "max_level": "5"},
+        ),
+        ("casket.tiny", {"num_buckets": 10}, {"num_buckets": 5000}, {}),
+        ("casket.cache", {"cap_rec_num": 100, "cap_mem_size": 1000000}, {"cap_rec_num": 5}, {"cap_rec_num": "5"}),
+        ("casket.stdhash", {"num_buckets": 10}, {"num_buckets": 100}, {}),
+    ],
+)
+def test_a_rebuild_takes_the_references_tuning_of_each_class(
+    tmp_path: pathlib.Path, name: str, open_params: dict, rebuild_params: dict, figures: dict
+) -> None:
+    """The reference's own tests rebuild each class with its tuning; so do these."""
+    dbm = tkrzw.DBM()
+    assert dbm.Open(str(tmp_path / name), True, truncate=True, **open_params).IsOK()
+    for i in range(20):
+        assert dbm.Set("%08d" % i, str(i)).IsOK()
+    assert dbm.Synchronize(False).IsOK()
+    assert dbm.Rebuild(**rebuild_params).IsOK()
+    inspect = dbm.Inspect()
+    for figure, value in figures.items():
+        assert inspect[figure] == value, inspect
+    # A cache rebuilt with fewer records than it holds evicts the oldest.
+    kept = min(20, rebuild_params.get("cap_rec_num", 20))
+    assert dbm.Count() == kept
+    assert dbm.GetStr("%08d" % 19) == "19"
+    # No skip list has level 0, and no other class has levels.
+    status = dbm.Rebuild(max_level=0)
+    assert status.GetCode() == tkrzw.Status.INVALID_ARGUMENT_ERROR, status
+    assert dbm.Close().IsOK()

@@ -34,7 +34,11 @@ def test_statuses_through_get(tmp_path: pathlib.Path) -> None:
     assert adbm.CompareExchange("a", "nope", "3").Get() == tkrzw.Status.INFEASIBLE_ERROR
     assert adbm.Increment("cnt", 5, 10).Get() == (tkrzw.Status(), 15)
     assert adbm.Increment("cnt", -(2**63)).Get() == (tkrzw.Status(), 15)
-    assert adbm.Increment("a", 1).Get()[0] == tkrzw.Status.INVALID_ARGUMENT_ERROR
+    # As the reference: a value not 8 bytes long counts from its big-endian bytes.
+    assert adbm.Set("short", b"\x01\x00").Get().IsOK()
+    assert adbm.Increment("short", -(2**63)).Get() == (tkrzw.Status(), 256)
+    assert adbm.Increment("short", 1).Get() == (tkrzw.Status(), 257)
+    assert dbm.Get("short") == (257).to_bytes(8, "big") and adbm.Remove("short").Get().IsOK()
     assert adbm.CompareExchangeMulti([("a", "2")], [("a", None), ("e", "5")]).Get().IsOK()
     assert adbm.CompareExchangeMulti([("a", "2")], [("e", "6")]).Get() == tkrzw.Status.INFEASIBLE_ERROR
     assert adbm.Remove("e").Get().IsOK() and adbm.Remove("e").Get() == tkrzw.Status.NOT_FOUND_ERROR
@@ -71,3 +75,17 @@ def test_await_answers_what_get_answers(tmp_path: pathlib.Path) -> None:
     adbm.Destruct()
     assert dbm.Count() == 200
     dbm.Close().OrDie()
+
+
+def test_set_multi_without_overwrite_sets_the_absent_records(tmp_path: pathlib.Path) -> None:
+    """As the reference's: the records that exist stay, the others are set,
+    and the status is DUPLICATION_ERROR if any stayed."""
+    dbm = opened(tmp_path)
+    adbm = tkrzw.AsyncDBM(dbm, 2)
+    assert adbm.SetMulti(False, a="1", b="2").Get().IsOK()
+    assert adbm.SetMulti(False, b="20", c="30").Get() == tkrzw.Status.DUPLICATION_ERROR
+    assert (dbm.GetStr("a"), dbm.GetStr("b"), dbm.GetStr("c")) == ("1", "2", "30")
+    assert adbm.SetMulti(True, b="20", d="40").Get().IsOK()
+    assert (dbm.GetStr("b"), dbm.GetStr("d")) == ("20", "40")
+    adbm.Destruct()
+    assert dbm.Close().IsOK()

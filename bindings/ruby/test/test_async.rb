@@ -77,6 +77,14 @@ class TestAsync < Test::Unit::TestCase
     assert_equal(Tkrzw::Status::SUCCESS, async.remove("one").get)
     assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, async.remove("one").get)
     assert_equal(Tkrzw::Status::SUCCESS, async.set_multi(false, a: "1", b: "2").get)
+    # As the reference: the record that exists stays, the absent one is set.
+    assert_equal(Tkrzw::Status::DUPLICATION_ERROR, async.set_multi(false, a: "9", c: "3").get)
+    assert_equal(["1", "3"], [async.get("a").get[1], async.get("c").get[1]])
+    assert_equal(Tkrzw::Status::SUCCESS, async.remove("c").get)
+    assert_equal(Tkrzw::Status::SUCCESS, async.set("s", "\x05").get)
+    result = async.increment("s", 2, 0).get
+    assert_equal([Tkrzw::Status::SUCCESS, 7], [result[0].code, result[1]])
+    assert_equal(Tkrzw::Status::SUCCESS, async.remove("s").get)
     assert_equal(Tkrzw::Status::SUCCESS, async.append_multi(":", a: "x", b: "y").get)
     result = async.get_multi("a", "b", "zz").get
     assert_equal(Tkrzw::Status::NOT_FOUND_ERROR, result[0])

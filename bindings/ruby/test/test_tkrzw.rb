@@ -109,6 +109,15 @@ class TestTkrzw < Test::Unit::TestCase
     assert_equal(10_002, dbm.increment("n", 2, 10_000, status))
     assert_equal(Status::SUCCESS, status)
     assert_equal(10_002, dbm.increment("n", Utility::INT64MIN, 0, status))
+    # As the reference: a value not 8 bytes long counts from its big-endian
+    # bytes (the first 8 of a longer one), and the sum is stored as 8 bytes.
+    assert_equal(Status::SUCCESS, dbm.set("short", "\x01\x00"))
+    assert_equal(257, dbm.increment("short", 1, 0, status))
+    assert_equal([0, 257].pack("NN"), dbm.get("short").b)
+    assert_equal(Status::SUCCESS, dbm.set("long", "\x00" * 7 + "\x02tail"))
+    assert_equal(2, dbm.increment("long", Utility::INT64MIN, 0, status))
+    assert_equal(3, dbm.increment("long", 1, 0, status))
+    assert_equal(Status::SUCCESS, dbm.remove_multi("short", "long"))
     assert_equal(Status::SUCCESS, dbm.set("1", "100"))
     assert_equal(Status::SUCCESS, dbm.compare_exchange("1", "100", "101"))
     assert_equal(Status::INFEASIBLE_ERROR, dbm.compare_exchange("1", "100", "102"))

@@ -106,6 +106,19 @@ native! {
 }
 
 native! {
+    /// Stores, atomically, every pair whose key has no record:
+    /// `{non-null if every key was absent}`.
+    fn Java_io_kuradb_Native_asyncSetAbsentMulti(
+        env, handle: jlong, keys_array: JObjectArray<'l, JByteArray<'l>>, values_array: JObjectArray<'l, JByteArray<'l>>
+    ) -> jlong {
+        let keys = keys(env, &keys_array, "a key")?;
+        let values = keys_of_values(env, &values_array, keys.len())?;
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = keys.into_iter().zip(values).collect();
+        queue(env, handle, |adb| adb.set_absent_multi(&pairs), |kept| Outcome::Flag(kept.is_empty()))
+    }
+}
+
+native! {
     /// Removes a record: `{non-null if it existed}`.
     fn Java_io_kuradb_Native_asyncRemove(env, handle: jlong, key: JByteArray<'l>) -> jlong {
         let key = bytes(env, &key, "the key")?;
@@ -160,6 +173,20 @@ native! {
     fn Java_io_kuradb_Native_asyncIncrement(env, handle: jlong, key: JByteArray<'l>, delta: jlong, initial: jlong) -> jlong {
         let key = bytes(env, &key, "the key")?;
         queue(env, handle, |adb| adb.increment(key, delta, initial), Outcome::Number)
+    }
+}
+
+native! {
+    /// As `asyncIncrement`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): `tkrzw.AsyncDBM.increment`.
+    fn Java_io_kuradb_Native_asyncIncrementAsReference(env, handle: jlong, key: JByteArray<'l>, delta: jlong, initial: jlong) -> jlong {
+        let key = bytes(env, &key, "the key")?;
+        queue(
+            env,
+            handle,
+            |adb| adb.execute(move |db: &PolyDbm| kuradb_binding::increment::reference_increment(db, &key, delta, initial)),
+            Outcome::Number,
+        )
     }
 }
 

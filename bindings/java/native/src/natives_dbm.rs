@@ -107,6 +107,17 @@ native! {
 }
 
 native! {
+    /// As `increment`, reading a stored value of any length as the reference
+    /// does (its first 8 bytes, big-endian): `tkrzw.DBM.increment`.
+    fn Java_io_kuradb_Native_incrementAsReference(env, handle: jlong, key: JByteArray<'l>, delta: jlong, initial: jlong) -> jlong {
+        let key = bytes(env, &key, "the key")?;
+        object::<Database>(env, handle)?.with(env, |env, db| {
+            check(env, kuradb_binding::increment::reference_increment(&**db, &key, delta, initial))
+        })
+    }
+}
+
+native! {
     /// Compare-and-exchange: `expected` null means absent, `expectAny` any
     /// value; `desired` null means remove, `keep` leave it. Answers
     /// `{old value, matched ? non-null : null}`.

@@ -146,6 +146,19 @@ impl Database {
         records::increment(self, py, key, delta, initial)
     }
 
+    /// As `increment`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): the compat layer's
+    /// Increment.
+    fn _increment_as_reference(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        delta: i64,
+        initial: i64,
+    ) -> PyResult<i64> {
+        records::increment_as_reference(self, py, key, delta, initial)
+    }
+
     /// The values of `keys` that exist, as a dict from each key as given.
     fn get_multi<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         multi::get_multi(self, py, keys)

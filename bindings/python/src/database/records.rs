@@ -87,6 +87,17 @@ pub(super) fn compare_exchange(
     db.run(py, |db| db.compare_exchange(&key, expected.as_deref(), desired.as_deref()))
 }
 
+pub(super) fn increment_as_reference(
+    db: &Database,
+    py: Python<'_>,
+    key: &Bound<'_, PyAny>,
+    delta: i64,
+    initial: i64,
+) -> PyResult<i64> {
+    let key = bytes_of(key, "key")?;
+    db.run(py, |db| kuradb_binding::increment::reference_increment(db, &key, delta, initial))
+}
+
 pub(super) fn increment(
     db: &Database,
     py: Python<'_>,

@@ -89,6 +89,15 @@ impl AsyncDatabase {
         self.run(move |db| db.increment(&key, delta, initial).map(Reply::Int))
     }
 
+    /// As `increment`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): Tkrzw::AsyncDBM#increment.
+    fn increment_as_reference(&self, key: RString, delta: i64, initial: i64) -> Future {
+        let key = bytes(key);
+        self.run(move |db| {
+            kuradb_binding::increment::reference_increment(db, &key, delta, initial).map(Reply::Int)
+        })
+    }
+
     /// `expected_any` and `desired_any` stand for the reference's
     /// `ANY_DATA` (see `Kuradb::DBM#compare_exchange_and_get`).
     fn compare_exchange(
@@ -123,6 +132,17 @@ impl AsyncDatabase {
             let refs: Vec<(&[u8], &[u8])> =
                 pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
             (if overwrite { db.set_multi(&refs) } else { db.insert_multi(&refs) }).map(|()| Reply::Nil)
+        }))
+    }
+
+    /// Stores, atomically, every pair whose key has no record; the future
+    /// answers the keys that had one, which keep their values.
+    fn set_absent_multi(ruby: &Ruby, rb_self: &Self, pairs: RArray) -> Result<Future, Error> {
+        let pairs = byte_pairs(ruby, pairs, false)?;
+        Ok(rb_self.run(move |db| {
+            let refs: Vec<(&[u8], &[u8])> =
+                pairs.iter().map(|(k, v)| (k.as_slice(), v.as_deref().unwrap_or_default())).collect();
+            db.set_absent_multi(&refs).map(Reply::Keys)
         }))
     }
 
@@ -269,9 +289,11 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("remove", method!(AsyncDatabase::remove, 1))?;
     class.define_method("_append", method!(AsyncDatabase::append, 3))?;
     class.define_method("_increment", method!(AsyncDatabase::increment, 3))?;
+    class.define_method("_increment_as_reference", method!(AsyncDatabase::increment_as_reference, 3))?;
     class.define_method("_compare_exchange", method!(AsyncDatabase::compare_exchange, 5))?;
     class.define_method("_get_multi", method!(AsyncDatabase::get_multi, 1))?;
     class.define_method("_set_multi", method!(AsyncDatabase::set_multi, 2))?;
+    class.define_method("_set_absent_multi", method!(AsyncDatabase::set_absent_multi, 1))?;
     class.define_method("_remove_multi", method!(AsyncDatabase::remove_multi, 1))?;
     class.define_method("_compare_exchange_multi", method!(AsyncDatabase::compare_exchange_multi, 3))?;
     class.define_method("_rekey", method!(AsyncDatabase::rekey, 4))?;

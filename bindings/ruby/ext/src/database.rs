@@ -300,6 +300,19 @@ impl Database {
         rb_self.with(ruby, |db| db.increment(&key, delta, initial))
     }
 
+    /// As `increment`, reading a stored value of any length as the
+    /// reference does (its first 8 bytes, big-endian): Tkrzw::DBM#increment.
+    fn increment_as_reference(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: RString,
+        delta: i64,
+        initial: i64,
+    ) -> Result<i64, Error> {
+        let key = bytes(key);
+        rb_self.with(ruby, |db| kuradb_binding::increment::reference_increment(db, &key, delta, initial))
+    }
+
     fn get_multi(ruby: &Ruby, rb_self: &Self, keys: RArray) -> Result<RHash, Error> {
         let keys = byte_list(keys)?;
         let values = rb_self.with(ruby, |db| {
@@ -515,6 +528,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("_append", method!(Database::append, 3))?;
     class.define_method("_compare_exchange", method!(Database::compare_exchange, 3))?;
     class.define_method("_increment", method!(Database::increment, 3))?;
+    class.define_method("_increment_as_reference", method!(Database::increment_as_reference, 3))?;
     class.define_method("_get_multi", method!(Database::get_multi, 1))?;
     class.define_method("_set_multi", method!(Database::set_multi, 2))?;
     class.define_method("_remove_multi", method!(Database::remove_multi, 1))?;

@@ -76,9 +76,15 @@ module Tkrzw
       status_future(@adb.set(str(key), str(value), overwrite: overwrite ? true : false))
     end
 
+    # Without +overwrite+, as the reference, the records that exist stay
+    # (DUPLICATION_ERROR) and the others are set, in one task.
     def set_multi(overwrite = true, **records)
       pairs = records.to_h { |k, v| [str(k), str(v)] }
-      status_future(@adb.set_multi(pairs, overwrite: overwrite ? true : false))
+      return status_future(@adb.set_multi(pairs, overwrite: true)) if overwrite
+
+      future(@adb._set_absent_multi(pairs.to_a)) do |st, kept|
+        st.ok? && !kept.empty? ? Status.new(Status::DUPLICATION_ERROR) : st
+      end
     end
 
     def append(key, value, delim = "")
@@ -148,7 +154,7 @@ module Tkrzw
     end
 
     def increment(key, inc = 1, init = 0)
-      future(@adb.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)) { |st, n| [st, n] }
+      future(@adb._increment_as_reference(str(key), inc, init)) { |st, n| [st, n] }
     end
 
     def clear

@@ -236,8 +236,10 @@ module Tkrzw
     end
 
     # The new number, or nil on failure; +inc+ Utility::INT64MIN only reads.
+    # As the reference's: a stored value of any length counts from its first
+    # 8 bytes, big-endian; Utility::INT64MIN reads without changing.
     def increment(key, inc = 1, init = 0, status = nil)
-      value = opened.increment(str(key), inc == Utility::INT64MIN ? nil : inc, init)
+      value = opened._increment_as_reference(str(key), inc, init)
       StatusOf.report(status, Status.new)
       value
     rescue Kuradb::Error => e

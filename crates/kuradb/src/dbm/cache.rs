@@ -13,6 +13,7 @@
 //! `encode_value` and `decode_value`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::persistence::FlatLock;
 
@@ -21,6 +22,7 @@ use super::tiny::store::{dbm_methods_of_store, Store};
 use super::tiny::table::Table;
 use super::tiny::HashCursor;
 use super::{Dbm, MultiProcessor, Processor};
+use crate::dbm::params::{Params, Taker};
 use crate::dbm::Access;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -95,25 +97,57 @@ impl Default for CacheOptions {
 pub struct CacheDbm {
     store: Store<LINKS>,
     caps: Caps,
-    options: CacheOptions,
 }
 
-/// The caps of each shard.
-#[derive(Clone, Copy)]
+/// The caps of each shard, and the whole cache's as given; atomics, as a
+/// rebuild may change them while writers evict by them.
 struct Caps {
-    records: usize,
+    records: AtomicUsize,
     /// 0: none.
-    bytes: usize,
+    bytes: AtomicUsize,
+    shards: u64,
+    cap_rec_num: AtomicU64,
+    cap_mem_size: AtomicU64,
 }
 
 impl Caps {
+    fn new(shards: u64, cap_rec_num: u64, cap_mem_size: u64) -> Caps {
+        let caps = Caps {
+            records: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            shards,
+            cap_rec_num: AtomicU64::new(0),
+            cap_mem_size: AtomicU64::new(0),
+        };
+        caps.set(cap_rec_num, cap_mem_size);
+        caps
+    }
+
+    /// Divides the caps evenly among the shards, whose number stays what the
+    /// first caps made it.
+    fn set(&self, cap_rec_num: u64, cap_mem_size: u64) {
+        self.records.store(cap_rec_num.div_ceil(self.shards) as usize, Ordering::Relaxed);
+        self.bytes.store((cap_mem_size / self.shards) as usize, Ordering::Relaxed);
+        self.cap_rec_num.store(cap_rec_num, Ordering::Relaxed);
+        self.cap_mem_size.store(cap_mem_size, Ordering::Relaxed);
+    }
+
     /// Evicts the least recently used records of `shard` until it is within
     /// the caps, keeping the newest however large.
-    fn evict(self, shard: &mut Shard<LINKS>) {
-        let over =
-            |s: &Shard<LINKS>| s.count() > self.records || (self.bytes > 0 && s.record_bytes() > self.bytes);
+    fn evict(&self, shard: &mut Shard<LINKS>) {
+        let records = self.records.load(Ordering::Relaxed);
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        let over = |s: &Shard<LINKS>| s.count() > records || (bytes > 0 && s.record_bytes() > bytes);
         while over(shard) && shard.count() > 1 && shard.evict() {}
     }
+}
+
+/// Refuses a record cap of 0, which would leave a cache that keeps nothing.
+fn check_cap_rec_num(cap_rec_num: u64) -> Result<()> {
+    if cap_rec_num == 0 {
+        return Err(Error::new(ErrorKind::InvalidArgument, "cap_rec_num must be at least 1"));
+    }
+    Ok(())
 }
 
 crate::dbm::builder::options_builder!(CacheDbm, CacheOptions);
@@ -121,9 +155,7 @@ crate::dbm::builder::options_builder!(CacheDbm, CacheOptions);
 impl CacheDbm {
     /// A cache purely in memory.
     pub fn new(options: &CacheOptions) -> Result<CacheDbm> {
-        if options.cap_rec_num == 0 {
-            return Err(Error::new(ErrorKind::InvalidArgument, "cap_rec_num must be at least 1"));
-        }
+        check_cap_rec_num(options.cap_rec_num)?;
         let mut shard_bits = 0;
         while shard_bits < 6 && options.cap_rec_num >> (shard_bits + 1) >= 256 {
             shard_bits += 1;
@@ -132,11 +164,7 @@ impl CacheDbm {
         let buckets = options.cap_rec_num.min(1 << 20);
         Ok(CacheDbm {
             store: Store::new(Table::new(shard_bits, buckets)),
-            caps: Caps {
-                records: options.cap_rec_num.div_ceil(shards) as usize,
-                bytes: (options.cap_mem_size / shards) as usize,
-            },
-            options: options.clone(),
+            caps: Caps::new(shards, options.cap_rec_num, options.cap_mem_size),
         })
     }
 
@@ -145,8 +173,8 @@ impl CacheDbm {
     /// empty cache for a writer and an error for a reader.
     pub fn open(path: impl AsRef<Path>, access: Access, options: &CacheOptions) -> Result<CacheDbm> {
         let mut db = CacheDbm::new(options)?;
-        let caps = db.caps;
-        db.store
+        let CacheDbm { store, caps } = &mut db;
+        store
             .load(path.as_ref(), access.is_writable(), options.truncate, &options.lock, |s| caps.evict(s))?;
         Ok(db)
     }
@@ -182,7 +210,32 @@ impl Dbm for CacheDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.store.rebuild(1)
+        self.store.rebuild(1, |_| {})
+    }
+
+    /// Takes `cap_rec_num` and `cap_mem_size`: the new caps hold from now
+    /// on, and the least recently used records past them are evicted at
+    /// once. The shards stay as many as the caps at creation made them, as
+    /// rehashing every record into new shards would stop every writer: a
+    /// cache made for 512 records or more keeps at least its newest record
+    /// in each shard, whatever the new caps.
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a cache database");
+        let cap_rec_num = t.number::<u64>(&["cap_rec_num"])?;
+        let cap_mem_size = t.number::<u64>(&["cap_mem_size"])?;
+        t.finish()?;
+        if let Some(n) = cap_rec_num {
+            check_cap_rec_num(n)?;
+        }
+        let before =
+            (self.caps.cap_rec_num.load(Ordering::Relaxed), self.caps.cap_mem_size.load(Ordering::Relaxed));
+        self.caps.set(cap_rec_num.unwrap_or(before.0), cap_mem_size.unwrap_or(before.1));
+        let rebuilt = self.store.rebuild(1, |s| self.caps.evict(s));
+        if rebuilt.is_err() {
+            // A reader's caps stay as they were.
+            self.caps.set(before.0, before.1);
+        }
+        rebuilt
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
@@ -190,7 +243,10 @@ impl Dbm for CacheDbm {
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {
-        let caps = [("cap_rec_num", self.options.cap_rec_num), ("cap_mem_size", self.options.cap_mem_size)];
+        let caps = [
+            ("cap_rec_num", self.caps.cap_rec_num.load(Ordering::Relaxed)),
+            ("cap_mem_size", self.caps.cap_mem_size.load(Ordering::Relaxed)),
+        ];
         Ok(self.store.inspect("CacheDbm", &caps))
     }
 }

@@ -139,8 +139,13 @@ pub trait Dbm: Send + Sync {
     /// Rewrites the database compactly with what `params` change of its
     /// tuning: a hash database's `num_buckets`, `align_pow`, `offset_width`,
     /// `update_mode` and `record_crc_mode`, a tree's `record_crc_mode`, a skip
-    /// database's `reducer`. A parameter the
-    /// database cannot change is refused by name; the default takes none.
+    /// database's `reducer` and the layout of its new file (`step_unit`,
+    /// `max_level`, `offset_width`, with `max_cached_records` and
+    /// `sort_mem_size`, kept for later builds), a tiny or stdhash database's
+    /// `num_buckets` (the table rehashed to that many), a cache's
+    /// `cap_rec_num` and `cap_mem_size` (the records past the new caps
+    /// evicted). A parameter the database cannot change is refused by name;
+    /// the default takes none.
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         Taker::new(params, "rebuilding this database").finish()?;
         self.rebuild()
@@ -333,6 +338,24 @@ pub trait Dbm: Send + Sync {
     /// has one, nothing changes and the error is a duplication naming it.
     fn insert_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
         set_multi_by_process(self, pairs, false)
+    }
+
+    /// Stores, atomically, every pair whose key has no record; the keys that
+    /// have one keep their values. Answers those keys, in the order of the
+    /// pairs. Unlike [`insert_multi`](Dbm::insert_multi), a key that exists
+    /// does not stop the others (the reference's `SetMulti` without
+    /// overwriting works so).
+    fn set_absent_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Vec<u8>>> {
+        let keys: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
+        let mut kept = Vec::new();
+        self.process_multi(&keys, Access::ReadWrite, &mut |i, key, old| {
+            if old.is_some() {
+                kept.push(key.to_vec());
+                return Action::Keep;
+            }
+            Action::set(pairs[i].1)
+        })?;
+        Ok(kept)
     }
 
     /// Removes every key atomically; answers how many existed.

@@ -21,7 +21,6 @@ from .tkrzw import DBM, Data, Status, _bytes, _params, _path_of, _status_of
 
 __all__ = ["AsyncDBM", "Future"]
 
-_INT64MIN = -(2**63)
 
 
 def _text(value: Optional[bytes]) -> Optional[str]:
@@ -156,8 +155,16 @@ class AsyncDBM:
         return self._queue(lambda a: a.set(_bytes(key), _bytes(value), overwrite))
 
     def SetMulti(self, overwrite: bool = True, **records: Data) -> Future:
+        """Sets the records; without ``overwrite``, as the reference, the
+        ones that exist stay (DUPLICATION_ERROR) and the others are set."""
         pairs = {_bytes(k): _bytes(v) for k, v in records.items()}
-        return self._queue(lambda a: a.set_multi(pairs, overwrite))
+        if overwrite:
+            return self._queue(lambda a: a.set_multi(pairs, True))
+
+        def ok(kept: List[bytes]) -> Status:
+            return Status(Status.DUPLICATION_ERROR) if kept else Status()
+
+        return self._queue(lambda a: a._set_absent_multi(pairs), ok)
 
     def Remove(self, key: Data) -> Future:
         def ok(existed: bool) -> Status:
@@ -194,9 +201,12 @@ class AsyncDBM:
         return self._queue(lambda a: a.compare_exchange(_bytes(key), old, new), ok)
 
     def Increment(self, key: Data, inc: int = 1, init: int = 0) -> Future:
-        delta = None if inc == _INT64MIN else inc
+        """As the reference's: a stored value of any length counts from its
+        first 8 bytes, big-endian (INT64MIN reads without changing)."""
         return self._queue(
-            lambda a: a.increment(_bytes(key), delta, init), lambda n: (Status(), n), lambda s: (s, None)
+            lambda a: a._increment_as_reference(_bytes(key), inc, init),
+            lambda n: (Status(), n),
+            lambda s: (s, None),
         )
 
     def CompareExchangeMulti(

@@ -408,7 +408,7 @@ class DBM(_kuradb._CompatDBM):
         self, key: Data, inc: int = 1, init: int = 0, status: Optional[Status] = None
     ) -> Optional[int]:
         try:
-            value = self._open.increment(_bytes(key), inc, init)
+            value = self._open._increment_as_reference(_bytes(key), inc, init)
         except _kuradb.Error as e:
             _report(status, _status_of(e))
             return None

@@ -95,6 +95,19 @@ impl<D: Dbm + ?Sized + 'static> AsyncDbm<D> {
         })
     }
 
+    /// [`Dbm::set_absent_multi`]: stores every pair whose key has no record,
+    /// atomically; answers the keys that had one, which keep their values.
+    pub fn set_absent_multi<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        pairs: &[(K, V)],
+    ) -> DbmFuture<Vec<Vec<u8>>> {
+        let pairs = owned_pairs(pairs);
+        self.submit("set_absent_multi", move |db| {
+            let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+            db.set_absent_multi(&refs)
+        })
+    }
+
     /// [`Dbm::remove`]: removes `key`; answers whether it existed.
     pub fn remove(&self, key: impl AsRef<[u8]>) -> DbmFuture<bool> {
         let key = key.as_ref().to_vec();

@@ -240,6 +240,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::dbm::Durability;
     use crate::error::ErrorKind;
 
     #[test]
@@ -384,5 +385,93 @@ mod tests {
         assert!(err.message().contains("cap_rec_num must be a number"), "{err}");
         let copied = SingleDbm::restore(&path, dir.path().join("copy.tkst"), &Params::new()).unwrap();
         assert_eq!(copied, 3);
+    }
+
+    /// The figure `name` of the database's inspection.
+    fn figure(db: &SingleDbm, name: &str) -> String {
+        db.inspect().unwrap().into_iter().find(|(k, _)| k == name).map(|(_, v)| v).unwrap_or_default()
+    }
+
+    #[test]
+    fn rebuilds_take_the_tuning_of_the_on_memory_and_skip_classes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |s: &str| Params::parse(s).unwrap();
+        let tiny =
+            SingleDbm::open(dir.path().join("a.tkmt"), Access::ReadWrite, &p("num_buckets=16")).unwrap();
+        for i in 0..10u32 {
+            tiny.set(&i.to_be_bytes(), b"v").unwrap();
+        }
+        tiny.rebuild_with(&p("num_buckets=100000")).unwrap();
+        let buckets: u64 = figure(&tiny, "num_buckets").parse().unwrap();
+        assert!(buckets >= 65_536, "{buckets}");
+        tiny.rebuild_with(&p("num_buckets=16")).unwrap();
+        let buckets: u64 = figure(&tiny, "num_buckets").parse().unwrap();
+        assert!(buckets < 1024, "{buckets}");
+        assert_eq!(tiny.count().unwrap(), 10);
+        let err = tiny.rebuild_with(&p("num_buckets=lots")).unwrap_err();
+        assert!(err.message().contains("num_buckets must be a number"), "{err}");
+        let err = tiny.rebuild_with(&p("cap_rec_num=3")).unwrap_err();
+        assert_eq!(err.message(), "unknown parameter cap_rec_num for rebuilding a tiny database");
+
+        let cache = SingleDbm::open("", Access::ReadWrite, &p("dbm=cache,cap_rec_num=100")).unwrap();
+        for i in 0..50u32 {
+            cache.set(&i.to_be_bytes(), b"v").unwrap();
+        }
+        cache.get(&0u32.to_be_bytes()).unwrap();
+        cache.rebuild_with(&p("cap_rec_num=10")).unwrap();
+        assert_eq!(cache.count().unwrap(), 10);
+        assert_eq!(figure(&cache, "cap_rec_num"), "10");
+        // The most recently used stay: the one read and the last nine set.
+        assert!(cache.get(&0u32.to_be_bytes()).unwrap().is_some());
+        assert!(cache.get(&49u32.to_be_bytes()).unwrap().is_some());
+        assert!(cache.get(&20u32.to_be_bytes()).unwrap().is_none());
+        for i in 100..120u32 {
+            cache.set(&i.to_be_bytes(), b"v").unwrap();
+        }
+        assert_eq!(cache.count().unwrap(), 10);
+        cache.rebuild_with(&p("cap_mem_size=1")).unwrap();
+        assert_eq!((cache.count().unwrap(), figure(&cache, "cap_mem_size").as_str()), (1, "1"));
+        let err = cache.rebuild_with(&p("cap_rec_num=0")).unwrap_err();
+        assert!(err.message().contains("cap_rec_num must be at least 1"), "{err}");
+        assert_eq!(figure(&cache, "cap_rec_num"), "10");
+
+        let std_hash = SingleDbm::open("", Access::ReadWrite, &p("dbm=stdhash,num_buckets=0")).unwrap();
+        std_hash.set(b"a", b"1").unwrap();
+        std_hash.rebuild_with(&p("num_buckets=5000")).unwrap();
+        let size: u64 = figure(&std_hash, "mem_size").parse().unwrap();
+        assert!(size > 5000, "{size}");
+        assert_eq!(std_hash.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        let std_tree = SingleDbm::open("", Access::ReadWrite, &p("dbm=stdtree")).unwrap();
+        let err = std_tree.rebuild_with(&p("num_buckets=5")).unwrap_err();
+        assert!(err.message().contains("unknown parameter num_buckets"), "{err}");
+
+        let path = dir.path().join("s.tks");
+        let skip = SingleDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap();
+        for i in 0..200u32 {
+            skip.set(format!("{i:04}").as_bytes(), b"v").unwrap();
+        }
+        skip.synchronize(Durability::Soft).unwrap();
+        let tuning = "step_unit=3,max_level=5,offset_width=4,max_cached_records=7,sort_mem_size=100";
+        skip.rebuild_with(&p(tuning)).unwrap();
+        let figures = ["step_unit", "max_level", "offset_width"].map(|n| figure(&skip, n));
+        assert_eq!(figures, ["3", "5", "4"]);
+        let cached: u64 = figure(&skip, "cached_records").parse().unwrap();
+        assert!(cached <= 7, "{cached}");
+        // A small sort_mem_size spills the next updates to a sort file.
+        for i in 200..260u32 {
+            skip.set(format!("{i:04}").as_bytes(), b"v").unwrap();
+        }
+        assert_ne!(figure(&skip, "sort_files"), "0");
+        skip.synchronize(Durability::Soft).unwrap();
+        assert_eq!(figure(&skip, "step_unit"), "3");
+        assert_eq!(skip.count().unwrap(), 260);
+        assert_eq!(skip.get(b"0150").unwrap().as_deref(), Some(&b"v"[..]));
+        let err = skip.rebuild_with(&p("step_unit=1")).unwrap_err();
+        assert!(err.message().contains("step_unit must be at least 2"), "{err}");
+        assert_eq!(figure(&skip, "step_unit"), "3");
+        skip.close().unwrap();
+        let skip = SingleDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap();
+        assert_eq!((figure(&skip, "max_level"), skip.count().unwrap()), ("5".to_string(), 260));
+        skip.close().unwrap();
     }
 }

@@ -122,6 +122,9 @@ pub use self::reducer::Reducer;
 pub struct SkipDbm {
     path: PathBuf,
     options: SkipOptions,
+    /// The layout and memory tuning of the next build, from the options at
+    /// open and changed by a rebuild with parameters.
+    tuning: RwLock<Tuning>,
     writable: bool,
     current: RwLock<Option<Arc<Snapshot>>>,
     pending: Mutex<Pending>,
@@ -136,6 +139,37 @@ pub struct SkipDbm {
 
 crate::dbm::builder::options_builder!(SkipDbm, SkipOptions);
 
+/// What of [`SkipOptions`] a rebuild may change: how builds lay out the
+/// file and how much they hold in memory.
+#[derive(Clone, Copy, Debug)]
+struct Tuning {
+    step_unit: u32,
+    max_level: u8,
+    offset_width: u8,
+    max_cached_records: usize,
+    sort_mem_size: usize,
+}
+
+impl Tuning {
+    fn of(options: &SkipOptions) -> Tuning {
+        Tuning {
+            step_unit: options.step_unit,
+            max_level: options.max_level,
+            offset_width: options.offset_width,
+            max_cached_records: options.max_cached_records,
+            sort_mem_size: options.sort_mem_size,
+        }
+    }
+
+    fn put(self, options: &mut SkipOptions) {
+        options.step_unit = self.step_unit;
+        options.max_level = self.max_level;
+        options.offset_width = self.offset_width;
+        options.max_cached_records = self.max_cached_records;
+        options.sort_mem_size = self.sort_mem_size;
+    }
+}
+
 impl SkipDbm {
     /// Opens or creates the database at `path`. A writer that finds the
     /// temporary files of a build or spill cut short by a crash removes them.
@@ -148,6 +182,7 @@ impl SkipDbm {
         let db = SkipDbm {
             path,
             options: options.clone(),
+            tuning: RwLock::new(Tuning::of(options)),
             writable: access.is_writable(),
             current: RwLock::new(None),
             pending: Mutex::new(Pending::default()),
@@ -395,11 +430,33 @@ impl Dbm for SkipDbm {
         self.rebuild_with(&self.options.reducer)
     }
 
+    /// Takes `reducer` and the tuning of the new file: `step_unit`,
+    /// `max_level`, `offset_width`, `max_cached_records` and
+    /// `sort_mem_size`, which stay the database's for later builds.
     fn rebuild_with_params(&self, params: &Params) -> Result<()> {
         let mut t = Taker::new(params, "rebuilding a skip database");
         let reducer = params::take_reducer(&mut t)?;
+        let mut wanted = self.options.clone();
+        let current = *self.tuning.read();
+        current.put(&mut wanted);
+        if let Some(n) = t.number(&["offset_width"])? {
+            wanted.offset_width = n;
+        }
+        if let Some(n) = t.number(&["step_unit"])? {
+            wanted.step_unit = n;
+        }
+        if let Some(n) = t.number(&["max_level"])? {
+            wanted.max_level = n;
+        }
+        if let Some(n) = t.number(&["max_cached_records"])? {
+            wanted.max_cached_records = n;
+        }
+        if let Some(n) = t.number(&["sort_mem_size"])? {
+            wanted.sort_mem_size = n;
+        }
         t.finish()?;
-        self.rebuild_with(reducer.as_ref().unwrap_or(&self.options.reducer))
+        wanted.check()?;
+        self.rebuild_tuned(reducer.as_ref().unwrap_or(&self.options.reducer), Tuning::of(&wanted))
     }
 
     /// A skip database's file is always compact: only pending updates make

@@ -131,7 +131,7 @@ impl SkipDbm {
             }
         }
         pending.memory.push(key, value);
-        if pending.memory.memory() >= self.options.sort_mem_size {
+        if pending.memory.memory() >= self.tuning.read().sort_mem_size {
             self.spill(pending)?;
         }
         Ok(())

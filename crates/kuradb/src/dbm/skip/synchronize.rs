@@ -11,20 +11,22 @@ use parking_lot::MutexGuard;
 use super::build::{self, Builder, MemoryRun, OldFile, Run};
 use super::pending::Change;
 use super::search::Snapshot;
-use super::{Reducer, SkipDbm};
+use super::{Reducer, SkipDbm, Tuning};
 use crate::error::{Error, Result};
 use crate::file::{temp_beside, Durability, File};
 
 impl SkipDbm {
-    /// A builder of a file laid out as the options say.
+    /// A builder of a file laid out as the tuning says (the options', or
+    /// the last rebuild's).
     pub(super) fn file_builder(&self, file: Box<dyn File>) -> Builder {
+        let tuning = *self.tuning.read();
         Builder::new(
             file,
             &self.path,
-            self.options.step_unit,
-            self.options.max_level,
-            self.options.offset_width,
-            self.options.max_cached_records,
+            tuning.step_unit,
+            tuning.max_level,
+            tuning.offset_width,
+            tuning.max_cached_records,
             self.options.file.padding || self.options.file.direct,
         )
     }
@@ -157,5 +159,23 @@ impl SkipDbm {
             return Err(self.read_only());
         }
         self.build(false, reducer, true)
+    }
+
+    /// Rebuilds the file as [`rebuild_with`](Self::rebuild_with) does, laid
+    /// out by `tuning`, which later builds keep; a failed rebuild keeps the
+    /// tuning it had.
+    pub(super) fn rebuild_tuned(&self, reducer: &Reducer, tuning: Tuning) -> Result<()> {
+        self.owner.check(&self.path)?;
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        let _scan = crate::caching::ScanScope::enter();
+        let building = self.building.lock();
+        let before = std::mem::replace(&mut *self.tuning.write(), tuning);
+        let built = self.build_holding(&building, false, reducer, true);
+        if built.is_err() {
+            *self.tuning.write() = before;
+        }
+        built
     }
 }

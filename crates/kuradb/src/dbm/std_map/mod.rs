@@ -237,6 +237,22 @@ macro_rules! std_dbm {
             fn rebuild(&self) -> Result<()> {
                 self.store.rebuild()
             }
+            /// A hash set's rebuild takes `num_buckets` (or `buckets`): it
+            /// makes room for that many records; an ordered set has no
+            /// buckets and refuses it.
+            fn rebuild_with_params(&self, params: &crate::dbm::params::Params) -> Result<()> {
+                let what = concat!("rebuilding a ", stringify!($name));
+                let mut t = crate::dbm::params::Taker::new(params, what);
+                let room = if $ordered { None } else { t.number::<usize>(&["num_buckets", "buckets"])? };
+                t.finish()?;
+                self.store.rebuild()?;
+                if let Some(n) = room {
+                    let mut records = self.store.write();
+                    let more = n.saturating_sub(set::StdSet::count(&records.set));
+                    records.set.reserve_for(more);
+                }
+                Ok(())
+            }
             fn should_be_rebuilt(&self) -> Result<bool> {
                 Ok(false)
             }

@@ -22,6 +22,7 @@ pub(crate) mod store;
 pub(crate) mod table;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::persistence::FlatLock;
 
@@ -29,6 +30,7 @@ pub use self::cursor::HashCursor;
 use self::store::{dbm_methods_of_store, Store};
 use self::table::Table;
 use super::{Dbm, MultiProcessor, Processor};
+use crate::dbm::params::{Params, Taker};
 use crate::dbm::Access;
 use crate::error::Result;
 
@@ -100,7 +102,9 @@ const TINY_SHARD_BITS: u32 = 8;
 /// ```
 pub struct TinyDbm {
     store: Store<1>,
-    num_buckets: u64,
+    /// The fewest buckets a rebuild leaves: the options', or the last
+    /// rebuild's `num_buckets`.
+    num_buckets: AtomicU64,
 }
 
 crate::dbm::builder::options_builder!(TinyDbm, TinyOptions);
@@ -110,7 +114,7 @@ impl TinyDbm {
     pub fn new(options: &TinyOptions) -> TinyDbm {
         TinyDbm {
             store: Store::new(Table::new(TINY_SHARD_BITS, options.num_buckets)),
-            num_buckets: options.num_buckets,
+            num_buckets: AtomicU64::new(options.num_buckets),
         }
     }
 
@@ -155,13 +159,25 @@ impl Dbm for TinyDbm {
     }
 
     fn rebuild(&self) -> Result<()> {
-        self.store.rebuild(self.num_buckets)
+        self.store.rebuild(self.num_buckets.load(Ordering::Relaxed), |_| {})
+    }
+
+    /// Takes `num_buckets` (or `buckets`): the table is rehashed to at least
+    /// that many buckets, the floor of later rebuilds too.
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        let mut t = Taker::new(params, "rebuilding a tiny database");
+        let wanted = t.number::<u64>(&["num_buckets", "buckets"])?;
+        t.finish()?;
+        let Some(n) = wanted else { return self.rebuild() };
+        self.store.rebuild(n, |_| {})?;
+        self.num_buckets.store(n, Ordering::Relaxed);
+        Ok(())
     }
 
     fn should_be_rebuilt(&self) -> Result<bool> {
         // Growth is automatic; only buckets far beyond the records are worth a rebuild.
         let buckets = self.store.table.num_buckets();
-        Ok(buckets > self.num_buckets && self.store.table.count() * 8 < buckets)
+        Ok(buckets > self.num_buckets.load(Ordering::Relaxed) && self.store.table.count() * 8 < buckets)
     }
 
     fn inspect(&self) -> Result<Vec<(String, String)>> {

@@ -120,10 +120,11 @@ impl<const L: usize> Store<L> {
         self.table.clear()
     }
 
-    /// Sizes the buckets to the records, at least `min_buckets` in all.
-    pub(crate) fn rebuild(&self, min_buckets: u64) -> Result<()> {
+    /// Sizes the buckets to the records, at least `min_buckets` in all,
+    /// after `trim` has had each shard.
+    pub(crate) fn rebuild(&self, min_buckets: u64, trim: impl Fn(&mut Shard<L>)) -> Result<()> {
         self.persistence.check_writable(true)?;
-        self.table.fit(min_buckets);
+        self.table.fit(min_buckets, trim);
         Ok(())
     }
 

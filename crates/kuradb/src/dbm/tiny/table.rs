@@ -156,11 +156,13 @@ impl<const L: usize> Table<L> {
         guards.iter_mut().try_for_each(|g| g.clear())
     }
 
-    /// Sizes every shard's buckets to its records, at least `min_buckets` in all.
-    pub(crate) fn fit(&self, min_buckets: u64) {
+    /// Sizes every shard's buckets to its records, at least `min_buckets` in
+    /// all, after `trim` (a cache's eviction) has had the shard.
+    pub(crate) fn fit(&self, min_buckets: u64, trim: impl Fn(&mut Shard<L>)) {
         let floor = (min_buckets >> self.shard_bits).max(1);
         for s in self.shards.iter() {
             let mut g = s.0.write();
+            trim(&mut g);
             let want = (g.count() as u64).max(floor);
             let bits = 63 - want.leading_zeros();
             if bits != g.bits() {

@@ -75,6 +75,7 @@ fn provided_methods(subject: &Subject, dir: &Path) -> Result<(), String> {
         Op::SetMulti(vec![(b("c"), b("1")), (b("d"), b("2"))], false),
         Op::SetMulti(vec![(b("c"), b("3")), (b("e"), b("4"))], false),
         Op::SetMulti(vec![(b("c"), b("3")), (b("e"), b("4")), (b("c"), b("5"))], true),
+        Op::SetAbsentMulti(vec![(b("c"), b("6")), (b("f"), b("7")), (b("f"), b("8"))]),
         Op::GetMulti(vec![b("c"), b("e"), b("none"), b("c")]),
         Op::RemoveMulti(vec![b("c"), b("c"), b("none")]),
         Op::CompareExchangeMulti(

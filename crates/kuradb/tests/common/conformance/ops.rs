@@ -71,6 +71,8 @@ pub enum Op {
     CompareExchangeMulti(Vec<(Bytes, Expect)>, Vec<(Bytes, Option<Bytes>)>),
     Increment(Bytes, i64, i64),
     SetMulti(Vec<(Bytes, Bytes)>, bool),
+    /// `set_absent_multi`: the absent keys set, the others kept and named.
+    SetAbsentMulti(Vec<(Bytes, Bytes)>),
     GetMulti(Vec<Bytes>),
     RemoveMulti(Vec<Bytes>),
     Rekey {
@@ -213,6 +215,7 @@ pub fn op(order: Option<KeyComparator>) -> BoxedStrategy<Op> {
         2 => (key(), prop_oneof![-3i64..=3, Just(INCREMENT_UNCHANGED)], -5i64..=5)
             .prop_map(|(k, d, i)| Op::Increment(k, d, i)),
         2 => (pairs(), any::<bool>()).prop_map(|(p, o)| Op::SetMulti(p, o)),
+        1 => pairs().prop_map(Op::SetAbsentMulti),
         1 => keys().prop_map(Op::GetMulti),
         2 => keys().prop_map(Op::RemoveMulti),
         2 => (key(), key(), any::<bool>(), any::<bool>())
@@ -429,6 +432,19 @@ pub fn step(db: &dyn Dbm, model: &mut Model, op: &Op) -> Result<(), String> {
             let present: Vec<bool> = want.iter().map(Option::is_some).collect();
             eq(got, want, "get_multi")?;
             eq(ok(db.contains_multi(&refs), "contains_multi")?, present, "contains_multi")?;
+        }
+        Op::SetAbsentMulti(pairs) => {
+            let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            let kept = ok(db.set_absent_multi(&refs), "set_absent_multi")?;
+            let mut want = Vec::new();
+            for (k, v) in pairs {
+                if shown(&answered, model, k).is_some() {
+                    want.push(k.0.clone());
+                } else {
+                    answer_on(model, &mut answered, k, &Action::set(v));
+                }
+            }
+            eq(kept, want, "set_absent_multi answers the keys that existed")?;
         }
         Op::RemoveMulti(keys) => {
             let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();

@@ -191,15 +191,19 @@ public class AsyncDBM {
   }
 
   /**
-   * Stores every record atomically.
+   * Stores the records atomically.
    *
    * @param records the records
    * @param overwrite whether to replace existing values
-   * @return the status; DUPLICATION_ERROR (nothing stored) if a key exists and {@code overwrite} is false
+   * @return the status; DUPLICATION_ERROR if a key exists and {@code overwrite} is false (as the
+   *     reference: the records that exist stay, the others are stored)
    */
   public Future<Status> setMulti(Map<byte[], byte[]> records, boolean overwrite) {
     byte[][][] r = Convert.split(records);
-    return queue(h -> Native.asyncSetMulti(h, r[0], r[1], overwrite), STATUS);
+    if (!overwrite) {
+      return queue(h -> Native.asyncSetAbsentMulti(h, r[0], r[1]), flag(Status.DUPLICATION_ERROR));
+    }
+    return queue(h -> Native.asyncSetMulti(h, r[0], r[1], true), STATUS);
   }
 
   /**
@@ -324,13 +328,16 @@ public class AsyncDBM {
   }
 
   /**
+   * Adds to the number of a record, as the reference does: a stored value of any length counts
+   * from its first 8 bytes, big-endian, and the sum is stored as 8 bytes.
+   *
    * @param key the key
    * @param inc what to add ({@code Long.MIN_VALUE}: read only)
    * @param init the starting number of an absent record
    * @return the status and the number after adding
    */
   public Future<Status.And<Long>> increment(byte[] key, long inc, long init) {
-    return queue(h -> Native.asyncIncrement(h, key, inc, init), NUMBER);
+    return queue(h -> Native.asyncIncrementAsReference(h, key, inc, init), NUMBER);
   }
 
   /**

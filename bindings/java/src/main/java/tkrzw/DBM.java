@@ -157,13 +157,12 @@ public class DBM {
    * Closes the database, first synchronizing it with the device if it was opened with {@code
    * sync_hard}, as the reference's close does then.
    *
-   * @return the status of closing; PRECONDITION_ERROR if it was not open
+   * @return the status of closing
+   * @throws IllegalStateException if the database is not open (closed already, or never
+   *     opened), as the reference's close throws then
    */
   public synchronized Status close() {
-    Dbm d = db;
-    if (d == null) {
-      return new Status(Status.PRECONDITION_ERROR, "not opened database");
-    }
+    Dbm d = open();
     try {
       try {
         if (syncHard) {
@@ -523,6 +522,9 @@ public class DBM {
   }
 
   /**
+   * Adds to the number of a record, as the reference does: a stored value of any length counts
+   * from its first 8 bytes, big-endian, and the sum is stored as 8 bytes.
+   *
    * @param key the key
    * @param inc what to add ({@code Long.MIN_VALUE}: read only)
    * @param init the starting number of an absent record
@@ -530,7 +532,8 @@ public class DBM {
    * @return the number after adding, or {@code Long.MIN_VALUE} on failure
    */
   public long increment(byte[] key, long inc, long init, Status status) {
-    return Calls.reporting(this, status, () -> Native.increment(handle(), key, inc, init), Long.MIN_VALUE);
+    return Calls.reporting(this, status, () -> Native.incrementAsReference(handle(), key, inc, init),
+        Long.MIN_VALUE);
   }
 
   /**

@@ -65,6 +65,10 @@ class AsyncDBMTest {
     assertEquals(Status.SUCCESS, n.status.getCode());
     assertEquals(105L, n.value.longValue());
     assertEquals(110L, async.increment(b("num"), 5, 100).get().value.longValue());
+    // As the reference: a value not 8 bytes long counts from its big-endian bytes.
+    assertEquals(Status.SUCCESS, async.set(b("short"), new byte[] {1, 0}, true).get().getCode());
+    assertEquals(257L, async.increment("short", 1, 0).get().value.longValue());
+    assertEquals(Status.SUCCESS, async.remove("short").get().getCode());
     async.destruct();
     assertEquals(Status.SUCCESS, dbm.close().getCode());
   }
@@ -76,6 +80,12 @@ class AsyncDBMTest {
     assertEquals(Status.SUCCESS,
         async.setMultiStr(map("one", "hop", "two", "step", "three", "jump"), false).get().getCode());
     assertEquals(Status.DUPLICATION_ERROR, async.setMultiStr(map("one", "x"), false).get().getCode());
+    // As the reference: the records that exist stay and the absent ones are set.
+    assertEquals(Status.DUPLICATION_ERROR,
+        async.setMultiStr(map("one", "x", "four", "hop"), false).get().getCode());
+    assertEquals("hop", dbm.get("one"));
+    assertEquals("hop", dbm.get("four"));
+    assertEquals(Status.SUCCESS, async.remove("four").get().getCode());
     assertEquals(Status.SUCCESS, async.appendMulti(map("one", "1", "two", "2"), ":").get().getCode());
     Status.And<Map<String, String>> got = async.getMulti(new String[] {"one", "two", "none"}).get();
     assertEquals(map("one", "hop:1", "two", "step:2"), got.value);

@@ -65,6 +65,7 @@ public final class Native {
   public static native boolean remove(long db, byte[] key);
   public static native void append(long db, byte[] key, byte[] value, byte[] delimiter);
   public static native long increment(long db, byte[] key, long delta, long initial);
+  public static native long incrementAsReference(long db, byte[] key, long delta, long initial);
   public static native byte[][] compareExchange(
       long db, byte[] key, byte[] expected, boolean expectAny, byte[] desired, boolean keep);
   public static native byte[][] setAndGet(long db, byte[] key, byte[] value, boolean overwrite);
@@ -192,12 +193,14 @@ public final class Native {
   public static native long asyncGetMulti(long async, byte[][] keys);
   public static native long asyncSet(long async, byte[] key, byte[] value, boolean overwrite);
   public static native long asyncSetMulti(long async, byte[][] keys, byte[][] values, boolean overwrite);
+  public static native long asyncSetAbsentMulti(long async, byte[][] keys, byte[][] values);
   public static native long asyncRemove(long async, byte[] key);
   public static native long asyncRemoveMulti(long async, byte[][] keys);
   public static native long asyncAppend(long async, byte[] key, byte[] value, byte[] delimiter);
   public static native long asyncAppendMulti(long async, byte[][] keys, byte[][] values, byte[] delimiter);
   public static native long asyncCompareExchange(long async, byte[] key, byte[] expected, byte[] desired);
   public static native long asyncIncrement(long async, byte[] key, long delta, long initial);
+  public static native long asyncIncrementAsReference(long async, byte[] key, long delta, long initial);
   public static native long asyncCompareExchangeMulti(
       long async, byte[][] expectedKeys, byte[][] expectedValues,
       byte[][] desiredKeys, byte[][] desiredValues);
