@@ -37,6 +37,10 @@ pub enum ErrorKind {
     NotImplemented,
     /// A user callback asked to stop, or failed.
     Canceled,
+    /// A transaction read something another commit changed before it
+    /// committed (or its snapshot grew too old): nothing was applied, and
+    /// running it again may succeed.
+    Conflict,
 }
 
 impl ErrorKind {
@@ -53,6 +57,7 @@ impl ErrorKind {
             ErrorKind::System => "system error",
             ErrorKind::NotImplemented => "not implemented",
             ErrorKind::Canceled => "canceled",
+            ErrorKind::Conflict => "conflict",
         }
     }
 }

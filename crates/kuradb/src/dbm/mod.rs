@@ -51,6 +51,7 @@ pub mod tiny;
 pub mod tkrzw;
 pub mod tree;
 pub(crate) mod tree_node;
+pub mod txn;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -258,26 +259,13 @@ pub trait Dbm: Send + Sync {
     fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
         let mut result = Ok(0);
         self.process(key, Access::ReadWrite, &mut |old| {
-            let current = match old {
-                None => initial,
-                Some(v) => match <[u8; 8]>::try_from(v) {
-                    Ok(bytes) => i64::from_be_bytes(bytes),
-                    Err(_) => {
-                        result = Err(Error::new(
-                            ErrorKind::InvalidArgument,
-                            format!("the value of {} is not an 8-byte number", show_key(key)),
-                        ));
-                        return Action::Keep;
-                    }
-                },
-            };
-            if delta == INCREMENT_UNCHANGED {
-                result = Ok(current);
-                return Action::Keep;
+            result = incremented(key, old, delta, initial);
+            match &result {
+                Ok(next) if delta != INCREMENT_UNCHANGED => {
+                    Action::Set(Cow::Owned(next.to_be_bytes().to_vec()))
+                }
+                _ => Action::Keep,
             }
-            let next = current.wrapping_add(delta);
-            result = Ok(next);
-            Action::Set(Cow::Owned(next.to_be_bytes().to_vec()))
         })?;
         result
     }
@@ -610,6 +598,25 @@ pub(crate) fn remove_by_presence<D: Dbm + ?Sized>(db: &D, key: &[u8]) -> Result<
         Action::Remove
     })?;
     Ok(existed)
+}
+
+/// The number [`Dbm::increment`] answers for a record holding `old`: the
+/// stored number (or `initial`) plus `delta`, or unchanged for
+/// [`INCREMENT_UNCHANGED`].
+pub(crate) fn incremented(key: &[u8], old: Option<&[u8]>, delta: i64, initial: i64) -> Result<i64> {
+    let current = match old {
+        None => initial,
+        Some(v) => match <[u8; 8]>::try_from(v) {
+            Ok(bytes) => i64::from_be_bytes(bytes),
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("the value of {} is not an 8-byte number", show_key(key)),
+                ))
+            }
+        },
+    };
+    Ok(if delta == INCREMENT_UNCHANGED { current } else { current.wrapping_add(delta) })
 }
 
 pub(crate) fn duplication(key: &[u8]) -> Error {

@@ -1,0 +1,827 @@
+//! Transactions over any database: atomic durable batches, snapshots, and
+//! serializable transactions with savepoints.
+//!
+//! [`TransactionalDbm`] wraps a database (any class, a [`crate::dbm::shard::ShardDbm`]
+//! or a [`crate::dbm::poly::PolyDbm`]) and is itself a [`Dbm`], so plain
+//! calls keep working beside the new ones:
+//! - [`TransactionalDbm::batch`] gathers sets, removes, appends and
+//!   increments and applies them as one unit: readers never see a part of
+//!   it, and a crash leaves it whole or absent.
+//! - [`TransactionalDbm::snapshot`] is a read view at one commit; writers go on.
+//! - [`TransactionalDbm::begin`] starts a transaction: it reads a snapshot
+//!   plus its own writes, commits only if nothing it read (keys, ranges, a
+//!   whole scan) was changed by another commit since it began, and else
+//!   fails with [`ErrorKind::Conflict`]; [`TransactionalDbm::run`] retries.
+//!
+//! # How it works
+//! Every commit (batch or transaction) passes one path: it takes the commit
+//! lock, works out its final changes, writes them as one record of the
+//! commit log ([`log`]) with the durability asked for, and applies them,
+//! storing each key's previous value first ([`versions`]) while any view
+//! is open; a view reads the database and then the stored versions newer
+//! than its commit. A plain write outside a transaction goes straight to
+//! the database while no view is open, and through the commit lock (as a
+//! commit of its own, not logged) while one is; the switch waits for plain
+//! calls in flight, so no view misses a change. After a crash the database
+//! is restored as its class restores it and the log's commits are applied
+//! again, in order; a hard synchronization of the wrapper is a checkpoint
+//! that empties the log. docs/transactions.md gives the guarantees.
+//!
+//! ```
+//! use kuradb::dbm::{Dbm, HashDbm};
+//! use kuradb::dbm::txn::{CommitDurability, TransactionalDbm, TransactionOptions};
+//! # let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("accounts.kdb");
+//! let db = TransactionalDbm::open(HashDbm::builder().open(&path)?, TransactionOptions::default())?;
+//! db.set(b"alice", b"100")?;
+//! db.set(b"bob", b"0")?;
+//!
+//! // Move 30 from alice to bob, or nothing if another commit got in first.
+//! db.run(CommitDurability::Sync, 3, |tx| {
+//!     let alice: i64 = String::from_utf8_lossy(&tx.get(b"alice")?.unwrap()).parse().unwrap();
+//!     let bob: i64 = String::from_utf8_lossy(&tx.get(b"bob")?.unwrap()).parse().unwrap();
+//!     tx.set(b"alice", (alice - 30).to_string().as_bytes());
+//!     tx.set(b"bob", (bob + 30).to_string().as_bytes());
+//!     Ok(())
+//! })?;
+//!
+//! let view = db.snapshot()?;
+//! db.set(b"alice", b"0")?;
+//! assert_eq!(view.get(b"alice")?.as_deref(), Some(&b"70"[..]));
+//! assert_eq!(db.get(b"alice")?.as_deref(), Some(&b"0"[..]));
+//! # Ok::<(), kuradb::Error>(())
+//! ```
+
+mod log;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+mod transaction;
+mod versions;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+
+pub use self::log::CommitDurability;
+use self::log::{Change, CommitLog};
+pub use self::snapshot::{Snapshot, SnapshotIter};
+pub use self::transaction::{Batch, Savepoint, Transaction};
+use self::versions::{AtView, Versions};
+use crate::dbm::comparator::KeyComparator;
+use crate::dbm::params::Params;
+use crate::dbm::{Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor};
+use crate::error::{Error, ErrorKind, Result};
+use crate::file::{FileKind, FileSpec, OpenOptions};
+
+/// How a [`TransactionalDbm`] keeps its log and bounds its memory.
+#[derive(Clone, Debug)]
+pub struct TransactionOptions {
+    /// Bytes of old values kept for open snapshots and transactions. Past
+    /// it the oldest views are expired: their next read or commit fails
+    /// with an error saying so, rather than showing newer data.
+    pub max_version_bytes: usize,
+    /// The commit log's size past which a commit makes a checkpoint (a
+    /// hard synchronization of the database, which empties the log).
+    pub max_log_size: u64,
+    /// How long a commit waits for the commit lock, and how long a
+    /// transaction may stay open before its commit is refused; `None`
+    /// waits and lives as long as it takes.
+    pub timeout: Option<Duration>,
+    /// Whether the database's restore after a crash goes back to its last
+    /// hard synchronization (true of trees, skip lists and the on-memory
+    /// classes; not of the hash classes, which keep later records). Only
+    /// then may [`CommitDurability::Memory`] commits wait in the process.
+    pub restores_to_checkpoint: bool,
+    /// The database's key order, for the ranges a transaction reads; `None`
+    /// counts any change after a transaction began as touching a range it read.
+    pub key_order: Option<KeyComparator>,
+    /// Where the commit log is; `None` puts it beside the database
+    /// (its path plus `.txlog`), or keeps none for a database without a path.
+    pub log_path: Option<PathBuf>,
+    /// Whether the database was opened for writing (a reader applies no log).
+    pub access: Access,
+}
+
+impl Default for TransactionOptions {
+    fn default() -> TransactionOptions {
+        TransactionOptions {
+            max_version_bytes: 64 << 20,
+            max_log_size: 64 << 20,
+            timeout: Some(Duration::from_secs(30)),
+            restores_to_checkpoint: false,
+            key_order: None,
+            log_path: None,
+            access: Access::ReadWrite,
+        }
+    }
+}
+
+impl TransactionOptions {
+    /// The options that fit a [`crate::dbm::poly::PolyDbm`]: its key order
+    /// and whether its class restores to its last hard synchronization.
+    pub fn for_poly(db: &crate::dbm::poly::PolyDbm) -> Result<TransactionOptions> {
+        use crate::dbm::class::DbmClass;
+        Ok(TransactionOptions {
+            key_order: db.key_order()?,
+            // Trees go back to their last hard synchronization; skip lists
+            // and the on-memory classes write their files only then.
+            restores_to_checkpoint: !matches!(db.class(), DbmClass::Hash),
+            ..TransactionOptions::default()
+        })
+    }
+}
+
+/// A database with batches, snapshots and transactions: see the [module](self).
+pub struct TransactionalDbm<D: Dbm> {
+    inner: D,
+    /// Held shared by plain calls on the fast path, taken exclusively for a
+    /// moment when views start, so none starts while such a call is in flight.
+    gate: RwLock<()>,
+    /// Open views plus commits being applied: while above zero, every
+    /// change stores the previous value first.
+    tracking: AtomicUsize,
+    /// The last sequence number given to a commit.
+    commit: Mutex<u64>,
+    /// The newest commit wholly applied: what a new view sees.
+    visible: AtomicU64,
+    versions: Mutex<Versions>,
+    log: OnceLock<CommitLog>,
+    /// Where a log is made when the first commit needs one.
+    log_path: Option<PathBuf>,
+    /// Set when a commit was logged but could not be applied whole: the
+    /// next open applies it from the log; until then nothing more commits.
+    failed: AtomicBool,
+    options: TransactionOptions,
+}
+
+impl<D: Dbm> TransactionalDbm<D> {
+    /// Wraps `inner` with its commit log beside it (its path plus
+    /// `.txlog`, unless the options name another), applying the commits a
+    /// crash left there. The log is made by the first commit that changes
+    /// something and removed by a clean close, so a database whose
+    /// transactions are not used has no log file.
+    pub fn open(inner: D, options: TransactionOptions) -> Result<TransactionalDbm<D>> {
+        let log_path = match &options.log_path {
+            Some(path) => Some(path.clone()),
+            None => inner.path().map(log_path_beside),
+        };
+        let existing = match &log_path {
+            Some(path) if path.exists() => {
+                let file_options =
+                    if options.access.is_writable() { OpenOptions::writer() } else { OpenOptions::reader() };
+                Some(FileSpec::new(FileKind::PositionalParallel).open(path, &file_options)?)
+            }
+            _ => None,
+        };
+        let mut db = Self::with_log_file(inner, existing, options)?;
+        db.log_path = log_path;
+        Ok(db)
+    }
+
+    /// Wraps `inner` with `log` as its commit log (any [`crate::file::File`],
+    /// for example one that injects faults), or with none: commits are then
+    /// atomic for readers but not kept across a crash.
+    pub fn with_log_file(
+        inner: D,
+        log: Option<Box<dyn crate::file::File>>,
+        options: TransactionOptions,
+    ) -> Result<TransactionalDbm<D>> {
+        let opened = OnceLock::new();
+        if let Some(file) = log {
+            let (log, pending) = CommitLog::open(file, options.restores_to_checkpoint)?;
+            if !pending.is_empty() {
+                if !options.access.is_writable() {
+                    return Err(Error::new(
+                        ErrorKind::Infeasible,
+                        format!(
+                            "{}: the commit log holds {} commits not yet applied to the database; \
+                             open it for writing once to apply them",
+                            log.path().display(),
+                            pending.len()
+                        ),
+                    ));
+                }
+                for (_, changes) in &pending {
+                    for change in changes {
+                        match change {
+                            Change::Set(key, value) => inner.set(key, value)?,
+                            Change::Remove(key) => {
+                                inner.remove(key)?;
+                            }
+                        }
+                    }
+                }
+                inner.synchronize(Durability::Hard)?;
+            }
+            if options.access.is_writable() {
+                log.reset()?;
+            }
+            let _ = opened.set(log);
+        }
+        Ok(TransactionalDbm {
+            inner,
+            gate: RwLock::new(()),
+            tracking: AtomicUsize::new(0),
+            commit: Mutex::new(0),
+            visible: AtomicU64::new(0),
+            versions: Mutex::new(Versions::default()),
+            log: opened,
+            log_path: None,
+            failed: AtomicBool::new(false),
+            options,
+        })
+    }
+
+    /// The commit log, made at the first commit that needs it. The caller
+    /// holds the commit lock.
+    fn log_for_commit(&self) -> Result<Option<&CommitLog>> {
+        if let Some(log) = self.log.get() {
+            return Ok(Some(log));
+        }
+        let Some(path) = &self.log_path else {
+            return Ok(None);
+        };
+        if !self.options.access.is_writable() {
+            return Ok(None);
+        }
+        let file = FileSpec::new(FileKind::PositionalParallel).open(path, &OpenOptions::writer())?;
+        let (log, _) = CommitLog::open(file, self.options.restores_to_checkpoint)?;
+        Ok(Some(self.log.get_or_init(|| log)))
+    }
+
+    /// The database wrapped.
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    /// The commit log's path, if there is one.
+    pub fn log_path(&self) -> Option<&Path> {
+        self.log.get().map(CommitLog::path).or(self.log_path.as_deref())
+    }
+
+    /// Bytes of old values held for open views now.
+    pub fn version_bytes(&self) -> usize {
+        self.versions.lock().bytes()
+    }
+
+    /// A read view at the newest commit. Reads through it see that state
+    /// while writers go on; dropping it releases what it kept.
+    pub fn snapshot(&self) -> Result<Snapshot<'_, D>> {
+        let at = self.open_view();
+        Ok(Snapshot::new(self, at))
+    }
+
+    /// Starts a transaction whose commit has `durability`.
+    pub fn begin(&self, durability: CommitDurability) -> Transaction<'_, D> {
+        let at = self.open_view();
+        Transaction::new(self, at, durability)
+    }
+
+    /// Starts a batch of blind writes whose commit has `durability`.
+    pub fn batch(&self, durability: CommitDurability) -> Batch<'_, D> {
+        Batch::new(self, durability)
+    }
+
+    /// Runs `body` in a transaction and commits it, running it again in a
+    /// new one when the commit (or a read, for an expired view) fails with
+    /// [`ErrorKind::Conflict`], at most `retries` more times. An error of
+    /// `body` aborts the transaction and is answered.
+    pub fn run<T>(
+        &self,
+        durability: CommitDurability,
+        retries: u32,
+        mut body: impl FnMut(&mut Transaction<'_, D>) -> Result<T>,
+    ) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            let mut tx = self.begin(durability);
+            let outcome = body(&mut tx).and_then(|value| tx.commit().map(|()| value));
+            match outcome {
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < retries => attempt += 1,
+                other => return other,
+            }
+        }
+    }
+
+    fn open_view(&self) -> u64 {
+        self.start_tracking();
+        let mut versions = self.versions.lock();
+        let at = self.visible.load(Ordering::Acquire);
+        versions.open_view(at);
+        at
+    }
+
+    fn close_view(&self, at: u64) {
+        let mut versions = self.versions.lock();
+        versions.close_view(at, self.visible.load(Ordering::Acquire));
+        drop(versions);
+        self.tracking.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Makes every change store its previous value from now on, once the
+    /// plain calls that did not are done.
+    fn start_tracking(&self) {
+        self.tracking.fetch_add(1, Ordering::AcqRel);
+        drop(self.gate.write());
+    }
+
+    /// The fast path: `Some` while nothing is tracked, with the gate held
+    /// shared for the duration of the call.
+    fn untracked(&self) -> Option<parking_lot::RwLockReadGuard<'_, ()>> {
+        let guard = self.gate.read();
+        (self.tracking.load(Ordering::Acquire) == 0).then_some(guard)
+    }
+
+    fn lock_commit(&self) -> Result<MutexGuard<'_, u64>> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "a commit was logged but could not be applied whole; reopen the database to apply it from the log",
+            ));
+        }
+        match self.options.timeout {
+            None => Ok(self.commit.lock()),
+            Some(limit) => self.commit.try_lock_for(limit).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::WouldBlock,
+                    format!("waited {limit:?} for the commit lock; another commit or a checkpoint holds it"),
+                )
+            }),
+        }
+    }
+
+    /// The one commit path. `check` validates under the commit lock (a
+    /// transaction's reads); `changes` works out the final changes from
+    /// the database's current state. Answers the commit's sequence number.
+    fn commit_changes(
+        &self,
+        durability: CommitDurability,
+        check: impl FnOnce(&Versions) -> Result<()>,
+        changes: impl FnOnce(&D) -> Result<Vec<Change>>,
+    ) -> Result<u64> {
+        self.start_tracking();
+        let outcome = self.commit_tracked(durability, check, changes);
+        self.tracking.fetch_sub(1, Ordering::AcqRel);
+        let (seq, end) = outcome?;
+        if durability == CommitDurability::Sync {
+            if let Some(log) = self.log.get() {
+                log.sync_through(end)?;
+            }
+        }
+        if self.log.get().is_some_and(|log| log.len() > self.options.max_log_size) {
+            self.checkpoint()?;
+        }
+        Ok(seq)
+    }
+
+    fn commit_tracked(
+        &self,
+        durability: CommitDurability,
+        check: impl FnOnce(&Versions) -> Result<()>,
+        changes: impl FnOnce(&D) -> Result<Vec<Change>>,
+    ) -> Result<(u64, u64)> {
+        let mut last = self.lock_commit()?;
+        check(&self.versions.lock())?;
+        let changes = changes(&self.inner)?;
+        let seq = *last + 1;
+        let end = match self.log_for_commit()? {
+            Some(log) if !changes.is_empty() => log.add(seq, &changes, durability)?,
+            _ => 0,
+        };
+        for change in &changes {
+            let key = change.key();
+            let mut action = match change {
+                Change::Set(_, value) => Some(Action::set(value)),
+                Change::Remove(_) => Some(Action::Remove),
+            };
+            let applied = self.inner.process(key, Access::ReadWrite, &mut |old| {
+                self.versions.lock().record(key, seq, old);
+                action.take().unwrap_or(Action::Keep)
+            });
+            if let Err(e) = applied {
+                self.failed.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        *last = seq;
+        self.visible.store(seq, Ordering::Release);
+        self.settle_versions();
+        Ok((seq, end))
+    }
+
+    /// After a commit: drops versions no view needs and expires views past
+    /// the memory cap.
+    fn settle_versions(&self) {
+        let visible = self.visible.load(Ordering::Acquire);
+        let mut versions = self.versions.lock();
+        if !versions.has_views() {
+            versions.collect(visible);
+        } else if versions.bytes() > self.options.max_version_bytes {
+            versions.enforce_cap(self.options.max_version_bytes, visible);
+        }
+    }
+
+    /// Makes every commit durable in the database itself and empties the log.
+    pub fn checkpoint(&self) -> Result<()> {
+        let _last = self.lock_commit()?;
+        self.checkpoint_locked()
+    }
+
+    fn checkpoint_locked(&self) -> Result<()> {
+        if let Some(log) = self.log.get() {
+            // Records still in the process belong to commits already applied.
+            log.flush()?;
+        }
+        self.inner.synchronize(Durability::Hard)?;
+        if let Some(log) = self.log.get() {
+            log.reset()?;
+        }
+        Ok(())
+    }
+
+    /// What a view at `at` sees of `key`.
+    fn read_at(&self, key: &[u8], at: u64) -> Result<Option<Vec<u8>>> {
+        let mut current = None;
+        self.inner.process(key, Access::ReadOnly, &mut |value| {
+            current = value.map(<[u8]>::to_vec);
+            Action::Keep
+        })?;
+        let versions = self.versions.lock();
+        check_view(&versions, at)?;
+        Ok(match versions.value_at(key, at) {
+            AtView::Current => current,
+            AtView::Before(before) => before.map(<[u8]>::to_vec),
+        })
+    }
+
+    /// A plain write while views are open: a commit of its own, not logged,
+    /// storing each changed record's previous value first.
+    fn tracked_write<T>(
+        &self,
+        write: impl FnOnce(&D, &dyn Fn(&[u8], Option<&[u8]>)) -> Result<T>,
+    ) -> Result<T> {
+        let mut last = self.lock_commit()?;
+        let seq = *last + 1;
+        let record = |key: &[u8], old: Option<&[u8]>| self.versions.lock().record(key, seq, old);
+        let result = write(&self.inner, &record);
+        *last = seq;
+        self.visible.store(seq, Ordering::Release);
+        drop(last);
+        self.settle_versions();
+        result
+    }
+
+    /// Closes the database, making every commit durable in it first.
+    pub fn close(self) -> Result<()> {
+        let writable = self.options.access.is_writable();
+        if writable && self.log.get().is_some_and(|log| log.len() > log::HEADER_SIZE) {
+            self.checkpoint_locked()?;
+        }
+        let TransactionalDbm { inner, mut log, .. } = self;
+        let closed = Box::new(inner).close();
+        let Some(log) = log.take() else {
+            return closed;
+        };
+        let path = log.path().to_path_buf();
+        let log_closed = log.close();
+        if closed.is_ok() && log_closed.is_ok() && writable {
+            // Every commit is in the closed database: a clean close leaves no log.
+            std::fs::remove_file(&path).map_err(|e| Error::io("remove the commit log", &path, e))?;
+        }
+        closed.and(log_closed)
+    }
+}
+
+fn log_path_beside(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".txlog");
+    PathBuf::from(name)
+}
+
+fn check_view(versions: &Versions, at: u64) -> Result<()> {
+    if versions.is_expired(at) {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            "snapshot too old: the old values it needs passed max_version_bytes and were dropped; \
+             start a new one (or raise the limit)",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether an action changes a record that held `old`.
+fn changes(action: &Action<'_>, old: Option<&[u8]>) -> bool {
+    match action {
+        Action::Keep => false,
+        Action::Remove => old.is_some(),
+        Action::Set(value) => old != Some(value.as_ref()),
+    }
+}
+
+/// A view of the wrapper whose primitives are the tracked ones; its
+/// provided methods are the trait's, built on them.
+struct Tracked<'a, D: Dbm>(&'a TransactionalDbm<D>);
+
+impl<D: Dbm> Dbm for Tracked<'_, D> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        let db = self.0;
+        if !access.is_writable() {
+            let at = db.visible.load(Ordering::Acquire);
+            let value = db.read_at(key, at)?;
+            f(value.as_deref());
+            return Ok(());
+        }
+        db.tracked_write(|inner, record| {
+            inner.process(key, Access::ReadWrite, &mut |old| {
+                let action = f(old);
+                if changes(&action, old) {
+                    record(key, old);
+                }
+                action
+            })
+        })
+    }
+
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        let db = self.0;
+        if !access.is_writable() {
+            let view = db.snapshot()?;
+            for (i, key) in keys.iter().enumerate() {
+                let value = view.get(key)?;
+                f(i, key, value.as_deref());
+            }
+            return Ok(());
+        }
+        db.tracked_write(|inner, record| {
+            inner.process_multi(keys, Access::ReadWrite, &mut |i, key, old| {
+                let action = f(i, key, old);
+                if changes(&action, old) {
+                    record(key, old);
+                }
+                action
+            })
+        })
+    }
+
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        let db = self.0;
+        if !access.is_writable() {
+            let view = db.snapshot()?;
+            for item in view.iter()? {
+                let (key, value) = item?;
+                f(&key, &value);
+            }
+            return Ok(());
+        }
+        db.tracked_write(|inner, record| {
+            inner.process_each(Access::ReadWrite, &mut |key, old| {
+                let action = f(key, old);
+                if changes(&action, Some(old)) {
+                    record(key, Some(old));
+                }
+                action
+            })
+        })
+    }
+
+    fn count(&self) -> Result<u64> {
+        let view = self.0.snapshot()?;
+        view.count()
+    }
+    fn file_size(&self) -> Result<u64> {
+        self.0.inner.file_size()
+    }
+    fn path(&self) -> Option<&Path> {
+        self.0.inner.path()
+    }
+    fn clear(&self) -> Result<()> {
+        let db = self.0;
+        let _last = db.lock_commit()?;
+        if db.versions.lock().has_views() {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "cannot clear the database while a snapshot or transaction is open: it would keep \
+                 every record's old value; remove the records instead, or close the views first",
+            ));
+        }
+        db.inner.clear()
+    }
+    fn rebuild(&self) -> Result<()> {
+        self.0.inner.rebuild()
+    }
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.0.inner.should_be_rebuilt()
+    }
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.0.synchronize_all(durability)
+    }
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        self.0.inner.copy_file_data(dest, durability)
+    }
+    fn inspect(&self) -> Result<Vec<(String, String)>> {
+        self.0.inspect_all()
+    }
+    fn is_healthy(&self) -> bool {
+        self.0.inner.is_healthy()
+    }
+    fn is_ordered(&self) -> bool {
+        self.0.inner.is_ordered()
+    }
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        Ok(Box::new(TrackedCursor { db: self.0, inner: self.0.inner.iter()? }))
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Err(Error::new(ErrorKind::Infeasible, "a tracked view is not closed"))
+    }
+}
+
+impl<D: Dbm> TransactionalDbm<D> {
+    fn synchronize_all(&self, durability: Durability) -> Result<()> {
+        if durability.is_hard() {
+            return self.checkpoint();
+        }
+        if let Some(log) = self.log.get() {
+            log.flush()?;
+        }
+        self.inner.synchronize(durability)
+    }
+
+    fn inspect_all(&self) -> Result<Vec<(String, String)>> {
+        let mut all = self.inner.inspect()?;
+        if let Some(log) = self.log.get() {
+            all.push(("commit_log".into(), log.path().display().to_string()));
+            all.push(("commit_log_size".into(), log.len().to_string()));
+        }
+        all.push(("version_bytes".into(), self.version_bytes().to_string()));
+        Ok(all)
+    }
+}
+
+/// A cursor of the wrapper: the database's own, whose writes store the
+/// previous value first while views are open.
+struct TrackedCursor<'a, D: Dbm> {
+    db: &'a TransactionalDbm<D>,
+    inner: Box<dyn Cursor + 'a>,
+}
+
+impl<D: Dbm> TrackedCursor<'_, D> {
+    fn write(&mut self, value: Option<&[u8]>) -> Result<()> {
+        if let Some(_gate) = self.db.untracked() {
+            return match value {
+                Some(value) => self.inner.set(value),
+                None => self.inner.remove(),
+            };
+        }
+        let cursor = &mut self.inner;
+        self.db.tracked_write(|_, record| {
+            if let Some((key, old)) = cursor.get()? {
+                record(&key, Some(&old));
+            }
+            match value {
+                Some(value) => cursor.set(value),
+                None => cursor.remove(),
+            }
+        })
+    }
+}
+
+impl<D: Dbm> Cursor for TrackedCursor<'_, D> {
+    fn first(&mut self) -> Result<()> {
+        self.inner.first()
+    }
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        self.inner.jump(key)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()
+    }
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.inner.get()
+    }
+    fn set(&mut self, value: &[u8]) -> Result<()> {
+        self.write(Some(value))
+    }
+    fn remove(&mut self) -> Result<()> {
+        self.write(None)
+    }
+    fn last(&mut self) -> Result<()> {
+        self.inner.last()
+    }
+    fn jump_lower(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
+        self.inner.jump_lower(key, edge)
+    }
+    fn jump_upper(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
+        self.inner.jump_upper(key, edge)
+    }
+    fn previous(&mut self) -> Result<()> {
+        self.inner.previous()
+    }
+}
+
+/// Runs `$fast` on the wrapped database while nothing is tracked, else
+/// `$slow` on the tracked view.
+macro_rules! gated {
+    ($self:ident, |$db:ident| $fast:expr, |$tracked:ident| $slow:expr) => {
+        match $self.untracked() {
+            Some(_gate) => {
+                let $db = &$self.inner;
+                $fast
+            }
+            None => {
+                let $tracked = Tracked($self);
+                $slow
+            }
+        }
+    };
+}
+
+impl<D: Dbm> Dbm for TransactionalDbm<D> {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
+        gated!(self, |db| db.process(key, access, f), |t| t.process(key, access, f))
+    }
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        gated!(self, |db| db.process_multi(keys, access, f), |t| t.process_multi(keys, access, f))
+    }
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        gated!(self, |db| db.process_each(access, f), |t| t.process_each(access, f))
+    }
+    fn count(&self) -> Result<u64> {
+        gated!(self, |db| db.count(), |t| t.count())
+    }
+    fn file_size(&self) -> Result<u64> {
+        self.inner.file_size()
+    }
+    fn path(&self) -> Option<&Path> {
+        self.inner.path()
+    }
+    fn clear(&self) -> Result<()> {
+        Tracked(self).clear()
+    }
+    fn rebuild(&self) -> Result<()> {
+        self.inner.rebuild()
+    }
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        self.inner.rebuild_with_params(params)
+    }
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.inner.should_be_rebuilt()
+    }
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.synchronize_all(durability)
+    }
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        // The copy must hold every commit, not only what the log would add.
+        let _last = self.lock_commit()?;
+        self.inner.copy_file_data(dest, durability)
+    }
+    fn inspect(&self) -> Result<Vec<(String, String)>> {
+        self.inspect_all()
+    }
+    fn is_healthy(&self) -> bool {
+        self.inner.is_healthy()
+    }
+    fn is_ordered(&self) -> bool {
+        self.inner.is_ordered()
+    }
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        Ok(Box::new(TrackedCursor { db: self, inner: self.inner.iter()? }))
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        (*self).close()
+    }
+
+    fn contains(&self, key: &[u8]) -> Result<bool> {
+        gated!(self, |db| db.contains(key), |t| t.contains(key))
+    }
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        gated!(self, |db| db.get(key), |t| t.get(key))
+    }
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        gated!(self, |db| db.set(key, value), |t| t.set(key, value))
+    }
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        gated!(self, |db| db.insert(key, value), |t| t.insert(key, value))
+    }
+    fn remove(&self, key: &[u8]) -> Result<bool> {
+        gated!(self, |db| db.remove(key), |t| t.remove(key))
+    }
+    fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
+        gated!(self, |db| db.append(key, value, delimiter), |t| t.append(key, value, delimiter))
+    }
+    fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
+        gated!(self, |db| db.increment(key, delta, initial), |t| t.increment(key, delta, initial))
+    }
+    fn get_multi(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        gated!(self, |db| db.get_multi(keys), |t| t.get_multi(keys))
+    }
+    fn set_multi(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        gated!(self, |db| db.set_multi(pairs), |t| t.set_multi(pairs))
+    }
+    fn remove_multi(&self, keys: &[&[u8]]) -> Result<usize> {
+        gated!(self, |db| db.remove_multi(keys), |t| t.remove_multi(keys))
+    }
+}

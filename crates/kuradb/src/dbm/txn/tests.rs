@@ -1,0 +1,240 @@
+use std::sync::Arc;
+use std::thread;
+
+use super::*;
+use crate::dbm::hash::HashDbm;
+use crate::dbm::tree::TreeDbm;
+use crate::dbm::Dbm;
+
+fn hash(dir: &Path) -> TransactionalDbm<HashDbm> {
+    let db = HashDbm::builder().open(dir.join("t.kdb")).unwrap();
+    TransactionalDbm::open(db, TransactionOptions::default()).unwrap()
+}
+
+fn tree(dir: &Path) -> TransactionalDbm<TreeDbm> {
+    let db = TreeDbm::builder().open(dir.join("t.ktt")).unwrap();
+    let options = TransactionOptions {
+        key_order: Some(KeyComparator::Lexical),
+        restores_to_checkpoint: true,
+        ..TransactionOptions::default()
+    };
+    TransactionalDbm::open(db, options).unwrap()
+}
+
+#[test]
+fn a_snapshot_keeps_its_view_while_writers_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.set(b"a", b"1").unwrap();
+    db.set(b"b", b"2").unwrap();
+    let view = db.snapshot().unwrap();
+    db.set(b"a", b"changed").unwrap();
+    db.remove(b"b").unwrap();
+    db.set(b"c", b"new").unwrap();
+    assert_eq!(view.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(view.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(view.get(b"c").unwrap(), None);
+    let mut all: Vec<_> = view.iter().unwrap().map(Result::unwrap).collect();
+    all.sort();
+    assert_eq!(all, vec![(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
+    assert_eq!(view.count().unwrap(), 2);
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"changed"[..]));
+    drop(view);
+    assert_eq!(db.version_bytes(), 0);
+    db.close().unwrap();
+}
+
+#[test]
+fn an_ordered_snapshot_walks_in_key_order_with_removed_records_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tree(dir.path());
+    for k in [b"b", b"d", b"f"] {
+        db.set(k, b"old").unwrap();
+    }
+    let view = db.snapshot().unwrap();
+    let mut walk = view.iter().unwrap();
+    assert_eq!(walk.next().unwrap().unwrap().0, b"b");
+    // Changes while the walk is under way, before and after its position.
+    db.remove(b"d").unwrap();
+    db.set(b"c", b"new").unwrap();
+    db.set(b"a", b"new").unwrap();
+    db.set(b"f", b"new").unwrap();
+    let rest: Vec<_> = walk.map(Result::unwrap).collect();
+    assert_eq!(rest, vec![(b"d".to_vec(), b"old".to_vec()), (b"f".to_vec(), b"old".to_vec())]);
+    let range: Vec<_> = view.range(Some(b"c"), Some(b"f")).unwrap().map(Result::unwrap).collect();
+    assert_eq!(range, vec![(b"d".to_vec(), b"old".to_vec())]);
+    drop(view);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_transaction_sees_its_writes_and_rolls_back_to_a_savepoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.set(b"x", b"1").unwrap();
+    let mut tx = db.begin(CommitDurability::Os);
+    tx.set(b"x", b"2");
+    let point = tx.savepoint();
+    tx.set(b"y", b"3");
+    assert_eq!(tx.get(b"y").unwrap().as_deref(), Some(&b"3"[..]));
+    tx.rollback_to(point).unwrap();
+    assert_eq!(tx.get(b"y").unwrap(), None);
+    assert_eq!(tx.get(b"x").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"1"[..]), "nothing shows before commit");
+    tx.commit().unwrap();
+    assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"y").unwrap(), None);
+
+    let mut dropped = db.begin(CommitDurability::Os);
+    dropped.set(b"x", b"never");
+    drop(dropped);
+    assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"2"[..]));
+    db.close().unwrap();
+}
+
+#[test]
+fn a_lost_update_is_refused_and_run_retries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.increment(b"n", 0, 0).unwrap();
+    let mut first = db.begin(CommitDurability::Os);
+    let mut second = db.begin(CommitDurability::Os);
+    first.increment(b"n", 1, 0).unwrap();
+    second.increment(b"n", 1, 0).unwrap();
+    first.commit().unwrap();
+    let e = second.commit().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert_eq!(db.increment(b"n", INCREMENT_UNCHANGED_FOR_TESTS, 0).unwrap(), 1);
+
+    let db = Arc::new(db);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let db = Arc::clone(&db);
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    db.run(CommitDurability::Memory, 1000, |tx| tx.increment(b"n", 1, 0)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(db.increment(b"n", INCREMENT_UNCHANGED_FOR_TESTS, 0).unwrap(), 201);
+}
+
+const INCREMENT_UNCHANGED_FOR_TESTS: i64 = crate::dbm::INCREMENT_UNCHANGED;
+
+#[test]
+fn write_skew_over_a_range_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tree(dir.path());
+    db.set(b"doctor/alice", b"on").unwrap();
+    db.set(b"doctor/bob", b"on").unwrap();
+    // Each goes off call if someone else is on: only one may commit.
+    let mut a = db.begin(CommitDurability::Os);
+    let mut b = db.begin(CommitDurability::Os);
+    assert_eq!(a.range(Some(b"doctor/"), Some(b"doctor0")).unwrap().len(), 2);
+    assert_eq!(b.range(Some(b"doctor/"), Some(b"doctor0")).unwrap().len(), 2);
+    a.set(b"doctor/alice", b"off");
+    b.set(b"doctor/bob", b"off");
+    a.commit().unwrap();
+    assert_eq!(b.commit().unwrap_err().kind(), ErrorKind::Conflict);
+    // A key added inside a range read is a conflict too (a phantom).
+    let mut c = db.begin(CommitDurability::Os);
+    c.range(Some(b"doctor/"), Some(b"doctor0")).unwrap();
+    c.set(b"summary", b"x");
+    db.set(b"doctor/carol", b"on").unwrap();
+    assert_eq!(c.commit().unwrap_err().kind(), ErrorKind::Conflict);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_batch_applies_whole_and_its_log_is_replayed_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.kdb");
+    let db = hash(dir.path());
+    db.set(b"count", &5i64.to_be_bytes()).unwrap();
+    let mut batch = db.batch(CommitDurability::Sync);
+    batch.set(b"a", b"1").remove(b"gone").append(b"a", b"2", b",").increment(b"count", 3, 0);
+    batch.commit().unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1,2"[..]));
+    let log_path = db.log_path().unwrap().to_path_buf();
+    assert!(log_path.exists());
+    // A crash after the log record and before the database held the batch:
+    // the database loses it, the log keeps it.
+    let TransactionalDbm { inner, log, .. } = db;
+    inner.remove(b"a").unwrap();
+    inner.set(b"count", &5i64.to_be_bytes()).unwrap();
+    inner.close().unwrap();
+    drop(log);
+    let db = TransactionalDbm::open(HashDbm::builder().open(&path).unwrap(), TransactionOptions::default())
+        .unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1,2"[..]));
+    assert_eq!(db.increment(b"count", INCREMENT_UNCHANGED_FOR_TESTS, 0).unwrap(), 8);
+    db.close().unwrap();
+    assert!(!log_path.exists(), "a clean close leaves no log");
+}
+
+#[test]
+fn a_batch_with_a_bad_increment_applies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.set(b"text", b"abc").unwrap();
+    let mut batch = db.batch(CommitDurability::Os);
+    batch.set(b"a", b"1").increment(b"text", 1, 0);
+    assert_eq!(batch.commit().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(db.get(b"a").unwrap(), None);
+    db.close().unwrap();
+}
+
+#[test]
+fn readers_never_see_a_batch_half_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(hash(dir.path()));
+    let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("k{i}").into_bytes()).collect();
+    for k in &keys {
+        db.set(k, b"0").unwrap();
+    }
+    let writer = {
+        let db = Arc::clone(&db);
+        let keys = keys.clone();
+        thread::spawn(move || {
+            for round in 1..=200 {
+                let mut batch = db.batch(CommitDurability::Memory);
+                for k in &keys {
+                    batch.set(k, round.to_string().as_bytes());
+                }
+                batch.commit().unwrap();
+            }
+        })
+    };
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    while !writer.is_finished() {
+        let values = db.get_multi(&refs).unwrap();
+        assert!(values.windows(2).all(|w| w[0] == w[1]), "a mixed read: {values:?}");
+        let view = db.snapshot().unwrap();
+        let seen: Vec<_> = view.iter().unwrap().map(|r| r.unwrap().1).collect();
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "a mixed snapshot");
+    }
+    writer.join().unwrap();
+}
+
+#[test]
+fn an_old_snapshot_past_the_memory_cap_fails_rather_than_showing_newer_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = HashDbm::builder().open(dir.path().join("t.kdb")).unwrap();
+    let options = TransactionOptions { max_version_bytes: 10_000, ..TransactionOptions::default() };
+    let db = TransactionalDbm::open(db, options).unwrap();
+    db.set(b"k", b"old").unwrap();
+    let view = db.snapshot().unwrap();
+    for i in 0..1000 {
+        db.set(format!("other{i}").as_bytes(), &[b'x'; 50]).unwrap();
+    }
+    assert!(db.version_bytes() <= 10_000);
+    let e = view.get(b"k").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    assert!(e.to_string().contains("snapshot too old"), "{e}");
+    drop(view);
+    db.close().unwrap();
+}
