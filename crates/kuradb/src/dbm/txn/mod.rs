@@ -28,7 +28,8 @@
 //! that empties the log. docs/transactions.md gives the guarantees.
 //!
 //! ```
-//! use kuradb::dbm::{Dbm, HashDbm};
+//! use kuradb::dbm::hash::HashDbm;
+//! use kuradb::dbm::Dbm;
 //! use kuradb::dbm::txn::{CommitDurability, TransactionalDbm, TransactionOptions};
 //! # let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("accounts.kdb");
