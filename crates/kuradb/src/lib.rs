@@ -65,6 +65,7 @@ pub use dbm::skip::{Reducer, SkipDbm, SkipOptions};
 pub use dbm::std_map::{StdBuilder, StdHashDbm, StdOptions, StdTreeDbm};
 pub use dbm::tiny::{TinyDbm, TinyOptions};
 pub use dbm::tree::{TreeDbm, TreeOptions};
+pub use dbm::txn::{Batch, CommitDurability, Snapshot, Transaction, TransactionOptions, TransactionalDbm};
 pub use dbm::{Access, Action, Cursor, Dbm, Durability, Edge, OnDuplicate, Rekey};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, FileSpec};
@@ -74,3 +75,8 @@ pub use index::{FileIndex, MemIndex, StdIndex};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 mod readme {}
+
+/// The transactions guide's Rust snippet, compiled likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/transactions.md")]
+mod transactions_guide {}
