@@ -15,6 +15,7 @@ use clap::Args;
 use kuradb::dbm::poly::{DbmClass, Params};
 use kuradb::dbm::skip::Reducer;
 use kuradb::dbm::tree::KeyComparator;
+use kuradb::dbm::txn::{TransactionOptions, TransactionalDbm};
 use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::ulog::{LoggedDbm, MessageQueue, MqUpdateLogger, DEFAULT_MAX_FILE_SIZE};
 use kuradb::{Error, ErrorKind, Result};
@@ -81,6 +82,12 @@ pub struct DbmOptions {
     /// what logging costs.
     #[arg(long = "ulog", value_name = "PREFIX")]
     pub ulog: Option<PathBuf>,
+
+    /// Wraps the database for transactions (a `TransactionalDbm`) even where
+    /// the workload starts none, to measure what the wrapper costs plain
+    /// operations.
+    #[arg(long = "transactional")]
+    pub transactional: bool,
 
     #[command(flatten)]
     pub hash: HashFlags,
@@ -391,6 +398,8 @@ pub struct DbmOpener {
     updates: Updates,
     /// The prefix of the update log every writing phase logs into.
     ulog: Option<PathBuf>,
+    /// Whether every writing phase wraps the database for transactions.
+    transactional: bool,
     /// Without a path, the on-memory database between phases.
     kept: Kept,
 }
@@ -487,6 +496,7 @@ impl DbmOptions {
             sync_hard: self.sync_hard,
             updates,
             ulog: self.ulog.clone(),
+            transactional: self.transactional,
             kept: Kept::default(),
         };
         opener.check()?;
@@ -519,6 +529,11 @@ impl DbmOpener {
     /// The implementation's name, as the reports print it (`impl=hash`).
     pub fn name(&self) -> &'static str {
         self.class.name()
+    }
+
+    /// The class opened.
+    pub fn class(&self) -> DbmClass {
+        self.class
     }
 
     /// How updates show, for the checks of `--validate`.
@@ -557,11 +572,30 @@ impl DbmOpener {
         self.logged(db)
     }
 
-    /// `db`, logging into the update log if `--ulog` was given.
+    /// `db`, logging into the update log if `--ulog` was given, and wrapped
+    /// for transactions if `--transactional` was.
     fn logged(&self, db: Box<dyn Dbm>) -> Result<Box<dyn Dbm>> {
-        let Some(prefix) = &self.ulog else { return Ok(db) };
-        let queue = Arc::new(MessageQueue::open(prefix, DEFAULT_MAX_FILE_SIZE)?);
-        Ok(Box::new(LoggedDbm::boxed(db, Arc::new(MqUpdateLogger::new(queue, 0, 0)))))
+        let db: Box<dyn Dbm> = match &self.ulog {
+            None => db,
+            Some(prefix) => {
+                let queue = Arc::new(MessageQueue::open(prefix, DEFAULT_MAX_FILE_SIZE)?);
+                Box::new(LoggedDbm::boxed(db, Arc::new(MqUpdateLogger::new(queue, 0, 0))))
+            }
+        };
+        if !self.transactional {
+            return Ok(db);
+        }
+        Ok(Box::new(self.transactional(db)?))
+    }
+
+    /// `db` wrapped for transactions, with the options its class calls for.
+    pub fn transactional(&self, db: Box<dyn Dbm>) -> Result<TransactionalDbm<Box<dyn Dbm>>> {
+        let options = TransactionOptions {
+            restores_to_checkpoint: self.class != DbmClass::Hash,
+            key_order: None,
+            ..TransactionOptions::default()
+        };
+        TransactionalDbm::open(db, options)
     }
 
     /// Closes a database after a phase, first synchronizing it with the device

@@ -14,6 +14,7 @@ mod parallel;
 mod phase;
 mod sequence;
 mod tally;
+mod txn;
 mod wicked;
 
 use clap::builder::RangedU64ValueParser;
@@ -44,6 +45,9 @@ enum Workload {
     /// Adds, checks and removes pairs of a secondary index (file, mem or a
     /// typed one), as `tkrzw_dbm_perf index` does.
     Index(index::IndexArgs),
+    /// Commits batches (or, with --update, transactions) of random keys from
+    /// every thread at once, at the durability asked for.
+    Txn(txn::TxnArgs),
 }
 
 /// Runs `kura perf`.
@@ -54,6 +58,7 @@ pub fn run(args: &PerfArgs) -> Result<()> {
         Workload::Wicked(args) => args.common.json,
         Workload::Mixed(args) => args.common.json,
         Workload::Index(args) => args.json,
+        Workload::Txn(args) => args.common.json,
     };
     if json {
         crate::out::keep_stdout_for_json();
@@ -64,6 +69,7 @@ pub fn run(args: &PerfArgs) -> Result<()> {
         Workload::Wicked(args) => wicked::run(args),
         Workload::Mixed(args) => mixed::run(args),
         Workload::Index(args) => index::run(args),
+        Workload::Txn(args) => txn::run(args),
     }
 }
 

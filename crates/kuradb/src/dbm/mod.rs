@@ -714,3 +714,18 @@ fn unordered(what: &str) -> Error {
 mod model;
 #[cfg(test)]
 mod tests;
+
+/// A boxed database is a database, so a wrapper generic over [`Dbm`] (as
+/// [`txn::TransactionalDbm`] is) takes whatever a front end opened.
+impl Dbm for Box<dyn Dbm> {
+    fn path(&self) -> Option<&Path> {
+        (**self).path()
+    }
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        (**self).rebuild_with_params(params)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        (*self).close()
+    }
+    forward_dbm!(|this| (**this));
+}
