@@ -531,11 +531,6 @@ impl DbmOpener {
         self.class.name()
     }
 
-    /// The class opened.
-    pub fn class(&self) -> DbmClass {
-        self.class
-    }
-
     /// How updates show, for the checks of `--validate`.
     pub fn updates(&self) -> Updates {
         self.updates
