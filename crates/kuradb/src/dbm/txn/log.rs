@@ -5,10 +5,16 @@
 //! remove for every key it wrote, appends and increments already worked
 //! out), so replaying a record is idempotent and replaying the log in order
 //! over the database's last checkpoint gives the state the commits made.
-//! A checkpoint (a hard synchronization of the database) empties the log.
-//! Committers that ask for the device share one sync: whoever finds none
-//! running starts one covering everything written so far, and the others
-//! wait for it (group commit). The format is in docs/format.md.
+//! A checkpoint (a hard synchronization of the database) empties the log by
+//! moving it to a new generation: each record's checksum covers the
+//! generation the header names, so records of earlier ones no longer read,
+//! and the file keeps its blocks. The log is grown by writing zeros ahead of
+//! the records, so that a commit's sync has only data to make durable, not
+//! the file system's record of newly allocated blocks, which costs a journal
+//! commit each time. Committers that ask for the device share one sync:
+//! whoever finds none running starts one covering everything written so
+//! far, and the others wait for it (group commit). The format is in
+//! docs/format.md.
 
 use std::fmt;
 use std::str::FromStr;
@@ -93,16 +99,22 @@ impl Change {
 const MAGIC: &[u8; 8] = b"KURATXL\n";
 /// The format version the header carries.
 const VERSION: u32 = 1;
-/// The header: magic, version, reserved.
+/// The header: magic, version, generation.
 pub(super) const HEADER_SIZE: u64 = 16;
+/// The least the log grows by when records reach the end of its zeros.
+const GROWTH: u64 = 1 << 20;
 /// A record's frame: body length and its CRC-32.
 const FRAME: usize = 8;
 /// The most a memory-only commit's records wait in the process for.
 const BUFFER_LIMIT: usize = 1 << 20;
 
 struct Written {
-    /// Bytes handed to the OS (the file's logical end).
+    /// Bytes of records handed to the OS.
     end: u64,
+    /// Bytes of the file that exist (records or zeros written ahead).
+    prepared: u64,
+    /// The generation records are written in.
+    generation: u32,
     /// Records of memory-only commits not yet written.
     buffer: Vec<u8>,
 }
@@ -134,25 +146,23 @@ impl CommitLog {
     pub fn open(file: Box<dyn File>, buffers_memory: bool) -> Result<(CommitLog, Vec<LoggedCommit>)> {
         let size = file.size();
         let mut commits = Vec::new();
+        let mut generation = 0;
         if size == 0 {
             if file.is_writable() {
-                let mut header = [0u8; HEADER_SIZE as usize];
-                header[..8].copy_from_slice(MAGIC);
-                header[8..12].copy_from_slice(&VERSION.to_le_bytes());
-                file.write(0, &header)?;
+                file.write(0, &header(generation))?;
             }
         } else {
             let mut data = vec![0u8; size as usize];
             file.read(0, &mut data)?;
-            check_header(&data, file.path())?;
-            commits = decode_records(&data[HEADER_SIZE as usize..]);
+            generation = check_header(&data, file.path())?;
+            commits = decode_records(&data[HEADER_SIZE as usize..], generation);
         }
         // The owner replays what was read and then resets the log, which
-        // also cuts a torn tail.
+        // moves it to the next generation.
         let end = file.size();
         let log = CommitLog {
             file,
-            written: Mutex::new(Written { end, buffer: Vec::new() }),
+            written: Mutex::new(Written { end, prepared: end, generation, buffer: Vec::new() }),
             synced: Mutex::new(Synced { upto: end, running: false, failed: None }),
             done: Condvar::new(),
             buffers_memory,
@@ -171,7 +181,8 @@ impl CommitLog {
     pub fn add(&self, seq: u64, changes: &[Change], durability: CommitDurability) -> Result<u64> {
         let mut written = self.written.lock();
         let start = written.buffer.len();
-        encode_record(&mut written.buffer, seq, changes);
+        let generation = written.generation;
+        encode_record(&mut written.buffer, generation, seq, changes);
         if durability == CommitDurability::Memory
             && self.buffers_memory
             && written.buffer.len() < BUFFER_LIMIT
@@ -192,14 +203,28 @@ impl CommitLog {
             return Ok(());
         }
         let at = written.end;
-        if let Err(e) = self.file.write(at, &written.buffer) {
-            // Nothing after a torn record is read back: cut what may have
-            // been stored, so the next record follows the last whole one.
-            let _ = self.file.truncate(at);
-            return Err(e);
+        let needed = at + written.buffer.len() as u64;
+        if needed > written.prepared {
+            let target = needed.max(written.prepared + GROWTH.max(written.prepared));
+            self.write_zeros(written.prepared, target)?;
+            written.prepared = target;
         }
+        // A failed write leaves at most a torn record, which ends the log
+        // when read; the next record is written over it.
+        self.file.write(at, &written.buffer)?;
         written.end = at + written.buffer.len() as u64;
         written.buffer.clear();
+        Ok(())
+    }
+
+    fn write_zeros(&self, from: u64, to: u64) -> Result<()> {
+        let zeros = vec![0u8; GROWTH as usize];
+        let mut at = from;
+        while at < to {
+            let n = (to - at).min(GROWTH);
+            self.file.write(at, &zeros[..n as usize])?;
+            at += n;
+        }
         Ok(())
     }
 
@@ -248,8 +273,10 @@ impl CommitLog {
     pub fn reset(&self) -> Result<()> {
         let mut written = self.written.lock();
         written.buffer.clear();
-        self.file.truncate(HEADER_SIZE)?;
+        let generation = written.generation.wrapping_add(1);
+        self.file.write(0, &header(generation))?;
         self.file.synchronize(Durability::Hard)?;
+        written.generation = generation;
         written.end = HEADER_SIZE;
         let mut synced = self.synced.lock();
         synced.upto = HEADER_SIZE;
@@ -268,7 +295,16 @@ impl CommitLog {
     }
 }
 
-fn check_header(data: &[u8], path: &std::path::Path) -> Result<()> {
+fn header(generation: u32) -> [u8; HEADER_SIZE as usize] {
+    let mut header = [0u8; HEADER_SIZE as usize];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    header[12..16].copy_from_slice(&generation.to_le_bytes());
+    header
+}
+
+/// Checks the header and answers the generation it names.
+fn check_header(data: &[u8], path: &std::path::Path) -> Result<u32> {
     let broken = |what: &str| {
         Error::new(ErrorKind::BrokenData, format!("{}: not a kuradb commit log: {what}", path.display()))
     };
@@ -279,10 +315,18 @@ fn check_header(data: &[u8], path: &std::path::Path) -> Result<()> {
     if version != VERSION {
         return Err(broken(&format!("format version {version}, this build reads {VERSION}")));
     }
-    Ok(())
+    Ok(u32::from_le_bytes(data[12..16].try_into().expect("four bytes")))
 }
 
-fn encode_record(out: &mut Vec<u8>, seq: u64, changes: &[Change]) {
+/// A record's checksum: of its generation and its body.
+fn checksum(generation: u32, body: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&generation.to_le_bytes());
+    hasher.update(body);
+    hasher.finalize()
+}
+
+fn encode_record(out: &mut Vec<u8>, generation: u32, seq: u64, changes: &[Change]) {
     let start = out.len();
     out.extend_from_slice(&[0u8; FRAME]);
     out.extend_from_slice(&seq.to_le_bytes());
@@ -304,20 +348,21 @@ fn encode_record(out: &mut Vec<u8>, seq: u64, changes: &[Change]) {
         }
     }
     let body_len = (out.len() - start - FRAME) as u32;
-    let crc = crc32fast::hash(&out[start + FRAME..]);
+    let crc = checksum(generation, &out[start + FRAME..]);
     out[start..start + 4].copy_from_slice(&body_len.to_le_bytes());
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Reads the records after the header, stopping at the first that is torn
-/// (short, or failing its checksum) or does not parse.
-fn decode_records(mut data: &[u8]) -> Vec<LoggedCommit> {
+/// Reads the records of `generation` after the header, stopping at the
+/// first that is torn (short, or failing its checksum), of another
+/// generation, or does not parse.
+fn decode_records(mut data: &[u8], generation: u32) -> Vec<LoggedCommit> {
     let mut commits = Vec::new();
     while data.len() >= FRAME {
         let len = u32::from_le_bytes(data[..4].try_into().expect("four bytes")) as usize;
         let crc = u32::from_le_bytes(data[4..8].try_into().expect("four bytes"));
         let Some(body) = data.get(FRAME..FRAME + len) else { break };
-        if len < 12 || crc32fast::hash(body) != crc {
+        if len < 12 || checksum(generation, body) != crc {
             break;
         }
         let Some(commit) = decode_body(body) else { break };
@@ -371,20 +416,21 @@ mod tests {
         ];
         let mut data = Vec::new();
         for (seq, changes) in &commits {
-            encode_record(&mut data, *seq, changes);
+            encode_record(&mut data, 7, *seq, changes);
         }
-        assert_eq!(decode_records(&data), commits);
+        assert_eq!(decode_records(&data, 7), commits);
+        assert_eq!(decode_records(&data, 8), vec![], "records of an earlier generation do not read");
         for cut in 0..data.len() {
-            let got = decode_records(&data[..cut]);
+            let got = decode_records(&data[..cut], 7);
             assert!(got.len() < 2 && got.iter().zip(&commits).all(|(a, b)| a == b), "cut at {cut}");
         }
         let mut flipped = data.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
-        assert_eq!(decode_records(&flipped), commits[..1]);
-        // The zeros a preallocated file ends with are no record.
+        assert_eq!(decode_records(&flipped, 7), commits[..1]);
+        // The zeros written ahead of the records are no record.
         data.extend_from_slice(&[0; 64]);
-        assert_eq!(decode_records(&data), commits);
+        assert_eq!(decode_records(&data, 7), commits);
     }
 
     #[test]
