@@ -385,7 +385,7 @@ public final class DifferentialDriver {
       Object[] result;
       try {
         result = driver.call(op, args);
-      } catch (StatusException | IllegalStateException e) {
+      } catch (StatusException | IllegalArgumentException e) {
         // The languages raise differently; that it raised is what compares.
         System.out.println(shown + " RAISES");
         continue;
