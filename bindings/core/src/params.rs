@@ -17,6 +17,9 @@
 //!   handles;
 //! - a `max_page_size` below 64 is raised to 64, kuradb's smallest page:
 //!   the reference takes it as a target that small pages only approach.
+//! - `padding` in the `access_options` of a positional file without a
+//!   `block_size` above 1 is dropped: the reference pads to a multiple of
+//!   its block size, 1 unless given, which pads nothing;
 //! - `lock_mem_buckets`, the reference's newer name for keeping a hash
 //!   database's buckets in memory (it locks their pages), is kuradb's
 //!   `cache_buckets`, which keeps a copy of them in the process's memory.
@@ -26,6 +29,7 @@
 //! `min_read_size`, `cache_buckets`, `max_cached_pages`): kuradb writes none
 //! of them into the file and takes them when the database is opened.
 
+use kuradb::file::FileKind;
 use kuradb::ErrorKind;
 
 /// The parameters a binding reads itself and kuradb does not take.
@@ -79,6 +83,7 @@ where
             }
         }
     }
+    drop_unit_padding(&mut out);
     if cipher.is_some() && !has_key {
         return Err(kuradb::Error::new(
             ErrorKind::InvalidArgument,
@@ -86,6 +91,26 @@ where
         ));
     }
     Ok(out)
+}
+
+/// Drops `padding` from the `access_options` of a positional file given
+/// no `block_size` above 1: the reference pads such a file to a multiple of
+/// its block size, 1 unless given, which is no padding, where kuradb refuses
+/// padding without block I/O rather than take a word that would do nothing.
+/// (A memory-mapped file with `padding` is refused by both.)
+fn drop_unit_padding(out: &mut [(String, String)]) {
+    let last =
+        |wanted: &str| out.iter().rev().find(|(name, _)| name == wanted).map(|(_, v)| v.trim().to_string());
+    let positional = last("file").and_then(|f| FileKind::parse(&f).ok()).is_some_and(FileKind::is_positional);
+    let unit_blocks = last("block_size").is_none_or(|b| b.parse::<u64>().is_ok_and(|n| n <= 1));
+    if !positional || !unit_blocks {
+        return;
+    }
+    for (_, value) in out.iter_mut().filter(|(name, _)| name == "access_options") {
+        let kept: Vec<&str> =
+            value.split('+').filter(|word| !word.trim().eq_ignore_ascii_case("padding")).collect();
+        *value = kept.join("+");
+    }
 }
 
 /// The tuning of a running database, which a kuradb rebuild does not take.
@@ -158,6 +183,32 @@ mod tests {
         assert!(rc4.message().contains("RC4 is a broken cipher"), "{rc4}");
         let zstd = translated(&[("record_comp_mode", "RECORD_COMP_ZSTD")]).unwrap();
         assert_eq!(zstd, pairs(&[("record_comp_mode", "RECORD_COMP_ZSTD")]));
+    }
+
+    #[test]
+    fn padding_without_block_io_is_dropped_as_the_references_pads_nothing() {
+        let pos = ("file", "PositionalParallelFile");
+        let got = translated(&[pos, ("access_options", "padding:direct")]).unwrap();
+        assert_eq!(got, pairs(&[pos, ("access_options", "direct")]));
+        let got =
+            translated(&[("access_options", "padding"), ("block_size", "1"), ("file", "pos-atom")]).unwrap();
+        assert_eq!(got, pairs(&[("access_options", ""), ("block_size", "1"), ("file", "pos-atom")]));
+        let kept = translated(&[pos, ("access_options", "padding"), ("block_size", "512")]).unwrap();
+        assert_eq!(kept, pairs(&[pos, ("access_options", "padding"), ("block_size", "512")]));
+        // A bad block size is kuradb's to judge, with the padding it came with.
+        let bad = translated(&[pos, ("block_size", "x"), ("access_options", "padding")]).unwrap();
+        assert_eq!(bad, pairs(&[pos, ("block_size", "x"), ("access_options", "padding")]));
+        // A memory-mapped file (the default) with padding is refused, as the reference's is.
+        let mapped = translated(&[("access_options", "padding")]).unwrap();
+        assert_eq!(mapped, pairs(&[("access_options", "padding")]));
+        let dir = tempfile::tempdir().unwrap();
+        let open = |list: &[(&str, &str)]| {
+            let params: kuradb::Params = translated(list).unwrap().into_iter().collect();
+            kuradb::dbm::poly::PolyDbm::open(dir.path().join("p.tkh"), Access::ReadWrite, &params)
+        };
+        open(&[pos, ("access_options", "padding")]).unwrap().close().unwrap();
+        let refused = open(&[("access_options", "padding")]).err().expect("refused");
+        assert_eq!(refused.kind(), ErrorKind::InvalidArgument);
     }
 
     #[test]

@@ -25,6 +25,16 @@ def _lines_file(tmp_path: pathlib.Path) -> tkrzw.File:
     return file
 
 
+def test_a_file_is_memory_mapped_by_default_as_the_references(tmp_path: pathlib.Path) -> None:
+    file = tkrzw.File()
+    assert file.Open(str(tmp_path / "d.txt"), True).IsOK()
+    assert "class=MemoryMapParallelFile" in repr(file)
+    assert file.Close().IsOK()
+    assert file.Open(str(tmp_path / "s.txt"), True, file="StdFile").IsOK()
+    assert "class=StdFile" in repr(file)
+    assert file.Close().IsOK()
+
+
 def test_file_search_finds_lines_in_each_mode(tmp_path: pathlib.Path) -> None:
     file = _lines_file(tmp_path)
     assert len(file.Search("contain", "001")) == 12

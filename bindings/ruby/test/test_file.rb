@@ -75,7 +75,11 @@ class TestFile < Test::Unit::TestCase
     assert_equal(Tkrzw::Status::INVALID_ARGUMENT_ERROR, Tkrzw::File.new.open(path("g"), true, file: "NoFile").code)
     default = Tkrzw::File.new
     default.open(path("d.dat"), true).or_die
-    assert_match(/MemoryMapAtomicFile/, default.to_s)
+    assert_match(/MemoryMapParallelFile/, default.to_s)
+    default.close.or_die
+    # The reference's StdFile is the positional file with a whole-file lock.
+    default.open(path("d.dat"), true, file: "StdFile").or_die
+    assert_match(/PositionalAtomicFile/, default.to_s)
     default.close.or_die
   end
 

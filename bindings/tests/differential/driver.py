@@ -261,9 +261,16 @@ def main() -> None:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        # "! CALL": kuradb answers differently from the reference on purpose;
+        # its layers compare with each other, and the reference skips it.
+        kuradb_only = line.startswith("! ")
+        line = line[2:] if kuradb_only else line
         words = line.replace("PATH", directory).split(" ")
         op, args = words[0], [None if w == "-" else w for w in words[1:]]
         shown = f"{op} {' '.join(words[1:]).replace(directory, 'PATH')} =>"
+        if kuradb_only and module == "tkrzw":
+            print(shown, "ABSENT")
+            continue
         try:
             status, answer = driver.call(op, args)
         except AttributeError:

@@ -299,7 +299,7 @@ fn bad_input_fails_clearly() {
         (&["sequence", "--dbm", "hash", "--iter", "0"], Some(&path), 2, "--iter"),
         (&["sequence", "--dbm", "hash", "--size", "abc"], Some(&path), 2, "--size"),
         (&["sequence", "--dbm", "hash", "--record_crc", "7"], Some(&path), 2, "--record_crc"),
-        (&["sequence", "--dbm", "hash", "--file", "std"], Some(&path), 2, "unknown file implementation"),
+        (&["sequence", "--dbm", "hash", "--file", "stdio"], Some(&path), 2, "unknown file implementation"),
         (&["sequence", "--dbm", "hash", "--direct_io"], Some(&path), 1, "direct I/O"),
         (&["parallel", "--dbm", "hash", "--sleep", "-1"], Some(&path), 2, "seconds"),
         (&["wicked", "--dbm", "hash", "--random_key"], Some(&path), 2, "--random_key"),

@@ -24,10 +24,11 @@ pub struct FileObject {
 impl FileObject {
     /// Opens `path` with the reference's parameters: a file implementation
     /// and its options (`file`, `block_size`, `access_options`, …), and
-    /// `truncate`, `no_create`, `no_wait`, `no_lock`. Memory mapping with a
-    /// whole-file lock is the default, as the reference's `File` has it.
+    /// `truncate`, `no_create`, `no_wait`, `no_lock`. Memory mapping without
+    /// a whole-file lock is the default, as the reference's `File` has it
+    /// (its `PolyFile` makes a `MemoryMapParallelFile` when `file` is not given).
     pub fn open(path: &str, writable: bool, params: &Params) -> kuradb::Result<FileObject> {
-        let mut spec = FileSpec::new(FileKind::MmapAtomic);
+        let mut spec = FileSpec::new(FileKind::MmapParallel);
         // The reference's file waits for another process's lock unless told
         // `no_wait`; the compat layer keeps that.
         let mut options = if writable { OpenOptions::writer() } else { OpenOptions::reader() }.waiting();

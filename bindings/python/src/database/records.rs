@@ -19,12 +19,7 @@ pub(super) fn get<'py>(
     key: &Bound<'py, PyAny>,
     default: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let key = bytes_of(key, "key")?;
-    let value = db.run(py, |db| db.get(&key))?;
-    Ok(match value {
-        Some(v) => Some(PyBytes::new(py, &v).into_any()),
-        None => default,
-    })
+    lookup(db, py, key, default, |v| Ok(PyBytes::new(py, &v).into_any()))
 }
 
 pub(super) fn get_str<'py>(
@@ -33,15 +28,25 @@ pub(super) fn get_str<'py>(
     key: &Bound<'py, PyAny>,
     default: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let key = bytes_of(key, "key")?;
-    let value = db.run(py, |db| db.get(&key))?;
-    Ok(match value {
-        Some(v) => Some(
-            PyString::new(py, std::str::from_utf8(&v).map_err(|e| PyValueError::new_err(e.to_string()))?)
-                .into_any(),
-        ),
-        None => default,
+    lookup(db, py, key, default, |v| {
+        let text = std::str::from_utf8(&v).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyString::new(py, text).into_any())
     })
+}
+
+/// The value of `key` as `shown` makes it, or `default` where there is none.
+fn lookup<'py>(
+    db: &Database,
+    py: Python<'py>,
+    key: &Bound<'py, PyAny>,
+    default: Option<Bound<'py, PyAny>>,
+    shown: impl FnOnce(Vec<u8>) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let key = bytes_of(key, "key")?;
+    match db.run(py, |db| db.get(&key))? {
+        Some(v) => shown(v).map(Some),
+        None => Ok(default),
+    }
 }
 
 pub(super) fn set(

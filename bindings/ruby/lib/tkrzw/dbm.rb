@@ -38,7 +38,8 @@ module Tkrzw
     # and #file_size answer nil (#file_path "" for a shard set), #writable?
     # false, #copy_file_data PRECONDITION_ERROR.
     def open(path, writable, params = nil, **keywords)
-      return Status.new(Status::PRECONDITION_ERROR, "opened database") if @db
+      # As the reference's: opening an open DBM raises.
+      raise "opened database" if @db
 
       params = TkrzwParams.given(params, keywords).transform_keys(&:to_sym)
       sync_hard = Kuradb::Params.flag(params.delete(:sync_hard))

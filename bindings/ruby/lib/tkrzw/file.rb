@@ -27,7 +27,7 @@ module Tkrzw
 
     # Opens the file at +path+. Parameters: truncate, no_create, no_wait,
     # no_lock, sync_hard (a hard synchronization at close), the file
-    # class (MemoryMapAtomicFile by default, as the reference's) and its
+    # class (MemoryMapParallelFile by default, as the reference's) and its
     # options (file, block_size, access_options, ...),
     # encoding (of the Strings #read answers) and concurrent.
     def open(path, writable, params = nil, **keywords)
@@ -39,7 +39,7 @@ module Tkrzw
       encoding &&= Encoding.find(encoding.to_s).name
       concurrent = Kuradb::Params.flag(params.delete(:concurrent))
       # The reference's default class.
-      params[:file] ||= "MemoryMapAtomicFile"
+      params[:file] ||= "MemoryMapParallelFile"
       # The reference waits for another process's lock unless told no_wait.
       params[:no_wait] = false unless params.key?(:no_wait)
       file = Kuradb::File.new

@@ -48,9 +48,15 @@ impl FileKind {
         }
     }
 
-    /// Parses a short name or a class name, ignoring case.
+    /// Parses a short name or a class name, ignoring case. The reference's
+    /// `StdFile` (`std`), a file of the C++ standard streams with every
+    /// operation under one mutex, is the positional file with a whole-file
+    /// lock (`pos-atom`): plain reads and writes, no memory map, atomic.
     pub fn parse(name: &str) -> Result<FileKind> {
         let lower = name.trim().to_ascii_lowercase();
+        if lower == "std" || lower == "stdfile" {
+            return Ok(FileKind::PositionalAtomic);
+        }
         FileKind::ALL
             .into_iter()
             .find(|k| lower == k.name() || lower == k.class_name().to_ascii_lowercase())
@@ -446,9 +452,11 @@ mod tests {
             assert_eq!(FileKind::parse(kind.name()).unwrap(), kind);
             assert_eq!(FileKind::parse(kind.class_name()).unwrap(), kind);
         }
-        let err = FileKind::parse("std").unwrap_err();
+        assert_eq!(FileKind::parse("StdFile").unwrap(), FileKind::PositionalAtomic);
+        assert_eq!(FileKind::parse("std").unwrap(), FileKind::PositionalAtomic);
+        let err = FileKind::parse("stdio").unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-        assert!(err.to_string().contains("\"std\""));
+        assert!(err.to_string().contains("\"stdio\""));
     }
 
     #[test]

@@ -32,7 +32,7 @@ class File:
     def __init__(self) -> None:
         self._file: Optional[BinaryIO] = None
         self._path = ""
-        self._class = "PositionalParallelFile"
+        self._class = "MemoryMapParallelFile"
         self._padding = 0
 
     def Open(self, path: Union[str, bytes, "os.PathLike[str]"], writable: bool, **params: Any) -> Status:
@@ -44,7 +44,8 @@ class File:
         tuning parameters are accepted and have no effect here."""
         if self._file is not None:
             return Status(Status.PRECONDITION_ERROR, "opened file")
-        class_name = _FILE_CLASSES.get(str(params.get("file", "pos-para")).lower())
+        # The reference's File is memory-mapped unless told otherwise.
+        class_name = _FILE_CLASSES.get(str(params.get("file", "mmap-para")).lower())
         if class_name is None:
             return Status(Status.INVALID_ARGUMENT_ERROR, f"unsupported file class: {params['file']}")
         try:

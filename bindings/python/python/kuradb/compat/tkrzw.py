@@ -121,6 +121,18 @@ def _bytes(data: Any) -> bytes:
     return str(data).encode()
 
 
+def _processor_answer(out: Any, writable: bool) -> Any:
+    """What a processor function's result ``out`` does to its record, as the
+    reference reads it: nothing for a read-only call, whatever it answers;
+    else None keeps the record, False removes it, bytes or str set it, and
+    anything else (an int, say) is stored as its str()."""
+    if not writable:
+        return None
+    if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
+        return out
+    return str(out)
+
+
 def _like(value: Optional[bytes], model: Any) -> Optional[Data]:
     """``value`` as str if ``model`` is a str, as the reference returns it."""
     if value is not None and isinstance(model, str):
@@ -223,9 +235,10 @@ class DBM(_kuradb._CompatDBM):
             return _status_of(e)
 
     def Open(self, path: str, writable: bool, **params: Any) -> Status:
-        """Opens a database file; every parameter of the reference is a keyword."""
+        """Opens a database file; every parameter of the reference is a keyword.
+        Raises TypeError if this DBM is open already, as the reference does."""
         if self._db is not None:
-            return Status(Status.PRECONDITION_ERROR, "opened database")
+            raise TypeError("invalid arguments: opened database")
         try:
             # As in the reference, only a concurrent database lets other
             # threads run during its calls.
@@ -271,34 +284,17 @@ class DBM(_kuradb._CompatDBM):
         raw = _bytes(key)
 
         def call(value: Optional[bytes]) -> Any:
-            # As the reference, a result that is not None, a bool, bytes or
-            # str is stored as its str() (an int, say).
-            out = func(raw, value)
-            if not writable:
-                # As the reference, a read-only call leaves the record whatever it answers.
-                return None
-            if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
-                return out
-            return str(out)
+            return _processor_answer(func(raw, value), writable)
 
         return self._call(lambda db: db.process(raw, call, writable))
 
     def ProcessMulti(self, key_func_pairs: Any, writable: bool) -> Status:
         """Calls each func(key, value or None) of the (key, func) pairs under
         the records' locks at once, with Process's return convention."""
-        def shown(func: Callable[[bytes, Optional[bytes]], Any]) -> Callable[[bytes, Optional[bytes]], Any]:
-            def call(key: bytes, value: Optional[bytes]) -> Any:
-                out = func(key, value)
-                if not writable:
-                    # As the reference, a read-only call leaves the record whatever it answers.
-                    return None
-                if out is None or isinstance(out, (bool, bytes, bytearray, memoryview, str)):
-                    return out
-                return str(out)
+        def answering(func: Callable[[bytes, Optional[bytes]], Any]) -> Callable[[bytes, Optional[bytes]], Any]:
+            return lambda key, value: _processor_answer(func(key, value), writable)
 
-            return call
-
-        pairs = [(_bytes(key), shown(func)) for key, func in key_func_pairs]
+        pairs = [(_bytes(key), answering(func)) for key, func in key_func_pairs]
         return self._call(lambda db: db.process_multi(pairs, writable))
 
     def GetMulti(self, *keys: Data) -> Dict[bytes, bytes]:

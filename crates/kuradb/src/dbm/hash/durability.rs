@@ -137,6 +137,13 @@ impl State {
             return self.file.synchronize(durability);
         }
         self.make_durable()?;
+        if self.kind == Kind::Hash {
+            // The header names the epoch just made durable, for a restore
+            // to the last synchronization (a tree's store wrote it in
+            // `make_durable`). Not waited for: after a power cut that lost
+            // it, such a restore goes back to the synchronization before.
+            self.write_header(true)?;
+        }
         // Records written from now on may be torn by a crash; older ones may not.
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(())

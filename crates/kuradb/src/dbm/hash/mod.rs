@@ -188,6 +188,12 @@ impl HashDbm {
         Ok(db)
     }
 
+    /// Whether the database takes changes: opened for writing, and not a
+    /// file left unrestored for reading only (`RestoreMode::ReadOnly`).
+    pub(crate) fn takes_writes(&self) -> bool {
+        self.state.read().as_ref().is_some_and(|s| s.writable)
+    }
+
     /// Makes the first read of a record take at least `size` bytes, so that
     /// a caller who knows its records' usual size reads each in one call.
     pub(crate) fn set_min_read_size(&mut self, size: usize) {

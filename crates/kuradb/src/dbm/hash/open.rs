@@ -62,6 +62,18 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
     // and a writer would append its next record where no chain can address
     // it: a writer restores it first, as a crashed file. A reader reads it
     // as it is, and a record the cut reached is a broken-data error.
+    if o.restore == RestoreMode::Synchronized && kind == Kind::Hash && !header.appending {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{} is a hash database updated in place: restore_mode sync cannot be kept for it, since \
+                 updating in place overwrites and voids the versions of its last synchronized state; \
+                 create it with update_mode=appending, or use a tree database, whose restore always \
+                 goes back to its last hard synchronization",
+                path.display()
+            ),
+        ));
+    }
     let align = 1u64 << header.align_pow;
     let cut = file.size() < header.records_start || (file.size() - header.records_start) % align != 0;
     if header.open_for_writing && !writable && !open.no_lock {
@@ -82,9 +94,14 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
                     format!("{} {why}: restore it first", path.display()),
                 ));
             }
+            // The file is left as it is; the handle holds its lock.
+            RestoreMode::ReadOnly => {
+                log::warn!("{} {why}: opening it for reading only, as restore_mode says", path.display());
+                return restore::open_restored_view(path, o, kind, file);
+            }
             // The file stays locked until the restored one, locked too,
             // has taken its place.
-            RestoreMode::Automatic => {
+            RestoreMode::Automatic | RestoreMode::Synchronized => {
                 log::warn!("{} {why}: restoring it before opening it for writing", path.display());
                 let restored = restore::restore_in_place(path, o, file)?;
                 log::info!(

@@ -19,9 +19,22 @@ pub enum UpdateMode {
 /// What opening for writing does with a file that was not closed cleanly
 /// (or whose records end inside an alignment unit: cut or damaged).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RestoreMode {
-    /// Rebuild the index from the records on disk before use.
+    /// Rebuild the index from the records on disk before use: a hash
+    /// database keeps every intact record, a tree goes back to its last
+    /// hard synchronization.
     Automatic,
+    /// Rebuild the database as it was at its last completed hard
+    /// synchronization, leaving out every later change. A tree's restore
+    /// always does; a hash database in appending mode goes back in its
+    /// history. A hash database updated in place overwrites and voids the
+    /// versions of that state, so it is refused there, at open.
+    Synchronized,
+    /// Leave the file as it is and open it for reading only: the handle
+    /// sees what a restore would make of it (as a reader's open does) and
+    /// refuses every change.
+    ReadOnly,
     /// Refuse to open it for writing, with an error saying to restore it.
     Refuse,
 }

@@ -44,11 +44,7 @@ impl HashOptions {
             self.cipher_key = Some(key);
         }
         if let Some((name, value)) = t.take(&["restore_mode"]) {
-            self.restore = match value.trim().to_ascii_lowercase().trim_start_matches("restore_") {
-                "default" | "auto" | "automatic" => RestoreMode::Automatic,
-                "noop" | "refuse" | "none" => RestoreMode::Refuse,
-                _ => return Err(bad_value(name, value, "auto or refuse")),
-            };
+            self.restore = restore_mode(name, value)?;
         }
         Ok(self)
     }
@@ -103,4 +99,46 @@ pub(crate) fn record_comp_mode(t: &mut Taker<'_>) -> Result<Option<RecordCompMod
 /// text's bytes; an empty one is none).
 pub(crate) fn cipher_key(t: &mut Taker<'_>) -> Option<CipherKey> {
     t.take(&["cipher_key"]).map(|(_, value)| CipherKey::from(value))
+}
+
+/// The `restore_mode` parameter: a mode in kuradb's words or the
+/// reference's (`RESTORE_DEFAULT`, `RESTORE_SYNC`, `RESTORE_READ_ONLY`,
+/// `RESTORE_NOOP`), with the reference's flags after `:` or `|`.
+/// `RESTORE_NO_SHORTCUTS` and `RESTORE_WITH_HARDSYNC` ask for what every
+/// kuradb restore does: it scans the whole file, and the restored file is
+/// durable before it takes the database's name.
+fn restore_mode(name: &str, value: &str) -> Result<RestoreMode> {
+    let mut mode = RestoreMode::Automatic;
+    for word in value.split([':', '|', '+']).map(|w| w.trim().to_ascii_lowercase()) {
+        mode = match word.trim_start_matches("restore_") {
+            "" | "no_shortcuts" | "with_hardsync" => continue,
+            "default" | "auto" | "automatic" => RestoreMode::Automatic,
+            "sync" | "synchronized" => RestoreMode::Synchronized,
+            "read_only" | "readonly" => RestoreMode::ReadOnly,
+            "noop" | "refuse" | "none" => RestoreMode::Refuse,
+            _ => return Err(bad_value(name, value, "auto, sync, read_only or refuse")),
+        };
+    }
+    Ok(mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_modes_take_the_references_names_and_flags() {
+        let mode = |v: &str| restore_mode("restore_mode", v);
+        assert_eq!(mode("RESTORE_DEFAULT").unwrap(), RestoreMode::Automatic);
+        assert_eq!(mode("RESTORE_SYNC").unwrap(), RestoreMode::Synchronized);
+        assert_eq!(mode("RESTORE_READ_ONLY").unwrap(), RestoreMode::ReadOnly);
+        assert_eq!(mode("RESTORE_NOOP").unwrap(), RestoreMode::Refuse);
+        assert_eq!(
+            mode("RESTORE_SYNC|RESTORE_NO_SHORTCUTS|RESTORE_WITH_HARDSYNC").unwrap(),
+            RestoreMode::Synchronized
+        );
+        assert_eq!(mode("RESTORE_READ_ONLY:RESTORE_NO_SHORTCUTS").unwrap(), RestoreMode::ReadOnly);
+        assert_eq!(mode("RESTORE_WITH_HARDSYNC").unwrap(), RestoreMode::Automatic);
+        assert!(mode("RESTORE_SOMETIMES").is_err());
+    }
 }

@@ -24,7 +24,7 @@ use super::change::Change;
 use super::dictionary::Dictionary;
 use super::header::{self, Header, Kind};
 use super::open::open_state;
-use super::options::{HashOptions, UpdateMode};
+use super::options::{HashOptions, RestoreMode, UpdateMode};
 use super::record::{self, MAGIC_DICT, MAGIC_PAD};
 use super::state::State;
 use super::value::Codec;
@@ -155,9 +155,20 @@ fn restore_open(
             ),
         ));
     }
+    let synced = options.restore == RestoreMode::Synchronized;
+    if synced && header.kind == Kind::Hash && !header.appending {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{} is a hash database updated in place, which keeps no whole synchronized state: \
+                 restore it without restore_mode sync",
+                src.display()
+            ),
+        ));
+    }
     // The key is checked before the scan: a wrong one fails at once.
     let codec = Codec::open(&header, options.cipher_key.as_ref(), None, src)?;
-    let (versions, dict_at) = scan(file.as_ref(), &header, end_offset)?;
+    let (versions, dict_at) = scan(file.as_ref(), &header, end_offset, synced)?;
     // The file's values are read with its own dictionary, which the new
     // file keeps: a damaged one is an error naming it, since without it no
     // value written with it can be read.
@@ -326,9 +337,16 @@ impl Window<'_> {
 type Versions = HashMap<Vec<u8>, Version>;
 
 /// The latest version of every key in the records of `file` that end by
-/// `end_offset` (all if `None`), and the offset of the last dictionary
-/// record (a file has one at most, but a clear writes it anew).
-fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Versions, Option<u64>)> {
+/// `end_offset` (all if `None`), of the epochs up to the last completed hard
+/// synchronization if `synced` (a tree's always are), and the offset of the
+/// last dictionary record (a file has one at most, but a clear writes it
+/// anew).
+fn scan(
+    file: &dyn File,
+    header: &Header,
+    end_offset: Option<u64>,
+    synced: bool,
+) -> Result<(Versions, Option<u64>)> {
     let align = 1u64 << header.align_pow;
     let width = header.width as usize;
     let end = end_offset.map_or(file.size(), |e| e.min(file.size()));
@@ -338,13 +356,16 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Ve
     // record of a key wins. A void record with no value is a removal; one
     // with a value is a version that a later hard synchronization marked
     // void because it was replaced: at the offset, it was the value.
-    let history = end_offset.is_some();
+    // A hash file in appending mode goes back to its last synchronization
+    // as it goes back to an end offset: its records of later epochs are a
+    // suffix of the file, left out.
+    let history = end_offset.is_some() || (synced && header.kind == Kind::Hash);
     let in_time_order = header.appending && header.kind == Kind::Hash;
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
     let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
     // synchronization: later versions are left out.
-    let last_epoch = if header.kind == Kind::TreeNodes { header.synced_epoch } else { u32::MAX };
+    let last_epoch = if header.kind == Kind::TreeNodes || synced { header.synced_epoch } else { u32::MAX };
     let mut dict_at = None;
     let mut offset = header.records_start;
     while offset < end {
@@ -371,7 +392,7 @@ fn scan(file: &dyn File, header: &Header, end_offset: Option<u64>) -> Result<(Ve
         }
         let key = &buf[h.header_size..h.header_size + h.key_size];
         if history {
-            if magic != MAGIC_PAD && offset + h.size.max(align) <= end {
+            if magic != MAGIC_PAD && offset + h.size.max(align) <= end && h.epoch <= last_epoch {
                 let live = h.live || h.value_size > 0;
                 versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live });
             }

@@ -34,9 +34,12 @@ pub(super) struct Tree {
 impl Tree {
     pub(super) fn open(path: &Path, access: Access, o: &TreeOptions) -> Result<Tree> {
         let store = HashDbm::open_kind(path.to_path_buf(), access.is_writable(), &o.hash, Kind::TreeNodes)?;
+        // A store not closed cleanly and opened with restore_mode read_only
+        // takes no writes, and so neither does the tree.
+        let writable = store.takes_writes();
         let mut tree = Tree {
             store,
-            writable: access.is_writable(),
+            writable,
             cmp: o.comparator.unwrap_or(KeyComparator::Lexical),
             max_page_size: o.max_page_size,
             max_branches: o.max_branches,
@@ -78,7 +81,7 @@ impl Tree {
             }
             None => {
                 // A new tree: one empty leaf, written at the first synchronization.
-                tree.insert(1, Node::Leaf(Leaf::default()), access.is_writable());
+                tree.insert(1, Node::Leaf(Leaf::default()), writable);
             }
         }
         tree.read_pages_whole(o.hash.min_read_size);

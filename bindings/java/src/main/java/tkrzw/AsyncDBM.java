@@ -51,7 +51,7 @@ public class AsyncDBM {
    * @param dbm the database, open
    * @param numWorkerThreads how many worker threads (at least 1)
    * @throws StatusException if {@code numWorkerThreads} is not positive
-   * @throws IllegalStateException if the database is not open
+   * @throws IllegalArgumentException if the database is not open
    */
   public AsyncDBM(DBM dbm, int numWorkerThreads) {
     this.dbm = dbm;
@@ -84,7 +84,7 @@ public class AsyncDBM {
   private <T> Future<T> queue(Queue op, Future.Decoder<T> decoder) {
     try {
       return new Future<>(op.run(handle), decoder);
-    } catch (KuraException | Calls.NotOpen | IllegalStateException e) {
+    } catch (KuraException | Calls.NotOpen | IllegalArgumentException e) {
       return new Future<>(Calls.failure(e), decoder);
     } finally {
       Reference.reachabilityFence(this);

@@ -24,6 +24,41 @@ final class Convert {
     }
   }
 
+  /**
+   * {@code text}'s UTF-8 bytes written as the reference's {@code toString} writes a path: C
+   * escapes for the control characters and the backslash, {@code \\xNN} for the others below
+   * a space, DEL and every byte of a non-ASCII character.
+   */
+  static String escapeC(String text) {
+    byte[] bytes = utf8(text);
+    StringBuilder out = new StringBuilder(bytes.length);
+    for (int i = 0; i < bytes.length; i++) {
+      int c = bytes[i] & 0xff;
+      switch (c) {
+        case 0:
+          // An octal digit after it would extend a short escape.
+          boolean digitNext = i + 1 < bytes.length && bytes[i + 1] >= '0' && bytes[i + 1] <= '7';
+          out.append(digitNext ? "\\x00" : "\\0");
+          break;
+        case 0x07: out.append("\\a"); break;
+        case '\b': out.append("\\b"); break;
+        case '\t': out.append("\\t"); break;
+        case '\n': out.append("\\n"); break;
+        case 0x0b: out.append("\\v"); break;
+        case '\f': out.append("\\f"); break;
+        case '\r': out.append("\\r"); break;
+        case '\\': out.append("\\\\"); break;
+        default:
+          if (c < ' ' || c >= 0x7f) {
+            out.append(String.format("\\x%02x", c));
+          } else {
+            out.append((char) c);
+          }
+      }
+    }
+    return out.toString();
+  }
+
   static byte[][][] split(Map<byte[], byte[]> records) {
     byte[][] keys = new byte[records.size()][];
     byte[][] values = new byte[records.size()][];

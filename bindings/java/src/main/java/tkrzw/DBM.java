@@ -19,7 +19,8 @@ import java.util.Map;
  * {@link AutoCloseable} that closes the database and checks the status with
  * {@code orDie} ({@code DBM} itself cannot be one: its {@code close()}
  * answers a {@code Status}, as the reference's does); using a DBM that is not open throws
- * {@link IllegalStateException}; {@code concurrent} is accepted and ignored
+ * {@link IllegalArgumentException} ("not opened database"), and opening one that is open
+ * throws it ("opened database"), as the reference's do; {@code concurrent} is accepted and ignored
  * (kuradb is always thread-safe). All methods may be called from several
  * threads at once.
  */
@@ -46,7 +47,7 @@ public class DBM {
   private Dbm open() {
     Dbm d = db;
     if (d == null) {
-      throw new IllegalStateException("not opened database");
+      throw new IllegalArgumentException("not opened database");
     }
     return d;
   }
@@ -80,10 +81,12 @@ public class DBM {
    * @param writable whether to open for writing
    * @param params the reference's parameters, or null
    * @return the status
+   * @throws IllegalArgumentException if the database is open already, as the reference's open
+   *     throws then
    */
   public synchronized Status open(String path, boolean writable, Map<String, String> params) {
     if (db != null) {
-      return new Status(Status.PRECONDITION_ERROR, "opened database");
+      throw new IllegalArgumentException("opened database");
     }
     try {
       Map<String, String> given = params == null ? new LinkedHashMap<>() : new LinkedHashMap<>(params);
@@ -158,7 +161,7 @@ public class DBM {
    * sync_hard}, as the reference's close does then.
    *
    * @return the status of closing
-   * @throws IllegalStateException if the database is not open (closed already, or never
+   * @throws IllegalArgumentException if the database is not open (closed already, or never
    *     opened), as the reference's close throws then
    */
   public synchronized Status close() {
@@ -978,7 +981,10 @@ public class DBM {
     }
   }
 
-  /** @return {@code tkrzw.DBM(class=HashDBM, path=..., num_records=N)}, or {@code tkrzw.DBM(unopened)} */
+  /**
+   * @return {@code tkrzw.DBM(class=HashDBM, path=..., count=N)}, the path C-escaped, or {@code
+   *     tkrzw.DBM(unopened)}, as the reference's
+   */
   @Override
   public String toString() {
     Dbm d = db;
@@ -987,7 +993,7 @@ public class DBM {
     }
     try {
       return "tkrzw.DBM(class=" + Native.className(Native.handleOf(d), true) + ", path="
-          + d.path() + ", num_records=" + d.count() + ")";
+          + Convert.escapeC(d.path()) + ", count=" + d.count() + ")";
     } catch (KuraException e) {
       return "tkrzw.DBM(unopened)";
     } finally {

@@ -4,8 +4,8 @@ import io.kuradb.Native;
 
 /**
  * A file read and written at offsets, as the reference's {@code tkrzw.File},
- * over kuradb's file layer: memory mapping ({@code MemoryMapParallelFile},
- * {@code MemoryMapAtomicFile}, the default) or positional I/O
+ * over kuradb's file layer: memory mapping ({@code MemoryMapParallelFile}, the default as
+ * the reference's, {@code MemoryMapAtomicFile}) or positional I/O
  * ({@code PositionalParallelFile}, {@code PositionalAtomicFile}, with
  * {@code block_size} and {@code access_options} {@code direct}, {@code sync},
  * {@code padding}, {@code pagecache}). It is what

@@ -166,7 +166,7 @@ class AsyncDBMTest {
   @Test
   void misuseThrowsOrAnswersAStatusWithoutCrashing() {
     DBM closed = new DBM();
-    assertThrows(IllegalStateException.class, () -> new AsyncDBM(closed, 2));
+    assertThrows(IllegalArgumentException.class, () -> new AsyncDBM(closed, 2));
     DBM dbm = open("casket.tkh");
     StatusException e = assertThrows(StatusException.class, () -> new AsyncDBM(dbm, 0));
     assertEquals(Status.INVALID_ARGUMENT_ERROR, e.getStatus().getCode());

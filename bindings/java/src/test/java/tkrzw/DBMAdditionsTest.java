@@ -80,7 +80,7 @@ class DBMAdditionsTest {
     double stamp = dbm.getTimestamp();
     assertTrue(Math.abs(now - stamp) < 600, "timestamp " + stamp + " is not about now " + now);
     dbm.close().orDie();
-    assertThrows(IllegalStateException.class, dbm::getTimestamp, "not open");
+    assertThrows(IllegalArgumentException.class, dbm::getTimestamp, "not open");
   }
 
   @Test

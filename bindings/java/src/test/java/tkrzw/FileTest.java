@@ -77,7 +77,12 @@ class FileTest {
     assertEquals(100, Files.readAllLines(Path.of(dest)).size());
 
     file.open(dest, false).orDie();
-    assertTrue(file.toString().contains("File"));
+    // Memory-mapped without a whole-file lock unless told, as the reference's File.
+    assertTrue(file.toString().contains("MemoryMapParallelFile"), file.toString());
+    file.close().orDie();
+    // The reference's StdFile is the positional file with a whole-file lock.
+    file.open(dest, false, "file=StdFile").orDie();
+    assertTrue(file.toString().contains("PositionalAtomicFile"), file.toString());
     assertEquals(12, file.search("contain", "001", 0).length);
     assertEquals(3, file.search("contain", "001", 3).length);
     assertEquals(10, file.search("begin", "0000001", 0).length);

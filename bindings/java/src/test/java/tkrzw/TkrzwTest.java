@@ -77,12 +77,15 @@ class TkrzwTest {
     assertEquals(8, dbm.get("one".getBytes(java.nio.charset.StandardCharsets.UTF_8)).length);
     assertTrue(dbm.contains("one"));
     assertEquals(2, dbm.count());
-    assertEquals(Status.PRECONDITION_ERROR,
-        dbm.open(dir.resolve("other.tkh").toString(), true).getCode());
+    // As the reference's: opening an open DBM throws.
+    IllegalArgumentException opened = assertThrows(IllegalArgumentException.class,
+        () -> dbm.open(dir.resolve("other.tkh").toString(), true));
+    assertEquals("opened database", opened.getMessage());
     assertEquals(Status.SUCCESS, dbm.close().getCode());
     // As the reference's: closing a closed DBM throws, as any other use does.
-    assertThrows(IllegalStateException.class, dbm::close);
-    assertThrows(IllegalStateException.class, () -> dbm.get("one"));
+    IllegalArgumentException closed = assertThrows(IllegalArgumentException.class, dbm::close);
+    assertEquals("not opened database", closed.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> dbm.get("one"));
     dbm.destruct();
   }
 
@@ -182,6 +185,14 @@ class TkrzwTest {
     assertEquals("SkipDBM", skip.inspect().get("class"));
     skip.close().orDie();
     assertEquals("tkrzw.DBM(unopened)", new DBM().toString());
+    // The reference's format: the path C-escaped, the count as "count".
+    String odd = dir.resolve("tab\tand\\back.tkh").toString();
+    DBM named = new DBM();
+    named.open(odd, true).orDie();
+    named.set("k", "v").orDie();
+    String escaped = odd.replace("\\", "\\\\").replace("\t", "\\t");
+    assertEquals("tkrzw.DBM(class=HashDBM, path=" + escaped + ", count=1)", named.toString());
+    named.close().orDie();
   }
 
   @Test
@@ -280,7 +291,7 @@ class TkrzwTest {
   @Test
   void misuseGivesStatusesOrExceptionsNotCrashes() {
     DBM dbm = new DBM();
-    assertThrows(IllegalStateException.class, () -> dbm.set("k", "v"));
+    assertThrows(IllegalArgumentException.class, () -> dbm.set("k", "v"));
     assertEquals(Status.INVALID_ARGUMENT_ERROR,
         dbm.open(dir.resolve("x.tkh").toString(), true, "bogus_param=1").getCode());
     assertEquals(Status.NOT_FOUND_ERROR,
