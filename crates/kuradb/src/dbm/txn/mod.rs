@@ -295,12 +295,23 @@ impl<D: Dbm> TransactionalDbm<D> {
         &self,
         durability: CommitDurability,
         retries: u32,
-        mut body: impl FnMut(&mut Transaction<'_, D>) -> Result<T>,
+        body: impl FnMut(&mut Transaction<'_, D>) -> Result<T>,
     ) -> Result<T> {
+        self.run_committed(durability, retries, body).map(|(value, _)| value)
+    }
+
+    /// [`TransactionalDbm::run`], answering also the sequence number of the
+    /// commit that succeeded (see [`Transaction::commit`]).
+    pub fn run_committed<T>(
+        &self,
+        durability: CommitDurability,
+        retries: u32,
+        mut body: impl FnMut(&mut Transaction<'_, D>) -> Result<T>,
+    ) -> Result<(T, u64)> {
         let mut attempt = 0;
         loop {
             let mut tx = self.begin(durability);
-            let outcome = body(&mut tx).and_then(|value| tx.commit().map(|()| value));
+            let outcome = body(&mut tx).and_then(|value| tx.commit().map(|seq| (value, seq)));
             match outcome {
                 Err(e) if e.kind() == ErrorKind::Conflict && attempt < retries => attempt += 1,
                 other => return other,
