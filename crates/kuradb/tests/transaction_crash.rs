@@ -4,10 +4,12 @@
 //! commit log opened through fault-injecting files (`common::sweep`'s
 //! switchboard), run a fixed workload of batches and transactions at every
 //! durability, with checkpoints. A first run counts the operations each
-//! file sees; then, for every operation (or every `KURA_TXN_SWEEP_STRIDE`-th
-//! one; CI keeps about [`CI_POINTS`] per class), a fresh run fails that
-//! operation with EIO, stops, cuts the power on every file (undoing all
-//! that no hard synchronization made durable) and reopens plainly. The
+//! file sees; then, for every operation of the log (where the commits'
+//! sync points are) and every operation of the database's file (or every
+//! `KURA_TXN_SWEEP_STRIDE`-th one; CI tries about [`CI_POINTS`]), a fresh
+//! run fails that operation with EIO, stops, cuts the power on every file
+//! (undoing all that no hard synchronization made durable) and reopens
+//! plainly. The
 //! database must then hold the state after some prefix of the commits:
 //! every commit wholly present or wholly absent, none after one missing,
 //! and every commit acknowledged with `CommitDurability::Sync` (or followed
@@ -45,8 +47,9 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 // ---------------------------------------------------------------- power cut
 
-/// About how many fault points CI tries per class.
-const CI_POINTS: u64 = 160;
+/// About how many fault points of the database's file CI tries per class
+/// (every operation of the commit log is tried).
+const CI_POINTS: u64 = 40;
 /// The variable that sets the stride of the sweep (1: every operation).
 const ENV_STRIDE: &str = "KURA_TXN_SWEEP_STRIDE";
 
@@ -276,11 +279,16 @@ fn sweep_class(kind: Kind) {
     };
     board.release();
     let total: u64 = counts.iter().sum();
+    let database_ops: u64 = counts[..counts.len() - 1].iter().sum();
     let stride = std::env::var(ENV_STRIDE)
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| total.div_ceil(CI_POINTS).max(1));
-    let points = sweep::points(&counts, Class::Io, stride);
+        .unwrap_or_else(|| database_ops.div_ceil(CI_POINTS).max(1));
+    // Every operation of the commit log (the file opened last), where the
+    // commits' sync points are; the database's file by the stride.
+    let log = counts.len() - 1;
+    let mut points = sweep::points(&counts[..log], Class::Io, stride);
+    points.extend((1..=counts[log]).map(|n| Point { file: log, n, class: Class::Io }));
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     for point in &points {
         let verdict = cut_at(kind, *point, &works, &states);
@@ -379,7 +387,9 @@ fn account(i: usize) -> Vec<u8> {
 }
 
 fn shard_params(class: &str) -> Params {
-    Params::parse(&format!("dbm={class},num_shards=4")).expect("parameters")
+    // Few buckets: a restore after a kill reads the whole file of each shard.
+    let tuning = if class == "hash" { ",num_buckets=1000" } else { "" };
+    Params::parse(&format!("dbm={class},num_shards=4{tuning}")).expect("parameters")
 }
 
 fn open_shards(class: &str, path: &Path) -> kuradb::Result<TransactionalDbm<PolyDbm>> {
@@ -496,7 +506,7 @@ fn kill_loop(class: &str) {
                 (ENV_ROUND, round.to_string().into()),
             ],
         );
-        std::thread::sleep(Duration::from_millis(rng.gen_range(20..=250)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(20..=200)));
         let killed = child.kill();
         let output = format!("{}{}", killed.stdout, killed.stderr);
         assert!(killed.running, "{what} kill {kill}: the writer stopped before the kill:\n{output}");
