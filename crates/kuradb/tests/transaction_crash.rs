@@ -79,8 +79,8 @@ fn options(kind: Kind) -> TransactionOptions {
 /// A database of `kind` whose files (its own and its commit log beside it)
 /// are opened through `board`'s fault-injecting files, or plainly.
 enum Opened {
-    Hash(TransactionalDbm<HashDbm>),
-    Tree(TransactionalDbm<TreeDbm>),
+    Hash(Box<TransactionalDbm<HashDbm>>),
+    Tree(Box<TransactionalDbm<TreeDbm>>),
 }
 
 fn open(kind: Kind, path: &Path, board: Option<&Switchboard>) -> kuradb::Result<Opened> {
@@ -97,18 +97,18 @@ fn open(kind: Kind, path: &Path, board: Option<&Switchboard>) -> kuradb::Result<
     Ok(match kind {
         Kind::Hash => {
             let db = HashDbm::open(path, Access::ReadWrite, &hash)?;
-            Opened::Hash(match log {
+            Opened::Hash(Box::new(match log {
                 Some(_) => TransactionalDbm::with_log_file(db, log_file(log)?, options(kind))?,
                 None => TransactionalDbm::open(db, options(kind))?,
-            })
+            }))
         }
         Kind::Tree => {
             let tree = TreeOptions::default().hash(hash).max_page_size(96).max_branches(3);
             let db = TreeDbm::open(path, Access::ReadWrite, &tree)?;
-            Opened::Tree(match log {
+            Opened::Tree(Box::new(match log {
                 Some(_) => TransactionalDbm::with_log_file(db, log_file(log)?, options(kind))?,
                 None => TransactionalDbm::open(db, options(kind))?,
-            })
+            }))
         }
     })
 }
@@ -333,13 +333,13 @@ fn cut_at(kind: Kind, point: Point, works: &[Work], states: &[Map]) -> String {
     let found = match open(kind, &path, None).unwrap_or_else(|e| panic!("{what}: reopen after the cut: {e}"))
     {
         Opened::Hash(db) => {
-            let found = contents(&db);
+            let found = contents(&*db);
             db.set(b"after", b"1").expect("writes after the restore");
             db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
             found
         }
         Opened::Tree(db) => {
-            let found = contents(&db);
+            let found = contents(&*db);
             db.set(b"after", b"1").expect("writes after the restore");
             db.close().unwrap_or_else(|e| panic!("{what}: close: {e}"));
             found
@@ -441,7 +441,7 @@ fn transfer_writer() {
 /// transfers present, and every acknowledged transfer present.
 fn check_transfers(db: &TransactionalDbm<PolyDbm>, acked: &[String]) -> Result<usize, String> {
     let all = contents(db);
-    let mut expected = vec![INITIAL; ACCOUNTS];
+    let mut expected = [INITIAL; ACCOUNTS];
     let mut transfers = 0;
     for (k, v) in &all {
         if k.starts_with(b"xfer/") {

@@ -230,11 +230,14 @@ impl Model {
     }
 }
 
+/// How a subject opens its database at a path.
+type Opener<D> = Box<dyn Fn(&Path) -> TransactionalDbm<D>>;
+
 /// A database under test, as each case opens it.
 struct Subject<D: Dbm> {
     name: String,
     ordered: bool,
-    open: Box<dyn Fn(&Path) -> TransactionalDbm<D>>,
+    open: Opener<D>,
 }
 
 fn options(ordered: bool, restores_to_checkpoint: bool) -> TransactionOptions {
@@ -309,8 +312,11 @@ fn in_range(map: &Map, lo: &Option<Key>, hi: &Option<Key>) -> Vec<(Key, Value)> 
     map.range((lo, hi)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// An open transaction, its savepoints, and the model's twin of it.
+type OpenTx<'db, D> = (Transaction<'db, D>, Vec<Savepoint>, ModelTx);
+
 struct Slots<'db, D: Dbm> {
-    txs: Vec<Option<(Transaction<'db, D>, Vec<Savepoint>, ModelTx)>>,
+    txs: Vec<Option<OpenTx<'db, D>>>,
     snaps: Vec<Option<(Snapshot<'db, D>, Map)>>,
 }
 
