@@ -644,11 +644,13 @@ fn skip_is_refused() {
     let e = TransactionalDbm::open(db, options(true, true)).err().expect("refused");
     assert_eq!(e.kind(), ErrorKind::Infeasible, "{e}");
     assert!(e.to_string().contains("skip"), "{e}");
-    let params = Params::parse("dbm=skip,num_shards=2").unwrap();
-    let db = PolyDbm::open(dir.path().join("shards"), access(true), &params).unwrap();
-    let options = TransactionOptions::for_poly(&db).unwrap();
-    let e = TransactionalDbm::open(db, options).err().expect("refused");
-    assert_eq!(e.kind(), ErrorKind::Infeasible, "{e}");
+    for (name, params) in [("one", "dbm=skip"), ("shards", "dbm=skip,num_shards=2")] {
+        let params = Params::parse(params).unwrap();
+        let db = PolyDbm::open(dir.path().join(name), access(true), &params).unwrap();
+        let options = TransactionOptions::for_poly(&db).unwrap();
+        let e = TransactionalDbm::open(db, options).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::Infeasible, "{name}: {e}");
+    }
 }
 
 #[test]
