@@ -188,8 +188,11 @@ impl<'db, D: Dbm> Transaction<'db, D> {
 
     /// Applies the writes as one unit if nothing this transaction read was
     /// changed since it began; else fails with [`ErrorKind::Conflict`] and
-    /// applies nothing.
-    pub fn commit(mut self) -> Result<()> {
+    /// applies nothing. Answers the commit's sequence number: commits (and,
+    /// while views are open, plain writes) take effect in the order of
+    /// these numbers, so replaying committed transactions in it gives what
+    /// each read. A transaction that wrote nothing takes a number too.
+    pub fn commit(mut self) -> Result<u64> {
         if let Some(limit) = self.db.options.timeout {
             if self.started.elapsed() > limit {
                 return Err(Error::new(
@@ -210,7 +213,7 @@ impl<'db, D: Dbm> Transaction<'db, D> {
         let result =
             self.db.commit_changes(self.durability, |versions| self.validate(versions), |_| Ok(changes));
         self.finish();
-        result.map(|_| ())
+        result
     }
 
     fn validate(&self, versions: &Versions) -> Result<()> {
@@ -322,10 +325,11 @@ impl<'db, D: Dbm> Batch<'db, D> {
     }
 
     /// Applies every change as one unit. An increment of a value that is
-    /// not a number fails the whole batch, and nothing is applied.
-    pub fn commit(self) -> Result<()> {
+    /// not a number fails the whole batch, and nothing is applied. Answers
+    /// the commit's sequence number, as [`Transaction::commit`] does.
+    pub fn commit(self) -> Result<u64> {
         let steps = self.steps;
-        self.db.commit_changes(self.durability, |_| Ok(()), |db| final_changes(db, steps)).map(|_| ())
+        self.db.commit_changes(self.durability, |_| Ok(()), |db| final_changes(db, steps))
     }
 }
 
