@@ -116,6 +116,21 @@ impl Database {
         self.handle.share()
     }
 
+    /// A new transaction's slot, which `close` empties (aborting it).
+    pub(crate) fn new_transaction(
+        &self,
+        py: Python<'_>,
+        durability: kuradb::dbm::txn::CommitDurability,
+    ) -> PyResult<Arc<kuradb_binding::txn::TransactionSlot>> {
+        // Starting a view waits for the plain calls in flight: without the GIL.
+        py.allow_threads(|| self.handle.begin(durability)).map_err(to_py)
+    }
+
+    /// A new snapshot's slot, which `close` empties.
+    pub(crate) fn new_snapshot(&self, py: Python<'_>) -> PyResult<Arc<kuradb_binding::txn::SnapshotSlot>> {
+        py.allow_threads(|| self.handle.snapshot()).map_err(to_py)
+    }
+
     /// A new cursor's slot, which `close` empties.
     pub(crate) fn new_slot(&self, py: Python<'_>) -> PyResult<Arc<Slot>> {
         py.allow_threads(|| self.handle.new_cursor()).map_err(to_py)
