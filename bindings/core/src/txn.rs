@@ -195,7 +195,7 @@ pub enum BatchOp {
 }
 
 /// The writes of a batch, gathered until its commit applies them as one unit.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct BatchOps {
     ops: Mutex<Option<Vec<BatchOp>>>,
 }
@@ -254,6 +254,12 @@ impl BatchOps {
     }
 }
 
+impl Default for BatchOps {
+    fn default() -> BatchOps {
+        BatchOps::new()
+    }
+}
+
 fn batch_finished() -> kuradb::Error {
     kuradb::Error::new(ErrorKind::Infeasible, "the batch is finished (committed or discarded)")
 }
@@ -279,8 +285,18 @@ mod tests {
         let second = handle.begin(CommitDurability::Os).unwrap();
         assert_eq!(first.with(|tx| tx.get(b"a")).unwrap().as_deref(), Some(&b"1"[..]));
         second.with(|tx| tx.get(b"a")).unwrap();
-        first.with(|tx| Ok(tx.set(b"a", b"2"))).unwrap();
-        second.with(|tx| Ok(tx.set(b"a", b"3"))).unwrap();
+        first
+            .with(|tx| {
+                tx.set(b"a", b"2");
+                Ok(())
+            })
+            .unwrap();
+        second
+            .with(|tx| {
+                tx.set(b"a", b"3");
+                Ok(())
+            })
+            .unwrap();
         let snapshot = handle.snapshot().unwrap();
         first.commit().unwrap();
         assert!(!first.is_active());
@@ -299,7 +315,12 @@ mod tests {
         assert_eq!(snapshot.keys().unwrap(), vec![b"a".to_vec()]);
 
         let open_tx = handle.begin(CommitDurability::Memory).unwrap();
-        open_tx.with(|tx| Ok(tx.set(b"c", b"3"))).unwrap();
+        open_tx
+            .with(|tx| {
+                tx.set(b"c", b"3");
+                Ok(())
+            })
+            .unwrap();
         handle.close().unwrap();
         assert!(!open_tx.is_active() && !snapshot.is_active());
         assert_eq!(open_tx.commit().unwrap_err().kind(), ErrorKind::Infeasible);
