@@ -9,17 +9,18 @@
 
 use std::sync::Arc;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Cursor, Dbm};
 use parking_lot::Mutex;
 use self_cell::self_cell;
+
+use crate::handle::Db;
 
 type BoxedCursor<'a> = Box<dyn Cursor + 'a>;
 
 self_cell!(
     /// A cursor and the database it borrows.
     pub struct Live {
-        owner: Arc<PolyDbm>,
+        owner: Arc<Db>,
         #[not_covariant]
         dependent: BoxedCursor,
     }
@@ -27,7 +28,7 @@ self_cell!(
 
 impl Live {
     /// A new cursor of `db`, not yet positioned.
-    pub fn open(db: Arc<PolyDbm>) -> kuradb::Result<Live> {
+    pub fn open(db: Arc<Db>) -> kuradb::Result<Live> {
         Live::try_new(db, |db| db.iter())
     }
 

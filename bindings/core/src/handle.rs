@@ -5,28 +5,62 @@
 //! closer that waits for another reader of the same thread); `install` and
 //! `close` take the write lock, so a close waits for the calls in flight.
 //! Closing empties every cursor's slot, so a cursor of a closed database
-//! fails instead of reading it.
+//! fails instead of reading it, and so does a transaction or snapshot
+//! (which are aborted and released).
+//!
+//! The database is a [`TransactionalDbm`] over the [`PolyDbm`] opened
+//! ([`Db`]): plain calls go straight to the database while no transaction
+//! or snapshot is open, and every binding can start them ([`crate::txn`]).
+//! Calls of the `PolyDbm` itself (its class, its key order) go through
+//! [`TransactionalDbm::inner`]; closing goes through
+//! [`TransactionalDbm::close`], which checkpoints and removes the commit log.
 
 use std::sync::{Arc, Weak};
 
 use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::txn::{TransactionOptions, TransactionalDbm};
+use kuradb::dbm::Access;
 use kuradb::ErrorKind;
 use parking_lot::{Mutex, RwLock};
 
 use crate::cursor::{Live, Slot};
 use crate::guard::CallbackGuard;
+use crate::txn::{Release, SnapshotSlot, TransactionSlot};
+
+/// The database a binding holds: a [`PolyDbm`] with transactions.
+pub type Db = TransactionalDbm<PolyDbm>;
+
+/// Wraps a database just opened with `access` for transactions, with the
+/// options that fit its class ([`TransactionOptions::for_poly`]); applies
+/// the commits a crash left in its log.
+pub fn transactional(poly: PolyDbm, access: Access) -> kuradb::Result<Db> {
+    let options = TransactionOptions { access, ..TransactionOptions::for_poly(&poly)? };
+    TransactionalDbm::open(poly, options)
+}
 
 /// A database slot: the open database, or none.
 #[derive(Default)]
 pub struct OpenHandle {
-    db: RwLock<Option<Arc<PolyDbm>>>,
+    db: RwLock<Option<Arc<Db>>>,
     cursors: Mutex<Vec<Weak<Slot>>>,
+    /// The transactions' and snapshots' slots, emptied by `close`.
+    views: Mutex<Vec<Weak<dyn Release>>>,
     guard: CallbackGuard,
+}
+
+/// Adds `slot` to `list`, first forgetting the slots dropped meanwhile at
+/// doubling sizes, so the list stays as long as the live ones at amortised cost.
+fn remember<T: ?Sized>(list: &Mutex<Vec<Weak<T>>>, slot: Weak<T>) {
+    let mut list = list.lock();
+    if list.len() >= 64 && list.len().is_power_of_two() {
+        list.retain(|w| w.strong_count() > 0);
+    }
+    list.push(slot);
 }
 
 impl OpenHandle {
     /// A handle holding `db`.
-    pub fn new(db: PolyDbm) -> OpenHandle {
+    pub fn new(db: Db) -> OpenHandle {
         OpenHandle { db: RwLock::new(Some(Arc::new(db))), ..OpenHandle::default() }
     }
 
@@ -42,7 +76,7 @@ impl OpenHandle {
 
     /// Runs `f` on the open database; fails if none is open, or if this
     /// thread is inside one of its callbacks.
-    pub fn with<R>(&self, f: impl FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>) -> kuradb::Result<R> {
+    pub fn with<R>(&self, f: impl FnOnce(&Arc<Db>) -> kuradb::Result<R>) -> kuradb::Result<R> {
         self.guard.check()?;
         let guard = self.db.read_recursive();
         f(guard.as_ref().ok_or_else(not_open)?)
@@ -54,7 +88,7 @@ impl OpenHandle {
     /// while holding it, and then run `f` after all.
     pub fn try_with<R, F>(&self, f: F) -> std::result::Result<kuradb::Result<R>, F>
     where
-        F: FnOnce(&Arc<PolyDbm>) -> kuradb::Result<R>,
+        F: FnOnce(&Arc<Db>) -> kuradb::Result<R>,
     {
         if let Err(e) = self.guard.check() {
             return Ok(Err(e));
@@ -67,12 +101,12 @@ impl OpenHandle {
 
     /// A clone of the open database's `Arc`, for what outlives the call (an
     /// `AsyncDBM`'s workers).
-    pub fn share(&self) -> kuradb::Result<Arc<PolyDbm>> {
+    pub fn share(&self) -> kuradb::Result<Arc<Db>> {
         self.with(|db| Ok(Arc::clone(db)))
     }
 
     /// Makes `open()`'s database the handle's, unless one is open already.
-    pub fn install(&self, open: impl FnOnce() -> kuradb::Result<PolyDbm>) -> kuradb::Result<()> {
+    pub fn install(&self, open: impl FnOnce() -> kuradb::Result<Db>) -> kuradb::Result<()> {
         self.guard.check()?;
         let mut slot = self.db.write();
         if slot.is_some() {
@@ -89,13 +123,31 @@ impl OpenHandle {
     pub fn new_cursor(&self) -> kuradb::Result<Arc<Slot>> {
         self.with(|db| {
             let slot = Arc::new(Mutex::new(Some(Live::open(Arc::clone(db))?)));
-            let mut cursors = self.cursors.lock();
-            // Forget the cursors dropped meanwhile, at doubling sizes, so the
-            // list stays as long as the live cursors at amortised cost.
-            if cursors.len() >= 64 && cursors.len().is_power_of_two() {
-                cursors.retain(|w| w.strong_count() > 0);
-            }
-            cursors.push(Arc::downgrade(&slot));
+            remember(&self.cursors, Arc::downgrade(&slot));
+            Ok(slot)
+        })
+    }
+
+    /// A new transaction of the open database whose commit has
+    /// `durability`, in a slot that `close` empties (aborting it).
+    pub fn begin(
+        &self,
+        durability: kuradb::dbm::txn::CommitDurability,
+    ) -> kuradb::Result<Arc<TransactionSlot>> {
+        self.with(|db| {
+            let slot = Arc::new(TransactionSlot::begin(Arc::clone(db), durability));
+            let weak: Weak<dyn Release> = Arc::downgrade(&slot) as Weak<dyn Release>;
+            remember(&self.views, weak);
+            Ok(slot)
+        })
+    }
+
+    /// A new snapshot of the open database, in a slot that `close` empties.
+    pub fn snapshot(&self) -> kuradb::Result<Arc<SnapshotSlot>> {
+        self.with(|db| {
+            let slot = Arc::new(SnapshotSlot::open(Arc::clone(db))?);
+            let weak: Weak<dyn Release> = Arc::downgrade(&slot) as Weak<dyn Release>;
+            remember(&self.views, weak);
             Ok(slot)
         })
     }
@@ -119,11 +171,16 @@ impl OpenHandle {
         Some(self.finish_close(taken))
     }
 
-    fn finish_close(&self, taken: Option<Arc<PolyDbm>>) -> kuradb::Result<()> {
+    fn finish_close(&self, taken: Option<Arc<Db>>) -> kuradb::Result<()> {
         let Some(db) = taken else { return Ok(()) };
         for slot in self.cursors.lock().drain(..) {
             if let Some(slot) = slot.upgrade() {
                 slot.lock().take();
+            }
+        }
+        for view in self.views.lock().drain(..) {
+            if let Some(view) = view.upgrade() {
+                view.release();
             }
         }
         match Arc::try_unwrap(db) {
@@ -149,11 +206,12 @@ pub fn not_open() -> kuradb::Error {
 mod tests {
     use super::*;
     use crate::cursor::with_slot;
-    use kuradb::dbm::Access;
     use kuradb::dbm::Dbm;
 
-    fn memory() -> PolyDbm {
-        PolyDbm::open("", Access::ReadWrite, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap()
+    fn memory() -> Db {
+        let poly =
+            PolyDbm::open("", Access::ReadWrite, &kuradb::Params::parse("dbm=stdtree").unwrap()).unwrap();
+        transactional(poly, Access::ReadWrite).unwrap()
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - [`guard`]: the guard that refuses a call back into a database from one
 //!   of its own callbacks;
 //! - [`cursor`]: a cursor kept together with the database it borrows;
+//! - [`txn`]: transactions and snapshots kept together with the database
+//!   they borrow, and batches gathered until their commit;
 //! - [`status`]: the reference's status codes, from an [`kuradb::ErrorKind`];
 //! - [`params`]: the reference's open and rebuild parameters in kuradb's
 //!   terms, [`compat_open`]: the reference's defaults of an open (waiting
@@ -33,4 +35,5 @@ pub mod params;
 pub mod serialize;
 pub mod status;
 pub mod synchronize;
+pub mod txn;
 pub mod utility;

@@ -58,13 +58,19 @@ impl StatusCode {
     ];
 
     /// The code of an error kind. A lock held elsewhere is the reference's
-    /// infeasible error (it has no code of its own for it).
+    /// infeasible error (it has no code of its own for it), and so is a
+    /// transaction's conflict (the reference has no transactions): a commit
+    /// that cannot be done in the database's current state, which a
+    /// program handling the reference's codes already treats as "try again
+    /// or give up", not as broken data or a bad argument.
     pub fn of_kind(kind: ErrorKind) -> StatusCode {
         match kind {
             ErrorKind::NotFound => StatusCode::NotFoundError,
             ErrorKind::Duplication => StatusCode::DuplicationError,
             ErrorKind::InvalidArgument => StatusCode::InvalidArgumentError,
-            ErrorKind::Infeasible | ErrorKind::WouldBlock => StatusCode::InfeasibleError,
+            ErrorKind::Infeasible | ErrorKind::WouldBlock | ErrorKind::Conflict => {
+                StatusCode::InfeasibleError
+            }
             ErrorKind::ReadOnly => StatusCode::PreconditionError,
             ErrorKind::BrokenData => StatusCode::BrokenDataError,
             ErrorKind::System => StatusCode::SystemError,
@@ -137,5 +143,6 @@ mod tests {
         let err = kuradb::dbm::Dbm::set(&reader, b"k", b"v").unwrap_err();
         assert_eq!(StatusCode::of(&err), StatusCode::PreconditionError, "{err}");
         assert_eq!(StatusCode::of_kind(ErrorKind::WouldBlock), StatusCode::InfeasibleError);
+        assert_eq!(StatusCode::of_kind(ErrorKind::Conflict), StatusCode::InfeasibleError);
     }
 }

@@ -5,6 +5,8 @@ use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Access, Dbm};
 use kuradb::{DbmClass, ErrorKind, Params};
 
+use crate::handle::Db;
+
 /// Synchronizes `db` as the reference's `Synchronize(hard, params)` does.
 ///
 /// As the reference documents it, only a skip database uses the
@@ -12,7 +14,7 @@ use kuradb::{DbmClass, ErrorKind, Params};
 /// adds every record of those databases, and `reducer` reduces the records
 /// of one key (by a rebuild with that reducer), before the file is written.
 /// Other databases ignore both. Any other parameter is refused, naming it.
-pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Result<()> {
+pub fn synchronize_with(db: &Db, hard: bool, params: &Params) -> kuradb::Result<()> {
     let (mut reducer, mut merge) = (None, None);
     for (name, value) in params.iter() {
         match name {
@@ -26,7 +28,7 @@ pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Re
             }
         }
     }
-    if db.class() != DbmClass::Skip {
+    if db.inner().class() != DbmClass::Skip {
         return db.synchronize(if hard {
             kuradb::dbm::Durability::Hard
         } else {
@@ -42,7 +44,7 @@ pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Re
     if let Some(reducer) = reducer {
         let mut only = Params::new();
         only.insert("reducer", reducer)?;
-        db.rebuild_with(&only)?;
+        db.inner().rebuild_with(&only)?;
     }
     db.synchronize(if hard { kuradb::dbm::Durability::Hard } else { kuradb::dbm::Durability::Soft })
 }
@@ -50,7 +52,12 @@ pub fn synchronize_with(db: &PolyDbm, hard: bool, params: &Params) -> kuradb::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kuradb::dbm::Access;
+    use crate::handle::transactional;
+
+    fn open(path: &std::path::Path) -> Db {
+        transactional(PolyDbm::open(path, Access::ReadWrite, &Params::new()).unwrap(), Access::ReadWrite)
+            .unwrap()
+    }
 
     #[test]
     fn a_skip_database_merges_and_reduces_and_others_ignore_the_parameters() {
@@ -60,7 +67,7 @@ mod tests {
         other.set(b"k", b"from b").unwrap();
         other.set(b"only b", b"1").unwrap();
         other.close().unwrap();
-        let db = PolyDbm::open(&a, Access::ReadWrite, &Params::new()).unwrap();
+        let db = open(&a);
         db.set(b"k", b"from a").unwrap();
         let params: Params =
             [("merge", b.to_str().unwrap()), ("reducer", "ReduceToFirst")].into_iter().collect();
@@ -70,7 +77,7 @@ mod tests {
         let bad: Params = [("speed", "fast")].into_iter().collect();
         assert_eq!(synchronize_with(&db, false, &bad).unwrap_err().kind(), ErrorKind::InvalidArgument);
         db.close().unwrap();
-        let hash = PolyDbm::open(dir.path().join("h.tkh"), Access::ReadWrite, &Params::new()).unwrap();
+        let hash = open(&dir.path().join("h.tkh"));
         synchronize_with(&hash, true, &params).unwrap();
         assert_eq!(hash.count().unwrap(), 0);
         hash.close().unwrap();

@@ -10,9 +10,9 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{flat_records, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
+use kuradb_binding::handle::Db;
 use kuradb_binding::synchronize::synchronize_with;
 
 use crate::convert::{bytes_of, opt_bytes_of, params_of, FsPath};
@@ -27,7 +27,7 @@ use crate::reference_api::{io_error, write_file};
 pub struct AsyncDatabase {
     database: Py<Database>,
     /// The workers; `None` once closed.
-    adb: RwLock<Option<AsyncDbm<PolyDbm>>>,
+    adb: RwLock<Option<AsyncDbm<Db>>>,
 }
 
 impl AsyncDatabase {
@@ -35,7 +35,7 @@ impl AsyncDatabase {
     fn queue<T>(
         &self,
         shape: Shape,
-        op: impl FnOnce(&AsyncDbm<PolyDbm>) -> kuradb::DbmFuture<T>,
+        op: impl FnOnce(&AsyncDbm<Db>) -> kuradb::DbmFuture<T>,
     ) -> PyResult<PyFuture>
     where
         T: Into<crate::future::Answer> + Send + 'static,
@@ -174,7 +174,7 @@ impl AsyncDatabase {
     ) -> PyResult<PyFuture> {
         let key = bytes_of(key, "key")?.into_owned();
         self.queue(Shape::Plain, |adb| {
-            adb.execute(move |db: &PolyDbm| {
+            adb.execute(move |db: &Db| {
                 kuradb_binding::increment::reference_increment(db, &key, delta, initial)
             })
         })
@@ -301,7 +301,7 @@ impl AsyncDatabase {
                 })
             });
         }
-        self.queue(Shape::Plain, |adb| adb.execute(move |db: &PolyDbm| synchronize_with(db, hard, &params)))
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &Db| synchronize_with(db, hard, &params)))
     }
 
     /// Removes the first record; the result is its `(key, value)` (str with
@@ -309,7 +309,7 @@ impl AsyncDatabase {
     #[pyo3(signature = (as_str = false))]
     fn pop_first(&self, as_str: bool) -> PyResult<PyFuture> {
         let shape = if as_str { Shape::Str } else { Shape::Plain };
-        self.queue(shape, |adb| adb.execute(|db: &PolyDbm| db.pop_first(None)))
+        self.queue(shape, |adb| adb.execute(|db: &Db| db.pop_first(None)))
     }
 
     /// Stores `value` under a key made from the time `wtime` (seconds since
@@ -317,7 +317,7 @@ impl AsyncDatabase {
     #[pyo3(signature = (value, wtime = None))]
     fn push_last(&self, value: &Bound<'_, PyAny>, wtime: Option<f64>) -> PyResult<PyFuture> {
         let value = bytes_of(value, "value")?.into_owned();
-        self.queue(Shape::Plain, |adb| adb.execute(move |db: &PolyDbm| db.push_last(&value, wtime).map(Some)))
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &Db| db.push_last(&value, wtime).map(Some)))
     }
 
     /// The keys matching `pattern` in `mode`, as `DBM.search` finds them;
@@ -327,16 +327,14 @@ impl AsyncDatabase {
         let mode: SearchMode = mode.parse().map_err(to_py)?;
         let shape = if pattern.is_instance_of::<PyString>() { Shape::Str } else { Shape::Plain };
         let pattern = bytes_of(pattern, "pattern")?.into_owned();
-        self.queue(shape, |adb| adb.execute(move |db: &PolyDbm| db.search(mode, &pattern, capacity)))
+        self.queue(shape, |adb| adb.execute(move |db: &Db| db.search(mode, &pattern, capacity)))
     }
 
     /// Writes every record to the file at `path` (replaced) as the
     /// reference's flat records.
     fn export_to_flat_records(&self, path: FsPath) -> PyResult<PyFuture> {
         self.queue(Shape::Plain, |adb| {
-            adb.execute(move |db: &PolyDbm| {
-                write_file(&path, |out| flat_records::export_to_flat_records(db, out))
-            })
+            adb.execute(move |db: &Db| write_file(&path, |out| flat_records::export_to_flat_records(db, out)))
         })
     }
 
@@ -344,7 +342,7 @@ impl AsyncDatabase {
     /// how many.
     fn import_from_flat_records(&self, path: FsPath) -> PyResult<PyFuture> {
         self.queue(Shape::Plain, |adb| {
-            adb.execute(move |db: &PolyDbm| {
+            adb.execute(move |db: &Db| {
                 let file = std::fs::File::open(&path).map_err(|e| io_error("opening", &path, e))?;
                 flat_records::import_from_flat_records(db, &mut std::io::BufReader::new(file))
                     .map(|n| n as i64)
@@ -369,7 +367,7 @@ impl AsyncDatabase {
             return Err(pyo3::exceptions::PyValueError::new_err("a database cannot be exported to itself"));
         }
         self.queue(Shape::Plain, |adb| {
-            adb.execute(move |db: &PolyDbm| dest.get().with(|dest: &PolyDbm| Dbm::export(db, dest)))
+            adb.execute(move |db: &Db| dest.get().with(|dest: &Db| Dbm::export(db, dest)))
         })
     }
 

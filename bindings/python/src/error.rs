@@ -52,6 +52,12 @@ create_exception!(
     "The feature is not supported by this database or platform."
 );
 create_exception!(kuradb, CanceledError, Error, "A callback asked to stop, or failed.");
+create_exception!(
+    kuradb,
+    ConflictError,
+    Error,
+    "A transaction's commit found that another commit changed what it read since it began; nothing was applied: run it again (DBM.run, kuradb.transactional)."
+);
 
 static NO_SUCH_FILE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static WOULD_BLOCK: GILOnceCell<Py<PyType>> = GILOnceCell::new();
@@ -143,6 +149,7 @@ fn exception_of(err: kuradb::Error) -> PyErr {
         ErrorKind::System => OperatingSystemError::new_err(text),
         ErrorKind::NotImplemented => UnsupportedError::new_err(text),
         ErrorKind::Canceled => CanceledError::new_err(text),
+        ErrorKind::Conflict => ConflictError::new_err(text),
         _ => Error::new_err(text),
     }
 }
@@ -174,5 +181,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("OperatingSystemError", py.get_type::<OperatingSystemError>())?;
     m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     m.add("CanceledError", py.get_type::<CanceledError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! `PolyDbm`; [`cursor`]: its iterators; [`ordered`]: the walks of an
 //! ordered database (range, prefix, reversed); [`error`]: one exception per error
 //! kind; [`index`]: `kuradb.Index`, a secondary index; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
-//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files) and adds only what Python idiom needs (the dict protocol, str keys,
+//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files; [`txn`]: `kuradb.Transaction`, `Batch` and `Snapshot`) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
 
 #![deny(unsafe_code)]
@@ -20,6 +20,7 @@ mod future;
 mod index;
 mod ordered;
 mod reference_api;
+mod txn;
 mod update_log;
 mod utility;
 
@@ -38,6 +39,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     utility::register(m)?;
     update_log::register(m)?;
     compat::register(m)?;
+    txn::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())

@@ -8,23 +8,23 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::tree::KeyComparator;
 use kuradb::dbm::{Cursor, Dbm};
 use kuradb::ErrorKind;
+use kuradb_binding::handle::Db;
 
 use crate::cursor::{Bounds, RecordIterator, Yield};
 use crate::database::Database;
 use crate::error::{not_open, to_py};
 
 /// The key order of an ordered database, or an error naming `what` needs one.
-pub(crate) fn key_order(db: &PolyDbm, what: &str) -> kuradb::Result<KeyComparator> {
+pub(crate) fn key_order(db: &Db, what: &str) -> kuradb::Result<KeyComparator> {
     if !db.is_ordered() {
         return Err(kuradb::Error::new(
             ErrorKind::NotImplemented,
             format!(
                 "{what} needs an ordered database (tree, skip); this {} database keeps no key order",
-                db.class().name()
+                db.inner().class().name()
             ),
         ));
     }

@@ -35,7 +35,8 @@ module Kuradb
     WouldBlockError: :would_block, # the file is locked by someone else and waiting was refused
     SystemError: :system, # the operating system refused an operation
     UnsupportedError: :unsupported, # not supported by this database or platform
-    CanceledError: :canceled # a callback asked to stop, or failed
+    CanceledError: :canceled, # a callback asked to stop, or failed
+    ConflictError: :conflict # a transaction's commit met another commit's change to what it read
   }.each do |name, kind|
     const_set(name, Class.new(Error) { define_method(:kind) { kind } })
   end

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use jni::sys::jlong;
 use jni::Env;
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::ErrorKind;
 use kuradb_binding::cursor::Slot;
+use kuradb_binding::handle::Db;
 use kuradb_binding::handle::OpenHandle;
 
 use crate::throw::{fail, throw, JResult};
@@ -34,7 +34,7 @@ pub struct CursorHandle {
 
 impl Database {
     /// A new handle for `db`.
-    pub fn into_handle(db: PolyDbm) -> jlong {
+    pub fn into_handle(db: Db) -> jlong {
         Box::into_raw(Box::new(Database { open: OpenHandle::new(db) })) as jlong
     }
 
@@ -43,7 +43,7 @@ impl Database {
     pub fn with<R>(
         &self,
         env: &mut Env<'_>,
-        f: impl FnOnce(&mut Env<'_>, &Arc<PolyDbm>) -> JResult<R>,
+        f: impl FnOnce(&mut Env<'_>, &Arc<Db>) -> JResult<R>,
     ) -> JResult<R> {
         match self.open.with(|db| Ok(f(env, db))) {
             Ok(result) => result,

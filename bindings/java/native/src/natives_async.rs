@@ -7,9 +7,9 @@ use std::sync::Arc;
 use jni::objects::{JByteArray, JObjectArray, JString};
 use jni::sys::{jboolean, jdouble, jint, jlong};
 use jni::Env;
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, SearchMode};
 use kuradb::{AsyncDbm, DbmFuture, ErrorKind};
+use kuradb_binding::handle::Db;
 
 use crate::convert::{byte_arrays, bytes, keys, opt_bytes, params, string};
 use crate::future::{FutureHandle, Outcome};
@@ -21,13 +21,13 @@ use crate::synchronize::synchronize_with;
 use crate::throw::{check, fail, native, JResult};
 
 /// The handle type of a `tkrzw.AsyncDBM`.
-type AsyncHandle = Shared<AsyncDbm<PolyDbm>>;
+type AsyncHandle = Shared<AsyncDbm<Db>>;
 
 /// Queues `op` with `adb` (through the handle) and answers its future's handle.
 fn queue<T: Send + 'static>(
     env: &mut Env<'_>,
     handle: jlong,
-    op: impl FnOnce(&AsyncDbm<PolyDbm>) -> DbmFuture<T>,
+    op: impl FnOnce(&AsyncDbm<Db>) -> DbmFuture<T>,
     map: fn(T) -> Outcome,
 ) -> JResult<jlong> {
     object::<AsyncHandle>(env, handle)?.with(env, |_, adb| Ok(FutureHandle::into_handle(op(adb), map)))
@@ -184,7 +184,7 @@ native! {
         queue(
             env,
             handle,
-            |adb| adb.execute(move |db: &PolyDbm| kuradb_binding::increment::reference_increment(db, &key, delta, initial)),
+            |adb| adb.execute(move |db: &Db| kuradb_binding::increment::reference_increment(db, &key, delta, initial)),
             Outcome::Number,
         )
     }
@@ -253,7 +253,7 @@ native! {
 native! {
     /// Copies every record into the database of `dest` (a `DBM` handle).
     fn Java_io_kuradb_Native_asyncExport(env, handle: jlong, dest: jlong) -> jlong {
-        let dest: Arc<PolyDbm> = object::<Database>(env, dest)?.with(env, |_, db| Ok(Arc::clone(db)))?;
+        let dest: Arc<Db> = object::<Database>(env, dest)?.with(env, |_, db| Ok(Arc::clone(db)))?;
         queue(env, handle, |adb| adb.export(dest), done)
     }
 }

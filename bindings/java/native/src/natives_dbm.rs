@@ -19,7 +19,8 @@ native! {
     fn Java_io_kuradb_Native_open(env, path: JString<'l>, writable: jboolean, pairs: JObjectArray<'l, JString<'l>>) -> jlong {
         let path = string(env, &path, "the path")?;
         let params = params(env, &pairs)?;
-        let db = PolyDbm::open(&path, if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly }, &params);
+        let access = if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly };
+        let db = PolyDbm::open(&path, access, &params).and_then(|db| kuradb_binding::handle::transactional(db, access));
         let db = check(env, db)?;
         Ok(Database::into_handle(db))
     }
@@ -243,7 +244,7 @@ native! {
     /// The database's class: its reference name (`HashDBM`, …) if
     /// `reference`, else its short name (`hash`, …).
     fn Java_io_kuradb_Native_className(env, handle: jlong, reference: jboolean) -> JString<'l> {
-        let class = object::<Database>(env, handle)?.with(env, |_, db| Ok(db.class()))?;
+        let class = object::<Database>(env, handle)?.with(env, |_, db| Ok(db.inner().class()))?;
         env.new_string(if reference { class.reference_name() } else { class.name() })
     }
 }
@@ -259,7 +260,7 @@ native! {
     /// Rebuilds the database with the tuning `pairs` change.
     fn Java_io_kuradb_Native_rebuild(env, handle: jlong, pairs: JObjectArray<'l, JString<'l>>) -> () {
         let params = params(env, &pairs)?;
-        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.rebuild_with(&params)))
+        object::<Database>(env, handle)?.with(env, |env, db| check(env, db.inner().rebuild_with(&params)))
     }
 }
 
@@ -288,7 +289,7 @@ native! {
 native! {
     /// Internal figures, as names and values in turn.
     fn Java_io_kuradb_Native_inspect(env, handle: jlong) -> JObjectArray<'l, JString<'l>> {
-        let pairs = object::<Database>(env, handle)?.with(env, |env, db| check(env, db.inspect()))?;
+        let pairs = object::<Database>(env, handle)?.with(env, |env, db| check(env, db.inner().inspect()))?;
         let flat: Vec<String> = pairs.into_iter().flat_map(|(k, v)| [k, v]).collect();
         new_strings(env, &flat)
     }

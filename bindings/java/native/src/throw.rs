@@ -24,6 +24,7 @@ fn kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::System => "SYSTEM",
         ErrorKind::NotImplemented => "NOT_IMPLEMENTED",
         ErrorKind::Canceled => "CANCELED",
+        ErrorKind::Conflict => "CONFLICT",
         _ => "UNKNOWN",
     }
 }

@@ -6,7 +6,10 @@
 it works. Every error is a ``kuradb.Error``, an ``OSError``. ``kuradb.AsyncDBM(db, num_workers)`` puts one behind worker threads:
 its methods return ``kuradb.Future``s to await under asyncio. ``kuradb.Index``
 is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.UpdateLogReader``
-reads the update logs that ``ulog_prefix=`` writes. ``kuradb.dbm`` is the standard library's dbm interface and
+reads the update logs that ``ulog_prefix=`` writes. ``db.transaction()``, ``db.batch()`` and ``db.snapshot()`` give serializable
+transactions (a conflict raises ``kuradb.ConflictError``), atomic batches and
+read views; ``db.run(func)`` and ``@kuradb.transactional(db)`` retry a
+transaction on conflict. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
 
     >>> import kuradb
@@ -19,7 +22,12 @@ reads the update logs that ``ulog_prefix=`` writes. ``kuradb.dbm`` is the standa
 from ._kuradb import (
     ANY_DATA,
     AsyncDBM,
+    Batch,
+    ConflictError,
     Future,
+    Savepoint,
+    Snapshot,
+    Transaction,
     BrokenDataError,
     CanceledError,
     DuplicationError,
@@ -40,7 +48,7 @@ from ._kuradb import (
     WouldBlockError,
     __version__,
 )
-from ._mapping import DBM
+from ._mapping import DBM, transactional
 
 __all__ = [
     "ANY_DATA",
@@ -65,5 +73,11 @@ __all__ = [
     "OperatingSystemError",
     "UnsupportedError",
     "CanceledError",
+    "ConflictError",
+    "Transaction",
+    "Batch",
+    "Snapshot",
+    "Savepoint",
+    "transactional",
     "__version__",
 ]

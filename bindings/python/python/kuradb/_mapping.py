@@ -10,12 +10,19 @@ record atomically, and ``isinstance(db, MutableMapping)`` holds.
 A database compares and hashes by identity, not by content: comparing two
 databases record by record would read both files whole, and a database is
 a handle to a file (as a file object is), not a value.
+
+``DBM.run`` and the ``transactional`` decorator run a function in a
+transaction and run it again in a new one when its commit raises
+``ConflictError``.
 """
 
 from __future__ import annotations
 
+import functools
+import random
+import time
 from collections.abc import ItemsView, KeysView, MutableMapping, ValuesView
-from typing import Iterator, Tuple
+from typing import Any, Callable, Iterator, Tuple, TypeVar
 
 from . import _kuradb
 
@@ -93,3 +100,60 @@ class DBM(_kuradb.DBM, MutableMapping):  # type: ignore[misc,type-arg]
         if record is None:
             raise KeyError("popitem(): the database is empty")
         return record
+
+    def run(self, func: Callable[[_kuradb.Transaction], _T], retries: int = 10, durability: str = "os") -> _T:
+        """Calls ``func(tx)`` with a new transaction and commits it (unless
+        ``func`` finished it), answering what ``func`` answered. When the
+        commit (or a read) raises ``ConflictError``, waits a short random
+        time and runs ``func`` again in a new transaction, at most
+        ``retries`` more times; then the ConflictError goes on. Any other
+        exception aborts the transaction and goes on at once."""
+        return _run(self, func, retries, durability)
+
+
+_T = TypeVar("_T")
+
+
+def _run(db: Any, func: Callable[[Any], _T], retries: int, durability: str) -> _T:
+    if retries < 0:
+        raise ValueError(f"retries must be 0 or more, not {retries}")
+    attempt = 0
+    while True:
+        tx = db.transaction(durability)
+        try:
+            result = func(tx)
+            if tx.active:
+                tx.commit()
+            return result
+        except _kuradb.ConflictError:
+            if attempt >= retries:
+                raise
+            attempt += 1
+        finally:
+            tx.abort()
+        # Back off a little, more after each conflict, so that contenders
+        # spread out instead of meeting again.
+        time.sleep(random.uniform(0, 0.0005 * (1 << min(attempt, 8))))
+
+
+def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callable[[Callable[..., _T]], Callable[..., _T]]:
+    """A decorator: the function, called with its arguments, gets a new
+    transaction of ``db`` as its first argument, is committed, and is run
+    again in a new transaction on ``ConflictError`` (``DBM.run``)::
+
+        @kuradb.transactional(db, retries=10)
+        def transfer(tx, source, dest, amount):
+            tx[source] = str(int(tx[source]) - amount)
+            tx[dest] = str(int(tx[dest]) + amount)
+
+        transfer(b"alice", b"bob", 30)
+    """
+
+    def decorate(func: Callable[..., _T]) -> Callable[..., _T]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> _T:
+            return _run(db, lambda tx: func(tx, *args, **kwargs), retries, durability)
+
+        return wrapper
+
+    return decorate

@@ -24,7 +24,7 @@ pub(super) fn clear(db: &Database, py: Python<'_>) -> PyResult<()> {
 
 pub(super) fn rebuild(db: &Database, py: Python<'_>, params: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     let params = params_of(params)?;
-    db.run(py, |db| db.rebuild_with(&params))
+    db.run(py, |db| db.inner().rebuild_with(&params))
 }
 
 pub(super) fn apply_update_logs(

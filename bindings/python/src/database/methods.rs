@@ -12,6 +12,33 @@ use crate::cursor::{PyCursor, RecordIterator};
 
 #[pymethods]
 impl Database {
+    /// Starts a serializable transaction whose commit has `durability`
+    /// ("none": applied and atomic, kept in the process until a later write
+    /// of the log; "os": written to the operating system, surviving the
+    /// process's crash; "sync": on the device, surviving a power cut). Use it
+    /// as a context manager: `with db.transaction() as tx:` commits on a
+    /// normal exit and aborts on an exception. A commit that finds another
+    /// commit changed what the transaction read raises ConflictError.
+    #[pyo3(signature = (durability = "os"))]
+    fn transaction(&self, py: Python<'_>, durability: &str) -> PyResult<crate::txn::PyTransaction> {
+        crate::txn::PyTransaction::begin(self, py, durability)
+    }
+
+    /// Starts a batch of blind writes (set, remove, append, increment)
+    /// applied as one unit by its commit, with `durability` as for
+    /// `transaction`; as a context manager it commits on a normal exit.
+    #[pyo3(signature = (durability = "os"))]
+    fn batch(slf: &Bound<'_, Self>, durability: &str) -> PyResult<crate::txn::PyBatch> {
+        crate::txn::PyBatch::new(slf.clone().unbind(), durability)
+    }
+
+    /// A read view at the newest commit: `get`, `items()`, `keys()`,
+    /// iteration over its keys and `len()` see that state while writers go
+    /// on. As a context manager it is released on exit.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<crate::txn::PySnapshot> {
+        crate::txn::PySnapshot::open(self, py)
+    }
+
     /// A database object; `open` opens it, or give the same arguments here.
     #[new]
     #[pyo3(signature = (path = None, writable = false, *, release_gil = true, **params))]

@@ -1,4 +1,4 @@
-//! `kuradb.DBM`: an [`PolyDbm`] for Python, with the `Dbm` methods one to one
+//! `kuradb.DBM`: a [`PolyDbm`](kuradb::dbm::poly::PolyDbm) (with transactions: [`Db`]) for Python, with the `Dbm` methods one to one
 //! and the dict protocol on top.
 //!
 //! The GIL is released around every call into the database, so Python
@@ -26,9 +26,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyBool;
 
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::Action;
 use kuradb::Result;
+use kuradb_binding::handle::Db;
 
 use kuradb_binding::guard::CallbackGuard;
 use kuradb_binding::handle::OpenHandle;
@@ -82,7 +82,7 @@ impl Database {
     pub(crate) fn run<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&PolyDbm) -> Result<R> + Send,
+        f: impl FnOnce(&Db) -> Result<R> + Send,
     ) -> PyResult<R> {
         if !self.guard().is_running() && !self.release_gil.load(Ordering::Relaxed) {
             match self.handle.try_with(|db| f(db)) {
@@ -100,20 +100,35 @@ impl Database {
     fn run_calling_back<R: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&PolyDbm) -> Result<R> + Send,
+        f: impl FnOnce(&Db) -> Result<R> + Send,
     ) -> PyResult<R> {
         self.guard().count_running(|| py.allow_threads(|| self.with(f))).map_err(to_py)
     }
 
     /// Runs `f` on the open database, keeping the GIL.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&PolyDbm) -> Result<R>) -> Result<R> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Db) -> Result<R>) -> Result<R> {
         self.handle.with(|db| f(db))
     }
 
     /// The open database for an `AsyncDBM`'s workers; closing fails while
     /// they hold it.
-    pub(crate) fn share(&self) -> Result<Arc<PolyDbm>> {
+    pub(crate) fn share(&self) -> Result<Arc<Db>> {
         self.handle.share()
+    }
+
+    /// A new transaction's slot, which `close` empties (aborting it).
+    pub(crate) fn new_transaction(
+        &self,
+        py: Python<'_>,
+        durability: kuradb::dbm::txn::CommitDurability,
+    ) -> PyResult<Arc<kuradb_binding::txn::TransactionSlot>> {
+        // Starting a view waits for the plain calls in flight: without the GIL.
+        py.allow_threads(|| self.handle.begin(durability)).map_err(to_py)
+    }
+
+    /// A new snapshot's slot, which `close` empties.
+    pub(crate) fn new_snapshot(&self, py: Python<'_>) -> PyResult<Arc<kuradb_binding::txn::SnapshotSlot>> {
+        py.allow_threads(|| self.handle.snapshot()).map_err(to_py)
     }
 
     /// A new cursor's slot, which `close` empties.

@@ -10,6 +10,7 @@ use pyo3::types::PyDict;
 
 use kuradb::dbm::poly::{DbmClass, PolyDbm};
 use kuradb::dbm::Dbm;
+use kuradb_binding::handle::transactional;
 
 use super::Database;
 use crate::convert::{params_of, FsPath};
@@ -55,11 +56,9 @@ pub(super) fn open(
         };
         kuradb::file::with_lock_interrupt(interrupted, || {
             db.handle.install(|| {
-                let opened = PolyDbm::open(
-                    &path,
-                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
-                    &params,
-                )?;
+                let access =
+                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly };
+                let opened = transactional(PolyDbm::open(&path, access, &params)?, access)?;
                 // Under the handle's write lock: a call holding the read
                 // lock sees the value of the session it runs in.
                 db.release_gil.store(release_gil, Ordering::Relaxed);
@@ -87,8 +86,8 @@ pub(super) fn path(db: &Database) -> PyResult<PathBuf> {
 
 pub(super) fn inspect(db: &Database, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, String>> {
     db.run(py, |db| {
-        let mut out: std::collections::BTreeMap<String, String> = db.inspect()?.into_iter().collect();
-        out.insert("dbm".into(), db.class().name().into());
+        let mut out: std::collections::BTreeMap<String, String> = db.inner().inspect()?.into_iter().collect();
+        out.insert("dbm".into(), db.inner().class().name().into());
         Ok(out)
     })
 }
@@ -120,14 +119,14 @@ pub(super) fn shard_count(py: Python<'_>, path: FsPath) -> PyResult<Option<usize
 }
 
 pub(super) fn dbm_class(db: &Database) -> PyResult<&'static str> {
-    db.with(|db| Ok(db.class().name())).map_err(to_py)
+    db.with(|db| Ok(db.inner().class().name())).map_err(to_py)
 }
 
 pub(super) fn repr(db: &Database) -> String {
     let described = db.handle.try_with(|db| {
         Ok(format!(
             "<kuradb.DBM dbm={} path={:?}>",
-            db.class().name(),
+            db.inner().class().name(),
             db.path().unwrap_or(Path::new("")).display().to_string()
         ))
     });

@@ -14,9 +14,9 @@ use parking_lot::Mutex;
 
 use kuradb::dbm::async_dbm::AsyncDbm;
 use kuradb::dbm::params::Params;
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, Desired, Expected, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
+use kuradb_binding::handle::Db;
 
 use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes};
 use crate::database::Database;
@@ -29,7 +29,7 @@ use crate::nogvl::without_gvl;
 /// A DBM behind worker threads; made by `Kuradb::AsyncDBM.new(dbm, workers)`.
 #[magnus::wrap(class = "Kuradb::AsyncDBM", free_immediately, size)]
 pub struct AsyncDatabase {
-    inner: Mutex<Option<AsyncDbm<PolyDbm>>>,
+    inner: Mutex<Option<AsyncDbm<Db>>>,
     encoding: Option<Index>,
 }
 
@@ -45,7 +45,7 @@ impl AsyncDatabase {
     }
 
     /// Queues `f` and answers its future (an already failed one if closed).
-    fn run(&self, f: impl FnOnce(&PolyDbm) -> kuradb::Result<Reply> + Send + 'static) -> Future {
+    fn run(&self, f: impl FnOnce(&Db) -> kuradb::Result<Reply> + Send + 'static) -> Future {
         match self.inner.lock().as_ref() {
             Some(adb) if !adb.is_closed() => Future::pending(adb.execute(f), self.encoding),
             _ => Future::failed(closed(), self.encoding),
@@ -223,7 +223,7 @@ impl AsyncDatabase {
         for (name, value) in &params {
             p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
         }
-        Ok(rb_self.run(move |db| db.rebuild_with(&p).map(|()| Reply::Nil)))
+        Ok(rb_self.run(move |db| db.inner().rebuild_with(&p).map(|()| Reply::Nil)))
     }
 
     fn search(

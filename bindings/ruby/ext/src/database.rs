@@ -18,6 +18,7 @@ use kuradb::dbm::params::Params;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Action, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::ErrorKind;
+use kuradb_binding::handle::Db;
 
 use crate::convert::{byte_list, byte_pairs, bytes, opt_bytes, string};
 use crate::cursor::Cursor;
@@ -85,7 +86,7 @@ impl Database {
     pub(crate) fn with<R: Send>(
         &self,
         ruby: &Ruby,
-        f: impl FnOnce(&PolyDbm) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&Db) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         self.with_released(ruby, self.is_concurrent(), f)
     }
@@ -96,7 +97,7 @@ impl Database {
         &self,
         ruby: &Ruby,
         release: bool,
-        f: impl FnOnce(&PolyDbm) -> kuradb::Result<R> + Send,
+        f: impl FnOnce(&Db) -> kuradb::Result<R> + Send,
     ) -> Result<R, Error> {
         self.gate.enter(ruby, self.handle.guard())?;
         let handle = &self.handle;
@@ -127,7 +128,7 @@ impl Database {
         &self,
         ruby: &Ruby,
         block: &Proc,
-        call: impl FnOnce(&PolyDbm, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
+        call: impl FnOnce(&Db, &mut dyn FnMut(&[u8], Option<&[u8]>) -> Action<'static>) -> kuradb::Result<R>,
     ) -> Result<R, Error> {
         let mut failure = None;
         self.gate.enter(ruby, self.handle.guard())?;
@@ -178,11 +179,9 @@ impl Database {
         let handle = &rb_self.handle;
         without_gvl(|| {
             handle.install(|| {
-                PolyDbm::open(
-                    &path,
-                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly },
-                    &p,
-                )
+                let access =
+                    if writable { kuradb::dbm::Access::ReadWrite } else { kuradb::dbm::Access::ReadOnly };
+                kuradb_binding::handle::transactional(PolyDbm::open(&path, access, &p)?, access)
             })
         })
         .map_err(|e| to_rb(ruby, e))?;
@@ -206,7 +205,7 @@ impl Database {
     }
 
     /// The open database and its encoding, for an AsyncDBM's workers.
-    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<PolyDbm>, Option<Index>), Error> {
+    pub fn share(&self, ruby: &Ruby) -> Result<(Arc<Db>, Option<Index>), Error> {
         self.gate.enter(ruby, self.handle.guard())?;
         let db = self.handle.share().map_err(|e| to_rb(ruby, e))?;
         Ok((db, *self.encoding.lock()))
@@ -402,7 +401,7 @@ impl Database {
         for (name, value) in &params {
             p.insert(name, value).map_err(|e| to_rb(ruby, e))?;
         }
-        rb_self.with(ruby, |db| db.rebuild_with(&p))
+        rb_self.with(ruby, |db| db.inner().rebuild_with(&p))
     }
 
     fn should_be_rebuilt(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
@@ -454,7 +453,7 @@ impl Database {
     }
 
     fn inspect_details(ruby: &Ruby, rb_self: &Self) -> Result<BTreeMap<String, String>, Error> {
-        rb_self.with(ruby, |db| Ok(db.inspect()?.into_iter().collect()))
+        rb_self.with(ruby, |db| Ok(db.inner().inspect()?.into_iter().collect()))
     }
 
     fn is_ordered(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
@@ -466,7 +465,7 @@ impl Database {
     }
 
     fn dbm_class(ruby: &Ruby, rb_self: &Self) -> Result<(&'static str, &'static str), Error> {
-        rb_self.with(ruby, |db| Ok((db.class().name(), db.class().reference_name())))
+        rb_self.with(ruby, |db| Ok((db.inner().class().name(), db.inner().class().reference_name())))
     }
 
     fn search(

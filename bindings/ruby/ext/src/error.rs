@@ -23,6 +23,7 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::System => "SystemError",
         ErrorKind::NotImplemented => "UnsupportedError",
         ErrorKind::Canceled => "CanceledError",
+        ErrorKind::Conflict => "ConflictError",
         _ => "Error",
     }
 }

@@ -11,8 +11,8 @@ use magnus::prelude::*;
 use magnus::{method, Error, RArray, RClass, RString, Ruby};
 
 use kuradb::dbm::exchange::{Desired, Expected};
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Access, Action, Dbm};
+use kuradb_binding::handle::Db;
 
 use crate::convert::{byte_list, bytes, opt_bytes, pair_refs, BytePairs};
 use crate::database::Database;
@@ -93,7 +93,7 @@ fn rekey(
 /// `compare_exchange_multi` where `any[i]` marks the i-th expected value as
 /// the reference's `ANY_DATA` (the record exists, with any value).
 pub(crate) fn exchange_multi(
-    db: &PolyDbm,
+    db: &Db,
     expected: &BytePairs,
     any: &[bool],
     desired: &BytePairs,

@@ -29,6 +29,11 @@ public class KuraException extends RuntimeException {
     NOT_IMPLEMENTED,
     /** A callback asked to stop, or failed. */
     CANCELED,
+    /**
+     * A transaction's commit found that another commit changed what it read since it began
+     * (its status code is the reference's INFEASIBLE_ERROR); run it again.
+     */
+    CONFLICT,
     /** A kind this version of the Java classes does not know. */
     UNKNOWN
   }
