@@ -189,7 +189,11 @@ impl<'db, D: Dbm> Transaction<'db, D> {
     /// Applies the writes as one unit if nothing this transaction read was
     /// changed since it began; else fails with [`ErrorKind::Conflict`] and
     /// applies nothing.
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(|_| Ok(()))
+    }
+
+    fn commit_with(mut self, guard: impl FnOnce(&Versions) -> Result<()>) -> Result<()> {
         if let Some(limit) = self.db.options.timeout {
             if self.started.elapsed() > limit {
                 return Err(Error::new(
@@ -207,10 +211,44 @@ impl<'db, D: Dbm> Transaction<'db, D> {
                 (key, None) => Change::Remove(key.clone()),
             })
             .collect();
-        let result =
-            self.db.commit_changes(self.durability, |versions| self.validate(versions), |_| Ok(changes));
+        let result = self.db.commit_changes(
+            self.durability,
+            |versions| guard(versions).and_then(|()| self.validate(versions)),
+            |_| Ok(changes),
+        );
         self.finish();
         result.map(|_| ())
+    }
+
+    /// Commits as [`Transaction::commit`] does, unless a commit or plain
+    /// write since each of `watches` began changed one of its keys: then
+    /// applies nothing and answers `Ok(false)` (the transaction ends). The
+    /// watches are checked under the commit lock with the transaction's own
+    /// reads, so no commit comes between the check and this one. A conflict
+    /// of the transaction's own reads is still [`ErrorKind::Conflict`], to
+    /// run it again. Every watch must be of this transaction's database.
+    pub fn commit_unless_changed(mut self, watches: &[&super::Watch<D>]) -> Result<bool> {
+        for watch in watches {
+            if !std::ptr::eq(&**watch.database(), self.db) {
+                self.finish();
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a watch of another database cannot guard this transaction's commit",
+                ));
+            }
+        }
+        let changed = std::cell::Cell::new(false);
+        let outcome = self.commit_with(|versions| {
+            if watches.iter().any(|w| w.changed_in(versions)) {
+                changed.set(true);
+                return Err(Error::new(ErrorKind::Conflict, "a watched key changed"));
+            }
+            Ok(())
+        });
+        match outcome {
+            Err(_) if changed.get() => Ok(false),
+            other => other.map(|()| true),
+        }
     }
 
     fn validate(&self, versions: &Versions) -> Result<()> {
