@@ -231,3 +231,29 @@ fn a_concurrent_client_never_sees_half_an_exec() {
         server.stop().unwrap();
     }
 }
+
+#[test]
+fn whole_database_commands_run_on_the_block_view() {
+    let server = start(&["#dbm=baby"]);
+    let (mut c, mut other) = (Raw::new(&server), Raw::new(&server));
+    assert_eq!(c.call(&["MSET", "a", "1", "b", "2", "c", "3"]), "+OK");
+    assert_eq!(c.call(&["MULTI"]), "+OK");
+    assert_eq!(c.call(&["DEL", "b"]), "+QUEUED");
+    assert_eq!(c.call(&["SET", "d", "4"]), "+QUEUED");
+    assert_eq!(c.call(&["KEYS", "*"]), "+QUEUED");
+    assert_eq!(c.call(&["RANGE", "[b", "+"]), "+QUEUED");
+    assert_eq!(c.call(&["RANGE", "-", "(d", "REV", "NOVALUES"]), "+QUEUED");
+    assert_eq!(c.call(&["DBSIZE"]), "+QUEUED");
+    assert_eq!(c.call(&["FLUSHDB"]), "+QUEUED");
+    assert_eq!(c.call(&["DBSIZE"]), "+QUEUED");
+    assert_eq!(c.call(&["EXEC"]), "[:1, +OK, [a, c, d], [c, 3, d, 4], [c, a], :3, +OK, :0]");
+    assert_eq!(c.call(&["DBSIZE"]), ":0");
+    // FLUSHDB while another client watches is refused, with the reason.
+    assert_eq!(c.call(&["SET", "k", "v"]), "+OK");
+    assert_eq!(other.call(&["WATCH", "k"]), "+OK");
+    let refused = c.call(&["FLUSHDB"]);
+    assert!(refused.starts_with("-ERR") && refused.contains("snapshot or transaction is open"), "{refused}");
+    assert_eq!(other.call(&["UNWATCH"]), "+OK");
+    assert_eq!(c.call(&["FLUSHDB"]), "+OK");
+    server.stop().unwrap();
+}

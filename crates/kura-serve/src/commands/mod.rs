@@ -1,8 +1,8 @@
 //! The command table: each command's name, arity, flags, key positions (for
 //! COMMAND) and the function that runs it, with the helpers they share.
 //! One file per family: `strings` (values), `keys` (the keyspace), `range`
-//! (the ordered range scan), `connection` (the session) and `server`
-//! (administration).
+//! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
+//! `crate::multi`), `connection` (the session) and `server` (administration).
 
 mod connection;
 mod keys;
