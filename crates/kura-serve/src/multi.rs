@@ -158,8 +158,8 @@ pub fn exec(ctx: &mut Ctx) -> Reply {
     }
     let server = ctx.server;
     let index = multi.db.unwrap_or(ctx.session.db);
-    let elsewhere = watches.iter().filter(|(db, _)| *db != index);
-    if elsewhere.map(|(_, w)| w.changed().unwrap_or(true)).any(|changed| changed) {
+    let mut elsewhere = watches.iter().filter(|(db, _)| *db != index);
+    if elsewhere.any(|(_, w)| w.changed().unwrap_or(true)) {
         return Reply::NilArray;
     }
     let here: Vec<&DbWatch> = watches.iter().filter(|(db, _)| *db == index).map(|(_, w)| w).collect();
