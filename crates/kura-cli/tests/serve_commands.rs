@@ -290,7 +290,7 @@ fn errors_use_redis_own_texts() {
         (b"*3\r\n$3\r\nFOO\r\n$1\r\na\r\n$2\r\nbc\r\n", b"-ERR unknown command 'FOO', with args beginning with: 'a' 'bc' \r\n"),
         // A command deliberately not served says so, and where to read why.
         (b"*3\r\n$5\r\nLPUSH\r\n$1\r\nl\r\n$1\r\nx\r\n", b"-ERR kura serve does not serve LPUSH: its values are strings, not lists (see docs/serve.md, \"Not served\")\r\n"),
-        (b"*1\r\n$5\r\nmulti\r\n", b"-ERR kura serve does not serve MULTI: it has no transactions (see docs/serve.md, \"Not served\")\r\n"),
+        (b"*1\r\n$4\r\nexec\r\n", b"-ERR EXEC without MULTI\r\n"),
         (b"*1\r\n$3\r\nGET\r\n", b"-ERR wrong number of arguments for 'get' command\r\n"),
         (b"*3\r\n$3\r\nSET\r\n$1\r\nn\r\n$1\r\nx\r\n", b"+OK\r\n"),
         (b"*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n", b"-ERR value is not an integer or out of range\r\n"),

@@ -250,3 +250,36 @@ fn a_replica_resyncs_fully_when_the_master_log_lost_its_entries() {
     assert!(i["db0_link"].contains("last_sync=full"), "{i:?}");
     assert_eq!(info(&master)["full_resyncs_served"], "2");
 }
+
+#[test]
+fn an_exec_reaches_the_replica_whole_and_a_block_on_a_replica_only_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkt")], &[]);
+    let replica = start_replica(&[spec(dir.path(), "r.tkt")], &master);
+    let mut con = master.client();
+    let (): () = redis::pipe()
+        .atomic()
+        .set("a", "1")
+        .ignore()
+        .set("a", "2")
+        .ignore()
+        .set("b", "x")
+        .ignore()
+        .del("nothing")
+        .ignore()
+        .query(&mut con)
+        .unwrap();
+    let got = wait_equal(&master, &replica, 0);
+    let want: Contents = [("a", "2"), ("b", "x")]
+        .into_iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+    assert_eq!(got, want);
+    let mut con = replica.client();
+    let read: (String,) = redis::pipe().atomic().get("a").query(&mut con).unwrap();
+    assert_eq!(read.0, "2", "a block of reads runs on a replica");
+    let err = redis::pipe().atomic().set("a", "3").query::<redis::Value>(&mut con).unwrap_err();
+    let text = format!("{err:?}");
+    assert!(text.contains("read only replica") || text.contains("EXECABORT"), "{text}");
+    assert_eq!(redis::cmd("GET").arg("a").query::<String>(&mut con).unwrap(), "2");
+}

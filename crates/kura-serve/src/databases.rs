@@ -1,5 +1,6 @@
 //! The databases a server serves, numbered as `SELECT` numbers them, opened
-//! from `PATH#params` specs and closed cleanly at shutdown.
+//! from `PATH#params` specs, each wrapped for transactions (MULTI/EXEC) once
+//! its update log is attached, and closed cleanly at shutdown.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,14 +8,21 @@ use std::sync::Arc;
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::poly::{DbmClass, Params};
+use kuradb::dbm::txn::{TransactionOptions, TransactionalDbm};
 use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
-/// One served database.
-pub struct Database {
+/// A served database: the PolyDbm opened, with transactions. Plain calls go
+/// straight through while no transaction, EXEC or WATCH is open; the
+/// PolyDbm's own calls (prefetch) through `.inner()`.
+pub type Db = TransactionalDbm<PolyDbm>;
+
+/// One served database: `Database<PolyDbm>` as opened, `Database` (of
+/// [`Db`]) once wrapped for transactions by [`transactional`].
+pub struct Database<T = Db> {
     /// The database itself; shared with the scan cursors that walk it.
-    pub db: Arc<PolyDbm>,
+    pub db: Arc<T>,
     /// The spec it was opened from, for INFO and logs.
     pub spec: String,
     /// Whether its keys are ordered (range scans and key-resumed SCAN).
@@ -39,7 +47,7 @@ pub fn parse_spec(spec: &str) -> Result<(String, Params)> {
 }
 
 /// Opens the database `spec` names, writable unless `read_only`.
-pub fn open(spec: &str, read_only: bool) -> Result<Database> {
+pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
     let (path, params) = parse_spec(spec)?;
     let in_spec = |e: Error| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()));
     let access = if read_only { Access::ReadOnly } else { Access::ReadWrite };
@@ -63,6 +71,47 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database> {
     Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order, fast })
 }
 
+/// Wraps each database of `opened` for transactions, its commit log beside
+/// its file (the path plus `.txlog`; none on memory), applying what a crash
+/// left in that log. After the update logs are attached, so that what a
+/// log applies at opening reaches the replicas too. On an error, every
+/// database is closed.
+pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<Vec<Database>> {
+    let mut done: Vec<Database> = Vec::with_capacity(opened.len());
+    let mut rest = opened.into_iter();
+    while let Some(Database { db, spec, ordered, order, fast }) = rest.next() {
+        let wrapped = match Arc::try_unwrap(db) {
+            Ok(poly) => wrap(poly, read_only)
+                .map_err(|e| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()))),
+            Err(_) => Err(Error::new(
+                ErrorKind::Infeasible,
+                format!("database {spec:?} was in use while it was wrapped for transactions"),
+            )),
+        };
+        match wrapped {
+            Ok(db) => done.push(Database { db: Arc::new(db), spec, ordered, order, fast }),
+            Err(e) => {
+                let _ = close_all(done);
+                let _ = close_all(rest.collect());
+                return Err(e);
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn wrap(poly: PolyDbm, read_only: bool) -> Result<Db> {
+    let mut options = match TransactionOptions::for_poly(&poly) {
+        Ok(options) => options,
+        Err(e) => {
+            let _ = poly.close();
+            return Err(e);
+        }
+    };
+    options.access = if read_only { Access::ReadOnly } else { Access::ReadWrite };
+    TransactionalDbm::open(poly, options)
+}
+
 /// Whether the file options in `params` leave I/O to the OS page cache:
 /// neither direct (`O_DIRECT`) nor synchronous (`O_SYNC`) access, where
 /// each call may wait for the device.
@@ -81,11 +130,11 @@ fn through_page_cache(params: &Params) -> bool {
 /// Synchronizes and closes every database, reporting the first failure
 /// after trying them all. Each must no longer be shared (the scan cursors
 /// are dropped first).
-pub fn close_all(databases: Vec<Database>) -> Result<()> {
+pub fn close_all<T: Dbm + 'static>(databases: Vec<Database<T>>) -> Result<()> {
     let mut first = Ok(());
     for database in databases {
         let outcome = match Arc::try_unwrap(database.db) {
-            Ok(db) => db.synchronize(Durability::Soft).and_then(|()| db.close()),
+            Ok(db) => db.synchronize(Durability::Soft).and_then(|()| Box::new(db).close()),
             Err(_) => Err(Error::new(
                 ErrorKind::Infeasible,
                 format!("database {:?} is still in use at shutdown; it was not closed", database.spec),

@@ -16,6 +16,8 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use kuradb::dbm::poly::PolyDbm;
+
+use super::databases::Db;
 use kuradb::dbm::{Access, Action, Dbm};
 
 use super::commands::{self, arity_fits, lookup, Command, Ctx, NO_AUTH, WRITE};
@@ -40,12 +42,22 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
     while i < batch.len() {
         if i >= prefetched {
             prefetched = match server.databases.get(session.db) {
-                Some(database) if database.fast && session.authenticated => prefetch(&database.db, batch, i),
+                Some(database) if database.fast && session.authenticated => {
+                    prefetch(database.db.inner(), batch, i)
+                }
                 _ => i + 1,
             };
         }
         let args = batch.get(i);
-        if is_plain_get(args) && session.authenticated {
+        if session.multi.is_some() {
+            if let Some(reply) = crate::multi::queue(server, session, args) {
+                reply.encode(session.protocol, out);
+                mark = Instant::now();
+                i += 1;
+                continue;
+            }
+        }
+        if is_plain_get(args) && session.authenticated && session.multi.is_none() {
             let database = &server.databases[session.db];
             if database.fast {
                 let failed = get_into(&database.db, session.protocol, &args[1], out);
@@ -73,7 +85,7 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
             i += 1;
             continue;
         }
-        let reply = (command.run)(&mut Ctx { server, session }, args);
+        let reply = (command.run)(&mut Ctx::new(server, session), args);
         if session.after == After::Shutdown {
             return;
         }
@@ -141,7 +153,7 @@ fn is_plain_get(args: &[Bytes]) -> bool {
 }
 
 /// Encodes the value of `key` (or nil) into `out`; whether it failed.
-fn get_into(db: &PolyDbm, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
+fn get_into(db: &Db, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut found = false;
     let outcome = db.process(key, Access::ReadOnly, &mut |value| {
@@ -185,7 +197,7 @@ fn run_gets(server: &Server, session: &Session, batch: &Batch, gets: Range<usize
 }
 
 /// The reply refusing a request of `args` words for `command`, if it may not run.
-fn refusal(server: &Server, session: &Session, command: &Command, args: usize) -> Option<Reply> {
+pub(crate) fn refusal(server: &Server, session: &Session, command: &Command, args: usize) -> Option<Reply> {
     if !arity_fits(command, args) {
         Some(commands::wrong_arity(command.name))
     } else if !session.authenticated && command.flags & NO_AUTH == 0 {

@@ -33,6 +33,7 @@ mod execution;
 mod info;
 mod listener;
 mod logging;
+mod multi;
 mod pattern;
 mod reactors;
 mod replication;

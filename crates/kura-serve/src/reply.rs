@@ -19,6 +19,9 @@ pub enum Reply {
     Bulk(Bytes),
     /// No value: a missing key.
     Nil,
+    /// No array: EXEC's answer when a watched key changed (`*-1` in RESP2,
+    /// `_` in RESP3). Only at the top of a reply.
+    NilArray,
     /// A list of replies.
     Array(Vec<Reply>),
     /// Pairs: a RESP3 map, a flat array of keys and values in RESP2.
@@ -51,6 +54,10 @@ impl Reply {
 
     /// Appends the reply's encoding in protocol `version` (2 or 3) to `out`.
     pub fn encode(self, version: u8, out: &mut BytesMut) {
+        if self == Reply::NilArray {
+            out.extend_from_slice(if version >= 3 { b"_\r\n" } else { b"*-1\r\n" });
+            return;
+        }
         // Encoding a frame built from well-formed parts cannot fail: the
         // crate's only errors are for too small a fixed buffer, and
         // `extend_encode` grows the buffer first.
@@ -84,7 +91,7 @@ impl Reply {
             Reply::Error(e) => Frame2::Error(one_line(e).into()),
             Reply::Int(n) => Frame2::Integer(n),
             Reply::Bulk(b) => Frame2::BulkString(b),
-            Reply::Nil => Frame2::Null,
+            Reply::Nil | Reply::NilArray => Frame2::Null,
             Reply::Array(items) => Frame2::Array(items.into_iter().map(Reply::into_resp2).collect()),
             Reply::Map(pairs) => {
                 Frame2::Array(pairs.into_iter().flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()]).collect())
@@ -100,7 +107,7 @@ impl Reply {
             Reply::Error(e) => Frame3::SimpleError { data: one_line(e).into(), attributes: None },
             Reply::Int(n) => Frame3::Number { data: n, attributes: None },
             Reply::Bulk(b) => Frame3::BlobString { data: b, attributes: None },
-            Reply::Nil => Frame3::Null,
+            Reply::Nil | Reply::NilArray => Frame3::Null,
             Reply::Array(items) => {
                 Frame3::Array { data: items.into_iter().map(Reply::into_resp3).collect(), attributes: None }
             }
@@ -141,6 +148,8 @@ mod tests {
         assert_eq!(encoded(Reply::Int(-3), 2), b":-3\r\n");
         assert_eq!(encoded(Reply::bulk(&b"ab"[..]), 2), b"$2\r\nab\r\n");
         assert_eq!(encoded(Reply::Nil, 2), b"$-1\r\n");
+        assert_eq!(encoded(Reply::NilArray, 2), b"*-1\r\n");
+        assert_eq!(encoded(Reply::NilArray, 3), b"_\r\n");
         let map = Reply::Map(vec![(Reply::bulk(&b"k"[..]), Reply::Int(1))]);
         assert_eq!(encoded(map, 2), b"*2\r\n$1\r\nk\r\n:1\r\n");
     }

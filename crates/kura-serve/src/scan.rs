@@ -16,8 +16,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use super::databases::Db;
 use bytes::Bytes;
-use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Cursor, Dbm, Edge};
 use parking_lot::Mutex;
 use self_cell::self_cell;
@@ -33,7 +33,7 @@ type DynCursor<'a> = Box<dyn Cursor + 'a>;
 self_cell!(
     /// A kuradb cursor together with the database it walks.
     struct LiveCursor {
-        owner: Arc<PolyDbm>,
+        owner: Arc<Db>,
         #[covariant]
         dependent: DynCursor,
     }
@@ -149,7 +149,7 @@ fn err(e: kuradb::Error) -> String {
 
 /// Up to `count` keys after `after`; the last one visited, or `None` at the end.
 fn walk_ordered(
-    db: &PolyDbm,
+    db: &Db,
     after: Option<Vec<u8>>,
     count: usize,
     visit: &mut dyn FnMut(&[u8]),
@@ -173,7 +173,7 @@ fn walk_ordered(
     Ok(last.or(after))
 }
 
-fn start_live(db: &Arc<PolyDbm>) -> Result<LiveCursor, String> {
+fn start_live(db: &Arc<Db>) -> Result<LiveCursor, String> {
     LiveCursor::try_new(Arc::clone(db), |db| {
         let mut cursor = db.iter()?;
         cursor.first()?;

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::{Error, ErrorKind, Result};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
@@ -60,8 +61,8 @@ pub enum Host {
 }
 
 /// Opens every database of the plan; on a failure, closes those opened.
-fn open_databases(plan: &Plan) -> Result<Vec<Database>> {
-    let mut opened: Vec<Database> = Vec::new();
+fn open_databases(plan: &Plan) -> Result<Vec<Database<PolyDbm>>> {
+    let mut opened: Vec<Database<PolyDbm>> = Vec::new();
     for spec in &plan.specs {
         match databases::open(spec, plan.settings.read_only) {
             Ok(db) => opened.push(db),
@@ -85,6 +86,9 @@ pub fn run(plan: Plan) -> Result<()> {
     let attached = open_databases(&plan).and_then(|opened| match &plan.ulog {
         Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size),
         None => replication::attach_logs(opened, None, 0),
+    });
+    let attached = attached.and_then(|(opened, logs)| {
+        databases::transactional(opened, plan.settings.read_only).map(|opened| (opened, logs))
     });
     let (opened, logs) = match attached {
         Ok(attached) => attached,

@@ -213,6 +213,10 @@ pub struct Session {
     pub after: After,
     /// Set by REPLSYNC: the connection becomes a replication feed.
     pub feed: Option<FeedPlan>,
+    /// The commands queued since MULTI, until EXEC or DISCARD.
+    pub multi: Option<crate::multi::Multi>,
+    /// The keys WATCHed, by database number, until EXEC, DISCARD or UNWATCH.
+    pub watches: Vec<(usize, crate::multi::DbWatch)>,
 }
 
 impl Session {
@@ -227,6 +231,8 @@ impl Session {
             name: None,
             after: After::Continue,
             feed: None,
+            multi: None,
+            watches: Vec::new(),
         }
     }
 }

@@ -65,7 +65,9 @@ pub use dbm::skip::{Reducer, SkipDbm, SkipOptions};
 pub use dbm::std_map::{StdBuilder, StdHashDbm, StdOptions, StdTreeDbm};
 pub use dbm::tiny::{TinyDbm, TinyOptions};
 pub use dbm::tree::{TreeDbm, TreeOptions};
-pub use dbm::txn::{Batch, CommitDurability, Snapshot, Transaction, TransactionOptions, TransactionalDbm};
+pub use dbm::txn::{
+    Batch, CommitDurability, Snapshot, Transaction, TransactionOptions, TransactionalDbm, Watch,
+};
 pub use dbm::{Access, Action, Cursor, Dbm, Durability, Edge, OnDuplicate, Rekey};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{File, FileSpec};

@@ -3,7 +3,7 @@
 //! `none`.
 
 use bytes::Bytes;
-use kuradb::dbm::{Access, Action, Dbm};
+use kuradb::dbm::{Access, Action};
 
 use super::{db_error, is, syntax_error, Ctx};
 use crate::pattern::KeyPattern;

@@ -1,8 +1,8 @@
 //! The command table: each command's name, arity, flags, key positions (for
 //! COMMAND) and the function that runs it, with the helpers they share.
 //! One file per family: `strings` (values), `keys` (the keyspace), `range`
-//! (the ordered range scan), `connection` (the session) and `server`
-//! (administration).
+//! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
+//! `crate::multi`), `connection` (the session) and `server` (administration).
 
 mod connection;
 mod keys;
@@ -11,9 +11,10 @@ mod range;
 pub mod server;
 pub use server::REDIS_VERSION;
 mod strings;
+mod transactions;
 
 use bytes::Bytes;
-use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::Dbm;
 
 use super::reply::Reply;
 use super::state::{Server, Session};
@@ -31,12 +32,23 @@ pub struct Ctx<'a> {
     pub server: &'a Server,
     /// The connection's state.
     pub session: &'a mut Session,
+    /// Inside EXEC, the transaction the queued commands run in, as a
+    /// database; `None` otherwise.
+    pub tx: Option<&'a dyn Dbm>,
 }
 
-impl Ctx<'_> {
-    /// The selected database.
-    pub fn db(&self) -> &PolyDbm {
-        &self.server.databases[self.session.db].db
+impl<'a> Ctx<'a> {
+    /// A context outside any transaction.
+    pub fn new(server: &'a Server, session: &'a mut Session) -> Ctx<'a> {
+        Ctx { server, session, tx: None }
+    }
+
+    /// The selected database, or inside EXEC the transaction.
+    pub fn db(&self) -> &dyn Dbm {
+        match self.tx {
+            Some(tx) => tx,
+            None => &*self.server.databases[self.session.db].db,
+        }
     }
 }
 
@@ -91,6 +103,11 @@ pub static COMMANDS: &[Command] = &[
     cmd("range", -3, DB, NONE, range::range),
     cmd("dbsize", 1, DB, NONE, keys::dbsize),
     cmd("flushdb", -1, WRITE | DB, NONE, keys::flushdb),
+    cmd("multi", 1, 0, NONE, transactions::multi),
+    cmd("exec", 1, DB, NONE, transactions::exec),
+    cmd("discard", 1, 0, NONE, transactions::discard),
+    cmd("watch", -2, DB, ALL, transactions::watch),
+    cmd("unwatch", 1, 0, NONE, transactions::unwatch),
     cmd("ping", -1, 0, NONE, connection::ping),
     cmd("echo", 2, 0, NONE, connection::echo),
     cmd("select", 2, 0, NONE, connection::select),

@@ -22,7 +22,6 @@ const FAMILIES: &[(&str, &[&str])] = &[
             "getex",
         ],
     ),
-    ("it has no transactions", &["multi", "exec", "discard", "watch", "unwatch"]),
     (
         "it runs no scripts",
         &["eval", "evalsha", "eval_ro", "evalsha_ro", "script", "function", "fcall", "fcall_ro"],

@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 use kuradb::dbm::comparator::KeyComparator;
-use kuradb::dbm::{Cursor, Dbm, Edge};
+use kuradb::dbm::{Cursor, Edge};
 
 use super::{db_error, is, not_an_integer, parse_int, syntax_error, Ctx};
 use crate::reply::Reply;
@@ -78,7 +78,7 @@ pub fn range(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let order = database.order;
     let mut out = Vec::new();
     let outcome = (|| -> kuradb::Result<()> {
-        let mut cursor = database.db.iter()?;
+        let mut cursor = ctx.db().iter()?;
         let (start, end, side) =
             if reverse { (&max, &min, Ordering::Less) } else { (&min, &max, Ordering::Greater) };
         position(cursor.as_mut(), start, reverse)?;

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use kuradb::dbm::{Access, Action, Dbm};
+use kuradb::dbm::{Access, Action};
 use kuradb::ErrorKind;
 
 use super::{db_error, int_arg, is, not_an_integer, parse_int, syntax_error, wrong_arity, Ctx};

@@ -14,14 +14,18 @@ use kuradb::{Error, ErrorKind, Result};
 use crate::databases::{self, parse_spec, Database};
 
 /// The databases and each one's update log.
-pub type Logged = (Vec<Database>, Vec<Option<Arc<MessageQueue>>>);
+pub type Logged = (Vec<Database<PolyDbm>>, Vec<Option<Arc<MessageQueue>>>);
 
 /// Makes every database of `databases` log into `dir` (created if
 /// missing), in files of at most `max_file_size` bytes, and answers them
 /// with their queues; without `dir`, none logs. A shard set, and a
 /// database whose spec gives its own `ulog_prefix`, are refused with
 /// `dir`. On an error, every database is closed.
-pub fn attach_logs(databases: Vec<Database>, dir: Option<&Path>, max_file_size: u64) -> Result<Logged> {
+pub fn attach_logs(
+    databases: Vec<Database<PolyDbm>>,
+    dir: Option<&Path>,
+    max_file_size: u64,
+) -> Result<Logged> {
     let Some(dir) = dir else {
         let logs = databases.iter().map(|_| None).collect();
         return Ok((databases, logs));
@@ -61,11 +65,11 @@ pub fn attach_logs(databases: Vec<Database>, dir: Option<&Path>, max_file_size: 
 }
 
 fn attach(
-    database: Database,
+    database: Database<PolyDbm>,
     dir: &Path,
     index: usize,
     max_file_size: u64,
-) -> Result<(Database, Arc<MessageQueue>)> {
+) -> Result<(Database<PolyDbm>, Arc<MessageQueue>)> {
     let spec = database.spec.clone();
     let refuse = |why: &str| Error::new(ErrorKind::InvalidArgument, format!("database {spec:?}: {why}"));
     let Database { db, spec: _, ordered, order, fast } = database;

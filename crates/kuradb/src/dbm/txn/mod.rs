@@ -61,6 +61,7 @@ mod snapshot;
 mod tests;
 mod transaction;
 mod versions;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -74,6 +75,7 @@ use self::log::{Change, CommitLog};
 pub use self::snapshot::{Snapshot, SnapshotIter};
 pub use self::transaction::{Batch, Savepoint, Transaction};
 use self::versions::{AtView, Versions};
+pub use self::watch::Watch;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::Params;
 use crate::dbm::{Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor};

@@ -238,3 +238,47 @@ fn an_old_snapshot_past_the_memory_cap_fails_rather_than_showing_newer_data() {
     drop(view);
     db.close().unwrap();
 }
+
+#[test]
+fn a_watch_refuses_a_commit_after_a_watched_key_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(hash(dir.path()));
+    db.set(b"w", b"1").unwrap();
+    // Unchanged: the commit goes through.
+    let watch = db.watch(&[b"w"]);
+    let mut tx = db.begin(CommitDurability::Memory);
+    tx.set(b"out", b"a");
+    assert!(tx.commit_unless_changed(&[&watch]).unwrap());
+    assert!(!watch.changed().unwrap());
+    drop(watch);
+    // A plain write of the key after the watch: nothing applies.
+    let watch = db.watch(&[b"w", b"other"]);
+    db.set(b"w", b"2").unwrap();
+    assert!(watch.changed().unwrap());
+    let mut tx = db.begin(CommitDurability::Memory);
+    tx.set(b"out", b"b");
+    assert!(!tx.commit_unless_changed(&[&watch]).unwrap());
+    assert_eq!(db.get(b"out").unwrap().as_deref(), Some(&b"a"[..]));
+    drop(watch);
+    // A write that keeps the value is no change; a commit of another key neither.
+    let watch = db.watch(&[b"w"]);
+    db.set(b"w", b"2").unwrap();
+    db.set(b"x", b"1").unwrap();
+    assert!(!watch.changed().unwrap());
+    // A commit of the key by another transaction is one.
+    let mut other = db.begin(CommitDurability::Memory);
+    other.remove(b"w").unwrap();
+    other.commit().unwrap();
+    assert!(watch.changed().unwrap());
+    drop(watch);
+    assert_eq!(db.version_bytes(), 0, "the watch released what it kept");
+}
+
+#[test]
+fn a_watch_of_another_database_is_refused() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (Arc::new(hash(one.path())), Arc::new(hash(two.path())));
+    let watch = b.watch(&[b"k"]);
+    let tx = a.begin(CommitDurability::Memory);
+    assert_eq!(tx.commit_unless_changed(&[&watch]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}

@@ -192,7 +192,11 @@ impl<'db, D: Dbm> Transaction<'db, D> {
     /// while views are open, plain writes) take effect in the order of
     /// these numbers, so replaying committed transactions in it gives what
     /// each read. A transaction that wrote nothing takes a number too.
-    pub fn commit(mut self) -> Result<u64> {
+    pub fn commit(self) -> Result<u64> {
+        self.commit_with(|_| Ok(()))
+    }
+
+    fn commit_with(mut self, guard: impl FnOnce(&Versions) -> Result<()>) -> Result<u64> {
         if let Some(limit) = self.db.options.timeout {
             if self.started.elapsed() > limit {
                 return Err(Error::new(
@@ -210,10 +214,44 @@ impl<'db, D: Dbm> Transaction<'db, D> {
                 (key, None) => Change::Remove(key.clone()),
             })
             .collect();
-        let result =
-            self.db.commit_changes(self.durability, |versions| self.validate(versions), |_| Ok(changes));
+        let result = self.db.commit_changes(
+            self.durability,
+            |versions| guard(versions).and_then(|()| self.validate(versions)),
+            |_| Ok(changes),
+        );
         self.finish();
         result
+    }
+
+    /// Commits as [`Transaction::commit`] does, unless a commit or plain
+    /// write since each of `watches` began changed one of its keys: then
+    /// applies nothing and answers `Ok(false)` (the transaction ends). The
+    /// watches are checked under the commit lock with the transaction's own
+    /// reads, so no commit comes between the check and this one. A conflict
+    /// of the transaction's own reads is still [`ErrorKind::Conflict`], to
+    /// run it again. Every watch must be of this transaction's database.
+    pub fn commit_unless_changed(mut self, watches: &[&super::Watch<D>]) -> Result<bool> {
+        for watch in watches {
+            if !std::ptr::eq(&**watch.database(), self.db) {
+                self.finish();
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "a watch of another database cannot guard this transaction's commit",
+                ));
+            }
+        }
+        let changed = std::cell::Cell::new(false);
+        let outcome = self.commit_with(|versions| {
+            if watches.iter().any(|w| w.changed_in(versions)) {
+                changed.set(true);
+                return Err(Error::new(ErrorKind::Conflict, "a watched key changed"));
+            }
+            Ok(())
+        });
+        match outcome {
+            Err(_) if changed.get() => Ok(false),
+            other => other.map(|_| true),
+        }
     }
 
     fn validate(&self, versions: &Versions) -> Result<()> {
