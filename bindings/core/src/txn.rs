@@ -110,7 +110,7 @@ impl TransactionSlot {
         });
         drop(live);
         drop(slot);
-        committed
+        committed.map(|_| ())
     }
 
     /// Aborts the transaction, if it is not finished.
@@ -250,7 +250,7 @@ impl BatchOps {
                 BatchOp::Increment(key, delta, initial) => batch.increment(key, *delta, *initial),
             };
         }
-        batch.commit()
+        batch.commit().map(|_| ())
     }
 }
 

@@ -635,21 +635,35 @@ fn model_tree() {
 
 /// A skip database shows its updates only after a synchronization, so a
 /// commit would not show to the transactions after it: wrapping one is
-/// refused, alone or as shards (the model found committed sets missing).
+/// refused their transactions, batches and snapshots, alone or as shards
+/// (the model found committed sets missing); their plain calls still work.
 #[test]
 fn skip_is_refused() {
     let dir = tempfile::tempdir().unwrap();
+    let refused = |e: kuradb::Error, what: &str| {
+        assert_eq!(e.kind(), ErrorKind::Infeasible, "{what}: {e}");
+        assert!(e.to_string().contains("skip"), "{what}: {e}");
+    };
     let o = SkipOptions::default();
     let db = SkipDbm::open(dir.path().join("s.kks"), access(true), &o).unwrap();
-    let e = TransactionalDbm::open(db, options(true, true)).err().expect("refused");
-    assert_eq!(e.kind(), ErrorKind::Infeasible, "{e}");
-    assert!(e.to_string().contains("skip"), "{e}");
+    let db = TransactionalDbm::open(db, options(true, true)).unwrap();
+    db.set(b"plain", b"works").unwrap();
+    refused(db.snapshot().err().expect("refused"), "snapshot");
+    let mut batch = db.batch(CommitDurability::Os);
+    batch.set(b"k", b"v");
+    refused(batch.commit().unwrap_err(), "batch");
+    let mut tx = db.begin(CommitDurability::Os);
+    tx.set(b"k", b"v");
+    refused(tx.commit().unwrap_err(), "transaction");
+    assert_eq!(db.get_multi(&[b"plain"]).unwrap().len(), 1, "plain reads go on beside a transaction");
+    db.close().unwrap();
     for (name, params) in [("one", "dbm=skip"), ("shards", "dbm=skip,num_shards=2")] {
         let params = Params::parse(params).unwrap();
         let db = PolyDbm::open(dir.path().join(name), access(true), &params).unwrap();
         let options = TransactionOptions::for_poly(&db).unwrap();
-        let e = TransactionalDbm::open(db, options).err().expect("refused");
-        assert_eq!(e.kind(), ErrorKind::Infeasible, "{name}: {e}");
+        let db = TransactionalDbm::open(db, options).unwrap();
+        refused(db.snapshot().err().expect("refused"), name);
+        db.close().unwrap();
     }
 }
 
