@@ -48,7 +48,7 @@
 //!     Ok(())
 //! })?;
 //!
-//! let view = db.view();
+//! let view = db.snapshot()?;
 //! db.set(b"alice", b"0")?;
 //! assert_eq!(view.get(b"alice")?.as_deref(), Some(&b"70"[..]));
 //! assert_eq!(db.get(b"alice")?.as_deref(), Some(&b"0"[..]));
