@@ -18,8 +18,8 @@
 //! # How it works
 //! Every commit (batch or transaction) passes one path: it takes the commit
 //! lock, works out its final changes, writes them as one record of the
-//! commit log ([`log`]) with the durability asked for, and applies them,
-//! storing each key's previous value first ([`versions`]) while any view
+//! commit log (`log.rs`) with the durability asked for, and applies them,
+//! storing each key's previous value first (`versions.rs`) while any view
 //! is open; a view reads the database and then the stored versions newer
 //! than its commit. A plain write outside a transaction goes straight to
 //! the database while no view is open, and through the commit lock (as a
