@@ -583,14 +583,9 @@ impl DbmOpener {
         Ok(Box::new(self.transactional(db)?))
     }
 
-    /// `db` wrapped for transactions, with the options its class calls for.
+    /// `db` wrapped for transactions.
     pub fn transactional(&self, db: Box<dyn Dbm>) -> Result<TransactionalDbm<Box<dyn Dbm>>> {
-        let options = TransactionOptions {
-            restores_to_checkpoint: self.class != DbmClass::Hash,
-            key_order: None,
-            ..TransactionOptions::default()
-        };
-        TransactionalDbm::open(db, options)
+        TransactionalDbm::open(db, TransactionOptions::default())
     }
 
     /// Closes a database after a phase, first synchronizing it with the device
