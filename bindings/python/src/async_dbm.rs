@@ -380,6 +380,23 @@ impl AsyncDatabase {
         crate::async_txn::AsyncTransaction::begin(slf, durability)
     }
 
+    /// A coroutine that calls `func(tx)` with a new transaction (awaiting
+    /// it if it answers an awaitable) and commits it unless `func` finished
+    /// it, answering what `func` answered; on ConflictError it runs `func`
+    /// again in a new transaction, after a short random sleep, at most
+    /// `retries` more times, as `DBM.run` does. Any other exception aborts
+    /// and goes on at once.
+    #[pyo3(signature = (func, retries = 10, durability = "os"))]
+    fn run<'py>(
+        slf: &Bound<'py, Self>,
+        func: Bound<'py, PyAny>,
+        retries: i64,
+        durability: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let run = slf.py().import("kuradb._mapping")?.getattr("_run_async")?;
+        run.call1((slf, func, retries, durability))
+    }
+
     /// Starts a batch of blind writes applied as one unit by its commit
     /// (a kuradb.Future run on the workers); `async with adbm.batch() as
     /// b:` commits on a normal exit and discards the writes on an exception.

@@ -207,3 +207,44 @@ def test_calls_once_the_async_dbm_is_closed(db):
 
     asyncio.run(main())
     db.close()
+
+
+def test_run_retries_a_conflict_and_gives_up_after_its_retries(db):
+    db["n"] = "0"
+    calls = []
+
+    async def bump(tx):
+        n = await tx.get("n")
+        calls.append(n)
+        if len(calls) == 1:
+            # A plain write after this transaction read "n": a conflict.
+            db["n"] = "5"
+        tx.set("n", str(int(await tx.get("n")) + 1))
+        return n
+
+    async def always_conflicts(tx):
+        calls.append(await tx.get("n"))
+        db["n"] = f"again{len(calls)}"
+        tx.set("n", "lost")
+
+    def fails(tx):
+        calls.append(None)
+        tx.set("n", "never")
+        raise ZeroDivisionError
+
+    async def main():
+        with kuradb.AsyncDBM(db, 2) as adb:
+            assert await adb.run(bump, retries=3, durability="sync") == b"5"
+            assert calls == [b"0", b"5"] and db["n"] == b"6"
+            calls.clear()
+            with pytest.raises(kuradb.ConflictError):
+                await adb.run(always_conflicts, retries=2)
+            assert len(calls) == 3 and db["n"] == b"again3"
+            calls.clear()
+            with pytest.raises(ZeroDivisionError):
+                await adb.run(fails, retries=5)
+            assert calls == [None] and db["n"] == b"again3"
+            with pytest.raises(ValueError, match="retries"):
+                await adb.run(bump, retries=-1)
+
+    asyncio.run(main())
