@@ -205,12 +205,7 @@ impl PyTransaction {
         _exc: Option<Bound<'_, PyAny>>,
         _tb: Option<Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        match exc_type {
-            Some(t) if !t.is_none() => self.abort(py),
-            _ if self.slot.is_active() => self.commit(py)?,
-            _ => {}
-        }
-        Ok(false)
+        end_block(exc_type, self.slot.is_active(), || self.abort(py), || self.commit(py))
     }
 
     fn __repr__(&self) -> String {
@@ -316,12 +311,7 @@ impl PyBatch {
         _exc: Option<Bound<'_, PyAny>>,
         _tb: Option<Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        match exc_type {
-            Some(t) if !t.is_none() => self.discard(),
-            _ if self.ops.is_active() => self.commit(py)?,
-            _ => {}
-        }
-        Ok(false)
+        end_block(exc_type, self.ops.is_active(), || self.discard(), || self.commit(py))
     }
 }
 
@@ -431,6 +421,22 @@ impl PySnapshot {
         let state = if self.slot.is_active() { "active" } else { "released" };
         format!("<kuradb.Snapshot {state}>")
     }
+}
+
+/// How a `with` block ends a transaction or a batch: an exception undoes it
+/// and goes on; a normal exit commits it, unless it already finished.
+fn end_block(
+    exc_type: Option<Bound<'_, PyAny>>,
+    active: bool,
+    undo: impl FnOnce(),
+    commit: impl FnOnce() -> PyResult<()>,
+) -> PyResult<bool> {
+    match exc_type {
+        Some(t) if !t.is_none() => undo(),
+        _ if active => commit()?,
+        _ => {}
+    }
+    Ok(false)
 }
 
 /// Adds the classes to the module.

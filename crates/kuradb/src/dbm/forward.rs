@@ -234,3 +234,36 @@ macro_rules! forward_dbm {
     };
 }
 pub(crate) use forward_dbm;
+
+/// The moves and the read of a cursor that wraps another in its field
+/// `$field` and differs from it only in how it writes: `set` and `remove`
+/// are written by the wrapper itself.
+macro_rules! forward_cursor_moves {
+    ($field:ident) => {
+        fn first(&mut self) -> $crate::Result<()> {
+            self.$field.first()
+        }
+        fn jump(&mut self, key: &[u8]) -> $crate::Result<()> {
+            self.$field.jump(key)
+        }
+        fn next(&mut self) -> $crate::Result<()> {
+            self.$field.next()
+        }
+        fn get(&mut self) -> $crate::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            self.$field.get()
+        }
+        fn last(&mut self) -> $crate::Result<()> {
+            self.$field.last()
+        }
+        fn jump_lower(&mut self, key: &[u8], edge: $crate::dbm::Edge) -> $crate::Result<()> {
+            self.$field.jump_lower(key, edge)
+        }
+        fn jump_upper(&mut self, key: &[u8], edge: $crate::dbm::Edge) -> $crate::Result<()> {
+            self.$field.jump_upper(key, edge)
+        }
+        fn previous(&mut self) -> $crate::Result<()> {
+            self.$field.previous()
+        }
+    };
+}
+pub(crate) use forward_cursor_moves;

@@ -59,7 +59,7 @@ use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
 pub use exchange::{Desired, Expected};
-pub(crate) use forward::forward_dbm;
+pub(crate) use forward::{forward_cursor_moves, forward_dbm};
 pub use mode::{Access, Durability, Edge, OnDuplicate, Rekey};
 use params::{Params, Taker};
 pub use search::SearchMode;

@@ -3,7 +3,7 @@
 
 use super::logged::{refused, LoggedDbm};
 use crate::dbm::ordered_cursor::past_end;
-use crate::dbm::{Cursor, Edge};
+use crate::dbm::Cursor;
 use crate::error::Result;
 
 /// Moves and reads as the wrapped cursor does; a `set` or `remove` takes the
@@ -40,18 +40,8 @@ impl<'a> LoggedCursor<'a> {
 }
 
 impl Cursor for LoggedCursor<'_> {
-    fn first(&mut self) -> Result<()> {
-        self.inner.first()
-    }
-    fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.inner.jump(key)
-    }
-    fn next(&mut self) -> Result<()> {
-        self.inner.next()
-    }
-    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.inner.get()
-    }
+    crate::dbm::forward_cursor_moves!(inner);
+
     fn set(&mut self, value: &[u8]) -> Result<()> {
         let logger = self.owner.logger().clone();
         self.change(&|key| logger.write_set(key, value), &mut |c| c.set(value))
@@ -59,17 +49,5 @@ impl Cursor for LoggedCursor<'_> {
     fn remove(&mut self) -> Result<()> {
         let logger = self.owner.logger().clone();
         self.change(&|key| logger.write_remove(key), &mut |c| c.remove())
-    }
-    fn last(&mut self) -> Result<()> {
-        self.inner.last()
-    }
-    fn jump_lower(&mut self, key: &[u8], edge: Edge) -> Result<()> {
-        self.inner.jump_lower(key, edge)
-    }
-    fn jump_upper(&mut self, key: &[u8], edge: Edge) -> Result<()> {
-        self.inner.jump_upper(key, edge)
-    }
-    fn previous(&mut self) -> Result<()> {
-        self.inner.previous()
     }
 }

@@ -883,35 +883,13 @@ impl<D: Dbm> TrackedCursor<'_, D> {
 }
 
 impl<D: Dbm> Cursor for TrackedCursor<'_, D> {
-    fn first(&mut self) -> Result<()> {
-        self.inner.first()
-    }
-    fn jump(&mut self, key: &[u8]) -> Result<()> {
-        self.inner.jump(key)
-    }
-    fn next(&mut self) -> Result<()> {
-        self.inner.next()
-    }
-    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.inner.get()
-    }
+    crate::dbm::forward_cursor_moves!(inner);
+
     fn set(&mut self, value: &[u8]) -> Result<()> {
         self.write(Some(value))
     }
     fn remove(&mut self) -> Result<()> {
         self.write(None)
-    }
-    fn last(&mut self) -> Result<()> {
-        self.inner.last()
-    }
-    fn jump_lower(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
-        self.inner.jump_lower(key, edge)
-    }
-    fn jump_upper(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
-        self.inner.jump_upper(key, edge)
-    }
-    fn previous(&mut self) -> Result<()> {
-        self.inner.previous()
     }
 }
 
