@@ -22,7 +22,7 @@ use crate::async_dbm::AsyncDatabase;
 use crate::convert::{bytes_of, opt_bytes_of};
 use crate::error::to_py;
 use crate::future::{Answer, PyFuture, Shape};
-use crate::txn::{durability_of, PySavepoint};
+use crate::txn::{append_op, durability_of, remove_op, set_op, PySavepoint};
 
 /// An asyncio future of the running loop already holding `value`: what
 /// `__aenter__` and an `__aexit__` with nothing to wait for answer.
@@ -248,13 +248,12 @@ impl AsyncBatch {
 impl AsyncBatch {
     /// Sets `key` to `value` at the commit.
     fn set(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let op = BatchOp::Set(bytes_of(key, "key")?.into_owned(), bytes_of(value, "value")?.into_owned());
-        self.ops.push(op).map_err(to_py)
+        self.ops.push(set_op(key, value)?).map_err(to_py)
     }
 
     /// Removes `key` at the commit.
     fn remove(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.ops.push(BatchOp::Remove(bytes_of(key, "key")?.into_owned())).map_err(to_py)
+        self.ops.push(remove_op(key)?).map_err(to_py)
     }
 
     /// Appends `value` to `key`'s value at the commit, after `delim` if there was one.
@@ -265,13 +264,7 @@ impl AsyncBatch {
         value: &Bound<'_, PyAny>,
         delim: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default().into_owned();
-        let op = BatchOp::Append(
-            bytes_of(key, "key")?.into_owned(),
-            bytes_of(value, "value")?.into_owned(),
-            delim,
-        );
-        self.ops.push(op).map_err(to_py)
+        self.ops.push(append_op(key, value, delim)?).map_err(to_py)
     }
 
     /// Adds `delta` to `key`'s number (`initial` if absent) at the commit.

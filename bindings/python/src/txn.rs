@@ -234,13 +234,12 @@ impl PyBatch {
 impl PyBatch {
     /// Sets `key` to `value` at the commit.
     fn set(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let op = BatchOp::Set(bytes_of(key, "key")?.into_owned(), bytes_of(value, "value")?.into_owned());
-        self.ops.push(op).map_err(to_py)
+        self.ops.push(set_op(key, value)?).map_err(to_py)
     }
 
     /// Removes `key` at the commit.
     fn remove(&self, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.ops.push(BatchOp::Remove(bytes_of(key, "key")?.into_owned())).map_err(to_py)
+        self.ops.push(remove_op(key)?).map_err(to_py)
     }
 
     /// Appends `value` to `key`'s value at the commit, after `delim` if there was one.
@@ -251,13 +250,7 @@ impl PyBatch {
         value: &Bound<'_, PyAny>,
         delim: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default().into_owned();
-        let op = BatchOp::Append(
-            bytes_of(key, "key")?.into_owned(),
-            bytes_of(value, "value")?.into_owned(),
-            delim,
-        );
-        self.ops.push(op).map_err(to_py)
+        self.ops.push(append_op(key, value, delim)?).map_err(to_py)
     }
 
     /// Adds `delta` to `key`'s number (`initial` if absent) at the commit.
@@ -421,6 +414,26 @@ impl PySnapshot {
         let state = if self.slot.is_active() { "active" } else { "released" };
         format!("<kuradb.Snapshot {state}>")
     }
+}
+
+/// A batch's set of `key` to `value`, from Python arguments.
+pub(crate) fn set_op(key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<BatchOp> {
+    Ok(BatchOp::Set(bytes_of(key, "key")?.into_owned(), bytes_of(value, "value")?.into_owned()))
+}
+
+/// A batch's removal of `key`, from Python arguments.
+pub(crate) fn remove_op(key: &Bound<'_, PyAny>) -> PyResult<BatchOp> {
+    Ok(BatchOp::Remove(bytes_of(key, "key")?.into_owned()))
+}
+
+/// A batch's append of `value` to `key` after `delim`, from Python arguments.
+pub(crate) fn append_op(
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    delim: Option<Bound<'_, PyAny>>,
+) -> PyResult<BatchOp> {
+    let delim = opt_bytes_of(&delim, "delim")?.unwrap_or_default().into_owned();
+    Ok(BatchOp::Append(bytes_of(key, "key")?.into_owned(), bytes_of(value, "value")?.into_owned(), delim))
 }
 
 /// How a `with` block ends a transaction or a batch: an exception undoes it

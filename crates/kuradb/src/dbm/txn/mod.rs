@@ -468,6 +468,26 @@ impl<D: Dbm> TransactionalDbm<D> {
         Ok(seq)
     }
 
+    /// Gives the commit after `last` its number and writes its record to the
+    /// log (if it changes something and there is a log): answers the number
+    /// and the record's end, 0 for none written.
+    fn log_next(&self, last: u64, changes: &[Change], durability: CommitDurability) -> Result<(u64, u64)> {
+        let seq = last + 1;
+        let end = match self.log_for_commit()? {
+            Some(log) if !changes.is_empty() => log.add(seq, changes, durability)?,
+            _ => 0,
+        };
+        Ok((seq, end))
+    }
+
+    /// Waits until the device holds the log up to `end` (0: nothing to wait for).
+    fn sync_log_through(&self, end: u64) -> Result<()> {
+        match self.log.get() {
+            Some(log) if end > 0 => log.sync_through(end),
+            _ => Ok(()),
+        }
+    }
+
     /// A commit on a database whose restore goes back to its last hard
     /// synchronization: nothing applied after it survives a crash unless
     /// the log holds it, so the changes apply at once, under the commit
@@ -482,11 +502,7 @@ impl<D: Dbm> TransactionalDbm<D> {
         let mut last = self.lock_commit()?;
         check(&self.versions.lock())?;
         let changes = changes(&|key| self.inner.get(key))?;
-        let seq = *last + 1;
-        let end = match self.log_for_commit()? {
-            Some(log) if !changes.is_empty() => log.add(seq, &changes, durability)?,
-            _ => 0,
-        };
+        let (seq, end) = self.log_next(*last, &changes, durability)?;
         for change in &changes {
             let key = change.key();
             let mut action = Some(change.action());
@@ -505,10 +521,8 @@ impl<D: Dbm> TransactionalDbm<D> {
         self.finish_turn(seq, true);
         drop(last);
         self.settle_versions();
-        if durability == CommitDurability::Sync && end > 0 {
-            if let Some(log) = self.log.get() {
-                log.sync_through(end)?;
-            }
+        if durability == CommitDurability::Sync {
+            self.sync_log_through(end)?;
         }
         Ok(seq)
     }
@@ -535,11 +549,7 @@ impl<D: Dbm> TransactionalDbm<D> {
         };
         let changes = changes(&newest)?;
         let befores = changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?;
-        let seq = *last + 1;
-        let end = match self.log_for_commit()? {
-            Some(log) if !changes.is_empty() => log.add(seq, &changes, durability)?,
-            _ => 0,
-        };
+        let (seq, end) = self.log_next(*last, &changes, durability)?;
         {
             let mut versions = self.versions.lock();
             let mut pending = self.pending.lock();
@@ -550,10 +560,7 @@ impl<D: Dbm> TransactionalDbm<D> {
         }
         *last = seq;
         drop(last);
-        let synced = match self.log.get() {
-            Some(log) if end > 0 => log.sync_through(end),
-            _ => Ok(()),
-        };
+        let synced = self.sync_log_through(end);
         let mut applied = self.applied.lock();
         while *applied + 1 < seq {
             self.turn.wait(&mut applied);
