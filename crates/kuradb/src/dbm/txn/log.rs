@@ -88,9 +88,11 @@ pub(super) enum Change {
 pub(super) type LoggedCommit = (u64, Vec<Change>);
 
 impl Change {
-    pub fn key(&self) -> &[u8] {
+    /// The change as the databases take it.
+    pub fn as_final(&self) -> crate::dbm::FinalChange<'_> {
         match self {
-            Change::Set(k, _) | Change::Remove(k) => k,
+            Change::Set(k, v) => crate::dbm::FinalChange::Set(k, v),
+            Change::Remove(k) => crate::dbm::FinalChange::Remove(k),
         }
     }
 }
