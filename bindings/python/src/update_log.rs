@@ -35,8 +35,12 @@ pub struct PyUpdateLogEntry {
     key: Option<Py<PyBytes>>,
     value: Option<Py<PyBytes>>,
     /// A unit's changes: `(key, value)`, `value` None for a removal.
-    changes: Option<Vec<(Py<PyBytes>, Option<Py<PyBytes>>)>>,
+    changes: Option<Vec<UnitChange>>,
 }
+
+/// One change of a unit, as Python sees it: the key and the value (None
+/// for a removal).
+type UnitChange = (Py<PyBytes>, Option<Py<PyBytes>>);
 
 #[pymethods]
 impl PyUpdateLogEntry {
