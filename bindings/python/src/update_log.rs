@@ -18,8 +18,10 @@ use crate::error::to_py;
 /// How long one wait lasts with the GIL released before Ctrl-C is looked at.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
-/// One entry of an update log: `op` is "SET", "REMOVE" or "CLEAR"; `key`
-/// is None for a clear, `value` None but for a set.
+/// One entry of an update log: `op` is "SET", "REMOVE", "CLEAR" or "UNIT";
+/// `key` is None for a clear and a unit, `value` None but for a set;
+/// `changes`, for a unit only (a committed transaction's changes, to apply
+/// together), is a list of `(key, value)` with `value` None for a removal.
 #[pyclass(name = "UpdateLogEntry", module = "kuradb", frozen, get_all)]
 pub struct PyUpdateLogEntry {
     /// Milliseconds since the epoch, when the entry was written.
@@ -28,11 +30,17 @@ pub struct PyUpdateLogEntry {
     server_id: u32,
     /// Its database index (`ulog_dbm_index`; a shard's index).
     dbm_index: u32,
-    /// "SET", "REMOVE" or "CLEAR".
+    /// "SET", "REMOVE", "CLEAR" or "UNIT".
     op: &'static str,
     key: Option<Py<PyBytes>>,
     value: Option<Py<PyBytes>>,
+    /// A unit's changes: `(key, value)`, `value` None for a removal.
+    changes: Option<Vec<UnitChange>>,
 }
+
+/// One change of a unit, as Python sees it: the key and the value (None
+/// for a removal).
+type UnitChange = (Py<PyBytes>, Option<Py<PyBytes>>);
 
 #[pymethods]
 impl PyUpdateLogEntry {
@@ -56,12 +64,29 @@ impl PyUpdateLogEntry {
 impl PyUpdateLogEntry {
     fn new(py: Python<'_>, timestamp: u64, entry: UpdateEntry) -> PyUpdateLogEntry {
         let bytes = |b: &[u8]| Some(PyBytes::new(py, b).unbind());
+        let mut changes = None;
         let (op, key, value) = match &entry.op {
             UpdateOp::Set { key, value } => ("SET", bytes(key), bytes(value)),
             UpdateOp::Remove { key } => ("REMOVE", bytes(key), None),
             UpdateOp::Clear => ("CLEAR", None, None),
+            UpdateOp::Unit { changes: made, .. } => {
+                changes = Some(
+                    made.iter()
+                        .map(|(k, v)| (PyBytes::new(py, k).unbind(), v.as_deref().and_then(bytes)))
+                        .collect(),
+                );
+                ("UNIT", None, None)
+            }
         };
-        PyUpdateLogEntry { timestamp, server_id: entry.server_id, dbm_index: entry.dbm_index, op, key, value }
+        PyUpdateLogEntry {
+            timestamp,
+            server_id: entry.server_id,
+            dbm_index: entry.dbm_index,
+            op,
+            key,
+            value,
+            changes,
+        }
     }
 }
 

@@ -193,6 +193,30 @@ fn read(args: &ReadArgs) -> Result<()> {
                 show(&mut line, key, args.escape, false);
             }
             UpdateOp::Clear => line.extend_from_slice(b"CLEAR"),
+            UpdateOp::Unit { id, part, parts, changes } => {
+                // A header line, then each change on a line of its own as
+                // a set or a remove entry prints.
+                let head = line.clone();
+                line.extend_from_slice(
+                    format!("UNIT\t{id}\t{}/{parts}\t{}", part + 1, changes.len()).as_bytes(),
+                );
+                for (key, value) in changes {
+                    line.push(b'\n');
+                    line.extend_from_slice(&head);
+                    match value {
+                        Some(value) => {
+                            line.extend_from_slice(b"SET\t");
+                            show(&mut line, key, args.escape, false);
+                            line.push(b'\t');
+                            show(&mut line, value, args.escape, true);
+                        }
+                        None => {
+                            line.extend_from_slice(b"REMOVE\t");
+                            show(&mut line, key, args.escape, false);
+                        }
+                    }
+                }
+            }
         }
         line.push(b'\n');
         out.write_all(&line).map_err(crate::out::write_failed)?;

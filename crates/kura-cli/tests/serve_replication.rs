@@ -283,3 +283,65 @@ fn an_exec_reaches_the_replica_whole_and_a_block_on_a_replica_only_reads() {
     assert!(text.contains("read only replica") || text.contains("EXECABORT"), "{text}");
     assert_eq!(redis::cmd("GET").arg("a").query::<String>(&mut con).unwrap(), "2");
 }
+
+#[test]
+fn a_reader_on_the_replica_never_sees_a_part_of_an_exec() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["m.tkt", "m.tkh"] {
+        let master = start_master(dir.path(), &[spec(dir.path(), name)], &[]);
+        let replica = start_replica(&[spec(dir.path(), &format!("r-{name}"))], &master);
+        let keys: Vec<String> = (0..6).map(|i| format!("part{i}")).collect();
+        let mut con = master.client();
+        let mut mset = redis::cmd("MSET");
+        for key in &keys {
+            mset.arg(key).arg(0);
+        }
+        let _: () = mset.query(&mut con).unwrap();
+        wait_equal(&master, &replica, 0);
+        const ROUNDS: u64 = 300;
+        let writer = std::thread::spawn(move || {
+            // Each EXEC moves every key to the next round: the replica must
+            // never show two rounds at once.
+            for round in 1..=ROUNDS {
+                let mut block = redis::pipe();
+                block.atomic();
+                for i in 0..6 {
+                    block.set(format!("part{i}"), round).ignore();
+                }
+                let (): () = block.query(&mut con).unwrap();
+            }
+        });
+        let mut reader = replica.client();
+        let mut reads = 0u64;
+        let mut rounds_seen = std::collections::BTreeSet::new();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let values: Vec<u64> = redis::cmd("MGET").arg(&keys).query(&mut reader).unwrap();
+            assert!(
+                values.windows(2).all(|w| w[0] == w[1]),
+                "{name}: a part of an EXEC on the replica: {values:?}"
+            );
+            reads += 1;
+            rounds_seen.insert(values[0]);
+            if values[0] == ROUNDS {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name}: the replica never reached the last round");
+        }
+        writer.join().unwrap();
+        assert!(rounds_seen.len() > 2, "{name}: the reader ran while EXECs arrived ({reads} reads)");
+        // The log holds each EXEC as one unit entry.
+        let prefix = spec(dir.path(), "ulog/db0");
+        let read = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
+            .args(["ulog", "read", "--items", "1000000", &prefix])
+            .output()
+            .unwrap();
+        assert!(read.status.success(), "{read:?}");
+        let text = String::from_utf8_lossy(&read.stdout);
+        let units = text.lines().filter(|l| l.split('\t').nth(3) == Some("UNIT")).count();
+        assert!(units as u64 >= ROUNDS, "{name}: {units} unit entries");
+        drop(replica);
+        drop(master);
+        std::fs::remove_dir_all(dir.path().join("ulog")).unwrap();
+    }
+}

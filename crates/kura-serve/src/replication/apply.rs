@@ -1,13 +1,17 @@
 //! The replica's side of applying: the frames of a link are applied to the
 //! database in order, with the core's apply path (`apply_entry`: a set
-//! overwrites, a remove of an absent key is no error, a clear clears), and
-//! the position is saved beside the database once what it covers is
-//! synchronized.
+//! overwrites, a remove of an absent key is no error, a clear clears, a
+//! unit, a committed transaction, is committed as one batch), and the
+//! position is saved beside the database once what it covers is
+//! synchronized. The parts of a unit split among shards are held back
+//! until the last has come and then applied together; the position moves
+//! past them only then, so a link that breaks in the middle of one gets
+//! them all again.
 
 use std::time::{Duration, Instant};
 
 use kuradb::dbm::{Dbm, Durability};
-use kuradb::ulog::apply_entry;
+use kuradb::ulog::{apply_entries, apply_entry, UnitAssembler};
 
 use super::follow::Link;
 use super::frames::Frame;
@@ -27,6 +31,8 @@ pub struct Applied {
     pub dirty: bool,
     /// When it was last saved.
     pub saved_at: Instant,
+    /// The parts of a unit received but not yet applied.
+    pub units: UnitAssembler,
 }
 
 /// Applies `batch`, received from `master`, to database `db`. An error ends
@@ -39,11 +45,15 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
     let outcome = (|| {
         for frame in batch {
             match frame {
-                Frame::Continue => link.status(|s| {
-                    s.state = "up";
-                    s.error = None;
-                    s.last_sync = "continue";
-                }),
+                Frame::Continue => {
+                    // A new link: parts held from the last one come again.
+                    applied.units.reset();
+                    link.status(|s| {
+                        s.state = "up";
+                        s.error = None;
+                        s.last_sync = "continue";
+                    })
+                }
                 Frame::FullResync(timestamp) => {
                     // Forgotten first: a crash during the resync must not
                     // resume from the old position over a half-loaded database.
@@ -52,6 +62,7 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     }
                     applied.position = None;
                     applied.dirty = false;
+                    applied.units.reset();
                     database.clear().map_err(|e| format!("clearing the database for a full resync: {e}"))?;
                     log::warn!("database {db}: full resync from {master} (its log follows from {timestamp})");
                     link.status(|s| {
@@ -77,12 +88,20 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     });
                 }
                 Frame::Entry(timestamp, entry) => {
-                    let Some(position) = applied.position.as_mut() else {
+                    if applied.position.is_none() {
                         return Err("a log entry before the snapshot ended".to_string());
-                    };
-                    apply_entry(database, &entry.op)
+                    }
+                    let ready = applied.units.push(timestamp, entry);
+                    if ready.is_empty() {
+                        continue;
+                    }
+                    apply_entries(database, &ready)
                         .map_err(|e| format!("applying the entry of time {timestamp}: {e}"))?;
-                    position.advance(timestamp);
+                    if let Some(position) = applied.position.as_mut() {
+                        for (timestamp, _) in &ready {
+                            position.advance(*timestamp);
+                        }
+                    }
                     applied.dirty = true;
                     link.status(|s| {
                         s.applied = timestamp;

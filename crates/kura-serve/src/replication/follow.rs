@@ -77,7 +77,12 @@ impl Link {
         let applied = position.as_ref().map_or(0, |p| p.timestamp);
         Link {
             state_path,
-            applied: Mutex::new(Applied { position, dirty: false, saved_at: Instant::now() }),
+            applied: Mutex::new(Applied {
+                position,
+                dirty: false,
+                saved_at: Instant::now(),
+                units: Default::default(),
+            }),
             status: Mutex::new(LinkStatus {
                 state: "none",
                 error: None,

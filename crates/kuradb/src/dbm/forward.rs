@@ -158,6 +158,15 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.remove_multi(keys)
         }
+        fn apply_changes(
+            &self,
+            changes: &[$crate::dbm::FinalChange<'_>],
+            part: $crate::dbm::UnitPart,
+            seen: &mut dyn FnMut(usize, Option<&[u8]>),
+        ) -> $crate::Result<()> {
+            let $this = self;
+            $target.apply_changes(changes, part, seen)
+        }
         fn compare_exchange_multi(
             &self,
             expected: &[(&[u8], Option<&[u8]>)],

@@ -52,6 +52,7 @@ pub mod tkrzw;
 pub mod tree;
 pub(crate) mod tree_node;
 pub mod txn;
+mod unit;
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -63,6 +64,7 @@ pub(crate) use forward::{forward_cursor_moves, forward_dbm};
 pub use mode::{Access, Durability, Edge, OnDuplicate, Rekey};
 use params::{Params, Taker};
 pub use search::SearchMode;
+pub use unit::{FinalChange, UnitPart};
 
 /// The delta of [`Dbm::increment`] that reads the number without changing it.
 pub const INCREMENT_UNCHANGED: i64 = i64::MIN;
@@ -369,6 +371,25 @@ pub trait Dbm: Send + Sync {
             Action::Remove
         })?;
         Ok(removed)
+    }
+
+    /// Makes `changes` (each key's final value or removal) as one unit: no
+    /// other operation sees a part of it. `part` says which part of a unit
+    /// split among shards it is ([`UnitPart::WHOLE`] but from a shard set).
+    /// `seen` is shown each change's index and the value its key held
+    /// before. The transactions' commit path hands every commit down so;
+    /// the default is one [`Dbm::process_multi`] over the keys. An update
+    /// log ([`crate::ulog::LoggedDbm`]) logs the changes as one entry first,
+    /// a shard set gives each shard its own part, and a
+    /// [`txn::TransactionalDbm`] commits them as a batch.
+    fn apply_changes(
+        &self,
+        changes: &[FinalChange<'_>],
+        part: UnitPart,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        let _ = part;
+        unit::apply_changes_by_process(self, changes, seen)
     }
 
     /// If every `expected` pair holds (value `None`: the key is absent), applies

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::UpdateLogger;
-use crate::dbm::{Dbm, Durability};
+use crate::dbm::{Dbm, Durability, FinalChange, UnitPart};
 use crate::error::Result;
 
 /// Makes each change to another database too, so that it stays equal to
@@ -43,6 +43,11 @@ impl UpdateLogger for DbmUpdateLogger {
     }
     fn write_clear(&self) -> Result<()> {
         self.dbm.clear()
+    }
+    /// Made to the mirror as one unit too. A shard's part of a unit
+    /// spanning shards is a unit of its own there.
+    fn write_batch(&self, changes: &[FinalChange<'_>], _part: UnitPart) -> Result<()> {
+        self.dbm.apply_changes(changes, UnitPart::WHOLE, &mut |_, _| {})
     }
     fn synchronize(&self, durability: Durability) -> Result<()> {
         self.dbm.synchronize(durability)

@@ -3,13 +3,22 @@
 //! and the database index, then for a set the key's and the value's sizes
 //! and the key and value, for a remove the key's size and the key, each
 //! number in the reference's variable-length form ([`base128`]).
+//!
+//! kuradb adds one operation the reference does not have and cannot read:
+//! `a4`, a unit (a committed transaction's changes, to apply together).
+//! After the server id and the database index come the unit's id, its
+//! number of parts, this part's index, the number of changes, and each
+//! change as its operation byte (`a1` or `a2`) and then what a set or a
+//! remove entry holds after its database index.
 
+use crate::dbm::{FinalChange, UnitPart};
 use crate::error::{Error, ErrorKind, Result};
 use crate::varint::base128;
 
 const OP_SET: u8 = 0xa1;
 const OP_REMOVE: u8 = 0xa2;
 const OP_CLEAR: u8 = 0xa3;
+const OP_UNIT: u8 = 0xa4;
 
 /// What one entry of an update log did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +37,21 @@ pub enum UpdateOp {
     },
     /// Every record was removed.
     Clear,
+    /// The changes of one commit, to apply together (kuradb's own entry;
+    /// the reference cannot read it). A shard set writes a commit spanning
+    /// shards as one part per shard, each with that shard's index, written
+    /// one after the other and sharing an id.
+    Unit {
+        /// The id the parts of the unit share; 0 for a unit of one part.
+        id: u64,
+        /// This part's place among the unit's parts, from 0.
+        part: u32,
+        /// How many parts the unit has.
+        parts: u32,
+        /// The changes of this part in commit order: each a key and the
+        /// value it is set to, or `None` for its removal.
+        changes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    },
 }
 
 /// One update-log entry: what changed, and which server and which database
@@ -46,7 +70,20 @@ impl UpdateEntry {
     /// The message bytes of the entry.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_into(&mut out, self.server_id, self.dbm_index, &self.op.as_ref());
+        match &self.op {
+            UpdateOp::Unit { id, part, parts, changes } => {
+                let changes: Vec<FinalChange<'_>> = changes
+                    .iter()
+                    .map(|(key, value)| match value {
+                        Some(value) => FinalChange::Set(key, value),
+                        None => FinalChange::Remove(key),
+                    })
+                    .collect();
+                let unit = UnitPart { id: *id, index: *part, count: *parts };
+                encode_unit_into(&mut out, self.server_id, self.dbm_index, unit, &changes);
+            }
+            op => encode_into(&mut out, self.server_id, self.dbm_index, &op.as_ref()),
+        }
         out
     }
 
@@ -84,6 +121,7 @@ impl UpdateEntry {
             }
             OP_CLEAR if pos == rest.len() => UpdateOp::Clear,
             OP_CLEAR => return Err(broken("bytes after a clear")),
+            OP_UNIT => decode_unit(&rest[pos..])?,
             other => return Err(broken(&format!("unknown operation byte {other:#04x}"))),
         };
         Ok(UpdateEntry { server_id, dbm_index, op })
@@ -99,11 +137,92 @@ pub(crate) enum OpRef<'a> {
 }
 
 impl UpdateOp {
+    /// A unit is encoded by [`encode_unit_into`], never through this.
     fn as_ref(&self) -> OpRef<'_> {
         match self {
             UpdateOp::Set { key, value } => OpRef::Set(key, value),
             UpdateOp::Remove { key } => OpRef::Remove(key),
-            UpdateOp::Clear => OpRef::Clear,
+            UpdateOp::Clear | UpdateOp::Unit { .. } => OpRef::Clear,
+        }
+    }
+}
+
+/// The body of a unit entry after its database index.
+fn decode_unit(body: &[u8]) -> Result<UpdateOp> {
+    let broken = |what: &str| Error::new(ErrorKind::BrokenData, format!("update log unit entry: {what}"));
+    let mut pos = 0;
+    let number = |pos: &mut usize, what: &str| base128::decode(body, pos).map_err(|_| broken(what));
+    let id = number(&mut pos, "no valid unit id")?;
+    let parts = number(&mut pos, "no valid number of parts")?;
+    let part = number(&mut pos, "no valid part index")?;
+    let count = number(&mut pos, "no valid number of changes")?;
+    let (Ok(parts), Ok(part)) = (u32::try_from(parts), u32::try_from(part)) else {
+        return Err(broken("part index or number of parts out of range"));
+    };
+    if parts == 0 || part >= parts {
+        return Err(broken(&format!("part {part} of {parts} parts")));
+    }
+    // Each change takes two bytes at least: no count past that is believed.
+    if count > (body.len() - pos) as u64 / 2 {
+        return Err(broken("more changes than the entry has bytes for"));
+    }
+    let mut changes = Vec::with_capacity(count as usize);
+    for n in 0..count {
+        let Some(&op) = body.get(pos) else {
+            return Err(broken(&format!("change {n} of {count} is missing")));
+        };
+        pos += 1;
+        let key_size = number(&mut pos, "no valid key size")?;
+        let value_size = match op {
+            OP_SET => Some(number(&mut pos, "no valid value size")?),
+            OP_REMOVE => None,
+            other => return Err(broken(&format!("change {n} has operation byte {other:#04x}"))),
+        };
+        let size = key_size.checked_add(value_size.unwrap_or(0));
+        let end = size.and_then(|s| (pos as u64).checked_add(s)).filter(|&end| end <= body.len() as u64);
+        let Some(end) = end else {
+            return Err(broken(&format!("change {n}'s sizes pass the end of the entry")));
+        };
+        let key_end = pos + key_size as usize;
+        let key = body[pos..key_end].to_vec();
+        changes.push((key, value_size.map(|_| body[key_end..end as usize].to_vec())));
+        pos = end as usize;
+    }
+    if pos != body.len() {
+        return Err(broken("bytes after the last change"));
+    }
+    Ok(UpdateOp::Unit { id, part, parts, changes })
+}
+
+/// Appends the message of a unit entry to `out`.
+pub(crate) fn encode_unit_into(
+    out: &mut Vec<u8>,
+    server_id: u32,
+    dbm_index: u32,
+    unit: UnitPart,
+    changes: &[FinalChange<'_>],
+) {
+    out.push(OP_UNIT);
+    base128::put(out, server_id.into());
+    base128::put(out, dbm_index.into());
+    base128::put(out, unit.id);
+    base128::put(out, unit.count.into());
+    base128::put(out, unit.index.into());
+    base128::put(out, changes.len() as u64);
+    for change in changes {
+        match change {
+            FinalChange::Set(key, value) => {
+                out.push(OP_SET);
+                base128::put(out, key.len() as u64);
+                base128::put(out, value.len() as u64);
+                out.extend_from_slice(key);
+                out.extend_from_slice(value);
+            }
+            FinalChange::Remove(key) => {
+                out.push(OP_REMOVE);
+                base128::put(out, key.len() as u64);
+                out.extend_from_slice(key);
+            }
         }
     }
 }
@@ -152,6 +271,47 @@ mod tests {
         assert_eq!(clear.encode(), b"\xa3\x00\x00");
         for entry in [set, remove, clear] {
             assert_eq!(UpdateEntry::decode(&entry.encode()).unwrap(), entry);
+        }
+    }
+
+    #[test]
+    fn units_round_trip_and_their_bytes_are_pinned() {
+        let unit = UpdateEntry {
+            server_id: 1,
+            dbm_index: 2,
+            op: UpdateOp::Unit {
+                id: 300,
+                part: 1,
+                parts: 3,
+                changes: vec![(b"k1".to_vec(), Some(b"v".to_vec())), (b"k2".to_vec(), None)],
+            },
+        };
+        let bytes = unit.encode();
+        assert_eq!(bytes, b"\xa4\x01\x02\x82\x2c\x03\x01\x02\xa1\x02\x01k1v\xa2\x02k2");
+        assert_eq!(UpdateEntry::decode(&bytes).unwrap(), unit);
+        let empty = UpdateEntry {
+            server_id: 0,
+            dbm_index: 0,
+            op: UpdateOp::Unit { id: 0, part: 0, parts: 1, changes: vec![] },
+        };
+        assert_eq!(UpdateEntry::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn malformed_units_are_named() {
+        for (bytes, says) in [
+            (&b"\xa4\x00\x00\x00\x01\x00\x01\xa1\x02\x01k1"[..], "pass the end"),
+            (b"\xa4\x00\x00\x00\x01\x00\x01\xa3\x00\x00", "operation byte 0xa3"),
+            (b"\xa4\x00\x00\x00\x00\x00\x00", "part 0 of 0"),
+            (b"\xa4\x00\x00\x00\x02\x02\x00", "part 2 of 2"),
+            (b"\xa4\x00\x00\x00\x01\x00\x7f\xa2\x00", "more changes"),
+            (b"\xa4\x00\x00\x00\x01\x00\x01\xa2\x01kx", "bytes after"),
+            (b"\xa4\x00\x00\x00\x01\x00\x02\xa2\x00\xa2\x80", "no valid key size"),
+            (b"\xa4\x00\x00\x80", "unit id"),
+        ] {
+            let err = UpdateEntry::decode(bytes).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::BrokenData);
+            assert!(err.message().contains(says), "{says}: {err}");
         }
     }
 

@@ -9,7 +9,8 @@ use super::logged_cursor::LoggedCursor;
 use super::UpdateLogger;
 use crate::dbm::params::Params;
 use crate::dbm::{
-    duplication, Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor,
+    duplication, Access, Action, Cursor, Dbm, Durability, EachProcessor, FinalChange, MultiProcessor,
+    Processor, UnitPart,
 };
 use crate::error::{Error, Result};
 
@@ -174,6 +175,30 @@ impl Dbm for LoggedDbm {
             self.log(key, action, &mut failure)
         })?;
         failure.map_or(Ok(()), Err)
+    }
+
+    /// Logged as one unit under the locks of all the keys, then made: a
+    /// unit of one change, the whole, is logged as a plain set or remove
+    /// (the reference's entry); any other as one
+    /// [`UpdateLogger::write_batch`].
+    fn apply_changes(
+        &self,
+        changes: &[FinalChange<'_>],
+        part: UnitPart,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<&[u8]> = changes.iter().map(FinalChange::key).collect();
+        let _stripes = self.lock_keys(&keys);
+        let logged = match (changes, part.is_whole()) {
+            ([FinalChange::Set(key, value)], true) => self.logger.write_set(key, value),
+            ([FinalChange::Remove(key)], true) => self.logger.write_remove(key),
+            _ => self.logger.write_batch(changes, part),
+        };
+        logged.map_err(refused)?;
+        self.db.apply_changes(changes, UnitPart::WHOLE, seen)
     }
 
     /// Logged, then passed on: a database may set its own way (a skip

@@ -14,7 +14,15 @@
 //! millisecond timestamp, a server id and a database index, which the
 //! reference's `tkrzw_ulog_util` reads. [`apply_update_logs`] replays such
 //! files into a database: how a replica catches up and a backup is rolled
-//! forward. docs/update-logs.md tells the whole story.
+//! forward.
+//!
+//! A commit of a [`TransactionalDbm`](crate::dbm::txn::TransactionalDbm)
+//! reaches the logger whole ([`UpdateLogger::write_batch`], from
+//! [`Dbm::apply_changes`](crate::dbm::Dbm::apply_changes)), and the queue
+//! logger writes it as one unit entry ([`UpdateOp::Unit`], kuradb's own);
+//! applying makes a unit whole or not at all, gathering the parts of one a
+//! shard set split ([`UnitAssembler`]). docs/update-logs.md tells the whole
+//! story.
 
 mod apply;
 mod dbm_logger;
@@ -26,7 +34,7 @@ pub(crate) mod params;
 mod queue;
 mod timestamp;
 
-pub use apply::{apply_entry, apply_update_logs, ApplyFilter, ApplyReport};
+pub use apply::{apply_entries, apply_entry, apply_update_logs, ApplyFilter, ApplyReport, UnitAssembler};
 pub use dbm_logger::DbmUpdateLogger;
 pub use entry::{UpdateEntry, UpdateOp};
 pub use logged::LoggedDbm;
@@ -38,7 +46,7 @@ pub use queue::{
 };
 pub use timestamp::{now_ms, parse_timestamp};
 
-use crate::dbm::Durability;
+use crate::dbm::{Durability, FinalChange, UnitPart};
 use crate::error::Result;
 
 /// Where a database's changes are written as they are made.
@@ -56,6 +64,22 @@ pub trait UpdateLogger: Send + Sync {
     fn write_remove(&self, key: &[u8]) -> Result<()>;
     /// Every record is being removed.
     fn write_clear(&self) -> Result<()>;
+    /// `changes` are being made as one unit (a commit of two changes or
+    /// more, or a shard's part of one spanning shards: see [`UnitPart`]),
+    /// under the locks of all their keys. The default tells each change
+    /// alone, in order, as the logger's `write_set` and `write_remove`;
+    /// [`MqUpdateLogger`] writes one entry, so that a reader applies the
+    /// unit whole or not at all.
+    fn write_batch(&self, changes: &[FinalChange<'_>], part: UnitPart) -> Result<()> {
+        let _ = part;
+        for change in changes {
+            match change {
+                FinalChange::Set(key, value) => self.write_set(key, value)?,
+                FinalChange::Remove(key) => self.write_remove(key)?,
+            }
+        }
+        Ok(())
+    }
     /// Makes what was written reach the OS, or with `hard` the device.
     fn synchronize(&self, durability: Durability) -> Result<()>;
 }

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use super::entry::{encode_into, OpRef};
+use super::entry::{encode_into, encode_unit_into, OpRef};
 use super::queue::{record_buffer, MessageQueue};
 use super::UpdateLogger;
-use crate::dbm::Durability;
+use crate::dbm::{Durability, FinalChange, UnitPart};
 use crate::error::Result;
 
 /// Writes each change as an entry (see [`UpdateEntry`](super::UpdateEntry))
@@ -70,6 +70,13 @@ impl UpdateLogger for MqUpdateLogger {
     }
     fn write_clear(&self) -> Result<()> {
         self.write(OpRef::Clear)
+    }
+    /// One unit entry (kuradb's own, which the reference cannot read).
+    fn write_batch(&self, changes: &[FinalChange<'_>], part: UnitPart) -> Result<()> {
+        let size: usize = changes.iter().map(|c| 24 + c.key().len() + c.value().map_or(0, <[u8]>::len)).sum();
+        let mut record = record_buffer(48 + size);
+        encode_unit_into(&mut record, self.server_id, self.dbm_index, part, changes);
+        self.queue.write_record(None, record).map(|_| ())
     }
     fn synchronize(&self, durability: Durability) -> Result<()> {
         self.queue.synchronize(durability)

@@ -21,7 +21,7 @@ use super::class::DbmClass;
 use super::comparator::KeyComparator;
 use super::params::Params;
 use super::poly::SingleDbm;
-use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use super::{Action, Cursor, Dbm, EachProcessor, FinalChange, MultiProcessor, Processor, UnitPart};
 use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::params::UlogParams;
@@ -334,6 +334,56 @@ impl Dbm for ShardDbm {
             }
         }
         Ok(())
+    }
+
+    /// A unit whose keys live in one shard goes to that shard whole. One
+    /// spanning shards is made under the set's exclusive gate, as
+    /// [`Dbm::process_multi`] is, so no other operation sees a part of it:
+    /// each shard in turn gets its own changes as one part of the unit,
+    /// with a new id the parts share, and (through its update log, if it
+    /// has one) logs them as one entry marked with its own index. Under the
+    /// gate nothing else is logged between the parts, so a reader of the
+    /// log finds them one after the other and applies them together once
+    /// it has the last. If a shard fails, the parts before it stay made
+    /// (and logged), the later ones are not.
+    fn apply_changes(
+        &self,
+        changes: &[FinalChange<'_>],
+        part: UnitPart,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        if !part.is_whole() {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "a shard set splits a unit among its shards itself: it takes whole units, not a part of one",
+            ));
+        }
+        let mut by_shard: Vec<Vec<usize>> = vec![Vec::new(); self.shards.len()];
+        for (i, change) in changes.iter().enumerate() {
+            by_shard[self.shard_index(change.key())].push(i);
+        }
+        let used: Vec<usize> = (0..by_shard.len()).filter(|&s| !by_shard[s].is_empty()).collect();
+        let run = |shard: usize, part: UnitPart, seen: &mut dyn FnMut(usize, Option<&[u8]>)| {
+            let indexes = &by_shard[shard];
+            let mine: Vec<FinalChange<'_>> = indexes.iter().map(|&i| changes[i]).collect();
+            self.shards[shard].apply_changes(&mine, part, &mut |j, old| seen(indexes[j], old))
+        };
+        match used.as_slice() {
+            [] => Ok(()),
+            [shard] => {
+                let _gate = self.gate.read();
+                run(*shard, UnitPart::WHOLE, seen)
+            }
+            _ => {
+                let _gate = self.gate.write();
+                let id = UnitPart::new_id();
+                let count = used.len() as u32;
+                for (index, &shard) in used.iter().enumerate() {
+                    run(shard, UnitPart { id, index: index as u32, count }, seen)?;
+                }
+                Ok(())
+            }
+        }
     }
 
     fn prefetch(&self, keys: &[&[u8]]) {

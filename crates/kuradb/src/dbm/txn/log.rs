@@ -94,19 +94,19 @@ impl Change {
         }
     }
 
+    /// The change as the databases take it.
+    pub fn as_final(&self) -> crate::dbm::FinalChange<'_> {
+        match self {
+            Change::Set(k, v) => crate::dbm::FinalChange::Set(k, v),
+            Change::Remove(k) => crate::dbm::FinalChange::Remove(k),
+        }
+    }
+
     /// The value the key is left with (`None`: removed).
     pub fn value(&self) -> Option<&[u8]> {
         match self {
             Change::Set(_, v) => Some(v),
             Change::Remove(_) => None,
-        }
-    }
-
-    /// What a processor returns to make the change.
-    pub fn action(&self) -> crate::dbm::Action<'_> {
-        match self {
-            Change::Set(_, v) => crate::dbm::Action::set(v),
-            Change::Remove(_) => crate::dbm::Action::Remove,
         }
     }
 }

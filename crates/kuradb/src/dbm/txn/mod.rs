@@ -79,7 +79,9 @@ use self::versions::{AtView, Versions};
 pub use self::watch::Watch;
 use crate::dbm::comparator::KeyComparator;
 use crate::dbm::params::Params;
-use crate::dbm::{Access, Action, Cursor, Dbm, Durability, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::{
+    Access, Action, Cursor, Dbm, Durability, EachProcessor, FinalChange, MultiProcessor, Processor, UnitPart,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{FileKind, FileSpec, OpenOptions};
 
@@ -227,15 +229,11 @@ impl<D: Dbm> TransactionalDbm<D> {
                         ),
                     ));
                 }
+                // Each commit as one unit, so that an update log below
+                // gets it as one entry again.
                 for (_, changes) in &pending {
-                    for change in changes {
-                        match change {
-                            Change::Set(key, value) => inner.set(key, value)?,
-                            Change::Remove(key) => {
-                                inner.remove(key)?;
-                            }
-                        }
-                    }
+                    let changes: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
+                    inner.apply_changes(&changes, UnitPart::WHOLE, &mut |_, _| {})?;
                 }
                 inner.synchronize(Durability::Hard)?;
             }
@@ -453,12 +451,24 @@ impl<D: Dbm> TransactionalDbm<D> {
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
     ) -> Result<u64> {
+        self.commit_observed(durability, check, changes, &mut |_, _| {})
+    }
+
+    /// [`TransactionalDbm::commit_changes`], showing `seen` each change's
+    /// index and the value its key held before.
+    fn commit_observed(
+        &self,
+        durability: CommitDurability,
+        check: impl FnOnce(&Versions) -> Result<()>,
+        changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<u64> {
         self.refuse_deferred_updates()?;
         self.start_tracking();
         let outcome = if self.restores_to_last_sync {
-            self.commit_in_place(durability, check, changes)
+            self.commit_in_place(durability, check, changes, seen)
         } else {
-            self.commit_write_ahead(durability, check, changes)
+            self.commit_write_ahead(durability, check, changes, seen)
         };
         self.tracking.fetch_sub(1, Ordering::AcqRel);
         let seq = outcome?;
@@ -498,24 +508,24 @@ impl<D: Dbm> TransactionalDbm<D> {
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
     ) -> Result<u64> {
         let mut last = self.lock_commit()?;
         check(&self.versions.lock())?;
         let changes = changes(&|key| self.inner.get(key))?;
         let (seq, end) = self.log_next(*last, &changes, durability)?;
-        for change in &changes {
-            let key = change.key();
-            let mut action = Some(change.action());
-            let applied = self.inner.process(key, Access::ReadWrite, &mut |old| {
-                self.versions.lock().record(key, seq, old);
-                action.take().unwrap_or(Action::Keep)
-            });
-            if let Err(e) = applied {
-                self.failed.store(true, Ordering::Release);
-                *last = seq;
-                self.finish_turn(seq, false);
-                return Err(e);
-            }
+        // Handed down whole: an update log below writes the commit as one
+        // entry, and a shard set makes it under its exclusive gate.
+        let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
+        let applied = self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, old| {
+            self.versions.lock().record(finals[i].key(), seq, old);
+            seen(i, old);
+        });
+        if let Err(e) = applied {
+            self.failed.store(true, Ordering::Release);
+            *last = seq;
+            self.finish_turn(seq, false);
+            return Err(e);
         }
         *last = seq;
         self.finish_turn(seq, true);
@@ -540,6 +550,7 @@ impl<D: Dbm> TransactionalDbm<D> {
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
     ) -> Result<u64> {
         let mut last = self.lock_commit()?;
         check(&self.versions.lock())?;
@@ -573,10 +584,10 @@ impl<D: Dbm> TransactionalDbm<D> {
                      database to apply both from the log",
                 ));
             }
-            for change in &changes {
-                self.inner.process(change.key(), Access::ReadWrite, &mut |_| change.action())?;
-            }
-            Ok(())
+            // Handed down whole, as in `commit_in_place`; the views' old
+            // values were stored when the commit was logged.
+            let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
+            self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, _| seen(i, befores[i].as_deref()))
         });
         if outcome.is_err() {
             self.failed.store(true, Ordering::Release);
@@ -1007,5 +1018,30 @@ impl<D: Dbm> Dbm for TransactionalDbm<D> {
     }
     fn remove_multi(&self, keys: &[&[u8]]) -> Result<usize> {
         gated!(self, |db| db.remove_multi(keys), |t| t.remove_multi(keys))
+    }
+    /// Committed as a batch (at [`CommitDurability::Memory`]: atomic, and
+    /// in the commit log, as durable as a plain write until the next
+    /// synchronization): what a replica applying a logged unit calls. A skip
+    /// database, which takes no commits, makes the changes as its own
+    /// `apply_changes` does.
+    fn apply_changes(
+        &self,
+        changes: &[FinalChange<'_>],
+        _part: UnitPart,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        if self.deferred_updates {
+            return self.inner.apply_changes(changes, UnitPart::WHOLE, seen);
+        }
+        let owned = || {
+            changes
+                .iter()
+                .map(|change| match change {
+                    FinalChange::Set(key, value) => Change::Set(key.to_vec(), value.to_vec()),
+                    FinalChange::Remove(key) => Change::Remove(key.to_vec()),
+                })
+                .collect()
+        };
+        self.commit_observed(CommitDurability::Memory, |_| Ok(()), |_| Ok(owned()), seen).map(|_| ())
     }
 }
