@@ -518,7 +518,7 @@ impl<D: Dbm> TransactionalDbm<D> {
         // entry, and a shard set makes it under its exclusive gate.
         let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
         let applied = self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, old| {
-            self.versions.lock().record(finals[i].key(), seq, old);
+            self.versions.lock().record(finals[i].key(), seq, old, seq - 1);
             seen(i, old);
         });
         if let Err(e) = applied {
@@ -562,10 +562,11 @@ impl<D: Dbm> TransactionalDbm<D> {
         let befores = changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?;
         let (seq, end) = self.log_next(*last, &changes, durability)?;
         {
+            let visible = self.visible.load(Ordering::Acquire);
             let mut versions = self.versions.lock();
             let mut pending = self.pending.lock();
             for (change, before) in changes.iter().zip(&befores) {
-                versions.record(change.key(), seq, before.as_deref());
+                versions.record(change.key(), seq, before.as_deref(), visible);
                 pending.insert(change.key().to_vec(), (seq, change.value().map(<[u8]>::to_vec)));
             }
         }
@@ -663,7 +664,7 @@ impl<D: Dbm> TransactionalDbm<D> {
     ) -> Result<T> {
         let mut last = self.lock_settled()?;
         let seq = *last + 1;
-        let record = |key: &[u8], old: Option<&[u8]>| self.versions.lock().record(key, seq, old);
+        let record = |key: &[u8], old: Option<&[u8]>| self.versions.lock().record(key, seq, old, seq - 1);
         let result = write(&self.inner, &record);
         *last = seq;
         self.finish_turn(seq, true);

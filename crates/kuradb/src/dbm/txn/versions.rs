@@ -45,7 +45,7 @@ pub(super) struct Versions {
 }
 
 /// The bookkeeping bytes counted per stored version besides its key and value.
-const VERSION_OVERHEAD: usize = 48;
+pub(super) const VERSION_OVERHEAD: usize = 48;
 
 impl Versions {
     /// Registers a view at `at`.
@@ -87,8 +87,15 @@ impl Versions {
 
     /// Stores what `key` held before commit `seq`, unless an entry of that
     /// commit is there already (a commit that changes a key twice keeps the
-    /// value from before its first change).
-    pub fn record(&mut self, key: &[u8], seq: u64, before: Option<&[u8]>) {
+    /// value from before its first change). `visible` is the newest commit
+    /// wholly applied.
+    ///
+    /// The key's newest entry so far is dropped when no view needs it: only
+    /// a view at a commit from the entry before it (or any older, for the
+    /// first) up to the one it tags reads it, and none can open there any
+    /// more once that commit is applied. So a view held open while a key is
+    /// rewritten many times keeps about one old value of it, not one a write.
+    pub fn record(&mut self, key: &[u8], seq: u64, before: Option<&[u8]>, visible: u64) {
         let list = match self.by_key.get_mut(key) {
             Some(list) => list,
             None => {
@@ -98,6 +105,14 @@ impl Versions {
         };
         if list.last().is_some_and(|v| v.seq == seq) {
             return;
+        }
+        if let Some(last) = list.last() {
+            let from = list.len().checked_sub(2).map_or(0, |i| list[i].seq);
+            let needed = last.seq > visible || self.readers.range(from..last.seq).next().is_some();
+            if !needed {
+                self.bytes -= VERSION_OVERHEAD + last.before.as_ref().map_or(0, Vec::len);
+                list.pop();
+            }
         }
         self.bytes += VERSION_OVERHEAD + before.map_or(0, <[u8]>::len);
         list.push(Version { seq, before: before.map(<[u8]>::to_vec) });
