@@ -585,12 +585,16 @@ impl DbmOpener {
 
     /// `db` wrapped for transactions, with the options its class calls for.
     pub fn transactional(&self, db: Box<dyn Dbm>) -> Result<TransactionalDbm<Box<dyn Dbm>>> {
-        let options = TransactionOptions {
+        TransactionalDbm::open(db, self.transaction_options())
+    }
+
+    /// The options a [`TransactionalDbm`] over this class takes.
+    pub fn transaction_options(&self) -> TransactionOptions {
+        TransactionOptions {
             restores_to_checkpoint: self.class != DbmClass::Hash,
             key_order: None,
             ..TransactionOptions::default()
-        };
-        TransactionalDbm::open(db, options)
+        }
     }
 
     /// Closes a database after a phase, first synchronizing it with the device
