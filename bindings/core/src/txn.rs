@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::txn::{CommitDurability, Snapshot, Transaction};
+use kuradb::dbm::txn::{CommitDurability, Savepoint, Snapshot, Transaction};
 use kuradb::ErrorKind;
 use parking_lot::Mutex;
 use self_cell::self_cell;
@@ -70,13 +70,37 @@ pub fn released() -> kuradb::Error {
 /// committed, aborted, or its database closed.
 pub struct TransactionSlot {
     live: Mutex<Option<OwnedTransaction>>,
+    /// The savepoints taken, which a binding names by their index: Java
+    /// and Ruby hand back a number rather than hold a Rust value.
+    savepoints: Mutex<Vec<Savepoint>>,
 }
 
 impl TransactionSlot {
     /// A new transaction of `db` whose commit has `durability`.
     pub fn begin(db: Arc<Db>, durability: CommitDurability) -> TransactionSlot {
         let live = OwnedTransaction::new(db, |db| Some(db.begin(durability)));
-        TransactionSlot { live: Mutex::new(Some(live)) }
+        TransactionSlot { live: Mutex::new(Some(live)), savepoints: Mutex::new(Vec::new()) }
+    }
+
+    /// A savepoint of the writes made so far, named by a number that
+    /// [`TransactionSlot::rollback_to_index`] takes.
+    pub fn savepoint_index(&self) -> kuradb::Result<u64> {
+        let point = self.with(|tx| Ok(tx.savepoint()))?;
+        let mut savepoints = self.savepoints.lock();
+        savepoints.push(point);
+        Ok(savepoints.len() as u64 - 1)
+    }
+
+    /// Undoes the writes made since the savepoint numbered `index`.
+    pub fn rollback_to_index(&self, index: u64) -> kuradb::Result<()> {
+        let point = usize::try_from(index).ok().and_then(|i| self.savepoints.lock().get(i).copied());
+        let Some(point) = point else {
+            return Err(kuradb::Error::new(
+                ErrorKind::InvalidArgument,
+                format!("no savepoint numbered {index} was taken in this transaction"),
+            ));
+        };
+        self.with(|tx| tx.rollback_to(point))
     }
 
     /// Runs `f` on the transaction; fails if it is finished.
@@ -284,6 +308,16 @@ mod tests {
         let first = handle.begin(CommitDurability::Os).unwrap();
         let second = handle.begin(CommitDurability::Os).unwrap();
         assert_eq!(first.with(|tx| tx.get(b"a")).unwrap().as_deref(), Some(&b"1"[..]));
+        let point = first.savepoint_index().unwrap();
+        first
+            .with(|tx| {
+                tx.set(b"undone", b"x");
+                Ok(())
+            })
+            .unwrap();
+        first.rollback_to_index(point).unwrap();
+        assert_eq!(first.with(|tx| tx.get(b"undone")).unwrap(), None);
+        assert_eq!(first.rollback_to_index(point + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
         second.with(|tx| tx.get(b"a")).unwrap();
         first
             .with(|tx| {

@@ -25,14 +25,14 @@ use crate::reference_api::{io_error, write_file};
 /// operation and returns a kuradb.Future to await (or to block on with get()).
 #[pyclass(name = "AsyncDBM", module = "kuradb", frozen)]
 pub struct AsyncDatabase {
-    database: Py<Database>,
+    pub(crate) database: Py<Database>,
     /// The workers; `None` once closed.
     adb: RwLock<Option<AsyncDbm<Db>>>,
 }
 
 impl AsyncDatabase {
     /// Queues `op` on the workers, or fails at once if closed.
-    fn queue<T>(
+    pub(crate) fn queue<T>(
         &self,
         shape: Shape,
         op: impl FnOnce(&AsyncDbm<Db>) -> kuradb::DbmFuture<T>,
@@ -100,7 +100,7 @@ impl AsyncDatabase {
     }
 
     /// Whether close() has been called.
-    fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.adb.read().is_none()
     }
 
@@ -369,6 +369,46 @@ impl AsyncDatabase {
         self.queue(Shape::Plain, |adb| {
             adb.execute(move |db: &Db| dest.get().with(|dest: &Db| Dbm::export(db, dest)))
         })
+    }
+
+    /// Starts a serializable transaction whose commit has `durability`
+    /// ("none", "os" or "sync"); its reads, commit and abort answer
+    /// kuradb.Futures run on the workers. `async with adbm.transaction() as
+    /// tx:` commits on a normal exit and aborts on an exception.
+    #[pyo3(signature = (durability = "os"))]
+    fn transaction(slf: &Bound<'_, Self>, durability: &str) -> PyResult<crate::async_txn::AsyncTransaction> {
+        crate::async_txn::AsyncTransaction::begin(slf, durability)
+    }
+
+    /// A coroutine that calls `func(tx)` with a new transaction (awaiting
+    /// it if it answers an awaitable) and commits it unless `func` finished
+    /// it, answering what `func` answered; on ConflictError it runs `func`
+    /// again in a new transaction, after a short random sleep, at most
+    /// `retries` more times, as `DBM.run` does. Any other exception aborts
+    /// and goes on at once.
+    #[pyo3(signature = (func, retries = 10, durability = "os"))]
+    fn run<'py>(
+        slf: &Bound<'py, Self>,
+        func: Bound<'py, PyAny>,
+        retries: i64,
+        durability: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let run = slf.py().import("kuradb._mapping")?.getattr("_run_async")?;
+        run.call1((slf, func, retries, durability))
+    }
+
+    /// Starts a batch of blind writes applied as one unit by its commit
+    /// (a kuradb.Future run on the workers); `async with adbm.batch() as
+    /// b:` commits on a normal exit and discards the writes on an exception.
+    #[pyo3(signature = (durability = "os"))]
+    fn batch(slf: &Bound<'_, Self>, durability: &str) -> PyResult<crate::async_txn::AsyncBatch> {
+        crate::async_txn::AsyncBatch::new(slf, durability)
+    }
+
+    /// A read view of the database at its newest commit, its reads answering
+    /// kuradb.Futures; `async with adbm.snapshot() as view:` releases it on exit.
+    fn snapshot(slf: &Bound<'_, Self>) -> PyResult<crate::async_txn::AsyncSnapshot> {
+        crate::async_txn::AsyncSnapshot::open(slf)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

@@ -40,6 +40,8 @@ pub enum Answer {
     Record(Option<(Vec<u8>, Vec<u8>)>),
     /// Keys (search).
     Keys(Vec<Vec<u8>>),
+    /// Records (a snapshot's or transaction's items): a list of pairs.
+    Records(Vec<(Vec<u8>, Vec<u8>)>),
 }
 
 macro_rules! answer_from {
@@ -58,7 +60,8 @@ answer_from!(
     Option<Vec<u8>> => Value,
     Vec<Option<Vec<u8>>> => Values,
     Option<(Vec<u8>, Vec<u8>)> => Record,
-    Vec<Vec<u8>> => Keys
+    Vec<Vec<u8>> => Keys,
+    Vec<(Vec<u8>, Vec<u8>)> => Records
 );
 
 impl From<()> for Answer {
@@ -172,6 +175,13 @@ impl PyFuture {
             Answer::Keys(keys) => {
                 let keys = keys.into_iter().map(|k| value(Some(k))).collect::<PyResult<Vec<_>>>()?;
                 PyList::new(py, keys)?.into_any().unbind()
+            }
+            Answer::Records(records) => {
+                let pairs = records
+                    .into_iter()
+                    .map(|(k, v)| Ok((value(Some(k))?, value(Some(v))?).into_pyobject(py)?.into_any()))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, pairs)?.into_any().unbind()
             }
             Answer::Values(values) => {
                 let dict = PyDict::new(py);

@@ -5,12 +5,13 @@
 //! `PolyDbm`; [`cursor`]: its iterators; [`ordered`]: the walks of an
 //! ordered database (range, prefix, reversed); [`error`]: one exception per error
 //! kind; [`index`]: `kuradb.Index`, a secondary index; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
-//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files; [`txn`]: `kuradb.Transaction`, `Batch` and `Snapshot`) and adds only what Python idiom needs (the dict protocol, str keys,
+//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files; [`txn`]: `kuradb.Transaction`, `Batch` and `Snapshot`; [`async_txn`]: their `AsyncDBM` forms) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
 
 #![deny(unsafe_code)]
 
 mod async_dbm;
+mod async_txn;
 mod compat;
 mod convert;
 mod cursor;
@@ -40,6 +41,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     update_log::register(m)?;
     compat::register(m)?;
     txn::register(m)?;
+    async_txn::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ANY_DATA", pyo3::types::PyBytes::new(m.py(), reference_api::ANY_DATA))?;
     Ok(())

@@ -48,7 +48,7 @@ pub struct PyTransaction {
 /// A point in a transaction's writes, from `Transaction.savepoint()`.
 #[pyclass(name = "Savepoint", module = "kuradb", frozen)]
 pub struct PySavepoint {
-    point: Savepoint,
+    pub(crate) point: Savepoint,
 }
 
 impl PyTransaction {

@@ -45,6 +45,7 @@ end
 require "kuradb/kuradb_ext"
 require "kuradb/opening"
 require "kuradb/dbm"
+require "kuradb/transaction"
 require "kuradb/async_dbm"
 require "kuradb/index"
 require "kuradb/file"

@@ -583,18 +583,15 @@ impl DbmOpener {
         Ok(Box::new(self.transactional(db)?))
     }
 
-    /// `db` wrapped for transactions, with the options its class calls for.
+    /// `db` wrapped for transactions.
     pub fn transactional(&self, db: Box<dyn Dbm>) -> Result<TransactionalDbm<Box<dyn Dbm>>> {
         TransactionalDbm::open(db, self.transaction_options())
     }
 
-    /// The options a [`TransactionalDbm`] over this class takes.
+    /// The options a [`TransactionalDbm`] over this database takes (the
+    /// wrapper asks the database itself for its class's facts).
     pub fn transaction_options(&self) -> TransactionOptions {
-        TransactionOptions {
-            restores_to_checkpoint: self.class != DbmClass::Hash,
-            key_order: None,
-            ..TransactionOptions::default()
-        }
+        TransactionOptions::default()
     }
 
     /// Closes a database after a phase, first synchronizing it with the device

@@ -240,10 +240,9 @@ struct Subject<D: Dbm> {
     open: Opener<D>,
 }
 
-fn options(ordered: bool, restores_to_checkpoint: bool) -> TransactionOptions {
+fn options(ordered: bool) -> TransactionOptions {
     TransactionOptions {
         key_order: ordered.then_some(KeyComparator::Lexical),
-        restores_to_checkpoint,
         ..TransactionOptions::default()
     }
 }
@@ -251,7 +250,6 @@ fn options(ordered: bool, restores_to_checkpoint: bool) -> TransactionOptions {
 fn subject<D: Dbm + 'static>(
     name: &str,
     ordered: bool,
-    restores_to_checkpoint: bool,
     open: impl Fn(&Path) -> kuradb::Result<D> + 'static,
 ) -> Subject<D> {
     Subject {
@@ -259,7 +257,7 @@ fn subject<D: Dbm + 'static>(
         ordered,
         open: Box::new(move |path| {
             let db = open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-            TransactionalDbm::open(db, options(ordered, restores_to_checkpoint)).expect("wrap")
+            TransactionalDbm::open(db, options(ordered)).expect("wrap")
         }),
     }
 }
@@ -624,13 +622,13 @@ fn access(writable: bool) -> Access {
 #[test]
 fn model_hash() {
     let o = HashOptions::default().num_buckets(3);
-    check(subject("HashDbm", false, false, move |p| HashDbm::open(p, access(true), &o)));
+    check(subject("HashDbm", false, move |p| HashDbm::open(p, access(true), &o)));
 }
 
 #[test]
 fn model_tree() {
     let o = TreeOptions::default().max_page_size(96).max_branches(3);
-    check(subject("TreeDbm", true, true, move |p| TreeDbm::open(p, access(true), &o)));
+    check(subject("TreeDbm", true, move |p| TreeDbm::open(p, access(true), &o)));
 }
 
 /// A skip database shows its updates only after a synchronization, so a
@@ -646,7 +644,7 @@ fn skip_is_refused() {
     };
     let o = SkipOptions::default();
     let db = SkipDbm::open(dir.path().join("s.kks"), access(true), &o).unwrap();
-    let db = TransactionalDbm::open(db, options(true, true)).unwrap();
+    let db = TransactionalDbm::open(db, options(true)).unwrap();
     db.set(b"plain", b"works").unwrap();
     refused(db.snapshot().err().expect("refused"), "snapshot");
     let mut batch = db.batch(CommitDurability::Os);
@@ -670,31 +668,31 @@ fn skip_is_refused() {
 #[test]
 fn model_tiny() {
     let o = TinyOptions::default().num_buckets(1);
-    check(subject("TinyDbm", false, true, move |p| TinyDbm::open(p, access(true), &o)));
+    check(subject("TinyDbm", false, move |p| TinyDbm::open(p, access(true), &o)));
 }
 
 #[test]
 fn model_baby() {
     let o = BabyOptions::default().max_page_size(40).max_branches(3);
-    check(subject("BabyDbm", true, true, move |p| BabyDbm::open(p, access(true), &o)));
+    check(subject("BabyDbm", true, move |p| BabyDbm::open(p, access(true), &o)));
 }
 
 #[test]
 fn model_cache_with_large_caps() {
     let o = CacheOptions::default().cap_rec_num(100_000);
-    check(subject("CacheDbm", false, true, move |p| CacheDbm::open(p, access(true), &o)));
+    check(subject("CacheDbm", false, move |p| CacheDbm::open(p, access(true), &o)));
 }
 
 #[test]
 fn model_std_hash() {
     let o = StdOptions::default();
-    check(subject("StdHashDbm", false, true, move |p| StdHashDbm::open(p, access(true), &o)));
+    check(subject("StdHashDbm", false, move |p| StdHashDbm::open(p, access(true), &o)));
 }
 
 #[test]
 fn model_std_tree() {
     let o = StdOptions::default();
-    check(subject("StdTreeDbm", true, true, move |p| StdTreeDbm::open(p, access(true), &o)));
+    check(subject("StdTreeDbm", true, move |p| StdTreeDbm::open(p, access(true), &o)));
 }
 
 #[test]
@@ -814,7 +812,7 @@ fn history<D: Dbm + Send + Sync + 'static>(name: &str, db: TransactionalDbm<D>, 
 fn history_is_serializable_in_commit_order_on_hash() {
     let dir = tempfile::tempdir().unwrap();
     let db = HashDbm::open(dir.path().join("h.kdb"), Access::ReadWrite, &HashOptions::default()).unwrap();
-    history("HashDbm", TransactionalDbm::open(db, options(false, false)).unwrap(), 4, 150);
+    history("HashDbm", TransactionalDbm::open(db, options(false)).unwrap(), 4, 150);
 }
 
 #[test]

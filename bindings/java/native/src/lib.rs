@@ -28,6 +28,7 @@ mod natives_dbm;
 mod natives_file;
 mod natives_index;
 mod natives_multi;
+mod natives_txn;
 mod natives_utility;
 mod shared;
 mod synchronize;

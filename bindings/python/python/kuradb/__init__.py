@@ -21,7 +21,10 @@ transaction on conflict. ``kuradb.dbm`` is the standard library's dbm interface 
 
 from ._kuradb import (
     ANY_DATA,
+    AsyncBatch,
     AsyncDBM,
+    AsyncSnapshot,
+    AsyncTransaction,
     Batch,
     ConflictError,
     Future,
@@ -78,6 +81,9 @@ __all__ = [
     "Batch",
     "Snapshot",
     "Savepoint",
+    "AsyncTransaction",
+    "AsyncBatch",
+    "AsyncSnapshot",
     "transactional",
     "__version__",
 ]

@@ -18,7 +18,9 @@ transaction and run it again in a new one when its commit raises
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import random
 import time
 from collections.abc import ItemsView, KeysView, MutableMapping, ValuesView
@@ -134,6 +136,31 @@ def _run(db: Any, func: Callable[[Any], _T], retries: int, durability: str) -> _
         # Back off a little, more after each conflict, so that contenders
         # spread out instead of meeting again.
         time.sleep(random.uniform(0, 0.0005 * (1 << min(attempt, 8))))
+
+
+async def _run_async(adbm: Any, func: Callable[[Any], Any], retries: int, durability: str) -> Any:
+    """``AsyncDBM.run``: ``DBM.run`` for an AsyncDBM, awaiting ``func(tx)``
+    if it answers an awaitable and sleeping on the event loop between tries."""
+    if retries < 0:
+        raise ValueError(f"retries must be 0 or more, not {retries}")
+    attempt = 0
+    while True:
+        tx = adbm.transaction(durability)
+        try:
+            result = func(tx)
+            if inspect.isawaitable(result):
+                result = await result
+            if tx.active:
+                await tx.commit()
+            return result
+        except _kuradb.ConflictError:
+            if attempt >= retries:
+                raise
+            attempt += 1
+        finally:
+            if tx.active:
+                await tx.abort()
+        await asyncio.sleep(random.uniform(0, 0.0005 * (1 << min(attempt, 8))))
 
 
 def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callable[[Callable[..., _T]], Callable[..., _T]]:

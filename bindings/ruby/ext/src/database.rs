@@ -553,5 +553,6 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     class.define_method("concurrent?", method!(Database::is_concurrent, 0))?;
     crate::flat_records::define(class)?;
     crate::exchange_queue::define(class)?;
+    crate::txn::define(ruby, module, class)?;
     Ok(())
 }

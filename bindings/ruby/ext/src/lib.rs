@@ -31,6 +31,7 @@ mod guard;
 mod handle;
 mod index;
 mod nogvl;
+mod txn;
 mod utility;
 
 use magnus::{Error, Ruby};

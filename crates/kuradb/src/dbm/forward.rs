@@ -77,6 +77,14 @@ macro_rules! forward_dbm {
             let $this = self;
             $target.is_ordered()
         }
+        fn restores_to_last_sync(&self) -> bool {
+            let $this = self;
+            $target.restores_to_last_sync()
+        }
+        fn updates_show_at_sync(&self) -> bool {
+            let $this = self;
+            $target.updates_show_at_sync()
+        }
         fn iter(&self) -> $crate::Result<Box<dyn $crate::dbm::Cursor + '_>> {
             let $this = self;
             $target.iter()

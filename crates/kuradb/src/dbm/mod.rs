@@ -174,6 +174,21 @@ pub trait Dbm: Send + Sync {
     /// Whether iteration visits keys in order.
     fn is_ordered(&self) -> bool;
 
+    /// Whether a crash takes the database back to its last hard
+    /// synchronization, with nothing written after it (true of trees, skip
+    /// databases and the on-memory classes). A database that may keep some
+    /// of its later writes after a crash, as the hash classes do, answers
+    /// false, the default: its changes must be logged ahead to be atomic.
+    fn restores_to_last_sync(&self) -> bool {
+        false
+    }
+
+    /// Whether updates show to readers only at the next synchronization,
+    /// not at once (a skip database, which sorts and merges them then).
+    fn updates_show_at_sync(&self) -> bool {
+        false
+    }
+
     /// An iterator over the records, not yet positioned.
     fn iter(&self) -> Result<Box<dyn Cursor + '_>>;
 

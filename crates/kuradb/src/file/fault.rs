@@ -284,6 +284,15 @@ impl FaultControl {
         }
         Ok(())
     }
+    /// Makes every later call fail, keeping everything written since the
+    /// last hard synchronization: the power cut that comes after the OS
+    /// wrote every dirty page back, which it may do at any moment. A
+    /// database must survive this one as well as [`FaultControl::power_cut`].
+    pub fn power_cut_after_writeback(&self) {
+        let _inner = self.inner.write();
+        self.undo.lock().clear();
+        self.counts.lock().cut = true;
+    }
 }
 
 impl File for FaultFile {

@@ -251,6 +251,12 @@ impl Dbm for LoggedDbm {
     fn is_ordered(&self) -> bool {
         self.db.is_ordered()
     }
+    fn restores_to_last_sync(&self) -> bool {
+        self.db.restores_to_last_sync()
+    }
+    fn updates_show_at_sync(&self) -> bool {
+        self.db.updates_show_at_sync()
+    }
     fn contains(&self, key: &[u8]) -> Result<bool> {
         self.db.contains(key)
     }

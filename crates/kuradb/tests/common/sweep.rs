@@ -121,6 +121,20 @@ impl Switchboard {
         }
     }
 
+    /// Cuts the power as [`Switchboard::cut`] does, except that the files
+    /// `written_back` picks keep every write (the OS wrote their pages back
+    /// before the cut) while the others lose what was not synchronized.
+    pub fn cut_after_writeback(&self, written_back: impl Fn(&std::path::Path) -> bool) {
+        self.off.store(true, Ordering::SeqCst);
+        for (path, control) in self.files.lock().expect("files").iter() {
+            if written_back(path) {
+                control.power_cut_after_writeback();
+            } else {
+                let _ = control.power_cut();
+            }
+        }
+    }
+
     /// Forgets the files, closing what the database left open.
     pub fn release(&self) {
         self.files.lock().expect("files").clear();

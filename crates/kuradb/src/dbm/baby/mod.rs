@@ -490,6 +490,11 @@ impl Dbm for BabyDbm {
         true
     }
 
+    /// Its records live in memory; its file, if any, is written whole at a synchronization.
+    fn restores_to_last_sync(&self) -> bool {
+        true
+    }
+
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         self.persistence.check_process()?;
         Ok(Box::new(self.cursor()))

@@ -489,6 +489,14 @@ impl Dbm for ShardDbm {
         self.order.is_some()
     }
 
+    fn restores_to_last_sync(&self) -> bool {
+        self.shards.iter().all(|shard| shard.restores_to_last_sync())
+    }
+
+    fn updates_show_at_sync(&self) -> bool {
+        self.shards.iter().any(|shard| shard.updates_show_at_sync())
+    }
+
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         let cursors = self.shards.iter().map(|s| s.iter()).collect::<Result<Vec<_>>>()?;
         Ok(match self.order {

@@ -514,6 +514,15 @@ impl Dbm for SkipDbm {
         true
     }
 
+    /// Its file is rewritten whole at a synchronization; a crash leaves the last one.
+    fn restores_to_last_sync(&self) -> bool {
+        true
+    }
+
+    fn updates_show_at_sync(&self) -> bool {
+        true
+    }
+
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         self.snapshot()?;
         Ok(Box::new(self.cursor()))

@@ -271,6 +271,10 @@ macro_rules! std_dbm {
             fn is_ordered(&self) -> bool {
                 $ordered
             }
+            /// Its records live in memory; its file, if any, is written whole at a synchronization.
+            fn restores_to_last_sync(&self) -> bool {
+                true
+            }
             fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
                 self.store.persistence.check_process()?;
                 Ok(Box::new(self.cursor()))

@@ -216,6 +216,11 @@ macro_rules! dbm_methods_of_store {
             false
         }
 
+        /// Its records live in memory; its file, if any, is written whole at a synchronization.
+        fn restores_to_last_sync(&self) -> bool {
+            true
+        }
+
         fn iter(&self) -> $crate::Result<Box<dyn $crate::dbm::Cursor + '_>> {
             self.store.iter(self)
         }

@@ -367,6 +367,11 @@ impl Dbm for TreeDbm {
         true
     }
 
+    /// Its restore goes back to the last hard synchronization (see docs/crash-safety.md).
+    fn restores_to_last_sync(&self) -> bool {
+        true
+    }
+
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         drop(self.shared()?);
         Ok(Box::new(self.cursor()))

@@ -93,6 +93,22 @@ impl Change {
             Change::Set(k, _) | Change::Remove(k) => k,
         }
     }
+
+    /// The value the key is left with (`None`: removed).
+    pub fn value(&self) -> Option<&[u8]> {
+        match self {
+            Change::Set(_, v) => Some(v),
+            Change::Remove(_) => None,
+        }
+    }
+
+    /// What a processor returns to make the change.
+    pub fn action(&self) -> crate::dbm::Action<'_> {
+        match self {
+            Change::Set(_, v) => crate::dbm::Action::set(v),
+            Change::Remove(_) => crate::dbm::Action::Remove,
+        }
+    }
 }
 
 /// The first bytes of a commit log.

@@ -63,12 +63,13 @@ mod transaction;
 mod versions;
 mod watch;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
 pub use self::log::CommitDurability;
 use self::log::{Change, CommitLog};
@@ -96,11 +97,6 @@ pub struct TransactionOptions {
     /// transaction may stay open before its commit is refused; `None`
     /// waits and lives as long as it takes.
     pub timeout: Option<Duration>,
-    /// Whether the database's restore after a crash goes back to its last
-    /// hard synchronization (true of trees, skip lists and the on-memory
-    /// classes; not of the hash classes, which keep later records). Only
-    /// then may [`CommitDurability::Memory`] commits wait in the process.
-    pub restores_to_checkpoint: bool,
     /// The database's key order, for the ranges a transaction reads; `None`
     /// counts any change after a transaction began as touching a range it read.
     pub key_order: Option<KeyComparator>,
@@ -117,7 +113,6 @@ impl Default for TransactionOptions {
             max_version_bytes: 64 << 20,
             max_log_size: 64 << 20,
             timeout: Some(Duration::from_secs(30)),
-            restores_to_checkpoint: false,
             key_order: None,
             log_path: None,
             access: Access::ReadWrite,
@@ -126,19 +121,19 @@ impl Default for TransactionOptions {
 }
 
 impl TransactionOptions {
-    /// The options that fit a [`crate::dbm::poly::PolyDbm`]: its key order
-    /// and whether its class restores to its last hard synchronization.
+    /// The options that fit a [`crate::dbm::poly::PolyDbm`]: its key order.
     pub fn for_poly(db: &crate::dbm::poly::PolyDbm) -> Result<TransactionOptions> {
-        use crate::dbm::class::DbmClass;
-        Ok(TransactionOptions {
-            key_order: db.key_order()?,
-            // Trees go back to their last hard synchronization; skip lists
-            // and the on-memory classes write their files only then.
-            restores_to_checkpoint: !matches!(db.class(), DbmClass::Hash),
-            ..TransactionOptions::default()
-        })
+        Ok(TransactionOptions { key_order: db.key_order()?, ..TransactionOptions::default() })
     }
 }
+
+/// A write-ahead commit's value of a key (`None`: removed), with the
+/// sequence number of the commit that logged it.
+type PendingValue = (u64, Option<Vec<u8>>);
+
+/// Reads a record's newest value, logged commits not yet applied included:
+/// what a commit's changes are worked out from.
+pub(super) type ReadNewest<'a> = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>> + 'a;
 
 /// A database with batches, snapshots and transactions: see the [module](self).
 pub struct TransactionalDbm<D: Dbm> {
@@ -151,6 +146,15 @@ pub struct TransactionalDbm<D: Dbm> {
     tracking: AtomicUsize,
     /// The last sequence number given to a commit.
     commit: Mutex<u64>,
+    /// The last commit finished (applied, or failed), in sequence order:
+    /// a write-ahead commit applies after the commit lock is released.
+    applied: Mutex<u64>,
+    /// Signalled when `applied` moves on.
+    turn: Condvar,
+    /// The values of write-ahead commits logged but not applied yet, with
+    /// the sequence number of the commit that set each: what the next
+    /// commit's changes are worked out from.
+    pending: Mutex<HashMap<Vec<u8>, PendingValue>>,
     /// The newest commit wholly applied: what a new view sees.
     visible: AtomicU64,
     versions: Mutex<Versions>,
@@ -162,7 +166,15 @@ pub struct TransactionalDbm<D: Dbm> {
     failed: AtomicBool,
     /// Whether the database shows updates only after a synchronization (a
     /// skip database): plain calls work, but snapshots and commits are refused.
+    /// A commit's changes would not show to the views and transactions begun
+    /// after it, which read the database itself, and a new transaction could
+    /// overwrite them unseen (found by the model test in tests/transactions.rs:
+    /// a committed set read back absent).
     deferred_updates: bool,
+    /// Whether a crash takes the database back to its last hard
+    /// synchronization: commits then apply at once (`commit_in_place`),
+    /// else only once logged to the device (`commit_write_ahead`).
+    restores_to_last_sync: bool,
     options: TransactionOptions,
 }
 
@@ -198,10 +210,11 @@ impl<D: Dbm> TransactionalDbm<D> {
         log: Option<Box<dyn crate::file::File>>,
         options: TransactionOptions,
     ) -> Result<TransactionalDbm<D>> {
-        let deferred_updates = shows_updates_late(&inner)?;
+        let deferred_updates = inner.updates_show_at_sync();
+        let restores_to_last_sync = inner.restores_to_last_sync();
         let opened = OnceLock::new();
         if let Some(file) = log {
-            let (log, pending) = CommitLog::open(file, options.restores_to_checkpoint)?;
+            let (log, pending) = CommitLog::open(file, restores_to_last_sync)?;
             if !pending.is_empty() {
                 if !options.access.is_writable() {
                     return Err(Error::new(
@@ -236,12 +249,16 @@ impl<D: Dbm> TransactionalDbm<D> {
             gate: RwLock::new(()),
             tracking: AtomicUsize::new(0),
             commit: Mutex::new(0),
+            applied: Mutex::new(0),
+            turn: Condvar::new(),
+            pending: Mutex::new(HashMap::new()),
             visible: AtomicU64::new(0),
             versions: Mutex::new(Versions::default()),
             log: opened,
             log_path: None,
             failed: AtomicBool::new(false),
             deferred_updates,
+            restores_to_last_sync,
             options,
         })
     }
@@ -259,7 +276,7 @@ impl<D: Dbm> TransactionalDbm<D> {
             return Ok(None);
         }
         let file = FileSpec::new(FileKind::PositionalParallel).open(path, &OpenOptions::writer())?;
-        let (log, _) = CommitLog::open(file, self.options.restores_to_checkpoint)?;
+        let (log, _) = CommitLog::open(file, self.restores_to_last_sync)?;
         Ok(Some(self.log.get_or_init(|| log)))
     }
 
@@ -328,7 +345,13 @@ impl<D: Dbm> TransactionalDbm<D> {
             let mut tx = self.begin(durability);
             let outcome = body(&mut tx).and_then(|value| tx.commit().map(|seq| (value, seq)));
             match outcome {
-                Err(e) if e.kind() == ErrorKind::Conflict && attempt < retries => attempt += 1,
+                Err(e) if e.kind() == ErrorKind::Conflict && attempt < retries => {
+                    attempt += 1;
+                    // The commit that got in first may still be waiting for
+                    // its log's sync; a new attempt begun before it shows
+                    // would read the same old values and fail again.
+                    self.wait_for_numbered_commits();
+                }
                 other => return other,
             }
         }
@@ -381,40 +404,84 @@ impl<D: Dbm> TransactionalDbm<D> {
         }
     }
 
+    /// The commit lock, once every commit given a number has been applied:
+    /// for the writes, checkpoints and copies that touch the database
+    /// itself, which must come after every commit before them.
+    fn lock_settled(&self) -> Result<MutexGuard<'_, u64>> {
+        let last = self.lock_commit()?;
+        let mut applied = self.applied.lock();
+        while *applied < *last {
+            self.turn.wait(&mut applied);
+        }
+        drop(applied);
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "a commit was logged but could not be applied whole; reopen the database to apply it from the log",
+            ));
+        }
+        Ok(last)
+    }
+
+    /// Waits until every commit given a number by now is applied (or failed).
+    fn wait_for_numbered_commits(&self) {
+        let numbered = *self.commit.lock();
+        let mut applied = self.applied.lock();
+        while *applied < numbered {
+            self.turn.wait(&mut applied);
+        }
+    }
+
+    /// Ends commit `seq`'s turn: the next may apply, and a view started
+    /// from now on sees it unless it failed.
+    fn finish_turn(&self, seq: u64, succeeded: bool) {
+        let mut applied = self.applied.lock();
+        *applied = seq;
+        if succeeded {
+            self.visible.store(seq, Ordering::Release);
+        }
+        self.turn.notify_all();
+    }
+
     /// The one commit path. `check` validates under the commit lock (a
     /// transaction's reads); `changes` works out the final changes from
-    /// the database's current state. Answers the commit's sequence number.
+    /// the records' newest values, which it reads with the function it is
+    /// given. Answers the commit's sequence number.
     fn commit_changes(
         &self,
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
-        changes: impl FnOnce(&D) -> Result<Vec<Change>>,
+        changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
     ) -> Result<u64> {
         self.refuse_deferred_updates()?;
         self.start_tracking();
-        let outcome = self.commit_tracked(durability, check, changes);
+        let outcome = if self.restores_to_last_sync {
+            self.commit_in_place(durability, check, changes)
+        } else {
+            self.commit_write_ahead(durability, check, changes)
+        };
         self.tracking.fetch_sub(1, Ordering::AcqRel);
-        let (seq, end) = outcome?;
-        if durability == CommitDurability::Sync {
-            if let Some(log) = self.log.get() {
-                log.sync_through(end)?;
-            }
-        }
+        let seq = outcome?;
         if self.log.get().is_some_and(|log| log.len() > self.options.max_log_size) {
             self.checkpoint()?;
         }
         Ok(seq)
     }
 
-    fn commit_tracked(
+    /// A commit on a database whose restore goes back to its last hard
+    /// synchronization: nothing applied after it survives a crash unless
+    /// the log holds it, so the changes apply at once, under the commit
+    /// lock, and the log is synchronized after (with the commits of others
+    /// that wait for it meanwhile).
+    fn commit_in_place(
         &self,
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
-        changes: impl FnOnce(&D) -> Result<Vec<Change>>,
-    ) -> Result<(u64, u64)> {
+        changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
+    ) -> Result<u64> {
         let mut last = self.lock_commit()?;
         check(&self.versions.lock())?;
-        let changes = changes(&self.inner)?;
+        let changes = changes(&|key| self.inner.get(key))?;
         let seq = *last + 1;
         let end = match self.log_for_commit()? {
             Some(log) if !changes.is_empty() => log.add(seq, &changes, durability)?,
@@ -422,23 +489,107 @@ impl<D: Dbm> TransactionalDbm<D> {
         };
         for change in &changes {
             let key = change.key();
-            let mut action = match change {
-                Change::Set(_, value) => Some(Action::set(value)),
-                Change::Remove(_) => Some(Action::Remove),
-            };
+            let mut action = Some(change.action());
             let applied = self.inner.process(key, Access::ReadWrite, &mut |old| {
                 self.versions.lock().record(key, seq, old);
                 action.take().unwrap_or(Action::Keep)
             });
             if let Err(e) = applied {
                 self.failed.store(true, Ordering::Release);
+                *last = seq;
+                self.finish_turn(seq, false);
                 return Err(e);
             }
         }
         *last = seq;
-        self.visible.store(seq, Ordering::Release);
+        self.finish_turn(seq, true);
+        drop(last);
         self.settle_versions();
-        Ok((seq, end))
+        if durability == CommitDurability::Sync && end > 0 {
+            if let Some(log) = self.log.get() {
+                log.sync_through(end)?;
+            }
+        }
+        Ok(seq)
+    }
+
+    /// A commit on a database whose restore keeps records written after its
+    /// last synchronization (the hash classes): the OS may write a changed
+    /// page back at any moment, so a change must not reach the database
+    /// before the log record that completes it after a crash has reached
+    /// the device, whatever the durability asked for. The commit logs its
+    /// changes and stores their previous values for the views under the
+    /// commit lock, then releases it, so the commits that follow log theirs
+    /// and share its device sync; each then applies in sequence order.
+    fn commit_write_ahead(
+        &self,
+        durability: CommitDurability,
+        check: impl FnOnce(&Versions) -> Result<()>,
+        changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
+    ) -> Result<u64> {
+        let mut last = self.lock_commit()?;
+        check(&self.versions.lock())?;
+        let newest = |key: &[u8]| match self.pending.lock().get(key) {
+            Some((_, value)) => Ok(value.clone()),
+            None => self.inner.get(key),
+        };
+        let changes = changes(&newest)?;
+        let befores = changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?;
+        let seq = *last + 1;
+        let end = match self.log_for_commit()? {
+            Some(log) if !changes.is_empty() => log.add(seq, &changes, durability)?,
+            _ => 0,
+        };
+        {
+            let mut versions = self.versions.lock();
+            let mut pending = self.pending.lock();
+            for (change, before) in changes.iter().zip(&befores) {
+                versions.record(change.key(), seq, before.as_deref());
+                pending.insert(change.key().to_vec(), (seq, change.value().map(<[u8]>::to_vec)));
+            }
+        }
+        *last = seq;
+        drop(last);
+        let synced = match self.log.get() {
+            Some(log) if end > 0 => log.sync_through(end),
+            _ => Ok(()),
+        };
+        let mut applied = self.applied.lock();
+        while *applied + 1 < seq {
+            self.turn.wait(&mut applied);
+        }
+        let outcome = synced.and_then(|()| {
+            if self.failed.load(Ordering::Acquire) {
+                return Err(Error::new(
+                    ErrorKind::Infeasible,
+                    "an earlier commit could not be applied whole, so this one is not applied; reopen the \
+                     database to apply both from the log",
+                ));
+            }
+            for change in &changes {
+                self.inner.process(change.key(), Access::ReadWrite, &mut |_| change.action())?;
+            }
+            Ok(())
+        });
+        if outcome.is_err() {
+            self.failed.store(true, Ordering::Release);
+        }
+        {
+            let mut pending = self.pending.lock();
+            for change in &changes {
+                if pending.get(change.key()).is_some_and(|(by, _)| *by == seq) {
+                    pending.remove(change.key());
+                }
+            }
+        }
+        *applied = seq;
+        if outcome.is_ok() {
+            self.visible.store(seq, Ordering::Release);
+        }
+        self.turn.notify_all();
+        drop(applied);
+        self.settle_versions();
+        outcome.map(|()| seq)
     }
 
     /// After a commit: drops versions no view needs and expires views past
@@ -455,7 +606,7 @@ impl<D: Dbm> TransactionalDbm<D> {
 
     /// Makes every commit durable in the database itself and empties the log.
     pub fn checkpoint(&self) -> Result<()> {
-        let _last = self.lock_commit()?;
+        let _last = self.lock_settled()?;
         self.checkpoint_locked()
     }
 
@@ -492,12 +643,12 @@ impl<D: Dbm> TransactionalDbm<D> {
         &self,
         write: impl FnOnce(&D, &dyn Fn(&[u8], Option<&[u8]>)) -> Result<T>,
     ) -> Result<T> {
-        let mut last = self.lock_commit()?;
+        let mut last = self.lock_settled()?;
         let seq = *last + 1;
         let record = |key: &[u8], old: Option<&[u8]>| self.versions.lock().record(key, seq, old);
         let result = write(&self.inner, &record);
         *last = seq;
-        self.visible.store(seq, Ordering::Release);
+        self.finish_turn(seq, true);
         drop(last);
         self.settle_versions();
         result
@@ -522,19 +673,6 @@ impl<D: Dbm> TransactionalDbm<D> {
         }
         closed.and(log_closed)
     }
-}
-
-/// Whether a database shows its updates only after a synchronization (a
-/// skip database, alone or as shards). A commit's changes would not show to
-/// the views and transactions begun after it, which read the database
-/// itself, and a new transaction could overwrite them unseen (found by the
-/// model test in tests/transactions.rs: a committed set read back absent),
-/// so such a database takes plain calls only.
-fn shows_updates_late<D: Dbm>(inner: &D) -> Result<bool> {
-    let inspected = inner.inspect()?;
-    Ok(inspected
-        .iter()
-        .any(|(name, value)| (name == "class" || name.ends_with("_class")) && value == "SkipDbm"))
 }
 
 impl<D: Dbm> TransactionalDbm<D> {
@@ -655,7 +793,7 @@ impl<D: Dbm> Dbm for Tracked<'_, D> {
     }
     fn clear(&self) -> Result<()> {
         let db = self.0;
-        let _last = db.lock_commit()?;
+        let _last = db.lock_settled()?;
         if db.versions.lock().has_views() {
             return Err(Error::new(
                 ErrorKind::Infeasible,
@@ -830,7 +968,7 @@ impl<D: Dbm> Dbm for TransactionalDbm<D> {
     }
     fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
         // The copy must hold every commit, not only what the log would add.
-        let _last = self.lock_commit()?;
+        let _last = self.lock_settled()?;
         self.inner.copy_file_data(dest, durability)
     }
     fn inspect(&self) -> Result<Vec<(String, String)>> {
@@ -841,6 +979,12 @@ impl<D: Dbm> Dbm for TransactionalDbm<D> {
     }
     fn is_ordered(&self) -> bool {
         self.inner.is_ordered()
+    }
+    fn restores_to_last_sync(&self) -> bool {
+        self.restores_to_last_sync
+    }
+    fn updates_show_at_sync(&self) -> bool {
+        self.deferred_updates
     }
     fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
         Ok(Box::new(TrackedCursor { db: self, inner: self.inner.iter()? }))

@@ -13,11 +13,8 @@ fn hash(dir: &Path) -> TransactionalDbm<HashDbm> {
 
 fn tree(dir: &Path) -> TransactionalDbm<TreeDbm> {
     let db = TreeDbm::builder().open(dir.join("t.ktt")).unwrap();
-    let options = TransactionOptions {
-        key_order: Some(KeyComparator::Lexical),
-        restores_to_checkpoint: true,
-        ..TransactionOptions::default()
-    };
+    let options =
+        TransactionOptions { key_order: Some(KeyComparator::Lexical), ..TransactionOptions::default() };
     TransactionalDbm::open(db, options).unwrap()
 }
 
@@ -281,4 +278,37 @@ fn a_watch_of_another_database_is_refused() {
     let watch = b.watch(&[b"k"]);
     let tx = a.begin(CommitDurability::Memory);
     assert_eq!(tx.commit_unless_changed(&[&watch]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn a_reader_refuses_a_log_with_commits_until_a_writer_applies_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.set(b"plain", b"1").unwrap();
+    db.synchronize(Durability::Hard).unwrap();
+    let mut batch = db.batch(CommitDurability::Sync);
+    batch.set(b"k", b"v");
+    batch.commit().unwrap();
+    // The state a crash leaves: the database and a log holding the commit.
+    let crashed = dir.path().join("crashed");
+    std::fs::create_dir(&crashed).unwrap();
+    std::fs::copy(dir.path().join("t.kdb"), crashed.join("t.kdb")).unwrap();
+    std::fs::copy(dir.path().join("t.kdb.txlog"), crashed.join("t.kdb.txlog")).unwrap();
+    db.close().unwrap();
+
+    let path = crashed.join("t.kdb");
+    let reader = HashDbm::builder().open_read_only(&path).unwrap();
+    let options = TransactionOptions { access: Access::ReadOnly, ..TransactionOptions::default() };
+    let e = TransactionalDbm::open(reader, options.clone()).err().expect("a reader cannot apply the log");
+    assert_eq!(e.kind(), ErrorKind::Infeasible, "{e}");
+    assert!(e.to_string().contains("t.kdb.txlog") && e.to_string().contains("open it for writing"), "{e}");
+
+    let writer =
+        TransactionalDbm::open(HashDbm::builder().open(&path).unwrap(), TransactionOptions::default())
+            .unwrap();
+    assert_eq!(writer.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    writer.close().unwrap();
+    let reader = HashDbm::builder().open_read_only(&path).unwrap();
+    let reader = TransactionalDbm::open(reader, options).unwrap();
+    assert_eq!(reader.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }

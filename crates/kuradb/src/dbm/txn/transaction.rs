@@ -367,23 +367,25 @@ impl<'db, D: Dbm> Batch<'db, D> {
     /// the commit's sequence number, as [`Transaction::commit`] does.
     pub fn commit(self) -> Result<u64> {
         let steps = self.steps;
-        self.db.commit_changes(self.durability, |_| Ok(()), |db| final_changes(db, steps))
+        self.db.commit_changes(self.durability, |_| Ok(()), |read| final_changes(read, steps))
     }
 }
 
-/// Works the steps out against the records' current values into one final
-/// change per key, in the order the keys were first touched.
-fn final_changes<D: Dbm>(db: &D, steps: Vec<Step>) -> Result<Vec<Change>> {
+/// Works the steps out against the records' current values, as `read`
+/// gives them, into one final change per key, in the order the keys were
+/// first touched.
+fn final_changes(read: &super::ReadNewest<'_>, steps: Vec<Step>) -> Result<Vec<Change>> {
     let mut values: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut order = Vec::new();
-    let mut touch = |key: &[u8], values: &mut HashMap<Vec<u8>, Option<Vec<u8>>>, read: bool| -> Result<()> {
-        if !values.contains_key(key) {
-            let current = if read { db.get(key)? } else { None };
-            values.insert(key.to_vec(), current);
-            order.push(key.to_vec());
-        }
-        Ok(())
-    };
+    let mut touch =
+        |key: &[u8], values: &mut HashMap<Vec<u8>, Option<Vec<u8>>>, needed: bool| -> Result<()> {
+            if !values.contains_key(key) {
+                let current = if needed { read(key)? } else { None };
+                values.insert(key.to_vec(), current);
+                order.push(key.to_vec());
+            }
+            Ok(())
+        };
     for step in steps {
         match step {
             Step::Set(key, value) => {

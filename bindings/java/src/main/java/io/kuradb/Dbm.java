@@ -620,6 +620,86 @@ public final class Dbm implements AutoCloseable {
   }
 
   /**
+   * Starts a serializable transaction; commit it with {@link Transaction#commit}, and close it
+   * (try-with-resources), which aborts it unless it was committed.
+   *
+   * @param durability how durable the commit is when it returns
+   * @return the transaction
+   */
+  public Transaction begin(Durability durability) {
+    Objects.requireNonNull(durability, "durability");
+    try {
+      return new Transaction(this, Native.txBegin(handle, durability.ordinal()), durability);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Starts a batch of blind writes applied as one unit by {@link Batch#commit}; closing it
+   * discards them unless they were committed.
+   *
+   * @param durability how durable the commit is when it returns
+   * @return the batch
+   */
+  public Batch batch(Durability durability) {
+    Objects.requireNonNull(durability, "durability");
+    return new Batch(this, durability);
+  }
+
+  /**
+   * A read view of the database at its newest commit; close it (try-with-resources) to release
+   * it.
+   *
+   * @return the snapshot
+   */
+  public Snapshot snapshot() {
+    try {
+      return new Snapshot(this, Native.snapshotOpen(handle));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Runs {@code body} in a new transaction and commits it (unless {@code body} finished it),
+   * answering what {@code body} answered. When the commit (or a read) throws a {@link
+   * KuraException} of kind {@link KuraException.Kind#CONFLICT}, waits a short random time and
+   * runs {@code body} again in a new transaction, at most {@code retries} more times; then the
+   * conflict is thrown. Any other exception aborts the transaction and is thrown at once.
+   *
+   * @param durability how durable each commit is when it returns
+   * @param retries how many times to run {@code body} again after a conflict (0 or more)
+   * @param body the work
+   * @param <T> what the work answers
+   * @return what {@code body} answered in the run that committed
+   */
+  public <T> T run(Durability durability, int retries, TransactionBody<T> body) {
+    Objects.requireNonNull(body, "body");
+    if (retries < 0) {
+      throw new IllegalArgumentException("retries must be 0 or more, not " + retries);
+    }
+    for (int attempt = 0; ; attempt++) {
+      try (Transaction tx = begin(durability)) {
+        T result = body.run(tx);
+        if (tx.isActive()) {
+          tx.commit();
+        }
+        return result;
+      } catch (KuraException e) {
+        if (e.kind() != KuraException.Kind.CONFLICT || attempt >= retries) {
+          throw e;
+        }
+      }
+      // Back off a little, more after each conflict, so that contenders
+      // spread out instead of meeting again.
+      long bound = 500_000L << Math.min(attempt + 1, 8);
+      long nanos = java.util.concurrent.ThreadLocalRandom.current().nextLong(bound);
+      java.util.concurrent.locks.LockSupport.parkNanos(nanos);
+    }
+  }
+
+  /**
    * Rebuilds a damaged database file into a new one.
    *
    * @param src the damaged file

@@ -218,6 +218,39 @@ public final class Native {
   public static native long asyncPopFirst(long async);
   public static native long asyncPushLast(long async, byte[] value, double wtime);
 
+  public static native long txBegin(long db, int durability);
+  public static native void txFree(long tx);
+  public static native byte[] txGet(long tx, byte[] key);
+  public static native void txSet(long tx, byte[] key, byte[] value);
+  public static native boolean txRemove(long tx, byte[] key);
+  public static native void txAppend(long tx, byte[] key, byte[] value, byte[] delimiter);
+  public static native long txIncrement(long tx, byte[] key, long delta, long initial);
+  public static native long txSavepoint(long tx);
+  public static native void txRollbackTo(long tx, long savepoint);
+  public static native void txCommit(long tx);
+  public static native void txAbort(long tx);
+  public static native boolean txIsActive(long tx);
+
+  public static native long snapshotOpen(long db);
+  public static native void snapshotFree(long snapshot);
+  public static native void snapshotRelease(long snapshot);
+  public static native boolean snapshotIsActive(long snapshot);
+  public static native byte[] snapshotGet(long snapshot, byte[] key);
+  public static native byte[][] snapshotItems(long snapshot);
+  public static native byte[][] snapshotKeys(long snapshot);
+  public static native long snapshotCount(long snapshot);
+
+  public static native long batchNew();
+  public static native void batchFree(long batch);
+  public static native void batchSet(long batch, byte[] key, byte[] value);
+  public static native void batchRemove(long batch, byte[] key);
+  public static native void batchAppend(long batch, byte[] key, byte[] value, byte[] delimiter);
+  public static native void batchIncrement(long batch, byte[] key, long delta, long initial);
+  public static native void batchCommit(long batch, long db, int durability);
+  public static native void batchDiscard(long batch);
+  public static native boolean batchIsActive(long batch);
+  public static native int batchSize(long batch);
+
   public static native boolean futureAwait(long future, double timeout);
   public static native byte[][] futureGet(long future);
   public static native void futureFree(long future);
