@@ -585,7 +585,13 @@ impl DbmOpener {
 
     /// `db` wrapped for transactions.
     pub fn transactional(&self, db: Box<dyn Dbm>) -> Result<TransactionalDbm<Box<dyn Dbm>>> {
-        TransactionalDbm::open(db, TransactionOptions::default())
+        TransactionalDbm::open(db, self.transaction_options())
+    }
+
+    /// The options a [`TransactionalDbm`] over this database takes (the
+    /// wrapper asks the database itself for its class's facts).
+    pub fn transaction_options(&self) -> TransactionOptions {
+        TransactionOptions::default()
     }
 
     /// Closes a database after a phase, first synchronizing it with the device

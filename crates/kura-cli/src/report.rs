@@ -110,12 +110,23 @@ fn resident_bytes() -> Option<u64> {
     vm_rss_figure(&std::fs::read_to_string("/proc/self/status").ok()?)
 }
 
+/// The peak resident set size of this process (`VmHWM`, counted as `mem`
+/// is), or `None` off Linux.
+pub fn peak_resident_bytes() -> Option<u64> {
+    status_figure(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
+}
+
 /// The `VmRSS` line of a `/proc/PID/status` text as the reference's
 /// `GetMemoryUsage` counts it: its "kB" times 1000. The kernel's unit is the
 /// kibibyte, so this is 2.4% below the bytes; it is kept so that the two
 /// tools' `mem=` are the same quantity (bench/results/2026-11-29-memory.md, "Units").
 fn vm_rss_figure(status: &str) -> Option<u64> {
-    let line = status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?;
+    status_figure(status, "VmRSS:")
+}
+
+/// A `/proc/PID/status` figure in kB, times 1000 (see [`vm_rss_figure`]).
+fn status_figure(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find_map(|line| line.strip_prefix(name))?;
     let kb: u64 = line.split_whitespace().next()?.parse().ok()?;
     Some(kb * 1000)
 }
@@ -406,6 +417,7 @@ mod tests {
         let status = "Name:\tkura\nVmHWM:\t   9000 kB\nVmRSS:\t   8340 kB\nRssAnon:\t 7856 kB\n";
         assert_eq!(vm_rss_figure(status), Some(8_340_000));
         assert_eq!(vm_rss_figure("Name:\tkura\n"), None);
+        assert_eq!(status_figure(status, "VmHWM:"), Some(9_000_000));
     }
 
     #[test]

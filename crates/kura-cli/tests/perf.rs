@@ -600,3 +600,51 @@ fn batched_gets_find_every_record_and_miss_what_is_not_there() {
     let (_, stderr) = failure(&["sequence", "--batch", "0"], None);
     assert!(stderr.contains("--batch"), "{stderr}");
 }
+
+#[test]
+fn txn_snapshot_reports_the_old_values_it_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap.kh");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["txn", "--dbm", "hash", "--iter", "2000", "--threads", "2", "--size", "10"];
+        args.extend(["--keys", "500", "--prefill", "--json"]);
+        args.extend(extra);
+        let found = phases(&args, &path);
+        assert_eq!(found.len(), 1, "{found:?}");
+        found.into_iter().next().unwrap()
+    };
+    let held = run(&["--snapshot"]);
+    assert_eq!(held["snapshot_held"], true, "{held}");
+    assert_eq!(held["num_records"], 500, "{held}");
+    let keys = held["snapshot_keys"].as_u64().unwrap();
+    assert!(keys > 400 && keys <= 500, "{held}");
+    // Each key changed since the snapshot: its 8 digits and its 10-byte prefilled value.
+    assert_eq!(held["snapshot_needs"].as_u64().unwrap(), keys * 18, "{held}");
+    // Four thousand commits, each keeping the value it replaced.
+    let kept = held["version_bytes"].as_u64().unwrap();
+    assert!(kept >= 4000 * 10, "{held}");
+    assert!(held["peak_mem"].as_u64().unwrap() > 0 || !cfg!(target_os = "linux"), "{held}");
+
+    // Without a view open nothing is kept, and no snapshot figures are printed.
+    let plain = run(&[]);
+    assert_eq!(plain["version_bytes"], 0, "{plain}");
+    assert!(plain.get("snapshot_keys").is_none(), "{plain}");
+
+    // A cap below what the snapshot needs expires it, and says so.
+    let capped = run(&["--snapshot", "--max_version_bytes", "1000"]);
+    assert_eq!(capped["snapshot_held"], false, "{capped}");
+    assert!(capped["version_bytes"].as_u64().unwrap() <= 1000, "{capped}");
+
+    // Without --prefill the snapshot saw no record: it needs only the keys.
+    let found = phases(
+        &["txn", "--dbm", "hash", "--iter", "300", "--size", "10", "--keys", "50", "--snapshot", "--json"],
+        &path,
+    );
+    assert_eq!(found[0]["snapshot_held"], true, "{}", found[0]);
+    assert_eq!(found[0]["snapshot_needs"].as_u64().unwrap(), found[0]["snapshot_keys"].as_u64().unwrap() * 8);
+
+    let (code, stderr) =
+        failure(&["txn", "--dbm", "hash", "--keys", "99999999999", "--snapshot"], Some(&path));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--snapshot tracks at most"), "{stderr}");
+}
