@@ -116,9 +116,19 @@ class DBM(_kuradb.DBM, MutableMapping):  # type: ignore[misc,type-arg]
 _T = TypeVar("_T")
 
 
-def _run(db: Any, func: Callable[[Any], _T], retries: int, durability: str) -> _T:
+def _check_retries(retries: int) -> None:
     if retries < 0:
         raise ValueError(f"retries must be 0 or more, not {retries}")
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before try ``attempt + 1``: a little, more after each
+    conflict, so that contenders spread out instead of meeting again."""
+    return random.uniform(0, 0.0005 * (1 << min(attempt, 8)))
+
+
+def _run(db: Any, func: Callable[[Any], _T], retries: int, durability: str) -> _T:
+    _check_retries(retries)
     attempt = 0
     while True:
         tx = db.transaction(durability)
@@ -133,16 +143,13 @@ def _run(db: Any, func: Callable[[Any], _T], retries: int, durability: str) -> _
             attempt += 1
         finally:
             tx.abort()
-        # Back off a little, more after each conflict, so that contenders
-        # spread out instead of meeting again.
-        time.sleep(random.uniform(0, 0.0005 * (1 << min(attempt, 8))))
+        time.sleep(_backoff(attempt))
 
 
 async def _run_async(adbm: Any, func: Callable[[Any], Any], retries: int, durability: str) -> Any:
     """``AsyncDBM.run``: ``DBM.run`` for an AsyncDBM, awaiting ``func(tx)``
     if it answers an awaitable and sleeping on the event loop between tries."""
-    if retries < 0:
-        raise ValueError(f"retries must be 0 or more, not {retries}")
+    _check_retries(retries)
     attempt = 0
     while True:
         tx = adbm.transaction(durability)
@@ -160,7 +167,7 @@ async def _run_async(adbm: Any, func: Callable[[Any], Any], retries: int, durabi
         finally:
             if tx.active:
                 await tx.abort()
-        await asyncio.sleep(random.uniform(0, 0.0005 * (1 << min(attempt, 8))))
+        await asyncio.sleep(_backoff(attempt))
 
 
 def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callable[[Callable[..., _T]], Callable[..., _T]]:
