@@ -248,3 +248,42 @@ def test_run_retries_a_conflict_and_gives_up_after_its_retries(db):
                 await adb.run(bump, retries=-1)
 
     asyncio.run(main())
+
+
+def test_transactional_decorates_a_coroutine_for_an_async_dbm(db):
+    db["alice"] = "100"
+    db["bob"] = "0"
+    tries = []
+
+    async def main():
+        with kuradb.AsyncDBM(db, 2) as adb:
+
+            @kuradb.transactional(adb, retries=3, durability="sync")
+            async def transfer(tx, source, dest, amount):
+                balance = int(await tx.get(source))
+                tries.append(balance)
+                if len(tries) == 1:
+                    # A plain write after it read the source: a conflict, retried.
+                    db[source] = str(balance + 1)
+                tx.set(source, str(int(await tx.get(source)) - amount))
+                tx.set(dest, str(int(await tx.get(dest)) + amount))
+                return amount
+
+            @kuradb.transactional(adb)
+            def plain(tx):
+                tx.set("plain", "yes")
+                return "done"
+
+            assert transfer.__name__ == "transfer"
+            assert await transfer("alice", "bob", 30) == 30
+            assert tries == [100, 101]
+            assert await plain() == "done"
+
+    asyncio.run(main())
+    assert db["alice"] == b"71" and db["bob"] == b"30" and db["plain"] == b"yes"
+
+    async def not_async_db(tx):
+        pass
+
+    with pytest.raises(TypeError, match="not an AsyncDBM"):
+        kuradb.transactional(db)(not_async_db)

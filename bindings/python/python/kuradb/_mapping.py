@@ -170,7 +170,7 @@ async def _run_async(adbm: Any, func: Callable[[Any], Any], retries: int, durabi
         await asyncio.sleep(_backoff(attempt))
 
 
-def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callable[[Callable[..., _T]], Callable[..., _T]]:
+def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A decorator: the function, called with its arguments, gets a new
     transaction of ``db`` as its first argument, is committed, and is run
     again in a new transaction on ``ConflictError`` (``DBM.run``)::
@@ -181,11 +181,38 @@ def transactional(db: Any, retries: int = 10, durability: str = "os") -> Callabl
             tx[dest] = str(int(tx[dest]) + amount)
 
         transfer(b"alice", b"bob", 30)
-    """
 
-    def decorate(func: Callable[..., _T]) -> Callable[..., _T]:
+    With an ``AsyncDBM`` (``AsyncDBM.run``) the decorated function is a
+    coroutine function, to be awaited; the function decorated may be an
+    ``async def`` (it gets an ``AsyncTransaction``) or a plain one::
+
+        @kuradb.transactional(adbm)
+        async def transfer(tx, source, dest, amount):
+            await tx.set(source, str(int(await tx.get(source)) - amount))
+            ...
+
+        await transfer(b"alice", b"bob", 30)
+    """
+    from . import AsyncDBM
+
+    is_async = isinstance(db, AsyncDBM)
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.iscoroutinefunction(func) and not is_async:
+            raise TypeError(
+                f"kuradb.transactional: {func.__qualname__} is an async function, but {type(db).__name__} "
+                "is not an AsyncDBM; decorate it with an AsyncDBM, or make it a plain function"
+            )
+        if is_async:
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return await _run_async(db, lambda tx: func(tx, *args, **kwargs), retries, durability)
+
+            return async_wrapper
+
         @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> _T:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             return _run(db, lambda tx: func(tx, *args, **kwargs), retries, durability)
 
         return wrapper

@@ -55,6 +55,7 @@
 //! # Ok::<(), kuradb::Error>(())
 //! ```
 
+mod indexes;
 mod log;
 mod snapshot;
 #[cfg(test)]
@@ -63,14 +64,17 @@ mod transaction;
 mod versions;
 mod watch;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 
+pub use self::indexes::IndexKeys;
+use self::indexes::{apply_deltas, index_deltas, AttachedIndex};
 pub use self::log::CommitDurability;
 use self::log::{Change, CommitLog};
 pub use self::snapshot::{Snapshot, SnapshotIter};
@@ -177,6 +181,8 @@ pub struct TransactionalDbm<D: Dbm> {
     /// synchronization: commits then apply at once (`commit_in_place`),
     /// else only once logged to the device (`commit_write_ahead`).
     restores_to_last_sync: bool,
+    /// The secondary indexes every change keeps (`indexes.rs`).
+    indexes: RwLock<Vec<Arc<AttachedIndex>>>,
     options: TransactionOptions,
 }
 
@@ -257,6 +263,7 @@ impl<D: Dbm> TransactionalDbm<D> {
             failed: AtomicBool::new(false),
             deferred_updates,
             restores_to_last_sync,
+            indexes: RwLock::new(Vec::new()),
             options,
         })
     }
@@ -514,11 +521,17 @@ impl<D: Dbm> TransactionalDbm<D> {
         check(&self.versions.lock())?;
         let changes = changes(&|key| self.inner.get(key))?;
         let (seq, end) = self.log_next(*last, &changes, durability)?;
+        let indexes = self.attached_indexes();
+        // The values before, kept only for the indexes to work out their pairs.
+        let mut befores = vec![None; if indexes.is_empty() { 0 } else { changes.len() }];
         // Handed down whole: an update log below writes the commit as one
         // entry, and a shard set makes it under its exclusive gate.
         let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
         let applied = self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, old| {
             self.versions.lock().record(finals[i].key(), seq, old, seq - 1);
+            if let Some(slot) = befores.get_mut(i) {
+                *slot = old.map(<[u8]>::to_vec);
+            }
             seen(i, old);
         });
         if let Err(e) = applied {
@@ -526,6 +539,14 @@ impl<D: Dbm> TransactionalDbm<D> {
             *last = seq;
             self.finish_turn(seq, false);
             return Err(e);
+        }
+        if !indexes.is_empty() {
+            let changed =
+                changes.iter().zip(&befores).map(|(c, before)| (c.key(), before.as_deref(), c.value()));
+            // The versions' lock is let go before the pairs' is taken: a
+            // reader of the index takes them the other way round.
+            let deltas = index_deltas(&indexes, changed, seq, &mut self.versions.lock());
+            apply_deltas(deltas);
         }
         *last = seq;
         self.finish_turn(seq, true);
@@ -561,7 +582,8 @@ impl<D: Dbm> TransactionalDbm<D> {
         let changes = changes(&newest)?;
         let befores = changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?;
         let (seq, end) = self.log_next(*last, &changes, durability)?;
-        {
+        let indexes = self.attached_indexes();
+        let deltas = {
             let visible = self.visible.load(Ordering::Acquire);
             let mut versions = self.versions.lock();
             let mut pending = self.pending.lock();
@@ -569,7 +591,11 @@ impl<D: Dbm> TransactionalDbm<D> {
                 versions.record(change.key(), seq, before.as_deref(), visible);
                 pending.insert(change.key().to_vec(), (seq, change.value().map(<[u8]>::to_vec)));
             }
-        }
+            let changed =
+                changes.iter().zip(&befores).map(|(c, before)| (c.key(), before.as_deref(), c.value()));
+            index_deltas(&indexes, changed, seq, &mut versions)
+        };
+        drop(indexes);
         *last = seq;
         drop(last);
         let synced = self.sync_log_through(end);
@@ -590,6 +616,11 @@ impl<D: Dbm> TransactionalDbm<D> {
             let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
             self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, _| seen(i, befores[i].as_deref()))
         });
+        if outcome.is_ok() {
+            apply_deltas(deltas);
+        } else {
+            drop(deltas);
+        }
         if outcome.is_err() {
             self.failed.store(true, Ordering::Release);
         }
@@ -664,13 +695,50 @@ impl<D: Dbm> TransactionalDbm<D> {
     ) -> Result<T> {
         let mut last = self.lock_settled()?;
         let seq = *last + 1;
-        let record = |key: &[u8], old: Option<&[u8]>| self.versions.lock().record(key, seq, old, seq - 1);
+        let indexes = self.attached_indexes();
+        // Each changed record's key and value before, for the indexes.
+        let changed = RefCell::new(Vec::new());
+        let record = |key: &[u8], old: Option<&[u8]>| {
+            self.versions.lock().record(key, seq, old, seq - 1);
+            if !indexes.is_empty() {
+                changed.borrow_mut().push((key.to_vec(), old.map(<[u8]>::to_vec)));
+            }
+        };
         let result = write(&self.inner, &record);
+        if !indexes.is_empty() {
+            self.index_plain_write(&indexes, changed.into_inner(), seq);
+        }
         *last = seq;
         self.finish_turn(seq, true);
         drop(last);
         self.settle_versions();
         result
+    }
+
+    /// Updates the indexes for a plain write whose changed records held
+    /// `changed` before it; their values now are the ones after.
+    fn index_plain_write(
+        &self,
+        indexes: &[Arc<AttachedIndex>],
+        mut changed: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        seq: u64,
+    ) {
+        // A record changed twice counts once, from its value before the first.
+        let mut firsts = std::collections::HashSet::new();
+        changed.retain(|(key, _)| firsts.insert(key.clone()));
+        let afters: Result<Vec<Option<Vec<u8>>>> =
+            changed.iter().map(|(key, _)| self.inner.get(key)).collect();
+        match afters {
+            Ok(afters) => {
+                let triples = changed
+                    .iter()
+                    .zip(&afters)
+                    .map(|((key, before), after)| (key.as_slice(), before.as_deref(), after.as_deref()));
+                let deltas = index_deltas(indexes, triples, seq, &mut self.versions.lock());
+                apply_deltas(deltas);
+            }
+            Err(e) => indexes::mark_broken(indexes, &e),
+        }
     }
 
     /// Closes the database, making every commit durable in it first.
@@ -679,8 +747,8 @@ impl<D: Dbm> TransactionalDbm<D> {
         if writable && self.log.get().is_some_and(|log| log.len() > log::HEADER_SIZE) {
             self.checkpoint_locked()?;
         }
-        let TransactionalDbm { inner, mut log, .. } = self;
-        let closed = Box::new(inner).close();
+        let TransactionalDbm { inner, mut log, indexes, .. } = self;
+        let closed = Self::close_indexes(indexes.into_inner()).and(Box::new(inner).close());
         let Some(log) = log.take() else {
             return closed;
         };
@@ -820,7 +888,8 @@ impl<D: Dbm> Dbm for Tracked<'_, D> {
                  every record's old value; remove the records instead, or close the views first",
             ));
         }
-        db.inner.clear()
+        db.inner.clear()?;
+        db.clear_indexes()
     }
     fn rebuild(&self) -> Result<()> {
         self.0.inner.rebuild()

@@ -54,6 +54,13 @@ impl<'db, D: Dbm> Snapshot<'db, D> {
         SnapshotIter::new(self.db, self.at, lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
     }
 
+    /// The keys of the records under `index_key` in the attached index
+    /// `name` (see [`TransactionalDbm::attach_index`]) in this view, in
+    /// byte order.
+    pub fn index_values(&self, name: &str, index_key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Ok(self.db.index_values_at(name, index_key, self.at, |_, _| {})?.1)
+    }
+
     /// The number of records in this view.
     pub fn count(&self) -> Result<u64> {
         let mut n = 0;

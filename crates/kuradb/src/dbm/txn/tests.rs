@@ -4,7 +4,7 @@ use std::thread;
 use super::*;
 use crate::dbm::hash::HashDbm;
 use crate::dbm::tree::TreeDbm;
-use crate::dbm::Dbm;
+use crate::dbm::{show_key, Dbm};
 
 fn hash(dir: &Path) -> TransactionalDbm<HashDbm> {
     let db = HashDbm::builder().open(dir.join("t.kdb")).unwrap();
@@ -361,4 +361,224 @@ fn a_view_keeps_about_one_old_value_of_a_key_rewritten_many_times() {
             assert_eq!(seen, [Some(b"first".to_vec()), Some(b"a199".to_vec())], "{what}");
         }
     }
+}
+
+/// The index named by each record's value: a record `user:N` holding a city
+/// is under that city.
+fn attach_city(db: &TransactionalDbm<impl Dbm>) {
+    let index = crate::index::AnyIndex::open("", Access::ReadWrite, &Params::new()).unwrap();
+    db.attach_index("city", index, |_, value| vec![value.to_vec()]).unwrap();
+}
+
+/// What the index must hold for a view's records: the keys whose value is `city`.
+fn under(records: &[(Vec<u8>, Vec<u8>)], city: &[u8]) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = records.iter().filter(|(_, v)| v == city).map(|(k, _)| k.clone()).collect();
+    keys.sort();
+    keys
+}
+
+const CITIES: [&[u8]; 3] = [b"tokyo", b"osaka", b"kyoto"];
+
+#[test]
+fn an_attached_index_follows_every_kind_of_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tree(dir.path());
+    db.set(b"user:1", b"tokyo").unwrap();
+    db.set(b"user:2", b"osaka").unwrap();
+    attach_city(&db);
+    assert_eq!(db.index_names(), ["city"]);
+    // Built from the records already there.
+    assert_eq!(db.index_values("city", b"tokyo").unwrap(), [b"user:1".to_vec()]);
+    db.set(b"user:3", b"tokyo").unwrap();
+    db.set(b"user:1", b"kyoto").unwrap();
+    let mut batch = db.batch(CommitDurability::Memory);
+    batch.set(b"user:4", b"osaka").remove(b"user:2");
+    batch.commit().unwrap();
+    db.run(CommitDurability::Memory, 0, |tx| {
+        tx.set(b"user:5", b"tokyo");
+        Ok(())
+    })
+    .unwrap();
+    {
+        let mut cursor = db.iter().unwrap();
+        cursor.jump(b"user:3").unwrap();
+        cursor.remove().unwrap();
+    }
+    db.append(b"user:4", b"-fu", b"").unwrap();
+    let records: Vec<_> = db.snapshot().unwrap().iter().unwrap().map(Result::unwrap).collect();
+    for city in [&b"tokyo"[..], b"osaka", b"kyoto", b"osaka-fu"] {
+        assert_eq!(db.index_values("city", city).unwrap(), under(&records, city), "{}", show_key(city));
+    }
+    db.clear().unwrap();
+    assert!(db.index_values("city", b"tokyo").unwrap().is_empty());
+    let err = db.index_values("zip", b"100").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_transaction_reads_an_index_with_its_own_writes_and_conflicts_on_a_phantom() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    db.set(b"user:1", b"tokyo").unwrap();
+    attach_city(&db);
+    let mut tx = db.begin(CommitDurability::Memory);
+    tx.set(b"user:2", b"tokyo");
+    tx.set(b"user:1", b"osaka");
+    assert_eq!(tx.index_values("city", b"tokyo").unwrap(), [b"user:2".to_vec()]);
+    assert_eq!(tx.index_values("city", b"osaka").unwrap(), [b"user:1".to_vec()]);
+    // Another commit puts a record under a city it read: a phantom.
+    db.set(b"user:9", b"osaka").unwrap();
+    let err = tx.commit().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert_eq!(db.index_values("city", b"osaka").unwrap(), [b"user:9".to_vec()]);
+
+    // A commit under a city it did not read is no conflict.
+    let mut tx = db.begin(CommitDurability::Memory);
+    assert_eq!(tx.index_values("city", b"tokyo").unwrap(), [b"user:1".to_vec()]);
+    db.set(b"user:8", b"kyoto").unwrap();
+    tx.set(b"user:7", b"tokyo");
+    tx.commit().unwrap();
+    assert_eq!(db.index_values("city", b"tokyo").unwrap(), [b"user:1".to_vec(), b"user:7".to_vec()]);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_snapshot_reads_the_index_as_of_its_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = tree(dir.path());
+    attach_city(&db);
+    db.set(b"user:1", b"tokyo").unwrap();
+    db.set(b"user:2", b"tokyo").unwrap();
+    let view = db.snapshot().unwrap();
+    db.set(b"user:1", b"osaka").unwrap();
+    db.remove(b"user:2").unwrap();
+    db.set(b"user:3", b"tokyo").unwrap();
+    assert_eq!(view.index_values("city", b"tokyo").unwrap(), [b"user:1".to_vec(), b"user:2".to_vec()]);
+    assert!(view.index_values("city", b"osaka").unwrap().is_empty());
+    assert_eq!(db.index_values("city", b"tokyo").unwrap(), [b"user:3".to_vec()]);
+    // Detaching waits for the views to close; re-attaching rebuilds.
+    assert_eq!(db.detach_index("city").err().unwrap().kind(), ErrorKind::Infeasible);
+    drop(view);
+    let index = db.detach_index("city").unwrap();
+    assert!(db.index_names().is_empty());
+    db.set(b"user:4", b"tokyo").unwrap();
+    assert_eq!(index.index().get_values(b"tokyo", 0).unwrap(), [b"user:3".to_vec()], "no longer kept");
+    db.attach_index("city", index, |_, value| vec![value.to_vec()]).unwrap();
+    assert_eq!(db.index_values("city", b"tokyo").unwrap(), [b"user:3".to_vec(), b"user:4".to_vec()]);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_view_begun_before_an_index_was_attached_cannot_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = hash(dir.path());
+    let view = db.snapshot().unwrap();
+    attach_city(&db);
+    assert_eq!(view.index_values("city", b"tokyo").unwrap_err().kind(), ErrorKind::Conflict);
+    drop(view);
+    db.close().unwrap();
+}
+
+/// Writers change records by every path while readers check, in a
+/// snapshot, that the index matches the snapshot's records exactly.
+fn index_matches_its_views_under_writers<D: Dbm + 'static>(db: TransactionalDbm<D>) {
+    let db = Arc::new(db);
+    attach_city(&db);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2u64 {
+        let db = Arc::clone(&db);
+        writers.push(thread::spawn(move || {
+            let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+            for i in 0..400u64 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let key = format!("user:{}", (state >> 33) % 40);
+                let city = CITIES[((state >> 20) % 3) as usize];
+                match i % 4 {
+                    0 => db.set(key.as_bytes(), city).unwrap(),
+                    1 => {
+                        db.remove(key.as_bytes()).unwrap();
+                    }
+                    2 => {
+                        let other = format!("user:{}", (state >> 40) % 40);
+                        let mut batch = db.batch(CommitDurability::Memory);
+                        batch.set(key.as_bytes(), city).remove(other.as_bytes());
+                        batch.commit().unwrap();
+                    }
+                    _ => {
+                        db.run(CommitDurability::Memory, 50, |tx| {
+                            // Move every record of one city to another.
+                            for key in tx.index_values("city", city)? {
+                                tx.set(&key, CITIES[(i % 3) as usize]);
+                            }
+                            Ok(())
+                        })
+                        .unwrap();
+                    }
+                }
+            }
+        }));
+    }
+    let reader = {
+        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut checks = 0;
+            while !stop.load(Ordering::Acquire) || checks == 0 {
+                let view = db.snapshot().unwrap();
+                let records: Vec<_> = view.iter().unwrap().map(Result::unwrap).collect();
+                for city in CITIES {
+                    assert_eq!(view.index_values("city", city).unwrap(), under(&records, city));
+                }
+                checks += 1;
+            }
+            checks
+        })
+    };
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    stop.store(true, Ordering::Release);
+    assert!(reader.join().unwrap() > 0);
+    let records: Vec<_> = db.snapshot().unwrap().iter().unwrap().map(Result::unwrap).collect();
+    for city in CITIES {
+        assert_eq!(db.index_values("city", city).unwrap(), under(&records, city));
+    }
+}
+
+#[test]
+fn an_index_matches_its_views_under_writers_on_a_hash_file() {
+    let dir = tempfile::tempdir().unwrap();
+    index_matches_its_views_under_writers(hash(dir.path()));
+}
+
+#[test]
+fn an_index_matches_its_views_under_writers_on_a_tree_file() {
+    let dir = tempfile::tempdir().unwrap();
+    index_matches_its_views_under_writers(tree(dir.path()));
+}
+
+#[test]
+fn attaching_rebuilds_an_index_file_a_crash_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let index_path = dir.path().join("city.kti");
+    let open_index = || crate::index::AnyIndex::open(&index_path, Access::ReadWrite, &Params::new()).unwrap();
+    {
+        let db = hash(dir.path());
+        db.attach_index("city", open_index(), |_, value| vec![value.to_vec()]).unwrap();
+        db.set(b"user:1", b"tokyo").unwrap();
+        db.close().unwrap();
+    }
+    // The index file misses a record and holds a stale pair, as after a
+    // crash between the database's write and the index's.
+    let index = open_index();
+    index.index().add(b"osaka", b"user:1").unwrap();
+    index.close().unwrap();
+    let db = hash(dir.path());
+    db.set(b"user:2", b"kyoto").unwrap();
+    db.attach_index("city", open_index(), |_, value| vec![value.to_vec()]).unwrap();
+    assert_eq!(db.index_values("city", b"tokyo").unwrap(), [b"user:1".to_vec()]);
+    assert_eq!(db.index_values("city", b"kyoto").unwrap(), [b"user:2".to_vec()]);
+    assert!(db.index_values("city", b"osaka").unwrap().is_empty());
+    db.close().unwrap();
 }

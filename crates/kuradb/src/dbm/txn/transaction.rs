@@ -38,6 +38,8 @@ pub struct Transaction<'db, D: Dbm> {
     ranges: Vec<KeyRange>,
     /// Whether it read everything (a scan without a key order).
     read_all: bool,
+    /// The index keys it read: (the index's number, index key).
+    index_reads: HashSet<(u64, Vec<u8>)>,
     finished: bool,
 }
 
@@ -57,6 +59,7 @@ impl<'db, D: Dbm> Transaction<'db, D> {
             reads: HashSet::new(),
             ranges: Vec::new(),
             read_all: false,
+            index_reads: HashSet::new(),
             finished: false,
         }
     }
@@ -168,6 +171,26 @@ impl<'db, D: Dbm> Transaction<'db, D> {
         Ok(items)
     }
 
+    /// The keys of the records under `index_key` in the attached index
+    /// `name` (see [`TransactionalDbm::attach_index`]) as this transaction
+    /// sees them (its own writes included), in byte order. The index key
+    /// counts as read: a commit since this transaction began that put a
+    /// record under it or took one away makes this one conflict.
+    pub fn index_values(&mut self, name: &str, index_key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let (writes, latest) = (&self.writes, &self.latest);
+        let (id, keys) = self.db.index_values_at(name, index_key, self.at, |index, keys| {
+            for (key, &i) in latest {
+                if index.holds(key, writes[i].1.as_deref(), index_key) {
+                    keys.insert(key.clone());
+                } else {
+                    keys.remove(key);
+                }
+            }
+        })?;
+        self.index_reads.insert((id, index_key.to_vec()));
+        Ok(keys)
+    }
+
     /// A point to roll back to: the writes made so far.
     pub fn savepoint(&self) -> Savepoint {
         Savepoint(self.writes.len())
@@ -262,6 +285,14 @@ impl<'db, D: Dbm> Transaction<'db, D> {
         for key in &self.reads {
             if versions.changed_since(key, self.at) {
                 return Err(conflict(&format!("another commit changed {} after it read it", show_key(key))));
+            }
+        }
+        for (index, index_key) in &self.index_reads {
+            if versions.index_key_changed_since(*index, index_key, self.at) {
+                return Err(conflict(&format!(
+                    "another commit changed the records under {} in an index it read",
+                    show_key(index_key)
+                )));
             }
         }
         if !self.ranges.is_empty() {

@@ -42,6 +42,10 @@ pub(super) struct Versions {
     expired_below: u64,
     /// The newest sequence any version here carries.
     newest: u64,
+    /// For each (attached index, index key) whose pairs a recent commit
+    /// changed, the newest such commit: what a transaction that read the
+    /// index key checks at its commit.
+    index_keys: HashMap<(u64, Vec<u8>), u64>,
 }
 
 /// The bookkeeping bytes counted per stored version besides its key and value.
@@ -119,6 +123,25 @@ impl Versions {
         self.newest = self.newest.max(seq);
     }
 
+    /// Notes that commit `seq` changed the pairs under `index_key` of the
+    /// index numbered `index`.
+    pub fn record_index_key(&mut self, index: u64, index_key: &[u8], seq: u64) {
+        match self.index_keys.get_mut(&(index, index_key.to_vec())) {
+            Some(newest) => *newest = (*newest).max(seq),
+            None => {
+                self.bytes += VERSION_OVERHEAD + index_key.len();
+                self.index_keys.insert((index, index_key.to_vec()), seq);
+            }
+        }
+        self.newest = self.newest.max(seq);
+    }
+
+    /// Whether a commit after `at` changed the pairs under `index_key` of
+    /// the index numbered `index`.
+    pub fn index_key_changed_since(&self, index: u64, index_key: &[u8], at: u64) -> bool {
+        self.index_keys.get(&(index, index_key.to_vec())).is_some_and(|&seq| seq > at)
+    }
+
     /// What a view at `at` sees of `key`, given that it read the database
     /// before asking.
     pub fn value_at(&self, key: &[u8], at: u64) -> AtView<'_> {
@@ -150,10 +173,12 @@ impl Versions {
         let oldest = self.readers.keys().next().copied().unwrap_or(visible).min(visible);
         if self.newest <= oldest {
             self.by_key.clear();
+            self.index_keys.clear();
             self.bytes = 0;
             return;
         }
-        let mut bytes = 0;
+        self.index_keys.retain(|_, seq| *seq > oldest);
+        let mut bytes = self.index_keys.keys().map(|(_, k)| VERSION_OVERHEAD + k.len()).sum();
         self.by_key.retain(|key, list| {
             list.retain(|v| v.seq > oldest);
             if list.is_empty() {
