@@ -165,6 +165,15 @@ impl PublishJob {
     /// [`shard_of`](crate::dbm::shard::shard_of) names this shard) and
     /// closes it before the commit.
     pub fn stage(&self, shard: usize, attempt: &str) -> Result<SingleDbm> {
+        let path = self.prepare(shard, attempt)?;
+        SingleDbm::open(&path, Access::ReadWrite, &self.shard_params())
+    }
+
+    /// What [`PublishJob::stage`] does before it opens the database: the
+    /// attempt's directory made afresh (with the current version's shard
+    /// copied in, for an appending job); answers the file's path, for a
+    /// caller that opens it itself with [`PublishJob::shard_params`].
+    pub fn prepare(&self, shard: usize, attempt: &str) -> Result<PathBuf> {
         let path = self.staged_path(shard, attempt)?;
         let adir = self.attempt_dir(shard, attempt);
         if adir.exists() {
@@ -179,13 +188,15 @@ impl PublishJob {
                 .map_err(|e| Error::io(format!("copy of {}", from.display()), &path, e))?;
             write_synced(&adir.join(BASE), &format!("{base}\n"))?;
         }
-        SingleDbm::open(&path, Access::ReadWrite, &self.shard_params()?)
+        Ok(path)
     }
 
-    fn shard_params(&self) -> Result<Params> {
+    /// The parameters every shard is opened with: the job's, with `dbm`.
+    pub fn shard_params(&self) -> Params {
         let mut params = self.params.clone();
-        params.insert("dbm", self.class.name())?;
-        Ok(params)
+        // `new` took `dbm` out of the others, so the name is free.
+        let _ = params.insert("dbm", self.class.name());
+        params
     }
 
     fn check_shard(&self, shard: usize) -> Result<()> {
@@ -278,10 +289,10 @@ impl PublishJob {
                 Some(attempt) => link_or_copy(&self.staged_path(shard, attempt)?, &to)?,
                 None => match self.base {
                     Some(base) => link_or_copy(&version_dir(&self.dir, base).join(&name), &to)?,
-                    None => SingleDbm::open(&to, Access::ReadWrite, &self.shard_params()?)?.close()?,
+                    None => SingleDbm::open(&to, Access::ReadWrite, &self.shard_params())?.close()?,
                 },
             }
-            let db = SingleDbm::open(&to, Access::ReadOnly, &self.shard_params()?)?;
+            let db = SingleDbm::open(&to, Access::ReadOnly, &self.shard_params())?;
             let counted = db.count();
             db.close()?;
             let records = counted?;
