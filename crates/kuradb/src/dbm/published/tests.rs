@@ -126,10 +126,14 @@ fn old_versions_beyond_keep_are_pruned() {
         assert_eq!(publish(dir.path(), &format!("j{i}"), 2, &keys("k", 5), "v"), i);
     }
     assert_eq!(versions(dir.path()).unwrap(), vec![3, 4], "keep 2 by default");
+    // A reader of v-4 keeps reading it after a commit prunes it.
+    let reader = PolyDbm::open(dir.path(), Access::ReadOnly, &Params::new()).unwrap();
     let job = PublishJob::new(dir.path(), "j5", 1, &params("dbm=skip")).unwrap();
     stage(&job, 0, "0", &keys("k", 3), "v");
     let v = job.commit(&[(0, "0")], &CommitOptions { keep: 1, ..CommitOptions::default() }).unwrap();
     assert_eq!((v, versions(dir.path()).unwrap()), (5, vec![5]));
+    assert_eq!((reader.count().unwrap(), reader.get(b"k4").unwrap()), (5, Some(b"v".to_vec())));
+    reader.close().unwrap();
     let err = job.commit(&[(0, "0")], &CommitOptions { keep: 0, ..CommitOptions::default() }).unwrap_err();
     assert!(err.message().contains("keep must be at least 1"), "{err}");
 }
@@ -271,4 +275,40 @@ fn bad_job_arguments_are_refused_by_name() {
     assert!(job.stage(0, "a/b").err().unwrap().message().contains("attempt id"));
     assert!(job.stage(2, "a").err().unwrap().message().contains("shard 2 is out of range"));
     assert!(PublishJob::appending(dir.path(), "j").unwrap_err().message().contains("has no CURRENT"));
+}
+
+/// Commits of several jobs at once take turns: each makes a whole version
+/// of its own, numbered one after the other.
+#[test]
+fn concurrent_commits_take_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<PublishJob> = (0..4)
+        .map(|i| {
+            let job = PublishJob::new(dir.path(), &format!("j{i}"), 2, &params("dbm=hash")).unwrap();
+            stage(&job, 0, "0", &keys(&format!("j{i}-"), 10), "v");
+            stage(&job, 1, "0", &keys(&format!("j{i}-"), 10), "v");
+            job
+        })
+        .collect();
+    let mut made: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|job| {
+                scope.spawn(|| {
+                    job.commit(&[(0, "0"), (1, "0")], &CommitOptions { keep: 4, create_missing: false })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
+    });
+    made.sort_unstable();
+    assert_eq!(made, vec![1, 2, 3, 4]);
+    assert_eq!(versions(dir.path()).unwrap(), vec![1, 2, 3, 4]);
+    let current = current_manifest(dir.path()).unwrap();
+    let seen = read_all(dir.path());
+    assert_eq!(seen.len(), 10);
+    assert!(seen.iter().all(|(k, _)| k.starts_with(format!("{}-", current.job).as_bytes())));
+    for v in 1..=4 {
+        assert!(Manifest::read(&version_dir(dir.path(), v).join(MANIFEST)).is_ok(), "v-{v} is whole");
+    }
 }
