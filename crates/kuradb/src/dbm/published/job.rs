@@ -220,7 +220,8 @@ impl PublishJob {
     /// beyond `options.keep` are pruned. A crash at any point leaves the old
     /// or the new version current, never a part of one. A commit that
     /// failed or was cut short can be run again: before the switch it
-    /// starts over, after it it answers the version it made.
+    /// starts over; after it (while its version is still the current one)
+    /// it finishes the cleanup and answers the version it made.
     pub fn commit(&self, attempts: &[(usize, &str)], options: &CommitOptions) -> Result<u64> {
         self.commit_with(attempts, options, &mut |_| Ok(()))
     }
