@@ -5,7 +5,7 @@
 //! `PolyDbm`; [`cursor`]: its iterators; [`ordered`]: the walks of an
 //! ordered database (range, prefix, reversed); [`error`]: one exception per error
 //! kind; [`index`]: `kuradb.Index`, a secondary index; [`async_dbm`]: `kuradb.AsyncDBM`, its operations answering
-//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files; [`txn`]: `kuradb.Transaction`, `Batch` and `Snapshot`; [`async_txn`]: their `AsyncDBM` forms) and adds only what Python idiom needs (the dict protocol, str keys,
+//! [`future`]s that asyncio awaits; [`update_log`]: `kuradb.UpdateLogReader`, the entries of update-log files; [`published`]: `kuradb.PublishJob`, versions of a published directory; [`txn`]: `kuradb.Transaction`, `Batch` and `Snapshot`; [`async_txn`]: their `AsyncDBM` forms) and adds only what Python idiom needs (the dict protocol, str keys,
 //! a context manager). `dbm` and `compat.tkrzw` are written in Python on top.
 
 #![deny(unsafe_code)]
@@ -20,6 +20,7 @@ mod error;
 mod future;
 mod index;
 mod ordered;
+mod published;
 mod reference_api;
 mod txn;
 mod update_log;
@@ -39,6 +40,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
     utility::register(m)?;
     update_log::register(m)?;
+    published::register(m)?;
     compat::register(m)?;
     txn::register(m)?;
     async_txn::register(m)?;

@@ -18,6 +18,22 @@ pub fn secondary_hash(data: &[u8], num_shards: u64) -> u64 {
     kuradb::utility::secondary_hash(data, num_shards)
 }
 
+/// The shard of a set of `num_shards` that `key` (bytes, or str as UTF-8)
+/// lives in: the function a shard set and a published directory route keys
+/// with, so a writer of one shard keeps the keys it answers that shard for.
+#[pyfunction]
+pub fn shard_of(key: &Bound<'_, PyAny>, num_shards: i64) -> PyResult<usize> {
+    let key = crate::convert::bytes_of(key, "key")?;
+    let max = kuradb::dbm::shard::MAX_SHARDS;
+    let count = usize::try_from(num_shards).ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+        crate::error::to_py(kuradb::Error::new(
+            kuradb::ErrorKind::InvalidArgument,
+            format!("the number of shards must be from 1 to {max}, not {num_shards}"),
+        ))
+    })?;
+    kuradb::dbm::shard::shard_of(&key, count).map_err(crate::error::to_py)
+}
+
 /// The Levenshtein distance of two strings, in characters.
 #[pyfunction]
 pub fn edit_distance_lev(a: &str, b: &str) -> usize {
@@ -87,6 +103,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(deserialize_float, m)?)?;
     m.add_function(wrap_pyfunction!(primary_hash, m)?)?;
     m.add_function(wrap_pyfunction!(secondary_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(shard_of, m)?)?;
     m.add_function(wrap_pyfunction!(edit_distance_lev, m)?)?;
     m.add_function(wrap_pyfunction!(memory_usage, m)?)?;
     m.add_function(wrap_pyfunction!(memory_capacity, m)?)?;

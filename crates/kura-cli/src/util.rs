@@ -6,14 +6,16 @@
 //! parameter string built from `--dbm`, `--file` and `--params`, so each class
 //! PolyDbm learns is served here without a change. One function per
 //! subcommand, in `records` (get, set, remove, rekey), `list`, `transfer` (export,
-//! import), `convert` (a file of the reference into kuradb's) and `admin`
-//! (the rest).
+//! import), `convert` (a file of the reference into kuradb's), `check` (a
+//! published directory against its manifest) and `admin` (the rest). A
+//! published directory opens as its current version, read-only.
 //!
 //! A command fails at once on a database another process holds locked, as
 //! every open does unless asked to wait, naming the holder: an administrator
 //! running a command by hand expects an answer. `--wait` waits instead.
 
 mod admin;
+mod check;
 mod codec;
 mod convert;
 pub(crate) mod escape;
@@ -80,6 +82,8 @@ enum UtilCommand {
     Backup(admin::BackupArgs),
     /// Makes a kuradb database of a file the reference implementation (Tkrzw) wrote.
     Convert(convert::ConvertArgs),
+    /// Checks a published directory's current version against its manifest: sizes, checksums, record counts.
+    Check(check::CheckArgs),
 }
 
 /// Runs `kura util`.
@@ -101,6 +105,7 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::Clear(a) => admin::clear(a),
         UtilCommand::Backup(a) => admin::backup(a),
         UtilCommand::Convert(a) => convert::convert(a),
+        UtilCommand::Check(a) => check::check(a),
     }
 }
 
@@ -315,6 +320,7 @@ fn open_with(path: &Path, access: Access, params: &Params) -> Result<PolyDbm> {
 fn must_exist(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) if kuradb::dbm::published::is_published(path) => Ok(()),
         Ok(_) => Err(is_a_directory(path)),
         Err(_) if is_shard_set(path) => Ok(()),
         Err(_) => Err(Error::new(ErrorKind::NotFound, format!("no database file {}", path.display()))),

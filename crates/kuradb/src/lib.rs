@@ -82,3 +82,8 @@ mod readme {}
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/transactions.md")]
 mod transactions_guide {}
+
+/// The scaling guide's Rust snippet, compiled likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/scaling.md")]
+mod scaling_guide {}

@@ -9,7 +9,9 @@ is a secondary index: (key, value) pairs in a file or in memory. ``kuradb.Update
 reads the update logs that ``ulog_prefix=`` writes. ``db.transaction()``, ``db.batch()`` and ``db.snapshot()`` give serializable
 transactions (a conflict raises ``kuradb.ConflictError``), atomic batches and
 read views; ``db.run(func)`` and ``@kuradb.transactional(db)`` retry a
-transaction on conflict. ``kuradb.dbm`` is the standard library's dbm interface and
+transaction on conflict. ``kuradb.DBM(dir)`` opens a published directory (versions of a shard set)
+read-only, ``kuradb.PublishJob`` stages and commits a new version of one,
+and ``kuradb.shard_of(key, num_shards)`` names the shard a key belongs in. ``kuradb.dbm`` is the standard library's dbm interface and
 ``kuradb.compat.tkrzw`` the shape of the reference's (Tkrzw's) Python module.
 
     >>> import kuradb
@@ -49,7 +51,10 @@ from ._kuradb import (
     UpdateLogEntry,
     UpdateLogReader,
     WouldBlockError,
+    PublishJob,
     __version__,
+    shard_of,
+    verify_published,
 )
 from ._mapping import DBM, transactional
 
@@ -85,5 +90,8 @@ __all__ = [
     "AsyncBatch",
     "AsyncSnapshot",
     "transactional",
+    "shard_of",
+    "PublishJob",
+    "verify_published",
     "__version__",
 ]

@@ -41,6 +41,7 @@ pub mod pair;
 pub mod params;
 pub mod persistence;
 pub mod poly;
+pub mod published;
 mod queue;
 mod reader;
 pub mod search;

@@ -7,7 +7,9 @@
 //!
 //! A path names a set of shard files ([`ShardDbm`], one [`SingleDbm`] per
 //! shard) when `num_shards` is given, or when no file but a set of shard
-//! files exists at it; else one database, a [`SingleDbm`].
+//! files exists at it; a directory holding `CURRENT` is a published
+//! directory, whose current version opens read-only as a [`ShardDbm`] (see
+//! [`published`](super::published)); else one database, a [`SingleDbm`].
 //!
 //! The class of a new file comes from `dbm=` or from the path's extension; an
 //! existing file is recognised by its header, whatever its name. Every
@@ -106,7 +108,8 @@ pub enum PolyDbm {
 crate::dbm::builder::params_builder!(PolyDbm);
 
 impl PolyDbm {
-    /// Opens or creates what `path` names: with `num_shards`, or where a set
+    /// Opens or creates what `path` names: a published directory's current
+    /// version, read-only (a writable open is refused); with `num_shards`, or where a set
     /// of shard files exists at `path` (and no file does), a [`ShardDbm`];
     /// else one database (see the module's documentation for how its class
     /// is chosen). An empty path opens an on-memory database with no file:
@@ -126,6 +129,9 @@ impl PolyDbm {
     /// ```
     pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
+        if super::published::is_published(path) {
+            return Ok(PolyDbm::Shards(super::published::open(path, access, params)?));
+        }
         if PolyDbm::names_shards(path, params)? {
             return Ok(PolyDbm::Shards(ShardDbm::open(path, access, params)?));
         }

@@ -191,12 +191,12 @@ impl ShardDbm {
         &self.shards
     }
 
-    /// The index of the shard `key` lives in: its stable hash modulo the count.
+    /// The index of the shard `key` lives in (see [`shard_of`]).
     fn shard_index(&self, key: &[u8]) -> usize {
-        (xxhash_rust::xxh3::xxh3_64(key) % self.shards.len() as u64) as usize
+        route(key, self.shards.len())
     }
 
-    fn shard_of(&self, key: &[u8]) -> &SingleDbm {
+    fn shard_for(&self, key: &[u8]) -> &SingleDbm {
         &self.shards[self.shard_index(key)]
     }
 
@@ -281,6 +281,33 @@ impl ShardDbm {
     }
 }
 
+/// The index of the shard of a set of `num_shards` that `key` lives in: the
+/// XXH3 (64-bit) hash of the key modulo the count. The hash is stable
+/// between runs and versions, so a program that writes the shards of a set
+/// itself (one task per shard) routes each key where [`ShardDbm`] looks for
+/// it. An error unless `num_shards` is from 1 to [`MAX_SHARDS`].
+///
+/// ```
+/// use kuradb::dbm::shard::shard_of;
+/// assert!(shard_of(b"japan", 4)? < 4);
+/// assert!(shard_of(b"japan", 0).is_err());
+/// # Ok::<(), kuradb::Error>(())
+/// ```
+pub fn shard_of(key: &[u8], num_shards: usize) -> Result<usize> {
+    if !(1..=MAX_SHARDS).contains(&num_shards) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("the number of shards must be from 1 to {MAX_SHARDS}, not {num_shards}"),
+        ));
+    }
+    Ok(route(key, num_shards))
+}
+
+/// [`shard_of`] for a count already checked (a set's own, never 0).
+fn route(key: &[u8], num_shards: usize) -> usize {
+    (xxhash_rust::xxh3::xxh3_64(key) % num_shards as u64) as usize
+}
+
 /// `params` for one shard of the set at `path`: the shards' own names end
 /// in `-0000i-of-0000n`, so the class an extension names is the set's.
 /// Without it a set of flat files of another on-memory class would open,
@@ -302,7 +329,7 @@ impl Dbm for ShardDbm {
 
     fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).process(key, access, f)
+        self.shard_for(key).process(key, access, f)
     }
 
     /// Atomic across shards: no other operation runs meanwhile. Keys are
@@ -316,7 +343,7 @@ impl Dbm for ShardDbm {
         for (i, &key) in keys.iter().enumerate() {
             let earlier = answered.get(key).cloned();
             let mut left = None;
-            self.shard_of(key).process(key, access, &mut |value| {
+            self.shard_for(key).process(key, access, &mut |value| {
                 let shown = match &earlier {
                     Some(answer) => answer.as_deref(),
                     None => value,
@@ -400,47 +427,47 @@ impl Dbm for ShardDbm {
     // them (a skip database adds a record on set rather than replacing them).
     fn contains(&self, key: &[u8]) -> Result<bool> {
         let _gate = self.gate.read();
-        self.shard_of(key).contains(key)
+        self.shard_for(key).contains(key)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let _gate = self.gate.read();
-        self.shard_of(key).get(key)
+        self.shard_for(key).get(key)
     }
 
     fn process_presence<'a>(&self, key: &[u8], f: &mut dyn FnMut(bool) -> Action<'a>) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).process_presence(key, f)
+        self.shard_for(key).process_presence(key, f)
     }
 
     fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).set(key, value)
+        self.shard_for(key).set(key, value)
     }
 
     fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).insert(key, value)
+        self.shard_for(key).insert(key, value)
     }
 
     fn remove(&self, key: &[u8]) -> Result<bool> {
         let _gate = self.gate.read();
-        self.shard_of(key).remove(key)
+        self.shard_for(key).remove(key)
     }
 
     fn append(&self, key: &[u8], value: &[u8], delimiter: &[u8]) -> Result<()> {
         let _gate = self.gate.read();
-        self.shard_of(key).append(key, value, delimiter)
+        self.shard_for(key).append(key, value, delimiter)
     }
 
     fn compare_exchange(&self, key: &[u8], expected: Option<&[u8]>, desired: Option<&[u8]>) -> Result<bool> {
         let _gate = self.gate.read();
-        self.shard_of(key).compare_exchange(key, expected, desired)
+        self.shard_for(key).compare_exchange(key, expected, desired)
     }
 
     fn increment(&self, key: &[u8], delta: i64, initial: i64) -> Result<i64> {
         let _gate = self.gate.read();
-        self.shard_of(key).increment(key, delta, initial)
+        self.shard_for(key).increment(key, delta, initial)
     }
 
     /// Shard by shard (not in the global key order).

@@ -106,3 +106,27 @@ fn an_unordered_set_walks_shard_after_shard() {
     assert_eq!(db.count().unwrap(), 0);
     db.close().unwrap();
 }
+
+/// Every key a set stores is in the shard `shard_of` names, so a program
+/// that writes shards itself puts each key where the set looks for it.
+#[test]
+fn the_set_stores_each_key_in_the_shard_shard_of_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.tkh");
+    let db = ShardDbm::open(&path, Access::ReadWrite, &params("num_shards=5")).unwrap();
+    let keys: Vec<Vec<u8>> = (0..300u32).map(|i| format!("key{i}").into_bytes()).collect();
+    for key in &keys {
+        db.set(key, b"v").unwrap();
+    }
+    for key in &keys {
+        let home = shard_of(key, 5).unwrap();
+        for (i, shard) in db.shards().iter().enumerate() {
+            assert_eq!(shard.get(key).unwrap().is_some(), i == home, "key {key:?} in shard {i}");
+        }
+    }
+    assert_eq!(shard_of(b"", 1).unwrap(), 0);
+    let err = shard_of(b"k", MAX_SHARDS + 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("from 1 to"), "{err}");
+    db.close().unwrap();
+}
