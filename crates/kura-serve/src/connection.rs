@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::dispatch::run_batch;
 use super::execution::{self, Need};
+use super::pubsub::{Inbox, Message};
 use super::reply::Reply;
 use super::request::Batch;
 use super::state::{After, Server, Session};
@@ -37,6 +38,10 @@ where
     let mut output = BytesMut::with_capacity(READ_CHUNK);
     let mut batch = Batch::default();
     let limit = server.settings.max_request_size;
+    let id = session.as_ref().map_or(0, |s| s.id);
+    let _leave = Leave(&server, id);
+    // The published messages for this client, once it subscribed.
+    let mut inbox: Option<Inbox> = None;
     log::debug!("client {peer} connected");
     loop {
         let buffered = input.len();
@@ -77,6 +82,9 @@ where
             batch.clear();
             let after = current.after;
             let feed = current.feed.take();
+            if let Some(new) = current.inbox.take() {
+                inbox = Some(new);
+            }
             session = Some(current);
             if let Some(plan) = feed {
                 if write(&server, &mut stream, &mut output).await {
@@ -116,7 +124,45 @@ where
                 Ok(n) => server.stats.add_input(n),
             },
             () = std::future::poll_fn(|cx| server.poll_stop(cx, stop.as_mut(), &mut armed)) => return,
+            message = next_message(&mut inbox) => {
+                if message.is_none() {
+                    inbox = None;
+                    continue;
+                }
+                let Some(inbox) = inbox.as_mut().filter(|i| !i.overflowed()) else {
+                    log::warn!("client {peer}: subscriber too far behind (over {} MiB of messages unread); closing the connection", crate::pubsub::MAX_PENDING_BYTES >> 20);
+                    return;
+                };
+                let protocol = session.as_ref().map_or(2, |s| s.protocol);
+                let mut next = message;
+                let mut count = 0;
+                while let Some(message) = next {
+                    message.into_reply().encode(protocol, &mut output);
+                    count += 1;
+                    next = if count < MAX_BATCH { inbox.try_recv() } else { None };
+                }
+                if !write(&server, &mut stream, &mut output).await {
+                    return;
+                }
+            },
         }
+    }
+}
+
+/// The next message for a subscribed client; never, for one that is not.
+async fn next_message(inbox: &mut Option<Inbox>) -> Option<Message> {
+    match inbox {
+        Some(inbox) => inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Drops a client's subscriptions when its connection ends, however it ends.
+struct Leave<'a>(&'a Server, u64);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.pubsub.leave(self.1);
     }
 }
 

@@ -18,7 +18,7 @@
 //! `connection` (one client's loop), `request` (frames to arguments, with
 //! the size guard), `dispatch` (checks, batches, counting), `commands`
 //! (the table and the commands by family), `scan` (SCAN's cursors),
-//! `pattern` (key globs), `reply` (RESP encoding), `state` (server and
+//! `pattern` (key globs), `pubsub` (channels and their subscribers), `reply` (RESP encoding), `state` (server and
 //! session), `stats` and `info` (INFO), `logging`, `replication`
 //! (REPLICAOF, the update-log feeds and the replica's links).
 //! docs/serve.md is the user's guide.
@@ -35,6 +35,7 @@ mod listener;
 mod logging;
 mod multi;
 mod pattern;
+mod pubsub;
 mod reactors;
 mod replication;
 mod reply;

@@ -42,8 +42,20 @@ const RETRIES: u32 = 100;
 /// Commands refused inside a block: they read or act outside the
 /// transaction (SCAN's cursors, saves, replication) or hold it up (DEBUG
 /// SLEEP, SHUTDOWN).
-const NOT_IN_MULTI: &[&str] =
-    &["scan", "save", "bgsave", "debug", "shutdown", "replicaof", "slaveof", "replsync"];
+const NOT_IN_MULTI: &[&str] = &[
+    "scan",
+    "save",
+    "bgsave",
+    "debug",
+    "shutdown",
+    "replicaof",
+    "slaveof",
+    "replsync",
+    "subscribe",
+    "psubscribe",
+    "unsubscribe",
+    "punsubscribe",
+];
 
 /// A session's MULTI block.
 #[derive(Default)]

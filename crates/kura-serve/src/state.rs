@@ -16,6 +16,7 @@ use tokio::sync::{watch, Notify};
 
 use super::databases::Database;
 use super::execution::Gate;
+use super::pubsub::PubSub;
 use super::replication::{FeedPlan, Replication};
 use super::scan::ScanCursors;
 use super::stats::Stats;
@@ -66,6 +67,8 @@ pub struct Server {
     pub replication: Replication,
     /// Keeps short calls in place from waiting behind long ones.
     pub gate: Gate,
+    /// Who listens to which channel.
+    pub pubsub: PubSub,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -117,6 +120,7 @@ impl Server {
             }),
             replication: Replication::default(),
             gate: Gate::default(),
+            pubsub: PubSub::default(),
         }
     }
 
@@ -217,6 +221,13 @@ pub struct Session {
     pub multi: Option<crate::multi::Multi>,
     /// The keys WATCHed, by database number, until EXEC, DISCARD or UNWATCH.
     pub watches: Vec<(usize, crate::multi::DbWatch)>,
+    /// Where PUBLISH puts messages for this client, once it subscribed.
+    pub mailbox: Option<crate::pubsub::Mailbox>,
+    /// The other end of `mailbox`, until the connection takes it.
+    pub inbox: Option<crate::pubsub::Inbox>,
+    /// The channels and patterns subscribed to: a RESP2 connection with
+    /// any takes only the subscription commands.
+    pub subscribed: usize,
 }
 
 impl Session {
@@ -233,6 +244,9 @@ impl Session {
             feed: None,
             multi: None,
             watches: Vec::new(),
+            mailbox: None,
+            inbox: None,
+            subscribed: 0,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Commands on the connection: PING, ECHO, SELECT, AUTH, HELLO, QUIT, CLIENT.
+//! Commands on the connection: PING, ECHO, SELECT, AUTH, HELLO, RESET, QUIT, CLIENT.
 
 use bytes::Bytes;
 
@@ -6,7 +6,13 @@ use super::{is, parse_int, unknown_subcommand, wrong_arity, Ctx};
 use crate::reply::Reply;
 use crate::state::After;
 
-pub fn ping(_: &mut Ctx, args: &[Bytes]) -> Reply {
+pub fn ping(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if ctx.session.subscribed > 0 && ctx.session.protocol == 2 && args.len() <= 2 {
+        // A subscribed RESP2 connection reads every frame as a message:
+        // its PING is answered in that shape, as Redis does.
+        let payload = args.get(1).cloned().unwrap_or_default();
+        return Reply::Array(vec![Reply::bulk(&b"pong"[..]), Reply::Bulk(payload)]);
+    }
     match args.len() {
         1 => Reply::Status("PONG"),
         2 => Reply::Bulk(args[1].clone()),
@@ -112,6 +118,22 @@ pub fn hello(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         field("role", Reply::bulk("master")),
         field("modules", Reply::Array(Vec::new())),
     ])
+}
+
+/// RESET: the connection as it was when it connected (no block, no
+/// watches, no subscriptions, database 0, RESP2, no name, and
+/// unauthenticated if the server wants a password).
+pub fn reset(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
+    let session = &mut *ctx.session;
+    session.multi = None;
+    session.watches.clear();
+    ctx.server.pubsub.leave(session.id);
+    session.subscribed = 0;
+    session.db = 0;
+    session.protocol = 2;
+    session.name = None;
+    session.authenticated = ctx.server.settings.requirepass.is_none();
+    Reply::Status("RESET")
 }
 
 pub fn quit(ctx: &mut Ctx, _: &[Bytes]) -> Reply {

@@ -2,11 +2,13 @@
 //! COMMAND) and the function that runs it, with the helpers they share.
 //! One file per family: `strings` (values), `keys` (the keyspace), `range`
 //! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
-//! `crate::multi`), `connection` (the session) and `server` (administration).
+//! `crate::multi`), `connection` (the session), `pubsub` (publish/subscribe)
+//! and `server` (administration).
 
 mod connection;
 mod keys;
 mod not_served;
+pub mod pubsub;
 mod range;
 pub mod server;
 pub use server::REDIS_VERSION;
@@ -126,6 +128,13 @@ pub static COMMANDS: &[Command] = &[
     cmd("replicaof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("slaveof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("replsync", -3, DB, NONE, crate::replication::commands::replsync),
+    cmd("subscribe", -2, 0, NONE, pubsub::subscribe),
+    cmd("psubscribe", -2, 0, NONE, pubsub::psubscribe),
+    cmd("unsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    cmd("punsubscribe", -1, 0, NONE, pubsub::punsubscribe),
+    cmd("publish", 3, 0, NONE, pubsub::publish),
+    cmd("pubsub", -2, 0, NONE, pubsub::pubsub),
+    cmd("reset", 1, NO_AUTH, NONE, connection::reset),
 ];
 
 /// The command `name` names (in any case) and its index in [`COMMANDS`].
