@@ -89,6 +89,9 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
         if session.after == After::Shutdown {
             return;
         }
+        if command.flags & WRITE != 0 || command.name == "exec" {
+            crate::replication::commands::note_write(server, session, command.name == "exec");
+        }
         let failed = reply.is_error();
         reply.encode(session.protocol, out);
         mark = record(server, index, mark, failed);

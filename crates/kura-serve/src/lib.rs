@@ -190,6 +190,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         max_request_size: args.max_request_size,
         address: args.address.clone(),
         tls: tls.is_some(),
+        port: 0,
     };
     server::run(server::Plan {
         specs: args.databases.clone(),
@@ -244,6 +245,7 @@ impl Server {
                 max_request_size: 512 << 20,
                 address: "127.0.0.1:6380".to_string(),
                 tls: false,
+                port: 0,
             },
             threads: 1,
         }

@@ -76,13 +76,14 @@ fn open_databases(plan: &Plan) -> Result<Vec<Database<PolyDbm>>> {
 }
 
 /// Serves until shut down; the databases are closed when this returns.
-pub fn run(plan: Plan) -> Result<()> {
+pub fn run(mut plan: Plan) -> Result<()> {
     // The address is taken first: one that cannot be had fails before any
     // database file is opened, let alone created. Connections that come
     // while the databases open wait to be accepted (a spec with wait=true
     // may make that long: docs/serve.md).
     let runtime = reactors::runtime()?;
     let listener = runtime.block_on(Listener::bind(&plan.settings.address))?;
+    plan.settings.port = listener.port();
     let attached = open_databases(&plan).and_then(|opened| match &plan.ulog {
         Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size),
         None => replication::attach_logs(opened, None, 0),

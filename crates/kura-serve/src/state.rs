@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -36,6 +36,9 @@ pub struct Settings {
     pub address: String,
     /// Whether connections use TLS.
     pub tls: bool,
+    /// The TCP port listened on (the one the system chose for port 0);
+    /// 0 on a Unix socket. Set once bound.
+    pub port: u16,
 }
 
 /// The state every connection shares.
@@ -69,6 +72,12 @@ pub struct Server {
     pub gate: Gate,
     /// Who listens to which channel.
     pub pubsub: PubSub,
+    /// 40 hexadecimal digits drawn at start: INFO's `run_id`, by which
+    /// Sentinel tells a restarted server from one that ran on.
+    pub run_id: String,
+    /// INFO's `slave_priority` (`CONFIG SET replica-priority`): Sentinel
+    /// promotes the replica of the lowest, never one of 0.
+    pub replica_priority: AtomicI64,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -121,6 +130,8 @@ impl Server {
             replication: Replication::default(),
             gate: Gate::default(),
             pubsub: PubSub::default(),
+            run_id: (0..20).map(|_| format!("{:02x}", rand::random::<u8>())).collect(),
+            replica_priority: AtomicI64::new(100),
         }
     }
 
@@ -209,6 +220,11 @@ pub struct Session {
     pub db: usize,
     /// Whether AUTH succeeded (or no password is required).
     pub authenticated: bool,
+    /// The port a replica said it serves clients on (REPLCONF listening-port).
+    pub listening_port: Option<u16>,
+    /// For each database this connection wrote to (and that keeps a log),
+    /// the log's newest time after its last write: what WAIT waits for.
+    pub written: Vec<(usize, u64)>,
     /// The protocol version: 2, or 3 after `HELLO 3`.
     pub protocol: u8,
     /// The name CLIENT SETNAME gave.
@@ -238,6 +254,8 @@ impl Session {
             peer,
             db: 0,
             authenticated: server.settings.requirepass.is_none(),
+            listening_port: None,
+            written: Vec::new(),
             protocol: 2,
             name: None,
             after: After::Continue,
