@@ -27,19 +27,20 @@ const MAX_BATCH: usize = 1024;
 const READ_CHUNK: usize = 16 * 1024;
 
 /// Serves one client until it leaves, errs, or the server shuts down.
-pub async fn serve<S>(server: Arc<Server>, mut stream: S, peer: String)
+pub async fn serve<S>(server: Arc<Server>, mut stream: S, peer: String, fd: i32)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
     let mut stop = std::pin::pin!(server.stop_notified());
     let mut armed = false;
-    let mut session = Some(Session::new(&server, peer.clone()));
+    let mut session = Some(Session::new(&server, peer.clone(), fd));
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
     let mut batch = Batch::default();
     let limit = server.settings.max_request_size;
     let id = session.as_ref().map_or(0, |s| s.id);
     let _leave = Leave(&server, id);
+    let client = session.as_ref().map(|s| Arc::clone(&s.client)).expect("made above");
     // The published messages for this client, once it subscribed.
     let mut inbox: Option<Inbox> = None;
     log::debug!("client {peer} connected");
@@ -82,17 +83,23 @@ where
             batch.clear();
             let after = current.after;
             let feed = current.feed.take();
+            client.touch();
+            client.db.store(current.db, std::sync::atomic::Ordering::Relaxed);
+            client.multi.store(current.multi.is_some(), std::sync::atomic::Ordering::Relaxed);
+            client.resp.store(usize::from(current.protocol), std::sync::atomic::Ordering::Relaxed);
             if let Some(new) = current.inbox.take() {
                 inbox = Some(new);
             }
             session = Some(current);
             if let Some(plan) = feed {
+                client.replica.store(true, std::sync::atomic::Ordering::Relaxed);
                 if write(&server, &mut stream, &mut output).await {
-                    super::replication::feed(Arc::clone(&server), stream, peer, plan).await;
+                    super::replication::feed(Arc::clone(&server), stream, peer, plan, &client).await;
                 }
                 return;
             }
-            if !write(&server, &mut stream, &mut output).await || after != After::Continue {
+            if !write(&server, &mut stream, &mut output).await || after != After::Continue || client.killed()
+            {
                 let _ = stream.shutdown().await;
                 return;
             }
@@ -124,6 +131,11 @@ where
                 Ok(n) => server.stats.add_input(n),
             },
             () = std::future::poll_fn(|cx| server.poll_stop(cx, stop.as_mut(), &mut armed)) => return,
+            () = client.kill_requested() => {
+                log::debug!("client {peer}: killed by CLIENT KILL");
+                let _ = stream.shutdown().await;
+                return;
+            },
             message = next_message(&mut inbox) => {
                 if message.is_none() {
                     inbox = None;
@@ -157,12 +169,14 @@ async fn next_message(inbox: &mut Option<Inbox>) -> Option<Message> {
     }
 }
 
-/// Drops a client's subscriptions when its connection ends, however it ends.
+/// Drops a client's subscriptions and its entry among the clients when its
+/// connection ends, however it ends.
 struct Leave<'a>(&'a Server, u64);
 
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
         self.0.pubsub.leave(self.1);
+        self.0.clients.remove(self.1);
     }
 }
 

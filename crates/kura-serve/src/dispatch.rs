@@ -86,6 +86,7 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
             continue;
         }
         let reply = (command.run)(&mut Ctx::new(server, session), args);
+        session.client.ran(index);
         if session.after == After::Shutdown {
             return;
         }

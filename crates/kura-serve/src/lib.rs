@@ -12,7 +12,7 @@
 //! # Ok::<(), kuradb::Error>(())
 //! ```
 //!
-//! One file per concept: `databases` (opening `PATH#params` specs),
+//! One file per concept: `clients` (CLIENT LIST and KILL's registry), `databases` (opening `PATH#params` specs),
 //! `listener` and `tls` (where and how clients connect), `server` (the
 //! accept loop and shutdown), `reactors` (the threads connections run on),
 //! `connection` (one client's loop), `request` (frames to arguments, with
@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+mod clients;
 mod commands;
 mod connection;
 mod databases;
@@ -191,6 +192,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         address: args.address.clone(),
         tls: tls.is_some(),
         port: 0,
+        local_address: String::new(),
     };
     server::run(server::Plan {
         specs: args.databases.clone(),
@@ -246,6 +248,7 @@ impl Server {
                 address: "127.0.0.1:6380".to_string(),
                 tls: false,
                 port: 0,
+                local_address: String::new(),
             },
             threads: 1,
         }

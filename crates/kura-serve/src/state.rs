@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use tokio::sync::futures::Notified;
 use tokio::sync::{watch, Notify};
 
+use super::clients::{Client, Clients};
 use super::databases::Database;
 use super::execution::Gate;
 use super::pubsub::PubSub;
@@ -39,6 +40,8 @@ pub struct Settings {
     /// The TCP port listened on (the one the system chose for port 0);
     /// 0 on a Unix socket. Set once bound.
     pub port: u16,
+    /// The address bound, as clients name it (CLIENT LIST's `laddr`). Set once bound.
+    pub local_address: String,
 }
 
 /// The state every connection shares.
@@ -72,6 +75,8 @@ pub struct Server {
     pub gate: Gate,
     /// Who listens to which channel.
     pub pubsub: PubSub,
+    /// The connected clients.
+    pub clients: Clients,
     /// 40 hexadecimal digits drawn at start: INFO's `run_id`, by which
     /// Sentinel tells a restarted server from one that ran on.
     pub run_id: String,
@@ -130,6 +135,7 @@ impl Server {
             replication: Replication::default(),
             gate: Gate::default(),
             pubsub: PubSub::default(),
+            clients: Clients::default(),
             run_id: (0..20).map(|_| format!("{:02x}", rand::random::<u8>())).collect(),
             replica_priority: AtomicI64::new(100),
         }
@@ -214,6 +220,8 @@ pub enum After {
 pub struct Session {
     /// The client id (CLIENT ID).
     pub id: u64,
+    /// What CLIENT LIST and CLIENT KILL see of it.
+    pub client: Arc<Client>,
     /// The peer's address, for logs.
     pub peer: String,
     /// The selected database.
@@ -247,10 +255,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// The state of a new connection from `peer`.
-    pub fn new(server: &Server, peer: String) -> Session {
+    /// The state of a new connection from `peer` on file descriptor `fd`,
+    /// registered among the server's clients (until `Server::clients`
+    /// forgets it).
+    pub fn new(server: &Server, peer: String, fd: i32) -> Session {
+        let id = server.client_id();
+        let client = server.clients.add(id, peer.clone(), server.settings.local_address.clone(), fd);
         Session {
-            id: server.client_id(),
+            id,
+            client,
             peer,
             db: 0,
             authenticated: server.settings.requirepass.is_none(),

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use super::frames;
 use super::plan::Start;
 use super::FeedState;
+use crate::clients::Client;
 use crate::state::Server;
 
 /// How long the log may be idle before a heartbeat is sent.
@@ -46,7 +47,7 @@ pub struct FeedPlan {
 
 /// Feeds database `plan.db`'s log to the replica at the other end of
 /// `stream` until it leaves, the link fails, or the server shuts down.
-pub async fn feed<S>(server: Arc<Server>, stream: S, peer: String, plan: FeedPlan)
+pub async fn feed<S>(server: Arc<Server>, stream: S, peer: String, plan: FeedPlan, client: &Client)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
@@ -95,6 +96,7 @@ where
                 }
             },
             _ = shutdown.changed() => break "shutting down".to_string(),
+            () = client.kill_requested() => break "killed by CLIENT KILL".to_string(),
         }
     };
     drop(rx);
