@@ -408,3 +408,46 @@ fn a_reader_on_the_replica_never_sees_a_part_of_an_exec() {
         std::fs::remove_dir_all(dir.path().join("ulog")).unwrap();
     }
 }
+
+#[test]
+fn config_rewrite_keeps_replicaof_in_the_config_file_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &[]);
+    query(&master, 0, &[&["SET", "k", "v"]]);
+    let config = spec(dir.path(), "kura.conf");
+    let replica_db = spec(dir.path(), "r.tkh");
+    let start = || Server::start(&[&replica_db, "--config_file", &config]);
+    let replica = start();
+    assert_eq!(info(&replica)["role"], "master", "no file yet: a master");
+    let mut con = replica.client();
+    let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()).query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("replica-priority").arg(5).query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(&format!("\nreplicaof 127.0.0.1 {}\n", master.port())), "{text}");
+    assert!(text.contains("\nreplica-priority 5\n"), "{text}");
+    drop(con);
+    drop(replica);
+
+    let replica = start();
+    wait_equal(&master, &replica, 0);
+    let i = info(&replica);
+    assert_eq!((i["role"].as_str(), i["slave_priority"].as_str()), ("slave", "5"), "{i:?}");
+    let mut con = replica.client();
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    drop(con);
+    drop(replica);
+    let replica = start();
+    assert_eq!(info(&replica)["role"], "master", "promoted, and kept so by the file");
+    drop(replica);
+
+    std::fs::write(&config, "maxmemory 1gb\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["serve", &replica_db, "--config_file", &config, "--address", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 1") && err.contains("maxmemory"), "{err}");
+}

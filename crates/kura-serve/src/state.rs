@@ -42,6 +42,10 @@ pub struct Settings {
     pub port: u16,
     /// The address bound, as clients name it (CLIENT LIST's `laddr`). Set once bound.
     pub local_address: String,
+    /// Where CONFIG REWRITE writes (`--config_file`), if anywhere.
+    pub config_file: Option<std::path::PathBuf>,
+    /// The replica priority at start.
+    pub replica_priority: i64,
 }
 
 /// The state every connection shares.
@@ -116,6 +120,7 @@ impl Saves {
 impl Server {
     /// A server of `databases` with `settings`.
     pub fn new(databases: Vec<Database>, settings: Settings) -> Server {
+        let replica_priority = AtomicI64::new(settings.replica_priority);
         Server {
             databases,
             settings,
@@ -137,7 +142,7 @@ impl Server {
             pubsub: PubSub::default(),
             clients: Clients::default(),
             run_id: (0..20).map(|_| format!("{:02x}", rand::random::<u8>())).collect(),
-            replica_priority: AtomicI64::new(100),
+            replica_priority,
         }
     }
 

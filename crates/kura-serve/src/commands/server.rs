@@ -73,9 +73,18 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         if args.len() != 2 {
             return super::wrong_arity("config|rewrite");
         }
-        // What Redis answers when it was started without a configuration
-        // file: kura serve takes its settings from flags alone.
-        return Reply::error("ERR The server is running without a config file");
+        let Some(path) = &ctx.server.settings.config_file else {
+            // What Redis answers when it was started without a configuration file.
+            return Reply::error("ERR The server is running without a config file");
+        };
+        let settings = crate::config_file::FileSettings {
+            replicaof: ctx.server.replication.target(),
+            replica_priority: Some(ctx.server.replica_priority.load(Relaxed)),
+        };
+        return match crate::config_file::save(path, &settings) {
+            Ok(()) => Reply::OK,
+            Err(e) => Reply::error(format!("ERR Rewriting config file: {e}")),
+        };
     }
     if !is(&args[1], "GET") {
         return unknown_subcommand("config", &args[1]);
