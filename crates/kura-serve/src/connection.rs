@@ -49,6 +49,11 @@ where
         let fatal = batch.fill(&mut input, MAX_BATCH, limit).err();
         let full = batch.len() == MAX_BATCH;
         if !batch.is_empty() {
+            // Killed while its input came: nothing more is run for it.
+            if client.killed() {
+                let _ = stream.shutdown().await;
+                return;
+            }
             let Some(mut current) = session.take() else { return };
             let need = execution::need(&server, &current, &batch, buffered - input.len());
             let in_place = match need {
