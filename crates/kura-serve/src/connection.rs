@@ -59,7 +59,7 @@ where
             let in_place = match need {
                 Need::Nothing => Some(None),
                 Need::Short => server.gate.try_short().map(Some),
-                Need::Long => None,
+                Need::Long | Need::Waits => None,
             };
             if let Some(_short) = in_place {
                 run_batch(&server, &mut current, &batch, &mut output);
@@ -68,7 +68,7 @@ where
                 let mut out = std::mem::take(&mut output);
                 let ran = std::mem::take(&mut batch);
                 let ran = tokio::task::spawn_blocking(move || {
-                    let _long = shared.gate.long();
+                    let _long = (need != Need::Waits).then(|| shared.gate.long());
                     run_batch(&shared, &mut current, &ran, &mut out);
                     (current, out, ran)
                 })

@@ -27,6 +27,9 @@ pub const WRITE: u8 = 1;
 pub const DB: u8 = 2;
 /// The command may run before AUTH.
 pub const NO_AUTH: u8 = 4;
+/// The command waits (WAIT) without touching a database: it runs off the
+/// reactor threads, and other clients' short calls stay on them meanwhile.
+pub const WAITS: u8 = 8;
 
 /// What a command runs with.
 pub struct Ctx<'a> {
@@ -60,7 +63,7 @@ pub struct Command {
     pub name: &'static str,
     /// Redis's convention: N exactly N words (the name included), -N at least N.
     pub arity: i32,
-    /// [`WRITE`], [`DB`], [`NO_AUTH`].
+    /// [`WRITE`], [`DB`], [`NO_AUTH`], [`WAITS`].
     pub flags: u8,
     /// The first key's, last key's (-1: the last word) positions and the step, for COMMAND.
     pub keys: (i32, i32, i32),
@@ -130,7 +133,7 @@ pub static COMMANDS: &[Command] = &[
     cmd("replsync", -3, DB, NONE, crate::replication::commands::replsync),
     cmd("replconf", -2, 0, NONE, crate::replication::commands::replconf),
     cmd("role", 1, 0, NONE, crate::replication::commands::role),
-    cmd("wait", 3, DB, NONE, crate::replication::commands::wait),
+    cmd("wait", 3, WAITS, NONE, crate::replication::commands::wait),
     cmd("subscribe", -2, 0, NONE, pubsub::subscribe),
     cmd("psubscribe", -2, 0, NONE, pubsub::psubscribe),
     cmd("unsubscribe", -1, 0, NONE, pubsub::unsubscribe),
