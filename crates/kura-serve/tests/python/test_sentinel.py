@@ -99,22 +99,24 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster():
+def cluster(request):
     if shutil.which("redis-sentinel") is None:
         pytest.skip("redis-sentinel is not installed (apt-get install redis-sentinel)")
     if not os.path.exists(KURA):
         pytest.skip(f"no kura binary at {KURA}: build it (cargo build -p kura-cli) or set KURA_BIN")
+    failed_before = request.session.testsfailed
     with tempfile.TemporaryDirectory() as tmp:
         c = Cluster(tmp)
         try:
             yield c
-        except BaseException:
-            for name in sorted(os.listdir(tmp)):
-                if name.endswith(".log"):
-                    print(f"== {name}\n" + open(os.path.join(tmp, name), errors="replace").read()[-4000:])
-            raise
         finally:
             c.stop()
+            if request.session.testsfailed > failed_before:
+                # The servers' and sentinels' logs say what went wrong.
+                for name in sorted(os.listdir(tmp)):
+                    if name.endswith(".log"):
+                        text = open(os.path.join(tmp, name), errors="replace").read()
+                        print(f"== {name}\n{text[-4000:]}")
 
 
 def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
