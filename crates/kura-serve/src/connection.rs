@@ -33,14 +33,14 @@ where
 {
     let mut stop = std::pin::pin!(server.stop_notified());
     let mut armed = false;
-    let mut session = Some(Session::new(&server, peer.clone(), fd));
+    let first = Session::new(&server, peer.clone(), fd);
+    let _leave = Leave(&server, first.id);
+    let client = Arc::clone(&first.client);
+    let mut session = Some(first);
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
     let mut batch = Batch::default();
     let limit = server.settings.max_request_size;
-    let id = session.as_ref().map_or(0, |s| s.id);
-    let _leave = Leave(&server, id);
-    let client = session.as_ref().map(|s| Arc::clone(&s.client)).expect("made above");
     // The published messages for this client, once it subscribed.
     let mut inbox: Option<Inbox> = None;
     log::debug!("client {peer} connected");
