@@ -128,7 +128,70 @@ fn a_replica_follows_every_kind_of_write_on_hash_and_tree_databases() {
     assert_eq!(i["master_port"], master.port().to_string());
     assert!(i["db0_link"].contains("last_sync=full"), "a new replica starts with a snapshot: {i:?}");
     let m = info(&master);
-    assert_eq!((m["role"].as_str(), m["connected_slaves"].as_str()), ("master", "2"), "{m:?}");
+    // One replica, though it follows two databases.
+    assert_eq!((m["role"].as_str(), m["connected_slaves"].as_str()), ("master", "1"), "{m:?}");
+}
+
+#[test]
+fn role_info_and_wait_speak_as_redis_does_for_sentinel() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &[]);
+    let replica = start_replica(&[spec(dir.path(), "r.tkh")], &master);
+    let mut con = master.client();
+    // Writes acknowledged by the replica: WAIT answers 1 well before its timeout.
+    for i in 0..20 {
+        let _: () = redis::cmd("SET").arg(format!("k{i}")).arg(i).query(&mut con).unwrap();
+        let began = Instant::now();
+        let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut con).unwrap();
+        assert_eq!(acked, 1, "write {i}");
+        assert!(began.elapsed() < Duration::from_secs(2), "WAIT took {:?}", began.elapsed());
+        let got: Option<String> =
+            redis::cmd("GET").arg(format!("k{i}")).query(&mut replica.client()).unwrap();
+        assert_eq!(got, Some(i.to_string()), "what WAIT counted is on the replica");
+    }
+    // Two replicas are not there: WAIT gives up after its timeout.
+    let began = Instant::now();
+    let acked: i64 = redis::cmd("WAIT").arg(2).arg(200).query(&mut con).unwrap();
+    assert_eq!(acked, 1);
+    assert!(began.elapsed() >= Duration::from_millis(200));
+
+    let m = info(&master);
+    let r = info(&replica);
+    let slave0 = &m["slave0"];
+    assert!(
+        slave0.starts_with(&format!("ip=127.0.0.1,port={},state=online,offset=", replica.port())),
+        "{m:?}"
+    );
+    assert!(slave0.contains(",lag="), "{slave0}");
+    let master_offset: u64 = m["master_repl_offset"].parse().unwrap();
+    let replica_offset: u64 = r["slave_repl_offset"].parse().unwrap();
+    assert!(replica_offset > 0 && replica_offset <= master_offset + 1000, "{replica_offset} {master_offset}");
+    assert_eq!(r["master_host"], "127.0.0.1");
+    assert_eq!(r["master_link_status"], "up");
+    assert_eq!((r["slave_priority"].as_str(), r["slave_read_only"].as_str()), ("100", "1"));
+    assert!(!r.contains_key("master_link_down_since_seconds"), "the link is up: {r:?}");
+    let run_id: String = redis::cmd("INFO").arg("server").query(&mut con).unwrap();
+    let run_id = run_id.lines().find_map(|l| l.strip_prefix("run_id:")).unwrap().to_string();
+    assert!(run_id.len() == 40 && run_id.chars().all(|c| c.is_ascii_hexdigit()), "{run_id}");
+
+    let role: redis::Value = redis::cmd("ROLE").query(&mut con).unwrap();
+    let redis::Value::Array(items) = role else { panic!("{role:?}") };
+    assert_eq!(items[0], redis::Value::BulkString(b"master".to_vec()));
+    let redis::Value::Array(replicas) = &items[2] else { panic!("{items:?}") };
+    let redis::Value::Array(first) = &replicas[0] else { panic!("{replicas:?}") };
+    assert_eq!(first[1], redis::Value::BulkString(replica.port().to_string().into_bytes()));
+    let role: redis::Value = redis::cmd("ROLE").query(&mut replica.client()).unwrap();
+    let redis::Value::Array(items) = role else { panic!("{role:?}") };
+    assert_eq!(items[0], redis::Value::BulkString(b"slave".to_vec()));
+    assert_eq!(items[2], redis::Value::Int(i64::from(master.port())));
+    assert_eq!(items[3], redis::Value::BulkString(b"connected".to_vec()));
+    let err = redis::cmd("WAIT").arg(1).arg(10).query::<i64>(&mut replica.client()).unwrap_err();
+    assert!(error_text(&err).starts_with("ERR WAIT cannot be used with replica instances"), "{err}");
+
+    // The master gone, the replica says since when its link is down.
+    drop(master);
+    wait_for("the link to go down", || info(&replica)["master_link_status"] == "down");
+    assert!(info(&replica).contains_key("master_link_down_since_seconds"));
 }
 
 #[test]
@@ -344,4 +407,47 @@ fn a_reader_on_the_replica_never_sees_a_part_of_an_exec() {
         drop(master);
         std::fs::remove_dir_all(dir.path().join("ulog")).unwrap();
     }
+}
+
+#[test]
+fn config_rewrite_keeps_replicaof_in_the_config_file_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &[]);
+    query(&master, 0, &[&["SET", "k", "v"]]);
+    let config = spec(dir.path(), "kura.conf");
+    let replica_db = spec(dir.path(), "r.tkh");
+    let start = || Server::start(&[&replica_db, "--config_file", &config]);
+    let replica = start();
+    assert_eq!(info(&replica)["role"], "master", "no file yet: a master");
+    let mut con = replica.client();
+    let _: () = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()).query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("replica-priority").arg(5).query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(&format!("\nreplicaof 127.0.0.1 {}\n", master.port())), "{text}");
+    assert!(text.contains("\nreplica-priority 5\n"), "{text}");
+    drop(con);
+    drop(replica);
+
+    let replica = start();
+    wait_equal(&master, &replica, 0);
+    let i = info(&replica);
+    assert_eq!((i["role"].as_str(), i["slave_priority"].as_str()), ("slave", "5"), "{i:?}");
+    let mut con = replica.client();
+    let _: () = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG").arg("REWRITE").query(&mut con).unwrap();
+    drop(con);
+    drop(replica);
+    let replica = start();
+    assert_eq!(info(&replica)["role"], "master", "promoted, and kept so by the file");
+    drop(replica);
+
+    std::fs::write(&config, "maxmemory 1gb\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["serve", &replica_db, "--config_file", &config, "--address", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 1") && err.contains("maxmemory"), "{err}");
 }

@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::dispatch::run_batch;
 use super::execution::{self, Need};
+use super::pubsub::{Inbox, Message};
 use super::reply::Reply;
 use super::request::Batch;
 use super::state::{After, Server, Session};
@@ -26,29 +27,39 @@ const MAX_BATCH: usize = 1024;
 const READ_CHUNK: usize = 16 * 1024;
 
 /// Serves one client until it leaves, errs, or the server shuts down.
-pub async fn serve<S>(server: Arc<Server>, mut stream: S, peer: String)
+pub async fn serve<S>(server: Arc<Server>, mut stream: S, peer: String, fd: i32)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
     let mut stop = std::pin::pin!(server.stop_notified());
     let mut armed = false;
-    let mut session = Some(Session::new(&server, peer.clone()));
+    let first = Session::new(&server, peer.clone(), fd);
+    let _leave = Leave(&server, first.id);
+    let client = Arc::clone(&first.client);
+    let mut session = Some(first);
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut output = BytesMut::with_capacity(READ_CHUNK);
     let mut batch = Batch::default();
     let limit = server.settings.max_request_size;
+    // The published messages for this client, once it subscribed.
+    let mut inbox: Option<Inbox> = None;
     log::debug!("client {peer} connected");
     loop {
         let buffered = input.len();
         let fatal = batch.fill(&mut input, MAX_BATCH, limit).err();
         let full = batch.len() == MAX_BATCH;
         if !batch.is_empty() {
+            // Killed while its input came: nothing more is run for it.
+            if client.killed() {
+                let _ = stream.shutdown().await;
+                return;
+            }
             let Some(mut current) = session.take() else { return };
             let need = execution::need(&server, &current, &batch, buffered - input.len());
             let in_place = match need {
                 Need::Nothing => Some(None),
                 Need::Short => server.gate.try_short().map(Some),
-                Need::Long => None,
+                Need::Long | Need::Waits => None,
             };
             if let Some(_short) = in_place {
                 run_batch(&server, &mut current, &batch, &mut output);
@@ -57,7 +68,7 @@ where
                 let mut out = std::mem::take(&mut output);
                 let ran = std::mem::take(&mut batch);
                 let ran = tokio::task::spawn_blocking(move || {
-                    let _long = shared.gate.long();
+                    let _long = (need != Need::Waits).then(|| shared.gate.long());
                     run_batch(&shared, &mut current, &ran, &mut out);
                     (current, out, ran)
                 })
@@ -77,14 +88,23 @@ where
             batch.clear();
             let after = current.after;
             let feed = current.feed.take();
+            client.touch();
+            client.db.store(current.db, std::sync::atomic::Ordering::Relaxed);
+            client.multi.store(current.multi.is_some(), std::sync::atomic::Ordering::Relaxed);
+            client.resp.store(usize::from(current.protocol), std::sync::atomic::Ordering::Relaxed);
+            if let Some(new) = current.inbox.take() {
+                inbox = Some(new);
+            }
             session = Some(current);
             if let Some(plan) = feed {
+                client.replica.store(true, std::sync::atomic::Ordering::Relaxed);
                 if write(&server, &mut stream, &mut output).await {
-                    super::replication::feed(Arc::clone(&server), stream, peer, plan).await;
+                    super::replication::feed(Arc::clone(&server), stream, peer, plan, &client).await;
                 }
                 return;
             }
-            if !write(&server, &mut stream, &mut output).await || after != After::Continue {
+            if !write(&server, &mut stream, &mut output).await || after != After::Continue || client.killed()
+            {
                 let _ = stream.shutdown().await;
                 return;
             }
@@ -116,7 +136,52 @@ where
                 Ok(n) => server.stats.add_input(n),
             },
             () = std::future::poll_fn(|cx| server.poll_stop(cx, stop.as_mut(), &mut armed)) => return,
+            () = client.kill_requested() => {
+                log::debug!("client {peer}: killed by CLIENT KILL");
+                let _ = stream.shutdown().await;
+                return;
+            },
+            message = next_message(&mut inbox) => {
+                if message.is_none() {
+                    inbox = None;
+                    continue;
+                }
+                let Some(inbox) = inbox.as_mut().filter(|i| !i.overflowed()) else {
+                    log::warn!("client {peer}: subscriber too far behind (over {} MiB of messages unread); closing the connection", crate::pubsub::MAX_PENDING_BYTES >> 20);
+                    return;
+                };
+                let protocol = session.as_ref().map_or(2, |s| s.protocol);
+                let mut next = message;
+                let mut count = 0;
+                while let Some(message) = next {
+                    message.into_reply().encode(protocol, &mut output);
+                    count += 1;
+                    next = if count < MAX_BATCH { inbox.try_recv() } else { None };
+                }
+                if !write(&server, &mut stream, &mut output).await {
+                    return;
+                }
+            },
         }
+    }
+}
+
+/// The next message for a subscribed client; never, for one that is not.
+async fn next_message(inbox: &mut Option<Inbox>) -> Option<Message> {
+    match inbox {
+        Some(inbox) => inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Drops a client's subscriptions and its entry among the clients when its
+/// connection ends, however it ends.
+struct Leave<'a>(&'a Server, u64);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.pubsub.leave(self.1);
+        self.0.clients.remove(self.1);
     }
 }
 

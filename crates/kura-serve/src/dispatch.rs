@@ -57,7 +57,7 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
                 continue;
             }
         }
-        if is_plain_get(args) && session.authenticated && session.multi.is_none() {
+        if is_plain_get(args) && session.authenticated && session.multi.is_none() && session.subscribed == 0 {
             let database = &server.databases[session.db];
             if database.fast {
                 let failed = get_into(&database.db, session.protocol, &args[1], out);
@@ -86,8 +86,12 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
             continue;
         }
         let reply = (command.run)(&mut Ctx::new(server, session), args);
+        session.client.ran(index);
         if session.after == After::Shutdown {
             return;
+        }
+        if command.flags & WRITE != 0 || command.name == "exec" {
+            crate::replication::commands::note_write(server, session, command.name == "exec");
         }
         let failed = reply.is_error();
         reply.encode(session.protocol, out);
@@ -202,6 +206,11 @@ pub(crate) fn refusal(server: &Server, session: &Session, command: &Command, arg
         Some(commands::wrong_arity(command.name))
     } else if !session.authenticated && command.flags & NO_AUTH == 0 {
         Some(Reply::error("NOAUTH Authentication required."))
+    } else if session.subscribed > 0
+        && session.protocol == 2
+        && !commands::pubsub::ALLOWED_SUBSCRIBED.contains(&command.name)
+    {
+        Some(commands::pubsub::refused_while_subscribed(command.name))
     } else if server.settings.read_only && command.flags & WRITE != 0 {
         Some(Reply::error("READONLY You can't write against a read only server (kura serve --read_only)."))
     } else if command.flags & WRITE != 0 && server.replication.is_replica() {

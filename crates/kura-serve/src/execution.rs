@@ -13,7 +13,11 @@
 //! most [`SHORT_ARGS`] words and [`SHORT_BYTES`] bytes. Anything else —
 //! SCAN, KEYS, RANGE, FLUSHDB, SAVE, INFO, DBSIZE, SHUTDOWN, a large MGET,
 //! a database on direct I/O — runs on the pool, where it may take as long
-//! as it needs without holding up a reactor thread.
+//! as it needs without holding up a reactor thread. A batch with a WAIT,
+//! which may wait seconds for replicas but touches no database, runs on
+//! the pool too, but as a long call only if it is one for another reason:
+//! a client writing with `WAIT` after each write must not send every other
+//! client's short calls to the pool while it waits.
 //!
 //! A long call takes the database's locks for its whole length (a KEYS or
 //! SAVE locks a HashDbm exclusively), and a short call waiting for such a
@@ -29,7 +33,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use super::commands::{lookup, DB};
+use super::commands::{lookup, DB, WAITS};
 use super::request::Batch;
 use super::state::{Server, Session};
 use super::stats::{thread_slot, SLOTS};
@@ -50,14 +54,19 @@ pub enum Need {
     Short,
     /// A long call, or calls on another database: on the pool.
     Long,
+    /// A call that waits without touching a database (WAIT): on the pool,
+    /// without holding short calls off the reactors meanwhile.
+    Waits,
 }
 
 /// What `batch` (which took `bytes` bytes of input) needs of the database
 /// selected in `session`.
 pub fn need(server: &Server, session: &Session, batch: &Batch, bytes: usize) -> Need {
     let mut need = Need::Nothing;
+    let mut waits = false;
     for args in batch.iter() {
         match lookup(&args[0]) {
+            Some((_, command)) if command.flags & WAITS != 0 => waits = true,
             Some((_, command)) if command.flags & DB != 0 => {
                 // A command on named keys touches just those keys.
                 if command.keys.0 <= 0 {
@@ -70,11 +79,17 @@ pub fn need(server: &Server, session: &Session, batch: &Batch, bytes: usize) -> 
         }
     }
     if need == Need::Nothing {
-        return need;
+        return if waits { Need::Waits } else { need };
     }
     let fast = server.databases.get(session.db).is_some_and(|d| d.fast);
     if fast && batch.words() <= SHORT_ARGS && bytes <= SHORT_BYTES {
-        Need::Short
+        // Short calls and a WAIT (a write and its WAIT, pipelined) go to
+        // the pool for the WAIT's sake, and hold nothing long there.
+        if waits {
+            Need::Waits
+        } else {
+            Need::Short
+        }
     } else {
         Need::Long
     }

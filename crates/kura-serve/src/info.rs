@@ -55,13 +55,16 @@ fn server_section(server: &Server, out: &mut String) {
     let _ = write!(
         out,
         "redis_version:{REDIS_VERSION}\r\nkura_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\n\
-         process_id:{}\r\ntcp_address:{}\r\ntls:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n",
+         process_id:{}\r\nrun_id:{}\r\ntcp_address:{}\r\ntcp_port:{}\r\ntls:{}\r\nuptime_in_seconds:{uptime}\r\n\
+         uptime_in_days:{}\r\n",
         env!("CARGO_PKG_VERSION"),
         std::env::consts::OS,
         std::env::consts::ARCH,
         usize::BITS,
         std::process::id(),
+        server.run_id,
         server.settings.address,
+        server.settings.port,
         if server.settings.tls { "yes" } else { "no" },
         uptime / 86400,
     );

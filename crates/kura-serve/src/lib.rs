@@ -12,20 +12,23 @@
 //! # Ok::<(), kuradb::Error>(())
 //! ```
 //!
-//! One file per concept: `databases` (opening `PATH#params` specs),
+//! One file per concept: `clients` (CLIENT LIST and KILL's registry),
+//! `config_file` (`--config_file`, which CONFIG REWRITE writes), `databases` (opening `PATH#params` specs),
 //! `listener` and `tls` (where and how clients connect), `server` (the
 //! accept loop and shutdown), `reactors` (the threads connections run on),
 //! `connection` (one client's loop), `request` (frames to arguments, with
 //! the size guard), `dispatch` (checks, batches, counting), `commands`
 //! (the table and the commands by family), `scan` (SCAN's cursors),
-//! `pattern` (key globs), `reply` (RESP encoding), `state` (server and
+//! `pattern` (key globs), `pubsub` (channels and their subscribers), `reply` (RESP encoding), `state` (server and
 //! session), `stats` and `info` (INFO), `logging`, `replication`
 //! (REPLICAOF, the update-log feeds and the replica's links).
 //! docs/serve.md is the user's guide.
 
 #![forbid(unsafe_code)]
 
+mod clients;
 mod commands;
+mod config_file;
 mod connection;
 mod databases;
 mod dispatch;
@@ -35,6 +38,7 @@ mod listener;
 mod logging;
 mod multi;
 mod pattern;
+mod pubsub;
 mod reactors;
 mod replication;
 mod reply;
@@ -150,6 +154,12 @@ pub struct ServeArgs {
     /// names only a DNS name).
     #[arg(long = "replica_tls_name", value_name = "NAME", requires = "replica_tls")]
     replica_tls_name: Option<String>,
+
+    /// A file of the settings CONFIG REWRITE keeps (replicaof HOST PORT,
+    /// replica-priority N), read at start (--replicaof, if given, wins) and
+    /// written by CONFIG REWRITE; created by the first one.
+    #[arg(long = "config_file", value_name = "FILE")]
+    config_file: Option<PathBuf>,
 }
 
 /// Runs `kura serve`: logs to stderr or `--log_file`, serves until SIGTERM,
@@ -161,7 +171,11 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_ca.as_deref())?),
         _ => None,
     };
-    let replicaof = args.replicaof.as_deref().map(replication::Target::parse).transpose()?;
+    let from_file = args.config_file.as_deref().map(config_file::load).transpose()?.unwrap_or_default();
+    let replicaof = match args.replicaof.as_deref() {
+        Some(text) => Some(replication::Target::parse(text)?),
+        None => from_file.replicaof,
+    };
     if args.read_only && (replicaof.is_some() || args.ulog.is_some()) {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -189,6 +203,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         max_request_size: args.max_request_size,
         address: args.address.clone(),
         tls: tls.is_some(),
+        port: 0,
+        local_address: String::new(),
+        config_file: args.config_file.clone(),
+        replica_priority: from_file.replica_priority.unwrap_or(100),
     };
     server::run(server::Plan {
         specs: args.databases.clone(),
@@ -243,6 +261,10 @@ impl Server {
                 max_request_size: 512 << 20,
                 address: "127.0.0.1:6380".to_string(),
                 tls: false,
+                port: 0,
+                local_address: String::new(),
+                config_file: None,
+                replica_priority: 100,
             },
             threads: 1,
         }

@@ -91,6 +91,14 @@ impl Listener {
         })
     }
 
+    /// The TCP port bound (the one chosen for `:0`); 0 for a Unix socket.
+    pub fn port(&self) -> u16 {
+        match self {
+            Listener::Tcp(l) => l.local_addr().map_or(0, |a| a.port()),
+            Listener::Unix(..) => 0,
+        }
+    }
+
     /// The address bound, as a client would name it (the port chosen for `:0`).
     pub fn local_address(&self) -> String {
         match self {

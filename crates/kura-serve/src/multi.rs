@@ -40,10 +40,22 @@ pub type DbWatch = Watch<PolyDbm>;
 const RETRIES: u32 = 100;
 
 /// Commands refused inside a block: they read or act outside the
-/// transaction (SCAN's cursors, saves, replication) or hold it up (DEBUG
-/// SLEEP, SHUTDOWN).
-const NOT_IN_MULTI: &[&str] =
-    &["scan", "save", "bgsave", "debug", "shutdown", "replicaof", "slaveof", "replsync"];
+/// transaction (SCAN's cursors, saves, a replication feed, subscriptions)
+/// or hold it up (DEBUG SLEEP, SHUTDOWN). REPLICAOF is allowed, as in
+/// Redis: Sentinel sends it in a block with CONFIG REWRITE and CLIENT
+/// KILL, and runs nothing if the block aborts.
+const NOT_IN_MULTI: &[&str] = &[
+    "scan",
+    "save",
+    "bgsave",
+    "debug",
+    "shutdown",
+    "replsync",
+    "subscribe",
+    "psubscribe",
+    "unsubscribe",
+    "punsubscribe",
+];
 
 /// A session's MULTI block.
 #[derive(Default)]

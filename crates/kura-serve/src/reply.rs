@@ -26,6 +26,12 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// Pairs: a RESP3 map, a flat array of keys and values in RESP2.
     Map(Vec<(Reply, Reply)>),
+    /// Out-of-band data (a published message, a subscription's
+    /// confirmation): a RESP3 push frame, an array in RESP2.
+    Push(Vec<Reply>),
+    /// Several replies to one command, one after the other (SUBSCRIBE
+    /// confirms each channel in a reply of its own). Only at the top.
+    Many(Vec<Reply>),
 }
 
 impl Reply {
@@ -54,6 +60,12 @@ impl Reply {
 
     /// Appends the reply's encoding in protocol `version` (2 or 3) to `out`.
     pub fn encode(self, version: u8, out: &mut BytesMut) {
+        if let Reply::Many(replies) = self {
+            for reply in replies {
+                reply.encode(version, out);
+            }
+            return;
+        }
         if self == Reply::NilArray {
             out.extend_from_slice(if version >= 3 { b"_\r\n" } else { b"*-1\r\n" });
             return;
@@ -92,7 +104,9 @@ impl Reply {
             Reply::Int(n) => Frame2::Integer(n),
             Reply::Bulk(b) => Frame2::BulkString(b),
             Reply::Nil | Reply::NilArray => Frame2::Null,
-            Reply::Array(items) => Frame2::Array(items.into_iter().map(Reply::into_resp2).collect()),
+            Reply::Array(items) | Reply::Push(items) | Reply::Many(items) => {
+                Frame2::Array(items.into_iter().map(Reply::into_resp2).collect())
+            }
             Reply::Map(pairs) => {
                 Frame2::Array(pairs.into_iter().flat_map(|(k, v)| [k.into_resp2(), v.into_resp2()]).collect())
             }
@@ -108,8 +122,11 @@ impl Reply {
             Reply::Int(n) => Frame3::Number { data: n, attributes: None },
             Reply::Bulk(b) => Frame3::BlobString { data: b, attributes: None },
             Reply::Nil | Reply::NilArray => Frame3::Null,
-            Reply::Array(items) => {
+            Reply::Array(items) | Reply::Many(items) => {
                 Frame3::Array { data: items.into_iter().map(Reply::into_resp3).collect(), attributes: None }
+            }
+            Reply::Push(items) => {
+                Frame3::Push { data: items.into_iter().map(Reply::into_resp3).collect(), attributes: None }
             }
             Reply::Map(pairs) => {
                 let mut data = FrameMap::with_capacity(pairs.len());
@@ -161,6 +178,14 @@ mod tests {
             Reply::encode_bulk(b"ab\r\n", version, &mut out);
             assert_eq!(out.to_vec(), encoded(Reply::bulk(&b"ab\r\n"[..]), version));
         }
+    }
+
+    #[test]
+    fn pushes_are_arrays_in_resp2_and_many_replies_follow_each_other() {
+        let push = || Reply::Push(vec![Reply::bulk(&b"message"[..]), Reply::Int(1)]);
+        assert_eq!(encoded(push(), 2), b"*2\r\n$7\r\nmessage\r\n:1\r\n");
+        assert_eq!(encoded(push(), 3), b">2\r\n$7\r\nmessage\r\n:1\r\n");
+        assert_eq!(encoded(Reply::Many(vec![Reply::OK, Reply::Int(2)]), 2), b"+OK\r\n:2\r\n");
     }
 
     #[test]

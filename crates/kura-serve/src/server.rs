@@ -76,13 +76,15 @@ fn open_databases(plan: &Plan) -> Result<Vec<Database<PolyDbm>>> {
 }
 
 /// Serves until shut down; the databases are closed when this returns.
-pub fn run(plan: Plan) -> Result<()> {
+pub fn run(mut plan: Plan) -> Result<()> {
     // The address is taken first: one that cannot be had fails before any
     // database file is opened, let alone created. Connections that come
     // while the databases open wait to be accepted (a spec with wait=true
     // may make that long: docs/serve.md).
     let runtime = reactors::runtime()?;
     let listener = runtime.block_on(Listener::bind(&plan.settings.address))?;
+    plan.settings.port = listener.port();
+    plan.settings.local_address = listener.local_address();
     let attached = open_databases(&plan).and_then(|opened| match &plan.ulog {
         Some((dir, size)) => replication::attach_logs(opened, Some(dir), *size),
         None => replication::attach_logs(opened, None, 0),
@@ -242,12 +244,21 @@ async fn handle(server: Arc<Server>, conn: Detached, tls: Option<TlsAcceptor>) {
     let count = server.connected.fetch_add(1, Relaxed) + 1;
     let _connected = Connected(Arc::clone(&server));
     match conn {
-        Accepted::Tcp(stream, peer) => start(server, stream, peer, tls, count).await,
-        Accepted::Unix(stream, peer) => start(server, stream, peer, tls, count).await,
+        Accepted::Tcp(stream, peer) => {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+            start(server, stream, (peer, fd), tls, count).await
+        }
+        Accepted::Unix(stream, peer) => {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+            start(server, stream, (peer, fd), tls, count).await
+        }
     }
 }
 
-async fn start<S>(server: Arc<Server>, stream: S, peer: String, tls: Option<TlsAcceptor>, count: usize)
+/// A client's address and its connection's file descriptor.
+type Peer = (String, i32);
+
+async fn start<S>(server: Arc<Server>, stream: S, peer: Peer, tls: Option<TlsAcceptor>, count: usize)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
@@ -255,13 +266,13 @@ where
         None => admit(server, stream, peer, count).await,
         Some(tls) => match tokio::time::timeout(HANDSHAKE, tls.accept(stream)).await {
             Ok(Ok(stream)) => admit(server, stream, peer, count).await,
-            Ok(Err(e)) => log::info!("client {peer}: TLS handshake failed: {e}"),
-            Err(_) => log::info!("client {peer}: TLS handshake not done in {HANDSHAKE:?}"),
+            Ok(Err(e)) => log::info!("client {}: TLS handshake failed: {e}", peer.0),
+            Err(_) => log::info!("client {}: TLS handshake not done in {HANDSHAKE:?}", peer.0),
         },
     }
 }
 
-async fn admit<S>(server: Arc<Server>, mut stream: S, peer: String, count: usize)
+async fn admit<S>(server: Arc<Server>, mut stream: S, (peer, fd): Peer, count: usize)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
@@ -272,5 +283,5 @@ where
         let _ = stream.shutdown().await;
         return;
     }
-    super::connection::serve(server, stream, peer).await;
+    super::connection::serve(server, stream, peer, fd).await;
 }

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -14,8 +14,10 @@ use parking_lot::Mutex;
 use tokio::sync::futures::Notified;
 use tokio::sync::{watch, Notify};
 
+use super::clients::{Client, Clients};
 use super::databases::Database;
 use super::execution::Gate;
+use super::pubsub::PubSub;
 use super::replication::{FeedPlan, Replication};
 use super::scan::ScanCursors;
 use super::stats::Stats;
@@ -35,6 +37,15 @@ pub struct Settings {
     pub address: String,
     /// Whether connections use TLS.
     pub tls: bool,
+    /// The TCP port listened on (the one the system chose for port 0);
+    /// 0 on a Unix socket. Set once bound.
+    pub port: u16,
+    /// The address bound, as clients name it (CLIENT LIST's `laddr`). Set once bound.
+    pub local_address: String,
+    /// Where CONFIG REWRITE writes (`--config_file`), if anywhere.
+    pub config_file: Option<std::path::PathBuf>,
+    /// The replica priority at start.
+    pub replica_priority: i64,
 }
 
 /// The state every connection shares.
@@ -66,6 +77,16 @@ pub struct Server {
     pub replication: Replication,
     /// Keeps short calls in place from waiting behind long ones.
     pub gate: Gate,
+    /// Who listens to which channel.
+    pub pubsub: PubSub,
+    /// The connected clients.
+    pub clients: Clients,
+    /// 40 hexadecimal digits drawn at start: INFO's `run_id`, by which
+    /// Sentinel tells a restarted server from one that ran on.
+    pub run_id: String,
+    /// INFO's `slave_priority` (`CONFIG SET replica-priority`): Sentinel
+    /// promotes the replica of the lowest, never one of 0.
+    pub replica_priority: AtomicI64,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -99,6 +120,7 @@ impl Saves {
 impl Server {
     /// A server of `databases` with `settings`.
     pub fn new(databases: Vec<Database>, settings: Settings) -> Server {
+        let replica_priority = AtomicI64::new(settings.replica_priority);
         Server {
             databases,
             settings,
@@ -117,6 +139,10 @@ impl Server {
             }),
             replication: Replication::default(),
             gate: Gate::default(),
+            pubsub: PubSub::default(),
+            clients: Clients::default(),
+            run_id: (0..20).map(|_| format!("{:02x}", rand::random::<u8>())).collect(),
+            replica_priority,
         }
     }
 
@@ -199,12 +225,19 @@ pub enum After {
 pub struct Session {
     /// The client id (CLIENT ID).
     pub id: u64,
+    /// What CLIENT LIST and CLIENT KILL see of it.
+    pub client: Arc<Client>,
     /// The peer's address, for logs.
     pub peer: String,
     /// The selected database.
     pub db: usize,
     /// Whether AUTH succeeded (or no password is required).
     pub authenticated: bool,
+    /// The port a replica said it serves clients on (REPLCONF listening-port).
+    pub listening_port: Option<u16>,
+    /// For each database this connection wrote to (and that keeps a log),
+    /// the log's newest time after its last write: what WAIT waits for.
+    pub written: Vec<(usize, u64)>,
     /// The protocol version: 2, or 3 after `HELLO 3`.
     pub protocol: u8,
     /// The name CLIENT SETNAME gave.
@@ -217,22 +250,39 @@ pub struct Session {
     pub multi: Option<crate::multi::Multi>,
     /// The keys WATCHed, by database number, until EXEC, DISCARD or UNWATCH.
     pub watches: Vec<(usize, crate::multi::DbWatch)>,
+    /// Where PUBLISH puts messages for this client, once it subscribed.
+    pub mailbox: Option<crate::pubsub::Mailbox>,
+    /// The other end of `mailbox`, until the connection takes it.
+    pub inbox: Option<crate::pubsub::Inbox>,
+    /// The channels and patterns subscribed to: a RESP2 connection with
+    /// any takes only the subscription commands.
+    pub subscribed: usize,
 }
 
 impl Session {
-    /// The state of a new connection from `peer`.
-    pub fn new(server: &Server, peer: String) -> Session {
+    /// The state of a new connection from `peer` on file descriptor `fd`,
+    /// registered among the server's clients (until `Server::clients`
+    /// forgets it).
+    pub fn new(server: &Server, peer: String, fd: i32) -> Session {
+        let id = server.client_id();
+        let client = server.clients.add(id, peer.clone(), server.settings.local_address.clone(), fd);
         Session {
-            id: server.client_id(),
+            id,
+            client,
             peer,
             db: 0,
             authenticated: server.settings.requirepass.is_none(),
+            listening_port: None,
+            written: Vec::new(),
             protocol: 2,
             name: None,
             after: After::Continue,
             feed: None,
             multi: None,
             watches: Vec::new(),
+            mailbox: None,
+            inbox: None,
+            subscribed: 0,
         }
     }
 }

@@ -2,11 +2,13 @@
 //! COMMAND) and the function that runs it, with the helpers they share.
 //! One file per family: `strings` (values), `keys` (the keyspace), `range`
 //! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
-//! `crate::multi`), `connection` (the session) and `server` (administration).
+//! `crate::multi`), `connection` (the session), `pubsub` (publish/subscribe)
+//! and `server` (administration).
 
 mod connection;
 mod keys;
 mod not_served;
+pub mod pubsub;
 mod range;
 pub mod server;
 pub use server::REDIS_VERSION;
@@ -25,6 +27,9 @@ pub const WRITE: u8 = 1;
 pub const DB: u8 = 2;
 /// The command may run before AUTH.
 pub const NO_AUTH: u8 = 4;
+/// The command waits (WAIT) without touching a database: it runs off the
+/// reactor threads, and other clients' short calls stay on them meanwhile.
+pub const WAITS: u8 = 8;
 
 /// What a command runs with.
 pub struct Ctx<'a> {
@@ -58,7 +63,7 @@ pub struct Command {
     pub name: &'static str,
     /// Redis's convention: N exactly N words (the name included), -N at least N.
     pub arity: i32,
-    /// [`WRITE`], [`DB`], [`NO_AUTH`].
+    /// [`WRITE`], [`DB`], [`NO_AUTH`], [`WAITS`].
     pub flags: u8,
     /// The first key's, last key's (-1: the last word) positions and the step, for COMMAND.
     pub keys: (i32, i32, i32),
@@ -126,6 +131,16 @@ pub static COMMANDS: &[Command] = &[
     cmd("replicaof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("slaveof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("replsync", -3, DB, NONE, crate::replication::commands::replsync),
+    cmd("replconf", -2, 0, NONE, crate::replication::commands::replconf),
+    cmd("role", 1, 0, NONE, crate::replication::commands::role),
+    cmd("wait", 3, WAITS, NONE, crate::replication::commands::wait),
+    cmd("subscribe", -2, 0, NONE, pubsub::subscribe),
+    cmd("psubscribe", -2, 0, NONE, pubsub::psubscribe),
+    cmd("unsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    cmd("punsubscribe", -1, 0, NONE, pubsub::punsubscribe),
+    cmd("publish", 3, 0, NONE, pubsub::publish),
+    cmd("pubsub", -2, 0, NONE, pubsub::pubsub),
+    cmd("reset", 1, NO_AUTH, NONE, connection::reset),
 ];
 
 /// The command `name` names (in any case) and its index in [`COMMANDS`].

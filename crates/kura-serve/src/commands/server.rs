@@ -66,12 +66,27 @@ pub fn command(_: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
-    if !is(&args[1], "GET") {
-        if is(&args[1], "SET") {
-            return Reply::error(
-                "ERR CONFIG SET is not supported by kura serve: restart it with other flags",
-            );
+    if is(&args[1], "SET") {
+        return config_set(ctx, args);
+    }
+    if is(&args[1], "REWRITE") {
+        if args.len() != 2 {
+            return super::wrong_arity("config|rewrite");
         }
+        let Some(path) = &ctx.server.settings.config_file else {
+            // What Redis answers when it was started without a configuration file.
+            return Reply::error("ERR The server is running without a config file");
+        };
+        let settings = crate::config_file::FileSettings {
+            replicaof: ctx.server.replication.target(),
+            replica_priority: Some(ctx.server.replica_priority.load(Relaxed)),
+        };
+        return match crate::config_file::save(path, &settings) {
+            Ok(()) => Reply::OK,
+            Err(e) => Reply::error(format!("ERR Rewriting config file: {e}")),
+        };
+    }
+    if !is(&args[1], "GET") {
         return unknown_subcommand("config", &args[1]);
     }
     if args.len() < 3 {
@@ -86,6 +101,10 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         ("client-query-buffer-limit", s.max_request_size.to_string()),
         ("save", String::new()),
         ("appendonly", "no".to_string()),
+        ("replica-priority", ctx.server.replica_priority.load(Relaxed).to_string()),
+        ("slave-priority", ctx.server.replica_priority.load(Relaxed).to_string()),
+        ("replica-read-only", "yes".to_string()),
+        ("slave-read-only", "yes".to_string()),
     ];
     let mut out = Vec::new();
     for pattern in &args[2..] {
@@ -102,6 +121,38 @@ pub fn config(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         }
     }
     Reply::Map(out)
+}
+
+/// CONFIG SET name value …: only `replica-priority` (or its old name
+/// `slave-priority`), which Sentinel reads; the other settings are flags.
+fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() < 4 || !args.len().is_multiple_of(2) {
+        return super::wrong_arity("config|set");
+    }
+    let mut priority = None;
+    for pair in args[2..].chunks(2) {
+        let name = String::from_utf8_lossy(&pair[0]).to_ascii_lowercase();
+        if name == "replica-priority" || name == "slave-priority" {
+            match super::parse_int(&pair[1]).filter(|n| (0..=i64::from(i32::MAX)).contains(n)) {
+                Some(n) => priority = Some(n),
+                None => {
+                    return Reply::error(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be between \
+                         0 and 2147483647 inclusive"
+                    ))
+                }
+            }
+        } else {
+            return Reply::error(format!(
+                "ERR CONFIG SET of '{name}' is not supported by kura serve: restart it with other flags \
+                 (replica-priority is the one it sets)"
+            ));
+        }
+    }
+    if let Some(n) = priority {
+        ctx.server.replica_priority.store(n, Relaxed);
+    }
+    Reply::OK
 }
 
 pub fn save(ctx: &mut Ctx, _: &[Bytes]) -> Reply {

@@ -50,6 +50,7 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     applied.units.reset();
                     link.status(|s| {
                         s.state = "up";
+                        s.down_since = None;
                         s.error = None;
                         s.last_sync = "continue";
                     })
@@ -69,6 +70,7 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                         s.state = "sync";
                         s.last_sync = "full";
                         s.full_resyncs += 1;
+                        s.through = 0;
                     });
                 }
                 Frame::Snapshot(entry) => {
@@ -83,8 +85,11 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     idle = true;
                     link.status(|s| {
                         s.state = "up";
+                        s.down_since = None;
                         s.error = None;
                         s.applied = timestamp;
+                        // The log is replayed from `timestamp` on.
+                        s.through = timestamp.saturating_sub(1);
                     });
                 }
                 Frame::Entry(timestamp, entry) => {
@@ -103,15 +108,30 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                         }
                     }
                     applied.dirty = true;
+                    // The log is in time order: every entry before this
+                    // one's time has come, and those held back in a unit
+                    // are applied now.
+                    let through = timestamp.saturating_sub(1);
+                    let whole = applied.units.pending_since().is_none();
                     link.status(|s| {
                         s.applied = timestamp;
                         s.master_newest = s.master_newest.max(timestamp);
+                        if whole {
+                            s.through = s.through.max(through);
+                        }
                     });
                 }
-                Frame::Ping(newest) => {
+                Frame::Ping(newest, through) => {
                     idle = true;
-                    link.status(|s| s.master_newest = s.master_newest.max(newest));
+                    let whole = applied.units.pending_since().is_none() && applied.position.is_some();
+                    link.status(|s| {
+                        s.master_newest = s.master_newest.max(newest);
+                        if whole {
+                            s.through = s.through.max(through);
+                        }
+                    });
                 }
+                Frame::Ok => {}
                 Frame::Error(text) => return Err(format!("the master says: {text}")),
             }
         }

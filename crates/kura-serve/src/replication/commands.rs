@@ -1,12 +1,15 @@
 //! REPLICAOF (and its old name SLAVEOF), which makes the server a replica
-//! or a master again, and REPLSYNC, which a replica sends its master to
-//! turn its connection into a feed (see `frames` for the exchange).
+//! or a master again, REPLCONF and REPLSYNC, which a replica sends its
+//! master to say who it is and turn its connection into a feed (see
+//! `frames` for the exchange), ROLE, and WAIT.
 
 use bytes::Bytes;
 
 use super::plan::{self, Start};
 use super::{FeedPlan, Target};
-use crate::commands::{is, Ctx};
+use std::time::{Duration, Instant};
+
+use crate::commands::{is, parse_int, Ctx};
 use crate::reply::Reply;
 use crate::state::After;
 
@@ -66,8 +69,109 @@ pub fn replsync(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
             super::frames::handshake(true, *timestamp)
         }
     };
-    ctx.session.feed = Some(FeedPlan { db, start });
+    ctx.session.feed = Some(FeedPlan { db, start, listening_port: ctx.session.listening_port });
     // Nothing after REPLSYNC is run: the connection is the feed's now.
     ctx.session.after = After::Close;
     reply
+}
+
+/// `REPLCONF option value …`: `listening-port` is kept (the master lists
+/// the replica by it); Redis's other options (`ip-address`, `capa`, …) are
+/// answered OK and change nothing. `ACK` is answered nothing, as in Redis
+/// (a feed reads its replica's acknowledgements itself).
+pub fn replconf(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    if args.len() == 3 && is(&args[1], "ACK") {
+        return Reply::Many(Vec::new());
+    }
+    if args.len().is_multiple_of(2) {
+        return crate::commands::syntax_error();
+    }
+    for pair in args[1..].chunks(2) {
+        if is(&pair[0], "listening-port") {
+            match std::str::from_utf8(&pair[1]).ok().and_then(|p| p.parse::<u16>().ok()) {
+                Some(port) if port > 0 => ctx.session.listening_port = Some(port),
+                _ => return Reply::error("ERR Invalid listening-port"),
+            }
+        }
+    }
+    Reply::OK
+}
+
+/// ROLE: `[master, offset, [[ip, port, offset], …]]` or `[slave, host,
+/// port, state, offset]`, as Redis answers it, with the offsets of
+/// `Replication::offset`.
+pub fn role(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
+    let replication = &ctx.server.replication;
+    let offset = replication.offset() as i64;
+    match replication.target() {
+        None => {
+            let replicas = replication
+                .replicas()
+                .into_iter()
+                .map(|r| {
+                    Reply::Array(vec![
+                        Reply::bulk(r.ip),
+                        Reply::bulk(r.port.to_string()),
+                        Reply::bulk(r.offset.to_string()),
+                    ])
+                })
+                .collect();
+            Reply::Array(vec![Reply::bulk(&b"master"[..]), Reply::Int(offset), Reply::Array(replicas)])
+        }
+        Some(target) => {
+            let links: Vec<_> = replication.links.iter().map(|l| l.snapshot()).collect();
+            let state = if links.iter().all(|l| l.state == "up") {
+                "connected"
+            } else if links.iter().any(|l| l.state == "sync") {
+                "sync"
+            } else {
+                "connecting"
+            };
+            Reply::Array(vec![
+                Reply::bulk(&b"slave"[..]),
+                Reply::bulk(target.host),
+                Reply::Int(i64::from(target.port)),
+                Reply::bulk(state),
+                Reply::Int(offset),
+            ])
+        }
+    }
+}
+
+/// `WAIT numreplicas timeout`: how many replicas have acknowledged every
+/// write this connection made so far, once `numreplicas` have or after
+/// `timeout` milliseconds (0: no limit).
+pub fn wait(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
+    let (Some(wanted), Some(timeout)) = (parse_int(&args[1]), parse_int(&args[2])) else {
+        return crate::commands::not_an_integer();
+    };
+    if timeout < 0 {
+        return Reply::error("ERR timeout is negative");
+    }
+    let replication = &ctx.server.replication;
+    if replication.is_replica() {
+        return Reply::error(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica \
+             is configured to be writable (which is not the default) writes to replicas are just local and are \
+             not propagated.",
+        );
+    }
+    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+    let server = ctx.server;
+    let wanted = usize::try_from(wanted).unwrap_or(0);
+    Reply::Int(replication.wait_acks(&ctx.session.written, wanted, deadline, || server.stopping()) as i64)
+}
+
+/// Notes, after a write of `session` (on its database, or with `all`, an
+/// EXEC, on every database), the log's newest time: WAIT waits for it.
+pub fn note_write(server: &crate::state::Server, session: &mut crate::state::Session, all: bool) {
+    let dbs = if all { 0..server.databases.len() } else { session.db..session.db + 1 };
+    for db in dbs {
+        let Some(queue) = server.replication.log(db) else { continue };
+        let time = queue.timestamp();
+        match session.written.iter_mut().find(|(d, _)| *d == db) {
+            Some(mark) => mark.1 = mark.1.max(time),
+            None => session.written.push((db, time)),
+        }
+    }
 }

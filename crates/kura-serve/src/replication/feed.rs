@@ -6,22 +6,29 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use kuradb::dbm::Dbm;
-use kuradb::ulog::{UpdateEntry, UpdateOp};
+use kuradb::ulog::{now_ms, UpdateEntry, UpdateOp};
 use kuradb::Result;
+use redis_protocol::resp2::decode::decode_bytes_mut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::frames;
 use super::plan::Start;
 use super::FeedState;
+use crate::clients::Client;
 use crate::state::Server;
 
 /// How long the log may be idle before a heartbeat is sent.
 const HEARTBEAT: Duration = Duration::from_millis(500);
+/// How soon a heartbeat follows entries that the last one did not cover
+/// (they were written in the millisecond it was sent), so that a replica
+/// can acknowledge them, and a WAIT return, without waiting a whole
+/// [`HEARTBEAT`].
+const CATCH_UP: Duration = Duration::from_millis(3);
 /// Frames are handed over in batches of about this many bytes.
 const BATCH_BYTES: usize = 64 * 1024;
 /// Batches in flight between the reader and the writer.
@@ -34,11 +41,13 @@ pub struct FeedPlan {
     pub db: usize,
     /// Where the feed starts.
     pub start: Start,
+    /// The port the replica serves its clients on (REPLCONF listening-port).
+    pub listening_port: Option<u16>,
 }
 
 /// Feeds database `plan.db`'s log to the replica at the other end of
 /// `stream` until it leaves, the link fails, or the server shuts down.
-pub async fn feed<S>(server: Arc<Server>, stream: S, peer: String, plan: FeedPlan)
+pub async fn feed<S>(server: Arc<Server>, stream: S, peer: String, plan: FeedPlan, client: &Client)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send,
 {
@@ -47,7 +56,15 @@ where
         Start::Full { .. } => "snapshot",
         Start::Continue { .. } => "online",
     };
-    let id = replication.add_feed(FeedState { peer: peer.clone(), db: plan.db, state, sent: 0 });
+    let id = replication.add_feed(FeedState {
+        peer: peer.clone(),
+        db: plan.db,
+        state,
+        sent: 0,
+        listening_port: plan.listening_port,
+        through: 0,
+        last_ack: None,
+    });
     log::info!("replica {peer}: feeding database {} ({plan:?})", plan.db);
     let (tx, mut rx) = mpsc::channel::<BytesMut>(IN_FLIGHT);
     let reader = {
@@ -56,7 +73,7 @@ where
     };
     let (mut input, mut output) = tokio::io::split(stream);
     let mut shutdown = server.shutdown_signal();
-    let mut ignored = [0u8; 512];
+    let mut received = BytesMut::with_capacity(512);
     let ended = loop {
         tokio::select! {
             batch = rx.recv() => match batch {
@@ -68,11 +85,18 @@ where
                 }
                 None => break "the feed ended".to_string(),
             },
-            // A replica sends nothing more; a read that ends means it left.
-            read = input.read(&mut ignored) => if matches!(read, Ok(0) | Err(_)) {
-                break "the replica left".to_string();
+            // A replica sends only its acknowledgements; a read that ends
+            // means it left.
+            read = input.read_buf(&mut received) => {
+                if matches!(read, Ok(0) | Err(_)) {
+                    break "the replica left".to_string();
+                }
+                if let Err(why) = take_acks(&server, id, &mut received) {
+                    break why;
+                }
             },
             _ = shutdown.changed() => break "shutting down".to_string(),
+            () = client.kill_requested() => break "killed by CLIENT KILL".to_string(),
         }
     };
     drop(rx);
@@ -88,6 +112,30 @@ where
         _ => log::info!("replica {peer}: link closed ({ended})"),
     }
     let _ = output.shutdown().await;
+}
+
+/// Notes the acknowledgements in `received` (consumed); an error if the
+/// replica sent something else than a request, or too much of one.
+fn take_acks(server: &Server, id: u64, received: &mut BytesMut) -> std::result::Result<(), String> {
+    loop {
+        match decode_bytes_mut(received) {
+            Ok(Some((frame, _, _))) => {
+                if let Some(through) = frames::parse_ack(&frame) {
+                    let replication = &server.replication;
+                    if let Some(state) = replication.feeds.lock().get_mut(&id) {
+                        state.through = state.through.max(through);
+                        state.last_ack = Some(Instant::now());
+                    }
+                    replication.acked.notify_all();
+                }
+            }
+            Ok(None) if received.len() > 64 * 1024 => {
+                return Err("the replica sent an oversized frame".into())
+            }
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("the replica sent no RESP: {}", e.details())),
+        }
+    }
 }
 
 /// Reads the snapshot and the log into batches of frames for `tx`; returns
@@ -109,11 +157,21 @@ fn produce(server: &Server, id: u64, plan: &FeedPlan, tx: &mpsc::Sender<BytesMut
     let mut reader = queue.reader(from);
     let mut out = BytesMut::new();
     let mut last = from;
+    let mut behind = false;
     loop {
         if tx.is_closed() || *shutdown.borrow() {
             return Ok(());
         }
-        let wait = if out.is_empty() { HEARTBEAT } else { Duration::ZERO };
+        let wait = match (out.is_empty(), behind) {
+            (false, _) => Duration::ZERO,
+            (true, true) => CATCH_UP,
+            (true, false) => HEARTBEAT,
+        };
+        // Taken before the read: an entry written after it is stamped this
+        // time or later (the log's times never go back while the clock does
+        // not), so once the read finds nothing, every entry stamped before
+        // this time has been read.
+        let before = now_ms();
         match reader.read(wait)? {
             Some((timestamp, _)) if skip > 0 && timestamp == from => skip -= 1,
             Some((timestamp, message)) => {
@@ -128,9 +186,9 @@ fn produce(server: &Server, id: u64, plan: &FeedPlan, tx: &mpsc::Sender<BytesMut
                 }
             }
             None => {
-                if out.is_empty() {
-                    frames::put_ping(&mut out, queue.timestamp());
-                }
+                let through = before.saturating_sub(1);
+                frames::put_ping(&mut out, queue.timestamp(), through);
+                behind = through < last;
                 set_feed(server, id, |f| f.sent = f.sent.max(last));
                 if !send(tx, &mut out) {
                     return Ok(());

@@ -60,6 +60,12 @@ pub struct LinkStatus {
     pub full_resyncs: u64,
     /// How the last link began: `none`, `continue` or `full`.
     pub last_sync: &'static str,
+    /// Every entry of the master's log of this time (milliseconds) or
+    /// earlier is applied: what the replica acknowledges, and its offset.
+    pub through: u64,
+    /// Since when the link has not been up (from the start of following),
+    /// `None` while it is up.
+    pub down_since: Option<Instant>,
 }
 
 impl Link {
@@ -91,6 +97,8 @@ impl Link {
                 last_io: None,
                 full_resyncs: 0,
                 last_sync: "none",
+                through: 0,
+                down_since: None,
             }),
         }
     }
@@ -135,7 +143,10 @@ async fn follow(server: Arc<Server>, db: usize) {
         }
         let target = targets.borrow_and_update().clone();
         let Some(target) = target else {
-            link.status(|s| s.state = "none");
+            link.status(|s| {
+                s.state = "none";
+                s.down_since = None;
+            });
             tokio::select! {
                 changed = targets.changed() => if changed.is_err() { return },
                 _ = shutdown.changed() => return,
@@ -184,7 +195,10 @@ async fn settle(server: &Arc<Server>, db: usize) {
 /// One connection to the master: ends with an error, never by itself.
 async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(), String> {
     let link = &server.replication.links[db];
-    link.status(|s| s.state = "connect");
+    link.status(|s| {
+        s.state = "connect";
+        s.down_since.get_or_insert_with(Instant::now);
+    });
     let mut input = BytesMut::with_capacity(64 * 1024);
     let security = &server.replication.security;
     let mut stream = match tokio::time::timeout(CONNECT, connect::open(target, security, &mut input)).await {
@@ -209,15 +223,24 @@ async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(),
         _ => request.push(Reply::Bulk(Bytes::from_static(b"FULL"))),
     }
     let mut out = BytesMut::new();
+    let port = server.settings.port;
+    if port != 0 {
+        // The master lists its replicas by the address clients reach them
+        // at (what Sentinel connects to), as Redis's replicas tell theirs.
+        let words = ["REPLCONF", "listening-port", &port.to_string()].map(|w| Reply::bulk(w.to_string()));
+        Reply::Array(words.to_vec()).encode(2, &mut out);
+    }
     Reply::Array(request).encode(2, &mut out);
     // Flushed: over TLS a write may stay in the session's buffer.
     let sent = async { stream.write_all(&out).await.and(stream.flush().await) };
     sent.await.map_err(|e| format!("sending REPLSYNC: {e}"))?;
     let mut greeted = false;
+    let mut acked = 0;
     loop {
         let mut batch = Vec::new();
         while batch.len() < BATCH_FRAMES {
             match frames::next(&mut input)? {
+                Some(Frame::Ok) => {}
                 Some(frame) => batch.push(frame),
                 None => break,
             }
@@ -240,6 +263,14 @@ async fn session(server: &Arc<Server>, db: usize, target: &Target) -> Result<(),
             tokio::task::spawn_blocking(move || apply_batch(&server, db, &master, batch))
                 .await
                 .map_err(|e| e.to_string())??;
+            let through = link.snapshot().through;
+            if through > acked {
+                let mut out = BytesMut::new();
+                frames::ack(through).encode(2, &mut out);
+                let sent = async { stream.write_all(&out).await.and(stream.flush().await) };
+                sent.await.map_err(|e| format!("acknowledging: {e}"))?;
+                acked = through;
+            }
             continue;
         }
         input.reserve(64 * 1024);

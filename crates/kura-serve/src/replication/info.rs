@@ -1,6 +1,8 @@
-//! INFO's `replication` section, with Redis's field names where Redis has
-//! the field (`role`, `connected_slaves`, `master_host`, …) and ours for
-//! what is per database (`db0_link`, `db0_log`).
+//! INFO's `replication` section, with Redis's field names and formats where
+//! Redis has the field (`role`, `connected_slaves`, `slaveN`,
+//! `master_repl_offset`, `master_host`, `slave_repl_offset`, …: what
+//! Sentinel and redis-cli read) and ours for what is per database
+//! (`db0_link`, `db0_log`, `feedN`).
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
@@ -10,6 +12,7 @@ use crate::state::Server;
 /// Appends the section's lines.
 pub fn section(server: &Server, out: &mut String) {
     let replication = &server.replication;
+    let offset = replication.offset();
     match replication.target() {
         None => {
             let _ = write!(out, "role:master\r\n");
@@ -23,13 +26,22 @@ pub fn section(server: &Server, out: &mut String) {
             let _ = write!(
                 out,
                 "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
-                 master_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_only:1\r\n\
-                 slave_lag_ms:{lag}\r\n",
+                 master_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{offset}\r\n\
+                 slave_repl_offset:{offset}\r\n",
                 target.host,
                 target.port,
                 if all_up { "up" } else { "down" },
                 last_io.map_or(-1, |s| s as i64),
                 u8::from(syncing),
+            );
+            if !all_up {
+                let down = links.iter().filter_map(|l| l.down_since).map(|t| t.elapsed().as_secs()).max();
+                let _ = write!(out, "master_link_down_since_seconds:{}\r\n", down.map_or(-1, |s| s as i64));
+            }
+            let _ = write!(
+                out,
+                "slave_priority:{}\r\nslave_read_only:1\r\nreplica_announced:1\r\nslave_lag_ms:{lag}\r\n",
+                server.replica_priority.load(Relaxed)
             );
             for (db, link) in links.iter().enumerate() {
                 let _ = write!(
@@ -50,18 +62,33 @@ pub fn section(server: &Server, out: &mut String) {
             }
         }
     }
-    let feeds: Vec<_> = replication.feeds.lock().values().cloned().collect();
-    let _ = write!(out, "connected_slaves:{}\r\n", feeds.len());
-    for (i, feed) in feeds.iter().enumerate() {
-        let newest = replication.log(feed.db).map_or(0, |q| q.timestamp());
-        let (ip, port) = feed.peer.rsplit_once(':').unwrap_or((feed.peer.as_str(), "0"));
+    let replicas = replication.replicas();
+    let _ = write!(out, "connected_slaves:{}\r\n", replicas.len());
+    for (i, r) in replicas.iter().enumerate() {
         let _ = write!(
             out,
-            "slave{i}:ip={ip},port={port},state={},db={},sent_timestamp={},lag_ms={}\r\n",
-            feed.state,
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            r.ip, r.port, r.state, r.offset, r.lag
+        );
+    }
+    let _ = write!(
+        out,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:{offset}\r\n",
+        server.run_id
+    );
+    let feeds = replicas.iter().flat_map(|r| r.feeds.iter().map(move |f| (r, f)));
+    for (i, (r, feed)) in feeds.enumerate() {
+        let newest = replication.log(feed.db).map_or(0, |q| q.timestamp());
+        let _ = write!(
+            out,
+            "feed{i}:replica={}:{},db={},state={},sent_timestamp={},lag_ms={},acked={}\r\n",
+            r.ip,
+            r.port,
             feed.db,
+            feed.state,
             feed.sent,
             newest.saturating_sub(feed.sent),
+            feed.through,
         );
     }
     for db in 0..server.databases.len() {

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use kuradb::ulog::MessageQueue;
 use kuradb::{Error, ErrorKind, Result};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use tokio::sync::watch;
 
 pub use connect::{LinkSecurity, LinkTls};
@@ -84,6 +84,40 @@ pub struct FeedState {
     pub state: &'static str,
     /// The timestamp of the last entry sent.
     pub sent: u64,
+    /// The port the replica serves clients on, if it said (REPLCONF
+    /// listening-port): with the peer's address, the replica's identity.
+    pub listening_port: Option<u16>,
+    /// The time up to which the replica acknowledged every entry (see `Frame::Ping`).
+    pub through: u64,
+    /// When it last acknowledged.
+    pub last_ack: Option<std::time::Instant>,
+}
+
+impl FeedState {
+    /// The replica as clients reach it: the peer's address with its
+    /// listening port (the connection's own port if it gave none).
+    pub fn replica(&self) -> (String, u16) {
+        let (ip, port) = self.peer.rsplit_once(':').unwrap_or((self.peer.as_str(), "0"));
+        let ip = ip.trim_start_matches('[').trim_end_matches(']').to_string();
+        (ip, self.listening_port.unwrap_or_else(|| port.parse().unwrap_or(0)))
+    }
+}
+
+/// One replica server, with every database it is fed.
+#[derive(Clone, Debug)]
+pub struct ReplicaView {
+    /// Its address as clients reach it.
+    pub ip: String,
+    /// Its listening port.
+    pub port: u16,
+    /// `online` once every feed of it is past its snapshot, else `wait_bgsave`.
+    pub state: &'static str,
+    /// The least acknowledged time over its feeds: its offset.
+    pub offset: u64,
+    /// Seconds since its oldest last acknowledgement.
+    pub lag: u64,
+    /// The feeds, with their database numbers.
+    pub feeds: Vec<FeedState>,
 }
 
 /// The replication state of a server, master or replica.
@@ -98,6 +132,8 @@ pub struct Replication {
     links: Vec<Link>,
     /// The replicas fed now, by feed id.
     feeds: Mutex<BTreeMap<u64, FeedState>>,
+    /// Woken whenever a replica acknowledges (WAIT waits on it with `feeds`).
+    acked: Condvar,
     next_feed: AtomicU64,
     /// Full resyncs this server served as a master.
     full_resyncs_served: AtomicU64,
@@ -127,6 +163,7 @@ impl Replication {
             replica: AtomicBool::new(replica),
             links: state_paths.into_iter().map(Link::new).collect(),
             feeds: Mutex::new(BTreeMap::new()),
+            acked: Condvar::new(),
             next_feed: AtomicU64::new(1),
             full_resyncs_served: AtomicU64::new(0),
             security: LinkSecurity::default(),
@@ -174,11 +211,78 @@ impl Replication {
         self.logs.get(db).and_then(Option::as_ref)
     }
 
+    /// The replica servers fed now, each once whatever the number of its
+    /// databases, ordered by address.
+    pub fn replicas(&self) -> Vec<ReplicaView> {
+        replicas_of(self.feeds.lock().values())
+    }
+
+    /// This server's replication offset: on a master the time (milliseconds
+    /// since the epoch) up to which its log holds every change, which is
+    /// now; on a replica the time up to which it applied every entry of its
+    /// master's log, over all its databases. The one number Sentinel and
+    /// WAIT compare (docs/serve.md, "Sentinel").
+    pub fn offset(&self) -> u64 {
+        if self.is_replica() {
+            self.links.iter().map(|l| l.snapshot().through).min().unwrap_or(0)
+        } else {
+            kuradb::ulog::now_ms().saturating_sub(1)
+        }
+    }
+
+    /// How many replica servers have acknowledged, for each `(db, time)` of
+    /// `marks`, every entry of that database up to that time; waits until
+    /// `wanted` have or `deadline` passes (`None`: no limit) or `stop` says.
+    pub fn wait_acks(
+        &self,
+        marks: &[(usize, u64)],
+        wanted: usize,
+        deadline: Option<std::time::Instant>,
+        stop: impl Fn() -> bool,
+    ) -> usize {
+        let mut feeds = self.feeds.lock();
+        loop {
+            let done = replicas_of(feeds.values())
+                .iter()
+                .filter(|r| {
+                    marks.iter().all(|&(db, time)| r.feeds.iter().any(|f| f.db == db && f.through >= time))
+                })
+                .count();
+            let now = std::time::Instant::now();
+            if done >= wanted || deadline.is_some_and(|d| d <= now) || stop() {
+                return done;
+            }
+            // Bounded, so that a shutdown is seen.
+            let slice = std::time::Duration::from_millis(100);
+            let until = deadline.map_or(now + slice, |d| d.min(now + slice));
+            self.acked.wait_until(&mut feeds, until);
+        }
+    }
+
     fn add_feed(&self, state: FeedState) -> u64 {
         let id = self.next_feed.fetch_add(1, Relaxed);
         self.feeds.lock().insert(id, state);
         id
     }
+}
+
+/// The feeds grouped by replica server.
+fn replicas_of<'a>(feeds: impl Iterator<Item = &'a FeedState>) -> Vec<ReplicaView> {
+    let mut by_replica: BTreeMap<(String, u16), Vec<FeedState>> = BTreeMap::new();
+    for feed in feeds {
+        by_replica.entry(feed.replica()).or_default().push(feed.clone());
+    }
+    by_replica
+        .into_iter()
+        .map(|((ip, port), feeds)| ReplicaView {
+            ip,
+            port,
+            state: if feeds.iter().all(|f| f.state == "online") { "online" } else { "wait_bgsave" },
+            offset: feeds.iter().map(|f| f.through).min().unwrap_or(0),
+            lag: feeds.iter().map(|f| f.last_ack.map_or(0, |t| t.elapsed().as_secs())).max().unwrap_or(0),
+            feeds,
+        })
+        .collect()
 }
 
 impl Default for Replication {
