@@ -1,5 +1,5 @@
 """The kuradb format of PySpark's Python data source API (kuradb.spark):
-writing published directories.
+writing published directories, reading them with filters pushed down.
 
 One local Spark session for the module, small data."""
 
@@ -42,6 +42,7 @@ def spark():
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "16")
+        .config(kuradb.spark.PUSHDOWN_CONF, "true")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -97,6 +98,13 @@ def test_round_trip(spark, tmp_path, dbm):
     assert contents(dir) == dict(rows)
     assert kuradb.verify_published(dir)["records"] == "120"
     assert no_staging(dir)
+
+    df = spark.read.format("kuradb").load(dir)
+    assert df.schema.simpleString() == "struct<key:binary,value:binary>"
+    assert df.rdd.getNumPartitions() == 4
+    assert sorted((r.key.decode(), r.value.decode()) for r in df.collect()) == sorted(rows)
+    typed = spark.read.format("kuradb").schema("key string, value string").load(dir)
+    assert sorted((r.key, r.value) for r in typed.collect()) == sorted(rows)
 
 
 def test_binary_columns_and_other_names(spark, tmp_path):
@@ -204,3 +212,63 @@ def test_a_wrong_schema_is_an_error_naming_the_one_expected(spark, tmp_path):
     with pytest.raises(Exception, match="column 'value' is int"):
         numbers.write.format("kuradb").mode("overwrite").save(dir)
     assert not os.path.exists(os.path.join(dir, "CURRENT"))
+
+
+@pytest.fixture(scope="module")
+def published(spark, tmp_path_factory):
+    dirs = {}
+    for dbm in ("tree", "hash"):
+        dir = str(tmp_path_factory.mktemp("pushdown") / dbm)
+        kuradb.spark.write_sharded(frame(spark, records(200)), dir, num_shards=4, dbm=dbm)
+        dirs[dbm] = dir
+    return dirs
+
+
+# Range and prefix filters are pushed for an ordered class (tree) and given
+# back to Spark for a hash class.
+CONDITIONS = {
+    "tree": [
+        "key = 'k17'",
+        "key = 'absent'",
+        "key in ('k1', 'k2', 'k150', 'absent')",
+        "key like 'k1%'",
+        "key like 'k19%' and key like 'k1%'",
+        "key >= 'k15' and key < 'k3'",
+        "key > 'k15' and key <= 'k3'",
+        "key = 'k17' and key > 'k2'",
+        "key in ('k17', 'k18', 'k190') and key like 'k1%' and not (value = 'v18')",
+        "key like '%7' or key < 'k105'",
+    ],
+    "hash": ["key in ('k1', 'k150', 'absent')", "key like 'k1%'", "key > 'k15' and key <= 'k3'"],
+}
+
+
+@pytest.mark.parametrize("dbm", ["tree", "hash"])
+def test_pushed_filters_answer_as_spark_filtering(spark, published, dbm):
+    reader = spark.read.format("kuradb").schema("key string, value string")
+    # Spark's own filtering of the same rows.
+    rows = spark.createDataFrame(records(200), "key string, value string").cache()
+    for condition in CONDITIONS[dbm]:
+        pushed = reader.load(published[dbm]).filter(condition)
+        assert sorted(pushed.collect()) == sorted(rows.filter(condition).collect()), condition
+
+
+def test_equality_and_in_read_only_the_owning_shards(spark, published):
+    reader = spark.read.format("kuradb").schema("key string, value string")
+    one = reader.load(published["hash"]).filter("key = 'k42'")
+    assert one.rdd.getNumPartitions() == 1
+    assert [tuple(r) for r in one.collect()] == [("k42", "v42")]
+    keys = ["k1", "k2", "k3", "k4", "k5"]
+    owners = {kuradb.shard_of(k, 4) for k in keys}
+    some = reader.load(published["tree"]).filter(F.col("key").isin(keys))
+    assert some.rdd.getNumPartitions() == len(owners)
+    assert sorted(r.key for r in some.collect()) == keys
+    # Binary keys compare as bytes.
+    binary = spark.read.format("kuradb").load(published["tree"]).filter(F.col("key") == F.lit(b"k7"))
+    assert binary.rdd.getNumPartitions() == 1 and binary.collect()[0].value == b"v7"
+
+
+def test_register_turns_pushdown_on(spark):
+    spark.conf.set(kuradb.spark.PUSHDOWN_CONF, "false")
+    kuradb.spark.register(spark)
+    assert spark.conf.get(kuradb.spark.PUSHDOWN_CONF) == "true"

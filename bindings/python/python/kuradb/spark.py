@@ -8,6 +8,10 @@ Writing publishes a new version of a published directory (see
         .option("dbm", "tree").option("num_shards", 8).save("/data/fruits")
     kuradb.spark.write_sharded(df, "/data/fruits", num_shards=8, dbm="tree")
 
+Reading opens the current version, one partition per shard::
+
+    spark.read.format("kuradb").load("/data/fruits").filter("key = 'apple'")
+
 The package also installs the module ``pyspark_kuradb``, whose
 ``DefaultSource`` PySpark finds by itself; ``register(spark)`` registers the
 format explicitly. The guide is docs/scaling.md.
@@ -20,12 +24,26 @@ import os
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 try:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceReader,
+        EqualTo,
+        Filter,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        InputPartition,
+        LessThan,
+        LessThanOrEqual,
+        StringStartsWith,
+        WriterCommitMessage,
+    )
     from pyspark.sql.types import BinaryType, StringType, StructType
 except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -41,10 +59,14 @@ FORMAT = "kuradb"
 
 # Options the data source itself reads; every other option is a parameter of
 # the shards' class, as PolyDbm takes it.
-_OWN_OPTIONS = {"path", "num_shards", "key_column", "value_column", "keep"}
+_OWN_OPTIONS = {"path", "num_shards", "key_column", "value_column", "keep", "batch_size", "pushdown"}
 
-# Classes whose records are kept in key order: their writers get rows
-# sorted by key.
+# The session setting without which PySpark refuses a reader that pushes
+# filters (register() turns it on).
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+# Classes whose records a cursor reads in byte order (with the default
+# comparator), so that a range or a prefix is one stretch of a shard.
 _ORDERED_CLASSES = {"tree", "skip", "baby", "stdtree"}
 
 
@@ -109,11 +131,24 @@ class KuraDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> "KuraWriter":
         return KuraWriter(dict(self.options), schema, overwrite)
 
+    def reader(self, schema: StructType) -> "KuraReader":
+        # PySpark refuses a reader with pushFilters while the session's
+        # PUSHDOWN_CONF is off; option pushdown=false reads without it.
+        pushdown = str(self.options.get("pushdown", "true")).lower()
+        if pushdown not in ("true", "false"):
+            raise ValueError(f"option pushdown must be true or false, not {pushdown!r}")
+        cls = KuraPushdownReader if pushdown == "true" else KuraReader
+        return cls(dict(self.options), schema)
+
 
 def register(spark: Any) -> None:
     """Registers the ``kuradb`` format with the session ``spark`` (PySpark
-    also finds it by itself, through the ``pyspark_kuradb`` module)."""
+    also finds it by itself, through the ``pyspark_kuradb`` module) and
+    turns on the session's filter pushdown for Python data sources
+    (``spark.sql.python.filterPushdown.enabled``), which its reader needs
+    unless read with ``option("pushdown", "false")``."""
     spark.dataSource.register(KuraDataSource)
+    spark.conf.set(PUSHDOWN_CONF, "true")
 
 
 # ---------------------------------------------------------------- writing
@@ -365,3 +400,172 @@ def _ensure_registered(spark: Any) -> None:
     # Automatic discovery needs the package importable where PySpark's
     # planner runs; the explicit registration does not.
     spark.dataSource.register(KuraDataSource)
+
+
+# ---------------------------------------------------------------- reading
+
+
+class KuraPartition(InputPartition):
+    """One shard file of the version the read planned, and the keys to look
+    up in it (None: the shard's records, within the pushed bounds)."""
+
+    def __init__(self, shard: int, path: str, keys: Optional[List[bytes]] = None) -> None:
+        super().__init__(shard)
+        self.shard, self.path, self.keys = shard, path, keys
+
+
+def _bytes_of(value: Any) -> Optional[bytes]:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return None
+
+
+class KuraReader(DataSourceReader):
+    """Reads the version current when the query was planned: a partition
+    per shard, or per shard owning a key an equality or IN filter names."""
+
+    def __init__(self, options: Dict[str, str], schema: StructType) -> None:
+        self.dir = _path_of(options)
+        manifest = _current_manifest(self.dir)
+        if manifest is None:
+            raise FileNotFoundError(f"{self.dir} is no published directory with a version: it has no CURRENT")
+        self.key_column, self.value_column, self.key_is_string, self.value_is_string = _column_types(
+            schema, options.get("key_column", "key"), options.get("value_column", "value"), "reads"
+        )
+        self.names = [f.name for f in schema.fields]
+        self.params = _shard_params(manifest)
+        self.num_shards = int(manifest["num_shards"])
+        self.files = [os.path.join(manifest["_dir"], s["file"]) for s in manifest["shards"]]
+        self.ordered = manifest["class"] in _ORDERED_CLASSES and not any(
+            "comparator" in name for name in manifest.get("params", {})
+        )
+        self.batch_size = int(options.get("batch_size", 8192))
+        # The pushed filters, all of which every row read satisfies.
+        self.points: Optional[set] = None
+        self.lower: Optional[Tuple[bytes, bool]] = None  # (bound, inclusive)
+        self.upper: Optional[Tuple[bytes, bool]] = None
+        self.prefix: Optional[bytes] = None
+        self.pushed: List[str] = []
+
+    def _push(self, f: Filter) -> bool:
+        if tuple(a.lower() for a in getattr(f, "attribute", ())) != (self.key_column.lower(),):
+            return False
+        if isinstance(f, EqualTo):
+            key = _bytes_of(f.value)
+            if key is None:
+                return False
+            keys = {key}
+        elif isinstance(f, In):
+            keys = {_bytes_of(v) for v in f.value}
+            if None in keys:
+                return False
+        elif not self.ordered:
+            return False
+        elif isinstance(f, StringStartsWith):
+            prefix = _bytes_of(f.value)
+            if prefix is None:
+                return False
+            if self.prefix is None or prefix.startswith(self.prefix):
+                self.prefix = prefix
+            elif not self.prefix.startswith(prefix):
+                self.points = set()  # two prefixes no key has both of
+            self.pushed.append(repr(f))
+            return True
+        elif isinstance(f, (GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)):
+            bound = _bytes_of(f.value)
+            if bound is None:
+                return False
+            inclusive = isinstance(f, (GreaterThanOrEqual, LessThanOrEqual))
+            if isinstance(f, (GreaterThan, GreaterThanOrEqual)):
+                if self.lower is None or (bound, not inclusive) > (self.lower[0], not self.lower[1]):
+                    self.lower = (bound, inclusive)
+            elif self.upper is None or (bound, inclusive) < (self.upper[0], self.upper[1]):
+                self.upper = (bound, inclusive)
+            self.pushed.append(repr(f))
+            return True
+        else:
+            return False
+        self.points = keys if self.points is None else self.points & keys
+        self.pushed.append(repr(f))
+        return True
+
+    def _accepts(self, key: bytes) -> bool:
+        if self.points is not None and key not in self.points:
+            return False
+        if self.prefix is not None and not key.startswith(self.prefix):
+            return False
+        if self.lower is not None and (key < self.lower[0] or (key == self.lower[0] and not self.lower[1])):
+            return False
+        if self.upper is not None and (key > self.upper[0] or (key == self.upper[0] and not self.upper[1])):
+            return False
+        return True
+
+    def partitions(self) -> Sequence[InputPartition]:
+        if self.points is None:
+            return [KuraPartition(i, path) for i, path in enumerate(self.files)]
+        owned: Dict[int, List[bytes]] = defaultdict(list)
+        for key in sorted(k for k in self.points if self._accepts(k)):
+            owned[kuradb.shard_of(key, self.num_shards)].append(key)
+        if not owned:
+            return [KuraPartition(0, self.files[0], [])]
+        return [KuraPartition(shard, self.files[shard], keys) for shard, keys in sorted(owned.items())]
+
+    def read(self, partition: InputPartition) -> Iterator["pa.RecordBatch"]:
+        assert isinstance(partition, KuraPartition)
+        if partition.keys == []:
+            return
+        with kuradb.DBM(partition.path, False, **self.params) as db:
+            if partition.keys is not None:
+                found = db.get_multi(partition.keys)
+                pairs = [(k, found[k]) for k in partition.keys if k in found]
+                if pairs:
+                    yield self._batch(pairs)
+                return
+            batch: List[Tuple[bytes, bytes]] = []
+            for key, value in self._records(db):
+                if self._accepts(key):
+                    batch.append((key, value))
+                    if len(batch) >= self.batch_size:
+                        yield self._batch(batch)
+                        batch = []
+            if batch:
+                yield self._batch(batch)
+
+    def _records(self, db: Any) -> Iterator[Tuple[bytes, bytes]]:
+        """The shard's records, only those within the pushed range and
+        prefix (and a few past its end) for an ordered class."""
+        if not self.ordered or (self.lower is None and self.upper is None and self.prefix is None):
+            yield from db.items()
+            return
+        start = self.lower[0] if self.lower is not None else b""
+        if self.prefix is not None and self.prefix > start:
+            start = self.prefix
+        for key, value in db.range(start, None):
+            if self.upper is not None and key > self.upper[0]:
+                return
+            if self.prefix is not None and not key.startswith(self.prefix) and key > self.prefix:
+                return
+            yield key, value
+
+    def _batch(self, pairs: List[Tuple[bytes, bytes]]) -> "pa.RecordBatch":
+        keys = pa.array([k for k, _ in pairs], pa.binary())
+        values = pa.array([v for _, v in pairs], pa.binary())
+        if self.key_is_string:
+            keys = keys.cast(pa.string())
+        if self.value_is_string:
+            values = values.cast(pa.string())
+        columns = {self.key_column: keys, self.value_column: values}
+        return pa.RecordBatch.from_arrays([columns[n] for n in self.names], names=self.names)
+
+
+class KuraPushdownReader(KuraReader):
+    """The reader with filter pushdown: equality and IN on the key become
+    lookups on the shards owning the keys, prefix and range filters on an
+    ordered class read only that stretch of each shard."""
+
+    def pushFilters(self, filters: List[Filter]) -> Iterable[Filter]:
+        for f in filters:
+            if not self._push(f):
+                yield f
