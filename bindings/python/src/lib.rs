@@ -10,6 +10,7 @@
 
 #![deny(unsafe_code)]
 
+mod arrow;
 mod async_dbm;
 mod async_txn;
 mod compat;
@@ -41,6 +42,7 @@ fn _kuradb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     utility::register(m)?;
     update_log::register(m)?;
     published::register(m)?;
+    arrow::register(m)?;
     compat::register(m)?;
     txn::register(m)?;
     async_txn::register(m)?;

@@ -54,6 +54,7 @@ from ._kuradb import (
     PublishJob,
     __version__,
     shard_of,
+    shard_of_arrow,
     verify_published,
 )
 from ._mapping import DBM, transactional
@@ -91,6 +92,7 @@ __all__ = [
     "AsyncSnapshot",
     "transactional",
     "shard_of",
+    "shard_of_arrow",
     "PublishJob",
     "verify_published",
     "__version__",

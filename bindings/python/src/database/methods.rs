@@ -205,6 +205,19 @@ impl Database {
         multi::set_multi(self, py, records, overwrite, kwargs)
     }
 
+    /// Sets one record per row of `keys` and `values`, pyarrow arrays of
+    /// equal length (binary or string, no nulls), in one call with the GIL
+    /// released; answers the number of rows. Later rows win over earlier
+    /// ones with the same key.
+    fn set_arrow(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        crate::arrow::set_arrow(self, py, keys, values)
+    }
+
     /// Appends the value of each record of `records` (a mapping, or pairs)
     /// and of the keyword arguments to the record's value with `delim`
     /// between (or sets it, if there is no record), atomically.
