@@ -99,6 +99,8 @@ pub struct ExpiringDbm<D: Dbm> {
     clock: Arc<dyn Clock>,
     /// The highest time read so far: the clock is never taken below it.
     high_water: AtomicU64,
+    /// The high-water mark the marker holds.
+    saved_high_water: AtomicU64,
     /// The key the next sweep starts from (`None`: the beginning).
     sweep_from: Mutex<Option<Vec<u8>>>,
 }
@@ -164,8 +166,8 @@ impl<D: Dbm> ExpiringDbm<D> {
 
     /// Wraps `inner` with `clock` (a [`ManualClock`] for tests).
     pub fn with_clock(inner: D, clock: Arc<dyn Clock>) -> Result<ExpiringDbm<D>> {
-        let high_water = match inner.get(EXPIRY_MARKER)? {
-            Some(marker) => parse_marker(&marker)?,
+        let (high_water, new) = match inner.get(EXPIRY_MARKER)? {
+            Some(marker) => (parse_marker(&marker)?, false),
             None => {
                 if inner.count()? > 0 {
                     return Err(Error::new(
@@ -174,16 +176,19 @@ impl<D: Dbm> ExpiringDbm<D> {
                          an empty database only (export the records and import them into a new one)",
                     ));
                 }
-                0
+                (0, true)
             }
         };
         let db = ExpiringDbm {
             inner,
             clock,
             high_water: AtomicU64::new(high_water),
+            saved_high_water: AtomicU64::new(high_water),
             sweep_from: Mutex::new(None),
         };
-        db.save_marker()?;
+        if new {
+            db.save_marker()?;
+        }
         Ok(db)
     }
 
@@ -205,9 +210,25 @@ impl<D: Dbm> ExpiringDbm<D> {
     }
 
     fn save_marker(&self) -> Result<()> {
+        let high_water = self.high_water.load(Ordering::Acquire);
         let mut marker = MARKER_MAGIC.to_vec();
-        marker.extend_from_slice(&self.high_water.load(Ordering::Acquire).to_be_bytes());
-        self.inner.set(EXPIRY_MARKER, &marker)
+        marker.extend_from_slice(&high_water.to_be_bytes());
+        self.inner.set(EXPIRY_MARKER, &marker)?;
+        self.saved_high_water.fetch_max(high_water, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Keeps the high-water mark in the marker if it moved since it was
+    /// kept. A database opened read-only cannot keep it, and need not: its
+    /// writer keeps its own.
+    fn keep_high_water(&self) -> Result<()> {
+        if self.high_water.load(Ordering::Acquire) <= self.saved_high_water.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match self.save_marker() {
+            Err(e) if e.kind() == ErrorKind::ReadOnly => Ok(()),
+            other => other,
+        }
     }
 
     /// Stores `value` under `key`, expiring at `expiry` (milliseconds since
@@ -618,12 +639,12 @@ impl<D: Dbm> Dbm for ExpiringDbm<D> {
     }
 
     fn synchronize(&self, durability: Durability) -> Result<()> {
-        self.save_marker()?;
+        self.keep_high_water()?;
         self.inner.synchronize(durability)
     }
 
     fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
-        self.save_marker()?;
+        self.keep_high_water()?;
         self.inner.copy_file_data(dest, durability)
     }
 
@@ -655,7 +676,7 @@ impl<D: Dbm> Dbm for ExpiringDbm<D> {
     }
 
     fn close(self: Box<Self>) -> Result<()> {
-        let saved = if self.inner.path().is_some() { self.save_marker() } else { Ok(()) };
+        let saved = if self.inner.path().is_some() { self.keep_high_water() } else { Ok(()) };
         let ExpiringDbm { inner, .. } = *self;
         saved.and(Box::new(inner).close())
     }

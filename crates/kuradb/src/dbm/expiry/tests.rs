@@ -140,6 +140,15 @@ fn expiry_survives_reopening_and_a_clock_stepped_back_brings_nothing_back() {
     assert_eq!(db.ttl(b"b").unwrap(), Some(Some(secs(80))));
     assert!(ExpiringDbm::is_expiring(db.inner()).unwrap());
     Box::new(db).close().unwrap();
+    // A reader opens it, reads past the high-water mark, and closes: it
+    // cannot keep the mark, and need not.
+    clock.set(START + 200_000);
+    let reader =
+        ExpiringDbm::with_clock(TreeDbm::builder().open_read_only(&path).unwrap(), clock.clone()).unwrap();
+    assert_eq!(reader.get(b"b").unwrap(), None);
+    assert_eq!(reader.count().unwrap(), 0);
+    reader.synchronize(Durability::Soft).unwrap();
+    Box::new(reader).close().unwrap();
 }
 
 #[test]
