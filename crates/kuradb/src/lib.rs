@@ -56,6 +56,7 @@ pub use dbm::baby::{BabyDbm, BabyOptions};
 pub use dbm::cache::{CacheDbm, CacheOptions};
 pub use dbm::class::DbmClass;
 pub use dbm::comparator::KeyComparator;
+pub use dbm::expiry::ExpiringDbm;
 pub use dbm::hash::{HashDbm, HashOptions};
 pub use dbm::params::Params;
 pub use dbm::persistence::FlatLock;
@@ -87,3 +88,8 @@ mod transactions_guide {}
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/scaling.md")]
 mod scaling_guide {}
+
+/// The expiry guide's Rust snippet, compiled likewise.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/expiry.md")]
+mod expiry_guide {}

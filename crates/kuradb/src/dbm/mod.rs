@@ -31,6 +31,7 @@ pub mod cache;
 pub mod class;
 pub mod comparator;
 pub mod exchange;
+pub mod expiry;
 pub mod flat;
 pub mod flat_records;
 mod forward;
