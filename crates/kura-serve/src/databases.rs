@@ -62,6 +62,15 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
         };
         let class = DbmClass::from_name(name).map_err(in_spec)?;
         PolyDbm::open_class(class, None, access, &params.without("dbm")).map_err(in_spec)?
+    } else if !read_only && kuradb::dbm::published::is_published(Path::new(&path)) {
+        // The library's refusal speaks of PublishJob; a server's user needs the flag.
+        return Err(Error::new(
+            ErrorKind::ReadOnly,
+            format!(
+                "database {spec:?} is a published directory, whose versions are immutable: \
+                 serve it with --read_only"
+            ),
+        ));
     } else {
         PolyDbm::open(Path::new(&path), access, &params).map_err(in_spec)?
     };
