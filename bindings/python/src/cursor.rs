@@ -243,4 +243,91 @@ impl RecordIterator {
             Yield::Items => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])?.into_any(),
         }))
     }
+
+    /// Up to `max_records` records from where the iterator stands, as the
+    /// buffers of two Arrow binary columns: `(count, key_offsets, keys,
+    /// value_offsets, values)`, the offsets `count + 1` little-endian int32s;
+    /// `None` at the end. One call per batch rather than a Python object per
+    /// record, for building `pyarrow` arrays (`pa.Array.from_buffers`).
+    fn next_columns<'py>(
+        &self,
+        py: Python<'py>,
+        max_records: usize,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        if max_records == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err("max_records must be 1 or more"));
+        }
+        let bounds = &self.bounds;
+        let columns = with_cursor(py, &self.slot, |c| {
+            let mut columns = ArrowColumns::default();
+            while columns.count < max_records {
+                let Some((k, v)) = c.get()? else { break };
+                if bounds.passed(&k) || !columns.push(&k, &v)? {
+                    break;
+                }
+                if bounds.backward() {
+                    c.previous()?;
+                } else {
+                    c.next()?;
+                }
+            }
+            Ok(columns)
+        })?;
+        if columns.count == 0 {
+            return Ok(None);
+        }
+        let items: [Bound<'py, PyAny>; 5] = [
+            columns.count.into_pyobject(py)?.into_any(),
+            PyBytes::new(py, &columns.key_offsets).into_any(),
+            PyBytes::new(py, &columns.keys).into_any(),
+            PyBytes::new(py, &columns.value_offsets).into_any(),
+            PyBytes::new(py, &columns.values).into_any(),
+        ];
+        Ok(Some(PyTuple::new(py, items)?))
+    }
+}
+
+/// Records gathered as two Arrow binary columns (int32 offsets).
+struct ArrowColumns {
+    count: usize,
+    key_offsets: Vec<u8>,
+    keys: Vec<u8>,
+    value_offsets: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl Default for ArrowColumns {
+    fn default() -> ArrowColumns {
+        let zero = 0i32.to_le_bytes().to_vec();
+        ArrowColumns {
+            count: 0,
+            key_offsets: zero.clone(),
+            keys: Vec::new(),
+            value_offsets: zero,
+            values: Vec::new(),
+        }
+    }
+}
+
+impl ArrowColumns {
+    /// Adds a record; answers false, adding nothing, when a column would
+    /// pass what int32 offsets reach (the batch ends before it).
+    fn push(&mut self, key: &[u8], value: &[u8]) -> kuradb::Result<bool> {
+        let end = |column: &Vec<u8>, more: &[u8]| i32::try_from(column.len() + more.len()).ok();
+        let (Some(key_end), Some(value_end)) = (end(&self.keys, key), end(&self.values, value)) else {
+            if self.count == 0 {
+                return Err(kuradb::Error::new(
+                    kuradb::ErrorKind::InvalidArgument,
+                    "a record is larger than an Arrow binary column holds (2 GiB)",
+                ));
+            }
+            return Ok(false);
+        };
+        self.keys.extend_from_slice(key);
+        self.values.extend_from_slice(value);
+        self.key_offsets.extend_from_slice(&key_end.to_le_bytes());
+        self.value_offsets.extend_from_slice(&value_end.to_le_bytes());
+        self.count += 1;
+        Ok(true)
+    }
 }

@@ -45,3 +45,26 @@ def test_shard_of_arrow_routes_as_shard_of():
     assert kuradb.shard_of_arrow(sliced, 7).to_pylist() == [kuradb.shard_of(k, 7) for k in keys[5:15]]
     with pytest.raises(kuradb.InvalidArgumentError, match="number of shards"):
         kuradb.shard_of_arrow(pa.array([b"a"]), 0)
+
+
+def test_next_columns_gives_whole_batches_of_records_as_arrow_buffers(tmp_path):
+    with kuradb.DBM(tmp_path / "c.tkt", True) as db:
+        for i in range(25):
+            db[f"k{i:02d}"] = "v" * i
+        records = iter(db.items())
+        batches = []
+        while (columns := records.next_columns(10)) is not None:
+            count, key_offsets, keys, value_offsets, values = columns
+            key_array = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(key_offsets), pa.py_buffer(keys)])
+            value_array = pa.Array.from_buffers(
+                pa.binary(), count, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
+            )
+            batches.append(list(zip(key_array.to_pylist(), value_array.to_pylist())))
+        assert [len(b) for b in batches] == [10, 10, 5]
+        assert [pair for batch in batches for pair in batch] == list(db.items())
+        # A range's end bounds the batches too.
+        ranged = iter(db.range("k05", "k08"))
+        count, *_ = ranged.next_columns(100)
+        assert count == 3 and ranged.next_columns(100) is None
+        with pytest.raises(ValueError, match="max_records"):
+            iter(db.items()).next_columns(0)

@@ -523,6 +523,14 @@ class KuraReader(DataSourceReader):
                 if pairs:
                     yield self._batch(pairs)
                 return
+            if not self.ordered or (self.lower is None and self.upper is None and self.prefix is None):
+                # A whole shard: whole batches from Rust, no object per record.
+                records = iter(db.items())
+                while True:
+                    columns = records.next_columns(self.batch_size)
+                    if columns is None:
+                        return
+                    yield self._columns_batch(*columns)
             batch: List[Tuple[bytes, bytes]] = []
             for key, value in self._records(db):
                 if self._accepts(key):
@@ -549,9 +557,20 @@ class KuraReader(DataSourceReader):
                 return
             yield key, value
 
+    def _columns_batch(
+        self, count: int, key_offsets: bytes, keys: bytes, value_offsets: bytes, values: bytes
+    ) -> "pa.RecordBatch":
+        key_array = pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(key_offsets), pa.py_buffer(keys)])
+        value_array = pa.Array.from_buffers(
+            pa.binary(), count, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
+        )
+        return self._record_batch(key_array, value_array)
+
     def _batch(self, pairs: List[Tuple[bytes, bytes]]) -> "pa.RecordBatch":
         keys = pa.array([k for k, _ in pairs], pa.binary())
-        values = pa.array([v for _, v in pairs], pa.binary())
+        return self._record_batch(keys, pa.array([v for _, v in pairs], pa.binary()))
+
+    def _record_batch(self, keys: "pa.Array", values: "pa.Array") -> "pa.RecordBatch":
         if self.key_is_string:
             keys = keys.cast(pa.string())
         if self.value_is_string:
