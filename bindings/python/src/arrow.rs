@@ -177,13 +177,7 @@ pub fn shard_of_arrow<'py>(
     keys: &Bound<'py, PyAny>,
     num_shards: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let max = kuradb::dbm::shard::MAX_SHARDS;
-    let count = usize::try_from(num_shards).ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
-        crate::error::to_py(kuradb::Error::new(
-            kuradb::ErrorKind::InvalidArgument,
-            format!("the number of shards must be from 1 to {max}, not {num_shards}"),
-        ))
-    })?;
+    let count = crate::utility::shard_count(num_shards)?;
     let column = Column::of(keys, "key")?;
     let rows = column.rows();
     let ids: Vec<u8> = py.allow_threads(|| {

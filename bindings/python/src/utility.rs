@@ -24,14 +24,19 @@ pub fn secondary_hash(data: &[u8], num_shards: u64) -> u64 {
 #[pyfunction]
 pub fn shard_of(key: &Bound<'_, PyAny>, num_shards: i64) -> PyResult<usize> {
     let key = crate::convert::bytes_of(key, "key")?;
+    kuradb::dbm::shard::shard_of(&key, shard_count(num_shards)?).map_err(crate::error::to_py)
+}
+
+/// `num_shards` as given from Python, refused unless a shard set may have
+/// that many shards (1 to `MAX_SHARDS`).
+pub(crate) fn shard_count(num_shards: i64) -> PyResult<usize> {
     let max = kuradb::dbm::shard::MAX_SHARDS;
-    let count = usize::try_from(num_shards).ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+    usize::try_from(num_shards).ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
         crate::error::to_py(kuradb::Error::new(
             kuradb::ErrorKind::InvalidArgument,
             format!("the number of shards must be from 1 to {max}, not {num_shards}"),
         ))
-    })?;
-    kuradb::dbm::shard::shard_of(&key, count).map_err(crate::error::to_py)
+    })
 }
 
 /// The Levenshtein distance of two strings, in characters.

@@ -342,14 +342,9 @@ impl<D: Dbm> TransactionalDbm<D> {
         Ok((index.id, keys.into_iter().collect()))
     }
 
-    /// The attached indexes, for a commit to update (empty, without
-    /// allocating, when there are none).
+    /// The attached indexes, for a commit to update.
     pub(super) fn attached_indexes(&self) -> Vec<Arc<AttachedIndex>> {
-        let indexes = self.indexes.read();
-        if indexes.is_empty() {
-            return Vec::new();
-        }
-        indexes.clone()
+        self.indexes.read().clone()
     }
 
     /// Empties every attached index (the database was cleared).

@@ -616,13 +616,9 @@ impl<D: Dbm> TransactionalDbm<D> {
             let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
             self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, _| seen(i, befores[i].as_deref()))
         });
-        if outcome.is_ok() {
-            apply_deltas(deltas);
-        } else {
-            drop(deltas);
-        }
-        if outcome.is_err() {
-            self.failed.store(true, Ordering::Release);
+        match &outcome {
+            Ok(()) => apply_deltas(deltas),
+            Err(_) => self.failed.store(true, Ordering::Release),
         }
         {
             let mut pending = self.pending.lock();
