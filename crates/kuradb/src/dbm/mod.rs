@@ -767,3 +767,20 @@ impl Dbm for Box<dyn Dbm> {
     }
     forward_dbm!(|this| (**this));
 }
+
+/// A borrowed database is a database, so a wrapper generic over [`Dbm`]
+/// (as [`expiry::ExpiringDbm`] is) can be laid over a database for one
+/// request and dropped after it. Closing the borrow closes nothing: the
+/// database's owner closes it.
+impl<T: Dbm + ?Sized> Dbm for &T {
+    fn path(&self) -> Option<&Path> {
+        (**self).path()
+    }
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        (**self).rebuild_with_params(params)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+    forward_dbm!(|this| (**this));
+}

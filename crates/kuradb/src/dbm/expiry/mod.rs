@@ -96,6 +96,15 @@ pub struct SweepReport {
 /// A database whose records may expire: see the [module](self).
 pub struct ExpiringDbm<D: Dbm> {
     inner: D,
+    state: Arc<ExpiryState>,
+}
+
+/// What an expiry layer keeps beside its database: the clock, the highest
+/// time read so far, and where the sweep stopped. Every view of one
+/// database shares one (see [`ExpiringDbm::with_state`]), so that a front
+/// end that wraps each request's view of a database (a transaction's, say)
+/// keeps one clock for all of them.
+pub struct ExpiryState {
     clock: Arc<dyn Clock>,
     /// The highest time read so far: the clock is never taken below it.
     high_water: AtomicU64,
@@ -103,6 +112,74 @@ pub struct ExpiringDbm<D: Dbm> {
     saved_high_water: AtomicU64,
     /// The key the next sweep starts from (`None`: the beginning).
     sweep_from: Mutex<Option<Vec<u8>>>,
+}
+
+impl ExpiryState {
+    /// The state of `db`, read from its marker; a database without the
+    /// marker gets it if it is empty, and one holding records written
+    /// without the expiry layer is refused (their values have no tag).
+    pub fn open(db: &dyn Dbm, clock: Arc<dyn Clock>) -> Result<Arc<ExpiryState>> {
+        if let Some(state) = ExpiryState::existing(db, Arc::clone(&clock))? {
+            return Ok(state);
+        }
+        if db.count()? > 0 {
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "the database holds records written without expiry: expiry can be turned on for an empty \
+                 database only (export the records and import them into a new one)",
+            ));
+        }
+        let state = ExpiryState::new(0, clock);
+        state.save_marker(db)?;
+        Ok(state)
+    }
+
+    /// The state of `db` if it holds the marker (it is a database with
+    /// expiry), else `None`.
+    pub fn existing(db: &dyn Dbm, clock: Arc<dyn Clock>) -> Result<Option<Arc<ExpiryState>>> {
+        match db.get(EXPIRY_MARKER)? {
+            Some(marker) => Ok(Some(ExpiryState::new(parse_marker(&marker)?, clock))),
+            None => Ok(None),
+        }
+    }
+
+    fn new(high_water: u64, clock: Arc<dyn Clock>) -> Arc<ExpiryState> {
+        Arc::new(ExpiryState {
+            clock,
+            high_water: AtomicU64::new(high_water),
+            saved_high_water: AtomicU64::new(high_water),
+            sweep_from: Mutex::new(None),
+        })
+    }
+
+    /// The time now, in milliseconds since the Unix epoch: the clock's, or
+    /// the highest seen before if the clock went back.
+    pub fn now_ms(&self) -> u64 {
+        let now = self.clock.now_ms();
+        self.high_water.fetch_max(now, Ordering::AcqRel).max(now)
+    }
+
+    fn save_marker(&self, db: &dyn Dbm) -> Result<()> {
+        let high_water = self.high_water.load(Ordering::Acquire);
+        let mut marker = MARKER_MAGIC.to_vec();
+        marker.extend_from_slice(&high_water.to_be_bytes());
+        db.set(EXPIRY_MARKER, &marker)?;
+        self.saved_high_water.fetch_max(high_water, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Keeps the high-water mark in the marker of `db` if it moved since it
+    /// was kept. A database opened read-only cannot keep it, and need not:
+    /// its writer keeps its own.
+    pub fn keep_high_water(&self, db: &dyn Dbm) -> Result<()> {
+        if self.high_water.load(Ordering::Acquire) <= self.saved_high_water.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match self.save_marker(db) {
+            Err(e) if e.kind() == ErrorKind::ReadOnly => Ok(()),
+            other => other,
+        }
+    }
 }
 
 /// A stored value taken apart: the expiry time (`None`: never) and the value.
@@ -166,30 +243,15 @@ impl<D: Dbm> ExpiringDbm<D> {
 
     /// Wraps `inner` with `clock` (a [`ManualClock`] for tests).
     pub fn with_clock(inner: D, clock: Arc<dyn Clock>) -> Result<ExpiringDbm<D>> {
-        let (high_water, new) = match inner.get(EXPIRY_MARKER)? {
-            Some(marker) => (parse_marker(&marker)?, false),
-            None => {
-                if inner.count()? > 0 {
-                    return Err(Error::new(
-                        ErrorKind::Infeasible,
-                        "the database holds records written without expiry: expiry can be turned on for \
-                         an empty database only (export the records and import them into a new one)",
-                    ));
-                }
-                (0, true)
-            }
-        };
-        let db = ExpiringDbm {
-            inner,
-            clock,
-            high_water: AtomicU64::new(high_water),
-            saved_high_water: AtomicU64::new(high_water),
-            sweep_from: Mutex::new(None),
-        };
-        if new {
-            db.save_marker()?;
-        }
-        Ok(db)
+        let state = ExpiryState::open(&inner, clock)?;
+        Ok(ExpiringDbm { inner, state })
+    }
+
+    /// Wraps `inner`, a database with expiry whose state was read before
+    /// (by [`ExpiryState::open`] or [`ExpiryState::existing`]): for a view of
+    /// the database made anew for each request, such as a transaction's.
+    pub fn with_state(inner: D, state: Arc<ExpiryState>) -> ExpiringDbm<D> {
+        ExpiringDbm { inner, state }
     }
 
     /// Whether `inner` is a database with expiry (it holds the marker).
@@ -202,125 +264,32 @@ impl<D: Dbm> ExpiringDbm<D> {
         &self.inner
     }
 
-    /// The time now, in milliseconds since the Unix epoch: the clock's, or
-    /// the highest seen before if the clock went back.
-    pub fn now_ms(&self) -> u64 {
-        let now = self.clock.now_ms();
-        self.high_water.fetch_max(now, Ordering::AcqRel).max(now)
+    /// The database wrapped and the layer's state, taken apart (the
+    /// high-water mark not kept: see [`ExpiryState::keep_high_water`]).
+    pub fn into_parts(self) -> (D, Arc<ExpiryState>) {
+        (self.inner, self.state)
+    }
+
+    /// The layer's state.
+    pub fn state(&self) -> &Arc<ExpiryState> {
+        &self.state
     }
 
     fn save_marker(&self) -> Result<()> {
-        let high_water = self.high_water.load(Ordering::Acquire);
-        let mut marker = MARKER_MAGIC.to_vec();
-        marker.extend_from_slice(&high_water.to_be_bytes());
-        self.inner.set(EXPIRY_MARKER, &marker)?;
-        self.saved_high_water.fetch_max(high_water, Ordering::AcqRel);
-        Ok(())
+        self.state.save_marker(&self.inner)
     }
 
-    /// Keeps the high-water mark in the marker if it moved since it was
-    /// kept. A database opened read-only cannot keep it, and need not: its
-    /// writer keeps its own.
     fn keep_high_water(&self) -> Result<()> {
-        if self.high_water.load(Ordering::Acquire) <= self.saved_high_water.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        match self.save_marker() {
-            Err(e) if e.kind() == ErrorKind::ReadOnly => Ok(()),
-            other => other,
-        }
+        self.state.keep_high_water(&self.inner)
     }
 
-    /// Stores `value` under `key`, expiring at `expiry` (milliseconds since
-    /// the Unix epoch; `None`: never). A time already past removes the record.
-    pub fn set_expiring(&self, key: &[u8], value: &[u8], expiry: Option<u64>) -> Result<()> {
-        if key == EXPIRY_MARKER {
-            return Err(reserved());
-        }
-        if is_expired(expiry, self.now_ms()) {
-            self.inner.remove(key)?;
-            return Ok(());
-        }
-        self.inner.set(key, &encode(value, expiry))
+    /// The time now, in milliseconds since the Unix epoch: the clock's, or
+    /// the highest seen before if the clock went back.
+    pub fn now_ms(&self) -> u64 {
+        self.state.now_ms()
     }
 
-    /// Stores `value` under `key`, expiring `ttl` from now.
-    pub fn set_with_ttl(&self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
-        self.set_expiring(key, value, Some(self.now_ms().saturating_add(millis(ttl))))
-    }
-
-    /// The value of `key` and its expiry time (`None`: never), or `None`
-    /// when absent or expired.
-    pub fn get_expiring(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Option<u64>)>> {
-        let mut found = None;
-        self.process_expiring(key, Access::ReadOnly, &mut |record| {
-            found = record.map(|(value, expiry)| (value.to_vec(), expiry));
-            None
-        })?;
-        Ok(found)
-    }
-
-    /// The expiry time of `key`: `None` when absent (or expired),
-    /// `Some(None)` when it never expires.
-    pub fn expiry(&self, key: &[u8]) -> Result<Option<Option<u64>>> {
-        Ok(self.get_expiring(key)?.map(|(_, expiry)| expiry))
-    }
-
-    /// The time `key` has left: `None` when absent (or expired),
-    /// `Some(None)` when it never expires.
-    pub fn ttl(&self, key: &[u8]) -> Result<Option<Option<Duration>>> {
-        let now = self.now_ms();
-        Ok(self.expiry(key)?.map(|expiry| expiry.map(|at| Duration::from_millis(at.saturating_sub(now)))))
-    }
-
-    /// Sets the expiry time of `key` (`None`: never); a time already past
-    /// removes it. Answers whether the record was there.
-    pub fn expire_at(&self, key: &[u8], expiry: Option<u64>) -> Result<bool> {
-        self.update_expiry(key, |_| Some(expiry))
-    }
-
-    /// Makes `key` expire `ttl` from now; answers whether it was there.
-    pub fn expire_after(&self, key: &[u8], ttl: Duration) -> Result<bool> {
-        let at = self.now_ms().saturating_add(millis(ttl));
-        self.expire_at(key, Some(at))
-    }
-
-    /// Makes `key` never expire; answers whether it had an expiry time.
-    pub fn persist(&self, key: &[u8]) -> Result<bool> {
-        let mut had = false;
-        self.update_expiry(key, |expiry| {
-            had = expiry.is_some();
-            had.then_some(None)
-        })?;
-        Ok(had)
-    }
-
-    /// Shows `f` the expiry time of `key` (if present and live) and sets the
-    /// one it answers (`Some(None)`: never; `None`: no change), atomically;
-    /// the building block of conditional expiries (Redis's `NX`, `XX`, `GT`,
-    /// `LT`). Answers whether the record was there.
-    pub fn update_expiry(
-        &self,
-        key: &[u8],
-        f: impl FnOnce(Option<u64>) -> Option<Option<u64>>,
-    ) -> Result<bool> {
-        let now = self.now_ms();
-        let mut f = Some(f);
-        let mut present = false;
-        self.process_expiring(key, Access::ReadWrite, &mut |record| {
-            let (_, expiry) = record?;
-            present = true;
-            let next = (f.take().expect("called once"))(expiry)?;
-            if is_expired(next, now) {
-                return Some(ExpiringAction::Remove);
-            }
-            Some(ExpiringAction::Expiry(next))
-        })?;
-        Ok(present)
-    }
-
-    /// Shows `f` the live record of `key` (its value and expiry time) and
-    /// carries out its answer (`None`: keep), under the record's lock.
+    /// [`Expiry::process_expiring`], for callers without the trait in scope.
     pub fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> Result<()> {
         if key == EXPIRY_MARKER {
             return match access {
@@ -359,11 +328,32 @@ impl<D: Dbm> ExpiringDbm<D> {
     /// removes the expired ones among them (each only if it is still
     /// expired, so a record rewritten meanwhile stays).
     pub fn sweep(&self, max_records: usize) -> Result<SweepReport> {
+        self.sweep_with(max_records, &mut |key, now| {
+            let mut removed = false;
+            self.inner.process(key, Access::ReadWrite, &mut |stored| match stored.map(decode) {
+                Some(Ok((expiry, _))) if is_expired(expiry, now) => {
+                    removed = true;
+                    Action::Remove
+                }
+                _ => Action::Keep,
+            })?;
+            Ok(removed)
+        })
+    }
+
+    /// [`ExpiringDbm::sweep`], removing each expired record it found with
+    /// `remove(key, now)`, which removes it only if it is still expired and
+    /// answers whether it did.
+    pub(crate) fn sweep_with(
+        &self,
+        max_records: usize,
+        remove: &mut dyn FnMut(&[u8], u64) -> Result<bool>,
+    ) -> Result<SweepReport> {
         let now = self.now_ms();
         let mut report = SweepReport::default();
         let mut expired = Vec::new();
         {
-            let mut from = self.sweep_from.lock();
+            let mut from = self.state.sweep_from.lock();
             let mut cursor = self.inner.iter()?;
             match from.take() {
                 // An unordered database jumps only to a key it holds: when
@@ -394,17 +384,125 @@ impl<D: Dbm> ExpiringDbm<D> {
             }
         }
         for key in expired {
-            let mut removed = false;
-            self.inner.process(&key, Access::ReadWrite, &mut |stored| match stored.map(decode) {
-                Some(Ok((expiry, _))) if is_expired(expiry, now) => {
-                    removed = true;
-                    Action::Remove
-                }
-                _ => Action::Keep,
-            })?;
-            report.removed += usize::from(removed);
+            report.removed += usize::from(remove(&key, now)?);
         }
         Ok(report)
+    }
+}
+
+/// The calls of a database with expiry, built on two: the time now and
+/// [`process_expiring`](Expiry::process_expiring). [`ExpiringDbm`] has
+/// them, and so has a [`TransactionalDbm`](crate::dbm::txn::TransactionalDbm)
+/// over a [`PolyDbm`](crate::dbm::poly::PolyDbm) opened with expiry, whose
+/// changes of expiry are tracked as its plain writes are.
+pub trait Expiry {
+    /// The time now, in milliseconds since the Unix epoch, never below a
+    /// time read before.
+    fn now_ms(&self) -> u64;
+
+    /// Shows `f` the live record of `key` (its value and expiry time) and
+    /// carries out its answer (`None`: keep), under the record's lock.
+    fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> Result<()>;
+
+    /// Removes up to `max_records` records' worth of expired records (see
+    /// [`ExpiringDbm::sweep`]).
+    fn sweep(&self, max_records: usize) -> Result<SweepReport>;
+
+    /// Stores `value` under `key`, expiring at `expiry` (milliseconds since
+    /// the Unix epoch; `None`: never). A time already past removes the record.
+    fn set_expiring(&self, key: &[u8], value: &[u8], expiry: Option<u64>) -> Result<()> {
+        let action = if is_expired(expiry, self.now_ms()) {
+            ExpiringAction::Remove
+        } else {
+            ExpiringAction::Set(value.to_vec(), expiry)
+        };
+        let mut action = Some(action);
+        self.process_expiring(key, Access::ReadWrite, &mut |_| action.take())
+    }
+
+    /// Stores `value` under `key`, expiring `ttl` from now.
+    fn set_with_ttl(&self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
+        self.set_expiring(key, value, Some(self.now_ms().saturating_add(millis(ttl))))
+    }
+
+    /// The value of `key` and its expiry time (`None`: never), or `None`
+    /// when absent or expired.
+    fn get_expiring(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        let mut found = None;
+        self.process_expiring(key, Access::ReadOnly, &mut |record| {
+            found = record.map(|(value, expiry)| (value.to_vec(), expiry));
+            None
+        })?;
+        Ok(found)
+    }
+
+    /// The expiry time of `key`: `None` when absent (or expired),
+    /// `Some(None)` when it never expires.
+    fn expiry(&self, key: &[u8]) -> Result<Option<Option<u64>>> {
+        Ok(self.get_expiring(key)?.map(|(_, expiry)| expiry))
+    }
+
+    /// The time `key` has left: `None` when absent (or expired),
+    /// `Some(None)` when it never expires.
+    fn ttl(&self, key: &[u8]) -> Result<Option<Option<Duration>>> {
+        let now = self.now_ms();
+        Ok(self.expiry(key)?.map(|expiry| expiry.map(|at| Duration::from_millis(at.saturating_sub(now)))))
+    }
+
+    /// Sets the expiry time of `key` (`None`: never); a time already past
+    /// removes it. Answers whether the record was there.
+    fn expire_at(&self, key: &[u8], expiry: Option<u64>) -> Result<bool> {
+        self.update_expiry(key, |_| Some(expiry))
+    }
+
+    /// Makes `key` expire `ttl` from now; answers whether it was there.
+    fn expire_after(&self, key: &[u8], ttl: Duration) -> Result<bool> {
+        let at = self.now_ms().saturating_add(millis(ttl));
+        self.expire_at(key, Some(at))
+    }
+
+    /// Makes `key` never expire; answers whether it had an expiry time.
+    fn persist(&self, key: &[u8]) -> Result<bool> {
+        let mut had = false;
+        self.update_expiry(key, |expiry| {
+            had = expiry.is_some();
+            had.then_some(None)
+        })?;
+        Ok(had)
+    }
+
+    /// Shows `f` the expiry time of `key` (if present and live) and sets the
+    /// one it answers (`Some(None)`: never; `None`: no change), atomically;
+    /// the building block of conditional expiries (Redis's `NX`, `XX`, `GT`,
+    /// `LT`). Answers whether the record was there.
+    fn update_expiry(&self, key: &[u8], f: impl FnOnce(Option<u64>) -> Option<Option<u64>>) -> Result<bool> {
+        let now = self.now_ms();
+        let mut f = Some(f);
+        let mut present = false;
+        self.process_expiring(key, Access::ReadWrite, &mut |record| {
+            let (_, expiry) = record?;
+            present = true;
+            let next = (f.take().expect("called once"))(expiry)?;
+            if is_expired(next, now) {
+                return Some(ExpiringAction::Remove);
+            }
+            Some(ExpiringAction::Expiry(next))
+        })?;
+        Ok(present)
+    }
+}
+
+impl<D: Dbm> Expiry for ExpiringDbm<D> {
+    fn now_ms(&self) -> u64 {
+        self.state.now_ms()
+    }
+
+    fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> Result<()> {
+        ExpiringDbm::process_expiring(self, key, access, f)
+    }
+
+    fn sweep(&self, max_records: usize) -> Result<SweepReport> {
+        ExpiringDbm::sweep(self, max_records)
     }
 }
 
@@ -450,50 +548,59 @@ pub struct Sweeper {
 /// so no burst of removals is larger than that.
 const SWEEP_TICK: Duration = Duration::from_millis(100);
 
-impl<D: Dbm + 'static> ExpiringDbm<D> {
+/// Starts a thread that removes the expired records of `db` (see
+/// [`ExpiringDbm::start_sweeper`]; `sweep` is its [`Expiry::sweep`]).
+pub fn start_sweeper<T: Expiry + Send + Sync + 'static>(
+    db: &Arc<T>,
+    records_per_second: usize,
+) -> Result<Sweeper> {
+    if records_per_second == 0 {
+        return Err(Error::new(ErrorKind::InvalidArgument, "a sweeper needs records_per_second above 0"));
+    }
+    let per_tick = records_per_second.div_ceil(10);
+    let db: Weak<T> = Arc::downgrade(db);
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let removed = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicBool::new(false));
+    let (thread_stop, thread_removed, thread_failed) =
+        (Arc::clone(&stop), Arc::clone(&removed), Arc::clone(&failed));
+    let thread = std::thread::Builder::new()
+        .name("kuradb-sweeper".into())
+        .spawn(move || loop {
+            {
+                let mut stopped = thread_stop.0.lock();
+                if !*stopped {
+                    thread_stop.1.wait_for(&mut stopped, SWEEP_TICK);
+                }
+                if *stopped {
+                    return Ok(());
+                }
+            }
+            let Some(db) = db.upgrade() else {
+                return Ok(());
+            };
+            match db.sweep(per_tick) {
+                Ok(report) => {
+                    thread_removed.fetch_add(report.removed as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    thread_failed.store(true, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        })
+        .map_err(|e| Error::new(ErrorKind::System, format!("cannot start the sweeper thread: {e}")))?;
+    Ok(Sweeper { stop, thread: Some(thread), removed, failed })
+}
+
+impl<D: Dbm + Send + Sync + 'static> ExpiringDbm<D> {
     /// Starts a thread that removes expired records, looking at no more than
     /// `records_per_second` records a second (in ten slices a second), so
     /// that a mass of records expiring at once costs writers a bounded share
     /// of the database. The thread ends when the sweeper is dropped or the
     /// database is.
     pub fn start_sweeper(self: &Arc<Self>, records_per_second: usize) -> Result<Sweeper> {
-        if records_per_second == 0 {
-            return Err(Error::new(ErrorKind::InvalidArgument, "a sweeper needs records_per_second above 0"));
-        }
-        let per_tick = records_per_second.div_ceil(10);
-        let db: Weak<Self> = Arc::downgrade(self);
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let removed = Arc::new(AtomicU64::new(0));
-        let failed = Arc::new(AtomicBool::new(false));
-        let (thread_stop, thread_removed, thread_failed) =
-            (Arc::clone(&stop), Arc::clone(&removed), Arc::clone(&failed));
-        let thread = std::thread::Builder::new()
-            .name("kuradb-sweeper".into())
-            .spawn(move || loop {
-                {
-                    let mut stopped = thread_stop.0.lock();
-                    if !*stopped {
-                        thread_stop.1.wait_for(&mut stopped, SWEEP_TICK);
-                    }
-                    if *stopped {
-                        return Ok(());
-                    }
-                }
-                let Some(db) = db.upgrade() else {
-                    return Ok(());
-                };
-                match db.sweep(per_tick) {
-                    Ok(report) => {
-                        thread_removed.fetch_add(report.removed as u64, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        thread_failed.store(true, Ordering::Release);
-                        return Err(e);
-                    }
-                }
-            })
-            .map_err(|e| Error::new(ErrorKind::System, format!("cannot start the sweeper thread: {e}")))?;
-        Ok(Sweeper { stop, thread: Some(thread), removed, failed })
+        start_sweeper(self, records_per_second)
     }
 }
 
@@ -683,7 +790,10 @@ impl<D: Dbm> Dbm for ExpiringDbm<D> {
 
     /// Replaces the record and its expiry (the record never expires after).
     fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.set_expiring(key, value, None)
+        if key == EXPIRY_MARKER {
+            return Err(reserved());
+        }
+        self.inner.set(key, &encode(value, None))
     }
 
     /// Replaces the records and their expiries.
@@ -739,7 +849,7 @@ impl<D: Dbm> Dbm for ExpiringDbm<D> {
 impl<D: Dbm> ExpiringDbm<D> {
     /// Sweeps the whole database once, from the beginning.
     fn sweep_all(&self) -> Result<()> {
-        *self.sweep_from.lock() = None;
+        *self.state.sweep_from.lock() = None;
         self.sweep(usize::MAX).map(drop)
     }
 }

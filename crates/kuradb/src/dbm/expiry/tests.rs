@@ -216,6 +216,115 @@ fn a_committed_batch_replaces_expiries() {
     assert_eq!(db.get(b"b").unwrap(), Some(b"3".to_vec()));
 }
 
+#[test]
+fn poly_dbm_opens_a_database_with_expiry_with_its_layer() {
+    use crate::dbm::poly::{Params, PolyDbm};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.kt");
+    let with = Params::parse("expiry=true").unwrap();
+    let db = PolyDbm::open(&path, Access::ReadWrite, &with).unwrap();
+    let layer = db.expiring().expect("the layer");
+    layer.set_with_ttl(b"a", b"1", secs(60)).unwrap();
+    db.set(b"b", b"2").unwrap();
+    assert_eq!((db.count().unwrap(), db.class().name()), (2, "tree"));
+    db.close().unwrap();
+    // Reopened without the parameter: found by its marker.
+    let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
+    assert!(db.expiring().unwrap().ttl(b"a").unwrap().unwrap().unwrap() > secs(50));
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+    let err = PolyDbm::open(&path, Access::ReadOnly, &Params::parse("expiry=false").unwrap()).err().unwrap();
+    assert!(err.message().contains("expiry=false refuses it"), "{err}");
+    // Its stored form: the values tagged, the marker among them.
+    let (stored, state) =
+        PolyDbm::open(&path, Access::ReadWrite, &Params::new()).unwrap().into_stored().unwrap();
+    assert!(state.is_some() && stored.expiring().is_none());
+    assert_eq!(stored.get(b"b").unwrap(), Some(b"\x002".to_vec()));
+    assert_eq!(stored.count().unwrap(), 3);
+    stored.close().unwrap();
+    // A plain database with records is refused, naming why.
+    let plain = dir.path().join("plain.kh");
+    let db = PolyDbm::open(&plain, Access::ReadWrite, &Params::new()).unwrap();
+    db.set(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let err = PolyDbm::open(&plain, Access::ReadWrite, &with).err().unwrap();
+    assert!(err.message().contains("written without expiry"), "{err}");
+    let err =
+        PolyDbm::open(&plain, Access::ReadWrite, &Params::parse("expiry=maybe").unwrap()).err().unwrap();
+    assert!(err.message().contains("expiry must be true or false"), "{err}");
+}
+
+#[test]
+fn a_layer_over_each_view_shares_one_state() {
+    let clock = Arc::new(ManualClock::new(START));
+    let base = StdTreeDbm::new(&Default::default());
+    let state = ExpiryState::open(&base, clock.clone()).unwrap();
+    let view: &dyn Dbm = &base;
+    ExpiringDbm::with_state(view, Arc::clone(&state)).set_with_ttl(b"k", b"v", secs(5)).unwrap();
+    clock.advance(secs(6));
+    assert_eq!(ExpiringDbm::with_state(view, Arc::clone(&state)).get(b"k").unwrap(), None);
+    // The clock stepped back: the state remembers the time it read.
+    clock.set(START);
+    assert_eq!(ExpiringDbm::with_state(view, Arc::clone(&state)).get(b"k").unwrap(), None);
+    assert_eq!(state.now_ms(), START + 6000);
+}
+
+#[test]
+fn expiry_under_transactions_is_tracked_as_a_plain_write() {
+    use crate::dbm::poly::{Params, PolyDbm};
+    use crate::dbm::txn::{CommitDurability, TransactionOptions, TransactionalDbm};
+    let dir = tempfile::tempdir().unwrap();
+    let db =
+        PolyDbm::open(dir.path().join("t.kh"), Access::ReadWrite, &Params::parse("expiry=true").unwrap())
+            .unwrap();
+    let db = TransactionalDbm::open(db, TransactionOptions::default()).unwrap();
+    db.set(b"a", b"1").unwrap();
+    let snapshot = db.snapshot().unwrap();
+    db.set_with_ttl(b"a", b"2", secs(60)).unwrap();
+    assert_eq!(snapshot.get(b"a").unwrap(), Some(b"1".to_vec()), "the view keeps what the write replaced");
+    assert_eq!(db.get(b"a").unwrap(), Some(b"2".to_vec()));
+    assert!(db.ttl(b"a").unwrap().unwrap().is_some());
+    assert!(db.persist(b"a").unwrap());
+    assert_eq!(db.ttl(b"a").unwrap(), Some(None));
+    drop(snapshot);
+    // A transaction's set replaces the record and its expiry, as SET does.
+    db.expire_after(b"a", secs(60)).unwrap();
+    let mut tx = db.begin(CommitDurability::Memory);
+    tx.set(b"a", b"3");
+    tx.commit().unwrap();
+    assert_eq!(db.ttl(b"a").unwrap(), Some(None));
+    // A time already past removes the record.
+    db.expire_at(b"a", Some(1)).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    // The sweep's removals are plain writes too; a sweeper runs over the wrapper.
+    db.set_with_ttl(b"short", b"x", Duration::from_millis(1)).unwrap();
+    db.set(b"kept", b"y").unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let snapshot = db.snapshot().unwrap();
+    let report = db.sweep(100).unwrap();
+    assert_eq!((report.removed, snapshot.get(b"short").unwrap()), (1, None));
+    drop(snapshot);
+    let db = Arc::new(db);
+    db.set_with_ttl(b"short", b"x", Duration::from_millis(1)).unwrap();
+    let sweeper = super::start_sweeper(&db, 1000).unwrap();
+    let deadline = std::time::Instant::now() + secs(10);
+    while sweeper.removed() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sweeper.removed(), 1);
+    sweeper.stop().unwrap();
+    let db = Arc::try_unwrap(db).ok().unwrap();
+    assert_eq!(db.inner().expiring().unwrap().inner().count().unwrap(), 2, "kept and the marker");
+    db.close().unwrap();
+    let plain = TransactionalDbm::open(
+        PolyDbm::open("", Access::ReadWrite, &Params::new()).unwrap(),
+        TransactionOptions::default(),
+    )
+    .unwrap();
+    let err = plain.set_with_ttl(b"k", b"v", secs(1)).unwrap_err();
+    assert!(err.message().contains("the database has no expiry"), "{err}");
+}
+
 /// One step of the model test.
 #[derive(Clone, Debug)]
 enum Op {

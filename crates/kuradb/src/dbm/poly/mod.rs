@@ -35,6 +35,13 @@
 //! `ulog_prefix` (with `ulog_max_file_size`, `ulog_server_id`,
 //! `ulog_dbm_index`) makes a writer log every change into update-log files
 //! at that prefix (see [`crate::ulog`]).
+//!
+//! A database with expiry (one holding the [expiry layer's
+//! marker](super::expiry::EXPIRY_MARKER)) opens with that layer, an
+//! [`ExpiringDbm`] over the database, whatever the parameters say, so every
+//! read hides expired records and shows values without their expiry tag.
+//! `expiry=true` turns expiry on for a new (empty) database; `expiry=false`
+//! refuses a database with expiry, for a program that must not meet one.
 
 mod single;
 
@@ -46,10 +53,12 @@ pub use super::params::Params;
 pub use single::SingleDbm;
 
 use super::comparator::KeyComparator;
+use super::expiry::{ExpiringDbm, ExpiryState, SystemClock};
+use super::params::parse_flag;
 use super::shard::ShardDbm;
 use super::Dbm;
 use crate::dbm::Access;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::ulog::UpdateLogger;
 
 /// Whatever database a path names: one database of any class, or a set of
@@ -103,6 +112,9 @@ pub enum PolyDbm {
     One(SingleDbm),
     /// A set of shard files.
     Shards(ShardDbm),
+    /// A database with expiry: one or a set of shards, under the expiry
+    /// layer (see [`PolyDbm::expiring`]).
+    Expiring(Box<ExpiringDbm<PolyDbm>>),
 }
 
 crate::dbm::builder::params_builder!(PolyDbm);
@@ -129,13 +141,73 @@ impl PolyDbm {
     /// ```
     pub fn open(path: impl AsRef<Path>, access: Access, params: &Params) -> Result<PolyDbm> {
         let path = path.as_ref();
-        if super::published::is_published(path) {
-            return Ok(PolyDbm::Shards(super::published::open(path, access, params)?));
+        let (expiry, params) = PolyDbm::take_expiry(params)?;
+        let params = &params;
+        let db = if super::published::is_published(path) {
+            PolyDbm::Shards(super::published::open(path, access, params)?)
+        } else if PolyDbm::names_shards(path, params)? {
+            PolyDbm::Shards(ShardDbm::open(path, access, params)?)
+        } else {
+            PolyDbm::One(SingleDbm::open(path, access, params)?)
+        };
+        db.with_expiry(expiry)
+    }
+
+    /// The `expiry` parameter (`None`: not given) and the others.
+    fn take_expiry(params: &Params) -> Result<(Option<bool>, Params)> {
+        match params.get("expiry") {
+            None => Ok((None, params.clone())),
+            Some(value) => Ok((Some(parse_flag("expiry", value)?), params.without("expiry"))),
         }
-        if PolyDbm::names_shards(path, params)? {
-            return Ok(PolyDbm::Shards(ShardDbm::open(path, access, params)?));
+    }
+
+    /// The database under the expiry layer if it has expiry or `wanted`
+    /// asks for it (see the module's documentation).
+    fn with_expiry(self, wanted: Option<bool>) -> Result<PolyDbm> {
+        let state = match (ExpiryState::existing(&self, Arc::new(SystemClock)), wanted) {
+            (Err(e), _) => Err(e),
+            (Ok(Some(_)), Some(false)) => Err(Error::new(
+                ErrorKind::Infeasible,
+                "the database has expiry (it holds the expiry layer's record), and expiry=false refuses it",
+            )),
+            (Ok(Some(state)), _) => Ok(Some(state)),
+            (Ok(None), Some(true)) => ExpiryState::open(&self, Arc::new(SystemClock)).map(Some),
+            (Ok(None), _) => Ok(None),
+        };
+        match state {
+            Ok(Some(state)) => Ok(PolyDbm::Expiring(Box::new(ExpiringDbm::with_state(self, state)))),
+            Ok(None) => Ok(self),
+            Err(e) => {
+                // The database opened; closing it reports nothing new.
+                let _ = self.close();
+                Err(e)
+            }
         }
-        Ok(PolyDbm::One(SingleDbm::open(path, access, params)?))
+    }
+
+    /// The expiry layer, for a database with expiry: its calls set and read
+    /// records' expiry times (see [`Expiry`](super::expiry::Expiry)).
+    pub fn expiring(&self) -> Option<&ExpiringDbm<PolyDbm>> {
+        match self {
+            PolyDbm::Expiring(db) => Some(db),
+            _ => None,
+        }
+    }
+
+    /// The database without its expiry layer (its values as stored, the
+    /// layer's record among them) and the layer's state, for a front end
+    /// that lays the layer over each request's view of the database itself
+    /// (as `kura serve` does); `None` for a database without expiry. The
+    /// clock's high-water mark is kept first.
+    pub fn into_stored(self) -> Result<(PolyDbm, Option<Arc<ExpiryState>>)> {
+        match self {
+            PolyDbm::Expiring(db) => {
+                let (inner, state) = db.into_parts();
+                state.keep_high_water(&inner)?;
+                Ok((inner, Some(state)))
+            }
+            db => Ok((db, None)),
+        }
     }
 
     /// Opens one database of `class`: at `path`, or for an on-memory class
@@ -146,7 +218,8 @@ impl PolyDbm {
         access: Access,
         params: &Params,
     ) -> Result<PolyDbm> {
-        Ok(PolyDbm::One(SingleDbm::open_class(class, path, access, params)?))
+        let (expiry, params) = PolyDbm::take_expiry(params)?;
+        PolyDbm::One(SingleDbm::open_class(class, path, access, &params)?).with_expiry(expiry)
     }
 
     fn names_shards(path: &Path, params: &Params) -> Result<bool> {
@@ -178,6 +251,10 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => PolyDbm::One(db.with_update_logger(logger)),
             PolyDbm::Shards(db) => PolyDbm::Shards(db.with_update_logger(logger)),
+            PolyDbm::Expiring(db) => {
+                let (inner, state) = db.into_parts();
+                PolyDbm::Expiring(Box::new(ExpiringDbm::with_state(inner.with_update_logger(logger), state)))
+            }
         }
     }
 
@@ -192,6 +269,7 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db.class(),
             PolyDbm::Shards(db) => db.class(),
+            PolyDbm::Expiring(db) => db.inner().class(),
         }
     }
 
@@ -200,12 +278,16 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db.key_order(),
             PolyDbm::Shards(db) => Ok(db.key_order()),
+            PolyDbm::Expiring(db) => db.inner().key_order(),
         }
     }
 
     /// Whether the database is a set of shards.
     pub fn is_sharded(&self) -> bool {
-        matches!(self, PolyDbm::Shards(_))
+        match self {
+            PolyDbm::Expiring(db) => db.inner().is_sharded(),
+            db => matches!(db, PolyDbm::Shards(_)),
+        }
     }
 
     /// Rebuilds the database with what `params` change of its tuning (see
@@ -215,6 +297,8 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db.rebuild_with(params),
             PolyDbm::Shards(db) => db.rebuild_with_params(params),
+            // The layer sweeps the expired records first.
+            PolyDbm::Expiring(db) => db.rebuild_with_params(params),
         }
     }
 
@@ -223,6 +307,7 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db.close(),
             PolyDbm::Shards(db) => db.close(),
+            PolyDbm::Expiring(db) => Dbm::close(db),
         }
     }
 
@@ -232,14 +317,16 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db.file_path(),
             PolyDbm::Shards(db) => Dbm::path(db),
+            PolyDbm::Expiring(db) => db.inner().file_path(),
         }
     }
 
-    /// The database itself.
+    /// The database itself (for a database with expiry, the layer).
     pub fn dbm(&self) -> &dyn Dbm {
         match self {
             PolyDbm::One(db) => db.dbm(),
             PolyDbm::Shards(db) => db,
+            PolyDbm::Expiring(db) => &**db,
         }
     }
 
@@ -248,6 +335,7 @@ impl PolyDbm {
         match self {
             PolyDbm::One(db) => db,
             PolyDbm::Shards(db) => db,
+            PolyDbm::Expiring(db) => &**db,
         }
     }
 }

@@ -55,6 +55,7 @@
 //! # Ok::<(), kuradb::Error>(())
 //! ```
 
+mod expiring;
 mod indexes;
 mod log;
 mod snapshot;
@@ -681,6 +682,22 @@ impl<D: Dbm> TransactionalDbm<D> {
             AtView::Current => current,
             AtView::Before(before) => before.map(<[u8]>::to_vec),
         })
+    }
+
+    /// Runs `write` on the wrapped database as a plain write of the
+    /// wrapper: while views are open or indexes attached, `write` calls
+    /// `record(key, old)` before it changes each record, `old` being the
+    /// value the wrapped database's `get` shows, so views keep it and the
+    /// indexes follow. For a change the wrapper's own calls cannot say (an
+    /// expiry layer's).
+    fn write_through<T>(
+        &self,
+        write: impl FnOnce(&D, &dyn Fn(&[u8], Option<&[u8]>)) -> Result<T>,
+    ) -> Result<T> {
+        match self.untracked() {
+            Some(_gate) => write(&self.inner, &|_, _| {}),
+            None => self.tracked_write(write),
+        }
     }
 
     /// A plain write while views are open: a commit of its own, not logged,
