@@ -32,7 +32,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use kuradb::dbm::expiry::{ExpiringDbm, ManualClock};
+//! use kuradb::dbm::expiry::{ExpiringDbm, Expiry, ManualClock};
 //! use kuradb::dbm::std_map::StdHashDbm;
 //! use kuradb::dbm::Dbm;
 //! # fn main() -> kuradb::Result<()> {
