@@ -28,7 +28,7 @@ use common::hash::show;
 use kuradb::dbm::expiry::Expiry;
 use kuradb::dbm::params::Params;
 use kuradb::dbm::poly::PolyDbm;
-use kuradb::dbm::{Access, Cursor, Dbm, Durability};
+use kuradb::dbm::{Access, Dbm, Durability};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -43,7 +43,8 @@ const FAR: u64 = 4_102_444_800_000;
 const SHORT: Duration = Duration::from_millis(1);
 
 /// A record as reads show it: its value and expiry time.
-type State = BTreeMap<Vec<u8>, (Vec<u8>, Option<u64>)>;
+type Record = (Vec<u8>, Option<u64>);
+type State = BTreeMap<Vec<u8>, Record>;
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -241,7 +242,7 @@ impl Crash for ExpiryCrash {
             // A hash updated in place restores each record on its own: every
             // key holds its synchronized record or one the next batch gave it.
             let mut during = last.clone();
-            let mut allowed: BTreeMap<Vec<u8>, Vec<Option<(Vec<u8>, Option<u64>)>>> = BTreeMap::new();
+            let mut allowed: BTreeMap<Vec<u8>, Vec<Option<Record>>> = BTreeMap::new();
             for step in plan(seed, open_batch) {
                 apply(&mut during, &step);
                 let key = step.key();
