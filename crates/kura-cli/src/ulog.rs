@@ -262,7 +262,9 @@ fn apply(args: &ApplyArgs) -> Result<()> {
     let params = Params::parse(&args.params)?;
     let db = PolyDbm::open(&args.db_file, Access::ReadWrite, &params)?;
     let filter = ApplyFilter { min_timestamp: min, server_id: args.server_id, dbm_index: args.dbm_index };
-    let applied = apply_update_logs(&db, &args.prefix, &filter);
+    // A log holds values as stored (with their expiry tags, where any).
+    let applied = crate::util::ulog_transfer::refuse_expiry_mismatch(db.stored(), &args.prefix, min)
+        .and_then(|()| apply_update_logs(db.stored(), &args.prefix, &filter));
     let closed = db.close();
     let report = applied?;
     closed?;

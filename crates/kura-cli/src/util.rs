@@ -27,7 +27,7 @@ mod records;
 mod search;
 mod transfer;
 mod tuning;
-mod ulog_transfer;
+pub(crate) mod ulog_transfer;
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;

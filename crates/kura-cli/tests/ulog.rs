@@ -183,3 +183,53 @@ fn perf_logs_every_update_with_ulog() {
     assert_eq!(text.lines().filter(|l| l.contains("\tSET\t")).count(), 500);
     assert_eq!(text.lines().filter(|l| l.contains("\tREMOVE\t")).count(), 500);
 }
+
+/// The log of a database with expiry carries the expiry times: `kura ulog
+/// apply` and `kura util import --ulog` replay it into a database that keeps
+/// them (made with expiry by the log itself); `kura util export --ulog`
+/// writes them; a database of plain records refuses such a log, naming why.
+#[test]
+fn logs_of_a_database_with_expiry_keep_the_expiry_times() {
+    use kuradb::dbm::expiry::Expiry;
+    let far = 4_102_444_800_000;
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("ulog");
+    let params = format!("expiry=true,ulog_prefix={}", prefix.display());
+    let db =
+        PolyDbm::open(dir.path().join("a.tkh"), Access::ReadWrite, &Params::parse(&params).unwrap()).unwrap();
+    db.expiring().unwrap().set_expiring(b"later", b"1", Some(far)).unwrap();
+    db.set(b"never", b"2").unwrap();
+    db.close().unwrap();
+    let check = |path: &Path| {
+        let db = PolyDbm::open(path, Access::ReadOnly, &Params::new()).unwrap();
+        let layer = db.expiring().expect("a database with expiry");
+        assert_eq!(layer.get_expiring(b"later").unwrap(), Some((b"1".to_vec(), Some(far))));
+        assert_eq!(layer.get_expiring(b"never").unwrap(), Some((b"2".to_vec(), None)));
+        assert_eq!(db.count().unwrap(), 2);
+    };
+    let applied = dir.path().join("applied.tkt");
+    kura(&["ulog", "apply", s(&prefix), s(&applied)]);
+    check(&applied);
+    let imported = dir.path().join("imported.tkh");
+    kura(&["util", "import", "--ulog", "0", s(&imported), s(&prefix)]);
+    check(&imported);
+    let exported = dir.path().join("exported");
+    kura(&["util", "export", "--ulog", "0", s(&imported), s(&exported)]);
+    let again = dir.path().join("again.tkh");
+    kura(&["util", "import", "--ulog", "0", s(&again), s(&exported)]);
+    check(&again);
+    let plain = dir.path().join("plain.tkh");
+    kura(&["util", "set", s(&plain), "k", "v"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["util", "import", "--ulog", "0", s(&plain), s(&prefix)])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("the log of a database with expiry"), "{said}");
+    let out = Command::new(env!("CARGO_BIN_EXE_kura"))
+        .args(["ulog", "apply", s(&prefix), s(&plain)])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("the log of a database with expiry"), "{said}");
+}

@@ -293,3 +293,33 @@ proptest! {
         prop_assert_eq!(records(mirror.as_ref()), model);
     }
 }
+
+/// A database with expiry logs its values as stored, expiry times with
+/// them; replayed into another database's stored form, the records keep
+/// their expiry.
+#[test]
+fn a_log_of_a_database_with_expiry_replays_with_the_expiries() {
+    use kuradb::dbm::expiry::Expiry;
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("log");
+    let params = format!("expiry=true,ulog_prefix={}", prefix.display());
+    let db =
+        PolyDbm::open(dir.path().join("a.kt"), Access::ReadWrite, &Params::parse(&params).unwrap()).unwrap();
+    let layer = db.expiring().unwrap();
+    layer.set_expiring(b"later", b"1", Some(4_102_444_800_000)).unwrap();
+    db.set(b"never", b"2").unwrap();
+    layer.set_with_ttl(b"short", b"3", Duration::from_millis(1)).unwrap();
+    db.close().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mirror =
+        PolyDbm::open(dir.path().join("b.kh"), Access::ReadWrite, &Params::parse("expiry=true").unwrap())
+            .unwrap();
+    let filter = ApplyFilter { min_timestamp: 0, server_id: None, dbm_index: None };
+    apply_update_logs(mirror.stored(), &prefix, &filter).unwrap();
+    let layer = mirror.expiring().unwrap();
+    assert_eq!(layer.get_expiring(b"later").unwrap(), Some((b"1".to_vec(), Some(4_102_444_800_000))));
+    assert_eq!(layer.get_expiring(b"never").unwrap(), Some((b"2".to_vec(), None)));
+    assert_eq!(mirror.get(b"short").unwrap(), None, "expired on the mirror as on the source");
+    assert_eq!(mirror.count().unwrap(), 2);
+    mirror.close().unwrap();
+}

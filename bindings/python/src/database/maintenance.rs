@@ -36,7 +36,15 @@ pub(super) fn apply_update_logs(
     dbm_index: Option<u32>,
 ) -> PyResult<u64> {
     let filter = kuradb::ulog::ApplyFilter { min_timestamp: timestamp, server_id, dbm_index };
-    db.run(py, |db| kuradb::ulog::apply_update_logs(db, &prefix, &filter).map(|r| r.applied))
+    db.run(py, |db| {
+        // The log of a database with expiry holds values as stored, with
+        // their expiry tags: it goes into the database under the layer.
+        let target: &dyn kuradb::dbm::Dbm = match db.inner().expiring() {
+            Some(_) => db.inner().stored(),
+            None => db,
+        };
+        kuradb::ulog::apply_update_logs(target, &prefix, &filter).map(|r| r.applied)
+    })
 }
 
 pub(super) fn should_be_rebuilt(db: &Database, py: Python<'_>) -> PyResult<bool> {

@@ -76,7 +76,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             ("--sync_every", args.sync_every > 0),
         ])?;
         let db = args.db.open(&args.file, Access::Create)?;
-        let result = ulog_transfer::import(&db, &args.input, &args.ulog);
+        let result = ulog_transfer::import(db.stored(), &args.input, &args.ulog);
         return args.db.finish(db, result);
     }
     let streaming = args.sync_every > 0;

@@ -126,7 +126,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     if args.ulog.timestamp.is_some() {
         refuse_with_ulog(&[("--tsv", fields.is_some()), ("--keys", args.keys)])?;
         let db = args.db.open(&args.file, Access::Read)?;
-        let result = ulog_transfer::export(&db, &args.out, &args.ulog);
+        let result = ulog_transfer::export(db.stored(), &args.out, &args.ulog);
         return finish(db, result);
     }
     let db = args.db.open(&args.file, Access::Read)?;

@@ -3,11 +3,16 @@
 //! format, which `kura ulog` and `tkrzw_ulog_util` read), as the reference's
 //! `tkrzw_dbm_util` does: export writes a SET entry a record, all with the
 //! timestamp given; import replays the entries of that timestamp or later.
+//!
+//! Both move values as stored: those of a database with expiry keep their
+//! expiry tags, and the layer's record goes with them, so the database an
+//! import makes or fills is one with expiry too.
 
 use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
+use kuradb::dbm::expiry::EXPIRY_MARKER;
 use kuradb::dbm::{Dbm, Durability};
 use kuradb::ulog::{
     apply_update_logs, find_files, ApplyFilter, MessageQueue, MessageQueueReader, UpdateEntry, UpdateOp,
@@ -84,19 +89,41 @@ pub fn import(db: &dyn Dbm, prefix: &Path, flags: &UlogFlags) -> Result<()> {
     }
     let (server_id, dbm_index) = flags.ids().unzip();
     let filter = ApplyFilter { min_timestamp: flags.timestamp.unwrap_or_default(), server_id, dbm_index };
-    check(prefix, filter.min_timestamp)?;
+    refuse_expiry_mismatch(db, prefix, filter.min_timestamp)?;
     apply_update_logs(db, prefix, &filter).map(|_| ())
 }
 
-fn check(prefix: &Path, min_timestamp: u64) -> Result<()> {
+/// Checks every entry of the log at `prefix` from `min_timestamp` on
+/// decodes, and refuses a log of a database with expiry for `db` if it
+/// holds records without expiry (the two kinds of value would be mixed).
+pub(crate) fn refuse_expiry_mismatch(db: &dyn Dbm, prefix: &Path, min_timestamp: u64) -> Result<()> {
+    let with_expiry = check(prefix, min_timestamp)?;
+    if with_expiry && !db.contains(EXPIRY_MARKER)? && db.count()? > 0 {
+        return Err(Error::new(
+            ErrorKind::Infeasible,
+            format!(
+                "{} is the log of a database with expiry, and the database it would go into holds records \
+                 without expiry: replay it into a new database or one with expiry",
+                prefix.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes every entry; answers whether the log is of a database with
+/// expiry (it sets the layer's record).
+fn check(prefix: &Path, min_timestamp: u64) -> Result<bool> {
     let mut reader = MessageQueueReader::new(prefix, min_timestamp);
+    let mut with_expiry = false;
     while let Some((timestamp, message)) = reader.read(Duration::ZERO)? {
-        UpdateEntry::decode(&message).map_err(|e| {
+        let entry = UpdateEntry::decode(&message).map_err(|e| {
             Error::new(
                 e.kind(),
                 format!("{}: {} (the entry of time {timestamp})", prefix.display(), e.message()),
             )
         })?;
+        with_expiry |= matches!(&entry.op, UpdateOp::Set { key, .. } if key == EXPIRY_MARKER);
     }
-    Ok(())
+    Ok(with_expiry)
 }

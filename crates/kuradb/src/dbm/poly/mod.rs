@@ -194,6 +194,17 @@ impl PolyDbm {
         }
     }
 
+    /// The database as stored: for a database with expiry, the one under
+    /// the layer (values with their expiry tags, the layer's record among
+    /// them), else the database itself. An update log of a database with
+    /// expiry holds the values as stored, so it is replayed into this.
+    pub fn stored(&self) -> &PolyDbm {
+        match self {
+            PolyDbm::Expiring(db) => db.inner(),
+            db => db,
+        }
+    }
+
     /// The database without its expiry layer (its values as stored, the
     /// layer's record among them) and the layer's state, for a front end
     /// that lays the layer over each request's view of the database itself
