@@ -255,6 +255,28 @@ fn poly_dbm_opens_a_database_with_expiry_with_its_layer() {
 }
 
 #[test]
+fn a_shard_set_with_expiry_reopens_with_its_layer() {
+    use crate::dbm::poly::{Params, PolyDbm};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("set.kh");
+    let db =
+        PolyDbm::open(&path, Access::ReadWrite, &Params::parse("num_shards=3,expiry=true").unwrap()).unwrap();
+    let layer = db.expiring().unwrap();
+    for i in 0..30 {
+        layer
+            .set_expiring(format!("k{i}").as_bytes(), b"v", Some(if i % 2 == 0 { 1 << 50 } else { 1 }))
+            .unwrap();
+    }
+    assert!(db.is_sharded());
+    assert_eq!(db.count().unwrap(), 15, "the records already past were never stored");
+    db.close().unwrap();
+    let db = PolyDbm::open(&path, Access::ReadOnly, &Params::new()).unwrap();
+    assert_eq!((db.is_sharded(), db.count().unwrap()), (true, 15));
+    assert_eq!(db.expiring().unwrap().expiry(b"k4").unwrap(), Some(Some(1 << 50)));
+    db.close().unwrap();
+}
+
+#[test]
 fn a_layer_over_each_view_shares_one_state() {
     let clock = Arc::new(ManualClock::new(START));
     let base = StdTreeDbm::new(&Default::default());
