@@ -1,10 +1,10 @@
 """The checks of scripts/try-scaling, run against what it started.
 
-    python check.py reads --proxy PORT --servers PORT,PORT,...
+    python check.py reads --proxy PORT --servers PORT,PORT,... --edition N
     python check.py writes --proxy PORT --conf YML --pidfile FILE --sentinels PORT,PORT,PORT
                            --shard NAME:MASTER_PORT:MASTER_PID:REPLICA_PORT [--shard ...]
 
-`reads`: every record of the sample data set reads back through the
+`reads`: every record of the sample data set's edition N reads back through the
 read-only nutcracker with its value, each read server holds exactly the
 keys the routing gave it, and a write through that proxy is refused.
 
@@ -63,7 +63,7 @@ def wait_until(what, done, timeout=TIMEOUT):
 
 def check_reads(args):
     servers = [int(p) for p in args.servers.split(",")]
-    records = sample_records()
+    records = sample_records(args.edition)
     client = proxy_client(args.proxy)
     wrong = 0
     for at in range(0, len(records), 500):
@@ -72,8 +72,11 @@ def check_reads(args):
         values = client.mget([k for k, _ in chunk])
         wrong += sum(1 for (_, v), got in zip(chunk, values) if got != v.encode())
     if wrong:
-        fail(f"{wrong} of {len(records)} records did not read back through nutcracker")
-    print(f"reads: all {len(records)} records read back through nutcracker (MGET of 500 keys at a time)")
+        fail(f"{wrong} of {len(records)} records of edition {args.edition} did not read back through nutcracker")
+    print(
+        f"reads: all {len(records)} records of edition {args.edition} read back through nutcracker "
+        "(MGET of 500 keys at a time)"
+    )
     expected = [0] * len(servers)
     for key, _ in records:
         expected[server_of(key, len(servers))] += 1
@@ -188,6 +191,7 @@ def main():
     reads = sub.add_parser("reads")
     reads.add_argument("--proxy", type=int, required=True)
     reads.add_argument("--servers", required=True)
+    reads.add_argument("--edition", type=int, required=True)
     writes = sub.add_parser("writes")
     writes.add_argument("--proxy", type=int, required=True)
     writes.add_argument("--conf", required=True)
