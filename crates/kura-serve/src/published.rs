@@ -91,9 +91,11 @@ impl Published {
         &self.dir
     }
 
-    fn fail(&self, message: String) {
+    /// Notes why `CURRENT`'s version is not served; logged when new, or
+    /// when the check was asked for (SIGHUP, KURA.SWAP), not at every poll.
+    fn fail(&self, message: String, forced: bool) {
         let mut error = self.error.lock();
-        if error.as_deref() != Some(&message) {
+        if forced || error.as_deref() != Some(&message) {
             log::error!("{message}");
         }
         *error = Some(message);
@@ -201,15 +203,20 @@ fn check(server: &Server, index: usize, database: &Database, published: &Publish
     let version = match published::current_version(&published.dir) {
         Ok(Some(version)) => version,
         Ok(None) => {
-            return published.fail(format!(
-                "published directory {dir}: {} is gone; v-{} is still served",
-                published::CURRENT,
-                published.version()
-            ))
+            return published.fail(
+                format!(
+                    "published directory {dir}: {} is gone; v-{} is still served",
+                    published::CURRENT,
+                    published.version()
+                ),
+                forced,
+            )
         }
         Err(e) => {
-            return published
-                .fail(format!("published directory {dir}: {e}; v-{} is still served", published.version()))
+            return published.fail(
+                format!("published directory {dir}: {e}; v-{} is still served", published.version()),
+                forced,
+            )
         }
     };
     let served = published.version();
@@ -238,8 +245,10 @@ fn check(server: &Server, index: usize, database: &Database, published: &Publish
             drop(tried);
             release(old, &format!("v-{served} of {dir}"));
         }
-        Err(e) => published
-            .fail(format!("published directory {dir}: v-{version} not served, v-{served} still is: {e}")),
+        Err(e) => published.fail(
+            format!("published directory {dir}: v-{version} not served, v-{served} still is: {e}"),
+            forced,
+        ),
     }
 }
 
