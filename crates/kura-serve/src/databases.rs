@@ -1,9 +1,14 @@
 //! The databases a server serves, numbered as `SELECT` numbers them, opened
 //! from `PATH#params` specs, each wrapped for transactions (MULTI/EXEC) once
-//! its update log is attached, and closed cleanly at shutdown.
+//! its update log is attached, and closed cleanly at shutdown. A published
+//! directory's database is [`Served::Swapped`]: `crate::published` puts a
+//! new version in its place while the server runs.
 
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use kuradb::dbm::comparator::KeyComparator;
 use kuradb::dbm::poly::PolyDbm;
@@ -18,11 +23,80 @@ use kuradb::{Error, ErrorKind, Result};
 /// PolyDbm's own calls (prefetch) through `.inner()`.
 pub type Db = TransactionalDbm<PolyDbm>;
 
+/// A database as the server holds it: the same one for the server's life,
+/// or, for a published directory, the version served now, which a newer
+/// one replaces. A request takes it once ([`Served::load`]) and keeps what
+/// it took to its end, so it reads one version throughout; a replaced
+/// version is closed when the last request that took it is done.
+pub enum Served<T> {
+    /// Opened at start, closed at shutdown.
+    Fixed(Arc<T>),
+    /// A published directory's version served now.
+    Swapped(ArcSwap<T>),
+}
+
+/// What [`Served::load`] took: a borrow of a fixed database, or a hold on
+/// the version served when it was taken.
+pub enum Current<'a, T> {
+    /// A fixed database.
+    Fixed(&'a Arc<T>),
+    /// A version of a published directory.
+    Swapped(arc_swap::Guard<Arc<T>>),
+}
+
+impl<T> Deref for Current<'_, T> {
+    type Target = Arc<T>;
+
+    fn deref(&self) -> &Arc<T> {
+        match self {
+            Current::Fixed(db) => db,
+            Current::Swapped(guard) => guard,
+        }
+    }
+}
+
+impl<T> Served<T> {
+    /// The database now, for one request: a fixed one is only borrowed, so
+    /// the path of every database that is not published stays as it was.
+    pub fn load(&self) -> Current<'_, T> {
+        match self {
+            Served::Fixed(db) => Current::Fixed(db),
+            Served::Swapped(cell) => Current::Swapped(cell.load()),
+        }
+    }
+
+    /// The database now, held for longer than a request (a background save,
+    /// a transaction's watch).
+    pub fn load_full(&self) -> Arc<T> {
+        match self {
+            Served::Fixed(db) => Arc::clone(db),
+            Served::Swapped(cell) => cell.load_full(),
+        }
+    }
+
+    /// Puts `db` in place of the version served; answers the one replaced.
+    /// A fixed database is never replaced: it answers `db` back.
+    pub fn swap(&self, db: Arc<T>) -> Arc<T> {
+        match self {
+            Served::Fixed(_) => db,
+            Served::Swapped(cell) => cell.swap(db),
+        }
+    }
+
+    /// The database, no longer served.
+    pub fn into_inner(self) -> Arc<T> {
+        match self {
+            Served::Fixed(db) => db,
+            Served::Swapped(cell) => cell.into_inner(),
+        }
+    }
+}
+
 /// One served database: `Database<PolyDbm>` as opened, `Database` (of
 /// [`Db`]) once wrapped for transactions by [`transactional`].
 pub struct Database<T = Db> {
-    /// The database itself; shared with the scan cursors that walk it.
-    pub db: Arc<T>,
+    /// The database itself: take it with [`Served::load`] once per request.
+    pub db: Served<T>,
     /// The spec it was opened from, for INFO and logs.
     pub spec: String,
     /// Whether its keys are ordered (range scans and key-resumed SCAN).
@@ -33,6 +107,9 @@ pub struct Database<T = Db> {
     /// reactor thread: the database is on memory, or its file is read and
     /// written through the OS page cache (no direct or synchronous I/O).
     pub fast: bool,
+    /// For a published directory served read-only: where it is and which
+    /// version is served (`crate::published`).
+    pub published: Option<Arc<crate::published::Published>>,
 }
 
 /// Parses `PATH#name=value,...` into the path and PolyDbm parameters. The
@@ -77,7 +154,15 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
     let fast = through_page_cache(&params);
-    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order, fast })
+    let published = match crate::published::Published::of(&path, params, &db) {
+        Ok(published) => published.map(Arc::new),
+        Err(e) => {
+            let _ = db.close();
+            return Err(in_spec(e));
+        }
+    };
+    let db = Served::Fixed(Arc::new(db));
+    Ok(Database { db, spec: spec.to_string(), ordered, order, fast, published })
 }
 
 /// Wraps each database of `opened` for transactions, its commit log beside
@@ -88,8 +173,8 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
 pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<Vec<Database>> {
     let mut done: Vec<Database> = Vec::with_capacity(opened.len());
     let mut rest = opened.into_iter();
-    while let Some(Database { db, spec, ordered, order, fast }) = rest.next() {
-        let wrapped = match Arc::try_unwrap(db) {
+    while let Some(Database { db, spec, ordered, order, fast, published }) = rest.next() {
+        let wrapped = match Arc::try_unwrap(db.into_inner()) {
             Ok(poly) => wrap(poly, read_only)
                 .map_err(|e| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()))),
             Err(_) => Err(Error::new(
@@ -98,7 +183,13 @@ pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<
             )),
         };
         match wrapped {
-            Ok(db) => done.push(Database { db: Arc::new(db), spec, ordered, order, fast }),
+            Ok(db) => {
+                let db = match published {
+                    Some(_) => Served::Swapped(ArcSwap::from_pointee(db)),
+                    None => Served::Fixed(Arc::new(db)),
+                };
+                done.push(Database { db, spec, ordered, order, fast, published })
+            }
             Err(e) => {
                 let _ = close_all(done);
                 let _ = close_all(rest.collect());
@@ -109,7 +200,8 @@ pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<
     Ok(done)
 }
 
-fn wrap(poly: PolyDbm, read_only: bool) -> Result<Db> {
+/// Wraps `poly` for transactions; on an error, `poly` is closed.
+pub fn wrap(poly: PolyDbm, read_only: bool) -> Result<Db> {
     let mut options = match TransactionOptions::for_poly(&poly) {
         Ok(options) => options,
         Err(e) => {
@@ -142,7 +234,7 @@ fn through_page_cache(params: &Params) -> bool {
 pub fn close_all<T: Dbm + 'static>(databases: Vec<Database<T>>) -> Result<()> {
     let mut first = Ok(());
     for database in databases {
-        let outcome = match Arc::try_unwrap(database.db) {
+        let outcome = match Arc::try_unwrap(database.db.into_inner()) {
             Ok(db) => db.synchronize(Durability::Soft).and_then(|()| Box::new(db).close()),
             Err(_) => Err(Error::new(
                 ErrorKind::Infeasible,

@@ -43,7 +43,7 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
         if i >= prefetched {
             prefetched = match server.databases.get(session.db) {
                 Some(database) if database.fast && session.authenticated => {
-                    prefetch(database.db.inner(), batch, i)
+                    prefetch(database.db.load().inner(), batch, i)
                 }
                 _ => i + 1,
             };
@@ -60,7 +60,7 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
         if is_plain_get(args) && session.authenticated && session.multi.is_none() && session.subscribed == 0 {
             let database = &server.databases[session.db];
             if database.fast {
-                let failed = get_into(&database.db, session.protocol, &args[1], out);
+                let failed = get_into(&database.db.load(), session.protocol, &args[1], out);
                 mark = record(server, GET, mark, failed);
                 i += 1;
                 continue;
@@ -188,7 +188,8 @@ fn get_into(db: &Db, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
 fn run_gets(server: &Server, session: &Session, batch: &Batch, gets: Range<usize>, out: &mut BytesMut) {
     let start = Instant::now();
     let keys: Vec<&[u8]> = gets.map(|j| &batch.get(j)[1][..]).collect();
-    let db = &server.databases[session.db].db;
+    // One version for the run, as for one MGET.
+    let db = server.databases[session.db].db.load();
     let replies = match db.get_multi(&keys) {
         Ok(values) => values.into_iter().map(Reply::bulk_or_nil).collect(),
         Err(e) => vec![commands::db_error(e); keys.len()],

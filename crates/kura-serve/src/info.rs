@@ -1,5 +1,5 @@
 //! INFO's text: the sections `server`, `clients`, `persistence`, `stats`,
-//! `replication`,
+//! `replication`, `published` (when a published directory is served),
 //! `commandstats` (calls, time and failures per command) and `keyspace`,
 //! in Redis's `field:value` lines.
 
@@ -14,7 +14,8 @@ use super::state::Server;
 
 /// The sections shown by default (`commandstats` only when asked, or with
 /// `all`/`everything`, as in Redis).
-const DEFAULT: &[&str] = &["server", "clients", "persistence", "stats", "replication", "keyspace"];
+const DEFAULT: &[&str] =
+    &["server", "clients", "persistence", "stats", "replication", "published", "keyspace"];
 
 /// Appends one section's lines.
 type SectionWriter = fn(&Server, &mut String);
@@ -27,17 +28,18 @@ pub fn text(server: &Server, sections: &[String]) -> String {
             || (sections.is_empty() || sections.iter().any(|s| s == "default")) && DEFAULT.contains(&name)
     };
     let mut out = String::new();
-    let writers: [(&str, SectionWriter); 7] = [
+    let writers: [(&str, SectionWriter); 8] = [
         ("server", server_section),
         ("clients", clients),
         ("persistence", persistence),
         ("stats", stats),
         ("replication", super::replication::info::section),
+        ("published", super::published::info_section),
         ("commandstats", commandstats),
         ("keyspace", keyspace),
     ];
     for (name, write) in writers {
-        if wanted(name) {
+        if wanted(name) && (name != "published" || server.databases.iter().any(|d| d.published.is_some())) {
             if !out.is_empty() {
                 out.push_str("\r\n");
             }
@@ -130,7 +132,7 @@ fn commandstats(server: &Server, out: &mut String) {
 
 fn keyspace(server: &Server, out: &mut String) {
     for (i, database) in server.databases.iter().enumerate() {
-        match database.db.count() {
+        match database.db.load().count() {
             Ok(0) => {}
             Ok(n) => {
                 let _ = write!(out, "db{i}:keys={n},expires=0,avg_ttl=0\r\n");

@@ -21,7 +21,8 @@
 //! (the table and the commands by family), `scan` (SCAN's cursors),
 //! `pattern` (key globs), `pubsub` (channels and their subscribers), `reply` (RESP encoding), `state` (server and
 //! session), `stats` and `info` (INFO), `logging`, `replication`
-//! (REPLICAOF, the update-log feeds and the replica's links).
+//! (REPLICAOF, the update-log feeds and the replica's links), `published`
+//! (a published directory's new versions swapped in live).
 //! docs/serve.md is the user's guide.
 
 #![forbid(unsafe_code)]
@@ -38,6 +39,7 @@ mod listener;
 mod logging;
 mod multi;
 mod pattern;
+mod published;
 mod pubsub;
 mod reactors;
 mod replication;
@@ -160,6 +162,11 @@ pub struct ServeArgs {
     /// written by CONFIG REWRITE; created by the first one.
     #[arg(long = "config_file", value_name = "FILE")]
     config_file: Option<PathBuf>,
+
+    /// How often a published directory's CURRENT is read for a new version
+    /// to serve, in milliseconds; 0 reads it only on SIGHUP or KURA.SWAP.
+    #[arg(long = "published_poll_ms", value_name = "MS", default_value_t = 1000)]
+    published_poll_ms: u64,
 }
 
 /// Runs `kura serve`: logs to stderr or `--log_file`, serves until SIGTERM,
@@ -207,6 +214,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         local_address: String::new(),
         config_file: args.config_file.clone(),
         replica_priority: from_file.replica_priority.unwrap_or(100),
+        published_poll_ms: args.published_poll_ms,
     };
     server::run(server::Plan {
         specs: args.databases.clone(),
@@ -265,6 +273,7 @@ impl Server {
                 local_address: String::new(),
                 config_file: None,
                 replica_priority: 100,
+                published_poll_ms: 1000,
             },
             threads: 1,
         }
@@ -336,6 +345,14 @@ impl ServerBuilder {
     /// The most connections at once.
     pub fn max_clients(mut self, max_clients: usize) -> Self {
         self.settings.max_clients = max_clients;
+        self
+    }
+
+    /// How often a published directory's `CURRENT` is read for a new
+    /// version to serve, in milliseconds (1000 unless told); 0: only on
+    /// `KURA.SWAP`.
+    pub fn published_poll_ms(mut self, ms: u64) -> Self {
+        self.settings.published_poll_ms = ms;
         self
     }
 

@@ -50,6 +50,7 @@ const NOT_IN_MULTI: &[&str] = &[
     "bgsave",
     "debug",
     "shutdown",
+    "kura.swap",
     "replsync",
     "subscribe",
     "psubscribe",
@@ -94,7 +95,7 @@ pub fn watch(server: &Server, session: &mut Session, keys: &[Bytes]) -> Reply {
         return Reply::error("ERR WATCH inside MULTI is not allowed");
     }
     let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-    let watch = server.databases[session.db].db.watch(&keys);
+    let watch = server.databases[session.db].db.load().watch(&keys);
     session.watches.push((session.db, watch));
     Reply::OK
 }
@@ -170,17 +171,26 @@ pub fn exec(ctx: &mut Ctx) -> Reply {
     }
     let server = ctx.server;
     let index = multi.db.unwrap_or(ctx.session.db);
+    // A watch of a version no longer served saw its keys change: the
+    // version in place of it is another database.
+    let replaced =
+        |db: usize, w: &DbWatch| !std::sync::Arc::ptr_eq(w.database(), &server.databases[db].db.load());
     let mut elsewhere = watches.iter().filter(|(db, _)| *db != index);
-    if elsewhere.any(|(_, w)| w.changed().unwrap_or(true)) {
+    if elsewhere.any(|(db, w)| replaced(*db, w) || w.changed().unwrap_or(true)) {
         return Reply::NilArray;
     }
     let here: Vec<&DbWatch> = watches.iter().filter(|(db, _)| *db == index).map(|(_, w)| w).collect();
     let database = &server.databases[index];
+    // The block reads one version of a published directory, taken once.
+    let db = database.db.load();
+    if here.iter().any(|w| !std::sync::Arc::ptr_eq(w.database(), &db)) {
+        return Reply::NilArray;
+    }
     let first_db = ctx.session.db;
     let mut attempt = 0;
     loop {
         ctx.session.db = first_db;
-        let mut tx = database.db.begin(CommitDurability::Memory);
+        let mut tx = db.begin(CommitDurability::Memory);
         let replies: Vec<Reply> = {
             let view = TxDbm { tx: Mutex::new(&mut tx), ordered: database.ordered, order: database.order };
             multi

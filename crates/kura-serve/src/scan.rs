@@ -44,6 +44,9 @@ enum Position {
     After(Vec<u8>),
     /// A walk of an unordered database.
     Live(LiveCursor),
+    /// A walk of a published directory's version since replaced: it
+    /// starts again over the version served (a key may come twice).
+    Restart,
 }
 
 struct Entry {
@@ -106,16 +109,18 @@ impl ScanCursors {
                 keys.push(Bytes::copy_from_slice(key));
             }
         };
+        // One version of a published directory for the call.
+        let db = database.db.load();
         let next = if database.ordered {
             let after = match position {
                 Some(Position::After(key)) => Some(key),
                 _ => None,
             };
-            walk_ordered(&database.db, after, count, &mut visit)?.map(Position::After)
+            walk_ordered(&db, after, count, &mut visit)?.map(Position::After)
         } else {
             let live = match position {
-                Some(Position::Live(live)) => live,
-                _ => start_live(&database.db)?,
+                Some(Position::Live(live)) if Arc::ptr_eq(live.borrow_owner(), &db) => live,
+                _ => start_live(&db)?,
             };
             walk_live(live, count, &mut visit)?.map(Position::Live)
         };
@@ -133,6 +138,17 @@ impl ScanCursors {
             table.by_id.remove(&old);
         }
         id
+    }
+
+    /// Lets go of the walks of database `db`, whose version was replaced,
+    /// so the old version can be closed; each goes on over the new one.
+    pub fn restart_live(&self, db: usize) {
+        let mut table = self.entries.lock();
+        for entry in table.by_id.values_mut().filter(|e| e.db == db) {
+            if matches!(entry.position, Position::Live(_)) {
+                entry.position = Position::Restart;
+            }
+        }
     }
 
     /// Drops every position (at shutdown, so the databases can be closed).

@@ -100,9 +100,20 @@ pub fn run(mut plan: Plan) -> Result<()> {
         }
     };
     let state_paths =
-        opened.iter().map(|d| kuradb::dbm::Dbm::path(&*d.db).map(|p| p.to_path_buf())).collect();
+        opened.iter().map(|d| kuradb::dbm::Dbm::path(&**d.db.load()).map(|p| p.to_path_buf())).collect();
     let replication = Replication::new(logs, state_paths, plan.replicaof).with_security(plan.replica_link);
+    let poll = Some(Duration::from_millis(plan.settings.published_poll_ms)).filter(|p| !p.is_zero());
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
+    let watcher = match crate::published::spawn(&server, poll) {
+        Ok(watcher) => watcher,
+        Err(e) => {
+            listener.remove_socket();
+            if let Ok(server) = Arc::try_unwrap(server) {
+                let _ = databases::close_all(server.databases);
+            }
+            return Err(e);
+        }
+    };
     // The caller's thread is reactor 0: it accepts, runs the replication
     // links, and serves its share of the connections.
     let mut reactors = Reactors::start(&runtime, plan.threads)?;
@@ -118,6 +129,10 @@ pub fn run(mut plan: Plan) -> Result<()> {
     // Commands still running off the reactors finish before the databases close.
     reactors.stop();
     runtime.shutdown_timeout(Duration::from_secs(60));
+    server.published.stop();
+    if let Some(watcher) = watcher {
+        let _ = watcher.join();
+    }
     if let Some(path) = &plan.pid_file {
         let _ = std::fs::remove_file(path);
     }
@@ -127,7 +142,7 @@ pub fn run(mut plan: Plan) -> Result<()> {
         Ok(server) => databases::close_all(server.databases),
         Err(server) => {
             for d in &server.databases {
-                let _ = kuradb::dbm::Dbm::synchronize(&*d.db, kuradb::dbm::Durability::Hard);
+                let _ = kuradb::dbm::Dbm::synchronize(&**d.db.load(), kuradb::dbm::Durability::Hard);
             }
             Err(Error::new(
                 ErrorKind::Infeasible,
@@ -215,9 +230,31 @@ async fn watch_signals(server: Arc<Server>) {
         log::error!("cannot watch SIGTERM and SIGINT; stop the server with SHUTDOWN");
         return;
     };
-    tokio::select! {
-        _ = term.recv() => log::info!("SIGTERM: shutting down"),
-        _ = int.recv() => log::info!("SIGINT: shutting down"),
+    // SIGHUP checks the published directories served for a new version.
+    let mut hup = match signal(SignalKind::hangup()) {
+        Ok(hup) => Some(hup),
+        Err(e) => {
+            log::warn!(
+                "cannot watch SIGHUP ({e}); published directories are checked by polling and KURA.SWAP"
+            );
+            None
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => {
+                log::info!("SIGTERM: shutting down");
+                break;
+            }
+            _ = int.recv() => {
+                log::info!("SIGINT: shutting down");
+                break;
+            }
+            Some(()) = async { hup.as_mut()?.recv().await } => {
+                log::info!("SIGHUP: checking the published directories for a new version");
+                server.published.request();
+            }
+        }
     }
     server.begin_shutdown();
 }

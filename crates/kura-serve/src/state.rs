@@ -46,6 +46,9 @@ pub struct Settings {
     pub config_file: Option<std::path::PathBuf>,
     /// The replica priority at start.
     pub replica_priority: i64,
+    /// How often a published directory's `CURRENT` is read for a new
+    /// version, in milliseconds; 0: only on SIGHUP or `KURA.SWAP`.
+    pub published_poll_ms: u64,
 }
 
 /// The state every connection shares.
@@ -87,6 +90,8 @@ pub struct Server {
     /// INFO's `slave_priority` (`CONFIG SET replica-priority`): Sentinel
     /// promotes the replica of the lowest, never one of 0.
     pub replica_priority: AtomicI64,
+    /// Wakes the watcher of the published directories served.
+    pub published: crate::published::Watcher,
 }
 
 /// What SAVE and BGSAVE did last, and the background save running.
@@ -143,6 +148,7 @@ impl Server {
             clients: Clients::default(),
             run_id: (0..20).map(|_| format!("{:02x}", rand::random::<u8>())).collect(),
             replica_priority,
+            published: crate::published::Watcher::default(),
         }
     }
 

@@ -18,6 +18,7 @@ mod transactions;
 use bytes::Bytes;
 use kuradb::dbm::Dbm;
 
+use super::databases::{Current, Db};
 use super::reply::Reply;
 use super::state::{Server, Session};
 
@@ -48,11 +49,32 @@ impl<'a> Ctx<'a> {
         Ctx { server, session, tx: None }
     }
 
-    /// The selected database, or inside EXEC the transaction.
-    pub fn db(&self) -> &dyn Dbm {
+    /// The selected database, or inside EXEC the transaction. A command
+    /// takes it once and keeps it to its end, so that it reads one version
+    /// of a published directory.
+    pub fn db(&self) -> DbRef<'a> {
         match self.tx {
-            Some(tx) => tx,
-            None => &*self.server.databases[self.session.db].db,
+            Some(tx) => DbRef::Tx(tx),
+            None => DbRef::Served(self.server.databases[self.session.db].db.load()),
+        }
+    }
+}
+
+/// What [`Ctx::db`] answers: the transaction, or the database taken.
+pub enum DbRef<'a> {
+    /// Inside EXEC, the transaction.
+    Tx(&'a dyn Dbm),
+    /// The selected database as taken for this command.
+    Served(Current<'a, Db>),
+}
+
+impl<'a> std::ops::Deref for DbRef<'a> {
+    type Target = dyn Dbm + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            DbRef::Tx(tx) => *tx,
+            DbRef::Served(db) => &***db,
         }
     }
 }
@@ -128,6 +150,7 @@ pub static COMMANDS: &[Command] = &[
     cmd("lastsave", 1, 0, NONE, server::lastsave),
     cmd("debug", -2, DB, NONE, server::debug),
     cmd("shutdown", -1, DB, NONE, server::shutdown),
+    cmd("kura.swap", 1, DB, NONE, server::kura_swap),
     cmd("replicaof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("slaveof", 3, DB, NONE, crate::replication::commands::replicaof),
     cmd("replsync", -3, DB, NONE, crate::replication::commands::replsync),

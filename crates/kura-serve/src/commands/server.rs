@@ -1,5 +1,5 @@
 //! Administration: INFO, COMMAND, CONFIG GET, SAVE, BGSAVE, LASTSAVE,
-//! DEBUG SLEEP, SHUTDOWN.
+//! DEBUG SLEEP, SHUTDOWN, KURA.SWAP.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -156,7 +156,7 @@ fn config_set(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
 }
 
 pub fn save(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
-    let outcome = ctx.server.databases.iter().try_for_each(|d| d.db.synchronize(Durability::Hard));
+    let outcome = ctx.server.databases.iter().try_for_each(|d| d.db.load().synchronize(Durability::Hard));
     ctx.server.saves.done(outcome.is_ok());
     outcome.map_or_else(db_error, |()| Reply::OK)
 }
@@ -170,8 +170,7 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     if background.as_ref().is_some_and(|h| !h.is_finished()) {
         return Reply::error("ERR Background save already in progress");
     }
-    let databases: Vec<_> =
-        ctx.server.databases.iter().map(|d| (Arc::clone(&d.db), d.spec.clone())).collect();
+    let databases: Vec<_> = ctx.server.databases.iter().map(|d| (d.db.load_full(), d.spec.clone())).collect();
     let status = Arc::clone(saves);
     let gate = ctx.server.gate.clone();
     *background = Some(std::thread::spawn(move || {
@@ -189,6 +188,21 @@ pub fn bgsave(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
         log::info!("background save {}", if ok { "done" } else { "failed" });
     }));
     Reply::Status("Background saving started")
+}
+
+/// `KURA.SWAP`: checks every published directory served for a new version
+/// now, as SIGHUP does, and answers once done: OK when each serves the
+/// version its `CURRENT` names, else an error saying why not.
+pub fn kura_swap(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
+    if ctx.server.databases.iter().all(|d| d.published.is_none()) {
+        return Reply::error("ERR KURA.SWAP: no published directory is served");
+    }
+    let errors = crate::published::check_all(ctx.server, true);
+    if errors.is_empty() {
+        Reply::OK
+    } else {
+        Reply::error(format!("ERR KURA.SWAP: {}", errors.join("; ")))
+    }
 }
 
 pub fn lastsave(ctx: &mut Ctx, _: &[Bytes]) -> Reply {

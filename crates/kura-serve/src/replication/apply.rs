@@ -39,7 +39,8 @@ pub struct Applied {
 /// the link (what was applied before it stays, and its position with it).
 pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) -> Result<(), String> {
     let link = &server.replication.links[db];
-    let database = &*server.databases[db].db;
+    let current = server.databases[db].db.load();
+    let database = &**current;
     let mut applied = link.applied.lock();
     let mut idle = false;
     let outcome = (|| {

@@ -201,7 +201,7 @@ fn produce(server: &Server, id: u64, plan: &FeedPlan, tx: &mpsc::Sender<BytesMut
 /// Sends every record of the database as a snapshot, then its end; false
 /// if the replica left meanwhile.
 fn snapshot(server: &Server, db: usize, timestamp: u64, tx: &mpsc::Sender<BytesMut>) -> Result<bool> {
-    let database = &server.databases[db].db;
+    let database = server.databases[db].db.load();
     let mut out = BytesMut::new();
     let mut cursor = database.iter()?;
     cursor.first()?;

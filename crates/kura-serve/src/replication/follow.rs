@@ -187,7 +187,7 @@ async fn settle(server: &Arc<Server>, db: usize) {
     let server = Arc::clone(server);
     let _ = tokio::task::spawn_blocking(move || {
         let link = &server.replication.links[db];
-        save(link, &*server.databases[db].db, &mut link.applied.lock());
+        save(link, &**server.databases[db].db.load(), &mut link.applied.lock());
     })
     .await;
 }

@@ -11,7 +11,7 @@ use kuradb::dbm::poly::PolyDbm;
 use kuradb::ulog::{MessageQueue, MqUpdateLogger};
 use kuradb::{Error, ErrorKind, Result};
 
-use crate::databases::{self, parse_spec, Database};
+use crate::databases::{self, parse_spec, Database, Served};
 
 /// The databases and each one's update log.
 pub type Logged = (Vec<Database<PolyDbm>>, Vec<Option<Arc<MessageQueue>>>);
@@ -72,9 +72,9 @@ fn attach(
 ) -> Result<(Database<PolyDbm>, Arc<MessageQueue>)> {
     let spec = database.spec.clone();
     let refuse = |why: &str| Error::new(ErrorKind::InvalidArgument, format!("database {spec:?}: {why}"));
-    let Database { db, spec: _, ordered, order, fast } = database;
+    let Database { db, spec: _, ordered, order, fast, published } = database;
     // Just opened: nothing else holds the database yet.
-    let db = match Arc::try_unwrap(db) {
+    let db = match Arc::try_unwrap(db.into_inner()) {
         Ok(PolyDbm::One(db)) => db,
         Ok(shards) => {
             let _ = shards.close();
@@ -90,6 +90,6 @@ fn attach(
         }
     };
     let logger = Arc::new(MqUpdateLogger::new(Arc::clone(&queue), 0, index as u32));
-    let db = Arc::new(PolyDbm::One(db.with_update_logger(logger)));
-    Ok((Database { db, spec, ordered, order, fast }, queue))
+    let db = Served::Fixed(Arc::new(PolyDbm::One(db.with_update_logger(logger))));
+    Ok((Database { db, spec, ordered, order, fast, published }, queue))
 }

@@ -110,6 +110,11 @@ pub fn current_manifest(dir: &Path) -> Result<Manifest> {
             format!("{} is not a published directory: it has no {CURRENT}", dir.display()),
         )
     })?;
+    version_manifest(dir, version)
+}
+
+/// The manifest of version `version` of `dir`, checked to name that version.
+pub fn version_manifest(dir: &Path, version: u64) -> Result<Manifest> {
     let manifest = Manifest::read(&version_dir(dir, version).join(MANIFEST))?;
     if manifest.version != version {
         return Err(Error::new(
@@ -140,6 +145,20 @@ pub(crate) fn set_name(class: crate::dbm::class::DbmClass) -> String {
 /// The version stays readable while open even if a later commit prunes it:
 /// its files are open (on systems where a removed open file stays readable).
 pub fn open(dir: &Path, access: Access, params: &Params) -> Result<ShardDbm> {
+    refuse_writable(dir, access)?;
+    open_checked(dir, current_manifest(dir)?, params)
+}
+
+/// Opens version `version` of the published directory `dir`, as [`open`]
+/// opens the current one, with the same checks: what a reader that watches
+/// `CURRENT` opens once it has read the number there, so the version it
+/// serves is the one it read, whatever commits come meanwhile.
+pub fn open_version(dir: &Path, version: u64, access: Access, params: &Params) -> Result<ShardDbm> {
+    refuse_writable(dir, access)?;
+    open_checked(dir, version_manifest(dir, version)?, params)
+}
+
+fn refuse_writable(dir: &Path, access: Access) -> Result<()> {
     if access.is_writable() {
         return Err(Error::new(
             ErrorKind::ReadOnly,
@@ -150,7 +169,10 @@ pub fn open(dir: &Path, access: Access, params: &Params) -> Result<ShardDbm> {
             ),
         ));
     }
-    let manifest = current_manifest(dir)?;
+    Ok(())
+}
+
+fn open_checked(dir: &Path, manifest: Manifest, params: &Params) -> Result<ShardDbm> {
     let vdir = version_dir(dir, manifest.version);
     let n = manifest.num_shards();
     let set = vdir.join(set_name(manifest.class));

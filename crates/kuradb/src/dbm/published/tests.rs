@@ -312,3 +312,17 @@ fn concurrent_commits_take_turns() {
         assert!(Manifest::read(&version_dir(dir.path(), v).join(MANIFEST)).is_ok(), "v-{v} is whole");
     }
 }
+
+#[test]
+fn a_version_opens_by_number_whichever_is_current() {
+    let dir = tempfile::tempdir().unwrap();
+    publish(dir.path(), "j1", 2, &keys("k", 4), "one");
+    publish(dir.path(), "j2", 2, &keys("k", 6), "two");
+    let old = open_version(dir.path(), 1, Access::ReadOnly, &Params::new()).unwrap();
+    assert_eq!((old.count().unwrap(), old.get(b"k0").unwrap()), (4, Some(b"one".to_vec())));
+    old.close().unwrap();
+    let err = open_version(dir.path(), 1, Access::ReadWrite, &Params::new()).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::ReadOnly);
+    let err = open_version(dir.path(), 9, Access::ReadOnly, &Params::new()).err().unwrap();
+    assert!(err.message().contains("v-9"), "{err}");
+}
