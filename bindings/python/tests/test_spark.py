@@ -139,6 +139,30 @@ def test_write_sharded_gives_each_shard_its_own_keys(spark, tmp_path):
     assert contents(dir) == dict(rows)
 
 
+def test_write_sharded_keeps_the_last_partitions_value_and_ignores_failed_attempts(spark, tmp_path):
+    def fail_first_attempt(batches):
+        ctx = TaskContext.get()
+        for i, batch in enumerate(batches):
+            if i == 1 and ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
+                raise RuntimeError("the first attempt of partition 1 fails")
+            yield batch
+
+    dir = str(tmp_path / "pub")
+    # Partition 0 holds the first half, partition 1 the second: "dup" is in both.
+    first, second = records(100) + [("dup", "first")], records(100, prefix="m") + [("dup", "second")]
+    df = spark.sparkContext.parallelize(first + second, 2).toDF("key string, value string")
+    df = df.mapInArrow(fail_first_attempt, "key string, value string")
+    kuradb.spark.write_sharded(df, dir, num_shards=3, dbm="hash")
+    assert contents(dir) == {**dict(first), **dict(second)} and contents(dir)["dup"] == "second"
+    assert kuradb.verify_published(dir)["records"] == "201"
+    assert no_staging(dir)
+
+    nulls = spark.createDataFrame([("a", "x"), (None, "y")], "key string, value string")
+    with pytest.raises(Exception, match="column 'key' has a null"):
+        kuradb.spark.write_sharded(nulls, dir, num_shards=3)
+    assert contents(dir)["dup"] == "second" and no_staging(dir)
+
+
 def test_overwrite_append_and_keep(spark, tmp_path):
     dir = str(tmp_path / "pub")
     first = records(50)
