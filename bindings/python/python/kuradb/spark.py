@@ -368,11 +368,22 @@ def write_sharded(
     task per shard writes the shard from those files (each batch sorted by
     key first for an ordered class), so every record is written into a
     database once and no shard is merged. ``params`` are the shards' class
-    and parameters as PolyDbm takes them (``dbm="tree"``, …); ``mode`` is
-    "overwrite" or "append" (which keeps the current version's shards and
-    parameters, so ``num_shards`` may be left out)."""
-    if mode not in ("overwrite", "append"):
-        raise ValueError(f"mode must be 'overwrite' or 'append', not {mode!r}")
+    and parameters as PolyDbm takes them (``dbm="tree"``, …). ``mode`` is
+    one of Spark's save modes: "overwrite"; "append" (which keeps the
+    current version's shards and parameters, so ``num_shards`` may be left
+    out); "errorifexists" (or "error"), which fails if ``dir`` already has
+    a version; "ignore", which does nothing if it has one."""
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in _MODES)}, not {mode!r}")
+    if mode in ("errorifexists", "error", "ignore"):
+        if _current_manifest(dir) is not None:
+            if mode == "ignore":
+                return
+            _refuse_existing(dir, mode)
+        mode = "overwrite"
+        exclusive = True
+    else:
+        exclusive = False
     options = {"path": dir, "key_column": key_column, "value_column": value_column, "keep": str(keep)}
     options.update({name: str(value) for name, value in params.items()})
     if num_shards is not None:
@@ -386,10 +397,26 @@ def write_sharded(
     try:
         runs = _write_runs(df, plan, job)
         chosen = _build_shards(df.sparkSession, plan, runs)
+        if exclusive and _current_manifest(dir) is not None:
+            # Another job published while this one wrote.
+            _refuse_existing(dir, "errorifexists")
         job.commit(chosen, create_missing=True, keep=plan.keep)
     except BaseException:
         job.abort()
         raise
+
+
+#: The save modes ``write_sharded`` takes (Spark's names).
+_MODES = ("overwrite", "append", "errorifexists", "error", "ignore")
+
+
+def _refuse_existing(dir: str, mode: str) -> None:
+    manifest = _current_manifest(dir)
+    version = f"v-{manifest['version']}" if manifest is not None else "a version"
+    raise FileExistsError(
+        f"{dir} already has a version ({version}): mode {mode!r} writes only to a directory without one "
+        "(use 'overwrite' to replace it, 'append' to add to it, 'ignore' to leave it)"
+    )
 
 
 def _runs_dir(job: "kuradb.PublishJob") -> str:
@@ -663,7 +690,7 @@ class KuraReader(DataSourceReader):
         if self.prefix is not None and self.prefix > start:
             start = self.prefix
         for key, value in db.range(start, None):
-            if self.upper is not None and key > self.upper[0]:
+            if self.upper is not None and (key > self.upper[0] or (key == self.upper[0] and not self.upper[1])):
                 return
             if self.prefix is not None and not key.startswith(self.prefix) and key > self.prefix:
                 return
