@@ -365,7 +365,7 @@ def write_sharded(
     """Writes ``df`` (a key and a value column, string or binary) as a new
     version of the published directory ``dir``, without a shuffle: each
     task of ``df`` routes its rows to one Arrow file per shard, then one
-    task per shard writes the shard from those files (each batch sorted by
+    task writes each shard from those files (each batch sorted by
     key first for an ordered class), so every record is written into a
     database once and no shard is merged. ``params`` are the shards' class
     and parameters as PolyDbm takes them (``dbm="tree"``, …). ``mode`` is
@@ -492,13 +492,15 @@ def _as_binary(column: "pa.Array", name: str) -> "pa.Array":
 
 
 def _build_shards(spark: Any, plan: "KuraWriter", runs: Dict[int, List[str]]) -> Dict[int, str]:
-    """One task per shard with rows stages the shard from its Arrow files;
-    answers the attempt that staged each."""
+    """Stages each shard with rows from its Arrow files, in as many tasks
+    as the cluster runs at once (each task's start costs more than its
+    share of a small shard); answers the attempt that staged each."""
     if not runs:
         return {}
     work = sorted(runs.items())
     build = _ShardBuilder(plan.dir, plan.job_id, plan.num_shards, plan.params, plan.append)
-    built = spark.sparkContext.parallelize(work, len(work)).map(build).collect()
+    tasks = max(1, min(len(work), spark.sparkContext.defaultParallelism))
+    built = spark.sparkContext.parallelize(work, tasks).map(build).collect()
     return dict(built)
 
 
@@ -532,6 +534,13 @@ class _ShardBuilder:
                         db.set_arrow(keys, values)
         finally:
             db.close()
+        # The commit makes every file durable before it publishes; syncing
+        # here does that work in parallel, where the file was written.
+        fd = os.open(job.staged_path(shard, attempt), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         return shard, attempt
 
 
