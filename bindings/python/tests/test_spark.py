@@ -139,7 +139,8 @@ def test_write_sharded_gives_each_shard_its_own_keys(spark, tmp_path):
     assert contents(dir) == dict(rows)
 
 
-def test_write_sharded_keeps_the_last_partitions_value_and_ignores_failed_attempts(spark, tmp_path):
+@pytest.mark.parametrize("dbm", ["hash", "tree"])
+def test_write_sharded_keeps_the_last_partitions_value_and_ignores_failed_attempts(spark, tmp_path, dbm):
     def fail_first_attempt(batches):
         ctx = TaskContext.get()
         for i, batch in enumerate(batches):
@@ -152,7 +153,7 @@ def test_write_sharded_keeps_the_last_partitions_value_and_ignores_failed_attemp
     first, second = records(100) + [("dup", "first")], records(100, prefix="m") + [("dup", "second")]
     df = spark.sparkContext.parallelize(first + second, 2).toDF("key string, value string")
     df = df.mapInArrow(fail_first_attempt, "key string, value string")
-    kuradb.spark.write_sharded(df, dir, num_shards=3, dbm="hash")
+    kuradb.spark.write_sharded(df, dir, num_shards=3, dbm=dbm)
     assert contents(dir) == {**dict(first), **dict(second)} and contents(dir)["dup"] == "second"
     assert kuradb.verify_published(dir)["records"] == "201"
     assert no_staging(dir)
@@ -401,3 +402,31 @@ def test_range_and_prefix_pushdown_visit_only_their_stretch(published, monkeypat
     assert keys == expected and visited <= len(expected) + 4
     keys, visited = visit(tree, [StringStartsWith(("key",), "k15")], monkeypatch)
     assert keys == expected and visited <= len(expected) + 4
+
+
+@pytest.mark.parametrize("chunk", [1, 3000, 1 << 30])
+def test_a_shard_of_an_ordered_class_is_built_in_sorted_chunks(tmp_path, monkeypatch, chunk):
+    # The builder of write_sharded's second job, run here on Arrow files
+    # made by hand; a small chunk sorts a few batches at a time.
+    import pyarrow as pa
+
+    monkeypatch.setattr(kuradb.spark, "_SORT_CHUNK_BYTES", chunk)
+    dir = str(tmp_path / "pub")
+    schema = pa.schema([("key", pa.binary()), ("value", pa.binary())])
+    files, expected = [], {}
+    for part in range(3):
+        file = str(tmp_path / f"run{part}.arrow")
+        with pa.ipc.new_stream(file, schema) as writer:
+            for b in range(4):
+                keys = [f"k{(part * 7 + b * 13 + i * 31) % 97:02d}".encode() for i in range(20)]
+                values = [f"{part}.{b}.{i}".encode() for i in range(20)]
+                columns = [pa.array(keys, pa.binary()), pa.array(values, pa.binary())]
+                writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+                expected.update(zip(keys, values))
+        files.append(file)
+    job = kuradb.PublishJob(dir, "job-1", 1, dbm="tree")
+    build = kuradb.spark._ShardBuilder(dir, "job-1", 1, {"dbm": "tree"}, False)
+    shard, attempt = build((0, files))
+    job.commit({shard: attempt}, create_missing=True)
+    with kuradb.DBM(dir) as db:
+        assert dict(db.items()) == expected

@@ -504,6 +504,21 @@ def _build_shards(spark: Any, plan: "KuraWriter", runs: Dict[int, List[str]]) ->
     return dict(built)
 
 
+# How many bytes of rows an ordered class's shard is sorted in at once: a
+# whole shard up to this, bounded memory beyond.
+_SORT_CHUNK_BYTES = 256 << 20
+
+
+def _set_sorted(db: Any, batches: List["pa.RecordBatch"]) -> None:
+    """Writes the rows of ``batches`` sorted by key, which fills a tree's
+    pages in order; the sort is stable, so a later row of a key stays later
+    and wins."""
+    table = pa.Table.from_batches(batches).combine_chunks()
+    keys, values = table.column(0).chunk(0), table.column(1).chunk(0)
+    order = pc.sort_indices(keys)
+    db.set_arrow(keys.take(order), values.take(order))
+
+
 class _ShardBuilder:
     """The task of the second job of ``write_sharded``: writes one shard's
     rows, its Arrow files read in partition order so that a key several
@@ -522,16 +537,21 @@ class _ShardBuilder:
         ordered = self.params.get("dbm") in _ORDERED_CLASSES
         db = job.stage(shard, attempt)
         try:
+            pending: List["pa.RecordBatch"] = []
+            size = 0
             for file in files:
                 with pa.OSFile(file, "rb") as source:
                     for batch in pa.ipc.open_stream(source):
-                        keys, values = batch.column(0), batch.column(1)
-                        if ordered:
-                            # Sorted rows go into a tree's pages in order; the
-                            # sort is stable, so a later row of a key stays later.
-                            order = pc.sort_indices(keys)
-                            keys, values = keys.take(order), values.take(order)
-                        db.set_arrow(keys, values)
+                        if not ordered:
+                            db.set_arrow(batch.column(0), batch.column(1))
+                            continue
+                        pending.append(batch)
+                        size += batch.nbytes
+                        if size >= _SORT_CHUNK_BYTES:
+                            _set_sorted(db, pending)
+                            pending, size = [], 0
+            if pending:
+                _set_sorted(db, pending)
         finally:
             db.close()
         # The commit makes every file durable before it publishes; syncing
