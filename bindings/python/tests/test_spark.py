@@ -139,6 +139,31 @@ def test_write_sharded_gives_each_shard_its_own_keys(spark, tmp_path):
     assert contents(dir) == dict(rows)
 
 
+@pytest.mark.parametrize("dbm", ["hash", "tree"])
+def test_write_sharded_keeps_the_last_partitions_value_and_ignores_failed_attempts(spark, tmp_path, dbm):
+    def fail_first_attempt(batches):
+        ctx = TaskContext.get()
+        for i, batch in enumerate(batches):
+            if i == 1 and ctx.partitionId() == 1 and ctx.attemptNumber() == 0:
+                raise RuntimeError("the first attempt of partition 1 fails")
+            yield batch
+
+    dir = str(tmp_path / "pub")
+    # Partition 0 holds the first half, partition 1 the second: "dup" is in both.
+    first, second = records(100) + [("dup", "first")], records(100, prefix="m") + [("dup", "second")]
+    df = spark.sparkContext.parallelize(first + second, 2).toDF("key string, value string")
+    df = df.mapInArrow(fail_first_attempt, "key string, value string")
+    kuradb.spark.write_sharded(df, dir, num_shards=3, dbm=dbm)
+    assert contents(dir) == {**dict(first), **dict(second)} and contents(dir)["dup"] == "second"
+    assert kuradb.verify_published(dir)["records"] == "201"
+    assert no_staging(dir)
+
+    nulls = spark.createDataFrame([("a", "x"), (None, "y")], "key string, value string")
+    with pytest.raises(Exception, match="column 'key' has a null"):
+        kuradb.spark.write_sharded(nulls, dir, num_shards=3)
+    assert contents(dir)["dup"] == "second" and no_staging(dir)
+
+
 def test_overwrite_append_and_keep(spark, tmp_path):
     dir = str(tmp_path / "pub")
     first = records(50)
@@ -165,6 +190,33 @@ def test_overwrite_append_and_keep(spark, tmp_path):
     assert sorted(n for n in os.listdir(dir) if n.startswith("v-")) == ["v-2", "v-3", "v-4"]
     frame(spark, records(8)).write.format("kuradb").mode("overwrite").option("keep", 1).save(dir)
     assert sorted(n for n in os.listdir(dir) if n.startswith("v-")) == ["v-5"]
+
+
+def test_write_sharded_errorifexists_and_ignore(spark, tmp_path):
+    dir = str(tmp_path / "pub")
+    # Without a version, both write the first.
+    kuradb.spark.write_sharded(frame(spark, records(10)), dir, num_shards=2, mode="errorifexists")
+    assert contents(dir) == dict(records(10))
+    for mode in ("errorifexists", "error"):
+        with pytest.raises(FileExistsError, match=r"already has a version \(v-1\): mode '" + mode):
+            kuradb.spark.write_sharded(frame(spark, records(3, tag="new")), dir, num_shards=2, mode=mode)
+    kuradb.spark.write_sharded(frame(spark, records(3, tag="new")), dir, num_shards=2, mode="ignore")
+    assert manifest(dir)[1]["version"] == 1 and contents(dir) == dict(records(10)) and no_staging(dir)
+    other = str(tmp_path / "other")
+    kuradb.spark.write_sharded(frame(spark, records(4)), other, num_shards=2, mode="ignore")
+    assert contents(other) == dict(records(4))
+    with pytest.raises(ValueError, match="mode must be one of .*not 'upsert'"):
+        kuradb.spark.write_sharded(frame(spark, records(3)), dir, num_shards=2, mode="upsert")
+
+
+def test_spark_refuses_errorifexists_and_ignore_for_the_format(spark, tmp_path):
+    # Spark itself allows a Python data source only append and overwrite,
+    # before the source runs; write_sharded takes the other modes.
+    dir = str(tmp_path / "pub")
+    for mode in ("errorifexists", "ignore"):
+        with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+            frame(spark, records(3)).write.format("kuradb").mode(mode).save(dir)
+    assert not os.path.exists(os.path.join(dir, "CURRENT"))
 
 
 def test_a_failed_attempt_leaves_no_doubled_or_partial_shard(spark, tmp_path):
@@ -272,3 +324,109 @@ def test_register_turns_pushdown_on(spark):
     spark.conf.set(kuradb.spark.PUSHDOWN_CONF, "false")
     kuradb.spark.register(spark)
     assert spark.conf.get(kuradb.spark.PUSHDOWN_CONF) == "true"
+
+
+class CountingDBM:
+    """Stands in for kuradb.DBM in the reader: counts the records its
+    iterators hand out (the records a read visits)."""
+
+    visited = 0
+    real = kuradb.DBM
+
+    def __init__(self, *args, **kwargs):
+        self.db = CountingDBM.real(*args, **kwargs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.db.close()
+
+    def range(self, *args):
+        for record in self.db.range(*args):
+            CountingDBM.visited += 1
+            yield record
+
+    def items(self):
+        return CountingItems(iter(self.db.items()))
+
+    def get_multi(self, keys):
+        CountingDBM.visited += len(keys)
+        return self.db.get_multi(keys)
+
+
+class CountingItems:
+    def __init__(self, records):
+        self.records = records
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        record = next(self.records)
+        CountingDBM.visited += 1
+        return record
+
+    def next_columns(self, count):
+        columns = self.records.next_columns(count)
+        if columns is not None:
+            CountingDBM.visited += columns[0]
+        return columns
+
+
+def visit(dir, filters, monkeypatch):
+    """The keys a pushdown read of ``dir`` with ``filters`` answers, and the
+    records it visited, read in this process as Spark's tasks would."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    monkeypatch.setattr(kuradb, "DBM", CountingDBM)
+    CountingDBM.visited = 0
+    schema = StructType([StructField("key", StringType()), StructField("value", StringType())])
+    reader = kuradb.spark.KuraPushdownReader({"path": dir}, schema)
+    assert list(reader.pushFilters(filters)) == []
+    keys = []
+    for partition in reader.partitions():
+        for batch in reader.read(partition):
+            keys += batch.column(0).to_pylist()
+    return sorted(keys), CountingDBM.visited
+
+
+def test_range_and_prefix_pushdown_visit_only_their_stretch(published, monkeypatch):
+    from pyspark.sql.datasource import GreaterThanOrEqual, LessThan, StringStartsWith
+
+    tree = published["tree"]
+    assert visit(tree, [], monkeypatch) == (sorted(k for k, _ in records(200)), 200)
+    expected = ["k15"] + [f"k15{i}" for i in range(10)]
+    # Four shards: each stops at the first key past the stretch.
+    keys, visited = visit(tree, [GreaterThanOrEqual(("key",), "k15"), LessThan(("key",), "k16")], monkeypatch)
+    assert keys == expected and visited <= len(expected) + 4
+    keys, visited = visit(tree, [StringStartsWith(("key",), "k15")], monkeypatch)
+    assert keys == expected and visited <= len(expected) + 4
+
+
+@pytest.mark.parametrize("chunk", [1, 3000, 1 << 30])
+def test_a_shard_of_an_ordered_class_is_built_in_sorted_chunks(tmp_path, monkeypatch, chunk):
+    # The builder of write_sharded's second job, run here on Arrow files
+    # made by hand; a small chunk sorts a few batches at a time.
+    import pyarrow as pa
+
+    monkeypatch.setattr(kuradb.spark, "_SORT_CHUNK_BYTES", chunk)
+    dir = str(tmp_path / "pub")
+    schema = pa.schema([("key", pa.binary()), ("value", pa.binary())])
+    files, expected = [], {}
+    for part in range(3):
+        file = str(tmp_path / f"run{part}.arrow")
+        with pa.ipc.new_stream(file, schema) as writer:
+            for b in range(4):
+                keys = [f"k{(part * 7 + b * 13 + i * 31) % 97:02d}".encode() for i in range(20)]
+                values = [f"{part}.{b}.{i}".encode() for i in range(20)]
+                columns = [pa.array(keys, pa.binary()), pa.array(values, pa.binary())]
+                writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+                expected.update(zip(keys, values))
+        files.append(file)
+    job = kuradb.PublishJob(dir, "job-1", 1, dbm="tree")
+    build = kuradb.spark._ShardBuilder(dir, "job-1", 1, {"dbm": "tree"}, False)
+    shard, attempt = build((0, files))
+    job.commit({shard: attempt}, create_missing=True)
+    with kuradb.DBM(dir) as db:
+        assert dict(db.items()) == expected

@@ -363,37 +363,205 @@ def write_sharded(
     **params: Any,
 ) -> None:
     """Writes ``df`` (a key and a value column, string or binary) as a new
-    version of the published directory ``dir``: one task per shard, each
-    writing the keys that belong in its shard (sorted first for an ordered
-    class), so no shard is merged. ``params`` are the shards' class and
-    parameters as PolyDbm takes them (``dbm="tree"``, …); ``mode`` is
-    "overwrite" or "append" (which keeps the current version's shards and
-    parameters, so ``num_shards`` may be left out)."""
-    if mode not in ("overwrite", "append"):
-        raise ValueError(f"mode must be 'overwrite' or 'append', not {mode!r}")
-    manifest = _current_manifest(dir) if mode == "append" else None
-    if manifest is not None:
-        num_shards = num_shards or int(manifest["num_shards"])
-        dbm = manifest["class"]
+    version of the published directory ``dir``, without a shuffle: each
+    task of ``df`` routes its rows to one Arrow file per shard, then one
+    task writes each shard from those files (each batch sorted by
+    key first for an ordered class), so every record is written into a
+    database once and no shard is merged. ``params`` are the shards' class
+    and parameters as PolyDbm takes them (``dbm="tree"``, …). ``mode`` is
+    one of Spark's save modes: "overwrite"; "append" (which keeps the
+    current version's shards and parameters, so ``num_shards`` may be left
+    out); "errorifexists" (or "error"), which fails if ``dir`` already has
+    a version; "ignore", which does nothing if it has one."""
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(repr(m) for m in _MODES)}, not {mode!r}")
+    if mode in ("errorifexists", "error", "ignore"):
+        if _current_manifest(dir) is not None:
+            if mode == "ignore":
+                return
+            _refuse_existing(dir, mode)
+        mode = "overwrite"
+        exclusive = True
     else:
-        if num_shards is None:
-            raise ValueError("write_sharded needs num_shards (the directory has no version to append to)")
-        dbm = str(params.get("dbm", "hash"))
-    sort = dbm in _ORDERED_CLASSES
-    writer = (
-        shard_partitioned(df, num_shards, key_column, value_column, sort=sort)
-        .write.format(FORMAT)
-        .mode(mode)
-        .option("key_column", key_column)
-        .option("value_column", value_column)
-        .option("keep", keep)
+        exclusive = False
+    options = {"path": dir, "key_column": key_column, "value_column": value_column, "keep": str(keep)}
+    options.update({name: str(value) for name, value in params.items()})
+    if num_shards is not None:
+        options["num_shards"] = str(num_shards)
+    elif mode == "overwrite" or _current_manifest(dir) is None:
+        raise ValueError("write_sharded needs num_shards (the directory has no version to append to)")
+    # The writer checks the schema, the class, its parameters and what an
+    # append keeps, on the driver, before any task runs.
+    plan = KuraWriter(options, df.schema, overwrite=mode == "overwrite")
+    job = kuradb.PublishJob.appending(dir, plan.job_id) if plan.append else plan._job()
+    try:
+        runs = _write_runs(df, plan, job)
+        chosen = _build_shards(df.sparkSession, plan, runs)
+        if exclusive and _current_manifest(dir) is not None:
+            # Another job published while this one wrote.
+            _refuse_existing(dir, "errorifexists")
+        job.commit(chosen, create_missing=True, keep=plan.keep)
+    except BaseException:
+        job.abort()
+        raise
+
+
+#: The save modes ``write_sharded`` takes (Spark's names).
+_MODES = ("overwrite", "append", "errorifexists", "error", "ignore")
+
+
+def _refuse_existing(dir: str, mode: str) -> None:
+    manifest = _current_manifest(dir)
+    version = f"v-{manifest['version']}" if manifest is not None else "a version"
+    raise FileExistsError(
+        f"{dir} already has a version ({version}): mode {mode!r} writes only to a directory without one "
+        "(use 'overwrite' to replace it, 'append' to add to it, 'ignore' to leave it)"
     )
-    if manifest is None:
-        writer = writer.option("num_shards", num_shards)
-    for name, value in params.items():
-        writer = writer.option(name, str(value))
-    _ensure_registered(df.sparkSession)
-    writer.save(dir)
+
+
+def _runs_dir(job: "kuradb.PublishJob") -> str:
+    # Inside the job's staging (which the commit and the abort remove), under
+    # a name no attempt's directory has.
+    return os.path.join(os.path.dirname(os.path.dirname(job.staged_path(0, "runs"))), "_runs")
+
+
+def _write_runs(df: Any, plan: "KuraWriter", job: "kuradb.PublishJob") -> Dict[int, List[str]]:
+    """Each task of ``df`` writes its rows into one Arrow IPC file per shard
+    they belong in; answers the files of every shard in partition order.
+    Only successful attempts' files are answered (Spark keeps one result
+    per partition), so a failed or speculative attempt's files are ignored
+    and removed with the staging."""
+    runs = _runs_dir(job)
+    spill = _RunWriter(runs, plan.key_column, plan.value_column, plan.num_shards)
+    listed = df.select(plan.key_column, plan.value_column).mapInArrow(
+        spill, "partition int, shard int, file string"
+    ).collect()
+    by_shard: Dict[int, List[Tuple[int, str]]] = defaultdict(list)
+    for row in listed:
+        by_shard[row["shard"]].append((row["partition"], row["file"]))
+    return {shard: [f for _, f in sorted(files)] for shard, files in by_shard.items()}
+
+
+class _RunWriter:
+    """The task of the first job of ``write_sharded`` (a picklable callable
+    for ``mapInArrow``)."""
+
+    def __init__(self, runs: str, key_column: str, value_column: str, num_shards: int) -> None:
+        self.runs, self.key_column, self.value_column = runs, key_column, value_column
+        self.num_shards = num_shards
+
+    def __call__(self, batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        attempt, partition = _attempt_id()
+        os.makedirs(self.runs, exist_ok=True)
+        schema = pa.schema([("key", pa.binary()), ("value", pa.binary())])
+        writers: Dict[int, Any] = {}
+        files: Dict[int, str] = {}
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                keys = _as_binary(batch.column(self.key_column), self.key_column)
+                values = _as_binary(batch.column(self.value_column), self.value_column)
+                for shard, k, v in _by_shard(keys, values, self.num_shards):
+                    writer = writers.get(shard)
+                    if writer is None:
+                        files[shard] = os.path.join(self.runs, f"{shard:05}-{attempt}.arrow")
+                        writer = writers[shard] = pa.ipc.new_stream(files[shard], schema)
+                    writer.write_batch(pa.RecordBatch.from_arrays([k, v], schema=schema))
+        finally:
+            for writer in writers.values():
+                writer.close()
+        listing = sorted(files.items())
+        yield pa.RecordBatch.from_pydict(
+            {
+                "partition": pa.array([partition] * len(listing), pa.int32()),
+                "shard": pa.array([shard for shard, _ in listing], pa.int32()),
+                "file": pa.array([file for _, file in listing], pa.string()),
+            }
+        )
+
+
+def _as_binary(column: "pa.Array", name: str) -> "pa.Array":
+    if column.null_count:
+        raise ValueError(f"column {name!r} has a null: kuradb records have no null keys or values")
+    if pa.types.is_string(column.type):
+        return column.view(pa.binary())
+    if pa.types.is_large_string(column.type):
+        return column.view(pa.large_binary())
+    return column
+
+
+def _build_shards(spark: Any, plan: "KuraWriter", runs: Dict[int, List[str]]) -> Dict[int, str]:
+    """Stages each shard with rows from its Arrow files, in as many tasks
+    as the cluster runs at once (each task's start costs more than its
+    share of a small shard); answers the attempt that staged each."""
+    if not runs:
+        return {}
+    work = sorted(runs.items())
+    build = _ShardBuilder(plan.dir, plan.job_id, plan.num_shards, plan.params, plan.append)
+    tasks = max(1, min(len(work), spark.sparkContext.defaultParallelism))
+    built = spark.sparkContext.parallelize(work, tasks).map(build).collect()
+    return dict(built)
+
+
+# How many bytes of rows an ordered class's shard is sorted in at once: a
+# whole shard up to this, bounded memory beyond.
+_SORT_CHUNK_BYTES = 256 << 20
+
+
+def _set_sorted(db: Any, batches: List["pa.RecordBatch"]) -> None:
+    """Writes the rows of ``batches`` sorted by key, which fills a tree's
+    pages in order; the sort is stable, so a later row of a key stays later
+    and wins."""
+    table = pa.Table.from_batches(batches).combine_chunks()
+    keys, values = table.column(0).chunk(0), table.column(1).chunk(0)
+    order = pc.sort_indices(keys)
+    db.set_arrow(keys.take(order), values.take(order))
+
+
+class _ShardBuilder:
+    """The task of the second job of ``write_sharded``: writes one shard's
+    rows, its Arrow files read in partition order so that a key several
+    tasks wrote keeps the last partition's value."""
+
+    def __init__(self, dir: str, job_id: str, num_shards: int, params: Dict[str, str], append: bool) -> None:
+        self.dir, self.job_id, self.num_shards, self.params, self.append = dir, job_id, num_shards, params, append
+
+    def __call__(self, work: Tuple[int, List[str]]) -> Tuple[int, str]:
+        shard, files = work
+        attempt, _ = _attempt_id()
+        if self.append:
+            job = kuradb.PublishJob.appending(self.dir, self.job_id)
+        else:
+            job = kuradb.PublishJob(self.dir, self.job_id, self.num_shards, **self.params)
+        ordered = self.params.get("dbm") in _ORDERED_CLASSES
+        db = job.stage(shard, attempt)
+        try:
+            pending: List["pa.RecordBatch"] = []
+            size = 0
+            for file in files:
+                with pa.OSFile(file, "rb") as source:
+                    for batch in pa.ipc.open_stream(source):
+                        if not ordered:
+                            db.set_arrow(batch.column(0), batch.column(1))
+                            continue
+                        pending.append(batch)
+                        size += batch.nbytes
+                        if size >= _SORT_CHUNK_BYTES:
+                            _set_sorted(db, pending)
+                            pending, size = [], 0
+            if pending:
+                _set_sorted(db, pending)
+        finally:
+            db.close()
+        # The commit makes every file durable before it publishes; syncing
+        # here does that work in parallel, where the file was written.
+        fd = os.open(job.staged_path(shard, attempt), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return shard, attempt
 
 
 def _ensure_registered(spark: Any) -> None:
@@ -551,7 +719,7 @@ class KuraReader(DataSourceReader):
         if self.prefix is not None and self.prefix > start:
             start = self.prefix
         for key, value in db.range(start, None):
-            if self.upper is not None and key > self.upper[0]:
+            if self.upper is not None and (key > self.upper[0] or (key == self.upper[0] and not self.upper[1])):
                 return
             if self.prefix is not None and not key.startswith(self.prefix) and key > self.prefix:
                 return
