@@ -13,6 +13,8 @@ use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
+use crate::expiry::{off_at_open, DbExpiry};
+
 /// A served database: the PolyDbm opened, with transactions. Plain calls go
 /// straight through while no transaction, EXEC or WATCH is open; the
 /// PolyDbm's own calls (prefetch) through `.inner()`.
@@ -33,6 +35,9 @@ pub struct Database<T = Db> {
     /// reactor thread: the database is on memory, or its file is read and
     /// written through the OS page cache (no direct or synchronous I/O).
     pub fast: bool,
+    /// Whether it has expiry (the database is kept as stored; commands
+    /// see it through the expiry layer: `crate::expiry`).
+    pub expiry: DbExpiry,
 }
 
 /// Parses `PATH#name=value,...` into the path and PolyDbm parameters. The
@@ -74,10 +79,13 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
     } else {
         PolyDbm::open(Path::new(&path), access, &params).map_err(in_spec)?
     };
+    // Kept as stored: the server lays the expiry layer over each command's view.
+    let (db, state) = db.into_stored().map_err(in_spec)?;
+    let expiry = DbExpiry::new(state, off_at_open(spec, read_only));
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
     let fast = through_page_cache(&params);
-    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order, fast })
+    Ok(Database { db: Arc::new(db), spec: spec.to_string(), ordered, order, fast, expiry })
 }
 
 /// Wraps each database of `opened` for transactions, its commit log beside
@@ -88,7 +96,7 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
 pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<Vec<Database>> {
     let mut done: Vec<Database> = Vec::with_capacity(opened.len());
     let mut rest = opened.into_iter();
-    while let Some(Database { db, spec, ordered, order, fast }) = rest.next() {
+    while let Some(Database { db, spec, ordered, order, fast, expiry }) = rest.next() {
         let wrapped = match Arc::try_unwrap(db) {
             Ok(poly) => wrap(poly, read_only)
                 .map_err(|e| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()))),
@@ -98,7 +106,7 @@ pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<
             )),
         };
         match wrapped {
-            Ok(db) => done.push(Database { db: Arc::new(db), spec, ordered, order, fast }),
+            Ok(db) => done.push(Database { db: Arc::new(db), spec, ordered, order, fast, expiry }),
             Err(e) => {
                 let _ = close_all(done);
                 let _ = close_all(rest.collect());

@@ -46,6 +46,8 @@ pub struct Settings {
     pub config_file: Option<std::path::PathBuf>,
     /// The replica priority at start.
     pub replica_priority: i64,
+    /// The expiry sweeper's bound: records looked at per second per database.
+    pub expiry_sweep_rate: usize,
 }
 
 /// The state every connection shares.

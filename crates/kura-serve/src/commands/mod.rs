@@ -1,11 +1,12 @@
 //! The command table: each command's name, arity, flags, key positions (for
 //! COMMAND) and the function that runs it, with the helpers they share.
-//! One file per family: `strings` (values), `keys` (the keyspace), `range`
+//! One file per family: `strings` (values), `expiry` (expiry times), `keys` (the keyspace), `range`
 //! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
 //! `crate::multi`), `connection` (the session), `pubsub` (publish/subscribe)
 //! and `server` (administration).
 
 mod connection;
+mod expiry;
 mod keys;
 mod not_served;
 pub mod pubsub;
@@ -15,7 +16,10 @@ pub use server::REDIS_VERSION;
 mod strings;
 mod transactions;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+use kuradb::dbm::expiry::{ExpiringDbm, ExpiryState};
 use kuradb::dbm::Dbm;
 
 use super::reply::Reply;
@@ -48,11 +52,54 @@ impl<'a> Ctx<'a> {
         Ctx { server, session, tx: None }
     }
 
-    /// The selected database, or inside EXEC the transaction.
+    /// The selected database, or inside EXEC the transaction, as stored
+    /// (values with their expiry tags, for a database with expiry).
     pub fn db(&self) -> &dyn Dbm {
         match self.tx {
             Some(tx) => tx,
             None => &*self.server.databases[self.session.db].db,
+        }
+    }
+
+    /// The expiry layer's state of the selected database, while it has expiry.
+    pub fn expiry_state(&self) -> Option<&Arc<ExpiryState>> {
+        self.server.databases[self.session.db].expiry.state()
+    }
+
+    /// What commands read and write: [`Ctx::db`] through the expiry layer
+    /// when the database has expiry, as it is otherwise.
+    pub fn data(&self) -> View<'_> {
+        match self.expiry_state() {
+            Some(state) => View::Expiring(ExpiringDbm::with_state(self.db(), Arc::clone(state))),
+            None => View::Plain(self.db()),
+        }
+    }
+
+    /// The expiry layer over [`Ctx::db`], or the error expiry commands
+    /// answer on a database without expiry.
+    pub fn expiring(&self) -> Result<ExpiringDbm<&dyn Dbm>, Reply> {
+        match self.expiry_state() {
+            Some(state) => Ok(ExpiringDbm::with_state(self.db(), Arc::clone(state))),
+            None => Err(Reply::error(self.server.databases[self.session.db].expiry.off_error())),
+        }
+    }
+}
+
+/// A database as commands see it: see [`Ctx::data`].
+pub enum View<'a> {
+    /// A database without expiry.
+    Plain(&'a dyn Dbm),
+    /// A database with expiry, under the layer.
+    Expiring(ExpiringDbm<&'a dyn Dbm>),
+}
+
+impl<'a> std::ops::Deref for View<'a> {
+    type Target = dyn Dbm + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            View::Plain(db) => *db,
+            View::Expiring(db) => db,
         }
     }
 }
@@ -102,6 +149,18 @@ pub static COMMANDS: &[Command] = &[
     cmd("setnx", 3, WRITE | DB, ONE, strings::setnx),
     cmd("append", 3, WRITE | DB, ONE, strings::append),
     cmd("strlen", 2, DB, ONE, strings::strlen),
+    cmd("ttl", 2, DB, ONE, expiry::ttl),
+    cmd("pttl", 2, DB, ONE, expiry::pttl),
+    cmd("expire", -3, WRITE | DB, ONE, expiry::expire),
+    cmd("pexpire", -3, WRITE | DB, ONE, expiry::pexpire),
+    cmd("expireat", -3, WRITE | DB, ONE, expiry::expireat),
+    cmd("pexpireat", -3, WRITE | DB, ONE, expiry::pexpireat),
+    cmd("setex", 4, WRITE | DB, ONE, expiry::setex),
+    cmd("psetex", 4, WRITE | DB, ONE, expiry::psetex),
+    cmd("getex", -2, WRITE | DB, ONE, expiry::getex),
+    cmd("persist", 2, WRITE | DB, ONE, expiry::persist),
+    cmd("expiretime", 2, DB, ONE, expiry::expiretime),
+    cmd("pexpiretime", 2, DB, ONE, expiry::pexpiretime),
     cmd("type", 2, DB, ONE, keys::type_of),
     cmd("scan", -2, DB, NONE, keys::scan),
     cmd("keys", 2, DB, NONE, keys::keys),
