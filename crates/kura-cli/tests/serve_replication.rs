@@ -488,4 +488,9 @@ fn expiring_keys_replicate_and_the_master_sweep_reaches_the_replica() {
     let _: redis::Value =
         redis::pipe().atomic().cmd("SET").arg("tx").arg("v").arg("EX").arg("100").query(&mut m).unwrap();
     wait_for("the block's key on the replica", || ttl(&mut r, "tx") == 100);
+    // The replica counts its expiring keys for INFO, removing nothing.
+    wait_for("the replica's INFO estimate", || {
+        let text: String = redis::cmd("INFO").arg("keyspace").query(&mut r).unwrap();
+        text.contains("db0:keys=3,expires=2,avg_ttl=")
+    });
 }

@@ -59,6 +59,9 @@ pub struct DbExpiry {
     avg_ttl: AtomicU64,
     /// The pass in progress: records with an expiry and their time left.
     pass: Mutex<(u64, u64)>,
+    /// Where a replica's census (a pass that counts, removing nothing)
+    /// stopped: the key to resume at (`None`: the beginning).
+    census_from: Mutex<Option<Vec<u8>>>,
 }
 
 impl DbExpiry {
@@ -71,6 +74,7 @@ impl DbExpiry {
             expires: AtomicU64::new(0),
             avg_ttl: AtomicU64::new(0),
             pass: Mutex::new((0, 0)),
+            census_from: Mutex::new(None),
         };
         if let Some(state) = state {
             expiry.turn_on(state);
@@ -127,6 +131,50 @@ impl DbExpiry {
             self.avg_ttl.store(pass.1.checked_div(pass.0).unwrap_or(0), Ordering::Relaxed);
             *pass = (0, 0);
         }
+    }
+
+    /// A replica's stand-in for the sweep: looks at up to `max_records`
+    /// records of `db` from where the last call stopped and counts the
+    /// live ones with an expiry time, for INFO; removes nothing (the
+    /// master's removals arrive by the log).
+    fn census(&self, db: &dyn Dbm, state: &ExpiryState, max_records: usize) -> Result<()> {
+        let now = state.now_ms();
+        let (mut expiring, mut ttl_ms, mut finished) = (0usize, 0u64, false);
+        let mut from = self.census_from.lock();
+        let mut cursor = db.iter()?;
+        match from.take() {
+            // A hash database jumps only to a key it holds: one removed since
+            // starts the pass over.
+            Some(key) => match cursor.jump(&key) {
+                Err(e) if e.kind() == kuradb::ErrorKind::NotFound => cursor.first()?,
+                other => other?,
+            },
+            None => cursor.first()?,
+        }
+        let mut visited = 0;
+        loop {
+            let Some((key, stored)) = cursor.get()? else {
+                finished = true;
+                break;
+            };
+            if visited == max_records {
+                *from = Some(key);
+                break;
+            }
+            visited += 1;
+            if key != EXPIRY_MARKER {
+                if let Ok((Some(at), _)) = kuradb::dbm::expiry::stored_value(&stored) {
+                    if at > now {
+                        expiring += 1;
+                        ttl_ms = ttl_ms.saturating_add(at - now);
+                    }
+                }
+            }
+            cursor.next()?;
+        }
+        drop(from);
+        self.note(expiring, ttl_ms, finished);
+        Ok(())
     }
 
     /// On a replica, after a batch of the master's changes: expiry is on
@@ -198,14 +246,15 @@ pub fn keep_high_water(server: &Server) {
 
 /// The master's background sweeper: one thread for every database with
 /// expiry, looking at no more than its rate of records a second in each.
+/// On a replica it only counts (for INFO's estimates), at the same rate.
 pub struct Sweeper {
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Sweeper {
-    /// Starts the thread; it sweeps only while the server is a writable
-    /// master, so a replica promoted starts sweeping, and one demoted stops.
+    /// Starts the thread; it removes only while the server is a writable
+    /// master, so a replica promoted starts removing, and one demoted stops.
     pub fn start(server: &Arc<Server>, records_per_second: usize) -> Result<Sweeper> {
         let per_tick = records_per_second.div_ceil(10).max(1);
         let server: Weak<Server> = Arc::downgrade(server);
@@ -226,11 +275,18 @@ impl Sweeper {
                         }
                     }
                     let Some(server) = server.upgrade() else { return };
-                    if server.replication.is_replica() || server.settings.read_only {
+                    if server.settings.read_only {
                         continue;
                     }
+                    let replica = server.replication.is_replica();
                     for database in &server.databases {
                         let Some(state) = database.expiry.state() else { continue };
+                        if replica {
+                            if let Err(e) = database.expiry.census(&*database.db, state, per_tick) {
+                                log::warn!("counting the expiring keys of {}: {e}", database.spec);
+                            }
+                            continue;
+                        }
                         let layer = ExpiringDbm::with_state(&*database.db, Arc::clone(state));
                         match layer.sweep(per_tick) {
                             Ok(report) => {
