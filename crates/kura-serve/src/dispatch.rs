@@ -164,17 +164,16 @@ fn is_plain_get(args: &[Bytes]) -> bool {
 fn get_into(db: &Db, expiry: Option<&Arc<ExpiryState>>, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut found = false;
-    let now = match expiry {
-        Some(_) if key == EXPIRY_MARKER => None,
-        Some(state) => Some(state.now_ms()),
-        None => Some(0),
-    };
+    let now = expiry.map(|state| state.now_ms());
+    // The expiry layer's own record is no key of the user's.
+    let hidden = expiry.is_some() && key == EXPIRY_MARKER;
     let mut broken = None;
     let outcome = db.process(key, Access::ReadOnly, &mut |stored| {
-        let value = match (stored, expiry, now) {
-            (None, _, _) | (_, _, None) => None,
-            (Some(value), None, _) => Some(value),
-            (Some(stored), Some(_), Some(now)) => match stored_value(stored) {
+        let value = match (stored, now) {
+            (None, _) => None,
+            _ if hidden => None,
+            (Some(value), None) => Some(value),
+            (Some(stored), Some(now)) => match stored_value(stored) {
                 Ok((at, value)) => at.is_none_or(|at| at > now).then_some(value),
                 Err(e) => {
                     broken = Some(e);
