@@ -451,3 +451,46 @@ fn config_rewrite_keeps_replicaof_in_the_config_file_across_restarts() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 1") && err.contains("maxmemory"), "{err}");
 }
+
+#[test]
+fn expiring_keys_replicate_and_the_master_sweep_reaches_the_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = start_master(dir.path(), &[spec(dir.path(), "m.tkh")], &["--expiry_sweep_rate", "1000"]);
+    query(&master, 0, &[&["SET", "long", "v", "EX", "1000"], &["SET", "plain", "v"]]);
+    let replica = start_replica(&[spec(dir.path(), "r.tkh")], &master);
+    let mut m = master.client();
+    let mut r = replica.client();
+    query(&master, 0, &[&["EXPIRE", "plain", "500", "GT"]]);
+    wait_equal(&master, &replica, 0);
+    // The replica answers the master's expiry times.
+    let ttl =
+        |con: &mut redis::Connection, key: &str| -> i64 { redis::cmd("TTL").arg(key).query(con).unwrap() };
+    assert_eq!(ttl(&mut r, "long"), 1000);
+    assert_eq!(ttl(&mut r, "plain"), -1, "GT on a key without expiry sets none");
+    query(&master, 0, &[&["SET", "short", "v", "PX", "1500"]]);
+    wait_for("the short-lived key on the replica", || {
+        let pttl: i64 = redis::cmd("PTTL").arg("short").query(&mut r).unwrap();
+        pttl != -2 && (0..=1500).contains(&pttl)
+    });
+    // Once expired, the replica hides the key at once; the master's sweep
+    // then removes it on both.
+    wait_for("the key to expire on the replica", || {
+        redis::cmd("EXISTS").arg("short").query::<i64>(&mut r).unwrap() == 0
+    });
+    wait_for("the master's sweep to reach the replica", || {
+        redis::cmd("DBSIZE").query::<i64>(&mut r).unwrap() == 2
+    });
+    assert_eq!(redis::cmd("DBSIZE").query::<i64>(&mut m).unwrap(), 2);
+    // A replica refuses expiry writes as it refuses every write.
+    let err = redis::cmd("EXPIRE").arg("long").arg("10").query::<i64>(&mut r).unwrap_err();
+    assert!(error_text(&err).contains("READONLY"), "{err}");
+    // A committed block with an expiry reaches it whole.
+    let _: redis::Value =
+        redis::pipe().atomic().cmd("SET").arg("tx").arg("v").arg("EX").arg("100").query(&mut m).unwrap();
+    wait_for("the block's key on the replica", || ttl(&mut r, "tx") == 100);
+    // The replica counts its expiring keys for INFO, removing nothing.
+    wait_for("the replica's INFO estimate", || {
+        let text: String = redis::cmd("INFO").arg("keyspace").query(&mut r).unwrap();
+        text.contains("db0:keys=3,expires=2,avg_ttl=")
+    });
+}

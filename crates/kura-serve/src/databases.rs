@@ -18,6 +18,8 @@ use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::FileSpec;
 use kuradb::{Error, ErrorKind, Result};
 
+use crate::expiry::{off_at_open, DbExpiry};
+
 /// A served database: the PolyDbm opened, with transactions. Plain calls go
 /// straight through while no transaction, EXEC or WATCH is open; the
 /// PolyDbm's own calls (prefetch) through `.inner()`.
@@ -110,6 +112,9 @@ pub struct Database<T = Db> {
     /// For a published directory served read-only: where it is and which
     /// version is served (`crate::published`).
     pub published: Option<Arc<crate::published::Published>>,
+    /// Whether it has expiry (the database is kept as stored; commands
+    /// see it through the expiry layer: `crate::expiry`).
+    pub expiry: DbExpiry,
 }
 
 /// Parses `PATH#name=value,...` into the path and PolyDbm parameters. The
@@ -151,6 +156,9 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
     } else {
         PolyDbm::open(Path::new(&path), access, &params).map_err(in_spec)?
     };
+    // Kept as stored: the server lays the expiry layer over each command's view.
+    let (db, state) = db.into_stored().map_err(in_spec)?;
+    let expiry = DbExpiry::new(state, off_at_open(spec, read_only));
     let ordered = db.is_ordered();
     let order = db.key_order().map_err(in_spec)?.unwrap_or(KeyComparator::Lexical);
     let fast = through_page_cache(&params);
@@ -162,7 +170,7 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
         }
     };
     let db = Served::Fixed(Arc::new(db));
-    Ok(Database { db, spec: spec.to_string(), ordered, order, fast, published })
+    Ok(Database { db, spec: spec.to_string(), ordered, order, fast, published, expiry })
 }
 
 /// Wraps each database of `opened` for transactions, its commit log beside
@@ -173,7 +181,7 @@ pub fn open(spec: &str, read_only: bool) -> Result<Database<PolyDbm>> {
 pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<Vec<Database>> {
     let mut done: Vec<Database> = Vec::with_capacity(opened.len());
     let mut rest = opened.into_iter();
-    while let Some(Database { db, spec, ordered, order, fast, published }) = rest.next() {
+    while let Some(Database { db, spec, ordered, order, fast, published, expiry }) = rest.next() {
         let wrapped = match Arc::try_unwrap(db.into_inner()) {
             Ok(poly) => wrap(poly, read_only)
                 .map_err(|e| Error::new(e.kind(), format!("database {spec:?}: {}", e.message()))),
@@ -188,7 +196,7 @@ pub fn transactional(opened: Vec<Database<PolyDbm>>, read_only: bool) -> Result<
                     Some(_) => Served::Swapped(ArcSwap::from_pointee(db)),
                     None => Served::Fixed(Arc::new(db)),
                 };
-                done.push(Database { db, spec, ordered, order, fast, published })
+                done.push(Database { db, spec, ordered, order, fast, published, expiry })
             }
             Err(e) => {
                 let _ = close_all(done);

@@ -12,9 +12,11 @@
 
 use std::ops::Range;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
+use kuradb::dbm::expiry::{stored_value, ExpiringDbm, ExpiryState, EXPIRY_MARKER};
 use kuradb::dbm::poly::PolyDbm;
 
 use super::databases::Db;
@@ -60,7 +62,8 @@ pub fn run_batch(server: &Server, session: &mut Session, batch: &Batch, out: &mu
         if is_plain_get(args) && session.authenticated && session.multi.is_none() && session.subscribed == 0 {
             let database = &server.databases[session.db];
             if database.fast {
-                let failed = get_into(&database.db.load(), session.protocol, &args[1], out);
+                let failed =
+                    get_into(&database.db.load(), database.expiry.state(), session.protocol, &args[1], out);
                 mark = record(server, GET, mark, failed);
                 i += 1;
                 continue;
@@ -156,17 +159,36 @@ fn is_plain_get(args: &[Bytes]) -> bool {
     args.len() == 2 && args[0].eq_ignore_ascii_case(b"get")
 }
 
-/// Encodes the value of `key` (or nil) into `out`; whether it failed.
-fn get_into(db: &Db, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
+/// Encodes the value of `key` (or nil) into `out`; whether it failed. On a
+/// database with expiry (`expiry`), the stored value is taken apart in
+/// place and an expired one is nil, as the expiry layer would answer.
+fn get_into(db: &Db, expiry: Option<&Arc<ExpiryState>>, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut found = false;
-    let outcome = db.process(key, Access::ReadOnly, &mut |value| {
+    let now = expiry.map(|state| state.now_ms());
+    // The expiry layer's own record is no key of the user's.
+    let hidden = expiry.is_some() && key == EXPIRY_MARKER;
+    let mut broken = None;
+    let outcome = db.process(key, Access::ReadOnly, &mut |stored| {
+        let value = match (stored, now) {
+            (None, _) => None,
+            _ if hidden => None,
+            (Some(value), None) => Some(value),
+            (Some(stored), Some(now)) => match stored_value(stored) {
+                Ok((at, value)) => at.is_none_or(|at| at > now).then_some(value),
+                Err(e) => {
+                    broken = Some(e);
+                    None
+                }
+            },
+        };
         if let Some(value) = value {
             Reply::encode_bulk(value, version, out);
             found = true;
         }
         Action::Keep
     });
+    let outcome = outcome.and_then(|()| broken.map_or(Ok(()), Err));
     match outcome {
         Ok(()) => {
             if !found {
@@ -188,8 +210,15 @@ fn get_into(db: &Db, version: u8, key: &[u8], out: &mut BytesMut) -> bool {
 fn run_gets(server: &Server, session: &Session, batch: &Batch, gets: Range<usize>, out: &mut BytesMut) {
     let start = Instant::now();
     let keys: Vec<&[u8]> = gets.map(|j| &batch.get(j)[1][..]).collect();
+    let database = &server.databases[session.db];
     // One version for the run, as for one MGET.
-    let db = server.databases[session.db].db.load();
+    let current = database.db.load();
+    let db: &dyn Dbm = &**current;
+    let layered = database.expiry.state().map(|state| ExpiringDbm::with_state(db, Arc::clone(state)));
+    let db: &dyn Dbm = match &layered {
+        Some(layer) => layer,
+        None => db,
+    };
     let replies = match db.get_multi(&keys) {
         Ok(values) => values.into_iter().map(Reply::bulk_or_nil).collect(),
         Err(e) => vec![commands::db_error(e); keys.len()],

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
+use kuradb::dbm::expiry::EXPIRY_MARKER;
 use kuradb::dbm::Dbm;
 
 use super::commands::COMMANDS;
@@ -130,12 +131,21 @@ fn commandstats(server: &Server, out: &mut String) {
     }
 }
 
+/// `keys` is the stored count, expired keys not yet removed included (as
+/// Redis's), the expiry layer's marker not; `expires` and `avg_ttl` are the
+/// sweeper's estimates (see `crate::expiry`): no walk of the database here.
 fn keyspace(server: &Server, out: &mut String) {
     for (i, database) in server.databases.iter().enumerate() {
-        match database.db.load().count() {
+        let db = database.db.load();
+        let count = db.count().and_then(|n| match database.expiry.state() {
+            Some(_) => Ok(n - u64::from(db.contains(EXPIRY_MARKER)?)),
+            None => Ok(n),
+        });
+        match count {
             Ok(0) => {}
             Ok(n) => {
-                let _ = write!(out, "db{i}:keys={n},expires=0,avg_ttl=0\r\n");
+                let (expires, avg_ttl) = database.expiry.estimates();
+                let _ = write!(out, "db{i}:keys={n},expires={expires},avg_ttl={avg_ttl}\r\n");
             }
             Err(e) => log::warn!("INFO keyspace: counting {}: {e}", database.spec),
         }

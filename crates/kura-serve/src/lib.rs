@@ -34,6 +34,7 @@ mod connection;
 mod databases;
 mod dispatch;
 mod execution;
+mod expiry;
 mod info;
 mod listener;
 mod logging;
@@ -157,6 +158,11 @@ pub struct ServeArgs {
     #[arg(long = "replica_tls_name", value_name = "NAME", requires = "replica_tls")]
     replica_tls_name: Option<String>,
 
+    /// The expiry sweeper's bound: the most records it looks at per second
+    /// in each database with expiry (a master's; see docs/serve.md, "Expiry").
+    #[arg(long = "expiry_sweep_rate", value_name = "RECORDS", default_value_t = expiry::DEFAULT_SWEEP_RATE)]
+    expiry_sweep_rate: usize,
+
     /// A file of the settings CONFIG REWRITE keeps (replicaof HOST PORT,
     /// replica-priority N), read at start (--replicaof, if given, wins) and
     /// written by CONFIG REWRITE; created by the first one.
@@ -174,6 +180,9 @@ pub struct ServeArgs {
 pub fn run(args: &ServeArgs) -> Result<()> {
     logging::start(&args.log_level, args.log_file.as_deref())?;
     check_limits(args.max_request_size, args.max_clients, args.threads)?;
+    if args.expiry_sweep_rate == 0 {
+        return Err(Error::new(ErrorKind::InvalidArgument, "--expiry_sweep_rate must be at least 1"));
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(tls::acceptor(cert, key, args.tls_ca.as_deref())?),
         _ => None,
@@ -215,6 +224,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         config_file: args.config_file.clone(),
         replica_priority: from_file.replica_priority.unwrap_or(100),
         published_poll_ms: args.published_poll_ms,
+        expiry_sweep_rate: args.expiry_sweep_rate,
     };
     server::run(server::Plan {
         specs: args.databases.clone(),
@@ -274,6 +284,7 @@ impl Server {
                 config_file: None,
                 replica_priority: 100,
                 published_poll_ms: 1000,
+                expiry_sweep_rate: expiry::DEFAULT_SWEEP_RATE,
             },
             threads: 1,
         }
@@ -362,10 +373,20 @@ impl ServerBuilder {
         self
     }
 
+    /// The expiry sweeper's bound: the most records it looks at per second
+    /// in each database with expiry (at least 1).
+    pub fn expiry_sweep_rate(mut self, records_per_second: usize) -> Self {
+        self.settings.expiry_sweep_rate = records_per_second;
+        self
+    }
+
     /// Opens the databases and starts listening; returns once clients can
     /// connect, or with the error that kept the server from starting.
     pub fn start(self) -> Result<Server> {
         check_limits(self.settings.max_request_size, self.settings.max_clients, Some(self.threads))?;
+        if self.settings.expiry_sweep_rate == 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "the expiry sweep rate must be at least 1"));
+        }
         let (listening_tx, listening) = std::sync::mpsc::channel();
         let (stop, stop_rx) = oneshot::channel();
         let plan = server::Plan {

@@ -104,8 +104,10 @@ impl ScanCursors {
             }
         };
         let mut keys = Vec::new();
-        let mut visit = |key: &[u8]| {
-            if pattern.matches(key) {
+        // Expired keys (and the expiry layer's marker) are walked past, not shown.
+        let now = database.expiry.state().map(|state| state.now_ms());
+        let mut visit = |key: &[u8], stored: &[u8]| {
+            if pattern.matches(key) && crate::expiry::is_live(key, stored, now) {
                 keys.push(Bytes::copy_from_slice(key));
             }
         };
@@ -168,7 +170,7 @@ fn walk_ordered(
     db: &Db,
     after: Option<Vec<u8>>,
     count: usize,
-    visit: &mut dyn FnMut(&[u8]),
+    visit: &mut dyn FnMut(&[u8], &[u8]),
 ) -> Result<Option<Vec<u8>>, String> {
     let mut cursor = db.iter().map_err(err)?;
     match &after {
@@ -177,8 +179,8 @@ fn walk_ordered(
     }
     let mut last = None;
     for _ in 0..count {
-        let Some((key, _)) = cursor.get().map_err(err)? else { return Ok(None) };
-        visit(&key);
+        let Some((key, stored)) = cursor.get().map_err(err)? else { return Ok(None) };
+        visit(&key, &stored);
         last = Some(key);
         cursor.next().map_err(err)?;
     }
@@ -201,12 +203,12 @@ fn start_live(db: &Arc<Db>) -> Result<LiveCursor, String> {
 fn walk_live(
     mut live: LiveCursor,
     count: usize,
-    visit: &mut dyn FnMut(&[u8]),
+    visit: &mut dyn FnMut(&[u8], &[u8]),
 ) -> Result<Option<LiveCursor>, String> {
     let more = live.with_dependent_mut(|_, cursor| -> kuradb::Result<bool> {
         for _ in 0..count {
-            let Some((key, _)) = cursor.get()? else { return Ok(false) };
-            visit(&key);
+            let Some((key, stored)) = cursor.get()? else { return Ok(false) };
+            visit(&key, &stored);
             cursor.next()?;
         }
         Ok(cursor.get()?.is_some())

@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::databases::{self, Database};
+use super::expiry;
 use super::listener::{Accepted, Detached, Listener};
 use super::reactors::{self, Reactors};
 use super::replication::{self, Replication};
@@ -101,13 +102,24 @@ pub fn run(mut plan: Plan) -> Result<()> {
     };
     let state_paths =
         opened.iter().map(|d| kuradb::dbm::Dbm::path(&**d.db.load()).map(|p| p.to_path_buf())).collect();
+    let replica = plan.replicaof.is_some();
     let replication = Replication::new(logs, state_paths, plan.replicaof).with_security(plan.replica_link);
     let poll = Some(Duration::from_millis(plan.settings.published_poll_ms)).filter(|p| !p.is_zero());
     let server = Arc::new(Server::new(opened, plan.settings).with_replication(replication));
+    let sweeper = expiry::turn_on_for_new(&server, replica)
+        .and_then(|()| expiry::Sweeper::start(&server, server.settings.expiry_sweep_rate));
+    let sweeper = match sweeper {
+        Ok(sweeper) => sweeper,
+        Err(e) => {
+            listener.remove_socket();
+            return Err(e);
+        }
+    };
     let watcher = match crate::published::spawn(&server, poll) {
         Ok(watcher) => watcher,
         Err(e) => {
             listener.remove_socket();
+            sweeper.stop();
             if let Ok(server) = Arc::try_unwrap(server) {
                 let _ = databases::close_all(server.databases);
             }
@@ -138,6 +150,8 @@ pub fn run(mut plan: Plan) -> Result<()> {
     }
     server.saves.wait();
     server.cursors.clear();
+    sweeper.stop();
+    expiry::keep_high_water(&server);
     let closed = match Arc::try_unwrap(server) {
         Ok(server) => databases::close_all(server.databases),
         Err(server) => {

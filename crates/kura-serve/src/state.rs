@@ -49,6 +49,8 @@ pub struct Settings {
     /// How often a published directory's `CURRENT` is read for a new
     /// version, in milliseconds; 0: only on SIGHUP or `KURA.SWAP`.
     pub published_poll_ms: u64,
+    /// The expiry sweeper's bound: records looked at per second per database.
+    pub expiry_sweep_rate: usize,
 }
 
 /// The state every connection shares.

@@ -1,11 +1,12 @@
 //! The command table: each command's name, arity, flags, key positions (for
 //! COMMAND) and the function that runs it, with the helpers they share.
-//! One file per family: `strings` (values), `keys` (the keyspace), `range`
+//! One file per family: `strings` (values), `expiry` (expiry times), `keys` (the keyspace), `range`
 //! (the ordered range scan), `transactions` (MULTI/EXEC/WATCH, run by
 //! `crate::multi`), `connection` (the session), `pubsub` (publish/subscribe)
 //! and `server` (administration).
 
 mod connection;
+mod expiry;
 mod keys;
 mod not_served;
 pub mod pubsub;
@@ -15,8 +16,11 @@ pub use server::REDIS_VERSION;
 mod strings;
 mod transactions;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use kuradb::dbm::Dbm;
+use kuradb::dbm::expiry::{ExpiringDbm, ExpiringProcessor, Expiry, ExpiryState, SweepReport};
+use kuradb::dbm::{Access, Dbm};
 
 use super::databases::{Current, Db};
 use super::reply::Reply;
@@ -49,9 +53,10 @@ impl<'a> Ctx<'a> {
         Ctx { server, session, tx: None }
     }
 
-    /// The selected database, or inside EXEC the transaction. A command
-    /// takes it once and keeps it to its end, so that it reads one version
-    /// of a published directory.
+    /// The selected database, or inside EXEC the transaction, as stored
+    /// (values with their expiry tags, for a database with expiry). A
+    /// command takes it once and keeps it to its end, so that it reads one
+    /// version of a published directory.
     pub fn db(&self) -> DbRef<'a> {
         match self.tx {
             Some(tx) => DbRef::Tx(tx),
@@ -75,6 +80,102 @@ impl<'a> std::ops::Deref for DbRef<'a> {
         match self {
             DbRef::Tx(tx) => *tx,
             DbRef::Served(db) => &***db,
+        }
+    }
+
+}
+
+impl<'a> Ctx<'a> {
+    /// The expiry layer's state of the selected database, while it has expiry.
+    pub fn expiry_state(&self) -> Option<&Arc<ExpiryState>> {
+        self.server.databases[self.session.db].expiry.state()
+    }
+
+    /// What commands read and write: [`Ctx::db`] through the expiry layer
+    /// when the database has expiry, as it is otherwise.
+    pub fn data(&self) -> View<'a> {
+        match self.layer() {
+            Some(layer) => View::Layered(layer),
+            None => View::Plain(self.db()),
+        }
+    }
+
+    /// The expiry layer over [`Ctx::db`], or the error expiry commands
+    /// answer on a database without expiry.
+    pub fn expiring(&self) -> Result<Layer<'a>, Reply> {
+        self.layer().ok_or_else(|| Reply::error(self.server.databases[self.session.db].expiry.off_error()))
+    }
+
+    fn layer(&self) -> Option<Layer<'a>> {
+        let state = Arc::clone(self.expiry_state()?);
+        Some(match self.tx {
+            Some(tx) => Layer::Tx(ExpiringDbm::with_state(tx, state)),
+            // A handle of its own, held to the command's end (one version).
+            None => Layer::Served(ExpiringDbm::with_state(
+                self.server.databases[self.session.db].db.load_full(),
+                state,
+            )),
+        })
+    }
+}
+
+/// The expiry layer over what [`Ctx::db`] answers.
+pub enum Layer<'a> {
+    /// Inside EXEC, over the transaction.
+    Tx(ExpiringDbm<&'a dyn Dbm>),
+    /// Over the selected database.
+    Served(ExpiringDbm<Arc<Db>>),
+}
+
+impl<'a> std::ops::Deref for Layer<'a> {
+    type Target = dyn Dbm + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Layer::Tx(db) => db,
+            Layer::Served(db) => db,
+        }
+    }
+}
+
+impl Expiry for Layer<'_> {
+    fn now_ms(&self) -> u64 {
+        match self {
+            Layer::Tx(db) => db.now_ms(),
+            Layer::Served(db) => db.now_ms(),
+        }
+    }
+
+    fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> kuradb::Result<()> {
+        match self {
+            Layer::Tx(db) => db.process_expiring(key, access, f),
+            Layer::Served(db) => db.process_expiring(key, access, f),
+        }
+    }
+
+    fn sweep(&self, max_records: usize) -> kuradb::Result<SweepReport> {
+        match self {
+            Layer::Tx(db) => Expiry::sweep(db, max_records),
+            Layer::Served(db) => Expiry::sweep(db, max_records),
+        }
+    }
+}
+
+/// A database as commands see it: see [`Ctx::data`].
+pub enum View<'a> {
+    /// A database without expiry.
+    Plain(DbRef<'a>),
+    /// A database with expiry, under the layer.
+    Layered(Layer<'a>),
+}
+
+impl<'a> std::ops::Deref for View<'a> {
+    type Target = dyn Dbm + 'a;
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            View::Plain(db) => &**db,
+            View::Layered(db) => &**db,
         }
     }
 }
@@ -124,6 +225,18 @@ pub static COMMANDS: &[Command] = &[
     cmd("setnx", 3, WRITE | DB, ONE, strings::setnx),
     cmd("append", 3, WRITE | DB, ONE, strings::append),
     cmd("strlen", 2, DB, ONE, strings::strlen),
+    cmd("ttl", 2, DB, ONE, expiry::ttl),
+    cmd("pttl", 2, DB, ONE, expiry::pttl),
+    cmd("expire", -3, WRITE | DB, ONE, expiry::expire),
+    cmd("pexpire", -3, WRITE | DB, ONE, expiry::pexpire),
+    cmd("expireat", -3, WRITE | DB, ONE, expiry::expireat),
+    cmd("pexpireat", -3, WRITE | DB, ONE, expiry::pexpireat),
+    cmd("setex", 4, WRITE | DB, ONE, expiry::setex),
+    cmd("psetex", 4, WRITE | DB, ONE, expiry::psetex),
+    cmd("getex", -2, WRITE | DB, ONE, expiry::getex),
+    cmd("persist", 2, WRITE | DB, ONE, expiry::persist),
+    cmd("expiretime", 2, DB, ONE, expiry::expiretime),
+    cmd("pexpiretime", 2, DB, ONE, expiry::pexpiretime),
     cmd("type", 2, DB, ONE, keys::type_of),
     cmd("scan", -2, DB, NONE, keys::scan),
     cmd("keys", 2, DB, NONE, keys::keys),

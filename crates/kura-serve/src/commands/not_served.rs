@@ -6,23 +6,6 @@
 /// Families of commands not served: what the family is, and its commands.
 const FAMILIES: &[(&str, &[&str])] = &[
     (
-        "it keeps no expiry times",
-        &[
-            "expire",
-            "pexpire",
-            "expireat",
-            "pexpireat",
-            "ttl",
-            "pttl",
-            "persist",
-            "expiretime",
-            "pexpiretime",
-            "setex",
-            "psetex",
-            "getex",
-        ],
-    ),
-    (
         "it runs no scripts",
         &["eval", "evalsha", "eval_ro", "evalsha_ro", "script", "function", "fcall", "fcall_ro"],
     ),

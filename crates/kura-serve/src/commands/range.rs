@@ -78,8 +78,8 @@ pub fn range(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     let order = database.order;
     let mut out = Vec::new();
     let outcome = (|| -> kuradb::Result<()> {
-        let db = ctx.db();
-        let mut cursor = db.iter()?;
+        let view = ctx.data();
+        let mut cursor = view.iter()?;
         let (start, end, side) =
             if reverse { (&max, &min, Ordering::Less) } else { (&min, &max, Ordering::Greater) };
         position(cursor.as_mut(), start, reverse)?;

@@ -16,6 +16,7 @@ use kuradb::ulog::{apply_entries, apply_entry, UnitAssembler};
 use super::follow::Link;
 use super::frames::Frame;
 use super::position::{self, Position};
+use crate::expiry::Off;
 use crate::state::Server;
 
 /// How often, at most, a busy replica synchronizes and saves its position
@@ -65,6 +66,8 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                     applied.position = None;
                     applied.dirty = false;
                     applied.units.reset();
+                    // The master's marker, if it has expiry, comes with the snapshot.
+                    server.databases[db].expiry.turn_off(Off::Replica);
                     database.clear().map_err(|e| format!("clearing the database for a full resync: {e}"))?;
                     log::warn!("database {db}: full resync from {master} (its log follows from {timestamp})");
                     link.status(|s| {
@@ -138,6 +141,11 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
         }
         Ok(())
     })();
+    // Expiry is on once the master's marker has come (the values are
+    // stored as the master stores them).
+    if let Err(e) = server.databases[db].expiry.follow_marker(database) {
+        log::warn!("database {db}: reading the master's expiry marker: {e}");
+    }
     if applied.dirty && (idle || outcome.is_err() || applied.saved_at.elapsed() >= SAVE_EVERY) {
         save(link, database, &mut applied);
     }

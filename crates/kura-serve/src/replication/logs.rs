@@ -72,10 +72,15 @@ fn attach(
 ) -> Result<(Database<PolyDbm>, Arc<MessageQueue>)> {
     let spec = database.spec.clone();
     let refuse = |why: &str| Error::new(ErrorKind::InvalidArgument, format!("database {spec:?}: {why}"));
-    let Database { db, spec: _, ordered, order, fast, published } = database;
-    // Just opened: nothing else holds the database yet.
+    let Database { db, spec: _, ordered, order, fast, published, expiry } = database;
+    // Just opened, and kept as stored (a database with expiry without its
+    // layer, see `databases::open`): nothing else holds it yet.
     let db = match Arc::try_unwrap(db.into_inner()) {
         Ok(PolyDbm::One(db)) => db,
+        Ok(PolyDbm::Expiring(layered)) => {
+            let _ = PolyDbm::Expiring(layered).close();
+            return Err(refuse("opened under its expiry layer: the server logs the stored values"));
+        }
         Ok(shards) => {
             let _ = shards.close();
             return Err(refuse("a shard set cannot log for replication yet: serve one file per database"));
@@ -91,5 +96,5 @@ fn attach(
     };
     let logger = Arc::new(MqUpdateLogger::new(Arc::clone(&queue), 0, index as u32));
     let db = Served::Fixed(Arc::new(PolyDbm::One(db.with_update_logger(logger))));
-    Ok((Database { db, spec, ordered, order, fast, published }, queue))
+    Ok((Database { db, spec, ordered, order, fast, published, expiry }, queue))
 }

@@ -768,6 +768,26 @@ impl Dbm for Box<dyn Dbm> {
     forward_dbm!(|this| (**this));
 }
 
+/// A shared database is a database, so a wrapper generic over [`Dbm`] (as
+/// [`expiry::ExpiringDbm`] is) can hold a handle of it for as long as it
+/// needs. Closing a handle closes the database only if it is the last one;
+/// closing another closes nothing (the last owner closes it).
+impl<T: Dbm> Dbm for std::sync::Arc<T> {
+    fn path(&self) -> Option<&Path> {
+        (**self).path()
+    }
+    fn rebuild_with_params(&self, params: &Params) -> Result<()> {
+        (**self).rebuild_with_params(params)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        match std::sync::Arc::try_unwrap(*self) {
+            Ok(db) => Box::new(db).close(),
+            Err(_) => Ok(()),
+        }
+    }
+    forward_dbm!(|this| (**this));
+}
+
 /// A borrowed database is a database, so a wrapper generic over [`Dbm`]
 /// (as [`expiry::ExpiringDbm`] is) can be laid over a database for one
 /// request and dropped after it. Closing the borrow closes nothing: the

@@ -91,6 +91,12 @@ pub struct SweepReport {
     /// Whether the walk reached the end of the database (the next sweep
     /// starts from the beginning).
     pub finished_pass: bool,
+    /// Live records with an expiry time among those looked at: summed over
+    /// the sweeps of a pass, an estimate of how many the database holds
+    /// (records written meanwhile behind the walk are missed).
+    pub expiring: usize,
+    /// The time those live records had left, in milliseconds, summed.
+    pub ttl_ms: u64,
 }
 
 /// A database whose records may expire: see the [module](self).
@@ -196,6 +202,15 @@ fn decode(stored: &[u8]) -> Result<(Option<u64>, &[u8])> {
              expiry layer",
         )),
     }
+}
+
+/// A value as a database with expiry stores it, taken apart: its expiry
+/// time (milliseconds since the Unix epoch; `None`: never) and the value.
+/// For a front end that walks the stored records itself (a `SCAN` that
+/// skips expired keys) rather than through [`ExpiringDbm`]. The marker's
+/// value is not one: skip [`EXPIRY_MARKER`] first.
+pub fn stored_value(stored: &[u8]) -> Result<(Option<u64>, &[u8])> {
+    decode(stored)
 }
 
 /// A stored value: the tag, the expiry time if any, the value.
@@ -375,10 +390,15 @@ impl<D: Dbm> ExpiringDbm<D> {
                     break;
                 }
                 report.visited += 1;
-                if key != EXPIRY_MARKER
-                    && matches!(decode(&stored), Ok((expiry, _)) if is_expired(expiry, now))
-                {
-                    expired.push(key);
+                if key != EXPIRY_MARKER {
+                    match decode(&stored) {
+                        Ok((expiry, _)) if is_expired(expiry, now) => expired.push(key),
+                        Ok((Some(at), _)) => {
+                            report.expiring += 1;
+                            report.ttl_ms = report.ttl_ms.saturating_add(at - now);
+                        }
+                        _ => {}
+                    }
                 }
                 cursor.next()?;
             }

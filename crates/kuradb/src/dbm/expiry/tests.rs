@@ -61,7 +61,15 @@ fn an_expired_record_is_gone_for_every_read() {
     assert_eq!(cursor.get().unwrap(), None);
     // The expired record is still stored until a sweep removes it.
     assert!(db.inner().contains(b"a").unwrap());
-    assert_eq!(db.sweep(100).unwrap(), SweepReport { visited: 4, removed: 1, finished_pass: true });
+    assert_eq!(
+        db.sweep(100).unwrap(),
+        SweepReport { visited: 4, removed: 1, finished_pass: true, expiring: 1, ttl_ms: 10_000 }
+    );
+    // A front end reading the stored values sees the tag taken apart.
+    let stored = db.inner().get(b"b").unwrap().unwrap();
+    assert_eq!(stored_value(&stored).unwrap(), (Some(START + 20_000), &b"2"[..]));
+    assert_eq!(stored_value(&db.inner().get(b"c").unwrap().unwrap()).unwrap(), (None, &b"3"[..]));
+    assert!(stored_value(b"").is_err());
     assert!(!db.inner().contains(b"a").unwrap());
 }
 
