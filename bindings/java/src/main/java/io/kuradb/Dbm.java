@@ -3,11 +3,14 @@ package io.kuradb;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A kuradb database of any class (hash, tree, skip, tiny, baby, cache, …),
@@ -205,6 +208,209 @@ public final class Dbm implements AutoCloseable {
    */
   public void set(String key, String value) {
     set(utf8(Objects.requireNonNull(key, "key")), utf8(Objects.requireNonNull(value, "value")), true);
+  }
+
+  /**
+   * Stores a record that expires {@code ttl} from now (a database with expiry: opened
+   * with {@code expiry=true} when it was made). A plain {@link #set(byte[], byte[])}
+   * stores one that never expires.
+   *
+   * @param key the key
+   * @param value the value
+   * @param ttl the time to live, zero or more (zero: expired at once)
+   * @throws KuraException of kind INVALID_ARGUMENT for a negative ttl, INFEASIBLE for a
+   *     database without expiry
+   */
+  public void set(byte[] key, byte[] value, Duration ttl) {
+    set(key, value, true, ttl);
+  }
+
+  /**
+   * Stores a record that expires {@code ttl} from now.
+   *
+   * @param key the key
+   * @param value the value
+   * @param overwrite whether to replace an existing value
+   * @param ttl the time to live
+   * @return false if the key existed and {@code overwrite} was false (nothing changed)
+   */
+  public boolean set(byte[] key, byte[] value, boolean overwrite, Duration ttl) {
+    try {
+      return Native.setWithTtl(handle, key, value, overwrite, millis(ttl));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Stores a record of strings that expires {@code ttl} from now.
+   *
+   * @param key the key
+   * @param value the value
+   * @param ttl the time to live
+   */
+  public void set(String key, String value, Duration ttl) {
+    set(utf8(key), utf8(value), ttl);
+  }
+
+  private static long millis(Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    if (ttl.isNegative()) {
+      throw new KuraException(KuraException.Kind.INVALID_ARGUMENT, "the time to live " + ttl + " is negative");
+    }
+    try {
+      // Rounded up: a positive time to live never expires the record at once.
+      return ttl.plusNanos(999_999).toMillis();
+    } catch (ArithmeticException e) {
+      throw new KuraException(KuraException.Kind.INVALID_ARGUMENT, "the time to live " + ttl + " is too large");
+    }
+  }
+
+  /**
+   * Makes a record expire {@code ttl} from now (zero: at once).
+   *
+   * @param key the key
+   * @param ttl the time to live
+   * @return whether it had a record
+   */
+  public boolean expire(byte[] key, Duration ttl) {
+    try {
+      return Native.expire(handle, key, millis(ttl));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Makes a record expire at {@code at} (a time past removes it).
+   *
+   * @param key the key
+   * @param at the expiry time
+   * @return whether it had a record
+   */
+  public boolean expireAt(byte[] key, Instant at) {
+    long millis;
+    try {
+      millis = at.toEpochMilli();
+    } catch (ArithmeticException e) {
+      throw new KuraException(KuraException.Kind.INVALID_ARGUMENT, "the expiry time " + at + " is out of range");
+    }
+    try {
+      return Native.expireAt(handle, key, millis);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Makes a record never expire.
+   *
+   * @param key the key
+   * @return whether it had an expiry time
+   */
+  public boolean persist(byte[] key) {
+    try {
+      return Native.persist(handle, key);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * The time a record has left.
+   *
+   * @param key the key
+   * @return the time left, or empty if the record never expires; null if there is no
+   *     record (or it has expired), as {@link #get(byte[])} answers
+   */
+  public Optional<Duration> ttl(byte[] key) {
+    try {
+      long at = Native.expiryMillis(handle, key);
+      if (at == -2) {
+        return null;
+      }
+      if (at == -1) {
+        return Optional.empty();
+      }
+      return Optional.of(Duration.ofMillis(Math.max(0, at - Native.nowMillis(handle))));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * The time a record expires.
+   *
+   * @param key the key
+   * @return the expiry time, or empty if the record never expires; null if there is no
+   *     record
+   */
+  public Optional<Instant> expiry(byte[] key) {
+    try {
+      long at = Native.expiryMillis(handle, key);
+      if (at == -2) {
+        return null;
+      }
+      return at == -1 ? Optional.empty() : Optional.of(Instant.ofEpochMilli(at));
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Whether the database has expiry.
+   *
+   * @return true if it was made with {@code expiry=true}
+   */
+  public boolean hasExpiry() {
+    try {
+      return Native.hasExpiry(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Removes expired records, looking at {@code maxRecords} records at most from where the
+   * last sweep stopped. Reads hide expired records before they are removed.
+   *
+   * @param maxRecords how many records to look at, above 0
+   * @return {visited, removed, 1 if the walk reached the end of the database else 0}
+   */
+  public long[] sweep(long maxRecords) {
+    try {
+      return Native.sweep(handle, maxRecords);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Starts a background thread removing expired records, looking at
+   * {@code recordsPerSecond} records a second at most; {@link #stopSweeper()} or
+   * {@link #close()} stops it.
+   *
+   * @param recordsPerSecond the budget, above 0
+   */
+  public void startSweeper(long recordsPerSecond) {
+    try {
+      Native.startSweeper(handle, recordsPerSecond);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Stops the background sweeper.
+   *
+   * @return how many records it removed, or -1 if none was running
+   */
+  public long stopSweeper() {
+    try {
+      return Native.stopSweeper(handle);
+    } finally {
+      Reference.reachabilityFence(this);
+    }
   }
 
   /**

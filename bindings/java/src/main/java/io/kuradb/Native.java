@@ -63,6 +63,16 @@ public final class Native {
   public static native boolean contains(long db, byte[] key);
   public static native boolean set(long db, byte[] key, byte[] value, boolean overwrite);
   public static native boolean remove(long db, byte[] key);
+  public static native boolean setWithTtl(long db, byte[] key, byte[] value, boolean overwrite, long ttlMillis);
+  public static native boolean expire(long db, byte[] key, long ttlMillis);
+  public static native boolean expireAt(long db, byte[] key, long unixMillis);
+  public static native boolean persist(long db, byte[] key);
+  public static native long expiryMillis(long db, byte[] key);
+  public static native long nowMillis(long db);
+  public static native boolean hasExpiry(long db);
+  public static native long[] sweep(long db, long maxRecords);
+  public static native void startSweeper(long db, long recordsPerSecond);
+  public static native long stopSweeper(long db);
   public static native void append(long db, byte[] key, byte[] value, byte[] delimiter);
   public static native long increment(long db, byte[] key, long delta, long initial);
   public static native long incrementAsReference(long db, byte[] key, long delta, long initial);
