@@ -182,7 +182,8 @@ class DBM:
         cache_buckets, update_mode, record_crc_mode, record_comp_mode, fbp_capacity,
         max_page_size, max_branches, max_cached_pages, key_comparator,
         step_unit, max_level, max_cached_records, sort_mem_size,
-        insert_in_order, reducer, wait, no_wait, lock_timeout, no_lock, truncate, …).
+        insert_in_order, reducer, wait, no_wait, lock_timeout, no_lock, truncate,
+        expiry (True: a new database whose records may expire), …).
         A file another process holds raises WouldBlockError at once, naming
         the holder; wait=True waits for it, lock_timeout=SECONDS at most that
         long."""

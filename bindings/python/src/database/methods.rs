@@ -61,7 +61,8 @@ impl Database {
     /// is a keyword: dbm (hash, tree, skip, …), file, block_size,
     /// access_options, num_buckets, align_pow, cache_buckets, update_mode,
     /// max_page_size, max_cached_pages, key_comparator, step_unit, max_level,
-    /// reducer, wait, no_wait, lock_timeout (seconds), no_lock, truncate, …; bools become true/false and
+    /// reducer, wait, no_wait, lock_timeout (seconds), no_lock, truncate,
+    /// expiry (True: a new database whose records may expire), …; bools become true/false and
     /// numbers their decimal text. An unknown parameter, or a value of the
     /// wrong type, raises InvalidArgumentError naming it.
     ///
