@@ -572,3 +572,55 @@ fn a_ttl_needs_a_database_with_expiry() {
     assert_eq!(ok(&["get", db, "k"]), "v\n");
     fails_with(&["set", "--params", "expiry=true", db, "k2", "v"], "expiry");
 }
+
+#[test]
+fn export_and_import_keep_expiry_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = db_path(dir.path(), "src", "tree");
+    let src = path_str(&src);
+    ok(&["create", "--params", "expiry=true", src]);
+    ok(&["set", "--ttl", "1000", src, "a", "1"]);
+    ok(&["set", src, "b", "2"]);
+    ok(&["set", "--ttl", "0.05", src, "gone", "3"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let tsv = dir.path().join("out.tsv");
+    let tsv = path_str(&tsv);
+    ok(&["export", "--tsv", "--expiry", src, tsv]);
+    let text = std::fs::read_to_string(tsv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let fields: Vec<&str> = lines[0].split('\t').collect();
+    assert_eq!(&fields[..2], ["a", "1"]);
+    assert!(fields[2].parse::<u64>().unwrap() > 1_000_000_000_000);
+    assert_eq!(lines[1], "b\t2\t");
+    // Without --expiry, the export is plain key TAB value.
+    ok(&["export", "--tsv", src, tsv]);
+    assert_eq!(std::fs::read_to_string(tsv).unwrap(), "a\t1\nb\t2\n");
+    ok(&["export", "--tsv", "--expiry", src, tsv]);
+
+    let dest = db_path(dir.path(), "dest", "hash");
+    let dest = path_str(&dest);
+    ok(&["import", "--tsv", "--expiry", "--params", "expiry=true", dest, tsv]);
+    let left: f64 = ok(&["ttl", dest, "a"]).trim().parse().unwrap();
+    assert!(left > 900.0, "{left}");
+    assert_eq!(ok(&["ttl", dest, "b"]), "none\n");
+
+    // A database without expiry refuses records with expiry times, importing nothing.
+    let plain = db_path(dir.path(), "plain", "hash");
+    let plain = path_str(&plain);
+    fails_with(&["import", "--tsv", "--expiry", plain, tsv], "has no expiry");
+    assert_eq!(ok(&["list", plain]), "");
+    fails_with(&["import", "--expiry", plain, tsv], "--tsv");
+    fails_with(&["export", "--expiry", src, tsv], "--tsv");
+    fails_with(&["export", "--tsv", "--expiry", plain, tsv], "no expiry");
+    // An expiry field that is no time, and a line without one.
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "k\tv\tsoon\n").unwrap();
+    fails_with(&["import", "--tsv", "--expiry", dest, path_str(&bad)], "\"soon\"");
+    std::fs::write(&bad, "k\tv\n").unwrap();
+    fails_with(&["import", "--tsv", "--expiry", dest, path_str(&bad)], "no expiry field");
+    // Records without expiry times import into a database without expiry.
+    std::fs::write(&bad, "k\tv\t\n").unwrap();
+    ok(&["import", "--tsv", "--expiry", plain, path_str(&bad)]);
+    assert_eq!(ok(&["get", plain, "k"]), "v\n");
+}
