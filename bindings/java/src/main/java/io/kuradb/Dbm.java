@@ -357,11 +357,7 @@ public final class Dbm implements AutoCloseable {
     }
   }
 
-  /**
-   * Whether the database has expiry.
-   *
-   * @return true if it was made with {@code expiry=true}
-   */
+  /** @return whether the database has expiry (it was made with {@code expiry=true}) */
   public boolean hasExpiry() {
     try {
       return Native.hasExpiry(handle);
