@@ -17,6 +17,7 @@
 
 use std::sync::{Arc, Weak};
 
+use kuradb::dbm::expiry::Sweeper;
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::txn::{TransactionOptions, TransactionalDbm};
 use kuradb::dbm::Access;
@@ -46,6 +47,10 @@ pub struct OpenHandle {
     /// The transactions' and snapshots' slots, emptied by `close`.
     views: Mutex<Vec<Weak<dyn Release>>>,
     guard: CallbackGuard,
+    /// The background sweeper of a database with expiry, stopped by `close`
+    /// (its thread holds the database while it sweeps, which a close must
+    /// not meet).
+    sweeper: Mutex<Option<Sweeper>>,
 }
 
 /// Adds `slot` to `list`, first forgetting the slots dropped meanwhile at
@@ -152,13 +157,59 @@ impl OpenHandle {
         })
     }
 
-    /// Closes the database (a closed one stays closed) and empties every
-    /// cursor's slot. If something else still shares it (an `AsyncDBM`),
-    /// it stays open and the error says so.
+    /// Starts the background sweeper of a database with expiry, removing
+    /// expired records at `records_per_second` at most (see
+    /// [`kuradb::dbm::expiry::start_sweeper`]); fails if one runs already
+    /// or the database has no expiry. `close` stops it.
+    pub fn start_sweeper(&self, records_per_second: usize) -> kuradb::Result<()> {
+        self.with(|db| {
+            db.inner().expiring().ok_or_else(|| {
+                kuradb::Error::new(
+                    ErrorKind::Infeasible,
+                    "the database has no expiry: expiry is turned on when a new database is made (the \
+                     parameter expiry=true)",
+                )
+            })?;
+            let mut slot = self.sweeper.lock();
+            if slot.is_some() {
+                return Err(kuradb::Error::new(
+                    ErrorKind::Infeasible,
+                    "a sweeper runs already: stop it first to start another",
+                ));
+            }
+            *slot = Some(kuradb::dbm::expiry::start_sweeper(db, records_per_second)?);
+            Ok(())
+        })
+    }
+
+    /// Stops the background sweeper and answers how many expired records it
+    /// removed (`None`: none was running), or the error that stopped it.
+    pub fn stop_sweeper(&self) -> kuradb::Result<Option<u64>> {
+        let Some(sweeper) = self.sweeper.lock().take() else { return Ok(None) };
+        let removed = sweeper.removed();
+        sweeper.stop()?;
+        Ok(Some(removed))
+    }
+
+    /// Whether a background sweeper runs (one stopped by an error does not).
+    pub fn is_sweeping(&self) -> bool {
+        self.sweeper.lock().as_ref().is_some_and(|s| !s.has_failed())
+    }
+
+    /// Closes the database (a closed one stays closed), stopping its
+    /// sweeper, and empties every cursor's slot. If something else still
+    /// shares it (an `AsyncDBM`), it stays open and the error says so.
+    /// An error that had stopped the sweeper is answered after the close.
     pub fn close(&self) -> kuradb::Result<()> {
         self.guard.check()?;
-        let taken = self.db.write().take();
-        self.finish_close(taken)
+        let mut slot = self.db.write();
+        // Under the write lock, so no call starts another meanwhile; the
+        // sweeper's thread never waits for this lock.
+        let swept = self.stop_sweeper();
+        let taken = slot.take();
+        drop(slot);
+        self.finish_close(taken)?;
+        swept.map(drop)
     }
 
     /// [`OpenHandle::close`] if the write lock can be had at once, else
@@ -167,8 +218,11 @@ impl OpenHandle {
         if let Err(e) = self.guard.check() {
             return Some(Err(e));
         }
-        let taken = self.db.try_write()?.take();
-        Some(self.finish_close(taken))
+        let mut slot = self.db.try_write()?;
+        let swept = self.stop_sweeper();
+        let taken = slot.take();
+        drop(slot);
+        Some(self.finish_close(taken).and(swept.map(drop)))
     }
 
     fn finish_close(&self, taken: Option<Arc<Db>>) -> kuradb::Result<()> {
@@ -235,6 +289,25 @@ mod tests {
         drop(writing);
         assert_eq!(handle.with(handed_back).unwrap(), 0);
         assert_eq!(handle.install(|| Ok(memory())).unwrap_err().kind(), ErrorKind::Infeasible);
+    }
+
+    #[test]
+    fn close_stops_the_sweeper() {
+        let handle = OpenHandle::new(memory());
+        assert_eq!(handle.start_sweeper(100).unwrap_err().kind(), ErrorKind::Infeasible);
+        handle.close().unwrap();
+        let params = kuradb::Params::parse("dbm=stdtree,expiry=true").unwrap();
+        handle
+            .install(|| transactional(PolyDbm::open("", Access::ReadWrite, &params)?, Access::ReadWrite))
+            .unwrap();
+        handle.start_sweeper(1000).unwrap();
+        assert!(handle.is_sweeping());
+        assert!(handle.start_sweeper(1000).unwrap_err().message().contains("runs already"));
+        assert_eq!(handle.stop_sweeper().unwrap(), Some(0));
+        assert_eq!(handle.stop_sweeper().unwrap(), None);
+        handle.start_sweeper(1000).unwrap();
+        handle.close().unwrap();
+        assert!(!handle.is_sweeping());
     }
 
     #[test]

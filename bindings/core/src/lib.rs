@@ -17,6 +17,8 @@
 //!   for the lock, a reopened tree's own order), and [`synchronize`]: its
 //!   synchronize with parameters;
 //! - [`future`]: an `AsyncDBM` task's future, waited for by blocking;
+//! - [`expiry`]: times to live and expiry times as the bindings take
+//!   them, checked;
 //! - [`increment`]: the reference's `Increment`, which reads values of any
 //!   length;
 //! - [`file`]: the reference's `File` checks; [`serialize`]: its `Utility`
@@ -26,6 +28,7 @@
 
 pub mod compat_open;
 pub mod cursor;
+pub mod expiry;
 pub mod file;
 pub mod future;
 pub mod guard;

@@ -10,8 +10,10 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
+use kuradb::dbm::expiry::Expiry;
 use kuradb::dbm::{flat_records, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
+use kuradb_binding::expiry::{insert_with_ttl, set_with_optional_ttl, ttl_of_seconds};
 use kuradb_binding::handle::Db;
 use kuradb_binding::synchronize::synchronize_with;
 
@@ -129,14 +131,50 @@ impl AsyncDatabase {
     }
 
     /// Stores `value` under `key`; with overwrite=False an existing key
-    /// makes the future raise DuplicationError.
-    #[pyo3(signature = (key, value, overwrite = true))]
-    fn set(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, overwrite: bool) -> PyResult<PyFuture> {
+    /// makes the future raise DuplicationError. `ttl` (seconds) makes the
+    /// record expire, as `DBM.set`'s does.
+    #[pyo3(signature = (key, value, overwrite = true, *, ttl = None))]
+    fn set(
+        &self,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        overwrite: bool,
+        ttl: Option<f64>,
+    ) -> PyResult<PyFuture> {
         let (key, value) = (bytes_of(key, "key")?, bytes_of(value, "value")?);
-        self.queue(
-            Shape::Plain,
-            |adb| if overwrite { adb.set(&key, &value) } else { adb.insert(&key, &value) },
-        )
+        let (key, value) = (key.into_owned(), value.into_owned());
+        match ttl.map(ttl_of_seconds).transpose().map_err(to_py)? {
+            Some(ttl) => self.queue(Shape::Plain, |adb| {
+                adb.execute(move |db: &Db| {
+                    if overwrite {
+                        set_with_optional_ttl(db, &key, &value, Some(ttl))
+                    } else {
+                        insert_with_ttl(db, &key, &value, ttl)
+                    }
+                })
+            }),
+            None => self.queue(Shape::Plain, |adb| {
+                if overwrite {
+                    adb.set(&key, &value)
+                } else {
+                    adb.insert(&key, &value)
+                }
+            }),
+        }
+    }
+
+    /// Makes `key` expire `seconds` from now; the result is whether the
+    /// record was there.
+    fn expire(&self, key: &Bound<'_, PyAny>, seconds: f64) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?.into_owned();
+        let ttl = ttl_of_seconds(seconds).map_err(to_py)?;
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &Db| db.expire_after(&key, ttl)))
+    }
+
+    /// Makes `key` never expire; the result is whether it had an expiry.
+    fn persist(&self, key: &Bound<'_, PyAny>) -> PyResult<PyFuture> {
+        let key = bytes_of(key, "key")?.into_owned();
+        self.queue(Shape::Plain, |adb| adb.execute(move |db: &Db| db.persist(&key)))
     }
 
     /// Stores every record of `records` (a mapping, or pairs) and of the

@@ -58,6 +58,8 @@ enum UtilCommand {
     Get(records::GetArgs),
     /// Sets, appends to or increments the value of a key.
     Set(records::SetArgs),
+    /// Prints the seconds a record of a database with expiry has left, or "none".
+    Ttl(records::TtlArgs),
     /// Removes a key.
     Remove(records::RemoveArgs),
     /// Changes the key of a record.
@@ -93,6 +95,7 @@ pub fn run(args: &UtilArgs) -> Result<()> {
         UtilCommand::Inspect(a) => admin::inspect(a),
         UtilCommand::Get(a) => records::get(a),
         UtilCommand::Set(a) => records::set(a),
+        UtilCommand::Ttl(a) => records::ttl(a),
         UtilCommand::Remove(a) => records::remove(a),
         UtilCommand::Rekey(a) => records::rekey(a),
         UtilCommand::List(a) => list::list(a),

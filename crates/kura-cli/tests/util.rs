@@ -525,3 +525,102 @@ fn record_checksums_are_kept_shown_checked_and_skipped_by_restore() {
     assert!(output.status.success(), "kura perf: {}", text(&output.stderr));
     assert_eq!(ok(&["inspect", path_str(&perf), "record_crc_mode"]), "crc-8\n");
 }
+
+#[test]
+fn set_with_a_ttl_and_show_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_path(dir.path(), "sessions", "tree");
+    let db = path_str(&db);
+    ok(&["create", "--params", "expiry=true", db]);
+    ok(&["set", "--ttl", "100", db, "session", "alice"]);
+    ok(&["set", db, "config", "kept"]);
+    let left: f64 = ok(&["ttl", db, "session"]).trim().parse().unwrap();
+    assert!(left > 90.0 && left <= 100.0, "{left}");
+    assert_eq!(ok(&["ttl", db, "config"]), "none\n");
+    assert_eq!(ok(&["get", db, "session"]), "alice\n");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["ttl", "--json", db, "config"])).unwrap();
+    assert_eq!(json["ttl"], serde_json::Value::Null);
+    assert_eq!(json["key"], "config");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["ttl", "--json", db, "session"])).unwrap();
+    assert!(json["expiry"].as_u64().unwrap() > 1_000_000_000_000);
+    fails_with(&["set", "--ttl", "5", "--no_overwrite", db, "session", "bob"], "exists");
+    ok(&["set", "--ttl", "0.05", db, "brief", "x"]);
+    std::thread::sleep(Duration::from_millis(100));
+    fails_with(&["get", db, "brief"], "no record");
+    fails_with(&["ttl", db, "brief"], "no record");
+    for (bad, named) in [("-1", "-1"), ("soon", "soon"), ("inf", "inf"), ("1e300", "too long")] {
+        let (code, stderr) = fails(&["set", "--ttl", bad, db, "k", "v"]);
+        assert!(code == 2 && stderr.contains("--ttl") && stderr.contains(named), "{bad}: {stderr}");
+    }
+    let (code, stderr) = fails(&["set", "--ttl", "5", "--append", "", db, "k", "v"]);
+    assert!(code == 2 && stderr.contains("--append"), "{stderr}");
+    // The database keeps its expiry and a plain set takes a record's away.
+    ok(&["set", db, "session", "carol"]);
+    assert_eq!(ok(&["ttl", db, "session"]), "none\n");
+    let list = ok(&["list", db]);
+    assert_eq!(list, "config\tkept\nsession\tcarol\n");
+}
+
+#[test]
+fn a_ttl_needs_a_database_with_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_path(dir.path(), "plain", "hash");
+    let db = path_str(&db);
+    ok(&["set", db, "k", "v"]);
+    fails_with(&["set", "--ttl", "5", db, "k", "v"], "expiry=true");
+    fails_with(&["ttl", db, "k"], "expiry=true");
+    assert_eq!(ok(&["get", db, "k"]), "v\n");
+    fails_with(&["set", "--params", "expiry=true", db, "k2", "v"], "expiry");
+}
+
+#[test]
+fn export_and_import_keep_expiry_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = db_path(dir.path(), "src", "tree");
+    let src = path_str(&src);
+    ok(&["create", "--params", "expiry=true", src]);
+    ok(&["set", "--ttl", "1000", src, "a", "1"]);
+    ok(&["set", src, "b", "2"]);
+    ok(&["set", "--ttl", "0.05", src, "gone", "3"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let tsv = dir.path().join("out.tsv");
+    let tsv = path_str(&tsv);
+    ok(&["export", "--tsv", "--expiry", src, tsv]);
+    let text = std::fs::read_to_string(tsv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let fields: Vec<&str> = lines[0].split('\t').collect();
+    assert_eq!(&fields[..2], ["a", "1"]);
+    assert!(fields[2].parse::<u64>().unwrap() > 1_000_000_000_000);
+    assert_eq!(lines[1], "b\t2\t");
+    // Without --expiry, the export is plain key TAB value.
+    ok(&["export", "--tsv", src, tsv]);
+    assert_eq!(std::fs::read_to_string(tsv).unwrap(), "a\t1\nb\t2\n");
+    ok(&["export", "--tsv", "--expiry", src, tsv]);
+
+    let dest = db_path(dir.path(), "dest", "hash");
+    let dest = path_str(&dest);
+    ok(&["import", "--tsv", "--expiry", "--params", "expiry=true", dest, tsv]);
+    let left: f64 = ok(&["ttl", dest, "a"]).trim().parse().unwrap();
+    assert!(left > 900.0, "{left}");
+    assert_eq!(ok(&["ttl", dest, "b"]), "none\n");
+
+    // A database without expiry refuses records with expiry times, importing nothing.
+    let plain = db_path(dir.path(), "plain", "hash");
+    let plain = path_str(&plain);
+    fails_with(&["import", "--tsv", "--expiry", plain, tsv], "has no expiry");
+    assert_eq!(ok(&["list", plain]), "");
+    fails_with(&["import", "--expiry", plain, tsv], "--tsv");
+    fails_with(&["export", "--expiry", src, tsv], "--tsv");
+    fails_with(&["export", "--tsv", "--expiry", plain, tsv], "no expiry");
+    // An expiry field that is no time, and a line without one.
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "k\tv\tsoon\n").unwrap();
+    fails_with(&["import", "--tsv", "--expiry", dest, path_str(&bad)], "\"soon\"");
+    std::fs::write(&bad, "k\tv\n").unwrap();
+    fails_with(&["import", "--tsv", "--expiry", dest, path_str(&bad)], "no expiry field");
+    // Records without expiry times import into a database without expiry.
+    std::fs::write(&bad, "k\tv\t\n").unwrap();
+    ok(&["import", "--tsv", "--expiry", plain, path_str(&bad)]);
+    assert_eq!(ok(&["get", plain, "k"]), "v\n");
+}

@@ -25,6 +25,7 @@ mod handle;
 mod natives_async;
 mod natives_cursor;
 mod natives_dbm;
+mod natives_expiry;
 mod natives_file;
 mod natives_index;
 mod natives_multi;

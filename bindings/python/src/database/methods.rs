@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use super::{export, iteration, maintenance, multi, open, records, Database};
+use super::{expiry, export, iteration, maintenance, multi, open, records, Database};
 use crate::convert::FsPath;
 use crate::cursor::{PyCursor, RecordIterator};
 
@@ -61,7 +61,8 @@ impl Database {
     /// is a keyword: dbm (hash, tree, skip, …), file, block_size,
     /// access_options, num_buckets, align_pow, cache_buckets, update_mode,
     /// max_page_size, max_cached_pages, key_comparator, step_unit, max_level,
-    /// reducer, wait, no_wait, lock_timeout (seconds), no_lock, truncate, …; bools become true/false and
+    /// reducer, wait, no_wait, lock_timeout (seconds), no_lock, truncate,
+    /// expiry (True: a new database whose records may expire), …; bools become true/false and
     /// numbers their decimal text. An unknown parameter, or a value of the
     /// wrong type, raises InvalidArgumentError naming it.
     ///
@@ -117,16 +118,78 @@ impl Database {
     }
 
     /// Sets the value of `key`; with `overwrite=False` an existing record is
-    /// kept and DuplicationError raised.
-    #[pyo3(signature = (key, value, overwrite = true))]
+    /// kept and DuplicationError raised. `ttl` (seconds, a database opened
+    /// with `expiry=True`) makes the record expire that long from now;
+    /// without it the record never expires (a set replaces an earlier
+    /// expiry, as Redis's SET does).
+    #[pyo3(signature = (key, value, overwrite = true, *, ttl = None))]
     fn set(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
         overwrite: bool,
+        ttl: Option<f64>,
     ) -> PyResult<()> {
-        records::set(self, py, key, value, overwrite)
+        match ttl {
+            Some(ttl) => expiry::set(self, py, key, value, overwrite, ttl),
+            None => records::set(self, py, key, value, overwrite),
+        }
+    }
+
+    /// Makes `key` expire `seconds` from now (0: at once); answers whether
+    /// the record was there. Needs a database opened with `expiry=True`.
+    fn expire(&self, py: Python<'_>, key: &Bound<'_, PyAny>, seconds: f64) -> PyResult<bool> {
+        expiry::expire(self, py, key, seconds)
+    }
+
+    /// Makes `key` expire at `unix_seconds` (as `time.time()` gives it; a
+    /// time past removes it); answers whether the record was there.
+    fn expire_at(&self, py: Python<'_>, key: &Bound<'_, PyAny>, unix_seconds: f64) -> PyResult<bool> {
+        expiry::expire_at(self, py, key, unix_seconds)
+    }
+
+    /// Makes `key` never expire; answers whether it had an expiry time.
+    fn persist(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        expiry::persist(self, py, key)
+    }
+
+    /// The seconds `key` has left, or None if it never expires; KeyError
+    /// if there is no record (or it has expired), as `db[key]` raises.
+    fn ttl(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        expiry::ttl(self, py, key)
+    }
+
+    /// The time `key` expires, in seconds since the Unix epoch, or None if
+    /// it never expires; KeyError if there is no record.
+    fn expiry(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        expiry::expiry(self, py, key)
+    }
+
+    /// Whether the database has expiry (it was made with `expiry=True`).
+    fn has_expiry(&self) -> PyResult<bool> {
+        expiry::has_expiry(self)
+    }
+
+    /// Removes expired records, looking at `max_records` records at most
+    /// from where the last sweep stopped; answers (visited, removed,
+    /// finished_pass), the last True when the walk reached the end.
+    /// Expired records are hidden from every read before they are removed.
+    fn sweep(&self, py: Python<'_>, max_records: i64) -> PyResult<(usize, usize, bool)> {
+        expiry::sweep(self, py, max_records)
+    }
+
+    /// Starts a background thread removing expired records, looking at
+    /// `records_per_second` records a second at most; `stop_sweeper` or
+    /// `close` stops it.
+    fn start_sweeper(&self, py: Python<'_>, records_per_second: i64) -> PyResult<()> {
+        expiry::start_sweeper(self, py, records_per_second)
+    }
+
+    /// Stops the background sweeper; answers how many records it removed,
+    /// or None if none was running. An error that stopped it is raised.
+    fn stop_sweeper(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        expiry::stop_sweeper(self, py)
     }
 
     /// Removes the record of `key`; answers whether there was one.

@@ -9,9 +9,11 @@
 //! into the module of its concern: [`open`] (opening, closing, what the
 //! database says of itself), [`records`] (one record at a time), [`multi`]
 //! (several records at once), [`iteration`] (cursors, walks, callbacks over
-//! every record, search), [`maintenance`] (count, rebuild, synchronize) and
+//! every record, search), [`expiry`] (times to live),
+//! [`maintenance`] (count, rebuild, synchronize) and
 //! [`export`] (to another database or a file).
 
+mod expiry;
 mod export;
 mod iteration;
 mod maintenance;

@@ -511,6 +511,7 @@ pub fn define(ruby: &Ruby, module: RModule) -> Result<(), Error> {
     let class = module.define_class("DBM", ruby.class_object())?;
     class.define_singleton_method("new", function!(Database::new, 0))?;
     class.define_singleton_method("_restore", function!(Database::restore, 3))?;
+    crate::expiry::define(&class)?;
     class.define_method("_open", method!(Database::open, 5))?;
     class.define_method("close", method!(Database::close, 0))?;
     class.define_method("open?", method!(Database::is_open, 0))?;

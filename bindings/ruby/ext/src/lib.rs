@@ -24,6 +24,7 @@ mod cursor;
 mod database;
 mod error;
 mod exchange_queue;
+mod expiry;
 mod file;
 mod flat_records;
 mod future;

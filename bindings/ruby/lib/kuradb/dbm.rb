@@ -52,9 +52,63 @@ module Kuradb
     end
 
     # Stores +value+ under +key+. With +overwrite: false+ an existing
-    # record stays and DuplicationError is raised.
-    def set(key, value, overwrite: true)
-      _set(key, value, overwrite)
+    # record stays and DuplicationError is raised. +ttl:+ (seconds, a
+    # database opened with +expiry: true+) makes the record expire that
+    # long from now; without it the record never expires.
+    def set(key, value, overwrite: true, ttl: nil)
+      if ttl.nil?
+        _set(key, value, overwrite)
+      else
+        _set_with_ttl(key, value, overwrite, Float(ttl))
+      end
+      self
+    end
+
+    # Makes +key+ expire +seconds+ from now (0: at once); answers whether
+    # it had a record.
+    def expire(key, seconds)
+      _expire(key, Float(seconds))
+    end
+
+    # Makes +key+ expire at +time+ (a Time, or seconds since the Unix
+    # epoch); answers whether it had a record.
+    def expire_at(key, time)
+      _expire_at(key, time.is_a?(Time) ? time.to_f : Float(time))
+    end
+
+    # The seconds +key+ has left (a Float), or nil if it never expires;
+    # KeyError if there is no record (or it has expired), as +fetch+ raises.
+    def ttl(key)
+      at, now = _expiry_ms(key)
+      raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key) if at.nil?
+      return nil if at == -1
+
+      [at - now, 0].max / 1000.0
+    end
+
+    # The Time +key+ expires, or nil if it never expires; KeyError if there
+    # is no record.
+    def expiry(key)
+      at, = _expiry_ms(key)
+      raise KeyError.new("key not found: #{key.inspect}", receiver: self, key: key) if at.nil?
+      return nil if at == -1
+
+      Time.at(at / 1000, at % 1000, :millisecond)
+    end
+
+    # Removes expired records, looking at +max_records+ records at most from
+    # where the last sweep stopped; answers { visited:, removed:,
+    # finished_pass: }.
+    def sweep(max_records)
+      visited, removed, finished = _sweep(Integer(max_records))
+      { visited: visited, removed: removed, finished_pass: finished }
+    end
+
+    # Starts a background thread removing expired records, looking at
+    # +records_per_second+ records a second at most; +stop_sweeper+ (which
+    # answers how many it removed, nil if none ran) or +close+ stops it.
+    def start_sweeper(records_per_second)
+      _start_sweeper(Integer(records_per_second))
       self
     end
 

@@ -18,7 +18,9 @@ use std::io::{BufRead, BufReader, Seek};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use kuradb::dbm::expiry::Expiry;
 use kuradb::dbm::flat_records::FlatRecordReader;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 
@@ -26,8 +28,9 @@ use super::transfer::{Fields, FormatFlags};
 use super::ulog_transfer::{self, refuse_with_ulog, UlogFlags};
 use super::{progress, Access, CreateFlags, DbFlags};
 
-/// What takes each imported record, key then value.
-type RecordSink<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+/// What takes each imported record: key, value, and with --expiry its
+/// expiry time (`Some(None)`: never).
+type RecordSink<'a> = dyn FnMut(&[u8], &[u8], Option<Option<u64>>) -> Result<()> + 'a;
 /// Arguments of `kura util import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
@@ -52,6 +55,13 @@ pub struct ImportArgs {
     #[arg(long = "sync_every", value_name = "N", default_value_t = 0)]
     sync_every: u64,
 
+    /// With --tsv: each line has a third field, the record's expiry time in
+    /// milliseconds since the Unix epoch, empty for none (as `export
+    /// --expiry` writes it). A record with an expiry time needs a database
+    /// with expiry; one already expired is not imported.
+    #[arg(long = "expiry")]
+    expiry: bool,
+
     #[command(flatten)]
     ulog: UlogFlags,
 
@@ -69,9 +79,13 @@ pub struct ImportArgs {
 /// earlier one of the same key, except in a skip database, which keeps both).
 pub fn import(args: &ImportArgs) -> Result<()> {
     let fields = args.format.tsv()?;
+    if args.expiry && fields.is_none() {
+        return Err(super::transfer::no_flat_expiry());
+    }
     if args.ulog.timestamp.is_some() {
         refuse_with_ulog(&[
             ("--tsv", fields.is_some()),
+            ("--expiry", args.expiry),
             ("--skip_bad", args.skip_bad),
             ("--sync_every", args.sync_every > 0),
         ])?;
@@ -81,13 +95,17 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     }
     let streaming = args.sync_every > 0;
     let mut input = Input::open(&args.input, !streaming)?;
+    let mut expiring = None;
     if !streaming {
         // Nothing is written unless every record reads (or, with
         // --skip_bad, every record of a flat file).
         let mut shapes = FieldShapes::default();
-        input.records(fields, args.raw, args.skip_bad, &mut |key, value| {
+        input.records(fields, args.raw, args.skip_bad, args.expiry, &mut |key, value, expiry| {
             shapes.see(key);
             shapes.see(value);
+            if expiring.is_none() && matches!(expiry, Some(Some(_))) {
+                expiring = Some(key.to_vec());
+            }
             Ok(())
         })?;
         if fields == Some(Fields::Raw) && !args.raw {
@@ -96,6 +114,10 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         input.rewind()?;
     }
     let db = args.db.open(&args.file, Access::Create)?;
+    if let (Some(key), None) = (&expiring, db.expiring()) {
+        let _ = db.close();
+        return Err(without_expiry(key));
+    }
     let result = import_records(&db, args, fields, &mut input);
     let skipped = args.db.finish(db, result)?;
     if skipped > 0 {
@@ -105,10 +127,26 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     Ok(())
 }
 
-fn import_records(db: &dyn Dbm, args: &ImportArgs, fields: Option<Fields>, input: &mut Input) -> Result<u64> {
+/// The error of a record with an expiry time for a database without expiry.
+fn without_expiry(key: &[u8]) -> Error {
+    Error::new(
+        ErrorKind::Infeasible,
+        format!(
+            "the record {:?} has an expiry time, but the database has no expiry (create it with --params \
+             expiry=true); nothing imported",
+            String::from_utf8_lossy(key)
+        ),
+    )
+}
+
+fn import_records(db: &PolyDbm, args: &ImportArgs, fields: Option<Fields>, input: &mut Input) -> Result<u64> {
     let mut count = 0u64;
-    input.records(fields, args.raw, args.skip_bad, &mut |key, value| {
-        db.set(key, value)?;
+    input.records(fields, args.raw, args.skip_bad, args.expiry, &mut |key, value, expiry| {
+        match (expiry, db.expiring()) {
+            (Some(Some(at)), Some(layer)) => layer.set_expiring(key, value, Some(at))?,
+            (Some(Some(_)), None) => return Err(without_expiry(key)),
+            _ => db.set(key, value)?,
+        }
         count += 1;
         if args.sync_every > 0 && count.is_multiple_of(args.sync_every) {
             db.synchronize(Durability::Hard)?;
@@ -183,6 +221,7 @@ impl Input {
         fields: Option<Fields>,
         raw: bool,
         skip_bad: bool,
+        expiry: bool,
         put: &mut RecordSink<'_>,
     ) -> Result<u64> {
         let bar = progress::bar("importing", self.size, true);
@@ -198,7 +237,7 @@ impl Input {
                 Error::new(e.kind(), format!("{name}: {} (for a TSV file, give --tsv)", e.message()))
             };
             while reader.next_pair(&mut key, &mut value).map_err(at)? {
-                put(&key, &value)?;
+                put(&key, &value, None)?;
                 bar.set_position(reader.offset());
             }
             bar.finish_and_clear();
@@ -219,8 +258,8 @@ impl Input {
                 refuse_escapes(&line)
                     .map_err(|e| Error::new(e.kind(), format!("{name} line {number}: {}", e.message())))?;
             }
-            match parse_line(&line, fields) {
-                Ok((key, value)) => put(&key, &value)?,
+            match parse_line(&line, fields, expiry) {
+                Ok((key, value, at)) => put(&key, &value, at)?,
                 Err(_) if skip_bad => skipped += 1,
                 Err(e) => return Err(Error::new(e.kind(), format!("{name} line {number}: {}", e.message()))),
             }
@@ -233,9 +272,35 @@ impl Input {
 
 /// The key and value of a TSV line. CRLF line ends are accepted: the escaped
 /// format writes every carriage return of the data as \r.
-fn parse_line(line: &[u8], fields: Fields) -> Result<(Vec<u8>, Vec<u8>)> {
-    let (key, value) = split_line(line)?;
-    Ok((fields.decode(key, "key")?, fields.decode(value, "value")?))
+/// A TSV line's key, value and (with --expiry) expiry time.
+type Line = (Vec<u8>, Vec<u8>, Option<Option<u64>>);
+
+/// With `expiry`, the last field is the expiry time.
+fn parse_line(line: &[u8], fields: Fields, expiry: bool) -> Result<Line> {
+    let (key, mut value) = split_line(line)?;
+    let mut at = None;
+    if expiry {
+        let tab = value.iter().rposition(|&b| b == b'\t').ok_or_else(|| {
+            Error::new(ErrorKind::InvalidArgument, "no expiry field (--expiry: key TAB value TAB expiry)")
+        })?;
+        let field = &value[tab + 1..];
+        at = Some(if field.is_empty() {
+            None
+        } else {
+            let text = std::str::from_utf8(field).ok().filter(|t| t.bytes().all(|b| b.is_ascii_digit()));
+            Some(text.and_then(|t| t.parse::<u64>().ok()).filter(|&ms| ms < 1 << 62).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "the expiry field {:?} is not milliseconds since the Unix epoch",
+                        String::from_utf8_lossy(field)
+                    ),
+                )
+            })?)
+        });
+        value = &value[..tab];
+    }
+    Ok((fields.decode(key, "key")?, fields.decode(value, "value")?, at))
 }
 
 /// The key and value fields of a TSV line, as written.
@@ -382,8 +447,20 @@ mod tests {
     fn a_raw_line_with_escapes_is_refused() {
         let err = refuse_escapes(b"k\tC:\\temp\n").unwrap_err();
         assert!(err.message().contains("--escape") && err.message().contains("--raw"), "{err}");
-        let (key, value) = parse_line(b"k\tC:\\temp\n", Fields::Raw).unwrap();
-        assert_eq!((key.as_slice(), value.as_slice()), (&b"k"[..], &b"C:\\temp"[..]));
+        let (key, value, at) = parse_line(b"k\tC:\\temp\n", Fields::Raw, false).unwrap();
+        assert_eq!((key.as_slice(), value.as_slice(), at), (&b"k"[..], &b"C:\\temp"[..], None));
         assert!(refuse_escapes(b"k\tC:\\Users\n").is_ok() && refuse_escapes(b"no tab").is_ok());
+    }
+
+    #[test]
+    fn the_expiry_field_is_the_last() {
+        let (key, value, at) = parse_line(b"k\ta\tb\t1700000000000\n", Fields::Raw, true).unwrap();
+        assert_eq!(
+            (key.as_slice(), value.as_slice(), at),
+            (&b"k"[..], &b"a\tb"[..], Some(Some(1_700_000_000_000)))
+        );
+        assert_eq!(parse_line(b"k\tv\t\r\n", Fields::Raw, true).unwrap().2, Some(None));
+        assert!(parse_line(b"k\tv\t-5\n", Fields::Raw, true).is_err());
+        assert!(parse_line(b"k\tv\t99999999999999999999\n", Fields::Raw, true).is_err());
     }
 }

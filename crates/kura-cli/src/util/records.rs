@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use kuradb::dbm::expiry::{ExpiringAction, ExpiringDbm, Expiry};
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, OnDuplicate, Rekey};
 use kuradb::{Error, ErrorKind, Result};
 
@@ -95,6 +97,12 @@ pub struct SetArgs {
     )]
     initial: i64,
 
+    /// Makes the record expire SECONDS from now (a fraction is taken; the
+    /// database must have expiry: create it with --params expiry=true).
+    /// Without it a set record never expires.
+    #[arg(long = "ttl", value_name = "SECONDS", value_parser = parse_ttl, allow_negative_numbers = true, conflicts_with_all = ["append", "incr", "multi"])]
+    ttl: Option<std::time::Duration>,
+
     /// Prints the record as it now stands, one JSON object: {"key": …,
     /// "value": …}, the value a number with --incr.
     #[arg(long = "json", conflicts_with = "multi")]
@@ -157,8 +165,11 @@ pub fn set(args: &SetArgs) -> Result<()> {
     let result = match (increment, delimiter) {
         (Some((delta, initial)), _) => db.increment(&key, delta, initial).map(Some),
         (None, Some(delimiter)) => db.append(&key, &value, &delimiter).map(|()| None),
-        (None, None) if args.no_overwrite => db.insert(&key, &value).map(|()| None),
-        (None, None) => db.set(&key, &value).map(|()| None),
+        (None, None) => match args.ttl {
+            Some(ttl) => set_with_ttl(&db, &key, &value, ttl, !args.no_overwrite).map(|()| None),
+            None if args.no_overwrite => db.insert(&key, &value).map(|()| None),
+            None => db.set(&key, &value).map(|()| None),
+        },
     };
     // With --json, the record as it stands after the change (an append's
     // whole value), read before closing.
@@ -181,6 +192,99 @@ pub fn set(args: &SetArgs) -> Result<()> {
             print_bytes(&line)
         }
         (None, _) => Ok(()),
+    }
+}
+
+/// A time to live in seconds: a finite number, zero or more, that fits.
+fn parse_ttl(text: &str) -> std::result::Result<std::time::Duration, String> {
+    let seconds: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("{text:?} is not a time to live: give seconds, zero or more"));
+    }
+    std::time::Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| d.as_millis() < 1 << 62)
+        .ok_or_else(|| format!("{text:?} seconds is too long a time to live"))
+}
+
+/// The expiry layer of `db`, or an error saying how to get one.
+fn expiring(db: &PolyDbm) -> Result<&ExpiringDbm<PolyDbm>> {
+    db.expiring().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Infeasible,
+            "the database has no expiry: expiry is turned on when a database is created (--params \
+             expiry=true)",
+        )
+    })
+}
+
+/// Sets (or with `overwrite` false, inserts) a record expiring `ttl` from now.
+fn set_with_ttl(
+    db: &PolyDbm,
+    key: &[u8],
+    value: &[u8],
+    ttl: std::time::Duration,
+    overwrite: bool,
+) -> Result<()> {
+    let layer = expiring(db)?;
+    if overwrite {
+        return layer.set_with_ttl(key, value, ttl);
+    }
+    let at = layer.now_ms().saturating_add(ttl.as_millis() as u64);
+    let mut existed = false;
+    let mut value = Some(value.to_vec());
+    layer.process_expiring(key, kuradb::dbm::Access::ReadWrite, &mut |record| match record {
+        Some(_) => {
+            existed = true;
+            None
+        }
+        None => Some(ExpiringAction::Set(value.take().unwrap_or_default(), Some(at))),
+    })?;
+    if existed {
+        return Err(Error::new(
+            ErrorKind::Duplication,
+            format!("record {:?} exists and overwriting was not asked for", String::from_utf8_lossy(key)),
+        ));
+    }
+    Ok(())
+}
+
+/// Arguments of `kura util ttl`.
+#[derive(Args, Debug)]
+pub struct TtlArgs {
+    #[command(flatten)]
+    codec: CodecFlags,
+    /// Prints one JSON object, {"key": …, "ttl": SECONDS or null, "expiry":
+    /// milliseconds since the Unix epoch or null}.
+    #[arg(long = "json")]
+    json: bool,
+    /// The database file (one with expiry).
+    file: PathBuf,
+    /// The key.
+    key: OsString,
+
+    #[command(flatten)]
+    db: ReadFlags,
+}
+
+/// Prints the seconds a record has left (three decimals), or "none" if it
+/// never expires; a missing (or expired) key is an error.
+pub fn ttl(args: &TtlArgs) -> Result<()> {
+    let codec = args.codec.codec();
+    let key = codec.decode_arg(&args.key, "key")?;
+    let db = args.db.open(&args.file, Access::Read)?;
+    let found = expiring(&db).and_then(|layer| Ok(layer.expiry(&key)?.map(|at| (at, layer.now_ms()))));
+    let (at, now) = finish(db, found)?.ok_or_else(|| not_found(&args.file, &args.key))?;
+    let left = at.map(|at| at.saturating_sub(now) as f64 / 1000.0);
+    if args.json {
+        let mut record = json_record(&key, None, codec);
+        record.insert("ttl".to_string(), left.map_or(serde_json::Value::Null, serde_json::Value::from));
+        record.insert("expiry".to_string(), at.map_or(serde_json::Value::Null, serde_json::Value::from));
+        return print_bytes(format!("{}\n", serde_json::Value::Object(record)).as_bytes());
+    }
+    match left {
+        Some(left) => print_bytes(format!("{left:.3}\n").as_bytes()),
+        None => print_bytes(b"none\n"),
     }
 }
 

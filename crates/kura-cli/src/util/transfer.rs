@@ -13,7 +13,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use kuradb::dbm::expiry::{ExpiringDbm, Expiry};
 use kuradb::dbm::flat_records::write_flat_record;
+use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::Dbm;
 use kuradb::{Error, ErrorKind, Result};
 
@@ -107,6 +109,12 @@ pub struct ExportArgs {
     #[arg(long = "keys")]
     keys: bool,
 
+    /// With --tsv: a third field on each line, the record's expiry time in
+    /// milliseconds since the Unix epoch, empty for one that never expires
+    /// (a database with expiry; `import --expiry` reads it back).
+    #[arg(long = "expiry", conflicts_with = "keys")]
+    expiry: bool,
+
     #[command(flatten)]
     ulog: UlogFlags,
 
@@ -123,18 +131,50 @@ pub struct ExportArgs {
 /// Writes every record of the database, in its order.
 pub fn export(args: &ExportArgs) -> Result<()> {
     let fields = args.format.tsv()?;
+    if args.expiry && fields.is_none() {
+        return Err(no_flat_expiry());
+    }
     if args.ulog.timestamp.is_some() {
-        refuse_with_ulog(&[("--tsv", fields.is_some()), ("--keys", args.keys)])?;
+        refuse_with_ulog(&[("--tsv", fields.is_some()), ("--keys", args.keys), ("--expiry", args.expiry)])?;
         let db = args.db.open(&args.file, Access::Read)?;
         let result = ulog_transfer::export(db.stored(), &args.out, &args.ulog);
         return finish(db, result);
     }
     let db = args.db.open(&args.file, Access::Read)?;
-    let result = export_records(&db, args, fields);
+    let layer = match args.expiry {
+        true => match db.expiring() {
+            Some(layer) => Some(layer),
+            None => {
+                let _ = db.close();
+                return Err(Error::new(
+                    ErrorKind::Infeasible,
+                    format!(
+                        "--expiry: {} has no expiry, so its records have no expiry times",
+                        args.file.display()
+                    ),
+                ));
+            }
+        },
+        false => None,
+    };
+    let result = export_records(&db, args, fields, layer);
     finish(db, result)
 }
 
-fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Result<()> {
+/// The error of `--expiry` without TSV.
+pub fn no_flat_expiry() -> Error {
+    Error::new(
+        ErrorKind::InvalidArgument,
+        "--expiry applies to TSV (a flat record has no place for an expiry time): give --tsv too",
+    )
+}
+
+fn export_records(
+    db: &dyn Dbm,
+    args: &ExportArgs,
+    fields: Option<Fields>,
+    layer: Option<&ExpiringDbm<PolyDbm>>,
+) -> Result<()> {
     refuse_self(&args.file, &args.out)?;
     let mut out = Output::new(&args.out)?;
     let failed = write_error(&args.out);
@@ -156,6 +196,18 @@ fn export_records(db: &dyn Dbm, args: &ExportArgs, fields: Option<Fields>) -> Re
                 if !args.keys {
                     line.push(b'\t');
                     fields.encode(&value, "value", &mut line).map_err(at)?;
+                }
+                if let Some(layer) = layer {
+                    match layer.expiry(&key)? {
+                        // Expired since the cursor read it: not exported.
+                        None => {
+                            bar.inc(1);
+                            cursor.next()?;
+                            continue;
+                        }
+                        Some(None) => line.push(b'\t'),
+                        Some(Some(at)) => line.extend_from_slice(format!("\t{at}").as_bytes()),
+                    }
                 }
                 line.push(b'\n');
                 out.write_all(&line).map_err(&failed)?;
