@@ -82,7 +82,6 @@ impl<'a> std::ops::Deref for DbRef<'a> {
             DbRef::Served(db) => &***db,
         }
     }
-
 }
 
 impl<'a> Ctx<'a> {
@@ -146,7 +145,12 @@ impl Expiry for Layer<'_> {
         }
     }
 
-    fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> kuradb::Result<()> {
+    fn process_expiring(
+        &self,
+        key: &[u8],
+        access: Access,
+        f: &mut ExpiringProcessor<'_>,
+    ) -> kuradb::Result<()> {
         match self {
             Layer::Tx(db) => db.process_expiring(key, access, f),
             Layer::Served(db) => db.process_expiring(key, access, f),
