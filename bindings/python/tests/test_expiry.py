@@ -145,3 +145,18 @@ def test_async_set_expire_persist(db: kuradb.DBM) -> None:
         with pytest.raises(kuradb.InvalidArgumentError):
             adb.set("c", "3", ttl=-1)
     assert db.ttl("a") is None and 40 < db.ttl("b") <= 50
+
+
+def test_an_update_log_replays_with_its_expiry_times(tmp_path: pathlib.Path) -> None:
+    prefix = tmp_path / "log"
+    source = kuradb.DBM(tmp_path / "a.kt", True, expiry=True, ulog_prefix=str(prefix))
+    source.set("later", "1", ttl=3600)
+    source.set("never", "2")
+    at = source.expiry("later")
+    source.close()
+    mirror = kuradb.DBM(tmp_path / "b.kh", True, expiry=True)
+    assert mirror.apply_update_logs(str(prefix)) > 0
+    assert mirror["later"] == b"1" and mirror["never"] == b"2"
+    assert mirror.expiry("later") == at and mirror.ttl("never") is None
+    assert len(mirror) == 2
+    mirror.close()
