@@ -87,41 +87,21 @@ pub fn unix_seconds_of(expiry_ms: u64) -> f64 {
     expiry_ms as f64 / 1000.0
 }
 
-/// Sets `key` to `value`, expiring `ttl` from now, or with no expiry when
-/// `ttl` is `None` (a plain set, which also works on a database without
-/// expiry, and on one with expiry takes any earlier expiry away).
-pub fn set_with_optional_ttl(db: &Db, key: &[u8], value: &[u8], ttl: Option<Duration>) -> kuradb::Result<()> {
-    match ttl {
-        Some(ttl) => db.set_with_ttl(key, value, ttl),
-        None => kuradb::dbm::Dbm::set(db, key, value),
+/// Stores `key` with `value`, expiring `ttl` from now: replacing a record
+/// of the key, or with `overwrite` false only if there is none (else it
+/// fails with [`ErrorKind::Duplication`], as a plain insert does).
+pub fn store_with_ttl(
+    db: &Db,
+    key: &[u8],
+    value: &[u8],
+    ttl: Duration,
+    overwrite: bool,
+) -> kuradb::Result<()> {
+    if overwrite {
+        db.set_with_ttl(key, value, ttl)
+    } else {
+        db.insert_with_ttl(key, value, ttl)
     }
-}
-
-/// Inserts `key` with `value` unless it exists (then fails with
-/// [`ErrorKind::Duplication`], as a plain insert does), expiring `ttl` from
-/// now.
-pub fn insert_with_ttl(db: &Db, key: &[u8], value: &[u8], ttl: Duration) -> kuradb::Result<()> {
-    use kuradb::dbm::expiry::ExpiringAction;
-    let at = db.now_ms().saturating_add(ttl.as_millis().min(u64::MAX as u128) as u64);
-    let mut existed = false;
-    let mut value = Some(value.to_vec());
-    db.process_expiring(key, kuradb::dbm::Access::ReadWrite, &mut |record| match record {
-        Some(_) => {
-            existed = true;
-            None
-        }
-        None => Some(ExpiringAction::Set(value.take().unwrap_or_default(), Some(at))),
-    })?;
-    if existed {
-        return Err(Error::new(
-            ErrorKind::Duplication,
-            format!(
-                "record {:?} exists and overwriting was not asked for",
-                String::from_utf8_lossy(&key[..key.len().min(64)])
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Runs one bounded sweep: see [`Expiry::sweep`].
@@ -182,19 +162,19 @@ mod tests {
     #[test]
     fn sets_and_inserts_with_a_ttl() {
         let db = memory("dbm=stdtree,expiry=true");
-        set_with_optional_ttl(&db, b"a", b"1", Some(Duration::from_secs(60))).unwrap();
+        store_with_ttl(&db, b"a", b"1", Duration::from_secs(60), true).unwrap();
         assert!(db.ttl(b"a").unwrap().unwrap().unwrap() > Duration::from_secs(59));
-        set_with_optional_ttl(&db, b"a", b"2", None).unwrap();
+        kuradb::dbm::Dbm::set(&db, b"a", b"2").unwrap();
         assert_eq!(db.ttl(b"a").unwrap(), Some(None));
         assert_eq!(
-            insert_with_ttl(&db, b"a", b"3", Duration::from_secs(5)).unwrap_err().kind(),
+            store_with_ttl(&db, b"a", b"3", Duration::from_secs(5), false).unwrap_err().kind(),
             ErrorKind::Duplication
         );
         assert_eq!(db.get(b"a").unwrap().unwrap(), b"2");
-        insert_with_ttl(&db, b"b", b"4", Duration::from_secs(5)).unwrap();
+        store_with_ttl(&db, b"b", b"4", Duration::from_secs(5), false).unwrap();
         assert_eq!(db.get(b"b").unwrap().unwrap(), b"4");
         assert!(db.ttl(b"b").unwrap().unwrap().is_some());
-        insert_with_ttl(&db, b"c", b"5", Duration::ZERO).unwrap();
+        store_with_ttl(&db, b"c", b"5", Duration::ZERO, false).unwrap();
         assert_eq!(db.get(b"c").unwrap(), None);
         assert_eq!(sweep(&db, 0).unwrap_err().kind(), ErrorKind::InvalidArgument);
         assert!(sweep(&db, 100).unwrap().finished_pass);
@@ -203,8 +183,8 @@ mod tests {
     #[test]
     fn a_database_without_expiry_says_so() {
         let db = memory("dbm=stdtree");
-        set_with_optional_ttl(&db, b"a", b"1", None).unwrap();
-        let err = set_with_optional_ttl(&db, b"a", b"1", Some(Duration::from_secs(1))).unwrap_err();
+        kuradb::dbm::Dbm::set(&db, b"a", b"1").unwrap();
+        let err = store_with_ttl(&db, b"a", b"1", Duration::from_secs(1), true).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Infeasible);
         assert!(err.message().contains("expiry=true"), "{err}");
     }

@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use kuradb::dbm::expiry::Expiry;
 use kuradb::dbm::{flat_records, Dbm, SearchMode, INCREMENT_UNCHANGED};
 use kuradb::{AsyncDbm, ErrorKind};
-use kuradb_binding::expiry::{insert_with_ttl, set_with_optional_ttl, ttl_of_seconds};
+use kuradb_binding::expiry::{store_with_ttl, ttl_of_seconds};
 use kuradb_binding::handle::Db;
 use kuradb_binding::synchronize::synchronize_with;
 
@@ -145,13 +145,7 @@ impl AsyncDatabase {
         let (key, value) = (key.into_owned(), value.into_owned());
         match ttl.map(ttl_of_seconds).transpose().map_err(to_py)? {
             Some(ttl) => self.queue(Shape::Plain, |adb| {
-                adb.execute(move |db: &Db| {
-                    if overwrite {
-                        set_with_optional_ttl(db, &key, &value, Some(ttl))
-                    } else {
-                        insert_with_ttl(db, &key, &value, ttl)
-                    }
-                })
+                adb.execute(move |db: &Db| store_with_ttl(db, &key, &value, ttl, overwrite))
             }),
             None => self.queue(Shape::Plain, |adb| {
                 if overwrite {

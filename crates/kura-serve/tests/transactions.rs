@@ -1,65 +1,9 @@
 //! MULTI/EXEC/DISCARD/WATCH/UNWATCH on the wire: the exact answers (raw
 //! RESP), and isolation against a concurrent client.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+mod common;
 
-use kura_serve::Server;
-
-const TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A raw connection: sends commands, reads whole replies as text.
-struct Raw {
-    out: TcpStream,
-    input: BufReader<TcpStream>,
-}
-
-impl Raw {
-    fn new(server: &Server) -> Raw {
-        let out = TcpStream::connect(server.address()).unwrap();
-        out.set_read_timeout(Some(TIMEOUT)).unwrap();
-        Raw { input: BufReader::new(out.try_clone().unwrap()), out }
-    }
-
-    /// Sends one command and answers its reply, frames joined by spaces.
-    fn call(&mut self, words: &[&str]) -> String {
-        let mut request = format!("*{}\r\n", words.len());
-        for w in words {
-            request.push_str(&format!("${}\r\n{w}\r\n", w.len()));
-        }
-        self.out.write_all(request.as_bytes()).unwrap();
-        self.reply()
-    }
-
-    fn line(&mut self) -> String {
-        let mut line = String::new();
-        self.input.read_line(&mut line).unwrap();
-        line.trim_end().to_string()
-    }
-
-    fn reply(&mut self) -> String {
-        let line = self.line();
-        match line.as_bytes()[0] {
-            b'$' if line != "$-1" => {
-                let n: usize = line[1..].parse().unwrap();
-                let mut data = vec![0; n + 2];
-                self.input.read_exact(&mut data).unwrap();
-                String::from_utf8_lossy(&data[..n]).into_owned()
-            }
-            b'*' if line != "*-1" => {
-                let n: usize = line[1..].parse().unwrap();
-                let items: Vec<String> = (0..n).map(|_| self.reply()).collect();
-                format!("[{}]", items.join(", "))
-            }
-            _ => line,
-        }
-    }
-}
-
-fn start(specs: &[&str]) -> Server {
-    Server::builder(specs.iter().copied()).address("127.0.0.1:0").threads(2).start().unwrap()
-}
+use common::{start, Raw};
 
 #[test]
 fn exec_answers_each_reply_and_runtime_errors_in_place() {

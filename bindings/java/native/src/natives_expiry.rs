@@ -6,9 +6,7 @@ use jni::objects::{JByteArray, JLongArray};
 use jni::sys::{jboolean, jlong};
 use kuradb::dbm::expiry::Expiry;
 use kuradb::ErrorKind;
-use kuradb_binding::expiry::{
-    expiry_of_unix_millis, insert_with_ttl, records_per_second, set_with_optional_ttl, ttl_of_millis,
-};
+use kuradb_binding::expiry::{expiry_of_unix_millis, records_per_second, store_with_ttl, ttl_of_millis};
 
 use crate::convert::bytes;
 use crate::handle::{object, Database};
@@ -26,11 +24,7 @@ native! {
         let value = bytes(env, &value, "the value")?;
         let ttl = check(env, ttl_of_millis(ttl_millis))?;
         object::<Database>(env, handle)?.with(env, |env, db| {
-            let done = if overwrite {
-                set_with_optional_ttl(db, &key, &value, Some(ttl))
-            } else {
-                insert_with_ttl(db, &key, &value, ttl)
-            };
+            let done = store_with_ttl(db, &key, &value, ttl, overwrite);
             match done {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == ErrorKind::Duplication && !overwrite => Ok(false),

@@ -7,8 +7,7 @@ use pyo3::prelude::*;
 
 use kuradb::dbm::expiry::Expiry;
 use kuradb_binding::expiry::{
-    expiry_of_unix_seconds, insert_with_ttl, records_per_second, seconds_of, set_with_optional_ttl,
-    ttl_of_seconds, unix_seconds_of,
+    expiry_of_unix_seconds, records_per_second, seconds_of, store_with_ttl, ttl_of_seconds, unix_seconds_of,
 };
 
 use super::Database;
@@ -26,13 +25,7 @@ pub(super) fn set(
     let key = bytes_of(key, "key")?;
     let value = bytes_of(value, "value")?;
     let ttl = ttl_of_seconds(ttl).map_err(to_py)?;
-    db.run(py, |db| {
-        if overwrite {
-            set_with_optional_ttl(db, &key, &value, Some(ttl))
-        } else {
-            insert_with_ttl(db, &key, &value, ttl)
-        }
-    })
+    db.run(py, |db| store_with_ttl(db, &key, &value, ttl, overwrite))
 }
 
 pub(super) fn expire(db: &Database, py: Python<'_>, key: &Bound<'_, PyAny>, seconds: f64) -> PyResult<bool> {

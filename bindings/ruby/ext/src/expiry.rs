@@ -6,9 +6,7 @@ use magnus::prelude::*;
 use magnus::{method, Error, RClass, RString, Ruby};
 
 use kuradb::dbm::expiry::Expiry;
-use kuradb_binding::expiry::{
-    expiry_of_unix_seconds, insert_with_ttl, records_per_second, set_with_optional_ttl, ttl_of_seconds,
-};
+use kuradb_binding::expiry::{expiry_of_unix_seconds, records_per_second, store_with_ttl, ttl_of_seconds};
 
 use crate::convert::bytes;
 use crate::database::Database;
@@ -26,13 +24,7 @@ fn set_with_ttl(
 ) -> Result<(), Error> {
     let (key, value) = (bytes(key), bytes(value));
     let ttl = ttl_of_seconds(ttl).map_err(|e| to_rb(ruby, e))?;
-    rb_self.with(ruby, |db| {
-        if overwrite {
-            set_with_optional_ttl(db, &key, &value, Some(ttl))
-        } else {
-            insert_with_ttl(db, &key, &value, ttl)
-        }
-    })
+    rb_self.with(ruby, |db| store_with_ttl(db, &key, &value, ttl, overwrite))
 }
 
 fn expire(ruby: &Ruby, rb_self: &Database, key: RString, seconds: f64) -> Result<bool, Error> {

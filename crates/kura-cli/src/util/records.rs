@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kuradb::dbm::expiry::{ExpiringAction, ExpiringDbm, Expiry};
+use kuradb::dbm::expiry::{ExpiringDbm, Expiry};
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::{Dbm, OnDuplicate, Rekey};
 use kuradb::{Error, ErrorKind, Result};
@@ -230,23 +230,7 @@ fn set_with_ttl(
     if overwrite {
         return layer.set_with_ttl(key, value, ttl);
     }
-    let at = layer.now_ms().saturating_add(ttl.as_millis() as u64);
-    let mut existed = false;
-    let mut value = Some(value.to_vec());
-    layer.process_expiring(key, kuradb::dbm::Access::ReadWrite, &mut |record| match record {
-        Some(_) => {
-            existed = true;
-            None
-        }
-        None => Some(ExpiringAction::Set(value.take().unwrap_or_default(), Some(at))),
-    })?;
-    if existed {
-        return Err(Error::new(
-            ErrorKind::Duplication,
-            format!("record {:?} exists and overwriting was not asked for", String::from_utf8_lossy(key)),
-        ));
-    }
-    Ok(())
+    layer.insert_with_ttl(key, value, ttl)
 }
 
 /// Arguments of `kura util ttl`.

@@ -6,36 +6,19 @@ Needs the `kura` binary (KURA_BIN, else target/debug/kura) and the `redis`
 package; skips, saying which is missing, without them. Every wait is
 bounded."""
 
-import os
-import subprocess
 import threading
 
 import pytest
 
 redis = pytest.importorskip("redis", reason="the Python redis package is not installed")
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-KURA = os.environ.get("KURA_BIN", os.path.join(ROOT, "target", "debug", "kura"))
-TIMEOUT = 20
+from kura_process import TIMEOUT, serving
 
 
 @pytest.fixture
 def server(tmp_path):
-    if not os.path.exists(KURA):
-        pytest.skip(f"no kura binary at {KURA} (cargo build -p kura-cli, or set KURA_BIN)")
-    proc = subprocess.Popen(
-        [KURA, "serve", str(tmp_path / "tx.kh"), "#dbm=baby", "--address", "127.0.0.1:0", "--log_level", "warn"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline().strip()
-    assert line.startswith("listening on "), line
-    port = int(line.rsplit(":", 1)[1])
-    try:
+    with serving(str(tmp_path / "tx.kh"), "#dbm=baby") as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=TIMEOUT)
 
 
 def connect(port, db=0):

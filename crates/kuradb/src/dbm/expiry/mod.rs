@@ -440,6 +440,29 @@ pub trait Expiry {
         self.process_expiring(key, Access::ReadWrite, &mut |_| action.take())
     }
 
+    /// Stores `value` under `key` unless a live record has that key (then
+    /// fails with [`ErrorKind::Duplication`], as [`Dbm::insert`] does),
+    /// expiring `ttl` from now.
+    fn insert_with_ttl(&self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
+        let at = self.now_ms().saturating_add(millis(ttl));
+        let mut existed = false;
+        let mut value = Some(value.to_vec());
+        self.process_expiring(key, Access::ReadWrite, &mut |record| match record {
+            Some(_) => {
+                existed = true;
+                None
+            }
+            None => value.take().map(|value| ExpiringAction::Set(value, Some(at))),
+        })?;
+        if existed {
+            return Err(Error::new(
+                ErrorKind::Duplication,
+                format!("record {} exists and overwriting was not asked for", show_key(key)),
+            ));
+        }
+        Ok(())
+    }
+
     /// Stores `value` under `key`, expiring `ttl` from now.
     fn set_with_ttl(&self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
         self.set_expiring(key, value, Some(self.now_ms().saturating_add(millis(ttl))))
