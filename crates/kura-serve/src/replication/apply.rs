@@ -10,8 +10,9 @@
 
 use std::time::{Duration, Instant};
 
+use kuradb::dbm::expiry::EXPIRY_MARKER;
 use kuradb::dbm::{Dbm, Durability};
-use kuradb::ulog::{apply_entries, apply_entry, UnitAssembler};
+use kuradb::ulog::{apply_entries, apply_entry, UnitAssembler, UpdateOp};
 
 use super::follow::Link;
 use super::frames::Frame;
@@ -82,6 +83,14 @@ pub fn apply_batch(server: &Server, db: usize, master: &str, batch: Vec<Frame>) 
                         return Err("a snapshot record outside a full resync".to_string());
                     }
                     apply_entry(database, &entry.op).map_err(|e| format!("applying the snapshot: {e}"))?;
+                    // The master sends its expiry marker first: expiry is on
+                    // before any value with an expiry tag can be read.
+                    if matches!(&entry.op, UpdateOp::Set { key, .. } if key == EXPIRY_MARKER) {
+                        server.databases[db]
+                            .expiry
+                            .follow_marker(database)
+                            .map_err(|e| format!("reading the master's expiry marker: {e}"))?;
+                    }
                 }
                 Frame::SnapshotEnd(timestamp) => {
                     applied.position = Some(Position { master: master.to_string(), timestamp, skip: 0 });

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use kuradb::dbm::expiry::EXPIRY_MARKER;
 use kuradb::dbm::Dbm;
 use kuradb::ulog::{now_ms, UpdateEntry, UpdateOp};
 use kuradb::Result;
@@ -199,17 +200,26 @@ fn produce(server: &Server, id: u64, plan: &FeedPlan, tx: &mpsc::Sender<BytesMut
 }
 
 /// Sends every record of the database as a snapshot, then its end; false
-/// if the replica left meanwhile.
+/// if the replica left meanwhile. The expiry layer's marker goes first, so
+/// that the replica reads the values after it through the layer.
 fn snapshot(server: &Server, db: usize, timestamp: u64, tx: &mpsc::Sender<BytesMut>) -> Result<bool> {
     let database = server.databases[db].db.load();
     let mut out = BytesMut::new();
+    let mut records = 0u64;
+    let mut put = |out: &mut BytesMut, key: Vec<u8>, value: Vec<u8>| {
+        let entry = UpdateEntry { server_id: 0, dbm_index: db as u32, op: UpdateOp::Set { key, value } };
+        frames::put_snapshot(out, entry.encode());
+        records += 1;
+    };
+    if let Some(value) = database.get(EXPIRY_MARKER)? {
+        put(&mut out, EXPIRY_MARKER.to_vec(), value);
+    }
     let mut cursor = database.iter()?;
     cursor.first()?;
-    let mut records = 0u64;
     while let Some((key, value)) = cursor.get()? {
-        let entry = UpdateEntry { server_id: 0, dbm_index: db as u32, op: UpdateOp::Set { key, value } };
-        frames::put_snapshot(&mut out, entry.encode());
-        records += 1;
+        if key != EXPIRY_MARKER {
+            put(&mut out, key, value);
+        }
         if out.len() >= BATCH_BYTES && !send(tx, &mut out) {
             return Ok(false);
         }
