@@ -333,6 +333,14 @@ impl Drop for Sweeper {
     }
 }
 
+/// The keys `db` stores, as Redis's DBSIZE counts them: expired keys not
+/// yet removed included (a count, not a walk), the expiry layer's marker
+/// not (on a database `with_expiry`).
+pub fn key_count(db: &dyn Dbm, with_expiry: bool) -> Result<u64> {
+    let n = db.count()?;
+    Ok(if with_expiry { n - u64::from(db.contains(EXPIRY_MARKER)?) } else { n })
+}
+
 /// Whether a stored record of a database with expiry is live at `now`
 /// (`None`: the database has no expiry, every record is). The marker is not.
 pub fn is_live(key: &[u8], stored: &[u8], now: Option<u64>) -> bool {

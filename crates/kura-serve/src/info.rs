@@ -6,9 +6,6 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
-use kuradb::dbm::expiry::EXPIRY_MARKER;
-use kuradb::dbm::Dbm;
-
 use super::commands::COMMANDS;
 use super::commands::REDIS_VERSION;
 use super::state::Server;
@@ -136,12 +133,7 @@ fn commandstats(server: &Server, out: &mut String) {
 /// sweeper's estimates (see `crate::expiry`): no walk of the database here.
 fn keyspace(server: &Server, out: &mut String) {
     for (i, database) in server.databases.iter().enumerate() {
-        let db = database.db.load();
-        let count = db.count().and_then(|n| match database.expiry.state() {
-            Some(_) => Ok(n - u64::from(db.contains(EXPIRY_MARKER)?)),
-            None => Ok(n),
-        });
-        match count {
+        match crate::expiry::key_count(&**database.db.load(), database.expiry.state().is_some()) {
             Ok(0) => {}
             Ok(n) => {
                 let (expires, avg_ttl) = database.expiry.estimates();

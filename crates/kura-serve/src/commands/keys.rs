@@ -3,10 +3,10 @@
 //! `none`.
 
 use bytes::Bytes;
-use kuradb::dbm::expiry::EXPIRY_MARKER;
 use kuradb::dbm::{Access, Action};
 
 use super::{db_error, is, syntax_error, Ctx};
+use crate::expiry::key_count;
 use crate::pattern::KeyPattern;
 use crate::reply::Reply;
 
@@ -91,14 +91,8 @@ pub fn scan(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
     }
 }
 
-/// The keys stored, as Redis's DBSIZE counts them: expired keys not yet
-/// removed included (a count, not a walk), the expiry layer's marker not.
 pub fn dbsize(ctx: &mut Ctx, _: &[Bytes]) -> Reply {
-    let count = ctx.db().count().and_then(|n| match ctx.expiry_state() {
-        Some(_) => Ok(n - u64::from(ctx.db().contains(EXPIRY_MARKER)?)),
-        None => Ok(n),
-    });
-    count.map_or_else(db_error, |n| Reply::Int(n as i64))
+    key_count(&*ctx.db(), ctx.expiry_state().is_some()).map_or_else(db_error, |n| Reply::Int(n as i64))
 }
 
 pub fn flushdb(ctx: &mut Ctx, args: &[Bytes]) -> Reply {
