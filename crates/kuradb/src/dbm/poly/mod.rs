@@ -164,15 +164,18 @@ impl PolyDbm {
     /// The database under the expiry layer if it has expiry or `wanted`
     /// asks for it (see the module's documentation).
     fn with_expiry(self, wanted: Option<bool>) -> Result<PolyDbm> {
-        let state = match (ExpiryState::existing(&self, Arc::new(SystemClock)), wanted) {
-            (Err(e), _) => Err(e),
-            (Ok(Some(_)), Some(false)) => Err(Error::new(
-                ErrorKind::Infeasible,
-                "the database has expiry (it holds the expiry layer's record), and expiry=false refuses it",
-            )),
-            (Ok(Some(state)), _) => Ok(Some(state)),
-            (Ok(None), Some(true)) => ExpiryState::open(&self, Arc::new(SystemClock)).map(Some),
-            (Ok(None), _) => Ok(None),
+        let clock = Arc::new(SystemClock);
+        let state = match wanted {
+            // The marker read, or made for an empty database.
+            Some(true) => ExpiryState::open(&self, clock).map(Some),
+            Some(false) => ExpiryState::existing(&self, clock).and_then(|state| match state {
+                Some(_) => Err(Error::new(
+                    ErrorKind::Infeasible,
+                    "the database has expiry (it holds the expiry layer's record), and expiry=false refuses it",
+                )),
+                None => Ok(None),
+            }),
+            None => ExpiryState::existing(&self, clock),
         };
         match state {
             Ok(Some(state)) => Ok(PolyDbm::Expiring(Box::new(ExpiringDbm::with_state(self, state)))),
