@@ -85,10 +85,21 @@ struct Counts {
     writes: u64,
     rule: Option<Rule>,
     cut: bool,
+    /// The hard synchronization, by the count of them, that is torn by a
+    /// power cut instead of done, with the seed that picks what survives.
+    tear: Option<Tear>,
+    hard_syncs: u64,
     /// How many injected faults have fired.
     fired: u64,
     /// An injected failure hit a hard synchronization: writes are refused.
     poisoned: bool,
+}
+
+/// A hard synchronization armed to be torn by a power cut.
+#[derive(Clone, Copy)]
+struct Tear {
+    at: u64,
+    seed: u64,
 }
 
 /// A change since the last hard synchronization, as what undoes it.
@@ -284,6 +295,58 @@ impl FaultControl {
         }
         Ok(())
     }
+    /// Cuts the power in the middle of a hard synchronization: of the
+    /// 512-byte sectors changed since the last successful one, each keeps
+    /// its new bytes or goes back to its old ones, as `seed` picks, as a
+    /// device that wrote back some of the dirty pages, in any order, and
+    /// tore some of them leaves the file; its size is the new one. Then
+    /// every later call fails, as after [`FaultControl::power_cut`]. What a
+    /// database writes before one hard synchronization must survive any
+    /// such mix: this is the test of the order it makes things durable in.
+    pub fn power_cut_torn(&self, seed: u64) -> Result<()> {
+        const SECTOR: u64 = 512;
+        let inner = self.inner.write();
+        let mut undo = self.undo.lock();
+        self.counts.lock().cut = true;
+        let new_size = inner.size();
+        let mut new = vec![0u8; new_size as usize];
+        inner.read(0, &mut new)?;
+        for change in undo.drain(..).rev() {
+            match change {
+                Undo::Bytes { offset, old } => inner.write(offset, &old)?,
+                Undo::Size(size) => inner.truncate(size)?,
+            }
+        }
+        let old_size = inner.size();
+        let mut old = vec![0u8; old_size as usize];
+        inner.read(0, &mut old)?;
+        if new_size > old_size {
+            inner.truncate(new_size)?;
+        }
+        old.resize(new_size as usize, 0);
+        let mut state = seed;
+        for start in (0..new_size).step_by(SECTOR as usize) {
+            let range = start as usize..(start + SECTOR).min(new_size) as usize;
+            if new[range.clone()] != old[range.clone()] && splitmix(&mut state) & 1 == 1 {
+                inner.write(start, &new[range])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Arms the `n`-th hard synchronization from now (1 for the next) to be
+    /// torn by [`FaultControl::power_cut_torn`] with `seed` instead of done:
+    /// it fails, and so does every later call.
+    pub fn tear_nth_hard_sync(&self, n: u64, seed: u64) {
+        let mut counts = self.counts.lock();
+        counts.tear = Some(Tear { at: counts.hard_syncs + n.max(1), seed });
+    }
+
+    /// How many hard synchronizations were asked of the file so far.
+    pub fn hard_syncs(&self) -> u64 {
+        self.counts.lock().hard_syncs
+    }
+
     /// Makes every later call fail, keeping everything written since the
     /// last hard synchronization: the power cut that comes after the OS
     /// wrote every dirty page back, which it may do at any moment. A
@@ -293,6 +356,15 @@ impl FaultControl {
         self.undo.lock().clear();
         self.counts.lock().cut = true;
     }
+}
+
+/// The next of a splitmix64 sequence: enough to pick sectors reproducibly.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 impl File for FaultFile {
@@ -381,10 +453,7 @@ impl File for FaultFile {
         let entered = self
             .enter(
                 Op::Sync,
-                format_args!(
-                    "{} synchronization",
-                    if durability.is_hard() { "durability.is_hard()" } else { "soft" }
-                ),
+                format_args!("{} synchronization", if durability.is_hard() { "hard" } else { "soft" }),
             )
             .map_err(Error::from);
         if let (Err(_), true) = (&entered, durability.is_hard()) {
@@ -392,6 +461,23 @@ impl File for FaultFile {
             self.control.counts.lock().poisoned = true;
         }
         entered?;
+        if durability.is_hard() {
+            let mut counts = self.control.counts.lock();
+            counts.hard_syncs += 1;
+            if let Some(tear) = counts.tear.filter(|t| t.at == counts.hard_syncs) {
+                counts.tear = None;
+                counts.fired += 1;
+                drop(counts);
+                self.control.power_cut_torn(tear.seed)?;
+                return Err(Error::new(
+                    ErrorKind::System,
+                    format!(
+                        "hard synchronization of {}: the power was cut during it (simulated)",
+                        self.path.display()
+                    ),
+                ));
+            }
+        }
         let inner = self.control.inner.read();
         let mut undo = self.control.undo.lock();
         inner.synchronize(durability)?;
