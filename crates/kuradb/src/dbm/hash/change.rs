@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use super::buckets::Link;
 use super::chain::Found;
 use super::dictionary::Dictionary;
+use super::free_pool::Doom;
 use super::header::{self, Kind};
 use super::record::{self, Record, MAX_ITEM};
 use super::state::State;
@@ -116,7 +117,7 @@ impl State {
         self.tear_on(self.write_link(f.link, f.header.next))?;
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
-        self.release(f.offset, &f.header);
+        self.release(f.offset, &f.header, true);
         Ok(())
     }
 
@@ -159,8 +160,9 @@ impl State {
                 self.tear_on(self.file.write(f.offset, buf))
             });
         }
-        self.put_linked(key, value, f.header.next, f.link)?;
-        self.release(f.offset, &f.header);
+        let at = self.put_linked(key, value, f.header.next, f.link)?;
+        self.free.lock().replaced_by(at);
+        self.release(f.offset, &f.header, false);
         Ok(())
     }
 
@@ -176,20 +178,20 @@ impl State {
     /// the older versions.
     fn put_removal(&self, key: &[u8]) -> Result<()> {
         let (offset, size) = self.put(key, b"", 0, false)?;
-        self.free.lock().doom(offset, size, false);
+        self.free.lock().doom(offset, size, Doom::Replaced);
         Ok(())
     }
 
-    /// Writes a new live record followed by `next` and points `link` at it.
-    /// If the link cannot be written, the record is given up, and the chain
-    /// the link belongs to may be torn.
-    fn put_linked(&self, key: &[u8], value: &[u8], next: u64, link: Link) -> Result<()> {
+    /// Writes a new live record followed by `next` and points `link` at it,
+    /// answering its offset. If the link cannot be written, the record is
+    /// given up, and the chain the link belongs to may be torn.
+    fn put_linked(&self, key: &[u8], value: &[u8], next: u64, link: Link) -> Result<u64> {
         let (offset, size) = self.put(key, value, next, true)?;
         let linked = self.write_link(link, offset);
         if linked.is_err() {
             self.discard(offset, size);
         }
-        self.tear_on(linked)
+        self.tear_on(linked).map(|()| offset)
     }
 
     /// Writes a new record, live or void, reusing free space if allowed;
@@ -239,27 +241,32 @@ impl State {
     /// version of its key, and is reusable at once.
     fn discard(&self, offset: u64, size: u64) {
         let mut free = self.free.lock();
-        free.doom(offset, size, !self.appending);
+        free.doom(offset, size, if self.appending { Doom::Replaced } else { Doom::Current });
         if !self.appending {
             free.put(offset, size);
         }
     }
 
-    /// Frees the space of a record that no chain reaches any more (replaced
-    /// or removed). It is marked void only after what replaced it is durable
-    /// (see `State::make_durable`): marked sooner, a crash could leave
-    /// neither version; left live, a crash before the next hard
+    /// Frees the space of a record that no chain reaches any more, `removed`
+    /// or replaced. A replaced one is marked void only after what replaced
+    /// it is durable (see `State::make_durable`): marked sooner, a crash could
+    /// leave neither version; left live, a crash before the next hard
     /// synchronization brings back a version that was written, which is
     /// allowed. Space of the current epoch is reusable at once, since no hard
     /// synchronization has covered it; older space once its void mark is
     /// durable.
-    fn release(&self, offset: u64, header: &record::Header) {
+    fn release(&self, offset: u64, header: &record::Header, removed: bool) {
         let mut free = self.free.lock();
-        let reusable = !self.appending && header.epoch == self.epoch.load(Ordering::Acquire);
-        free.doom(offset, header.size, reusable);
-        if reusable {
-            free.put(offset, header.size);
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if removed {
+            free.removed(offset, header.epoch, epoch);
         }
+        if !self.appending && header.epoch == epoch {
+            free.doom(offset, header.size, Doom::Current);
+            free.put(offset, header.size);
+            return;
+        }
+        free.doom(offset, header.size, if removed { Doom::Removed } else { Doom::Replaced });
     }
 
     /// Whether every version stays in the file, in file order, a removal

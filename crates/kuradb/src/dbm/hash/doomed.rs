@@ -18,6 +18,9 @@ use roaring::RoaringTreemap;
 
 /// The flag on a doomed record's size saying its space was reusable at once.
 pub(super) const REUSABLE: u64 = 1 << 63;
+/// The flag on a doomed record's size saying it was removed, not replaced:
+/// no newer version of its key needs to be durable before its void mark.
+pub(super) const REMOVED: u64 = 1 << 62;
 
 /// Doomed records, by offset.
 pub(super) struct Doomed {
@@ -26,6 +29,8 @@ pub(super) struct Doomed {
     reusable: RoaringTreemap,
     /// Records whose space goes to the pool once their void mark is durable.
     later: RoaringTreemap,
+    /// Records of `later` that were removed rather than replaced.
+    removed: RoaringTreemap,
     /// The sizes of records of `later`, as many as the pool holds at most:
     /// the pool takes no more after the marking.
     sizes: HashMap<u64, u64>,
@@ -43,6 +48,7 @@ impl Doomed {
             align_pow,
             reusable: RoaringTreemap::new(),
             later: RoaringTreemap::new(),
+            removed: RoaringTreemap::new(),
             sizes: HashMap::new(),
             max_sizes,
             odd: Vec::new(),
@@ -50,8 +56,8 @@ impl Doomed {
     }
 
     /// Dooms the record at `offset` of `size` bytes, with [`REUSABLE`] set
-    /// if its space went to the pool at once; a record doomed again counts
-    /// once, as the last call says.
+    /// if its space went to the pool at once, else [`REMOVED`] if it was
+    /// removed; a record doomed again counts once, as the last call says.
     pub(super) fn insert(&mut self, offset: u64, size: u64) {
         let Some(unit) = self.unit(offset) else {
             self.odd.retain(|&(o, _)| o != offset);
@@ -65,6 +71,12 @@ impl Doomed {
         }
         self.reusable.remove(unit);
         self.later.insert(unit);
+        if size & REMOVED != 0 {
+            self.removed.insert(unit);
+        } else {
+            self.removed.remove(unit);
+        }
+        let size = size & !REMOVED;
         if size > 0 && (self.sizes.len() < self.max_sizes || self.sizes.contains_key(&offset)) {
             self.sizes.insert(offset, size);
         }
@@ -81,24 +93,34 @@ impl Doomed {
     fn forget_unit(&mut self, unit: u64, offset: u64) {
         self.reusable.remove(unit);
         if self.later.remove(unit) {
+            self.removed.remove(unit);
             self.sizes.remove(&offset);
         }
     }
 
     /// Takes every doomed record, in offset order: (offset, size), the size
     /// [`REUSABLE`] for a record whose space went to the pool at once, and 0
-    /// for one whose size was not kept (the pool would not take it).
+    /// for one whose size was not kept (the pool would not take it), with
+    /// [`REMOVED`] set on a removed one's.
     pub(super) fn take(&mut self) -> Vec<(u64, u64)> {
         let ap = self.align_pow;
         let reusable = std::mem::take(&mut self.reusable);
         let later = std::mem::take(&mut self.later);
+        let removed = std::mem::take(&mut self.removed);
         let mut sizes = std::mem::take(&mut self.sizes);
         let mut all = std::mem::take(&mut self.odd);
         all.reserve((reusable.len() + later.len()) as usize);
         all.extend(reusable.iter().map(|unit| (unit << ap, REUSABLE)));
-        all.extend(later.iter().map(|unit| (unit << ap, sizes.remove(&(unit << ap)).unwrap_or(0))));
+        all.extend(later.iter().map(|unit| {
+            let flag = if removed.contains(unit) { REMOVED } else { 0 };
+            (unit << ap, sizes.remove(&(unit << ap)).unwrap_or(0) | flag)
+        }));
         all.sort_unstable_by_key(|&(offset, _)| offset);
         all
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.reusable.is_empty() && self.later.is_empty() && self.odd.is_empty()
     }
 
     pub(super) fn clear(&mut self) {
@@ -130,10 +152,14 @@ mod tests {
         doomed.forget(256);
         doomed.insert(384, 128 | REUSABLE);
         doomed.insert(384, 512); // doomed again, as the last call says
+        doomed.insert(512, 128 | REMOVED);
+        doomed.insert(512, 128); // replaced after all
+        doomed.insert(640, 384 | REMOVED);
         let want = vec![
             (128, REUSABLE),
             (384, 0), // the pool's two sizes were taken by then
-            (640, 384),
+            (512, 0),
+            (640, 384 | REMOVED),
             (1000, 24),
             (1 << 20, 256),
             (1 << 40, 0),

@@ -5,68 +5,168 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::free_pool::REUSABLE;
+use super::free_pool::{REMOVED, REUSABLE};
 use super::header::{self, Kind};
 use super::record::{self, Record};
 use super::state::State;
 use crate::dbm::Durability;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl State {
-    /// Writes the void marks of `marks`. On failure every record not yet
-    /// marked, and every one of `later`, is doomed again for the next try.
-    fn mark_void(&self, marks: &[(u64, u64)], later: &[(u64, u64)]) -> Result<()> {
+    /// Writes the void marks of `marks`, answering how many it wrote before
+    /// a write failed, with the error.
+    fn mark_void(&self, marks: &[(u64, u64)]) -> std::result::Result<(), (usize, Error)> {
         for (i, &(offset, _)) in marks.iter().enumerate() {
-            if let Err(e) = self.file.write(offset, &[record::MAGIC_VOID]) {
-                let mut free = self.free.lock();
-                free.doom_again(&marks[i..]);
-                free.doom_again(later);
-                return Err(e);
-            }
+            self.file.write(offset, &[record::MAGIC_VOID]).map_err(|e| (i, e))?;
         }
         Ok(())
     }
 
-    /// Makes everything written durable, then every doomed record's void mark,
-    /// so that a crash at any moment leaves a file a restore reads right; the
-    /// current epoch is synchronized from then on.
-    ///
-    /// A tree's restore goes back to the epoch its header names and needs
-    /// every version that epoch used, so a tree's store marks in two steps:
-    /// versions replaced within this epoch first, then the header names this
-    /// epoch, and only then are versions of older epochs marked. A crash
-    /// before the header is durable restores the previous epoch whole; one
-    /// after it restores this one, where a key removed in it stays removed:
-    /// its removal is a void version of this epoch (see `State::put_removal`),
-    /// which beats the older versions not yet marked.
-    fn make_durable(&self) -> Result<()> {
-        self.file.synchronize(Durability::Hard)?;
-        let doomed = self.free.lock().take_doomed();
-        let epoch = self.epoch.load(Ordering::Acquire);
-        if self.kind == Kind::TreeNodes {
-            let (current, older): (Vec<_>, Vec<_>) =
-                doomed.iter().partition(|(_, size)| size & REUSABLE != 0);
-            self.mark_void(&current, &older)?;
-            self.file.synchronize(Durability::Hard)?;
-            self.synced_epoch.store(epoch, Ordering::Release);
-            self.write_header(true)?;
-            self.file.synchronize(Durability::Hard)?;
-            self.mark_void(&older, &[])?;
-        } else {
-            self.mark_void(&doomed, &[])?;
-        }
-        self.file.synchronize(Durability::Hard)?;
-        self.synced_epoch.store(epoch, Ordering::Release);
-        if !self.appending {
+    /// Writes the void marks of `marks` before a device sync; on failure every
+    /// one not yet written, and every one of `later`, is doomed again for the
+    /// next try.
+    fn mark_void_now(&self, marks: &[(u64, u64)], later: &[(u64, u64)]) -> Result<()> {
+        self.mark_void(marks).map_err(|(i, e)| {
             let mut free = self.free.lock();
-            // Size 0: not kept, as the pool would not take it.
-            for (offset, size) in doomed {
-                if size & REUSABLE == 0 && size > 0 {
-                    free.put(offset, size);
-                }
+            free.doom_again(&marks[i..]);
+            free.doom_again(later);
+            e
+        })
+    }
+
+    /// Writes the void marks of `marks`, records whose replacement (for a
+    /// tree: the header naming the epoch that replaced them) a device sync
+    /// just made durable, and keeps them settling: the next hard
+    /// synchronization makes the marks durable and frees their space. A mark
+    /// that fails is written again by that synchronization, before anything
+    /// else.
+    fn mark_void_after(&self, marks: &[(u64, u64)]) -> Result<()> {
+        let result = self.mark_void(marks);
+        self.free.lock().settle(marks, result.is_err());
+        result.map_err(|(_, e)| e)
+    }
+
+    /// Makes everything written durable with one device sync (two for a
+    /// tree, and for a hash database in the case below), so that a crash at
+    /// any moment leaves a file a restore reads right; the current epoch is
+    /// synchronized from then on.
+    ///
+    /// What a restore needs is the order things reach the device, which one
+    /// sync does not give among the writes it covers: so a void mark that
+    /// must come after something is written after the sync that makes that
+    /// durable, and is made durable by the next (its record's space is
+    /// reused only then).
+    /// - A version replaced within this epoch was never promised: its mark
+    ///   goes before the sync.
+    /// - A hash database's version of an earlier epoch that was replaced is
+    ///   marked after the sync: marked sooner, a crash could leave neither
+    ///   version. Left live until the next sync, it loses to its
+    ///   replacement, whose epoch is later.
+    /// - One that was removed is marked before the sync, which makes the
+    ///   removal durable. But where a removed record had itself replaced
+    ///   one whose mark is deferred (a replacement of this epoch, or of the
+    ///   epoch just before while that one's marks settle), nothing newer
+    ///   stands in front of the replaced version: its mark must be durable
+    ///   before, or with, the removal's, never after, or a crash could bring
+    ///   it back. Such a synchronization is ordered
+    ///   (`FreePool::take_ordering`): one device sync makes the data and the
+    ///   settling marks durable, then every mark of the epoch is written,
+    ///   and a second sync makes them durable.
+    /// - A tree's restore goes back to the epoch its header names and needs
+    ///   every version that epoch used, so a tree's versions of earlier
+    ///   epochs are marked only after a second sync has made the header
+    ///   name this epoch; a removal is a void version of this epoch (see
+    ///   `State::put_removal`), which beats the older versions not yet
+    ///   marked. A crash before the header is durable restores the previous
+    ///   epoch whole; one after it restores this one.
+    /// - A hash database in appending mode needs no mark for a restore (its
+    ///   records are in time order and a removal is a record), so all its
+    ///   marks go after the sync.
+    fn make_durable(&self) -> Result<()> {
+        let doomed = self.free.lock().take_doomed();
+        let (settled, unwritten, ordered) = {
+            let mut free = self.free.lock();
+            let ordered = free.take_ordering();
+            let (settled, unwritten) = free.take_settling();
+            (settled, unwritten, ordered)
+        };
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let tree = self.kind == Kind::TreeNodes;
+        let (current, older): (Vec<_>, Vec<_>) = if self.appending {
+            (Vec::new(), doomed)
+        } else {
+            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0)
+        };
+        // What each step marks: before the (first) sync, between the two
+        // syncs of an ordered one, and after the last.
+        let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) = if tree || self.appending {
+            (current, Vec::new(), older)
+        } else if ordered {
+            (current, older, Vec::new())
+        } else {
+            let (removed, replaced): (Vec<_>, Vec<_>) =
+                older.into_iter().partition(|(_, size)| size & REMOVED != 0);
+            (current.into_iter().chain(removed).collect(), Vec::new(), replaced)
+        };
+        let resettle = |e: Error| {
+            let mut free = self.free.lock();
+            free.settle(&settled, unwritten);
+            free.doom_again(&between);
+            free.doom_again(&after);
+            free.order_next();
+            e
+        };
+        if unwritten {
+            // Their replacements are durable: marking them now is safe.
+            if let Err((_, e)) = self.mark_void(&settled) {
+                self.free.lock().doom_again(&before);
+                return Err(resettle(e));
             }
         }
-        Ok(())
+        self.mark_void_now(&before, &[]).map_err(resettle)?;
+        let two = ordered || tree;
+        if two {
+            self.file.synchronize(Durability::Hard).map_err(resettle)?;
+            self.pool(&settled);
+            self.mark_void_now(&between, &after)?;
+            if tree {
+                self.synced_epoch.store(epoch, Ordering::Release);
+                self.write_header(true)?;
+            }
+        }
+        if let Err(e) = self.file.synchronize(Durability::Hard) {
+            let mut free = self.free.lock();
+            if !two {
+                free.settle(&settled, unwritten);
+            }
+            free.doom_again(&before);
+            free.doom_again(&between);
+            free.doom_again(&after);
+            free.order_next();
+            return Err(e);
+        }
+        if !two {
+            self.pool(&settled);
+        }
+        self.pool(&before);
+        self.pool(&between);
+        self.synced_epoch.store(epoch, Ordering::Release);
+        self.mark_void_after(&after)
+    }
+
+    /// Gives the space of records whose void marks are durable to the pool.
+    fn pool(&self, marked: &[(u64, u64)]) {
+        if self.appending {
+            return;
+        }
+        let mut free = self.free.lock();
+        for &(offset, size) in marked {
+            let size = size & !REMOVED;
+            // Size 0: not kept, as the pool would not take it.
+            if size & REUSABLE == 0 && size > 0 {
+                free.put(offset, size);
+            }
+        }
     }
 
     /// Writes the header; `open` says whether the file stays open for writing.
@@ -156,11 +256,14 @@ impl State {
         }
         let mut result = Ok(());
         if self.writable {
-            // The data must be durable before the header says the file is clean.
+            // The data must be durable before the header says the file is
+            // clean, and so must the void marks written after it: a clean
+            // file forgets which records wait for one.
             result = self
                 .flush_buckets()
                 .and_then(|_| self.pad())
                 .and_then(|_| self.make_durable())
+                .and_then(|_| self.file.synchronize(Durability::Hard))
                 .and_then(|_| self.write_header(false))
                 .and_then(|_| self.file.synchronize(Durability::Hard));
         }

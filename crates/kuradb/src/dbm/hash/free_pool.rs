@@ -4,9 +4,25 @@
 
 use std::collections::BTreeMap;
 
+use roaring::RoaringTreemap;
+
 use super::doomed::Doomed;
 
-pub(super) use super::doomed::REUSABLE;
+pub(super) use super::doomed::{REMOVED, REUSABLE};
+
+/// Why a record is doomed, which says when its void mark may be written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Doom {
+    /// Of the current epoch, which no hard synchronization covered: its
+    /// space is reusable at once and its mark may go any time.
+    Current,
+    /// Of an earlier epoch, removed: its mark may be made durable with the
+    /// removal.
+    Removed,
+    /// Of an earlier epoch, replaced: its mark waits until what replaced it
+    /// is durable.
+    Replaced,
+}
 
 /// Space that later records may reuse.
 pub(super) struct FreePool {
@@ -19,6 +35,25 @@ pub(super) struct FreePool {
     /// data that replaced it is durable (a restore would otherwise take it for
     /// the latest version of its key), unless reused first.
     doomed: Doomed,
+    /// Records whose void marks were written after the last hard
+    /// synchronization and are made durable by the next: their space goes
+    /// to `ready` then.
+    settling: Doomed,
+    /// Some of `settling` may not be marked yet (a write of the marks
+    /// failed): the next hard synchronization writes them again first.
+    settling_unwritten: bool,
+    /// Records that replaced another, in units of the alignment: of the
+    /// current epoch, and of the epoch the last hard synchronization covered.
+    /// A replaced record's mark waits until its replacement is durable; if
+    /// the replacement is removed before that mark is durable, nothing
+    /// newer stands in front of the replaced one, and the marks must be made
+    /// durable in order (see `State::make_durable`).
+    replacers: RoaringTreemap,
+    replacers_before: RoaringTreemap,
+    /// The next hard synchronization must make the replaced records' marks
+    /// durable, in order, rather than defer them.
+    ordered: bool,
+    align_pow: u32,
     cap: usize,
 }
 
@@ -26,7 +61,18 @@ impl FreePool {
     /// An empty pool remembering at most `cap` reusable regions, of a
     /// database whose records are aligned to 2^`align_pow` bytes.
     pub(super) fn new(cap: usize, align_pow: u32) -> FreePool {
-        FreePool { ready: BTreeMap::new(), ready_len: 0, doomed: Doomed::new(align_pow, cap), cap }
+        FreePool {
+            ready: BTreeMap::new(),
+            ready_len: 0,
+            doomed: Doomed::new(align_pow, cap),
+            settling: Doomed::new(align_pow, cap),
+            settling_unwritten: false,
+            replacers: RoaringTreemap::new(),
+            replacers_before: RoaringTreemap::new(),
+            ordered: false,
+            align_pow,
+            cap,
+        }
     }
 
     pub(super) fn put(&mut self, offset: u64, size: u64) {
@@ -46,11 +92,63 @@ impl FreePool {
         self.ready_len -= 1;
         // It holds a new record now, which a void mark would destroy.
         self.doomed.forget(offset);
+        self.settling.forget(offset);
         Some((offset, found))
     }
 
-    pub(super) fn doom(&mut self, offset: u64, size: u64, reusable: bool) {
-        self.doomed.insert(offset, if reusable { size | REUSABLE } else { size });
+    pub(super) fn doom(&mut self, offset: u64, size: u64, doom: Doom) {
+        let flagged = match doom {
+            Doom::Current => size | REUSABLE,
+            Doom::Removed => size | REMOVED,
+            Doom::Replaced => size,
+        };
+        self.doomed.insert(offset, flagged);
+    }
+
+    /// Notes that the record at `offset` replaced another.
+    pub(super) fn replaced_by(&mut self, offset: u64) {
+        self.replacers.insert(offset >> self.align_pow);
+    }
+
+    /// Notes the removal of the record at `offset`, written in `epoch`, in
+    /// epoch `now`: if it replaced a record whose mark may not be durable
+    /// yet, the next hard synchronization is ordered.
+    pub(super) fn removed(&mut self, offset: u64, epoch: u32, now: u32) {
+        let unit = offset >> self.align_pow;
+        let replacer = if epoch == now {
+            self.replacers.contains(unit)
+        } else {
+            epoch.wrapping_add(1) == now && self.replacers_before.contains(unit) && !self.settling.is_empty()
+        };
+        self.ordered |= replacer;
+    }
+
+    /// Whether the next hard synchronization must make every mark durable
+    /// in order, after what replaced or removed the records (its first
+    /// device sync), and starts the next epoch's record of replacements.
+    pub(super) fn take_ordering(&mut self) -> bool {
+        let ordered = std::mem::take(&mut self.ordered) || self.settling_unwritten;
+        self.replacers_before = std::mem::take(&mut self.replacers);
+        ordered
+    }
+
+    /// Makes the next hard synchronization ordered: this one failed, and
+    /// what it would have made durable is unknown.
+    pub(super) fn order_next(&mut self) {
+        self.ordered = true;
+    }
+
+    /// Keeps records whose marks were just written (or, if `unwritten`,
+    /// failed to be), to be made durable by the next hard synchronization.
+    pub(super) fn settle(&mut self, marked: &[(u64, u64)], unwritten: bool) {
+        marked.iter().for_each(|&(offset, size)| self.settling.insert(offset, size & !REMOVED));
+        self.settling_unwritten |= unwritten;
+    }
+
+    /// Takes the records of [`FreePool::settle`], and whether some of them
+    /// may not be marked yet.
+    pub(super) fn take_settling(&mut self) -> (Vec<(u64, u64)>, bool) {
+        (self.settling.take(), std::mem::take(&mut self.settling_unwritten))
     }
 
     /// Takes back doomed records, as [`FreePool::take_doomed`] gave them,
@@ -69,5 +167,10 @@ impl FreePool {
         self.ready.clear();
         self.ready_len = 0;
         self.doomed.clear();
+        self.settling.clear();
+        self.settling_unwritten = false;
+        self.replacers.clear();
+        self.replacers_before.clear();
+        self.ordered = false;
     }
 }
