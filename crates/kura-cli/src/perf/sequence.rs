@@ -14,7 +14,7 @@
 //! and after the iterate phase a full walk checks every record.
 
 use clap::Args;
-use kuradb::dbm::{Access, Action, Dbm};
+use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::{ErrorKind, Result};
 
 use super::expectations::Expectations;
@@ -64,6 +64,12 @@ pub struct SequenceArgs {
     #[arg(long = "batch", value_name = "NUM", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     batch: u64,
+
+    /// Makes the set phase durable as it goes: a hard synchronization after
+    /// every NUM sets of each thread (0: none until the phase's end). With 1,
+    /// every set is durable when it returns, as a queue or a ledger needs.
+    #[arg(long = "sync_every", value_name = "NUM", default_value_t = 0)]
+    sync_every: u64,
 }
 
 /// Mixed into the seed of the value-length generators, so they draw apart from
@@ -172,8 +178,13 @@ impl Plan<'_> {
 
     fn set_records(&self, db: &dyn Dbm, id: usize, stop: &Stop) -> Result<()> {
         let (keys, mut lengths) = self.pickers(id);
-        self.each_key(keys, id, stop, |_, key, key_text| {
-            db.set(key_text, self.pattern.value(key, lengths.next()))
+        let every = self.args.sync_every;
+        self.each_key(keys, id, stop, |i, key, key_text| {
+            db.set(key_text, self.pattern.value(key, lengths.next()))?;
+            if every > 0 && (i + 1) % every == 0 {
+                db.synchronize(Durability::Hard)?;
+            }
+            Ok(())
         })
     }
 

@@ -291,10 +291,11 @@ impl File for MmapFile {
             return Ok(());
         }
         let _exclusive = state.exclusive();
-        // Older maps share the current one's pages, so flushing it covers them.
+        // Older maps share the current one's pages, so flushing it covers
+        // them; where the file's sync covers maps, one device sync does.
         let synced = match state.maps.current() {
-            Some(m) => m.flush().and_then(|_| state.file.sync_data()),
-            None => state.file.sync_data(),
+            Some(m) if !crate::sys::SYNC_DATA_COVERS_MAPS => m.flush().and_then(|_| state.file.sync_data()),
+            _ => state.file.sync_data(),
         };
         synced.map_err(|e| {
             state.poisoned.store(true, Ordering::Release);

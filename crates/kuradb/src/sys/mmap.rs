@@ -148,7 +148,8 @@ impl Mapping {
         unsafe { std::ptr::write_bytes(self.raw.as_mut_ptr().add(start), 0, len as usize) }
     }
 
-    /// Waits until the device holds every modified page (msync).
+    /// Waits until the device holds every modified page (msync). Not needed
+    /// before a sync of the file where [`SYNC_DATA_COVERS_MAPS`] holds.
     pub(crate) fn flush(&self) -> io::Result<()> {
         self.raw.flush()
     }
@@ -163,6 +164,14 @@ impl Mapping {
         offset as usize
     }
 }
+
+/// Whether an fdatasync of a file makes durable what shared maps of it
+/// wrote, with no msync first. On Linux a shared file map's pages are the
+/// page cache's own, marked dirty when first written through the map, and
+/// `fdatasync` writes back every dirty page of the file; `msync(MS_SYNC)` is
+/// itself an fdatasync of its range there, so doing both waits on the
+/// device twice. Elsewhere (POSIX leaves it open) the map is flushed first.
+pub(crate) const SYNC_DATA_COVERS_MAPS: bool = cfg!(target_os = "linux");
 
 #[cfg(test)]
 #[path = "mmap_tests.rs"]

@@ -21,7 +21,7 @@ use std::path::Path;
 
 pub(crate) use batch::{read_batch, uring_available, uring_probed, BatchRead, Engine};
 pub(crate) use lock_holder::{lock_holder, LockHolder};
-pub(crate) use mmap::{MapChain, Mapping};
+pub(crate) use mmap::{MapChain, Mapping, SYNC_DATA_COVERS_MAPS};
 pub(crate) use process::{file_identity, path_identity, ProcessStamp};
 
 /// The CPU's cache line, the unit [`prefetch`] loads.
