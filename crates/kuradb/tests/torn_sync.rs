@@ -192,12 +192,43 @@ fn check_hash(
     Ok(())
 }
 
-fn check_tree(spec: &FileSpec, (ops, at, seed): (Vec<Op>, u64, u64)) -> Result<(), TestCaseError> {
+/// CRC-32 (IEEE), as the header's checksums are.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+/// Makes the closed tree at `path` a node store of format version 1, as
+/// one made before epoch digests: its header loses the digest's version.
+fn make_version_1(path: &std::path::Path) {
+    let mut bytes = std::fs::read(path).expect("read");
+    assert_eq!(bytes[8], 5, "a new tree's node store is version 5");
+    bytes[8] = 1;
+    let crc = crc32(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(path, bytes).expect("write");
+}
+
+fn check_tree(
+    spec: &FileSpec,
+    old_format: bool,
+    (ops, at, seed): (Vec<Op>, u64, u64),
+) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("torn.kt");
     let controls = Controls::default();
     let cmp = KeyComparator::Lexical;
     let mut options = t::options(spec, cmp, 128, 4, 4, 7);
+    if old_format {
+        TreeDbm::open(&path, Access::ReadWrite, &options).expect("create").close().expect("close");
+        make_version_1(&path);
+    }
     options.hash.wrap_file = Some(controls.wrapper());
     let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
     let (synced, live, _, torn) = run_and_tear(&controls, &path, &ops, at, seed, &db);
@@ -243,13 +274,42 @@ fn a_torn_hard_sync_keeps_each_hash_key_at_a_written_value_no_older_than_the_las
     }
 }
 
-/// Tree databases with tiny pages, on every power-cut spec.
+/// Tree databases with tiny pages, on every power-cut spec: node stores of
+/// version 5 (one device sync, the header naming the epoch with its digest)
+/// and of version 1 (two device syncs).
 #[test]
 fn a_torn_hard_sync_leaves_one_whole_tree() {
     for spec in cut::specs() {
-        let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
-        if let Err(e) = runner.run(&case(), |c| check_tree(&spec, c)) {
-            panic!("[{spec}]: {e}");
+        for old_format in [false, true] {
+            let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
+            if let Err(e) = runner.run(&case(), |c| check_tree(&spec, old_format, c)) {
+                panic!("[{spec}] version {}: {e}", if old_format { 1 } else { 5 });
+            }
         }
     }
+}
+
+/// A node store of an older version takes writes as it is, and a rebuild
+/// makes it version 5.
+#[test]
+fn a_rebuild_gives_an_old_node_store_epoch_digests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.kt");
+    let options = t::options(&FileSpec::default(), KeyComparator::Lexical, 128, 4, 4, 7);
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("create");
+    db.set(b"a", b"1").expect("set");
+    db.close().expect("close");
+    make_version_1(&path);
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open version 1");
+    db.set(b"b", b"2").expect("set");
+    db.synchronize(Durability::Hard).expect("sync");
+    db.close().expect("close");
+    assert_eq!(std::fs::read(&path).expect("read")[8], 1, "kept its version");
+    let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("reopen");
+    db.rebuild().expect("rebuild");
+    db.close().expect("close");
+    assert_eq!(std::fs::read(&path).expect("read")[8], 5, "rebuilt as version 5");
+    let db = TreeDbm::open(&path, Access::ReadOnly, &options).expect("open rebuilt");
+    assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));
 }

@@ -157,7 +157,9 @@ impl State {
                 record::encode(buf, self.width, self.align_pow, &rec);
                 // Torn, the record would read half old and half new, and its
                 // older version, still on disk, is what a restore finds.
-                self.tear_on(self.file.write(f.offset, buf))
+                self.tear_on(self.file.write(f.offset, buf))?;
+                self.count_in_epoch(f.offset, key, value);
+                Ok(())
             });
         }
         let at = self.put_linked(key, value, f.header.next, f.link)?;
@@ -222,7 +224,23 @@ impl State {
             self.discard(offset, size);
             return Err(e);
         }
+        self.count_in_epoch(offset, key, value);
         Ok((offset, size))
+    }
+
+    /// Counts the record at `offset` in the current epoch's digest, where
+    /// the file keeps one.
+    fn count_in_epoch(&self, offset: u64, key: &[u8], value: &[u8]) {
+        if let Some(records) = &self.epoch_records {
+            records.lock().put(offset, key, value);
+        }
+    }
+
+    /// Takes the record at `offset` out of the current epoch's digest.
+    fn uncount_in_epoch(&self, offset: u64) {
+        if let Some(records) = &self.epoch_records {
+            records.lock().forget(offset);
+        }
     }
 
     /// Reserves `size` bytes at the end of the file for a new record.
@@ -240,6 +258,7 @@ impl State {
     /// the next hard synchronization, so that a restore never takes it for a
     /// version of its key, and is reusable at once.
     fn discard(&self, offset: u64, size: u64) {
+        self.uncount_in_epoch(offset);
         let mut free = self.free.lock();
         free.doom(offset, size, if self.appending { Doom::Replaced } else { Doom::Current });
         if !self.appending {
@@ -262,6 +281,7 @@ impl State {
             free.removed(offset, header.epoch, epoch);
         }
         if !self.appending && header.epoch == epoch {
+            self.uncount_in_epoch(offset);
             free.doom(offset, header.size, Doom::Current);
             free.put(offset, header.size);
             return;
@@ -293,6 +313,9 @@ impl State {
         self.count.store(0, Ordering::Release);
         self.data_size.store(0, Ordering::Release);
         self.free.lock().clear();
+        if let Some(records) = &self.epoch_records {
+            records.lock().clear();
+        }
         Ok(())
     }
 }

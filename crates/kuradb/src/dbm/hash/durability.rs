@@ -47,9 +47,9 @@ impl State {
     }
 
     /// Makes everything written durable with one device sync (two for a
-    /// tree, and for a hash database in the case below), so that a crash at
-    /// any moment leaves a file a restore reads right; the current epoch is
-    /// synchronized from then on.
+    /// tree's node store before version 5, and for a hash database in the
+    /// case below), so that a crash at any moment leaves a file a restore
+    /// reads right; the current epoch is synchronized from then on.
     ///
     /// What a restore needs is the order things reach the device, which one
     /// sync does not give among the writes it covers: so a void mark that
@@ -72,13 +72,16 @@ impl State {
     ///   (`FreePool::take_ordering`): one device sync makes the data and the
     ///   settling marks durable, then every mark of the epoch is written,
     ///   and a second sync makes them durable.
-    /// - A tree's restore goes back to the epoch its header names and needs
-    ///   every version that epoch used, so a tree's versions of earlier
-    ///   epochs are marked only after a second sync has made the header
-    ///   name this epoch; a removal is a void version of this epoch (see
-    ///   `State::put_removal`), which beats the older versions not yet
-    ///   marked. A crash before the header is durable restores the previous
-    ///   epoch whole; one after it restores this one.
+    /// - A tree's restore goes back to a whole epoch and needs every version
+    ///   that epoch used, so a tree's versions of earlier epochs are marked
+    ///   only after the sync that makes this epoch restorable; a removal is
+    ///   a void version of this epoch (see `State::put_removal`), which beats
+    ///   the older versions not yet marked. A node store of version 5 names
+    ///   this epoch in its header, with the epoch's digest, before the sync
+    ///   (see `epoch_digest.rs`): a crash in the sync restores the previous
+    ///   epoch whole, unless every record of this one made it. An older one
+    ///   names the epoch only after a first sync has made its records
+    ///   durable, and a second makes the header durable.
     /// - A hash database in appending mode needs no mark for a restore (its
     ///   records are in time order and a removal is a record), so all its
     ///   marks go after the sync.
@@ -91,7 +94,17 @@ impl State {
             (settled, unwritten, ordered)
         };
         let epoch = self.epoch.load(Ordering::Acquire);
-        let tree = self.kind == Kind::TreeNodes;
+        // A node store with epoch digests names this epoch, with its digest,
+        // before the one sync; one without names it between two.
+        let digests = self.epoch_records.is_some();
+        if let Some(records) = &self.epoch_records {
+            let mut header = self.header(true);
+            header.pending = Some((epoch, records.lock().digest()));
+            self.file.write(header::SIZE as u64 / 2, &header.encode_state())?;
+        }
+        let tree = self.kind == Kind::TreeNodes && !digests;
+        // Only a hash database updated in place marks removals before the sync.
+        let ordered = ordered && self.kind == Kind::Hash && !self.appending;
         let (current, older): (Vec<_>, Vec<_>) = if self.appending {
             (Vec::new(), doomed)
         } else {
@@ -99,15 +112,16 @@ impl State {
         };
         // What each step marks: before the (first) sync, between the two
         // syncs of an ordered one, and after the last.
-        let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) = if tree || self.appending {
-            (current, Vec::new(), older)
-        } else if ordered {
-            (current, older, Vec::new())
-        } else {
-            let (removed, replaced): (Vec<_>, Vec<_>) =
-                older.into_iter().partition(|(_, size)| size & REMOVED != 0);
-            (current.into_iter().chain(removed).collect(), Vec::new(), replaced)
-        };
+        let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) =
+            if self.kind == Kind::TreeNodes || self.appending {
+                (current, Vec::new(), older)
+            } else if ordered {
+                (current, older, Vec::new())
+            } else {
+                let (removed, replaced): (Vec<_>, Vec<_>) =
+                    older.into_iter().partition(|(_, size)| size & REMOVED != 0);
+                (current.into_iter().chain(removed).collect(), Vec::new(), replaced)
+            };
         let resettle = |e: Error| {
             let mut free = self.free.lock();
             free.settle(&settled, unwritten);
@@ -151,6 +165,9 @@ impl State {
         self.pool(&before);
         self.pool(&between);
         self.synced_epoch.store(epoch, Ordering::Release);
+        if let Some(records) = &self.epoch_records {
+            records.lock().clear();
+        }
         self.mark_void_after(&after)
     }
 

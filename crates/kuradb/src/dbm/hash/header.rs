@@ -25,6 +25,10 @@
 //! | 88 | epoch: hard synchronizations so far (u32) |
 //! | 92 | the last epoch whose hard synchronization completed (u32) |
 //! | 96 | offset of the compression dictionary's record (u64; 0 = none) |
+//! | 104 | version 5: the digest of the epoch being synchronized, the xor of its records' hashes (u64) |
+//! | 112 | version 5: that epoch (u32) |
+//! | 116 | version 5: the number of its records (u32) |
+//! | 120 | version 5: 1 when bytes 104 to 119 hold a digest |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
 //! Integers are little-endian. A file whose values are encrypted has format
@@ -37,6 +41,15 @@
 //! before and stays without a dictionary until a rebuild makes it anew.
 //! An lzma file (the mode came later) is version 3 unless encrypted, and
 //! readers before the mode refuse its byte 14.
+//! A tree's node store made since hard synchronizations take one device
+//! sync is version 5, whatever its features: its header names the epoch
+//! being synchronized with that epoch's digest (see `epoch_digest.rs`)
+//! before the epoch is durable, and names it synchronized (byte 92) only
+//! at the synchronization after. A reader before it, trusting byte 92
+//! alone, could restore an epoch whose older versions were marked void
+//! already, so it refuses the file by its version. Node stores of versions
+//! 1 to 4 read and take writes as before, with two device syncs a hard
+//! synchronization; a rebuild or restore writes them as version 5.
 //! A hash database encrypted since keys are sealed is version 4 (cipher 2),
 //! which readers before it refuse by name: they would compare a caller's
 //! key with stored ciphertext and find nothing. Version-2 encrypted files
@@ -46,6 +59,7 @@
 use super::cipher::Sealing;
 use super::comp_mode::{DictionaryKind, RecordCompMode};
 use super::crc_mode::RecordCrcMode;
+use super::epoch_digest::Digest;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) const SIZE: usize = 128;
@@ -61,6 +75,10 @@ const VERSION_PRESETS: u8 = 3;
 /// The version of a file whose keys are sealed (cipher 2): a reader of
 /// version 3 would look keys up in clear among ciphertexts.
 const VERSION_SEALED_KEYS: u8 = 4;
+/// The version of a tree's node store whose header carries the digest of
+/// the epoch being synchronized: a reader of version 4 would restore by
+/// byte 92 alone, which may name an epoch whose older versions are gone.
+const VERSION_EPOCH_DIGESTS: u8 = 5;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -87,6 +105,11 @@ pub(crate) struct Header {
     pub sealing: Option<Sealing>,
     /// Whether an lz4, zlib or lzma file's values may use a dictionary (version 3).
     pub presets: bool,
+    /// Whether the header carries epoch digests (a tree's node store of
+    /// version 5).
+    pub digests: bool,
+    /// The epoch being synchronized and its digest, where `digests`.
+    pub pending: Option<(u32, Digest)>,
 }
 
 /// What a file of the hash format holds.
@@ -141,6 +164,9 @@ impl Header {
         if b[15] == Sealing::ID_KEYS {
             b[8] = VERSION_SEALED_KEYS;
         }
+        if self.digests {
+            b[8] = VERSION_EPOCH_DIGESTS;
+        }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -158,6 +184,12 @@ impl Header {
         b[24..28].copy_from_slice(&self.epoch.to_le_bytes());
         b[28..32].copy_from_slice(&self.synced_epoch.to_le_bytes());
         b[32..40].copy_from_slice(&self.dict_offset.to_le_bytes());
+        if let Some((epoch, digest)) = self.pending.filter(|_| self.digests) {
+            b[40..48].copy_from_slice(&digest.xor.to_le_bytes());
+            b[48..52].copy_from_slice(&epoch.to_le_bytes());
+            b[52..56].copy_from_slice(&digest.count.to_le_bytes());
+            b[56] = 1;
+        }
         let crc = crc32fast::hash(&b[..60]);
         b[60..].copy_from_slice(&crc.to_le_bytes());
         b
@@ -186,9 +218,11 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS, VERSION_SEALED_KEYS].contains(&b[8]) {
+        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS, VERSION_SEALED_KEYS, VERSION_EPOCH_DIGESTS]
+            .contains(&b[8])
+        {
             return Err(bad(&format!(
-                "format version {} is not supported (expected {VERSION} to {VERSION_SEALED_KEYS})",
+                "format version {} is not supported (expected {VERSION} to {VERSION_EPOCH_DIGESTS})",
                 b[8]
             )));
         }
@@ -219,9 +253,13 @@ impl Header {
         // Version 2 says exactly that a feature of bytes 14 or 15 is on,
         // keys not sealed; version 3 that the file is lz4, zlib or lzma, and not
         // encrypted; version 4 that its keys are sealed.
-        let presets = b[8] == VERSION_PRESETS;
+        let digests = b[8] == VERSION_EPOCH_DIGESTS;
+        let presets =
+            b[8] == VERSION_PRESETS || (digests && Header::may_have_presets(record_comp, sealing.is_some()));
         let keys_sealed = b[15] == Sealing::ID_KEYS;
         let mismatched = match b[8] {
+            // Any features, but only of a tree's node store.
+            VERSION_EPOCH_DIGESTS => kind != Kind::TreeNodes,
             VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
             VERSION_SEALED_KEYS => !keys_sealed,
             // lzma came with dictionaries: unencrypted, it is version 3.
@@ -256,6 +294,9 @@ impl Header {
             dict_offset: if state_ok { u64_at(96) } else { 0 },
             sealing,
             presets,
+            digests,
+            pending: (digests && state_ok && b[120] == 1)
+                .then(|| (u32_at(112), Digest { xor: u64_at(104), count: u32_at(116) })),
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -319,7 +360,34 @@ mod tests {
             dict_offset: 0,
             sealing: None,
             presets: false,
+            digests: false,
+            pending: None,
         }
+    }
+
+    /// A node store with epoch digests is version 5 whatever its features,
+    /// and its pending epoch comes back; a hash database of version 5 is
+    /// refused, and an older version's bytes 104 to 120 mean nothing.
+    #[test]
+    fn a_node_store_with_epoch_digests_is_version_5() {
+        let path = std::path::Path::new("x");
+        let pending = Some((5, Digest { count: 3, xor: 0xDEAD_BEEF_0123 }));
+        for comp in [RecordCompMode::None, RecordCompMode::Lz4] {
+            let presets = Header::may_have_presets(comp, false);
+            let h = Header { digests: true, pending, record_comp: comp, presets, ..sample() };
+            let b = h.encode();
+            assert_eq!(b[8], VERSION_EPOCH_DIGESTS);
+            assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+        }
+        let mut b = Header { digests: true, pending, kind: Kind::Hash, ..sample() }.encode();
+        assert!(Header::decode(&b, 1 << 20, path).is_err());
+        b[12] = 1; // a node store after all, once its checksum agrees
+        let crc = crc32fast::hash(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        assert!(Header::decode(&b, 1 << 20, path).unwrap().digests);
+        let old = Header { pending, ..sample() }.encode();
+        let read = Header::decode(&old, 1 << 20, path).unwrap();
+        assert_eq!((read.digests, read.pending), (false, None));
     }
 
     /// Lz4 and zlib files that may hold a dictionary are version 3, which

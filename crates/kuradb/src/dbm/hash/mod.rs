@@ -87,6 +87,7 @@ mod cursor;
 mod dictionary;
 mod doomed;
 mod durability;
+mod epoch_digest;
 mod free_pool;
 mod header;
 #[cfg(feature = "cipher")]

@@ -159,6 +159,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         batch_guess: AtomicUsize::new(0),
         dict_offset: AtomicU64::new(header.dict_offset),
         untrained: Default::default(),
+        epoch_records: header.digests.then(Default::default),
         file,
     };
     let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
@@ -203,6 +204,8 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
         dict_offset: 0,
         sealing: cipher.as_ref().map(|c| *c.sealing()),
         presets: Header::may_have_presets(o.record_comp_mode, cipher.is_some()),
+        digests: kind == Kind::TreeNodes,
+        pending: None,
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::buckets::bucket_of;
 use super::change::Change;
 use super::dictionary::Dictionary;
+use super::epoch_digest::{counted, record_hash, Digest};
 use super::header::{self, Header, Kind};
 use super::open::open_state;
 use super::options::{HashOptions, RestoreMode, UpdateMode};
@@ -348,7 +349,6 @@ fn scan(
     synced: bool,
 ) -> Result<(Versions, Option<u64>)> {
     let align = 1u64 << header.align_pow;
-    let width = header.width as usize;
     let end = end_offset.map_or(file.size(), |e| e.min(file.size()));
     // Going back to an end offset, the file is read as its history: a hash
     // file in appending mode appends every version and every removal, in
@@ -362,33 +362,21 @@ fn scan(
     let history = end_offset.is_some() || (synced && header.kind == Kind::Hash);
     let in_time_order = header.appending && header.kind == Kind::Hash;
     let mut versions: HashMap<Vec<u8>, Version> = HashMap::new();
-    let mut window = Window { file, start: 0, buf: Vec::new() };
     // A tree's nodes are consistent only as of a completed hard
     // synchronization: later versions are left out.
-    let last_epoch = if header.kind == Kind::TreeNodes || synced { header.synced_epoch } else { u32::MAX };
+    let last_epoch = if header.kind == Kind::TreeNodes {
+        last_whole_epoch(file, header, end)?
+    } else if synced {
+        header.synced_epoch
+    } else {
+        u32::MAX
+    };
     let mut dict_at = None;
-    let mut offset = header.records_start;
-    while offset < end {
-        let head = window.at(offset, record::MAX_HEADER)?;
-        let Ok(h) = record::parse_header(head, width, u32::from(header.align_pow)) else {
-            offset += align;
-            continue;
-        };
-        let body = h.header_size + h.key_size + h.value_size;
-        if h.size == 0 || h.size > end - offset {
-            offset += align;
-            continue;
-        }
-        let buf = window.at(offset, body)?;
-        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
-            offset += align;
-            continue;
-        }
+    each_record(file, header, end, |offset, h, buf| {
         let magic = buf[0];
         if magic == MAGIC_DICT {
             dict_at = Some(offset);
-            offset += h.size.max(align);
-            continue;
+            return;
         }
         let key = &buf[h.header_size..h.header_size + h.key_size];
         if history {
@@ -415,7 +403,63 @@ fn scan(
                 versions.insert(key.to_vec(), Version { epoch: h.epoch, offset, live: h.live });
             }
         }
+    })?;
+    Ok((versions, dict_at))
+}
+
+/// Calls `f` with every record of `file` that ends by `end` whose header
+/// parses and whose checksum holds (offset, header, its bytes), skipping
+/// anything else one alignment unit at a time.
+fn each_record(
+    file: &dyn File,
+    header: &Header,
+    end: u64,
+    mut f: impl FnMut(u64, &record::Header, &[u8]),
+) -> Result<()> {
+    let align = 1u64 << header.align_pow;
+    let width = header.width as usize;
+    let mut window = Window { file, start: 0, buf: Vec::new() };
+    let mut offset = header.records_start;
+    while offset < end {
+        let head = window.at(offset, record::MAX_HEADER)?;
+        let Ok(h) = record::parse_header(head, width, u32::from(header.align_pow)) else {
+            offset += align;
+            continue;
+        };
+        let body = h.header_size + h.key_size + h.value_size;
+        if h.size == 0 || h.size > end - offset {
+            offset += align;
+            continue;
+        }
+        let buf = window.at(offset, body)?;
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
+            offset += align;
+            continue;
+        }
+        f(offset, &h, &buf[..body]);
         offset += h.size.max(align);
     }
-    Ok((versions, dict_at))
+    Ok(())
+}
+
+/// The epoch a tree's node store is restored to: the one its header names
+/// synchronized, or, in a file with epoch digests, the next one if the
+/// header names it pending and every record of it is there as its digest
+/// says (see `epoch_digest.rs`).
+fn last_whole_epoch(file: &dyn File, header: &Header, end: u64) -> Result<u32> {
+    let synced = header.synced_epoch;
+    let Some((pending, digest)) =
+        header.pending.filter(|&(p, _)| synced != u32::MAX && p == synced.wrapping_add(1))
+    else {
+        return Ok(synced);
+    };
+    let mut found = Digest::default();
+    each_record(file, header, end, |offset, h, buf| {
+        if h.epoch == pending && buf[0] != MAGIC_DICT && buf[0] != MAGIC_PAD && counted(h.live, h.value_size)
+        {
+            let key = &buf[h.header_size..h.header_size + h.key_size];
+            found.add(record_hash(offset, key, &buf[h.header_size + h.key_size..]));
+        }
+    })?;
+    Ok(if found == digest { pending } else { synced })
 }

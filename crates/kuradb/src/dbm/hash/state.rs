@@ -73,6 +73,9 @@ pub(super) struct State {
     /// A full sample for the compression dictionary, waiting to be trained
     /// outside the locks (see `training.rs`).
     pub(super) untrained: std::sync::Arc<super::training::Untrained>,
+    /// The records of the current epoch and their digest, for a tree's node
+    /// store of version 5 (see `epoch_digest.rs`); `None` for other files.
+    pub(super) epoch_records: Option<Mutex<super::epoch_digest::EpochRecords>>,
 }
 
 impl State {
@@ -108,6 +111,9 @@ impl State {
             presets: self.codec.compression.as_ref().is_some_and(|c| {
                 c.takes_dictionary() && Header::may_have_presets(c.mode, self.codec.cipher.is_some())
             }),
+            digests: self.epoch_records.is_some(),
+            // Named only by a hard synchronization (`State::make_durable`).
+            pending: None,
         }
     }
 
