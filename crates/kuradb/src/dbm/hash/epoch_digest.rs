@@ -97,7 +97,8 @@ mod tests {
         records.put(512, b"k4", b"old");
         records.put(512, b"k4", b"new");
         let mut found = Digest::default();
-        for (offset, key, value) in [(512, b"k4", b"new"), (128, b"k1", b"v1"), (384, b"k3", b"v3")] {
+        for (offset, key, value) in [(512, &b"k4"[..], &b"new"[..]), (128, b"k1", b"v1"), (384, b"k3", b"v3")]
+        {
             found.add(record_hash(offset, key, value));
         }
         assert_eq!(records.digest(), found);

@@ -483,8 +483,8 @@ mod tests {
         }
         let err = resealed(b, 15, 1).unwrap_err();
         assert!(err.to_string().contains("format version 4 with compression mode 0 and cipher 1"), "{err}");
-        let err = resealed(b, 8, 5).unwrap_err();
-        assert!(err.to_string().contains("format version 5 is not supported (expected 1 to 4)"), "{err}");
+        let err = resealed(b, 8, 6).unwrap_err();
+        assert!(err.to_string().contains("format version 6 is not supported (expected 1 to 5)"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a
