@@ -154,7 +154,7 @@ impl StoreName {
             }
             #[cfg(feature = "fjall")]
             StoreName::Fjall => {
-                "fjall 3.1.13, default settings, one keyspace; durable = batch with `PersistMode::SyncAll`, not synced = batch without persist; compaction = `Keyspace::major_compact`"
+                "fjall 3.1.13, default settings, one keyspace; durable = batch with `PersistMode::SyncAll`, not synced = batch without persist; no compaction call (it compacts in the background)"
             }
             #[cfg(feature = "sqlite")]
             StoreName::Sqlite => {
