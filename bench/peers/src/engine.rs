@@ -1,7 +1,7 @@
-//! The engines compared, each behind one small trait: open a fresh
-//! database, commit a set of key/value pairs as one transaction, close.
-//! A new peer (LMDB, RocksDB, fjall, SQLite, ...) joins every workload by
-//! implementing [`Engine`] and taking a name in [`EngineName`].
+//! The engines of `kura-peers txn`, each behind one small trait: open a
+//! fresh database, commit a set of key/value pairs as one transaction,
+//! close. A new peer joins that workload by implementing [`Engine`] and
+//! taking a name in [`EngineName`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -11,6 +11,7 @@ use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::txn::{CommitDurability, TransactionOptions, TransactionalDbm};
 use kuradb::dbm::Access;
 use kuradb::Params;
+#[cfg(feature = "redb")]
 use redb::TableDefinition;
 
 /// Any engine's error, boxed.
@@ -71,26 +72,35 @@ pub enum EngineName {
     /// kuradb's tree database under `TransactionalDbm`.
     KuraTree,
     /// redb.
+    #[cfg(feature = "redb")]
     Redb,
 }
 
 impl EngineName {
-    /// Every engine, in the order of the table's columns.
-    pub const ALL: [EngineName; 3] = [EngineName::KuraHash, EngineName::KuraTree, EngineName::Redb];
+    /// Every engine of this build, in the order of the table's columns.
+    pub fn all() -> Vec<EngineName> {
+        vec![
+            EngineName::KuraHash,
+            EngineName::KuraTree,
+            #[cfg(feature = "redb")]
+            EngineName::Redb,
+        ]
+    }
 
     /// The name the command line takes and the table shows.
     pub fn name(self) -> &'static str {
         match self {
             EngineName::KuraHash => "kura-hash",
             EngineName::KuraTree => "kura-tree",
+            #[cfg(feature = "redb")]
             EngineName::Redb => "redb",
         }
     }
 
     /// Parses a name of [`EngineName::name`].
     pub fn parse(text: &str) -> Result<EngineName, String> {
-        EngineName::ALL.into_iter().find(|e| e.name() == text).ok_or_else(|| {
-            let names: Vec<_> = EngineName::ALL.iter().map(|e| e.name()).collect();
+        EngineName::all().into_iter().find(|e| e.name() == text).ok_or_else(|| {
+            let names: Vec<_> = EngineName::all().iter().map(|e| e.name()).collect();
             format!("unknown engine {text:?}: one of {}", names.join(", "))
         })
     }
@@ -167,15 +177,18 @@ impl Engine for KuraTree {
 }
 
 /// The one table the redb runs write.
+#[cfg(feature = "redb")]
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bench");
 
 /// redb with its default settings. It runs one write transaction at a
 /// time: a committer waits in `begin_write` while another's is open.
+#[cfg(feature = "redb")]
 pub struct Redb {
     db: redb::Database,
     durability: redb::Durability,
 }
 
+#[cfg(feature = "redb")]
 impl Engine for Redb {
     fn open(dir: &Path, durability: Durability) -> Result<Self, BoxError> {
         let db = redb::Database::create(dir.join("bench.redb"))?;

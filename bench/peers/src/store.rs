@@ -1,0 +1,209 @@
+//! The stores of the comparison table, each behind [`Store`]: the calls a
+//! user of an embedded key-value store makes (commit pairs durably or not,
+//! read, range, count, remove, compact), in each store's own idiom and with
+//! the settings a user would pick (see [`StoreName::settings`]).
+
+use std::path::Path;
+
+use crate::engine::BoxError;
+
+/// One key/value pair to write.
+pub type Pair = (Vec<u8>, Vec<u8>);
+
+/// Reads of one thread: each store's read transaction, snapshot or handle.
+pub trait Reader {
+    /// The length of `key`'s value, `None` when it is absent.
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>, BoxError>;
+
+    /// Reads up to `count` records in key order from the first key at or
+    /// after `start`, returning the bytes of keys and values read; `None`
+    /// for a store without key order.
+    fn range(&mut self, start: &[u8], count: usize) -> Result<Option<usize>, BoxError>;
+}
+
+/// One store under test, opened on a fresh folder.
+pub trait Store: Sync {
+    /// Sets every pair in one commit (or, for a store without commits, one
+    /// series of sets followed by one synchronization), on the device when
+    /// it returns if `durable`, else handed to the store only.
+    fn write(&mut self, pairs: &mut dyn Iterator<Item = Pair>, durable: bool) -> Result<(), BoxError>;
+
+    /// Removes every key in one commit, as [`Store::write`] does.
+    fn remove(&mut self, keys: &mut dyn Iterator<Item = Vec<u8>>, durable: bool) -> Result<(), BoxError>;
+
+    /// Sets every pair in one durable transactional commit, for a store
+    /// whose durable writes have a second way (kuradb's `TransactionalDbm`
+    /// beside its plain set-then-synchronize); `None` for the others.
+    fn write_transactional(
+        &mut self,
+        _pairs: &mut dyn Iterator<Item = Pair>,
+    ) -> Option<Result<(), BoxError>> {
+        None
+    }
+
+    /// Goes back from the transactional way of [`Store::write_transactional`]
+    /// to the plain one, for the rows after it.
+    fn end_transactional(&mut self) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    /// Makes a reader for the calling thread.
+    fn reader(&self) -> Result<Box<dyn Reader + '_>, BoxError>;
+
+    /// The number of records, exact.
+    fn len(&self) -> Result<u64, BoxError>;
+
+    /// Visits every record in the store's order, returning how many.
+    fn iterate(&self) -> Result<u64, BoxError>;
+
+    /// Runs the store's compaction; `false` for a store without one.
+    fn compact(&mut self) -> Result<bool, BoxError>;
+
+    /// Makes everything durable and closes.
+    fn close(self: Box<Self>) -> Result<(), BoxError>;
+}
+
+/// The stores by name, in the order of the table's columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreName {
+    /// kuradb's hash database (`.kh`).
+    KuraHash,
+    /// kuradb's tree database (`.kt`).
+    KuraTree,
+    /// redb.
+    #[cfg(feature = "redb")]
+    Redb,
+    /// LMDB through heed.
+    #[cfg(feature = "lmdb")]
+    Lmdb,
+    /// RocksDB through rust-rocksdb.
+    #[cfg(feature = "rocksdb")]
+    Rocksdb,
+    /// fjall.
+    #[cfg(feature = "fjall")]
+    Fjall,
+    /// SQLite through rusqlite, bundled.
+    #[cfg(feature = "sqlite")]
+    Sqlite,
+    /// sled.
+    #[cfg(feature = "sled")]
+    Sled,
+}
+
+impl StoreName {
+    /// Every store this build has.
+    pub fn all() -> Vec<StoreName> {
+        vec![
+            StoreName::KuraHash,
+            StoreName::KuraTree,
+            #[cfg(feature = "redb")]
+            StoreName::Redb,
+            #[cfg(feature = "lmdb")]
+            StoreName::Lmdb,
+            #[cfg(feature = "rocksdb")]
+            StoreName::Rocksdb,
+            #[cfg(feature = "fjall")]
+            StoreName::Fjall,
+            #[cfg(feature = "sqlite")]
+            StoreName::Sqlite,
+            #[cfg(feature = "sled")]
+            StoreName::Sled,
+        ]
+    }
+
+    /// The name the command line takes and the table shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreName::KuraHash => "kura-hash",
+            StoreName::KuraTree => "kura-tree",
+            #[cfg(feature = "redb")]
+            StoreName::Redb => "redb",
+            #[cfg(feature = "lmdb")]
+            StoreName::Lmdb => "lmdb",
+            #[cfg(feature = "rocksdb")]
+            StoreName::Rocksdb => "rocksdb",
+            #[cfg(feature = "fjall")]
+            StoreName::Fjall => "fjall",
+            #[cfg(feature = "sqlite")]
+            StoreName::Sqlite => "sqlite",
+            #[cfg(feature = "sled")]
+            StoreName::Sled => "sled",
+        }
+    }
+
+    /// The crate and version measured, and the settings used.
+    pub fn settings(self) -> &'static str {
+        match self {
+            StoreName::KuraHash => {
+                "kuradb (this commit), `PolyDbm` of a `.kh` file, default parameters; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
+            }
+            StoreName::KuraTree => {
+                "kuradb (this commit), `PolyDbm` of a `.kt` file, default parameters; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
+            }
+            #[cfg(feature = "redb")]
+            StoreName::Redb => {
+                "redb 3.1.3, default settings; durable = `Durability::Immediate`, not synced = `Durability::None`; compaction = `Database::compact`"
+            }
+            #[cfg(feature = "lmdb")]
+            StoreName::Lmdb => {
+                "LMDB through heed 0.22.0, map size 64 GiB, default flags (synced commits); not synced = `MDB_NOSYNC` for those commits; no compaction in place"
+            }
+            #[cfg(feature = "rocksdb")]
+            StoreName::Rocksdb => {
+                "RocksDB through rocksdb 0.25.0 (snappy built in), default options; durable = `WriteBatch` with `set_sync(true)`, not synced = WAL without sync; count = a full iteration; compaction = `compact_range` over all keys"
+            }
+            #[cfg(feature = "fjall")]
+            StoreName::Fjall => {
+                "fjall 3.1.13, default settings, one keyspace; durable = batch with `PersistMode::SyncAll`, not synced = batch without persist; no compaction call (it compacts in the background)"
+            }
+            #[cfg(feature = "sqlite")]
+            StoreName::Sqlite => {
+                "SQLite through rusqlite 0.38.0 (bundled), one `WITHOUT ROWID` table of BLOB key and value, `journal_mode=WAL`; durable = `synchronous=FULL`, not synced = `synchronous=OFF`; one connection a reading thread; compaction = `wal_checkpoint(TRUNCATE)` and `VACUUM`"
+            }
+            #[cfg(feature = "sled")]
+            StoreName::Sled => {
+                "sled 0.34.7, default config; durable = `apply_batch` then `flush`, not synced = `apply_batch`; count = `len` (a full iteration); no compaction call"
+            }
+        }
+    }
+
+    /// Parses a name of [`StoreName::name`], naming the feature a store
+    /// left out of this build needs.
+    pub fn parse(text: &str) -> Result<StoreName, String> {
+        if let Some(store) = StoreName::all().into_iter().find(|e| e.name() == text) {
+            return Ok(store);
+        }
+        const FEATURES: [&str; 6] = ["redb", "lmdb", "rocksdb", "fjall", "sqlite", "sled"];
+        if FEATURES.contains(&text) {
+            return Err(format!("engine {text:?} is not in this build: build with `--features {text}`"));
+        }
+        let names: Vec<_> = StoreName::all().iter().map(|e| e.name()).collect();
+        Err(format!("unknown engine {text:?}: one of {}", names.join(", ")))
+    }
+
+    /// Opens a fresh store of this kind in the empty folder `dir`.
+    pub fn open(self, dir: &Path) -> Result<Box<dyn Store>, BoxError> {
+        Ok(match self {
+            StoreName::KuraHash => Box::new(crate::stores::kura::Kura::open(&dir.join("bench.kh"))?),
+            StoreName::KuraTree => Box::new(crate::stores::kura::Kura::open(&dir.join("bench.kt"))?),
+            #[cfg(feature = "redb")]
+            StoreName::Redb => Box::new(crate::stores::redb::RedbStore::open(dir)?),
+            #[cfg(feature = "lmdb")]
+            StoreName::Lmdb => Box::new(crate::stores::lmdb::Lmdb::open(dir)?),
+            #[cfg(feature = "rocksdb")]
+            StoreName::Rocksdb => Box::new(crate::stores::rocks::Rocks::open(dir)?),
+            #[cfg(feature = "fjall")]
+            StoreName::Fjall => Box::new(crate::stores::fjall::Fjall::open(dir)?),
+            #[cfg(feature = "sqlite")]
+            StoreName::Sqlite => Box::new(crate::stores::sqlite::Sqlite::open(dir)?),
+            #[cfg(feature = "sled")]
+            StoreName::Sled => Box::new(crate::stores::sled::Sled::open(dir)?),
+        })
+    }
+}
+
+impl std::fmt::Display for StoreName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
