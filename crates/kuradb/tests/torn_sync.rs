@@ -218,6 +218,7 @@ fn make_version_1(path: &std::path::Path) {
 fn check_tree(
     spec: &FileSpec,
     old_format: bool,
+    mode: UpdateMode,
     (ops, at, seed): (Vec<Op>, u64, u64),
 ) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -225,6 +226,7 @@ fn check_tree(
     let controls = Controls::default();
     let cmp = KeyComparator::Lexical;
     let mut options = t::options(spec, cmp, 128, 4, 4, 7);
+    options.hash.update_mode = mode;
     if old_format {
         TreeDbm::open(&path, Access::ReadWrite, &options).expect("create").close().expect("close");
         make_version_1(&path);
@@ -234,7 +236,7 @@ fn check_tree(
     let (synced, live, _, torn) = run_and_tear(&controls, &path, &ops, at, seed, &db);
     drop(db);
     let plain = cut::plain_tree(options);
-    let what = format!("[{spec}] torn at device sync {at} ({torn}), {} ops", ops.len());
+    let what = format!("[{spec}] {mode:?}, torn at device sync {at} ({torn}), {} ops", ops.len());
     let reader = TreeDbm::open(&path, Access::ReadOnly, &plain)
         .map_err(|e| TestCaseError::fail(format!("{what}: read-only open after the cut: {e}")))?;
     let seen = read_all(&reader);
@@ -274,16 +276,18 @@ fn a_torn_hard_sync_keeps_each_hash_key_at_a_written_value_no_older_than_the_las
     }
 }
 
-/// Tree databases with tiny pages, on every power-cut spec: node stores of
-/// version 5 (one device sync, the header naming the epoch with its digest)
-/// and of version 1 (two device syncs).
+/// Tree databases with tiny pages, on every power-cut spec, their nodes
+/// updated in place or appended: node stores of version 5 (one device sync,
+/// the header naming the epoch with its digest) and of version 1 (two).
 #[test]
 fn a_torn_hard_sync_leaves_one_whole_tree() {
     for spec in cut::specs() {
         for old_format in [false, true] {
-            let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
-            if let Err(e) = runner.run(&case(), |c| check_tree(&spec, old_format, c)) {
-                panic!("[{spec}] version {}: {e}", if old_format { 1 } else { 5 });
+            for mode in [UpdateMode::InPlace, UpdateMode::Appending] {
+                let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
+                if let Err(e) = runner.run(&case(), |c| check_tree(&spec, old_format, mode, c)) {
+                    panic!("[{spec}] {mode:?}, version {}: {e}", if old_format { 1 } else { 5 });
+                }
             }
         }
     }

@@ -260,7 +260,7 @@ impl State {
     fn discard(&self, offset: u64, size: u64) {
         self.uncount_in_epoch(offset);
         let mut free = self.free.lock();
-        free.doom(offset, size, if self.appending { Doom::Replaced } else { Doom::Current });
+        free.doom(offset, size, Doom::Current);
         if !self.appending {
             free.put(offset, size);
         }
@@ -271,19 +271,23 @@ impl State {
     /// it is durable (see `State::make_durable`): marked sooner, a crash could
     /// leave neither version; left live, a crash before the next hard
     /// synchronization brings back a version that was written, which is
-    /// allowed. Space of the current epoch is reusable at once, since no hard
-    /// synchronization has covered it; older space once its void mark is
-    /// durable.
+    /// allowed. Space of the current epoch is reusable at once (unless the
+    /// file appends), since no hard synchronization has covered it; older
+    /// space once its void mark is durable.
     fn release(&self, offset: u64, header: &record::Header, removed: bool) {
         let mut free = self.free.lock();
         let epoch = self.epoch.load(Ordering::Acquire);
         if removed {
             free.removed(offset, header.epoch, epoch);
         }
-        if !self.appending && header.epoch == epoch {
+        if header.epoch == epoch {
+            // Never promised: marked before the sync, and with its space
+            // reused at once where the file reuses space.
             self.uncount_in_epoch(offset);
             free.doom(offset, header.size, Doom::Current);
-            free.put(offset, header.size);
+            if !self.appending {
+                free.put(offset, header.size);
+            }
             return;
         }
         free.doom(offset, header.size, if removed { Doom::Removed } else { Doom::Replaced });

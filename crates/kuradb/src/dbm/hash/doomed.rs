@@ -16,7 +16,8 @@ use std::collections::HashMap;
 
 use roaring::RoaringTreemap;
 
-/// The flag on a doomed record's size saying its space was reusable at once.
+/// The flag on a doomed record's size saying it is of the current epoch (its
+/// space was reusable at once, unless the file appends).
 pub(super) const REUSABLE: u64 = 1 << 63;
 /// The flag on a doomed record's size saying it was removed, not replaced:
 /// no newer version of its key needs to be durable before its void mark.
@@ -25,7 +26,8 @@ pub(super) const REMOVED: u64 = 1 << 62;
 /// Doomed records, by offset.
 pub(super) struct Doomed {
     align_pow: u32,
-    /// Records whose space went to the pool at once (of the current epoch).
+    /// Records of the current epoch (whose space went to the pool at once,
+    /// unless the file appends).
     reusable: RoaringTreemap,
     /// Records whose space goes to the pool once their void mark is durable.
     later: RoaringTreemap,

@@ -84,7 +84,7 @@ impl State {
     ///   durable, and a second makes the header durable.
     /// - A hash database in appending mode needs no mark for a restore (its
     ///   records are in time order and a removal is a record), so all its
-    ///   marks go after the sync.
+    ///   marks of earlier epochs go after the sync.
     fn make_durable(&self) -> Result<()> {
         let doomed = self.free.lock().take_doomed();
         let (settled, unwritten, ordered) = {
@@ -105,11 +105,8 @@ impl State {
         let tree = self.kind == Kind::TreeNodes && !digests;
         // Only a hash database updated in place marks removals before the sync.
         let ordered = ordered && self.kind == Kind::Hash && !self.appending;
-        let (current, older): (Vec<_>, Vec<_>) = if self.appending {
-            (Vec::new(), doomed)
-        } else {
-            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0)
-        };
+        let (current, older): (Vec<_>, Vec<_>) =
+            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0);
         // What each step marks: before the (first) sync, between the two
         // syncs of an ordered one, and after the last.
         let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) =

@@ -14,7 +14,8 @@ pub(super) use super::doomed::{REMOVED, REUSABLE};
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Doom {
     /// Of the current epoch, which no hard synchronization covered: its
-    /// space is reusable at once and its mark may go any time.
+    /// mark may go any time, and its space is reusable at once (unless the
+    /// file appends).
     Current,
     /// Of an earlier epoch, removed: its mark may be made durable with the
     /// removal.
