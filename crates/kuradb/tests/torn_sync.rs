@@ -1,6 +1,6 @@
 //! A power cut in the middle of a hard synchronization: the device holds
-//! any mix of the sectors written since the last one that completed, some
-//! new and some old (`FaultControl::power_cut_torn`). Whatever the mix, and
+//! any mix of the writes made since the last one that completed, each whole
+//! or not at all, in any order (`FaultControl::power_cut_torn`). Whatever the mix, and
 //! at whichever of the synchronization's device syncs the power goes, the
 //! restore must find what the crash-safety guide promises:
 //!

@@ -102,9 +102,10 @@ struct Tear {
     seed: u64,
 }
 
-/// A change since the last hard synchronization, as what undoes it.
+/// A change since the last hard synchronization, as what undoes it (and,
+/// for a write, what it wrote).
 enum Undo {
-    Bytes { offset: u64, old: Vec<u8> },
+    Bytes { offset: u64, old: Vec<u8>, new: Vec<u8> },
     Size(u64),
 }
 
@@ -289,46 +290,40 @@ impl FaultControl {
         self.counts.lock().cut = true;
         for change in undo.drain(..).rev() {
             match change {
-                Undo::Bytes { offset, old } => inner.write(offset, &old)?,
+                Undo::Bytes { offset, old, .. } => inner.write(offset, &old)?,
                 Undo::Size(size) => inner.truncate(size)?,
             }
         }
         Ok(())
     }
-    /// Cuts the power in the middle of a hard synchronization: of the
-    /// 512-byte sectors changed since the last successful one, each keeps
-    /// its new bytes or goes back to its old ones, as `seed` picks, as a
-    /// device that wrote back some of the dirty pages, in any order, and
-    /// tore some of them leaves the file; its size is the new one. Then
+    /// Cuts the power in the middle of a hard synchronization: of the writes
+    /// made since the last successful one, each reached the device whole or
+    /// not at all, as `seed` picks, in any order (a later write over the
+    /// same bytes wins where both did); the file's size is the new one. Then
     /// every later call fails, as after [`FaultControl::power_cut`]. What a
     /// database writes before one hard synchronization must survive any
     /// such mix: this is the test of the order it makes things durable in.
+    /// (A write torn inside, part of its sectors on the device, is another
+    /// matter: a record's checksum is what finds that.)
     pub fn power_cut_torn(&self, seed: u64) -> Result<()> {
-        const SECTOR: u64 = 512;
         let inner = self.inner.write();
         let mut undo = self.undo.lock();
         self.counts.lock().cut = true;
         let new_size = inner.size();
-        let mut new = vec![0u8; new_size as usize];
-        inner.read(0, &mut new)?;
-        for change in undo.drain(..).rev() {
+        let changes: Vec<Undo> = undo.drain(..).collect();
+        for change in changes.iter().rev() {
             match change {
-                Undo::Bytes { offset, old } => inner.write(offset, &old)?,
-                Undo::Size(size) => inner.truncate(size)?,
+                Undo::Bytes { offset, old, .. } => inner.write(*offset, old)?,
+                Undo::Size(size) => inner.truncate(*size)?,
             }
         }
-        let old_size = inner.size();
-        let mut old = vec![0u8; old_size as usize];
-        inner.read(0, &mut old)?;
-        if new_size > old_size {
-            inner.truncate(new_size)?;
-        }
-        old.resize(new_size as usize, 0);
+        inner.truncate(new_size)?;
         let mut state = seed;
-        for start in (0..new_size).step_by(SECTOR as usize) {
-            let range = start as usize..(start + SECTOR).min(new_size) as usize;
-            if new[range.clone()] != old[range.clone()] && splitmix(&mut state) & 1 == 1 {
-                inner.write(start, &new[range])?;
+        for change in &changes {
+            if let Undo::Bytes { offset, new, .. } = change {
+                if !new.is_empty() && splitmix(&mut state) & 1 == 1 {
+                    inner.write(*offset, new)?;
+                }
             }
         }
         Ok(())
@@ -405,7 +400,7 @@ impl File for FaultFile {
         inner.read(offset.min(size), &mut old)?;
         inner.write(offset, stored)?;
         undo.push(Undo::Size(size));
-        undo.push(Undo::Bytes { offset, old });
+        undo.push(Undo::Bytes { offset, old, new: stored.to_vec() });
         short.map_or(Ok(()), Err)
     }
 
@@ -437,7 +432,7 @@ impl File for FaultFile {
             let mut cut = vec![0u8; (old_size - size) as usize];
             inner.read(size, &mut cut)?;
             inner.truncate(size)?;
-            undo.push(Undo::Bytes { offset: size, old: cut });
+            undo.push(Undo::Bytes { offset: size, old: cut, new: Vec::new() });
         } else {
             inner.truncate(size)?;
         }

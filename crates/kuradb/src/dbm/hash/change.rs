@@ -284,7 +284,7 @@ impl State {
             // Never promised: marked before the sync, and with its space
             // reused at once where the file reuses space.
             self.uncount_in_epoch(offset);
-            free.doom(offset, header.size, Doom::Current);
+            free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
             if !self.appending {
                 free.put(offset, header.size);
             }

@@ -31,7 +31,7 @@ pub(super) struct Doomed {
     reusable: RoaringTreemap,
     /// Records whose space goes to the pool once their void mark is durable.
     later: RoaringTreemap,
-    /// Records of `later` that were removed rather than replaced.
+    /// Records of `reusable` or `later` that were removed rather than replaced.
     removed: RoaringTreemap,
     /// The sizes of records of `later`, as many as the pool holds at most:
     /// the pool takes no more after the marking.
@@ -69,6 +69,9 @@ impl Doomed {
         if size & REUSABLE != 0 {
             self.forget_unit(unit, offset);
             self.reusable.insert(unit);
+            if size & REMOVED != 0 {
+                self.removed.insert(unit);
+            }
             return;
         }
         self.reusable.remove(unit);
@@ -94,8 +97,8 @@ impl Doomed {
 
     fn forget_unit(&mut self, unit: u64, offset: u64) {
         self.reusable.remove(unit);
+        self.removed.remove(unit);
         if self.later.remove(unit) {
-            self.removed.remove(unit);
             self.sizes.remove(&offset);
         }
     }
@@ -112,11 +115,11 @@ impl Doomed {
         let mut sizes = std::mem::take(&mut self.sizes);
         let mut all = std::mem::take(&mut self.odd);
         all.reserve((reusable.len() + later.len()) as usize);
-        all.extend(reusable.iter().map(|unit| (unit << ap, REUSABLE)));
-        all.extend(later.iter().map(|unit| {
-            let flag = if removed.contains(unit) { REMOVED } else { 0 };
-            (unit << ap, sizes.remove(&(unit << ap)).unwrap_or(0) | flag)
-        }));
+        let flag = |unit| if removed.contains(unit) { REMOVED } else { 0 };
+        all.extend(reusable.iter().map(|unit| (unit << ap, REUSABLE | flag(unit))));
+        all.extend(
+            later.iter().map(|unit| (unit << ap, sizes.remove(&(unit << ap)).unwrap_or(0) | flag(unit))),
+        );
         all.sort_unstable_by_key(|&(offset, _)| offset);
         all
     }
@@ -157,11 +160,13 @@ mod tests {
         doomed.insert(512, 128 | REMOVED);
         doomed.insert(512, 128); // replaced after all
         doomed.insert(640, 384 | REMOVED);
+        doomed.insert(768, 128 | REUSABLE | REMOVED);
         let want = vec![
             (128, REUSABLE),
             (384, 0), // the pool's two sizes were taken by then
             (512, 0),
             (640, 384 | REMOVED),
+            (768, REUSABLE | REMOVED),
             (1000, 24),
             (1 << 20, 256),
             (1 << 40, 0),

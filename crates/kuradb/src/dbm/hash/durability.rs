@@ -15,9 +15,20 @@ use crate::error::{Error, Result};
 impl State {
     /// Writes the void marks of `marks`, answering how many it wrote before
     /// a write failed, with the error.
+    ///
+    /// A void version outranks its key's versions of older epochs at a
+    /// restore: it is a removal. A version of the current epoch that was
+    /// replaced is not one: if what replaced it is lost in a crash, the
+    /// older version must win. So it is marked as padding, which a restore
+    /// skips, except in a hash file in appending mode, whose restore to an
+    /// earlier point reads a void version with a value as what the key held
+    /// there.
     fn mark_void(&self, marks: &[(u64, u64)]) -> std::result::Result<(), (usize, Error)> {
-        for (i, &(offset, _)) in marks.iter().enumerate() {
-            self.file.write(offset, &[record::MAGIC_VOID]).map_err(|e| (i, e))?;
+        let history = self.appending && self.kind == Kind::Hash;
+        for (i, &(offset, size)) in marks.iter().enumerate() {
+            let replaced_now = size & REUSABLE != 0 && size & REMOVED == 0;
+            let mark = if replaced_now && !history { record::MAGIC_PAD } else { record::MAGIC_VOID };
+            self.file.write(offset, &[mark]).map_err(|e| (i, e))?;
         }
         Ok(())
     }
@@ -105,8 +116,14 @@ impl State {
         let tree = self.kind == Kind::TreeNodes && !digests;
         // Only a hash database updated in place marks removals before the sync.
         let ordered = ordered && self.kind == Kind::Hash && !self.appending;
-        let (current, older): (Vec<_>, Vec<_>) =
-            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0);
+        // An appending hash file's restore reads a void version as a removal
+        // when it is the last of its key: even the current epoch's marks
+        // wait until what replaced them is durable.
+        let (current, older): (Vec<_>, Vec<_>) = if self.appending && self.kind == Kind::Hash {
+            (Vec::new(), doomed)
+        } else {
+            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0)
+        };
         // What each step marks: before the (first) sync, between the two
         // syncs of an ordered one, and after the last.
         let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) =

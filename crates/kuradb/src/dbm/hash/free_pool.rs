@@ -13,10 +13,13 @@ pub(super) use super::doomed::{REMOVED, REUSABLE};
 /// Why a record is doomed, which says when its void mark may be written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Doom {
-    /// Of the current epoch, which no hard synchronization covered: its
-    /// mark may go any time, and its space is reusable at once (unless the
-    /// file appends).
+    /// Of the current epoch, which no hard synchronization covered, replaced:
+    /// its mark may go any time, and its space is reusable at once (unless
+    /// the file appends).
     Current,
+    /// Of the current epoch, removed: as `Current`, but its void mark is the
+    /// removal a restore sees.
+    CurrentRemoved,
     /// Of an earlier epoch, removed: its mark may be made durable with the
     /// removal.
     Removed,
@@ -100,6 +103,7 @@ impl FreePool {
     pub(super) fn doom(&mut self, offset: u64, size: u64, doom: Doom) {
         let flagged = match doom {
             Doom::Current => size | REUSABLE,
+            Doom::CurrentRemoved => size | REUSABLE | REMOVED,
             Doom::Removed => size | REMOVED,
             Doom::Replaced => size,
         };
