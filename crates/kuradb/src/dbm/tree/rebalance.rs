@@ -102,6 +102,9 @@ impl Tree {
         let new_id = meta.next_leaf;
         meta.next_leaf += 1;
         let mut right = leaf.split_off(at);
+        // The left half keeps the whole leaf's buffers: give back what it
+        // no longer fills, which the cache would hold otherwise.
+        leaf.shrink_to_fit();
         right.prev = id;
         right.next = leaf.next;
         let old_next = leaf.next;
