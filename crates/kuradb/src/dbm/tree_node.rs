@@ -41,8 +41,111 @@ pub(crate) struct Leaf {
 /// below it): a key at or above it goes right.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Inner {
-    pub keys: Separators<Vec<u8>>,
+    pub keys: PackedSeparators,
     pub children: Vec<u64>,
+}
+
+/// An inner node's separator keys packed one after another in one buffer,
+/// with where each starts and its head: what [`Separators`] holds, without
+/// an allocation (and its header) a key. The tree's node cache keeps every
+/// inner node of a large tree, whose keys are mostly short, so per-key
+/// allocations were most of what they took.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PackedSeparators {
+    bytes: Vec<u8>,
+    /// Where each key starts in `bytes`; it ends where the next starts.
+    starts: Vec<usize>,
+    heads: Vec<u64>,
+}
+
+impl PackedSeparators {
+    /// The separators `keys`, in buffers of exactly their size.
+    pub(crate) fn of<K: AsRef<[u8]>>(keys: &[K]) -> PackedSeparators {
+        let mut packed = PackedSeparators {
+            bytes: Vec::with_capacity(keys.iter().map(|k| k.as_ref().len()).sum()),
+            starts: Vec::with_capacity(keys.len()),
+            heads: Vec::with_capacity(keys.len()),
+        };
+        keys.iter().for_each(|k| packed.push(k.as_ref()));
+        packed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn span(&self, i: usize) -> std::ops::Range<usize> {
+        self.starts[i]..self.starts.get(i + 1).copied().unwrap_or(self.bytes.len())
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| &self[i])
+    }
+
+    pub(crate) fn insert(&mut self, i: usize, key: &[u8]) {
+        let at = self.starts.get(i).copied().unwrap_or(self.bytes.len());
+        self.bytes.splice(at..at, key.iter().copied());
+        self.starts[i..].iter_mut().for_each(|s| *s += key.len());
+        self.starts.insert(i, at);
+        self.heads.insert(i, head(key));
+    }
+
+    pub(crate) fn remove(&mut self, i: usize) -> Vec<u8> {
+        let span = self.span(i);
+        let key: Vec<u8> = self.bytes.drain(span.clone()).collect();
+        self.starts.remove(i);
+        self.starts[i..].iter_mut().for_each(|s| *s -= key.len());
+        self.heads.remove(i);
+        key
+    }
+
+    pub(crate) fn push(&mut self, key: &[u8]) {
+        self.starts.push(self.bytes.len());
+        self.heads.push(head(key));
+        self.bytes.extend_from_slice(key);
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Vec<u8>> {
+        let start = self.starts.pop()?;
+        self.heads.pop();
+        Some(self.bytes.split_off(start))
+    }
+
+    pub(crate) fn split_off(&mut self, at: usize) -> PackedSeparators {
+        let cut = self.starts.get(at).copied().unwrap_or(self.bytes.len());
+        let bytes = self.bytes.split_off(cut);
+        let starts = self.starts.split_off(at).into_iter().map(|s| s - cut).collect();
+        PackedSeparators { bytes, starts, heads: self.heads.split_off(at) }
+    }
+
+    pub(crate) fn append(&mut self, other: &mut PackedSeparators) {
+        let base = self.bytes.len();
+        self.bytes.append(&mut other.bytes);
+        self.starts.extend(other.starts.drain(..).map(|s| s + base));
+        self.heads.append(&mut other.heads);
+    }
+
+    /// How many separators are at or below the key `probe` seeks: the
+    /// index of the child whose subtree holds it.
+    pub(crate) fn child_index(&self, probe: &Probe<'_>) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if probe.order(self.heads[mid], &self[mid]) == std::cmp::Ordering::Greater {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+}
+
+impl std::ops::Index<usize> for PackedSeparators {
+    type Output = [u8];
+    fn index(&self, i: usize) -> &[u8] {
+        &self.bytes[self.span(i)]
+    }
 }
 
 /// An inner node's separator keys with their heads (as a leaf keeps them),
@@ -62,10 +165,6 @@ impl<K: AsRef<[u8]>> Separators<K> {
 
     pub(crate) fn len(&self) -> usize {
         self.keys.len()
-    }
-
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, K> {
-        self.keys.iter()
     }
 
     pub(crate) fn insert(&mut self, i: usize, key: K) {
@@ -555,10 +654,10 @@ impl Node {
                     let klen = r.varint()?;
                     let key = r.bytes(klen)?;
                     next_key(order, &mut last, key)?;
-                    keys.push(key.to_vec());
+                    keys.push(key);
                     children.push(r.varint()?);
                 }
-                Node::Inner(Inner { keys: Separators::of(keys), children })
+                Node::Inner(Inner { keys: PackedSeparators::of(&keys), children })
             }
             _ => return Err("its kind does not match its id"),
         };
@@ -583,10 +682,8 @@ mod tests {
         let keys: [&[u8]; 3] = [b"apple-pie-1", b"apple-pie-1", b"banana"];
         let twice = Node::Leaf(Leaf::of(keys.iter().map(|k| (*k, &b"v"[..])), 0, 0));
         let falling = Node::Leaf(Leaf::of([(&b"b"[..], &b"1"[..]), (&b"a"[..], &b"2"[..])], 0, 0));
-        let inner = Node::Inner(Inner {
-            keys: Separators::of(vec![b"m".to_vec(), b"c".to_vec()]),
-            children: vec![1, 2, 3],
-        });
+        let inner =
+            Node::Inner(Inner { keys: PackedSeparators::of(&[&b"m"[..], b"c"]), children: vec![1, 2, 3] });
         for (id, node) in [(5, &twice), (6, &falling), (INNER_BASE + 1, &inner)] {
             let mut bytes = Vec::new();
             node.encode(&mut bytes);
@@ -609,10 +706,8 @@ mod tests {
     fn nodes_round_trip_and_damage_is_an_error() {
         let big = [0u8; 300];
         let leaf = Node::Leaf(Leaf::of([(&b"a"[..], &b"1"[..]), (&b""[..], &big[..])], 3, 1 << 40));
-        let inner = Node::Inner(Inner {
-            keys: Separators::of(vec![b"m".to_vec()]),
-            children: vec![1, INNER_BASE + 7],
-        });
+        let inner =
+            Node::Inner(Inner { keys: PackedSeparators::of(&[b"m"]), children: vec![1, INNER_BASE + 7] });
         let path = std::path::Path::new("t.kt");
         for (id, node) in [(5, &leaf), (INNER_BASE + 1, &inner)] {
             let mut bytes = Vec::new();
@@ -713,12 +808,56 @@ mod tests {
             let mut separators = Separators::of(keys.clone());
             let extra = separators.split_off(keys.len() / 2);
             separators.append(&mut { extra });
+            let mut packed = PackedSeparators::of(&keys);
+            let extra = packed.split_off(keys.len() / 2);
+            packed.append(&mut { extra });
             let probes = (0..=255u8).map(key_of).chain((0..600).map(|n| format!("{n}").into_bytes()));
             for probe in probes {
                 let expected =
                     keys.iter().filter(|k| cmp.compare(k, &probe) != std::cmp::Ordering::Greater).count();
                 let found = separators.child_index(&Probe::new(&probe, cmp));
                 assert_eq!(found, expected, "{} {probe:?}", cmp.name());
+                let found = packed.child_index(&Probe::new(&probe, cmp));
+                assert_eq!(found, expected, "packed, {} {probe:?}", cmp.name());
+            }
+        }
+    }
+
+    /// Packed separators hold what a list of keys holds through every edit
+    /// an inner node makes, their heads with them.
+    #[test]
+    fn packed_separators_follow_a_list() {
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let mut packed = PackedSeparators::default();
+        for step in 0..400usize {
+            let key = key_of((step * 37 % 251) as u8);
+            match step % 7 {
+                0..=2 => {
+                    let i = step % (model.len() + 1);
+                    model.insert(i, key.clone());
+                    packed.insert(i, &key);
+                }
+                3 if !model.is_empty() => {
+                    let i = step % model.len();
+                    assert_eq!(packed.remove(i), model.remove(i));
+                }
+                4 => {
+                    model.push(key.clone());
+                    packed.push(&key);
+                }
+                5 => assert_eq!(packed.pop(), model.pop()),
+                _ => {
+                    let at = step % (model.len() + 1);
+                    let mut tail = model.split_off(at);
+                    let mut packed_tail = packed.split_off(at);
+                    assert!(packed_tail.iter().eq(tail.iter().map(Vec::as_slice)));
+                    model.append(&mut tail);
+                    packed.append(&mut packed_tail);
+                }
+            }
+            assert!(packed.iter().eq(model.iter().map(Vec::as_slice)), "step {step}");
+            for (i, key) in model.iter().enumerate() {
+                assert_eq!(packed.heads[i], head(key));
             }
         }
     }

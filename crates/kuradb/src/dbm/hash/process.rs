@@ -53,7 +53,19 @@ impl State {
     /// over as it came out, where `Dbm::get`'s default copies what its
     /// function is shown, which copied such a value twice.
     pub(super) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.read_value(key, |value| value.map(Cow::into_owned))
+        if self.codec.compression.is_some() || self.codec.cipher.is_some() {
+            return self.read_value(key, |value| value.map(Cow::into_owned));
+        }
+        // A plain value is the tail of the buffer its record was read into:
+        // that buffer, cut to it, is handed over, where a copy cost an
+        // allocation and a free more a lookup.
+        let bucket = bucket_of(key, self.num_buckets);
+        let _slot = self.slot(bucket).read();
+        let Some(Found { header, mut buf, .. }) = self.find(key, bucket)? else { return Ok(None) };
+        let at = header.header_size + header.key_size;
+        buf.truncate(at + header.value_size);
+        buf.drain(..at);
+        Ok(Some(buf))
     }
 
     /// Like a writable [`State::process`] whose function needs only to know

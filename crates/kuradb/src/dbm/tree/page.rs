@@ -25,7 +25,10 @@ impl Tree {
     /// Stores under `key` the page that `encode` appends to an empty buffer.
     #[inline]
     pub(super) fn write_page(&self, key: &[u8], encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
-        let mut page = Vec::new();
+        // Room for a whole page at once: grown by doubling from empty, the
+        // buffer went through a dozen sizes a write-back, whose freed
+        // chunks scatter holes through the heap between the cached nodes.
+        let mut page = Vec::with_capacity(self.max_page_size + NODE_READ_SLACK);
         encode(&mut page);
         self.store.set(key, &page)
     }

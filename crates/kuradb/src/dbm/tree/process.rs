@@ -89,8 +89,16 @@ impl Tree {
         match (action, found) {
             (Action::Keep, _) | (Action::Remove, Err(_)) => return Ok(false),
             (Action::Remove, Ok(i)) => leaf.remove(i),
-            (Action::Set(value), Ok(i)) => leaf.set_value(i, &value),
-            (Action::Set(value), Err(i)) => leaf.insert(i, key, &value),
+            // A cached leaf's slack is memory the cache holds for as long as
+            // the leaf stays: grow gently rather than doubling.
+            (Action::Set(value), Ok(i)) => {
+                leaf.reserve_gently(value.len().saturating_sub(leaf.record(i).1.len()) + 8);
+                leaf.set_value(i, &value)
+            }
+            (Action::Set(value), Err(i)) => {
+                leaf.reserve_gently(record_size(key, &value));
+                leaf.insert(i, key, &value)
+            }
         }
         let unbalanced = self.unbalanced(leaf);
         slot.changed();

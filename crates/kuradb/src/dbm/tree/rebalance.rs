@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::cache::Cell;
 use super::state::Tree;
 use super::MAX_DEPTH;
-use crate::dbm::tree_node::{record_size, Inner, Leaf, Node, Separators};
+use crate::dbm::tree_node::{record_size, Inner, Leaf, Node, PackedSeparators};
 use crate::error::Result;
 
 impl Tree {
@@ -102,6 +102,9 @@ impl Tree {
         let new_id = meta.next_leaf;
         meta.next_leaf += 1;
         let mut right = leaf.split_off(at);
+        // The left half keeps the whole leaf's buffers: give back what it
+        // no longer fills, which the cache would hold otherwise.
+        leaf.shrink_to_fit();
         right.prev = id;
         right.next = leaf.next;
         let old_next = leaf.next;
@@ -147,7 +150,7 @@ impl Tree {
             drop(meta);
             self.insert(
                 id,
-                Node::Inner(Inner { keys: Separators::of(vec![key]), children: vec![left, right] }),
+                Node::Inner(Inner { keys: PackedSeparators::of(&[key]), children: vec![left, right] }),
                 true,
             );
             return Ok(());
@@ -157,7 +160,7 @@ impl Tree {
         let slot = &mut *guard;
         slot.changed();
         let Node::Inner(inner) = &mut slot.node else { return Err(self.broken("a parent is a leaf".into())) };
-        inner.keys.insert(i, key);
+        inner.keys.insert(i, &key);
         inner.children.insert(i + 1, right);
         if inner.children.len() <= self.max_branches {
             return Ok(());
@@ -257,9 +260,9 @@ impl Tree {
             let slot = parent_cell.slot.read();
             let Node::Inner(p) = &slot.node else { return Err(self.broken("a parent is a leaf".into())) };
             if i > 0 {
-                (p.children[i - 1], id, i - 1, p.keys[i - 1].clone())
+                (p.children[i - 1], id, i - 1, p.keys[i - 1].to_vec())
             } else if i + 1 < p.children.len() {
-                (id, p.children[i + 1], i, p.keys[i].clone())
+                (id, p.children[i + 1], i, p.keys[i].to_vec())
             } else {
                 return Ok(());
             }
@@ -274,7 +277,7 @@ impl Tree {
             if l.children.len() + r.children.len() > self.max_branches {
                 return Ok(());
             }
-            l.keys.push(sep);
+            l.keys.push(&sep);
             l.keys.append(&mut r.keys);
             l.children.append(&mut r.children);
             ls.changed();

@@ -134,7 +134,7 @@ impl Tree {
                     leaves.push(id);
                 }
                 Node::Inner(inner) => {
-                    let keys: Vec<&Vec<u8>> = inner.keys.iter().collect();
+                    let keys: Vec<&[u8]> = inner.keys.iter().collect();
                     if inner.children.len() != keys.len() + 1 {
                         return Err(self.broken(format!(
                             "inner node {id} has {} children for {} separators",
@@ -143,8 +143,8 @@ impl Tree {
                         )));
                     }
                     for (j, &child) in inner.children.iter().enumerate().rev() {
-                        let low = if j == 0 { lower.clone() } else { Some(keys[j - 1].clone()) };
-                        let high = keys.get(j).map_or_else(|| upper.clone(), |k| Some((*k).clone()));
+                        let low = if j == 0 { lower.clone() } else { Some(keys[j - 1].to_vec()) };
+                        let high = keys.get(j).map_or_else(|| upper.clone(), |k| Some(k.to_vec()));
                         stack.push((child, depth + 1, low, high));
                     }
                 }
