@@ -97,13 +97,6 @@ impl State {
     ///   records are in time order and a removal is a record), so all its
     ///   marks of earlier epochs go after the sync.
     fn make_durable(&self) -> Result<()> {
-        let doomed = self.free.lock().take_doomed();
-        let (settled, unwritten, ordered) = {
-            let mut free = self.free.lock();
-            let ordered = free.take_ordering();
-            let (settled, unwritten) = free.take_settling();
-            (settled, unwritten, ordered)
-        };
         let epoch = self.epoch.load(Ordering::Acquire);
         // A node store with epoch digests names this epoch, with its digest,
         // before the one sync; one without names it between two.
@@ -113,6 +106,13 @@ impl State {
             header.pending = Some((epoch, records.lock().digest()));
             self.file.write(header::SIZE as u64 / 2, &header.encode_state())?;
         }
+        let doomed = self.free.lock().take_doomed();
+        let (settled, unwritten, ordered) = {
+            let mut free = self.free.lock();
+            let ordered = free.take_ordering();
+            let (settled, unwritten) = free.take_settling();
+            (settled, unwritten, ordered)
+        };
         let tree = self.kind == Kind::TreeNodes && !digests;
         // Only a hash database updated in place marks removals before the sync.
         let ordered = ordered && self.kind == Kind::Hash && !self.appending;
@@ -159,7 +159,7 @@ impl State {
             self.mark_void_now(&between, &after)?;
             if tree {
                 self.synced_epoch.store(epoch, Ordering::Release);
-                self.write_header(true)?;
+                self.write_header(true).inspect_err(|_| self.free.lock().doom_again(&after))?;
             }
         }
         if let Err(e) = self.file.synchronize(Durability::Hard) {
