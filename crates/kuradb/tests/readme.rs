@@ -15,7 +15,8 @@ use kuradb::DbmClass;
 const TOP_FOLDERS: &[&str] = &["docs/", "crates/", "bindings/", "bench/", "scripts/", "deploy/", ".ci/"];
 
 /// What a build makes, named by the guides as where to find it.
-const BUILD_OUTPUTS: &[&str] = &["bindings/java/target/", "bindings/ruby/lib/kuradb/kuradb_ext.so"];
+const BUILD_OUTPUTS: &[&str] =
+    &["bindings/java/target/", "bindings/ruby/lib/kuradb/kuradb_ext.so", "bench/peers/target"];
 
 /// Every document the checks read, by its path from the repository's root.
 fn documents() -> Vec<PathBuf> {
