@@ -296,10 +296,12 @@ impl FaultControl {
         }
         Ok(())
     }
+
     /// Cuts the power in the middle of a hard synchronization: of the writes
     /// made since the last successful one, each reached the device whole or
     /// not at all, as `seed` picks, in any order (a later write over the
-    /// same bytes wins where both did); the file's size is the new one. Then
+    /// same bytes wins where both did); the file's size is the new one, and
+    /// what appends added reads as zeros. Then
     /// every later call fails, as after [`FaultControl::power_cut`]. What a
     /// database writes before one hard synchronization must survive any
     /// such mix: this is the test of the order it makes things durable in.
@@ -337,11 +339,6 @@ impl FaultControl {
         counts.tear = Some(Tear { at: counts.hard_syncs + n.max(1), seed });
     }
 
-    /// How many hard synchronizations were asked of the file so far.
-    pub fn hard_syncs(&self) -> u64 {
-        self.counts.lock().hard_syncs
-    }
-
     /// Makes every later call fail, keeping everything written since the
     /// last hard synchronization: the power cut that comes after the OS
     /// wrote every dirty page back, which it may do at any moment. A
@@ -353,7 +350,7 @@ impl FaultControl {
     }
 }
 
-/// The next of a splitmix64 sequence: enough to pick sectors reproducibly.
+/// The next of a splitmix64 sequence: enough to pick writes reproducibly.
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
