@@ -14,12 +14,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::ops::RangeInclusive;
 use std::path::Path;
 
 use common::crash::{self, Crash};
-use common::hash::{self as h, show, show_opt, Model};
+use common::hash::{self as h, Model};
 use kuradb::dbm::hash::{HashDbm, HashOptions, RecordCompMode, RestoreMode, UpdateMode};
 use kuradb::dbm::{Access, Dbm, Durability};
 use kuradb::file::{FileKind, FileSpec};
@@ -215,7 +214,7 @@ impl Crash for HashCrash {
     /// Each key holds its value as of the last reported batch, or a value
     /// the next batch wrote it to (or removed it by).
     fn judge(&self, found: &Model, last: &Model, seed: u64, open_batch: u64) -> Result<String, String> {
-        let mut allowed: BTreeMap<Vec<u8>, BTreeSet<Option<Vec<u8>>>> = BTreeMap::new();
+        let mut allowed = h::Allowed::new();
         let mut during = last.clone();
         for step in plan(seed, open_batch) {
             for k in apply(&mut during, &step) {
@@ -223,22 +222,7 @@ impl Crash for HashCrash {
                 allowed.entry(k).or_default().insert(now);
             }
         }
-        let keys: BTreeSet<&Vec<u8>> = found.keys().chain(last.keys()).collect();
-        for k in keys {
-            let got = found.get(k);
-            let synced_value = last.get(k);
-            let later = allowed.get(k).is_some_and(|a| a.contains(&got.cloned()));
-            if got != synced_value && !later {
-                return Err(format!(
-                    "{} holds {}; it was synchronized as {} and batch {open_batch} wrote {:?}",
-                    show(k),
-                    show_opt(got.map(Vec::as_slice)),
-                    show_opt(synced_value.map(Vec::as_slice)),
-                    allowed.get(k).map(|a| a.iter().map(|v| show_opt(v.as_deref())).collect::<Vec<_>>()),
-                ));
-            }
-        }
-        Ok(if found == last { "the reported state" } else { "a state inside the next batch" }.to_string())
+        h::judge_batch(found, last, &allowed, open_batch)
     }
 
     fn write_after(&self, db: &HashDbm, mut state: Model, kill: usize) -> Result<Model, String> {

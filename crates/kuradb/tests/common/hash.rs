@@ -175,3 +175,35 @@ pub fn difference(a: &Model, b: &Model) -> Option<String> {
         show_opt(b.get(*key).map(Vec::as_slice))
     ))
 }
+
+/// The values a batch left a key with after each of its changes: `None` for
+/// removed. What [`judge_batch`] allows beside the synchronized state.
+pub type Allowed = BTreeMap<Vec<u8>, std::collections::BTreeSet<Option<Vec<u8>>>>;
+
+/// Whether `found`, read after a kill, holds each key's value as of `last`
+/// (the state the writer reported synchronized) or one that batch
+/// `open_batch`, which the writer was in, gave it (`allowed`); answers which
+/// of the two states it is, or the first key that is neither.
+pub fn judge_batch(
+    found: &Model,
+    last: &Model,
+    allowed: &Allowed,
+    open_batch: u64,
+) -> Result<String, String> {
+    let keys: std::collections::BTreeSet<&Vec<u8>> = found.keys().chain(last.keys()).collect();
+    for k in keys {
+        let got = found.get(k);
+        let synced_value = last.get(k);
+        let later = allowed.get(k).is_some_and(|a| a.contains(&got.cloned()));
+        if got != synced_value && !later {
+            return Err(format!(
+                "{} holds {}; it was synchronized as {} and batch {open_batch} wrote {:?}",
+                show(k),
+                show_opt(got.map(Vec::as_slice)),
+                show_opt(synced_value.map(Vec::as_slice)),
+                allowed.get(k).map(|a| a.iter().map(|v| show_opt(v.as_deref())).collect::<Vec<_>>()),
+            ));
+        }
+    }
+    Ok(if found == last { "the reported state" } else { "a state inside the next batch" }.to_string())
+}

@@ -290,19 +290,31 @@ impl State {
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         self.check_untorn()?;
         for bucket in 0..self.num_buckets {
-            let mut offset = self.read_bucket(bucket)?;
-            let mut steps = 0u64;
-            while offset != 0 {
-                let (header, buf) = self.read_record(offset, None, true)?;
-                let key = &buf[header.header_size..header.header_size + header.key_size];
-                let plain = self.open_key(offset, key)?;
-                self.check_bucket(key, bucket, offset)?;
-                f(&plain, &self.decode(offset, &header, &buf)?)?;
-                offset = header.next;
-                steps += 1;
-                if steps > self.count.load(Ordering::Relaxed) + 1024 {
-                    return Err(self.broken(offset, "a chain loops"));
-                }
+            self.for_each_in(bucket, &mut f)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every live record of `bucket`'s chain, as
+    /// [`State::for_each`] does. The caller holds the bucket's slot.
+    pub(super) fn for_each_in(
+        &self,
+        bucket: u64,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.check_untorn()?;
+        let mut offset = self.read_bucket(bucket)?;
+        let mut steps = 0u64;
+        while offset != 0 {
+            let (header, buf) = self.read_record(offset, None, true)?;
+            let key = &buf[header.header_size..header.header_size + header.key_size];
+            let plain = self.open_key(offset, key)?;
+            self.check_bucket(key, bucket, offset)?;
+            f(&plain, &self.decode(offset, &header, &buf)?)?;
+            offset = header.next;
+            steps += 1;
+            if steps > self.count.load(Ordering::Relaxed) + 1024 {
+                return Err(self.broken(offset, "a chain loops"));
             }
         }
         Ok(())

@@ -42,17 +42,23 @@ impl State {
     pub(super) fn apply(&self, change: Change<'_>) -> Result<()> {
         self.check_untorn()?;
         match change {
-            Change::Record { key, bucket, found, action } => match (action, found) {
-                (Action::Keep, _) | (Action::Remove, None) => Ok(()),
-                (Action::Remove, Some(found)) => self.remove_record(key, found),
-                (Action::Set(value), found) => {
-                    let codec = &self.codec;
-                    codec.encode_with(key, &value, |stored| self.set_record(key, bucket, found, stored))?;
-                    self.train_on(&value);
-                    Ok(())
+            Change::Record { key, bucket, found, action } => {
+                match (&action, found) {
+                    (Action::Keep, _) | (Action::Remove, None) => return Ok(()),
+                    (Action::Remove, Some(found)) => self.remove_record(key, found)?,
+                    (Action::Set(value), found) => {
+                        let codec = &self.codec;
+                        codec
+                            .encode_with(key, value, |stored| self.set_record(key, bucket, found, stored))?;
+                        self.train_on(value);
+                    }
                 }
-            },
+                self.grow_along(key, bucket, &action);
+                Ok(())
+            }
             Change::Clear => {
+                // What a growth under way copied is gone with the records.
+                self.cancel_growth();
                 // Half a clear leaves chains cut at random: only a restore
                 // can say what the file holds.
                 let cleared = self.remove_all();

@@ -1,4 +1,5 @@
-//! The cursor of a hash database, which visits the records bucket by bucket.
+//! The cursor of a hash database, which visits the records bucket by bucket
+//! (by classes of buckets, once the table has grown).
 //! It reads and writes through the database's own `get`, `set` and `remove`,
 //! so its reads and changes take the paths every other operation takes.
 //! Its moves and reads are a scan to the caches ([`ScanScope`]); a jump is
@@ -13,36 +14,58 @@ use crate::dbm::ordered_cursor::{no_record_to_jump_to, past_end};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::Result;
 
-/// A cursor over a hash database: it holds the keys of one bucket's chain and
-/// looks each up again when asked, so concurrent updates never invalidate it.
+/// A cursor over a hash database: it holds the keys of one *class* of
+/// buckets and looks each up again when asked, so concurrent updates never
+/// invalidate it.
+///
+/// The classes are the residues of the bucket count the cursor first saw:
+/// while the table keeps that count, a class is one bucket; a growth
+/// (`growth.rs`) multiplies the count, and the records of an old bucket are
+/// then in the new buckets of its residue, which the class gathers. So a
+/// growth in the middle of a walk neither skips a record nor shows one twice.
 pub(super) struct HashCursor<'a> {
     db: &'a HashDbm,
-    bucket: u64,
-    /// The current key first, then the rest of the bucket's chain.
+    /// The bucket count the classes are residues of; 0 until first read.
+    classes: u64,
+    class: u64,
+    /// The current key first, then the rest of the class's chains.
     keys: VecDeque<Vec<u8>>,
 }
 
 impl HashCursor<'_> {
     /// A cursor over `db` at no record until it is moved.
     pub(super) fn new(db: &HashDbm) -> HashCursor<'_> {
-        HashCursor { db, bucket: 0, keys: VecDeque::new() }
+        HashCursor { db, classes: 0, class: 0, keys: VecDeque::new() }
     }
 
-    /// Loads the first non-empty chain at or after `bucket`.
-    fn load_from(&mut self, mut bucket: u64) -> Result<()> {
+    /// Takes the classes of a table of `buckets` buckets, unless the
+    /// cursor's are residues of it. A rebuild to an unrelated count leaves
+    /// no such order: the walk goes on from the same number in the new one.
+    fn fit(&mut self, buckets: u64) {
+        if self.classes == 0 || !buckets.is_multiple_of(self.classes) {
+            self.classes = buckets;
+        }
+    }
+
+    /// Loads the first non-empty class at or after `class`.
+    fn load_from(&mut self, mut class: u64) -> Result<()> {
         let guard = self.db.state()?;
         let Some(s) = guard.as_ref() else { return Ok(()) };
+        self.fit(s.num_buckets);
         self.keys.clear();
-        while bucket < s.num_buckets {
-            let _slot = s.slot(bucket).read();
-            let keys = s.chain_keys(bucket)?;
-            if !keys.is_empty() {
-                self.keys.extend(keys.into_iter().map(|k| k.into_plain()));
+        while class < self.classes {
+            let mut bucket = class;
+            while bucket < s.num_buckets {
+                let _slot = s.slot(bucket).read();
+                self.keys.extend(s.chain_keys(bucket)?.into_iter().map(|k| k.into_plain()));
+                bucket += self.classes;
+            }
+            if !self.keys.is_empty() {
                 break;
             }
-            bucket += 1;
+            class += 1;
         }
-        self.bucket = bucket;
+        self.class = class;
         Ok(())
     }
 }
@@ -54,12 +77,15 @@ impl Cursor for HashCursor<'_> {
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
-        let bucket = match self.db.state()?.as_ref() {
-            Some(s) => bucket_of(&s.codec.seal_key(key)?, s.num_buckets),
+        let class = match self.db.state()?.as_ref() {
+            Some(s) => {
+                self.fit(s.num_buckets);
+                bucket_of(&s.codec.seal_key(key)?, s.num_buckets) % self.classes
+            }
             None => 0,
         };
-        self.load_from(bucket)?;
-        if self.bucket != bucket || !self.keys.iter().any(|k| k == key) {
+        self.load_from(class)?;
+        if self.class != class || !self.keys.iter().any(|k| k == key) {
             self.keys.clear();
             return Err(no_record_to_jump_to(key));
         }
@@ -72,7 +98,7 @@ impl Cursor for HashCursor<'_> {
     fn next(&mut self) -> Result<()> {
         let _scan = ScanScope::enter();
         if self.keys.pop_front().is_some() && self.keys.is_empty() {
-            self.load_from(self.bucket + 1)?;
+            self.load_from(self.class + 1)?;
         }
         Ok(())
     }

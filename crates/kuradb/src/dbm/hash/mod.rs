@@ -89,6 +89,7 @@ mod doomed;
 mod durability;
 mod epoch_digest;
 mod free_pool;
+mod growth;
 mod header;
 #[cfg(feature = "cipher")]
 mod key_cipher;
@@ -105,8 +106,9 @@ mod value;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 pub use options::{CipherKey, HashOptions, RecordCompMode, RecordCrcMode, RestoreMode, UpdateMode};
 pub(crate) use params::cipher_key as take_cipher_key;
@@ -150,8 +152,10 @@ pub struct HashDbm {
     kind: Kind,
     /// `None` once closed. Operations on records hold it shared; those that
     /// replace the file or need it quiet (rebuild, clear, hard sync, close) hold
-    /// it exclusively.
-    state: RwLock<Option<State>>,
+    /// it exclusively. Shared with the thread of a growth (`growth.rs`).
+    state: Arc<RwLock<Option<State>>>,
+    /// The thread of the last growth, joined before the state is closed.
+    grower: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The process that opened the database, outside which it works not at all.
     owner: Owner,
 }
@@ -179,11 +183,16 @@ impl HashDbm {
     ) -> Result<HashDbm> {
         check_options(options)?;
         let state = open_state(&path, writable, options, kind)?;
+        if state.auto_grow {
+            // This writer holds the file's lock: no growth of it is under way.
+            HashDbm::remove_stale_growth(&path);
+        }
         let db = HashDbm {
             path,
             options: options.clone(),
             kind,
-            state: RwLock::new(Some(state)),
+            state: Arc::new(RwLock::new(Some(state))),
+            grower: Mutex::new(None),
             owner: Owner::unclaimed(),
         };
         Ok(db)
@@ -199,7 +208,7 @@ impl HashDbm {
     /// a caller who knows its records' usual size reads each in one call.
     pub(crate) fn set_min_read_size(&mut self, size: usize) {
         self.options.min_read_size = size;
-        if let Some(state) = self.state.get_mut() {
+        if let Some(state) = self.state.write().as_mut() {
             state.min_read_size = size.max(MAX_HEADER);
         }
     }
@@ -228,6 +237,7 @@ impl HashDbm {
     /// safety"), it closes the file as a crash would, for the next open to
     /// restore, and answers why.
     pub fn close(self) -> Result<()> {
+        self.stop_growth();
         let mut guard = self.state.write();
         match guard.take() {
             Some(state) => state.close(),
@@ -239,6 +249,7 @@ impl HashDbm {
     /// next writer restores it (a tree's store: to its last hard
     /// synchronization). For a caller that could not write a consistent state.
     pub(crate) fn abandon(self) -> Result<()> {
+        self.stop_growth();
         match self.state.write().take() {
             Some(state) => state.abandon(),
             None => Ok(()),
@@ -261,7 +272,8 @@ impl HashDbm {
 
 impl Drop for HashDbm {
     fn drop(&mut self) {
-        if let Some(state) = self.state.get_mut().take() {
+        self.stop_growth();
+        if let Some(state) = self.state.write().take() {
             let _ = state.close();
         }
     }

@@ -160,9 +160,12 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         dict_offset: AtomicU64::new(header.dict_offset),
         untrained: Default::default(),
         epoch_records: header.digests.then(Default::default),
+        auto_grow: false,
+        growth: Default::default(),
         file,
     };
-    let state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
+    let mut state = if o.cache_buckets { state.with_cached_buckets()? } else { state };
+    state.auto_grow = State::may_grow(o, kind, writable, header.appending) && state.copies_keep_format();
     if writable {
         // Marked open and made durable before any record changes, so a crash
         // from here on is always detected at the next open.

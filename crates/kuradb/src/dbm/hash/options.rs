@@ -93,6 +93,14 @@ pub struct HashOptions {
     pub record_comp_mode: RecordCompMode,
     /// Keep the bucket array in memory.
     pub cache_buckets: bool,
+    /// Grow the bucket array by itself once the records outnumber the
+    /// buckets (on by default): a writer copies the database, in a thread of
+    /// its own, into a new file with several times the buckets while
+    /// readers and writers go on, then puts it in the old file's place. Off,
+    /// the bucket count stays what the file was created (or rebuilt) with,
+    /// as in the reference. A database in appending mode never grows so.
+    /// See docs/rust.md, "The hash table grows by itself".
+    pub auto_grow: bool,
     /// Read at least this many bytes for a record, so most records take one
     /// read (copying a few hundred bytes costs little more than a few dozen).
     pub min_read_size: usize,
@@ -183,6 +191,13 @@ impl HashOptions {
         self
     }
 
+    /// Grows the bucket array by itself, or not (see
+    /// [`HashOptions::auto_grow`](HashOptions#structfield.auto_grow)).
+    pub fn auto_grow(mut self, auto_grow: bool) -> HashOptions {
+        self.auto_grow = auto_grow;
+        self
+    }
+
     /// Keeps the bucket array in memory, or not.
     pub fn cache_buckets(mut self, cache_buckets: bool) -> HashOptions {
         self.cache_buckets = cache_buckets;
@@ -241,6 +256,7 @@ impl Default for HashOptions {
             record_crc_mode: RecordCrcMode::None,
             record_comp_mode: RecordCompMode::None,
             cache_buckets: false,
+            auto_grow: true,
             min_read_size: 256,
             restore: RestoreMode::Automatic,
             cipher_key: None,

@@ -9,7 +9,7 @@ impl HashOptions {
     /// `base` with the parameters a hash database takes (also the node store
     /// of a tree): the file and its opening, `num_buckets` (or `buckets`),
     /// `align_pow`, `offset_width`, `fbp_capacity`, `min_read_size`,
-    /// `cache_buckets`, `update_mode`, `record_crc_mode`, `record_comp_mode`,
+    /// `auto_grow`, `cache_buckets`, `update_mode`, `record_crc_mode`, `record_comp_mode`,
     /// `restore_mode` and `cipher_key`.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<HashOptions> {
         (self.file, self.open) = t.file_and_open()?;
@@ -27,6 +27,9 @@ impl HashOptions {
         }
         if let Some(n) = t.number(&["min_read_size"])? {
             self.min_read_size = n;
+        }
+        if let Some(b) = t.flag(&["auto_grow"])? {
+            self.auto_grow = b;
         }
         if let Some(b) = t.flag(&["cache_buckets"])? {
             self.cache_buckets = b;

@@ -44,6 +44,8 @@ impl HashDbm {
     /// either the old or the new file.
     pub fn rebuild_with(&self, params: &RebuildParams) -> Result<()> {
         self.owner.check(&self.path)?;
+        // A growth under way would copy what the rebuild copies anyway.
+        self.stop_growth();
         let _scan = crate::caching::ScanScope::enter();
         let mut guard = self.state.write();
         let state = guard.take().ok_or_else(|| self.closed())?;
@@ -105,7 +107,9 @@ impl HashDbm {
     /// store in place this way.
     pub(crate) fn rename_file(&mut self, to: &Path) -> Result<()> {
         self.owner.check(&self.path)?;
-        let Some(state) = self.state.get_mut().as_mut() else { return Err(self.closed()) };
+        self.stop_growth();
+        let mut guard = self.state.write();
+        let Some(state) = guard.as_mut() else { return Err(self.closed()) };
         state.file.rename(to)?;
         self.path = to.to_path_buf();
         Ok(())
@@ -207,7 +211,7 @@ impl State {
 }
 
 /// Refuses a rebuild whose offsets could not address the records it copies.
-fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
+pub(super) fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
     let max_file = (1u128 << (8 * u32::from(o.offset_width))) << o.align_pow;
     // Each record grows by at most its alignment and a few header bytes.
     let needed = u128::from(state.file.size())

@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::buckets::bucket_of;
 use super::change::Change;
 use super::dictionary::Dictionary;
 use super::epoch_digest::{counted, record_hash, Digest};
@@ -29,7 +28,7 @@ use super::options::{HashOptions, RestoreMode, UpdateMode};
 use super::record::{self, MAGIC_DICT, MAGIC_PAD};
 use super::state::State;
 use super::value::Codec;
-use crate::dbm::{Action, Durability};
+use crate::dbm::Durability;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
 
@@ -59,13 +58,7 @@ pub(super) fn copy_into(
             return Err(e);
         }
     }
-    let mut put = |key: &[u8], value: &[u8]| {
-        let stored = state.codec.seal_key(key)?;
-        let key = &*stored;
-        let bucket = bucket_of(key, state.num_buckets);
-        let found = state.find(key, bucket)?;
-        state.apply(Change::Record { key, bucket, found, action: Action::set(value) })
-    };
+    let mut put = |key: &[u8], value: &[u8]| state.put_plain(key, value);
     // The copy holds its new file alone: a sample it filled is trained now.
     match fill(&mut put).and_then(|()| state.train_untrained()) {
         Ok(()) => Ok(state),
@@ -89,7 +82,17 @@ pub(super) fn replace(path: &Path, built: State) -> Result<State> {
     let mut built = built;
     let temp = built.file.path().to_path_buf();
     match built.synchronize(Durability::Hard).and_then(|_| built.file.rename(path)) {
-        Ok(()) => Ok(built),
+        Ok(()) => {
+            // Until the directory is durable, a power cut could give the
+            // name back to the old file, and lose what is written from now on.
+            if let Err(e) = crate::sys::sync_parent_dir(path) {
+                log::warn!(
+                    "{}: the directory of the replaced file was not made durable: {e}",
+                    path.display()
+                );
+            }
+            Ok(built)
+        }
         Err(e) => {
             let _ = built.close();
             let _ = std::fs::remove_file(&temp);

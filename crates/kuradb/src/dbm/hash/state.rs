@@ -76,6 +76,10 @@ pub(super) struct State {
     /// The records of the current epoch and their digest, for a tree's node
     /// store of version 5 (see `epoch_digest.rs`); `None` for other files.
     pub(super) epoch_records: Option<Mutex<super::epoch_digest::EpochRecords>>,
+    /// Whether this state grows its bucket array by itself (`growth.rs`).
+    pub(super) auto_grow: bool,
+    /// A growth of this state: its marks, and the copy under way.
+    pub(super) growth: std::sync::Arc<super::growth::GrowthSlot>,
 }
 
 impl State {

@@ -125,14 +125,19 @@ fn train(mode: RecordCompMode, sample: &Sample) -> Option<Dictionary> {
 impl HashDbm {
     /// Ends an operation that may have written, whose result is `done`,
     /// holding the database's lock as `guard`: lets go of the lock, then
-    /// trains a sample the operation left waiting (see the module's doc).
+    /// starts a growth the records call for (`growth.rs`) and trains a
+    /// sample the operation left waiting (see the module's doc).
     /// The operation's own error wins over the install's.
     pub(super) fn end_writing<G>(&self, guard: G, done: Result<()>) -> Result<()>
     where
         G: std::ops::Deref<Target = Option<State>>,
     {
         let waiting = guard.as_ref().is_some_and(State::has_untrained);
+        let grow = guard.as_ref().is_some_and(State::wants_growth);
         drop(guard);
+        if grow {
+            self.start_growth();
+        }
         if !waiting {
             return done;
         }

@@ -13,6 +13,17 @@ impl TreeOptions {
     /// reference's `page_update_mode`, whose `PAGE_UPDATE_NONE` is what a
     /// tree does.
     pub(crate) fn take_params(mut self, t: &mut Taker<'_>) -> Result<TreeOptions> {
+        if let Some((name, _)) = t.take(&["auto_grow"]) {
+            // Taken here, or the node store's parameters would take it and
+            // do nothing with it.
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{name} is a hash database's parameter: a tree's node store holds a few records a \
+                     page and keeps the bucket count it was created with"
+                ),
+            ));
+        }
         self.hash = self.hash.take_params(t)?;
         if let Some(n) = t.number(&["max_page_size"])? {
             self.max_page_size = n;
