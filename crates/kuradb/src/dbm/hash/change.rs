@@ -183,11 +183,28 @@ impl State {
     /// epoch says it is removed. The current epoch's own versions of the key
     /// cannot: their space may hold another record by then. The marker's
     /// space is freed, not reused, until a hard synchronization has marked
-    /// the older versions.
+    /// the older versions. Where replaced versions are never marked (see
+    /// [`State::leaves_replaced_unmarked`]) the marker is all that keeps
+    /// them from coming back, so it stays until a rebuild.
     fn put_removal(&self, key: &[u8]) -> Result<()> {
         let (offset, size) = self.put(key, b"", 0, false)?;
-        self.free.lock().doom(offset, size, Doom::Replaced);
+        if !self.leaves_replaced_unmarked() {
+            self.free.lock().doom(offset, size, Doom::Replaced);
+        }
         Ok(())
+    }
+
+    /// Whether a version of an earlier epoch that was replaced (not
+    /// removed) is left unmarked, its space going back to the pool as soon
+    /// as a device sync has made its replacement's epoch the one a restore
+    /// takes: a tree's node store with epoch digests, updated in place. Its
+    /// restore takes the latest version of each key up to a whole epoch,
+    /// and the replacement, of a later epoch, beats it; a void mark would
+    /// only cost a page written back at the next synchronization, and a
+    /// synchronization more before the space is reused. Removals keep
+    /// their marks and their markers (see [`State::put_removal`]).
+    pub(super) fn leaves_replaced_unmarked(&self) -> bool {
+        self.kind == Kind::TreeNodes && self.epoch_records.is_some() && !self.appending
     }
 
     /// Writes a new live record followed by `next` and points `link` at it,

@@ -87,7 +87,10 @@ impl State {
     ///   that epoch used, so a tree's versions of earlier epochs are marked
     ///   only after the sync that makes this epoch restorable; a removal is
     ///   a void version of this epoch (see `State::put_removal`), which beats
-    ///   the older versions not yet marked. A node store of version 5 names
+    ///   the older versions not yet marked. A node store of version 5 marks
+    ///   only removed versions: a replaced one loses to its replacement, so
+    ///   its space goes to the pool right after the sync, unmarked
+    ///   (`State::leaves_replaced_unmarked`). A node store of version 5 names
     ///   this epoch in its header, with the epoch's digest, before the sync
     ///   (see `epoch_digest.rs`): a crash in the sync restores the previous
     ///   epoch whole, unless every record of this one made it. An older one
@@ -181,6 +184,13 @@ impl State {
         self.synced_epoch.store(epoch, Ordering::Release);
         if let Some(records) = &self.epoch_records {
             records.lock().clear();
+        }
+        if self.leaves_replaced_unmarked() {
+            // Their replacements' epoch is the one a restore takes now.
+            let (removed, replaced): (Vec<_>, Vec<_>) =
+                after.into_iter().partition(|(_, size)| size & REMOVED != 0);
+            self.pool(&replaced);
+            return self.mark_void_after(&removed);
         }
         self.mark_void_after(&after)
     }
