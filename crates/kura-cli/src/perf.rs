@@ -8,6 +8,7 @@
 mod expectations;
 mod index;
 mod keys;
+mod latency;
 mod mixed;
 mod model;
 mod parallel;

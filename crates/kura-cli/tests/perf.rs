@@ -648,3 +648,55 @@ fn txn_snapshot_reports_the_old_values_it_keeps() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("--snapshot tracks at most"), "{stderr}");
 }
+
+#[test]
+fn report_every_prints_intervals_and_the_worst_operation_of_each_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("intervals.tkh");
+    // 100 operations a thread in intervals of 40: the last one is short.
+    let mut args = vec!["sequence", "--json", "--iter", "100", "--threads", "2", "--report_every", "40"];
+    args.extend(SMALL);
+    let output = kura(&args, Some(&path));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let found: Vec<Value> =
+        text(&output.stdout).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    check_sequence(&found, 200, "--report_every");
+    for phase in &found {
+        let intervals = phase["intervals"].as_array().unwrap();
+        let ops: Vec<u64> = intervals.iter().map(|i| i["ops"].as_u64().unwrap()).collect();
+        assert_eq!(ops, [40, 80, 100], "{phase}");
+        let worst = phase["max_latency"].as_f64().unwrap();
+        assert!(worst > 0.0, "{phase}");
+        for interval in intervals {
+            assert!(interval["interval_qps"].as_f64().unwrap() > 0.0, "{interval}");
+            assert!(interval["qps"].as_f64().unwrap() > 0.0, "{interval}");
+            assert!(interval["elapsed"].as_f64().unwrap() > 0.0, "{interval}");
+            // Thread 0's intervals: none of its operations outlasts the phase's worst.
+            assert!(interval["max_latency"].as_f64().unwrap() <= worst, "{phase}");
+        }
+        assert!((1..=100).contains(&phase["max_latency_op"].as_u64().unwrap()), "{phase}");
+        assert!(phase["max_latency_thread"].as_u64().unwrap() < 2, "{phase}");
+    }
+    // The text, on stderr with --json: thread 0's lines instead of the dots,
+    // and the worst operation under each phase's report line.
+    let stderr = text(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines[0], "Setting: impl=hash num_iterations=100 value_size=8 num_threads=2");
+    for (line, ops) in lines[1..4].iter().zip([40, 80, 100]) {
+        let fields: Vec<&str> = line.split_whitespace().map(|f| f.split('=').next().unwrap()).collect();
+        assert_eq!(fields, ["ops", "elapsed_time", "interval_qps", "qps", "max_latency"], "{stderr}");
+        assert!(line.starts_with(&format!("  ops={ops} elapsed_time=")), "{stderr}");
+    }
+    assert_eq!(lines.iter().filter(|l| l.starts_with("  ops=")).count(), 12, "{stderr}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("  max_latency=")).count(), 4, "{stderr}");
+    assert!(!stderr.contains(". ("), "no progress dots with --report_every: {stderr}");
+
+    // Without the flag, nothing is timed.
+    let mut args = vec!["sequence", "--json", "--iter", "100"];
+    args.extend(SMALL);
+    for phase in phases(&args, &dir.path().join("plain.tkh")) {
+        assert!(phase.get("intervals").is_none() && phase.get("max_latency").is_none(), "{phase}");
+    }
+    let (_, stderr) = failure(&["sequence", "--report_every", "many"], None);
+    assert!(stderr.contains("--report_every"), "{stderr}");
+}

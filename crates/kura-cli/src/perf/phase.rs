@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use kuradb::dbm::{Dbm, Durability};
 use kuradb::{Error, ErrorKind, Result};
 
+use super::latency::TimingSink;
 use super::CommonArgs;
 use crate::dbm_options::{DbmOpener, OpenMode};
 use crate::report::{base_seed, run_workers, say, MemoryBaseline, PhaseReport, Stop};
@@ -26,6 +27,9 @@ pub struct Bench<'a> {
     /// The operations the last phase made, where a workload counts them
     /// itself (one that runs for a time); 0 for `--iter` on each thread.
     counted_ops: AtomicU64,
+    /// The timing of each operation of the running phase, where the workload
+    /// times them (`sequence --report_every`).
+    timing: TimingSink,
 }
 
 /// The names and the open mode of a phase.
@@ -51,6 +55,7 @@ impl<'a> Bench<'a> {
             seed: base_seed(args.random_seed),
             memory: MemoryBaseline::now(),
             counted_ops: AtomicU64::new(0),
+            timing: TimingSink::default(),
         })
     }
 
@@ -73,6 +78,12 @@ impl<'a> Bench<'a> {
     /// time rather than a number of operations. Called from a phase's `check`.
     pub fn count_ops(&self, ops: u64) {
         self.counted_ops.store(ops, Ordering::Relaxed);
+    }
+
+    /// Where the threads of a workload that times its operations leave their
+    /// timings, for the phase's report.
+    pub fn timing(&self) -> &TimingSink {
+        &self.timing
     }
 
     /// Adds the run's seed to a consistency error, so the run can be replayed.
@@ -115,6 +126,8 @@ impl<'a> Bench<'a> {
             args.size,
             args.threads
         ));
+        // A phase that failed before its report leaves nothing for the next.
+        self.timing.take();
         let start = Instant::now();
         let results = run_workers(args.threads, |id, stop| work(db, id, stop))?;
         if phase.mode != OpenMode::Read {
@@ -154,6 +167,15 @@ impl<'a> Bench<'a> {
         let figures = db.inspect()?;
         for line in detail_lines(&figures, num_records, file_size, args.verbose) {
             report = report.detail(line);
+        }
+        if let Some(timing) = self.timing.take() {
+            let intervals: Vec<serde_json::Value> = timing.intervals.iter().map(|i| i.json()).collect();
+            report = report
+                .detail(timing.text())
+                .json_field("max_latency", timing.worst)
+                .json_field("max_latency_thread", timing.worst_thread)
+                .json_field("max_latency_op", timing.worst_op)
+                .json_field("intervals", intervals);
         }
         Ok(report)
     }

@@ -13,12 +13,15 @@
 //! [`Expectations`]), the record count after each phase against the keys set,
 //! and after the iterate phase a full walk checks every record.
 
+use std::time::Instant;
+
 use clap::Args;
 use kuradb::dbm::{Access, Action, Dbm, Durability};
 use kuradb::{ErrorKind, Result};
 
 use super::expectations::Expectations;
 use super::keys::{parse_key, KeyFormatter, KeyPicker, LengthPicker, ValuePattern};
+use super::latency::ThreadTiming;
 use super::phase::{validating, Bench, Phase};
 use super::CommonArgs;
 use crate::dbm_options::{OpenMode, Updates};
@@ -70,6 +73,13 @@ pub struct SequenceArgs {
     /// every set is durable when it returns, as a queue or a ledger needs.
     #[arg(long = "sync_every", value_name = "NUM", default_value_t = 0)]
     sync_every: u64,
+
+    /// Times every operation and prints, every NUM operations of thread 0,
+    /// the rate of those NUM, the rate so far and the longest of them; each
+    /// phase's report adds its longest operation (0: off, and the progress
+    /// dots instead).
+    #[arg(long = "report_every", value_name = "NUM", default_value_t = 0)]
+    report_every: u64,
 }
 
 /// Mixed into the seed of the value-length generators, so they draw apart from
@@ -163,6 +173,23 @@ impl Plan<'_> {
     ) -> Result<()> {
         let iter = self.args.common.iter;
         let mut formatter = KeyFormatter::default();
+        if self.args.report_every > 0 {
+            // A loop of its own, so a run without the flag reads no clock.
+            let mut timing = ThreadTiming::start(self.args.report_every, id == 0);
+            for i in 0..iter {
+                if stop.is_set() {
+                    return Ok(());
+                }
+                let key = keys.next(i);
+                let key_text = formatter.format(key);
+                let started = Instant::now();
+                op(i, key, key_text)?;
+                timing.tick(i + 1, started.elapsed());
+            }
+            timing.finish(iter);
+            self.bench.timing().add(id, timing);
+            return Ok(());
+        }
         let mut progress = Progress::new(iter, id == 0);
         for i in 0..iter {
             if stop.is_set() {
