@@ -174,12 +174,8 @@ impl Crash for GrowthCrash {
         h::judge_batch(found, last, &allowed, open_batch)
     }
 
-    fn write_after(&self, db: &HashDbm, mut state: Model, kill: usize) -> Result<Model, String> {
-        let marker = format!("after kill {kill}").into_bytes();
-        db.set(&marker, b"still working").map_err(|e| format!("set after the restore: {e}"))?;
-        state.insert(marker, b"still working".to_vec());
-        h::compare(db, &state)?;
-        Ok(state)
+    fn write_after(&self, db: &HashDbm, state: Model, kill: usize) -> Result<Model, String> {
+        h::write_after_kill(db, state, kill)
     }
 
     fn compare(&self, db: &HashDbm, state: &Model) -> Result<(), String> {

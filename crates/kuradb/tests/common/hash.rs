@@ -207,3 +207,14 @@ pub fn judge_batch(
     }
     Ok(if found == last { "the reported state" } else { "a state inside the next batch" }.to_string())
 }
+
+/// Writes a marker record to `db`, restored after kill number `kill` and
+/// holding `state`, and checks that it then holds both: what a crash test
+/// writes after each restore. Answers the state it holds.
+pub fn write_after_kill(db: &HashDbm, mut state: Model, kill: usize) -> Result<Model, String> {
+    let marker = format!("after kill {kill}").into_bytes();
+    db.set(&marker, b"still working").map_err(|e| format!("set after the restore: {e}"))?;
+    state.insert(marker, b"still working".to_vec());
+    compare(db, &state)?;
+    Ok(state)
+}

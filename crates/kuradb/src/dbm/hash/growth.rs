@@ -185,6 +185,17 @@ impl State {
         self.apply(Change::Record { key, bucket, found, action: Action::set(value) })
     }
 
+    /// Adds `key` (as a caller knows it), which this state does not hold,
+    /// with `value`: the put of a copy that knows the key is new, which
+    /// spares the walk of its chain.
+    fn put_new(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let stored = self.codec.seal_key(key)?;
+        let key = &*stored;
+        let bucket = bucket_of(key, self.num_buckets);
+        let _slot = self.slot(bucket).write();
+        self.apply(Change::Record { key, bucket, found: None, action: Action::set(value) })
+    }
+
     /// Removes `key` (as a caller knows it) from this state, if there.
     fn remove_plain(&self, key: &[u8]) -> Result<()> {
         let stored = self.codec.seal_key(key)?;
@@ -461,7 +472,9 @@ impl Copier<'_> {
             let end = (bucket + CHUNK).min(old_buckets);
             while bucket < end {
                 let _slot = s.slot(bucket).read();
-                s.for_each_in(bucket, |key, value| job.target.put_plain(key, value))?;
+                // No key of a bucket not yet copied is in the new file:
+                // writers change it only for buckets copied before.
+                s.for_each_in(bucket, |key, value| job.target.put_new(key, value))?;
                 job.copied.store(bucket + 1, Ordering::Release);
                 bucket += 1;
             }
