@@ -500,6 +500,7 @@ impl Copier<'_> {
     fn swap(&mut self, path: &Path, synced_epoch: u32) -> Result<State> {
         let shared = self.shared;
         let mut guard = shared.write();
+        let held = std::time::Instant::now();
         self.current(&guard)?;
         self.check_failed()?;
         let s = guard.as_ref().expect("checked by `current`");
@@ -521,7 +522,12 @@ impl Copier<'_> {
             // directory reaches the device could take it back.
             log::warn!("{}: the directory of the grown file was not made durable: {e}", path.display());
         }
-        log::info!("{}: its hash table has {} buckets now", path.display(), target.num_buckets);
+        log::info!(
+            "{}: its hash table has {} buckets now (the swap held the database for {:.3} ms)",
+            path.display(),
+            target.num_buckets,
+            held.elapsed().as_secs_f64() * 1e3
+        );
         let old = guard.replace(target).expect("checked by `current`");
         Ok(old)
     }
