@@ -183,7 +183,7 @@ impl HashDbm {
     ) -> Result<HashDbm> {
         check_options(options)?;
         let state = open_state(&path, writable, options, kind)?;
-        if state.auto_grow {
+        if state.writable && kind == Kind::Hash && !options.open.no_lock {
             // This writer holds the file's lock: no growth of it is under way.
             HashDbm::remove_stale_growth(&path);
         }
