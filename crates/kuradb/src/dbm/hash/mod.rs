@@ -41,7 +41,9 @@
 //! - `clear` (`Change::Clear`);
 //! - the copy a rebuild or a restore writes into its new file
 //!   (`restore::copy_into`), also behind `rebuild_with`, `rebuild`, `restore`
-//!   and the automatic restore at open.
+//!   and the automatic restore at open;
+//! - the copy a growth writes into its new file (`growth.rs`), where `apply`
+//!   itself carries each change of a bucket already copied over to it.
 //!
 //! # One value codec
 //! A value's bytes pass between a record and a caller through one pair of
@@ -69,7 +71,7 @@
 //! path; `value.rs` the value codec, `cipher.rs` its encryption and
 //! `key_cipher.rs` the keys';
 //! `free_pool.rs` the reusable space; `durability.rs` synchronization, epochs and closing; `rebuild.rs` rebuilding
-//! and restoring; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
+//! and restoring; `growth.rs` growing the bucket array by itself; `restore.rs` the scan a restore makes; `cursor.rs` the cursor;
 //! `crc_mode.rs` the record checksum mode, which `chain.rs` applies to every
 //! record it reads; `training.rs` trains the compression dictionary once
 //! an operation has let go of its locks.
