@@ -42,9 +42,8 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use super::buckets::bucket_of;
 use super::change::Change;
 use super::header::{Header, Kind};
-use super::open::check_options;
-use super::options::{HashOptions, UpdateMode};
-use super::rebuild::check_capacity;
+use super::options::HashOptions;
+use super::rebuild::RebuildParams;
 use super::restore;
 use super::state::State;
 use super::HashDbm;
@@ -395,19 +394,10 @@ impl Copier<'_> {
             let s = self.current(&guard)?;
             let n = s.count.load(Ordering::Acquire);
             *count = Some(n);
-            let mut o = options.clone();
-            o.num_buckets = grown_buckets(s.num_buckets, s.plausible_count());
-            o.offset_width = s.width as u8;
-            o.align_pow = s.align_pow as u8;
-            o.update_mode = UpdateMode::InPlace;
-            o.record_crc_mode = s.record_crc;
-            o.record_comp_mode = s.comp_mode();
-            o.cipher_key = s.codec.key().cloned();
-            // Nobody else knows the temporary file: its lock is free, or
-            // something is wrong that waiting would not mend.
-            o.open.lock_wait = crate::file::LockWait::Fail;
-            check_options(&o)?;
-            check_capacity(s, &o)?;
+            // The file's own tuning, in place (an appending file never grows).
+            let grown = grown_buckets(s.num_buckets, s.plausible_count());
+            let o =
+                s.copy_options(options, &RebuildParams { num_buckets: Some(grown), ..Default::default() })?;
             let dict = s.codec.compression.as_ref().and_then(|c| c.dictionary()).map(|d| d.duplicate());
             log::info!(
                 "{}: {n} records in {} buckets: growing its hash table to {} buckets",
@@ -564,6 +554,7 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
     use std::time::{Duration, Instant};
 
+    use super::super::UpdateMode;
     use super::*;
     use crate::dbm::Dbm;
     use crate::file::{FaultFile, FaultKind, FileWrapper};

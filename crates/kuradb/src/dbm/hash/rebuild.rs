@@ -54,24 +54,13 @@ impl HashDbm {
             *guard = Some(state);
             return Err(err);
         }
-        let count = state.plausible_count();
-        let mut options = self.options.clone();
-        options.num_buckets =
-            params.num_buckets.unwrap_or(count.saturating_mul(2).saturating_add(1).max(1021));
-        options.offset_width = params.offset_width.unwrap_or(state.width as u8);
-        options.align_pow = params.align_pow.unwrap_or(state.align_pow as u8);
-        let mode = if state.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
-        options.update_mode = params.update_mode.unwrap_or(mode);
-        options.record_crc_mode = params.record_crc_mode.unwrap_or(state.record_crc);
-        options.record_comp_mode = params.record_comp_mode.unwrap_or(state.comp_mode());
-        options.cipher_key = params.cipher_key.clone().or_else(|| state.codec.key().cloned());
-        if let Err(e) = check_options(&options).and_then(|_| check_capacity(&state, &options)) {
-            *guard = Some(state);
-            return Err(e);
-        }
-        // Nobody else knows the temporary file: its lock is free, or
-        // something is wrong that waiting would not mend.
-        options.open.lock_wait = crate::file::LockWait::Fail;
+        let options = match state.copy_options(&self.options, params) {
+            Ok(options) => options,
+            Err(e) => {
+                *guard = Some(state);
+                return Err(e);
+            }
+        };
         let temp = temp_beside(&self.path, "rebuild");
         let built = state
             .dictionary_for(options.record_comp_mode)
@@ -210,8 +199,34 @@ impl State {
     }
 }
 
+impl State {
+    /// The options of a copy of this file into a new one (a rebuild's, a
+    /// growth's): `base` with the file's own tuning, except where `params`
+    /// changes it (`num_buckets` unset: twice the record count), checked
+    /// for the records the copy will hold.
+    pub(super) fn copy_options(&self, base: &HashOptions, params: &RebuildParams) -> Result<HashOptions> {
+        let count = self.plausible_count();
+        let mut options = base.clone();
+        options.num_buckets =
+            params.num_buckets.unwrap_or(count.saturating_mul(2).saturating_add(1).max(1021));
+        options.offset_width = params.offset_width.unwrap_or(self.width as u8);
+        options.align_pow = params.align_pow.unwrap_or(self.align_pow as u8);
+        let mode = if self.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
+        options.update_mode = params.update_mode.unwrap_or(mode);
+        options.record_crc_mode = params.record_crc_mode.unwrap_or(self.record_crc);
+        options.record_comp_mode = params.record_comp_mode.unwrap_or(self.comp_mode());
+        options.cipher_key = params.cipher_key.clone().or_else(|| self.codec.key().cloned());
+        check_options(&options)?;
+        check_capacity(self, &options)?;
+        // Nobody else knows the temporary file: its lock is free, or
+        // something is wrong that waiting would not mend.
+        options.open.lock_wait = crate::file::LockWait::Fail;
+        Ok(options)
+    }
+}
+
 /// Refuses a rebuild whose offsets could not address the records it copies.
-pub(super) fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
+fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
     let max_file = (1u128 << (8 * u32::from(o.offset_width))) << o.align_pow;
     // Each record grows by at most its alignment and a few header bytes.
     let needed = u128::from(state.file.size())
