@@ -37,6 +37,12 @@ pub(super) struct ChainKey {
     opened: Option<Vec<u8>>,
 }
 
+/// A record met in a chain: its key, and its value if it was read.
+pub(super) struct ChainRecord {
+    pub(super) key: ChainKey,
+    pub(super) value: Option<Vec<u8>>,
+}
+
 impl ChainKey {
     /// The key as the caller knows it.
     pub(super) fn plain(&self) -> &[u8] {
@@ -69,12 +75,31 @@ impl State {
     /// at once, so that both paths judge a record alike.
     #[inline]
     fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
+        self.read_record_upto(offset, key, if value { usize::MAX } else { 0 })
+    }
+
+    /// Like [`State::read_record`], reading the value only if it is stored
+    /// in at most `value_limit` bytes.
+    #[inline(always)]
+    fn read_record_upto(
+        &self,
+        offset: u64,
+        key: Option<&[u8]>,
+        value_limit: usize,
+    ) -> Result<(record::Header, Vec<u8>)> {
         let size = self.file.size();
-        let first = self.first_read(offset, key.map_or(0, <[u8]>::len), value, size)?;
+        let first = self.first_read(offset, key.map_or(0, <[u8]>::len), value_limit > 0, size)?;
+        let examine = |buf: &[u8]| {
+            let (header, end) = self.examine(offset, buf, key, false, size)?;
+            // 0: another key's record, of which no more is read.
+            let whole = header.header_size + header.key_size + header.value_size;
+            let end = if end > 0 && header.value_size <= value_limit { end.max(whole) } else { end };
+            Ok::<_, crate::Error>((header, end))
+        };
         if first > FIRST_READ_ON_STACK {
             let mut buf = vec![0u8; first];
             self.file.read(offset, &mut buf)?;
-            let (header, end) = self.examine(offset, &buf, key, value, size)?;
+            let (header, end) = examine(&buf)?;
             if buf.len() < end {
                 let more = buf.len();
                 buf.resize(end, 0);
@@ -89,7 +114,7 @@ impl State {
         let mut head = [0u8; FIRST_READ_ON_STACK];
         let head = &mut head[..first];
         self.file.read(offset, head)?;
-        let (header, end) = self.examine(offset, head, key, value, size)?;
+        let (header, end) = examine(head)?;
         let mut buf = Vec::with_capacity(end);
         buf.extend_from_slice(&head[..end.min(first)]);
         if first < end {
@@ -265,24 +290,60 @@ impl State {
     /// The keys of a bucket's chain, in chain order. Sealed keys are opened
     /// (and so authenticated) before anything else is judged of them.
     pub(super) fn chain_keys(&self, bucket: u64) -> Result<Vec<ChainKey>> {
+        Ok(self.chain_records(bucket, 0)?.into_iter().map(|r| r.key).collect())
+    }
+
+    /// The records of a bucket's chain, in chain order: each key, and its
+    /// value as a caller sees it if stored in at most `value_limit` bytes
+    /// (0: no values), so that a walk that keeps the small ones reads each
+    /// record once and a large one only when asked for.
+    pub(super) fn chain_records(&self, bucket: u64, value_limit: usize) -> Result<Vec<ChainRecord>> {
         self.check_untorn()?;
-        let mut keys = Vec::new();
+        let mut records = Vec::new();
         let mut offset = self.read_bucket(bucket)?;
+        let plain = self.codec.compression.is_none() && self.codec.cipher.is_none();
         while offset != 0 {
-            let (header, buf) = self.read_record(offset, None, false)?;
-            let key = &buf[header.header_size..header.header_size + header.key_size];
+            let (header, mut buf) = self.read_record_upto(offset, None, value_limit)?;
+            let key_end = header.header_size + header.key_size;
+            let key = &buf[header.header_size..key_end];
             let opened = match self.codec.seals_keys() {
                 true => Some(self.open_key(offset, key)?.into_owned()),
                 false => None,
             };
             self.check_bucket(key, bucket, offset)?;
-            keys.push(ChainKey { stored: key.to_vec(), opened });
-            offset = header.next;
-            if keys.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
+            let key = ChainKey { stored: key.to_vec(), opened };
+            let next = header.next;
+            let value_end = key_end + header.value_size;
+            let value = match value_limit > 0 && buf.len() >= value_end {
+                // A plain value is the tail of the buffer it was read into:
+                // that buffer, cut to it, is kept rather than a copy.
+                true if plain => {
+                    buf.truncate(value_end);
+                    buf.drain(..key_end);
+                    Some(buf)
+                }
+                true => Some(self.decode(offset, &header, &buf)?.into_owned()),
+                false => None,
+            };
+            records.push(ChainRecord { key, value });
+            offset = next;
+            if records.len() as u64 > self.count.load(Ordering::Relaxed) + 1024 {
                 return Err(self.broken(offset, "a chain loops"));
             }
         }
-        Ok(keys)
+        Ok(records)
+    }
+
+    /// Starts loading the first record of `bucket`'s chain into the CPU's
+    /// cache, as [`State::prefetch`] does for keys; false if the file does
+    /// not serve records from memory (the caller stops asking). Reads the
+    /// bucket without its slot's lock: a hint that misses costs nothing.
+    pub(super) fn prefetch_chain_head(&self, bucket: u64) -> bool {
+        match self.read_bucket(bucket) {
+            Ok(0) => true,
+            Ok(offset) => self.file.prefetch(offset, RECORD_PREFETCH),
+            Err(_) => false,
+        }
     }
 
     /// Calls `f` with every live record's key and value as a caller knows

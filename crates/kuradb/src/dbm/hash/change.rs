@@ -45,8 +45,12 @@ impl State {
             Change::Record { key, bucket, found, action } => {
                 match (&action, found) {
                     (Action::Keep, _) | (Action::Remove, None) => return Ok(()),
-                    (Action::Remove, Some(found)) => self.remove_record(key, found)?,
+                    (Action::Remove, Some(found)) => {
+                        self.note_change(bucket);
+                        self.remove_record(key, found)?
+                    }
                     (Action::Set(value), found) => {
+                        self.note_change(bucket);
                         let codec = &self.codec;
                         codec
                             .encode_with(key, value, |stored| self.set_record(key, bucket, found, stored))?;
@@ -59,6 +63,7 @@ impl State {
             Change::Clear => {
                 // What a growth under way copied is gone with the records.
                 self.cancel_growth();
+                self.note_every_change();
                 // Half a clear leaves chains cut at random: only a restore
                 // can say what the file holds.
                 let cleared = self.remove_all();

@@ -1,21 +1,26 @@
 //! The cursor of a hash database, which visits the records bucket by bucket
 //! (by classes of buckets, once the table has grown).
-//! It reads and writes through the database's own `get`, `set` and `remove`,
-//! so its reads and changes take the paths every other operation takes.
+//! It keeps the values it read with the chains while their slots say they
+//! are current, and otherwise reads and writes through the database's own
+//! `get`, `set` and `remove`, so its changes take the paths every other
+//! operation takes.
 //! Its moves and reads are a scan to the caches ([`ScanScope`]); a jump is
 //! a lookup.
 
 use std::collections::VecDeque;
 
 use super::buckets::bucket_of;
+use super::state::State;
 use super::HashDbm;
 use crate::caching::ScanScope;
 use crate::dbm::ordered_cursor::{no_record_to_jump_to, past_end};
 use crate::dbm::{Cursor, Dbm};
 use crate::error::Result;
 
-/// A cursor over a hash database: it holds the keys of one *class* of
-/// buckets and looks each up again when asked, so concurrent updates never
+/// A cursor over a hash database: it holds the records of one *class* of
+/// buckets, read under their slots' locks, and hands out a value it kept
+/// (once) only while its slot's version says nothing of the slot changed since;
+/// otherwise it looks the key up again, so concurrent updates never
 /// invalidate it.
 ///
 /// The classes are the residues of the bucket count the cursor first saw:
@@ -28,14 +33,42 @@ pub(super) struct HashCursor<'a> {
     /// The bucket count the classes are residues of; 0 until first read.
     classes: u64,
     class: u64,
-    /// The current key first, then the rest of the class's chains.
-    keys: VecDeque<Vec<u8>>,
+    /// The state the records were read from ([`State::serial`]).
+    serial: u64,
+    /// The current record first, then the rest of the class's chains.
+    records: VecDeque<Kept>,
+    /// The classes before this one had the first records of their chains
+    /// asked for ahead of the walk (see [`HashCursor::hint_ahead`]).
+    hinted: u64,
+    /// Whether the file takes such hints.
+    hints: bool,
 }
+
+/// A record a cursor read.
+struct Kept {
+    key: Vec<u8>,
+    /// The value as read, unless larger than [`KEPT_VALUE_MAX`] or handed
+    /// out already.
+    value: Option<Vec<u8>>,
+    /// The slot the record's bucket is under, and its version when read.
+    slot: usize,
+    version: u64,
+}
+
+/// The largest value a cursor keeps from its walk of a chain: a larger one
+/// is read when asked for, so that a class of large records is not all
+/// held in memory at once, and one the caller skips is never read.
+const KEPT_VALUE_MAX: usize = 16 * 1024;
+
+/// Classes whose first records a cursor asks for before it reads them, so
+/// that the cache misses of a walk in bucket order (records lie in the
+/// order they were written) overlap rather than follow one another.
+const HINT_AHEAD: u64 = 16;
 
 impl HashCursor<'_> {
     /// A cursor over `db` at no record until it is moved.
     pub(super) fn new(db: &HashDbm) -> HashCursor<'_> {
-        HashCursor { db, classes: 0, class: 0, keys: VecDeque::new() }
+        HashCursor { db, classes: 0, class: 0, serial: 0, records: VecDeque::new(), hinted: 0, hints: true }
     }
 
     /// Takes the classes of a table of `buckets` buckets, unless the
@@ -47,20 +80,31 @@ impl HashCursor<'_> {
         }
     }
 
-    /// Loads the first non-empty class at or after `class`.
-    fn load_from(&mut self, mut class: u64) -> Result<()> {
+    /// Loads the first non-empty class at or after `class`; `walking` if
+    /// the classes after it will be read next (see [`HashCursor::hint_ahead`]).
+    fn load_from(&mut self, mut class: u64, walking: bool) -> Result<()> {
         let guard = self.db.state()?;
         let Some(s) = guard.as_ref() else { return Ok(()) };
         self.fit(s.num_buckets);
-        self.keys.clear();
+        self.serial = s.serial;
+        self.records.clear();
         while class < self.classes {
+            if walking {
+                self.hint_ahead(s, class);
+            }
             let mut bucket = class;
             while bucket < s.num_buckets {
                 let _slot = s.slot(bucket).read();
-                self.keys.extend(s.chain_keys(bucket)?.into_iter().map(|k| k.into_plain()));
+                let (slot, version) = s.slot_version(bucket);
+                self.records.extend(s.chain_records(bucket, KEPT_VALUE_MAX)?.into_iter().map(|r| Kept {
+                    key: r.key.into_plain(),
+                    value: r.value,
+                    slot,
+                    version,
+                }));
                 bucket += self.classes;
             }
-            if !self.keys.is_empty() {
+            if !self.records.is_empty() {
                 break;
             }
             class += 1;
@@ -68,12 +112,44 @@ impl HashCursor<'_> {
         self.class = class;
         Ok(())
     }
+
+    /// Asks the file for the first records of the classes up to
+    /// [`HINT_AHEAD`] after `class`, each class once a walk.
+    fn hint_ahead(&mut self, s: &State, class: u64) {
+        if !self.hints {
+            return;
+        }
+        let end = (class + 1 + HINT_AHEAD).min(self.classes);
+        let mut next = self.hinted.max(class + 1);
+        while next < end {
+            let mut bucket = next;
+            while bucket < s.num_buckets {
+                if !s.prefetch_chain_head(bucket) {
+                    self.hints = false;
+                    return;
+                }
+                bucket += self.classes;
+            }
+            next += 1;
+        }
+        self.hinted = next;
+    }
+
+    /// Whether the value `kept` holds is still the record's: read from the
+    /// state in place, and nothing under its slot changed since.
+    fn current(&self, kept: &Kept) -> Result<bool> {
+        let guard = self.db.state()?;
+        Ok(guard
+            .as_ref()
+            .is_some_and(|s| s.serial == self.serial && s.slot_unchanged(kept.slot, kept.version)))
+    }
 }
 
 impl Cursor for HashCursor<'_> {
     fn first(&mut self) -> Result<()> {
         let _scan = ScanScope::enter();
-        self.load_from(0)
+        self.hinted = 0;
+        self.load_from(0, true)
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
@@ -84,21 +160,22 @@ impl Cursor for HashCursor<'_> {
             }
             None => 0,
         };
-        self.load_from(class)?;
-        if self.class != class || !self.keys.iter().any(|k| k == key) {
-            self.keys.clear();
+        self.hinted = 0;
+        self.load_from(class, false)?;
+        if self.class != class || !self.records.iter().any(|r| r.key == key) {
+            self.records.clear();
             return Err(no_record_to_jump_to(key));
         }
-        while self.keys.front().is_some_and(|k| k != key) {
-            self.keys.pop_front();
+        while self.records.front().is_some_and(|r| r.key != key) {
+            self.records.pop_front();
         }
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
         let _scan = ScanScope::enter();
-        if self.keys.pop_front().is_some() && self.keys.is_empty() {
-            self.load_from(self.class + 1)?;
+        if self.records.pop_front().is_some() && self.records.is_empty() {
+            self.load_from(self.class + 1, true)?;
         }
         Ok(())
     }
@@ -106,7 +183,15 @@ impl Cursor for HashCursor<'_> {
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let _scan = ScanScope::enter();
         loop {
-            let Some(key) = self.keys.front().cloned() else { return Ok(None) };
+            let Some(kept) = self.records.front() else { return Ok(None) };
+            if kept.value.is_some() && self.current(kept)? {
+                // Handed over, not copied: a walk reads each record once, and
+                // a second read of the same one looks it up.
+                let kept = self.records.front_mut().expect("seen above");
+                let value = kept.value.take().expect("seen above");
+                return Ok(Some((kept.key.clone(), value)));
+            }
+            let key = kept.key.clone();
             if let Some(value) = self.db.get(&key)? {
                 return Ok(Some((key, value)));
             }
@@ -130,5 +215,102 @@ impl Cursor for HashCursor<'_> {
             }
             None => Err(past_end()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dbm::Dbm;
+
+    /// A database of one bucket, so that a cursor reads every record at
+    /// its first move: each later change is one the cursor must not hide.
+    fn one_chain(dir: &tempfile::TempDir, records: usize) -> HashDbm {
+        let db = HashDbm::builder().num_buckets(1).auto_grow(false).open(dir.path().join("c.kh")).unwrap();
+        for n in 0..records {
+            db.set(format!("k{n}").as_bytes(), format!("v{n}").as_bytes()).unwrap();
+        }
+        db
+    }
+
+    fn walk_all(db: &HashDbm) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        walk(&mut *cursor)
+    }
+
+    /// The records from where `cursor` stands to the end.
+    fn walk(cursor: &mut dyn Cursor) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut seen = Vec::new();
+        while let Some(record) = cursor.get().unwrap() {
+            seen.push(record);
+            cursor.next().unwrap();
+        }
+        seen
+    }
+
+    #[test]
+    fn a_change_after_the_chain_was_read_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = one_chain(&dir, 5);
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        let (first, value) = cursor.get().unwrap().unwrap();
+        // The kept value went with the first read: the second looks it up.
+        assert_eq!(cursor.get().unwrap(), Some((first.clone(), value)));
+        db.set(&first, b"changed").unwrap();
+        assert_eq!(cursor.get().unwrap(), Some((first.clone(), b"changed".to_vec())));
+        cursor.next().unwrap();
+        let (second, _) = cursor.get().unwrap().unwrap();
+        // A change of another record of the chain, then of this one's removal.
+        let rest = walk_all(&db);
+        let third = rest.iter().map(|(k, _)| k.clone()).find(|k| *k != first && *k != second).unwrap();
+        db.set(&third, b"also changed").unwrap();
+        db.remove(&second).unwrap();
+        let seen = walk(&mut *cursor);
+        assert!(!seen.iter().any(|(k, _)| *k == second), "a removed record was shown");
+        assert!(seen.contains(&(third, b"also changed".to_vec())));
+        assert_eq!(seen.len(), 3);
+    }
+
+    #[test]
+    fn large_values_are_read_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = one_chain(&dir, 3);
+        let large = vec![7u8; KEPT_VALUE_MAX + 1];
+        db.set(b"large", &large).unwrap();
+        let seen = walk_all(&db);
+        assert_eq!(seen.len(), 4);
+        assert!(seen.contains(&(b"large".to_vec(), large)));
+        assert!(seen.contains(&(b"k1".to_vec(), b"v1".to_vec())));
+    }
+
+    #[test]
+    fn a_clear_empties_a_walk_under_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = one_chain(&dir, 5);
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        assert!(cursor.get().unwrap().is_some());
+        db.clear().unwrap();
+        assert_eq!(cursor.get().unwrap(), None);
+    }
+
+    #[test]
+    fn values_kept_before_a_rebuild_are_not_taken_for_the_new_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = one_chain(&dir, 5);
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        let (key, _) = cursor.get().unwrap().unwrap();
+        let other = if key == b"k0" { b"k1" } else { b"k0" };
+        db.remove(other).unwrap();
+        // One bucket again, so that the key's slot is the one it was. The
+        // copy counts a change for each of the four records, and the set
+        // below a fifth: the slot's version is the one the cursor read,
+        // and only the state tells the two files apart.
+        db.rebuild_with_params(&crate::Params::parse("num_buckets=1").unwrap()).unwrap();
+        db.set(&key, b"after the rebuild").unwrap();
+        assert_eq!(cursor.get().unwrap(), Some((key, b"after the rebuild".to_vec())));
     }
 }

@@ -14,7 +14,7 @@ use super::header::{self, Header, Kind};
 use super::options::{HashOptions, RestoreMode, UpdateMode};
 use super::record::MAX_HEADER;
 use super::restore;
-use super::state::{State, SLOT_LOCKS};
+use super::state::{next_serial, State, SLOT_LOCKS};
 use super::value::Codec;
 use crate::dbm::Durability;
 use crate::error::{Error, ErrorKind, Result};
@@ -146,6 +146,8 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         count: AtomicU64::new(header.count),
         data_size: AtomicU64::new(header.data_size),
         slots: (0..SLOT_LOCKS).map(|_| RwLock::new(())).collect(),
+        slot_versions: (0..SLOT_LOCKS).map(|_| AtomicU64::new(0)).collect(),
+        serial: next_serial(),
         buckets: None,
         buckets_dirty: AtomicBool::new(false),
         free: Mutex::new(FreePool::new(o.fbp_cap, u32::from(header.align_pow))),

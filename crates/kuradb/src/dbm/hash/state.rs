@@ -37,6 +37,13 @@ pub(super) struct State {
     pub(super) count: AtomicU64,
     pub(super) data_size: AtomicU64,
     pub(super) slots: Box<[RwLock<()>]>,
+    /// One counter a slot, raised by every change to a record of its
+    /// buckets (and by a clear, every one): a cursor that read a chain under
+    /// the slot knows by it whether the values it kept are still current.
+    pub(super) slot_versions: Box<[AtomicU64]>,
+    /// This state among every state the process opened: a rebuild or a
+    /// growth puts a new one in its place, whose slots count afresh.
+    pub(super) serial: u64,
     /// The bucket array in memory (with `cache_buckets`), as on disk (`width`
     /// bytes a bucket), written to the file only at hard synchronization and
     /// close: a crash loses nothing by it, because a restore rebuilds the
@@ -86,6 +93,30 @@ impl State {
     /// The lock of `bucket`'s records.
     pub(super) fn slot(&self, bucket: u64) -> &RwLock<()> {
         &self.slots[slot_index(bucket)]
+    }
+
+    /// The version of `bucket`'s slot now, and the slot's index.
+    pub(super) fn slot_version(&self, bucket: u64) -> (usize, u64) {
+        let index = slot_index(bucket);
+        (index, self.slot_versions[index].load(Ordering::Acquire))
+    }
+
+    /// Whether no record of slot `index` changed since it had `version`.
+    pub(super) fn slot_unchanged(&self, index: usize, version: u64) -> bool {
+        self.slot_versions[index].load(Ordering::Acquire) == version
+    }
+
+    /// Notes a change to a record of `bucket`, before it is made: a reader
+    /// that still sees the old version saw no change completed.
+    pub(super) fn note_change(&self, bucket: u64) {
+        self.slot_versions[slot_index(bucket)].fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Notes a change to every record.
+    pub(super) fn note_every_change(&self) {
+        for version in &self.slot_versions {
+            version.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// The largest file the offsets of this database address.
@@ -203,6 +234,12 @@ impl State {
             ),
         )
     }
+}
+
+/// A serial for a state opened now (see [`State::serial`]).
+pub(super) fn next_serial() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The index of `bucket`'s lock among the stripes.
