@@ -82,7 +82,7 @@ impl Engine {
         match self {
             Engine::Store(store) => store.settings().to_string(),
             Engine::Reference(hash) => format!(
-                "Tkrzw through its `{} sequence --random_key --dbm {}` (the packaged build, default tuning); it runs the seeds' workload only, each key set, got and removed on its own; peak memory: the largest `mem` it reports",
+                "Tkrzw through its `{} sequence --random_key --dbm {}` (the packaged build, default tuning); it runs the seeds' workload only, each key set, got and removed on its own; seeds memory: the largest `mem` it reports (its resident memory's growth since it began), seeds size: its `file_size` (a logical length)",
                 reference::PROGRAM,
                 if hash { "hash" } else { "tree" }
             ),
@@ -212,7 +212,7 @@ struct Row {
 }
 
 /// The rows, in order, with the labels [`label`] gives them.
-const ROWS: [Row; 24] = [
+const ROWS: [Row; 25] = [
     Row { id: "bulk_load", unit: Unit::Millis },
     Row { id: "individual_writes", unit: Unit::Millis },
     Row { id: "individual_writes_txn", unit: Unit::Millis },
@@ -235,6 +235,7 @@ const ROWS: [Row; 24] = [
     Row { id: "seeds_iterate", unit: Unit::Millis },
     Row { id: "seeds_size", unit: Unit::Mebibytes },
     Row { id: "seeds_remove", unit: Unit::Millis },
+    Row { id: "seeds_memory", unit: Unit::Mebibytes },
     Row { id: "peak_memory", unit: Unit::Mebibytes },
     Row { id: "wall_time", unit: Unit::Millis },
 ];
@@ -280,6 +281,9 @@ fn label(id: &str, config: &Config) -> String {
         "seeds_iterate" => "seeds: iterate every record".to_string(),
         "seeds_remove" => format!("seeds: remove {s} random keys (commits of 1,000, not synced)"),
         "seeds_size" => "seeds: file size after the sets (MiB)".to_string(),
+        "seeds_memory" => {
+            "seeds: resident memory grown since the seeds began, largest at a phase's end (MiB; the reference's `mem`)".to_string()
+        }
         "peak_memory" => "peak memory, max RSS (MiB)".to_string(),
         "wall_time" => "the whole run, wall time".to_string(),
         _ => id.to_string(),
@@ -351,13 +355,44 @@ fn disk_usage(dir: &Path) -> Result<u64, BoxError> {
     Ok(total)
 }
 
-/// This process's peak resident memory, in bytes.
-fn peak_rss() -> Result<u64, BoxError> {
+/// A memory field of this process's `/proc/self/status` (`VmHWM`,
+/// `VmRSS`), in bytes.
+fn status_bytes(field: &str) -> Result<u64, BoxError> {
     let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).ok_or("no VmHWM in /proc/self/status")?;
-    let kib: u64 = line.split_whitespace().nth(1).ok_or("an empty VmHWM line")?.parse()?;
+    let prefix = format!("{field}:");
+    let line =
+        status.lines().find(|l| l.starts_with(&prefix)).ok_or(format!("no {field} in /proc/self/status"))?;
+    let kib: u64 = line.split_whitespace().nth(1).ok_or(format!("an empty {field} line"))?.parse()?;
     Ok(kib * 1024)
 }
+
+/// This process's peak resident memory, in bytes.
+fn peak_rss() -> Result<u64, BoxError> {
+    status_bytes("VmHWM")
+}
+
+/// This process's resident memory now, in bytes.
+fn rss() -> Result<u64, BoxError> {
+    status_bytes("VmRSS")
+}
+
+/// Hands the heap's free pages back to the kernel, so that memory the main
+/// rows freed but the allocator kept is neither counted in the seeds'
+/// starting point nor reused unseen by the seeds' database.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_heap() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+    }
+    // SAFETY: glibc's malloc_trim takes no pointer and touches only the
+    // allocator's own free lists; any thread may call it at any time.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_heap() {}
 
 fn fresh_dir(dir: &Path) -> Result<(), BoxError> {
     if dir.exists() {
@@ -554,6 +589,15 @@ fn run_seeds(config: &Config, store: StoreName, dir: &Path) -> Result<Vec<(&'sta
     let size = config.value_size;
     let seed_key = |i: u64| format!("{:08}", mix(i ^ 0xA5A5) % s).into_bytes();
     fresh_dir(dir)?;
+    // As `tkrzw_dbm_perf` reports `mem`: resident memory at the end of each
+    // phase less what it was before the database was opened.
+    release_free_heap();
+    let base = rss()?;
+    let mut grown: u64 = 0;
+    let mut sample = || -> Result<(), BoxError> {
+        grown = grown.max(rss()?.saturating_sub(base));
+        Ok(())
+    };
     let mut db = store.open(dir)?;
     let mut out = Vec::new();
 
@@ -565,6 +609,7 @@ fn run_seeds(config: &Config, store: StoreName, dir: &Path) -> Result<Vec<(&'sta
         i = end;
     }
     out.push(("seeds_set", Figure::Value(millis(start))));
+    sample()?;
 
     let start = Instant::now();
     {
@@ -576,10 +621,12 @@ fn run_seeds(config: &Config, store: StoreName, dir: &Path) -> Result<Vec<(&'sta
         }
     }
     out.push(("seeds_get", Figure::Value(millis(start))));
+    sample()?;
 
     let start = Instant::now();
     let visited = db.iterate()?;
     out.push(("seeds_iterate", Figure::Value(millis(start))));
+    sample()?;
     let len = db.len()?;
     if visited != len {
         return Err(format!("{store}: seeds: iterating visited {visited} of {len} records").into());
@@ -594,6 +641,8 @@ fn run_seeds(config: &Config, store: StoreName, dir: &Path) -> Result<Vec<(&'sta
         i = end;
     }
     out.push(("seeds_remove", Figure::Value(millis(start))));
+    sample()?;
+    out.push(("seeds_memory", Figure::Value(grown as f64)));
     if db.len()? != 0 {
         return Err(format!("{store}: seeds: records are left after removing every key").into());
     }
@@ -774,10 +823,12 @@ fn markdown(config: &Config, ctx: &Context, columns: &[(Engine, BTreeMap<String,
         ctx.date,
         ctx.commit
     ));
+    let has_reference = columns.iter().any(|(engine, _)| matches!(engine, Engine::Reference(_)));
     out.push_str(&format!(
-        "Keys of 16 hex digits in random order, {}-byte values that do not compress. Times in milliseconds (lower is better), {}; sizes as allocated on the device; fastest or smallest of a row in bold.\n\n",
+        "Keys of 16 hex digits in random order, {}-byte values that do not compress. Times in milliseconds (lower is better), {}; sizes as allocated on the device{}; fastest or smallest of a row in bold.\n\n",
         config.value_size,
-        if config.repeat == 1 { "one run".to_string() } else { format!("median of {} runs", config.repeat) }
+        if config.repeat == 1 { "one run".to_string() } else { format!("median of {} runs", config.repeat) },
+        if has_reference { " (but the reference's seeds size: see below the table)" } else { "" }
     ));
     let mut header = vec!["".to_string()];
     let mut align = vec!["---".to_string()];
@@ -805,6 +856,12 @@ fn markdown(config: &Config, ctx: &Context, columns: &[(Engine, BTreeMap<String,
             });
         }
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    if has_reference {
+        out.push_str(&format!(
+            "\nThe reference's figures are those {} prints: its seeds size is the `file_size` it reports, the logical length of its open file, not the blocks allocated on the device that the other columns show; its seeds memory is its largest `mem`, the growth of its resident memory (`VmRSS`) since the program began, which the other columns match by measuring from just before the seeds open their database.\n",
+            reference::PROGRAM
+        ));
     }
     out.push_str("\nCells marked —:\n\n");
     for (engine, figures) in columns {
@@ -1001,6 +1058,14 @@ mod tests {
     }
 
     #[test]
+    fn resident_memory_is_read_in_bytes() {
+        let now = rss().unwrap();
+        assert!(now >= 1 << 20 && now.is_multiple_of(1024), "{now}");
+        assert!(peak_rss().unwrap() >= now);
+        assert!(status_bytes("NoSuchField").unwrap_err().to_string().contains("no NoSuchField"));
+    }
+
+    #[test]
     fn child_output_is_parsed_and_malformed_output_refused() {
         let mut text = String::new();
         for id in row_ids() {
@@ -1039,6 +1104,15 @@ mod tests {
         assert!(lines[2].contains("| **20ms** | 30ms |"), "{}", lines[2]);
         assert!(table.contains("| 20ms | — |"), "{table}");
         assert!(table.contains("- kura-tree, compaction: no compaction call"), "{table}");
+        assert!(!table.contains("logical length"), "{table}");
+        let mut with_reference = columns.clone();
+        with_reference.push((Engine::Reference(true), BTreeMap::new()));
+        let table = markdown(&config, &ctx, &with_reference);
+        assert!(
+            table.contains("its seeds size is the `file_size` it reports, the logical length"),
+            "{table}"
+        );
+        assert!(table.contains("- tkrzw-hash, bulk_load,"), "{table}");
         let runs = vec![vec![columns[0].1.clone()], vec![columns[1].1.clone()]];
         let text = json(&config, &ctx, &columns, &runs);
         assert!(text.contains("\"compaction\": {\"na\": \"no compaction call\"}"));
@@ -1065,6 +1139,8 @@ mod tests {
                 Some((_, Figure::NotApplicable(_)))
             );
             assert_eq!(ordered, store != StoreName::KuraHash, "{store}");
+            let memory = figures.iter().find(|(id, _)| *id == "seeds_memory").map(|(_, figure)| figure);
+            assert!(matches!(memory, Some(Figure::Value(_))), "{store}: {memory:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
