@@ -60,7 +60,8 @@ pub struct FileOptions {
 
     /// Bytes a page-cache miss reads: the aligned range around the missed
     /// block, whose other missing blocks are cached too (0 or a power of
-    /// two; the block size or less turns read-ahead off) [default: 4096].
+    /// two; the block size or less turns read-ahead off) [default: 4096
+    /// with --direct_io, 0 without].
     #[arg(long = "page_cache_read_ahead", value_name = "BYTES")]
     pub page_cache_read_ahead: Option<u64>,
 }
@@ -88,7 +89,7 @@ impl FileOptions {
             spec.page_cache_protected_percent = percent;
         }
         if let Some(bytes) = self.page_cache_read_ahead {
-            spec.page_cache_read_ahead = bytes;
+            spec.page_cache_read_ahead = Some(bytes);
         }
         spec.validate()?;
         Ok(spec)

@@ -301,7 +301,7 @@ fn page_cache_reads_each_missing_block_once() {
             s.pagecache = true;
             s.page_cache_capacity = Some(64);
             // Each block alone: the count of reads is what this checks.
-            s.page_cache_read_ahead = 0;
+            s.page_cache_read_ahead = Some(0);
             s.io_engine = engine;
         });
         let path = dir.path().join(format!("cache-{engine}"));

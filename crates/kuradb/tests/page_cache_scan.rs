@@ -17,6 +17,8 @@ fn cached_file(dir: &tempfile::TempDir, protected_percent: u8) -> PositionalFile
     spec.pagecache = true;
     spec.page_cache_capacity = Some(CAPACITY);
     spec.page_cache_protected_percent = protected_percent;
+    // Read-ahead's neighbours are the harder case for scan resistance.
+    spec.page_cache_read_ahead = Some(4096);
     let path = dir.path().join("f");
     let mut file = PositionalFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
     file.write(0, &vec![7u8; (FILE_BLOCKS * BLOCK) as usize]).unwrap();
@@ -95,7 +97,9 @@ fn without_a_protected_share_a_scan_evicts_the_working_set() {
 #[test]
 fn a_hash_export_keeps_the_gets_working_set() {
     let dir = tempfile::tempdir().unwrap();
-    let params = "file=pos-para,block_size=512,access=pagecache,page_cache_capacity=1024,num_buckets=40000";
+    let params =
+        "file=pos-para,block_size=512,access=pagecache,page_cache_capacity=1024,page_cache_read_ahead=4096,\
+                  num_buckets=40000";
     let params = Params::parse(params).unwrap();
     let db = PolyDbm::open(dir.path().join("casket.tkh"), Access::ReadWrite, &params).unwrap();
     let value = [b'v'; 100];

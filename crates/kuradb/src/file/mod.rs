@@ -54,7 +54,9 @@ pub use page_cache::PageCacheStats;
 pub use positional::PositionalFile;
 pub use request::ReadRequest;
 pub(crate) use spec::parse_percent;
-pub use spec::{default_page_cache_capacity, FileKind, FileSpec, DEFAULT_PAGE_CACHE_BYTES};
+pub use spec::{
+    default_page_cache_capacity, FileKind, FileSpec, DEFAULT_PAGE_CACHE_BYTES, DEFAULT_PAGE_CACHE_READ_AHEAD,
+};
 pub(crate) use wrapper::open_wrapped;
 pub use wrapper::{FileWrapper, WrapFn};
 

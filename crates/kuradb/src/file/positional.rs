@@ -86,7 +86,7 @@ impl PositionalFile {
         };
         let cache = spec.pagecache.then(|| {
             let (capacity, percent) = (spec.page_cache_blocks(), spec.page_cache_protected_percent);
-            let ahead = spec.page_cache_read_ahead;
+            let ahead = spec.page_cache_read_ahead_bytes();
             PageCache::new(capacity, percent, spec.block_size, device.align(), size, ahead)
                 .serving_from(head.as_ref().map_or(0, HeadBuffer::len))
         });

@@ -139,7 +139,10 @@ pub struct FileSpec {
     /// fifth of the cache taken from the protected share. 0 or a power of
     /// two; at most 64 blocks, and an eighth of a cache shard, are read
     /// together; no more than the block size reads the missed block alone.
-    pub page_cache_read_ahead: u64,
+    /// `None` takes [`DEFAULT_PAGE_CACHE_READ_AHEAD`] with direct I/O and
+    /// none without it; [`FileSpec::page_cache_read_ahead_bytes`] answers
+    /// the bytes in effect.
+    pub page_cache_read_ahead: Option<u64>,
     /// Bytes at the file's start kept in memory, written back on sync and close.
     pub head_buffer: u64,
     /// How batched reads ([`File::read_many`]) reach the OS.
@@ -179,8 +182,12 @@ pub fn default_page_cache_capacity(block_size: u64) -> usize {
     (DEFAULT_PAGE_CACHE_BYTES / block_size.max(1)).clamp(256, 1024) as usize
 }
 
-/// The default of [`FileSpec::page_cache_read_ahead`]: 4 KiB, which a
-/// device reads about as fast as one 512-byte block.
+/// The read-ahead of a page cache over direct I/O when
+/// [`FileSpec::page_cache_read_ahead`] is not given: 4 KiB, which a device
+/// reads about as fast as one 512-byte block. Without direct I/O a miss is
+/// a copy out of the OS's page cache, which costs less than caching
+/// neighbours that lookups spread over the file never ask for, so the
+/// default there is no read-ahead (docs/caches.md, "Read-ahead").
 pub const DEFAULT_PAGE_CACHE_READ_AHEAD: u64 = 4096;
 
 impl FileSpec {
@@ -197,7 +204,7 @@ impl FileSpec {
             pagecache: false,
             page_cache_capacity: None,
             page_cache_protected_percent: crate::caching::DEFAULT_PROTECTED_PERCENT,
-            page_cache_read_ahead: DEFAULT_PAGE_CACHE_READ_AHEAD,
+            page_cache_read_ahead: None,
             head_buffer: 0,
             io_engine: IoEngine::Auto,
         }
@@ -207,6 +214,23 @@ impl FileSpec {
     /// for the block size ([`default_page_cache_capacity`]).
     pub fn page_cache_blocks(&self) -> usize {
         self.page_cache_capacity.unwrap_or_else(|| default_page_cache_capacity(self.block_size))
+    }
+
+    /// The page cache's read-ahead in bytes: the one given, or
+    /// [`DEFAULT_PAGE_CACHE_READ_AHEAD`] with direct I/O and 0 (none)
+    /// without it.
+    ///
+    /// ```
+    /// use kuradb::file::{FileSpec, DEFAULT_PAGE_CACHE_READ_AHEAD};
+    /// let buffered = FileSpec::parse("pos-para,block_size=512,access=pagecache").unwrap();
+    /// assert_eq!(buffered.page_cache_read_ahead_bytes(), 0);
+    /// let direct = FileSpec::parse("pos-para,block_size=512,access=direct+pagecache").unwrap();
+    /// assert_eq!(direct.page_cache_read_ahead_bytes(), DEFAULT_PAGE_CACHE_READ_AHEAD);
+    /// let given = FileSpec::parse("pos-para,block_size=512,access=pagecache,page_cache_read_ahead=8192").unwrap();
+    /// assert_eq!(given.page_cache_read_ahead_bytes(), 8192);
+    /// ```
+    pub fn page_cache_read_ahead_bytes(&self) -> u64 {
+        self.page_cache_read_ahead.unwrap_or(if self.direct { DEFAULT_PAGE_CACHE_READ_AHEAD } else { 0 })
     }
 
     /// Parses the text form (see the type's documentation) and validates it.
@@ -301,7 +325,7 @@ impl FileSpec {
             "page_cache_protected_percent" => {
                 self.page_cache_protected_percent = parse_percent(name, value)?;
             }
-            "page_cache_read_ahead" => self.page_cache_read_ahead = parse_number(name, value)?,
+            "page_cache_read_ahead" => self.page_cache_read_ahead = Some(parse_number(name, value)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -359,11 +383,8 @@ impl FileSpec {
                 self.page_cache_protected_percent
             ));
         }
-        if self.page_cache_read_ahead != 0 && !self.page_cache_read_ahead.is_power_of_two() {
-            return bad(format!(
-                "page_cache_read_ahead must be 0 or a power of two, not {}",
-                self.page_cache_read_ahead
-            ));
+        if let Some(bytes) = self.page_cache_read_ahead.filter(|&b| b != 0 && !b.is_power_of_two()) {
+            return bad(format!("page_cache_read_ahead must be 0 or a power of two, not {bytes}"));
         }
         Ok(())
     }
@@ -412,8 +433,8 @@ impl fmt::Display for FileSpec {
         if self.page_cache_protected_percent != default.page_cache_protected_percent {
             write!(f, ",page_cache_protected_percent={}", self.page_cache_protected_percent)?;
         }
-        if self.page_cache_read_ahead != default.page_cache_read_ahead {
-            write!(f, ",page_cache_read_ahead={}", self.page_cache_read_ahead)?;
+        if let Some(bytes) = self.page_cache_read_ahead {
+            write!(f, ",page_cache_read_ahead={bytes}")?;
         }
         if self.head_buffer != default.head_buffer {
             write!(f, ",head_buffer_size={}", self.head_buffer)?;
@@ -504,7 +525,7 @@ mod tests {
         spec.pagecache = true;
         spec.page_cache_capacity = Some(77);
         spec.page_cache_protected_percent = 50;
-        spec.page_cache_read_ahead = 0;
+        spec.page_cache_read_ahead = Some(0);
         spec.head_buffer = 8192;
         spec.alloc_init = 4096;
         spec.alloc_inc = 1.5;

@@ -146,12 +146,15 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
         Group::PageCache => {
             for kind in POSITIONAL {
                 for bs in BLOCK_SIZES {
-                    // A tiny cache, and the default for the block size.
-                    for capacity in [Some(TINY_PAGE_CACHE), None] {
+                    // A tiny cache (too small to read ahead), and the
+                    // default for the block size reading ahead, which a
+                    // buffered file does only when asked to.
+                    for (capacity, ahead) in [(Some(TINY_PAGE_CACHE), None), (None, Some(4096))] {
                         specs.push(spec(kind, |s| {
                             s.block_size = bs;
                             s.pagecache = true;
                             s.page_cache_capacity = capacity;
+                            s.page_cache_read_ahead = ahead;
                         }));
                     }
                 }
@@ -178,6 +181,8 @@ pub fn specs(group: Group) -> Vec<FileSpec> {
                         s.pagecache = cache > 0;
                         if cache > 0 {
                             s.page_cache_capacity = Some(cache);
+                            // Buffered files read ahead only when asked to.
+                            s.page_cache_read_ahead = Some(4096);
                         }
                     }));
                 }
