@@ -334,18 +334,6 @@ impl State {
         Ok(records)
     }
 
-    /// Starts loading the first record of `bucket`'s chain into the CPU's
-    /// cache, as [`State::prefetch`] does for keys; false if the file does
-    /// not serve records from memory (the caller stops asking). Reads the
-    /// bucket without its slot's lock: a hint that misses costs nothing.
-    pub(super) fn prefetch_chain_head(&self, bucket: u64) -> bool {
-        match self.read_bucket(bucket) {
-            Ok(0) => true,
-            Ok(offset) => self.file.prefetch(offset, RECORD_PREFETCH),
-            Err(_) => false,
-        }
-    }
-
     /// Calls `f` with every live record's key and value as a caller knows
     /// them, walking the buckets in order. The caller keeps other writers out.
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {

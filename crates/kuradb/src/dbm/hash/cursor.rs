@@ -10,7 +10,6 @@
 use std::collections::VecDeque;
 
 use super::buckets::bucket_of;
-use super::state::State;
 use super::HashDbm;
 use crate::caching::ScanScope;
 use crate::dbm::ordered_cursor::{no_record_to_jump_to, past_end};
@@ -37,11 +36,6 @@ pub(super) struct HashCursor<'a> {
     serial: u64,
     /// The current record first, then the rest of the class's chains.
     records: VecDeque<Kept>,
-    /// The classes before this one had the first records of their chains
-    /// asked for ahead of the walk (see [`HashCursor::hint_ahead`]).
-    hinted: u64,
-    /// Whether the file takes such hints.
-    hints: bool,
 }
 
 /// A record a cursor read.
@@ -60,15 +54,10 @@ struct Kept {
 /// held in memory at once, and one the caller skips is never read.
 const KEPT_VALUE_MAX: usize = 16 * 1024;
 
-/// Classes whose first records a cursor asks for before it reads them, so
-/// that the cache misses of a walk in bucket order (records lie in the
-/// order they were written) overlap rather than follow one another.
-const HINT_AHEAD: u64 = 16;
-
 impl HashCursor<'_> {
     /// A cursor over `db` at no record until it is moved.
     pub(super) fn new(db: &HashDbm) -> HashCursor<'_> {
-        HashCursor { db, classes: 0, class: 0, serial: 0, records: VecDeque::new(), hinted: 0, hints: true }
+        HashCursor { db, classes: 0, class: 0, serial: 0, records: VecDeque::new() }
     }
 
     /// Takes the classes of a table of `buckets` buckets, unless the
@@ -80,18 +69,14 @@ impl HashCursor<'_> {
         }
     }
 
-    /// Loads the first non-empty class at or after `class`; `walking` if
-    /// the classes after it will be read next (see [`HashCursor::hint_ahead`]).
-    fn load_from(&mut self, mut class: u64, walking: bool) -> Result<()> {
+    /// Loads the first non-empty class at or after `class`.
+    fn load_from(&mut self, mut class: u64) -> Result<()> {
         let guard = self.db.state()?;
         let Some(s) = guard.as_ref() else { return Ok(()) };
         self.fit(s.num_buckets);
         self.serial = s.serial;
         self.records.clear();
         while class < self.classes {
-            if walking {
-                self.hint_ahead(s, class);
-            }
             let mut bucket = class;
             while bucket < s.num_buckets {
                 let _slot = s.slot(bucket).read();
@@ -113,28 +98,6 @@ impl HashCursor<'_> {
         Ok(())
     }
 
-    /// Asks the file for the first records of the classes up to
-    /// [`HINT_AHEAD`] after `class`, each class once a walk.
-    fn hint_ahead(&mut self, s: &State, class: u64) {
-        if !self.hints {
-            return;
-        }
-        let end = (class + 1 + HINT_AHEAD).min(self.classes);
-        let mut next = self.hinted.max(class + 1);
-        while next < end {
-            let mut bucket = next;
-            while bucket < s.num_buckets {
-                if !s.prefetch_chain_head(bucket) {
-                    self.hints = false;
-                    return;
-                }
-                bucket += self.classes;
-            }
-            next += 1;
-        }
-        self.hinted = next;
-    }
-
     /// Whether the value `kept` holds is still the record's: read from the
     /// state in place, and nothing under its slot changed since.
     fn current(&self, kept: &Kept) -> Result<bool> {
@@ -148,8 +111,7 @@ impl HashCursor<'_> {
 impl Cursor for HashCursor<'_> {
     fn first(&mut self) -> Result<()> {
         let _scan = ScanScope::enter();
-        self.hinted = 0;
-        self.load_from(0, true)
+        self.load_from(0)
     }
 
     fn jump(&mut self, key: &[u8]) -> Result<()> {
@@ -160,8 +122,7 @@ impl Cursor for HashCursor<'_> {
             }
             None => 0,
         };
-        self.hinted = 0;
-        self.load_from(class, false)?;
+        self.load_from(class)?;
         if self.class != class || !self.records.iter().any(|r| r.key == key) {
             self.records.clear();
             return Err(no_record_to_jump_to(key));
@@ -175,7 +136,7 @@ impl Cursor for HashCursor<'_> {
     fn next(&mut self) -> Result<()> {
         let _scan = ScanScope::enter();
         if self.records.pop_front().is_some() && self.records.is_empty() {
-            self.load_from(self.class + 1, true)?;
+            self.load_from(self.class + 1)?;
         }
         Ok(())
     }
