@@ -17,9 +17,9 @@ use crate::dbm::{Cursor, Dbm};
 use crate::error::Result;
 
 /// A cursor over a hash database: it holds the records of one *class* of
-/// buckets, read under their slots' locks, and hands out a value it kept
-/// (once) only while its slot's version says nothing of the slot changed since;
-/// otherwise it looks the key up again, so concurrent updates never
+/// buckets, read under their slots' locks. It hands out a value it kept,
+/// once, while its slot's version shows no change since the chain was
+/// read, and otherwise looks the key up again, so concurrent updates never
 /// invalidate it.
 ///
 /// The classes are the residues of the bucket count the cursor first saw:
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(cursor.get().unwrap(), Some((first.clone(), b"changed".to_vec())));
         cursor.next().unwrap();
         let (second, _) = cursor.get().unwrap().unwrap();
-        // A change of another record of the chain, then of this one's removal.
+        // Another record of the chain changes, and this one is removed.
         let rest = walk_all(&db);
         let third = rest.iter().map(|(k, _)| k.clone()).find(|k| *k != first && *k != second).unwrap();
         db.set(&third, b"also changed").unwrap();
