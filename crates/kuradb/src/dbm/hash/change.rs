@@ -55,6 +55,7 @@ impl State {
                         codec
                             .encode_with(key, value, |stored| self.set_record(key, bucket, found, stored))?;
                         self.train_on(value);
+                        self.note_set_for_growth();
                     }
                 }
                 self.grow_along(key, bucket, &action);

@@ -78,6 +78,10 @@ pub(super) struct GrowthSlot {
     /// No growth is started before the count reaches this (after one
     /// failed, so that a full device is not tried at every write).
     retry_at: AtomicU64,
+    /// A set met more records than buckets since a growth was last
+    /// started: only a set starts one, so that a database being emptied
+    /// (removals alone) is not copied into a larger table on the way.
+    due: AtomicBool,
 }
 
 /// A copy under way.
@@ -114,7 +118,19 @@ impl State {
         count > self.num_buckets
             && count >= MIN_RECORDS
             && count >= self.growth.retry_at.load(Ordering::Relaxed)
+            && self.growth.due.load(Ordering::Relaxed)
             && !self.growth.claimed.load(Ordering::Relaxed)
+    }
+
+    /// Notes a set: with more records than buckets, a growth is due.
+    #[inline]
+    pub(super) fn note_set_for_growth(&self) {
+        if self.auto_grow
+            && self.count.load(Ordering::Relaxed) > self.num_buckets
+            && !self.growth.due.load(Ordering::Relaxed)
+        {
+            self.growth.due.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Whether a state opened with `o` may grow: a writer of a hash
@@ -231,6 +247,8 @@ impl HashDbm {
             if !s.wants_growth() || s.growth.claimed.swap(true, Ordering::AcqRel) {
                 return;
             }
+            // The next set marks it due again if this one does not start.
+            s.growth.due.store(false, Ordering::Relaxed);
             (Arc::clone(&s.growth), self.options.clone())
         };
         let mut grower = self.grower.lock();
@@ -797,6 +815,27 @@ mod tests {
             assert_eq!(settled(&db), 61, "{name}");
             db.close().unwrap();
         }
+    }
+
+    #[test]
+    fn removals_alone_start_no_growth_and_a_set_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.kh");
+        let db = HashDbm::builder().num_buckets(61).auto_grow(false).open(&path).unwrap();
+        for n in 0..3_000 {
+            db.set(&key(n), &value(n, 0)).unwrap();
+        }
+        db.close().unwrap();
+        // Reopened with growth on and emptied: never copied on the way.
+        let db = HashDbm::builder().open(&path).unwrap();
+        for n in 0..1_500 {
+            db.remove(&key(n)).unwrap();
+            assert_eq!(settled(&db), 61, "a removal started a growth");
+        }
+        db.set(&key(0), &value(0, 1)).unwrap();
+        assert!(settled(&db) > 61, "a set over the bucket count started no growth");
+        assert_eq!(db.get(&key(1_500)).unwrap(), Some(value(1_500, 0)));
+        db.close().unwrap();
     }
 
     #[test]
