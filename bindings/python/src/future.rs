@@ -9,6 +9,7 @@
 //! `get` or `wait` wait in the core future with the GIL released. The result
 //! becomes a Python object on the thread that asks for it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 
@@ -87,6 +88,11 @@ struct Shared {
     /// asyncio future. Pushed only while the operation has not run, under
     /// this lock, which the waker takes after it has.
     waiters: Mutex<Vec<(PyObject, PyObject, PyObject)>>,
+    /// The waker saw the operation run: set before it takes `waiters`, so
+    /// that an awaiter who finds it unset under that lock is handed the
+    /// result by the waker. Read under the lock without letting go of the
+    /// GIL, which a thread holding `waiters` must never wait for.
+    completed: AtomicBool,
 }
 
 /// The waker registered with the operation's future.
@@ -98,6 +104,7 @@ impl Wake for Notify {
         if !shared.future.poll_ready(&Waker::from(self)) {
             return;
         }
+        shared.completed.store(true, Ordering::Release);
         let waiters = std::mem::take(&mut *shared.waiters.lock());
         if waiters.is_empty() {
             return;
@@ -127,8 +134,12 @@ impl PyFuture {
         let shared = Arc::new(Shared {
             future: BlockingFuture::new(future, Into::into),
             waiters: Mutex::new(Vec::new()),
+            completed: AtomicBool::new(false),
         });
-        shared.future.poll_ready(&Waker::from(Arc::new(Notify(Arc::clone(&shared)))));
+        if shared.future.poll_ready(&Waker::from(Arc::new(Notify(Arc::clone(&shared))))) {
+            // Run already: no waker will say so.
+            shared.completed.store(true, Ordering::Release);
+        }
         PyFuture { shared, shape, outcome: Mutex::new(None) }
     }
 
@@ -140,11 +151,14 @@ impl PyFuture {
 
     /// The outcome as Python sees it, if the answer has come.
     fn outcome(&self, py: Python<'_>) -> Option<PyResult<PyObject>> {
+        // Asked before the lock is taken: `is_done` lets go of the GIL, and a
+        // thread holding `outcome` while it waits for the GIL would stall
+        // for ever one that holds the GIL and waits for `outcome`.
+        if self.outcome.lock().is_none() && !self.is_done(py) {
+            return None;
+        }
         let mut outcome = self.outcome.lock();
         if outcome.is_none() {
-            if !self.is_done(py) {
-                return None;
-            }
             let answer = self.shared.future.collect();
             *outcome = Some(answer.map_err(to_py).and_then(|a| self.to_object(py, a)));
         }
@@ -247,7 +261,7 @@ impl PyFuture {
         let deliver = slf.getattr("_deliver")?;
         let queued = {
             let mut waiters = slf.get().shared.waiters.lock();
-            let queued = !slf.get().is_done(py);
+            let queued = !slf.get().shared.completed.load(Ordering::Acquire);
             if queued {
                 waiters.push((event_loop.unbind(), deliver.clone().unbind(), target.clone().unbind()));
             }

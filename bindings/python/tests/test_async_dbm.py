@@ -187,3 +187,28 @@ def test_a_coroutine_awaiting_while_another_thread_blocks_on_the_same_future(db)
             assert results == [1]
 
     asyncio.run(main())
+
+
+def test_threads_awaiting_and_blocking_on_the_same_futures_never_stall(db):
+    # Each thread awaits the same future on an event loop of its own while
+    # another blocks on it with get(): none of them may hold a lock of the
+    # future while it waits for the GIL that another holds.
+    with kuradb.AsyncDBM(db, 1) as adb:
+        for round in range(30):
+            future = adb.increment("n", 1)
+            results = []
+
+            def await_it():
+                async def main():
+                    return await future
+
+                results.append(asyncio.run(main()))
+
+            threads = [threading.Thread(target=await_it) for _ in range(2)]
+            threads.append(threading.Thread(target=lambda: results.append(future.get())))
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+            assert not any(t.is_alive() for t in threads), f"round {round}: a thread stalled"
+            assert results == [round + 1] * 3
