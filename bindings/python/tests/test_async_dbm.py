@@ -204,11 +204,12 @@ def test_threads_awaiting_and_blocking_on_the_same_futures_never_stall(db):
 
                 results.append(asyncio.run(main()))
 
-            threads = [threading.Thread(target=await_it) for _ in range(2)]
-            threads.append(threading.Thread(target=lambda: results.append(future.get())))
+            # Daemons: a stalled one fails the test rather than the exit.
+            threads = [threading.Thread(target=await_it, daemon=True) for _ in range(2)]
+            threads.append(threading.Thread(target=lambda: results.append(future.get()), daemon=True))
             for t in threads:
                 t.start()
             for t in threads:
-                t.join(timeout=60)
+                t.join(timeout=20)
             assert not any(t.is_alive() for t in threads), f"round {round}: a thread stalled"
             assert results == [round + 1] * 3
