@@ -154,7 +154,9 @@ impl PyFuture {
         // Asked before the lock is taken: `is_done` lets go of the GIL, and a
         // thread holding `outcome` while it waits for the GIL would stall
         // for ever one that holds the GIL and waits for `outcome`.
-        if self.outcome.lock().is_none() && !self.is_done(py) {
+        // A statement of its own, so that the lock's guard ends with it.
+        let known = self.outcome.lock().is_some();
+        if !known && !self.is_done(py) {
             return None;
         }
         let mut outcome = self.outcome.lock();
