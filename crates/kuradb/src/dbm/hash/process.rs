@@ -186,16 +186,15 @@ impl State {
         if access.is_writable() && !self.writable {
             return Err(self.read_only());
         }
+        if !access.is_writable() {
+            // Nothing changes under the exclusive lock: each record is read
+            // once, with its value.
+            return self.for_each(|key, value| match f(key, value) {
+                Action::Keep => Ok(()),
+                _ => Err(refused()),
+            });
+        }
         for bucket in 0..self.num_buckets {
-            if !access.is_writable() {
-                // Nothing changes under the exclusive lock: each record is
-                // read once, with its value.
-                self.for_each_in(bucket, |key, value| match f(key, value) {
-                    Action::Keep => Ok(()),
-                    _ => Err(refused()),
-                })?;
-                continue;
-            }
             for key in self.chain_keys(bucket)? {
                 let found = self.find(&key.stored, bucket)?;
                 let Some(value) = self.value_of(found.as_ref())?.map(Cow::into_owned) else { continue };
