@@ -102,8 +102,7 @@ impl Store for Kura {
         let mut cursor = self.db().iter()?;
         cursor.first()?;
         let mut count = 0;
-        while cursor.get()?.is_some() {
-            count += 1;
+        while cursor.read(&mut |_, _| count += 1)? {
             cursor.next()?;
         }
         Ok(count)
@@ -140,8 +139,9 @@ impl Reader for KuraReader<'_> {
         cursor.jump(start)?;
         let mut bytes = 0;
         for _ in 0..count {
-            let Some((key, value)) = cursor.get()? else { break };
-            bytes += key.len() + value.len();
+            if !cursor.read(&mut |key, value| bytes += key.len() + value.len())? {
+                break;
+            }
             cursor.next()?;
         }
         Ok(Some(bytes))

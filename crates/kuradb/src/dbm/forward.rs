@@ -261,6 +261,9 @@ macro_rules! forward_cursor_moves {
         fn get(&mut self) -> $crate::Result<Option<(Vec<u8>, Vec<u8>)>> {
             self.$field.get()
         }
+        fn read(&mut self, f: &mut dyn FnMut(&[u8], &[u8])) -> $crate::Result<bool> {
+            self.$field.read(f)
+        }
         fn last(&mut self) -> $crate::Result<()> {
             self.$field.last()
         }

@@ -714,6 +714,32 @@ pub trait Cursor: Send {
     fn next(&mut self) -> Result<()>;
     /// The record at the position, or `None` past the end.
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
+    /// Calls `f` with the key and value of the record at the position, as
+    /// [`Cursor::get`] finds it, without copying them out; false (and no
+    /// call) past the end. A walk that only looks at its records allocates
+    /// nothing a record where the cursor keeps its own copy (the ordered
+    /// databases' cursors do).
+    ///
+    /// ```
+    /// use kuradb::dbm::{Access, Cursor, Dbm};
+    /// use kuradb::TreeDbm;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = TreeDbm::builder().open(dir.path().join("walk.kdbt"))?;
+    /// db.set(b"a", b"1")?;
+    /// db.set(b"b", b"22")?;
+    /// let mut cursor = db.iter()?;
+    /// cursor.first()?;
+    /// let mut bytes = 0;
+    /// while cursor.read(&mut |key, value| bytes += key.len() + value.len())? {
+    ///     cursor.next()?;
+    /// }
+    /// assert_eq!(bytes, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn read(&mut self, f: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        Ok(self.get()?.map(|(key, value)| f(&key, &value)).is_some())
+    }
     /// Replaces the value of the record at the position.
     fn set(&mut self, value: &[u8]) -> Result<()>;
     /// Removes the record at the position; the position moves to the next record.

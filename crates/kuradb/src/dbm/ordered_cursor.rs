@@ -155,6 +155,12 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
         Ok(self.seen().map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
 
+    fn read(&mut self, f: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        let _scan = ScanScope::enter();
+        self.step(0)?;
+        Ok(self.seen().map(|(k, v)| f(k, v)).is_some())
+    }
+
     fn set(&mut self, value: &[u8]) -> Result<()> {
         let db = self.db;
         change_at(db, self.current_key()?, Some(value))

@@ -131,7 +131,7 @@ impl PackedSeparators {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if probe.order(self.heads[mid], &self[mid]) == std::cmp::Ordering::Greater {
+            if probe.order(self.heads[mid], || &self[mid]) == std::cmp::Ordering::Greater {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -202,7 +202,7 @@ impl<K: AsRef<[u8]>> Separators<K> {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if probe.order(self.heads[mid], self.keys[mid].as_ref()) == std::cmp::Ordering::Greater {
+            if probe.order(self.heads[mid], || self.keys[mid].as_ref()) == std::cmp::Ordering::Greater {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -284,18 +284,25 @@ impl<'k> Probe<'k> {
         Probe { key, head: head(key), cmp }
     }
 
-    /// How a stored key (`key`, with head `stored_head`) compares with the
-    /// one sought, in `cmp`'s order: by heads when that is byte order or its
-    /// reverse, reading the key only on a tie.
+    /// How a stored key (what `key` answers, with head `stored_head`)
+    /// compares with the one sought, in `cmp`'s order: by heads when that
+    /// is byte order or its reverse, finding the key only on a tie. `key`
+    /// is a closure because finding a leaf's key decodes its record's
+    /// lengths, which a search decided by heads never needs.
     #[inline]
-    pub(crate) fn order(&self, stored_head: u64, key: &[u8]) -> std::cmp::Ordering {
+    pub(crate) fn order<'s>(&self, stored_head: u64, key: impl FnOnce() -> &'s [u8]) -> std::cmp::Ordering {
         // Equal heads mean equal first eight bytes (or zero-padded shorter
         // keys): a comparison by the prefix first would tie again.
-        let by_bytes = || stored_head.cmp(&self.head).then_with(|| key.cmp(self.key));
-        match self.cmp {
-            KeyComparator::Lexical => by_bytes(),
-            KeyComparator::LexicalReverse => by_bytes().reverse(),
-            cmp => cmp.compare(key, self.key),
+        let reverse = match self.cmp {
+            KeyComparator::Lexical => false,
+            KeyComparator::LexicalReverse => true,
+            cmp => return cmp.compare(key(), self.key),
+        };
+        let by_bytes = stored_head.cmp(&self.head).then_with(|| key().cmp(self.key));
+        if reverse {
+            by_bytes.reverse()
+        } else {
+            by_bytes
         }
     }
 }
@@ -361,7 +368,7 @@ impl Leaf {
     /// order (or its reverse).
     pub(crate) fn find_in(&self, key: &[u8], cmp: KeyComparator) -> std::result::Result<usize, usize> {
         let probe = Probe::new(key, cmp);
-        self.search(|i| probe.order(self.heads[i], self.key(i)))
+        self.search(|i| probe.order(self.heads[i], || self.key(i)))
     }
 
     /// A binary search by `order`, which tells how record `i` compares

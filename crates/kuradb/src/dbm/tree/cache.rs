@@ -82,6 +82,16 @@ impl Slot {
     }
 }
 
+/// Marks a cell that leaves the cache as changed, so that a cursor holding
+/// it (see [`super::cursor::LeafPlace`]) trusts it no more: the node's next
+/// load is another cell. Eviction drops only cells nobody holds, and so
+/// needs no mark.
+fn retire(cell: &Arc<Cell>) {
+    if Arc::strong_count(cell) > 1 {
+        cell.slot.write().version += 1;
+    }
+}
+
 impl Shard {
     fn get(&self, id: u64) -> Option<(u32, &Arc<Cell>)> {
         let &slot = self.table.get(&id)?;
@@ -91,7 +101,9 @@ impl Shard {
     /// Puts `cell` in as node `id`, replacing the node's old cell if any.
     fn put(&mut self, id: u64, cell: Arc<Cell>) {
         if let Some(&slot) = self.table.get(&id) {
-            self.cells[slot as usize] = Some((id, cell));
+            if let Some((_, old)) = self.cells[slot as usize].replace((id, cell)) {
+                retire(&old);
+            }
             self.order.touch(slot, in_scan());
             return;
         }
@@ -107,7 +119,9 @@ impl Shard {
     fn remove(&mut self, id: u64) {
         if let Some(slot) = self.table.remove(&id) {
             self.order.remove(slot);
-            self.cells[slot as usize] = None;
+            if let Some((_, old)) = self.cells[slot as usize].take() {
+                retire(&old);
+            }
             self.free.push(slot);
         }
     }
@@ -224,15 +238,6 @@ impl Drop for Claim<'_> {
 }
 
 impl Tree {
-    /// The node `id` if it is cached.
-    pub(super) fn cached(&self, id: u64) -> Option<Arc<Cell>> {
-        let mut shard = self.cache.shard(id).lock();
-        let (slot, cell) = shard.get(id)?;
-        let cell = cell.clone();
-        shard.order.touch(slot, in_scan());
-        Some(cell)
-    }
-
     /// The node `id` if it is cached, as a use of it by a lookup that
     /// is to come would leave it: not counted, its order unchanged.
     pub(super) fn peek(&self, id: u64) -> Option<Arc<Cell>> {

@@ -2,7 +2,9 @@
 //! places in a leaf it keeps between moves.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
+use super::cache::Cell;
 use super::state::Tree;
 use super::TreeDbm;
 use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
@@ -15,9 +17,18 @@ use crate::error::Result;
 /// the position at the next one.
 pub type TreeCursor<'a> = OrderedCursor<'a, TreeDbm>;
 
-/// Where a cursor saw a record: record `index` of leaf `leaf` at `version`.
+/// Where a cursor saw a record: record `index` of the leaf in `leaf`, whose
+/// version was `version`, in the tree opened as `tree`.
+///
+/// Holding the leaf's cell, rather than its id, spares a walk the node
+/// cache's lookup (a shard lock and a table probe) at every step, and keeps
+/// the leaf cached while the cursor is on it: eviction passes held cells by.
+/// A cell leaves the cache while held only by a discard or a clear, which
+/// raise its version ([`super::cache`]), or with its tree at a close, which
+/// `tree` tells.
 pub struct LeafPlace {
-    leaf: u64,
+    leaf: Arc<Cell>,
+    tree: u64,
     version: u64,
     index: usize,
 }
@@ -61,7 +72,8 @@ impl Tree {
                     }
                 }
                 let (key, value) = leaf.record(index);
-                let place = LeafPlace { leaf: id, version: slot.version, index };
+                let place =
+                    LeafPlace { leaf: cell.clone(), tree: self.generation, version: slot.version, index };
                 return Ok(Some(Spot::fill(recycled, key, value, place)));
             }
             id = if forward { leaf.next } else { leaf.prev };
@@ -72,15 +84,15 @@ impl Tree {
         Err(self.broken("the leaves' links loop".into()))
     }
 
-    /// Whether `spot`'s leaf is cached and unchanged since, so that the
+    /// Whether `spot`'s leaf is unchanged since, in this tree, so that the
     /// record it saw is still there, as it saw it.
     fn unchanged(&self, spot: &Spot<LeafPlace>) -> bool {
         let at = &spot.place;
-        self.cached(at.leaf).is_some_and(|cell| cell.slot.read().version == at.version)
+        at.tree == self.generation && at.leaf.slot.read().version == at.version
     }
 
     /// The record `step` places (-1 or 1) from `spot` within its leaf, if
-    /// the leaf is cached and unchanged since and the record is in it.
+    /// the leaf is unchanged since, in this tree, and the record is in it.
     fn step_in_leaf(
         &self,
         spot: &Spot<LeafPlace>,
@@ -88,8 +100,10 @@ impl Tree {
         recycled: &mut Option<Spot<LeafPlace>>,
     ) -> Option<Spot<LeafPlace>> {
         let at = &spot.place;
-        let cell = self.cached(at.leaf)?;
-        let slot = cell.slot.read();
+        if at.tree != self.generation {
+            return None;
+        }
+        let slot = at.leaf.slot.read();
         let Node::Leaf(leaf) = &slot.node else { return None };
         if slot.version != at.version {
             return None;
@@ -101,7 +115,7 @@ impl Tree {
         if self.cmp.compare(key, &spot.key) != wanted {
             return None;
         }
-        let place = LeafPlace { leaf: at.leaf, version: at.version, index };
+        let place = LeafPlace { leaf: at.leaf.clone(), tree: at.tree, version: at.version, index };
         Some(Spot::fill(recycled.take(), key, value, place))
     }
 }
@@ -131,5 +145,78 @@ impl Ordered for TreeDbm {
         recycled: &mut Option<Spot<LeafPlace>>,
     ) -> Option<Spot<LeafPlace>> {
         self.shared().ok()?.step_in_leaf(spot, step, recycled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dbm::tree::{TreeDbm, TreeOptions};
+    use crate::dbm::{Access, Cursor, Dbm};
+
+    /// A tree of many small leaves: `key0000` to `key0199`, each `value`.
+    fn small_leaves() -> (tempfile::TempDir, TreeDbm) {
+        let dir = tempfile::tempdir().unwrap();
+        let options = TreeOptions::default().max_page_size(256);
+        let db = TreeDbm::open(dir.path().join("t.kdbt"), Access::ReadWrite, &options).unwrap();
+        for i in 0..200 {
+            db.set(format!("key{i:04}").as_bytes(), b"value").unwrap();
+        }
+        (dir, db)
+    }
+
+    fn record(key: &str, value: &str) -> Option<(Vec<u8>, Vec<u8>)> {
+        Some((key.as_bytes().to_vec(), value.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn a_clear_under_a_cursor_leaves_it_on_nothing() {
+        let (_dir, db) = small_leaves();
+        let mut cursor = db.cursor();
+        cursor.jump(b"key0010").unwrap();
+        assert_eq!(cursor.get().unwrap(), record("key0010", "value"));
+        // The clear drops the cursor's leaf from the cache without changing it.
+        db.clear().unwrap();
+        assert_eq!(cursor.get().unwrap(), None);
+        db.set(b"key0011", b"after").unwrap();
+        cursor.next().unwrap();
+        assert_eq!(cursor.get().unwrap(), None);
+        cursor.jump(b"key0010").unwrap();
+        assert_eq!(cursor.get().unwrap(), record("key0011", "after"));
+    }
+
+    #[test]
+    fn after_a_rebuild_a_cursor_steps_into_the_new_tree() {
+        let (_dir, db) = small_leaves();
+        let mut cursor = db.cursor();
+        cursor.jump(b"key0010").unwrap();
+        assert_eq!(cursor.get().unwrap(), record("key0010", "value"));
+        // The rebuild puts a new tree in place; the cursor still holds a leaf
+        // of the old one, unchanged there.
+        db.rebuild().unwrap();
+        db.set(b"key0011", b"new").unwrap();
+        cursor.next().unwrap();
+        assert_eq!(cursor.get().unwrap(), record("key0011", "new"));
+    }
+
+    #[test]
+    fn a_walk_in_a_cache_smaller_than_its_tree_reads_every_record_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = TreeOptions::default().max_page_size(256).max_cached_pages(4);
+        let db = TreeDbm::open(dir.path().join("t.kdbt"), Access::ReadWrite, &options).unwrap();
+        for i in 0..500 {
+            db.set(format!("key{i:04}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+        }
+        let mut cursor = db.cursor();
+        cursor.first().unwrap();
+        let mut seen = 0;
+        while let Some((key, value)) = cursor.get().unwrap() {
+            assert_eq!(key, format!("key{seen:04}").into_bytes());
+            assert_eq!(value, format!("v{seen}").into_bytes());
+            // Lookups elsewhere evict what they can meanwhile.
+            assert!(db.get(format!("key{:04}", (seen * 7 + 250) % 500).as_bytes()).unwrap().is_some());
+            seen += 1;
+            cursor.next().unwrap();
+        }
+        assert_eq!(seen, 500);
     }
 }
