@@ -135,10 +135,10 @@ impl StoreName {
     pub fn settings(self) -> &'static str {
         match self {
             StoreName::KuraHash => {
-                "kuradb (this commit), `PolyDbm` of a `.kh` file, default parameters; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
+                "kuradb (this commit), `PolyDbm` of a `.kh` file, default parameters; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
             }
             StoreName::KuraTree => {
-                "kuradb (this commit), `PolyDbm` of a `.kt` file, default parameters; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
+                "kuradb (this commit), `PolyDbm` of a `.kt` file, default parameters; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
             }
             #[cfg(feature = "redb")]
             StoreName::Redb => {
