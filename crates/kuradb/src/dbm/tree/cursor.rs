@@ -149,12 +149,12 @@ impl Ordered for TreeDbm {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::dbm::tree::{TreeDbm, TreeOptions};
     use crate::dbm::{Access, Cursor, Dbm};
 
     /// A tree of many small leaves: `key0000` to `key0199`, each `value`.
-    fn small_leaves() -> (tempfile::TempDir, TreeDbm) {
+    pub(in crate::dbm::tree) fn small_leaves() -> (tempfile::TempDir, TreeDbm) {
         let dir = tempfile::tempdir().unwrap();
         let options = TreeOptions::default().max_page_size(256);
         let db = TreeDbm::open(dir.path().join("t.kdbt"), Access::ReadWrite, &options).unwrap();

@@ -2,24 +2,14 @@
 //! the range its parent routes to it: every load accepts it (only the
 //! order within a node is checked there), so the walks must catch it.
 
+use super::cursor::tests::small_leaves;
 use super::TreeDbm;
-use crate::dbm::tree::TreeOptions;
 use crate::dbm::tree_node::Node;
-use crate::dbm::{Access, Dbm};
 
 /// A tree of several leaves whose first leaf ends with a key that belongs
 /// in the last one.
 fn misplaced_key() -> (tempfile::TempDir, TreeDbm) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = TreeDbm::open(
-        dir.path().join("t.kdbt"),
-        Access::ReadWrite,
-        &TreeOptions::default().max_page_size(256),
-    )
-    .unwrap();
-    for i in 0..200 {
-        db.set(format!("key{i:04}").as_bytes(), b"value").unwrap();
-    }
+    let (dir, db) = small_leaves();
     db.exclusive(|tree| {
         let first = tree.meta.lock().first;
         let cell = tree.load(first)?;
