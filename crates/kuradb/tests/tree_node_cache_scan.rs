@@ -1,6 +1,7 @@
 //! The tree's node cache resists walks: a cursor's walk over every leaf,
 //! or an export, leaves the nodes random gets use cached, and the cache
-//! never holds more than `max_cached_pages` nodes. Counts, never time.
+//! never holds more than `max_cached_pages` nodes, nor leaves past three
+//! quarters of them. Counts, never time.
 
 use kuradb::caching::ThreadCacheCounts;
 use kuradb::dbm::tree::{TreeDbm, TreeOptions};
@@ -13,10 +14,17 @@ fn key(i: u32) -> Vec<u8> {
     format!("{i:08}").into_bytes()
 }
 
+fn inspected(db: &TreeDbm, key: &str) -> usize {
+    let found = db.inspect().unwrap().into_iter().find(|(k, _)| k == key);
+    found.unwrap().1.parse().unwrap()
+}
+
 fn cached_pages(db: &TreeDbm) -> usize {
-    let found = db.inspect().unwrap().into_iter().find(|(k, _)| k == "cached_pages");
-    let cached = found.unwrap().1.parse().unwrap();
+    let cached = inspected(db, "cached_pages");
     assert!(cached <= MAX_CACHED, "{cached} nodes cached, past max_cached_pages {MAX_CACHED}");
+    // Each of the 16 shards keeps a quarter of its 20 nodes for inner nodes.
+    let leaves = inspected(db, "cached_leaves");
+    assert!(leaves <= MAX_CACHED / 4 * 3, "{leaves} leaves cached, past three quarters of {MAX_CACHED}");
     cached
 }
 

@@ -1,5 +1,6 @@
 //! The node cache: nodes in sharded segmented LRUs ([`Segments`]) holding
-//! at most `max_cached_pages` in all (but for nodes in use, which stay),
+//! at most `max_cached_pages` in all, at most three quarters of them leaves
+//! (but for nodes in use, which stay),
 //! loaded from the store on a miss and written back when evicted (if
 //! changed), at synchronize and at close. A node enters on probation and a
 //! second load by a lookup protects it, up to the protected share; loads in
@@ -18,12 +19,16 @@ use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use super::page::{node_key, FIGURES_KEY};
 use super::state::Tree;
 use crate::caching::{count_node, in_scan, IdHasher, Segment, Segments, NIL};
-use crate::dbm::tree_node::Node;
+use crate::dbm::tree_node::{Node, INNER_BASE};
 use crate::dbm::Dbm;
 use crate::error::Result;
 
 /// The most shards of the node cache, each with its own lock.
 const SHARDS: usize = 16;
+
+fn is_leaf(id: u64) -> bool {
+    id < INNER_BASE
+}
 
 /// One shard: `cells[slot]` is the node `order` knows as `slot`.
 struct Shard {
@@ -38,6 +43,12 @@ struct Shard {
     order: Segments,
     /// This shard's part of `max_cached_pages`.
     capacity: usize,
+    /// How many of the cached nodes are leaves.
+    leaves: usize,
+    /// The most leaves the shard keeps: a quarter of its capacity is kept
+    /// for inner nodes, which every lookup passes through and which a run
+    /// of leaf loads would otherwise push out.
+    leaf_capacity: usize,
 }
 
 /// A shard behind its lock, and the signal that a node of it finished
@@ -114,16 +125,30 @@ impl Shard {
         self.cells[slot as usize] = Some((id, cell));
         self.table.insert(id, slot);
         self.order.insert(slot);
+        self.leaves += usize::from(is_leaf(id));
     }
 
     fn remove(&mut self, id: u64) {
         if let Some(slot) = self.table.remove(&id) {
+            self.leaves -= usize::from(is_leaf(id));
             self.order.remove(slot);
             if let Some((_, old)) = self.cells[slot as usize].take() {
                 retire(&old);
             }
             self.free.push(slot);
         }
+    }
+
+    /// Whether the shard holds more than it may: more nodes than its
+    /// capacity, or more leaves than its leaf share.
+    fn over(&self) -> bool {
+        self.order.len() > self.capacity || self.leaves > self.leaf_capacity
+    }
+
+    /// Whether eviction may take node `id` now: any node while the shard
+    /// is over its capacity, only a leaf while it is over its leaf share.
+    fn evicts(&self, id: u64) -> bool {
+        self.order.len() > self.capacity || (is_leaf(id) && self.leaves > self.leaf_capacity)
     }
 
     fn clear(&mut self) {
@@ -133,15 +158,19 @@ impl Shard {
 }
 
 impl NodeCache {
-    /// A cache of `max_cached_pages` nodes in all, `protected_percent` of
-    /// each shard's share at most protected. Fewer nodes than shards make
+    /// A cache of `max_cached_pages` nodes in all, at most three quarters
+    /// of them leaves, `protected_percent` of each shard's share at most
+    /// protected. Fewer nodes than shards make
     /// fewer shards, so that every shard holds one and the sum is the cap.
     pub(super) fn new(max_cached_pages: usize, protected_percent: u8) -> NodeCache {
         let count = SHARDS.min(max_cached_pages).max(1);
         let shards = (0..count)
             .map(|i| {
                 let capacity = max_cached_pages / count + usize::from(i < max_cached_pages % count);
-                let protected = Segments::protected_share(capacity, protected_percent);
+                let leaf_capacity = capacity - capacity / 4;
+                // A share of the leaves, so that protected leaves alone never
+                // fill the leaf share and leave no room for a leaf on probation.
+                let protected = Segments::protected_share(leaf_capacity, protected_percent);
                 let shard = Shard {
                     table: HashMap::with_capacity_and_hasher(capacity, Default::default()),
                     cells: Vec::with_capacity(capacity),
@@ -149,6 +178,8 @@ impl NodeCache {
                     free: Vec::new(),
                     order: Segments::new(capacity, protected),
                     capacity,
+                    leaves: 0,
+                    leaf_capacity,
                 };
                 ShardLock { shard: Mutex::new(shard), loaded: Condvar::new(), capacity }
             })
@@ -184,6 +215,11 @@ impl NodeCache {
     /// How many nodes are cached.
     pub(super) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().table.len()).sum()
+    }
+
+    /// How many cached nodes are leaves.
+    pub(super) fn leaves(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().leaves).sum()
     }
 
     /// How many cached nodes are protected (used again by lookups).
@@ -366,14 +402,20 @@ impl Tree {
     }
 
     /// Drops the nodes the policy evicts first while the shard holds more
-    /// than its capacity, writing back the changed ones. A node someone
+    /// than it may ([`Shard::over`]), writing back the changed ones. A node someone
     /// holds stays (it may be changing); the walk passes it by.
     fn evict(&self, shard: &mut Shard) -> Result<()> {
         let mut at = shard.order.victim();
-        while shard.order.len() > shard.capacity && at != NIL {
+        while shard.over() && at != NIL {
+            let within_capacity = shard.order.len() <= shard.capacity;
+            if within_capacity && shard.order.segment(at) == Some(Segment::Protected) {
+                // Over the leaf share only: a protected leaf is one lookups
+                // use again, and stays until the capacity itself is full.
+                break;
+            }
             let next = shard.order.next_victim(at);
             let (id, cell) = shard.cells[at as usize].as_ref().expect("a listed slot holds a node");
-            if Arc::strong_count(cell) == 1 {
+            if shard.evicts(*id) && Arc::strong_count(cell) == 1 {
                 let id = *id;
                 self.write_back(id, cell)?;
                 shard.remove(id);

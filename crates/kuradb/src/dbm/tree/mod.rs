@@ -335,6 +335,7 @@ impl Dbm for TreeDbm {
             ("key_comparator".into(), t.cmp.name().to_string()),
             ("cached_pages".into(), cached.to_string()),
             ("max_cached_pages".into(), self.options.max_cached_pages.to_string()),
+            ("cached_leaves".into(), t.cache.leaves().to_string()),
             ("cached_pages_protected".into(), t.cache.protected().to_string()),
             ("node_reads".into(), t.node_reads.single.load(Ordering::Relaxed).to_string()),
             ("node_read_batches".into(), t.node_reads.batches.load(Ordering::Relaxed).to_string()),
