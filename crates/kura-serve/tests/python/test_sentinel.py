@@ -119,6 +119,14 @@ def cluster(request):
                         print(f"== {name}\n{text[-4000:]}")
 
 
+def acknowledged_write(client, key, value):
+    pipe = client.pipeline(transaction=False)
+    pipe.set(key, value)
+    pipe.execute_command("WAIT", 1, 2000)
+    stored, replicas = pipe.execute()
+    return stored and replicas >= 1
+
+
 def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
     ports = {name: free_port() for name in ("a", "b", "c")}
     cluster.start_kura("a", ports["a"])
@@ -141,12 +149,7 @@ def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
     client = sentinel.master_for(NAME, socket_timeout=2)
     acknowledged = {}
     for i in range(200):
-        pipe = client.pipeline(transaction=False)
-        pipe.set(f"key{i}", f"value{i}")
-        pipe.execute_command("WAIT", 1, 2000)
-        stored, replicas = pipe.execute()
-        assert stored
-        if replicas >= 1:
+        if acknowledged_write(client, f"key{i}", f"value{i}"):
             acknowledged[f"key{i}"] = f"value{i}".encode()
     assert len(acknowledged) == 200, "every write is acknowledged while both replicas run"
 
@@ -165,19 +168,44 @@ def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
 
     wait_for("writes through Sentinel to succeed after the failover", write_through_sentinel)
     failover_took = time.monotonic() - killed_at
-    host, new_port = sentinel.discover_master(NAME)
-    assert host == "127.0.0.1" and new_port in (ports["b"], ports["c"]), (host, new_port)
-    other = "c" if new_port == ports["b"] else "b"
-    assert info(new_port)["role"] == "master"
-    wait_for(
-        "the other replica to follow the promoted one",
-        lambda: (lambda i: i["role"] == "slave" and i["master_port"] == new_port and i["master_link_status"] == "up")(
-            info(ports[other])
-        ),
-    )
+    first_port = sentinel.discover_master(NAME)[1]
+
+    # On a loaded machine a sentinel may find the promoted replica slow for
+    # down-after-milliseconds and fail over a second time; a careful client
+    # follows whichever master Sentinel names, so the test does too.
+    settled = {}
+
+    def replicas_follow_the_named_master():
+        host, port = sentinel.discover_master(NAME)
+        assert host == "127.0.0.1" and port in (ports["b"], ports["c"]), (host, port)
+        other = "c" if port == ports["b"] else "b"
+        if info(port)["role"] != "master":
+            return False
+        i = info(ports[other])
+        if i["role"] == "slave" and i["master_port"] == port and i["master_link_status"] == "up":
+            settled["port"] = port
+            return True
+        return False
+
+    wait_for("the other replica to follow the promoted one", replicas_follow_the_named_master)
+    new_port = settled["port"]
     promoted = redis.Redis(host="127.0.0.1", port=new_port, socket_timeout=5)
     for key, value in acknowledged.items():
         assert promoted.get(key) == value, f"{key}, acknowledged by WAIT 1 before the kill, is lost"
+    if new_port == first_port:
+        for key, value in written_after.items():
+            assert promoted.get(key) == value
+    else:
+        # Writes no replica acknowledged may be lost in a second failover,
+        # as with Redis itself; those acknowledged from here on may not.
+        print(f"Sentinel failed over twice: {first_port}, then {new_port}")
+        written_after.clear()
+    for i in range(20):
+        # A connection the client opened to the master before the second
+        # failover fails once; redis-py then asks Sentinel again.
+        wait_for(f"settled{i} to be acknowledged by the other replica",
+                 lambda: acknowledged_write(client, f"settled{i}", f"value{i}"))
+        written_after[f"settled{i}"] = f"value{i}".encode()
     for key, value in written_after.items():
         assert promoted.get(key) == value
 
@@ -190,7 +218,7 @@ def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
         return i["role"] == "slave" and i["master_port"] == new_port and i["master_link_status"] == "up"
 
     wait_for("Sentinel to make the old master a replica of the new one", old_master_follows)
-    client.set("last", "write")
+    wait_for("a write through Sentinel", lambda: client.set("last", "write"))
     old = redis.Redis(host="127.0.0.1", port=ports["a"], socket_timeout=5)
     wait_for("the old master to converge", lambda: old.get("last") == b"write")
     assert old.dbsize() == promoted.dbsize()
