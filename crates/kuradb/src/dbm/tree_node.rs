@@ -15,6 +15,11 @@ use crate::varint::leb128;
 /// Ids of inner nodes start here; leaves count from 1, so the two never meet.
 pub(crate) const INNER_BASE: u64 = 1 << 48;
 
+/// Whether node `id` is a leaf's: ids say the kind (see [`INNER_BASE`]).
+pub(crate) fn is_leaf_id(id: u64) -> bool {
+    id < INNER_BASE
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum Node {
     Leaf(Leaf),
@@ -629,7 +634,7 @@ impl Node {
         // The previous key, with its head.
         let mut last: Option<(u64, &[u8])> = None;
         let node = match r.byte()? {
-            0 if id < INNER_BASE => {
+            0 if is_leaf_id(id) => {
                 let prev = r.varint()?;
                 let next = r.varint()?;
                 let n = r.varint()?;
@@ -649,7 +654,7 @@ impl Node {
                 }
                 Node::Leaf(Leaf { data: data.to_vec(), starts, heads, prev, next })
             }
-            1 if id >= INNER_BASE => {
+            1 if !is_leaf_id(id) => {
                 let n = r.varint()?;
                 if n == 0 {
                     return Err("an inner node has no children");

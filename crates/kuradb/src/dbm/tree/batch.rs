@@ -34,7 +34,7 @@ use super::page::node_key;
 use super::state::Tree;
 use super::MAX_DEPTH;
 use crate::caching::count_node;
-use crate::dbm::tree_node::{Node, Probe, INNER_BASE};
+use crate::dbm::tree_node::{is_leaf_id, Node, Probe};
 use crate::dbm::{Dbm, MultiProcessor};
 use crate::error::{Error, Result};
 
@@ -239,7 +239,7 @@ impl Tree {
         for _ in 0..MAX_DEPTH {
             // Ids say the kind: a leaf's is below INNER_BASE, and a node
             // whose page says otherwise does not decode.
-            if id < INNER_BASE {
+            if is_leaf_id(id) {
                 return Ok(id);
             }
             let cell = self.load(id)?;

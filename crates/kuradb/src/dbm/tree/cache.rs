@@ -19,16 +19,12 @@ use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use super::page::{node_key, FIGURES_KEY};
 use super::state::Tree;
 use crate::caching::{count_node, in_scan, IdHasher, Segment, Segments, NIL};
-use crate::dbm::tree_node::{Node, INNER_BASE};
+use crate::dbm::tree_node::{is_leaf_id, Node};
 use crate::dbm::Dbm;
 use crate::error::Result;
 
 /// The most shards of the node cache, each with its own lock.
 const SHARDS: usize = 16;
-
-fn is_leaf(id: u64) -> bool {
-    id < INNER_BASE
-}
 
 /// One shard: `cells[slot]` is the node `order` knows as `slot`.
 struct Shard {
@@ -125,12 +121,12 @@ impl Shard {
         self.cells[slot as usize] = Some((id, cell));
         self.table.insert(id, slot);
         self.order.insert(slot);
-        self.leaves += usize::from(is_leaf(id));
+        self.leaves += usize::from(is_leaf_id(id));
     }
 
     fn remove(&mut self, id: u64) {
         if let Some(slot) = self.table.remove(&id) {
-            self.leaves -= usize::from(is_leaf(id));
+            self.leaves -= usize::from(is_leaf_id(id));
             self.order.remove(slot);
             if let Some((_, old)) = self.cells[slot as usize].take() {
                 retire(&old);
@@ -143,12 +139,6 @@ impl Shard {
     /// capacity, or more leaves than its leaf share.
     fn over(&self) -> bool {
         self.order.len() > self.capacity || self.leaves > self.leaf_capacity
-    }
-
-    /// Whether eviction may take node `id` now: any node while the shard
-    /// is over its capacity, only a leaf while it is over its leaf share.
-    fn evicts(&self, id: u64) -> bool {
-        self.order.len() > self.capacity || (is_leaf(id) && self.leaves > self.leaf_capacity)
     }
 
     fn clear(&mut self) {
@@ -407,15 +397,16 @@ impl Tree {
     fn evict(&self, shard: &mut Shard) -> Result<()> {
         let mut at = shard.order.victim();
         while shard.over() && at != NIL {
-            let within_capacity = shard.order.len() <= shard.capacity;
-            if within_capacity && shard.order.segment(at) == Some(Segment::Protected) {
-                // Over the leaf share only: a protected leaf is one lookups
-                // use again, and stays until the capacity itself is full.
+            // Not over the capacity, so over the leaf share only: only leaves
+            // go, and a protected one (lookups use it again) stays until the
+            // capacity itself is full.
+            let leaves_only = shard.order.len() <= shard.capacity;
+            if leaves_only && shard.order.segment(at) == Some(Segment::Protected) {
                 break;
             }
             let next = shard.order.next_victim(at);
             let (id, cell) = shard.cells[at as usize].as_ref().expect("a listed slot holds a node");
-            if shard.evicts(*id) && Arc::strong_count(cell) == 1 {
+            if (!leaves_only || is_leaf_id(*id)) && Arc::strong_count(cell) == 1 {
                 let id = *id;
                 self.write_back(id, cell)?;
                 shard.remove(id);

@@ -19,7 +19,7 @@ use super::page::FIGURES_KEY;
 use super::state::Tree;
 use super::{TreeDbm, TreeOptions};
 use crate::dbm::hash::{HashDbm, Kind};
-use crate::dbm::tree_node::{Node, INNER_BASE};
+use crate::dbm::tree_node::{is_leaf_id, Node};
 use crate::dbm::{Access, Action, Dbm};
 use crate::error::{Error, Result};
 use crate::file::{temp_beside, OpenOptions};
@@ -113,7 +113,7 @@ fn salvage(path: &Path, options: &TreeOptions) -> Result<u64> {
     let mut written = Ok(());
     let walked = store.process_each(Access::ReadOnly, &mut |key, page| {
         let id = <[u8; 8]>::try_from(key).map_or(0, u64::from_be_bytes);
-        if written.is_ok() && id != 0 && id < INNER_BASE {
+        if written.is_ok() && id != 0 && is_leaf_id(id) {
             // Any order: each record is set again.
             if let Ok(Node::Leaf(leaf)) = Node::decode(id, page, path, None) {
                 written = leaf.records().try_for_each(|(k, v)| copy.set(k, v));
