@@ -119,6 +119,12 @@ def cluster(request):
                         print(f"== {name}\n{text[-4000:]}")
 
 
+def follows(port, master_port):
+    """Whether the server at `port` replicates `master_port` over a live link."""
+    i = info(port)
+    return i["role"] == "slave" and i["master_port"] == master_port and i["master_link_status"] == "up"
+
+
 def acknowledged_write(client, key, value):
     pipe = client.pipeline(transaction=False)
     pipe.set(key, value)
@@ -179,13 +185,10 @@ def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
         host, port = sentinel.discover_master(NAME)
         assert host == "127.0.0.1" and port in (ports["b"], ports["c"]), (host, port)
         other = "c" if port == ports["b"] else "b"
-        if info(port)["role"] != "master":
+        if info(port)["role"] != "master" or not follows(ports[other], port):
             return False
-        i = info(ports[other])
-        if i["role"] == "slave" and i["master_port"] == port and i["master_link_status"] == "up":
-            settled["port"] = port
-            return True
-        return False
+        settled["port"] = port
+        return True
 
     wait_for("the other replica to follow the promoted one", replicas_follow_the_named_master)
     new_port = settled["port"]
@@ -213,11 +216,7 @@ def test_sentinel_fails_over_and_the_old_master_rejoins_as_a_replica(cluster):
     # would start it; Sentinel turns it into a replica of the new master.
     cluster.start_kura("a", ports["a"])
 
-    def old_master_follows():
-        i = info(ports["a"])
-        return i["role"] == "slave" and i["master_port"] == new_port and i["master_link_status"] == "up"
-
-    wait_for("Sentinel to make the old master a replica of the new one", old_master_follows)
+    wait_for("Sentinel to make the old master a replica of the new one", lambda: follows(ports["a"], new_port))
     wait_for("a write through Sentinel", lambda: client.set("last", "write"))
     old = redis.Redis(host="127.0.0.1", port=ports["a"], socket_timeout=5)
     wait_for("the old master to converge", lambda: old.get("last") == b"write")
