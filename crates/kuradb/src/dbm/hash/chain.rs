@@ -74,7 +74,12 @@ impl State {
     /// [`State::verify`], which a batch (`batch.rs`) takes for many records
     /// at once, so that both paths judge a record alike.
     #[inline]
-    fn read_record(&self, offset: u64, key: Option<&[u8]>, value: bool) -> Result<(record::Header, Vec<u8>)> {
+    pub(super) fn read_record(
+        &self,
+        offset: u64,
+        key: Option<&[u8]>,
+        value: bool,
+    ) -> Result<(record::Header, Vec<u8>)> {
         self.read_record_upto(offset, key, if value { usize::MAX } else { 0 })
     }
 

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use super::buckets::Link;
 use super::chain::Found;
 use super::dictionary::Dictionary;
+use super::epoch_digest::record_hash;
 use super::free_pool::Doom;
 use super::header::{self, Kind};
 use super::record::{self, Record, MAX_ITEM};
@@ -113,7 +114,7 @@ impl State {
             self.file.write(offset, buf)
         });
         if let Err(e) = written {
-            self.discard(offset, size);
+            self.discard(offset, size, None);
             return Err(e);
         }
         self.dict_offset.store(offset, Ordering::Release);
@@ -121,6 +122,7 @@ impl State {
     }
 
     fn remove_record(&self, key: &[u8], f: Found) -> Result<()> {
+        let counted = self.counted_hash(&f)?;
         // A hash file in appending mode keeps its history: the removal is a
         // record too, so a restore to an end offset after it finds it.
         if self.kind == Kind::TreeNodes || self.keeps_history() {
@@ -129,7 +131,7 @@ impl State {
         self.tear_on(self.write_link(f.link, f.header.next))?;
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
-        self.release(f.offset, &f.header, true);
+        self.release(f.offset, &f.header, true, counted);
         Ok(())
     }
 
@@ -155,6 +157,7 @@ impl State {
         self.data_size.fetch_sub(f.header.value_size as u64, Ordering::AcqRel);
         let align = 1u64 << self.align_pow;
         let fits = record::size_for(self.width, align, key.len(), value.len()) <= f.header.size;
+        let counted = self.counted_hash(&f)?;
         // Only a record no hard synchronization has covered may be torn by a crash.
         if !self.appending && fits && f.header.epoch == self.epoch.load(Ordering::Acquire) {
             return ENCODED.with_borrow_mut(|buf| {
@@ -170,13 +173,14 @@ impl State {
                 // Torn, the record would read half old and half new, and its
                 // older version, still on disk, is what a restore finds.
                 self.tear_on(self.file.write(f.offset, buf))?;
+                self.uncount_in_epoch(f.offset, counted);
                 self.count_in_epoch(f.offset, key, value);
                 Ok(())
             });
         }
         let at = self.put_linked(key, value, f.header.next, f.link)?;
         self.free.lock().replaced_by(at);
-        self.release(f.offset, &f.header, false);
+        self.release(f.offset, &f.header, false, counted);
         Ok(())
     }
 
@@ -220,7 +224,8 @@ impl State {
         let (offset, size) = self.put(key, value, next, true)?;
         let linked = self.write_link(link, offset);
         if linked.is_err() {
-            self.discard(offset, size);
+            let counted = self.epoch_records.as_ref().map(|_| record_hash(offset, key, value));
+            self.discard(offset, size, counted);
         }
         self.tear_on(linked).map(|()| offset)
     }
@@ -250,7 +255,8 @@ impl State {
             self.file.write(offset, buf)
         });
         if let Err(e) = written {
-            self.discard(offset, size);
+            // Not counted yet.
+            self.discard(offset, size, None);
             return Err(e);
         }
         self.count_in_epoch(offset, key, value);
@@ -261,15 +267,35 @@ impl State {
     /// the file keeps one.
     fn count_in_epoch(&self, offset: u64, key: &[u8], value: &[u8]) {
         if let Some(records) = &self.epoch_records {
-            records.lock().put(offset, key, value);
+            records.lock().put(offset, record_hash(offset, key, value));
         }
     }
 
-    /// Takes the record at `offset` out of the current epoch's digest.
-    fn uncount_in_epoch(&self, offset: u64) {
-        if let Some(records) = &self.epoch_records {
-            records.lock().forget(offset);
+    /// Takes the record at `offset`, counted with hash `counted` (see
+    /// [`State::counted_hash`]), out of the current epoch's digest.
+    fn uncount_in_epoch(&self, offset: u64, counted: Option<u64>) {
+        if let (Some(records), Some(hash)) = (&self.epoch_records, counted) {
+            records.lock().forget(offset, hash);
         }
+    }
+
+    /// The hash the current epoch's digest counts the record `f` with: none
+    /// where the file keeps no digest or `f` is of an earlier epoch. Read
+    /// before the record is changed or its space given up, from what its
+    /// lookup read, or from the file where that stopped short of the value.
+    fn counted_hash(&self, f: &Found) -> Result<Option<u64>> {
+        if self.epoch_records.is_none() || f.header.epoch != self.epoch.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let key_end = f.header.header_size + f.header.key_size;
+        let end = key_end + f.header.value_size;
+        let hash =
+            |buf: &[u8]| record_hash(f.offset, &buf[f.header.header_size..key_end], &buf[key_end..end]);
+        if f.buf.len() >= end {
+            return Ok(Some(hash(&f.buf)));
+        }
+        let (_, whole) = self.read_record(f.offset, None, true)?;
+        Ok(Some(hash(&whole)))
     }
 
     /// Reserves `size` bytes at the end of the file for a new record.
@@ -285,9 +311,10 @@ impl State {
     /// Gives up the region of a record of this epoch that no chain reaches
     /// (a write into it failed, or the link to it did): it is marked void at
     /// the next hard synchronization, so that a restore never takes it for a
-    /// version of its key, and is reusable at once.
-    fn discard(&self, offset: u64, size: u64) {
-        self.uncount_in_epoch(offset);
+    /// version of its key, and is reusable at once. `counted` is the hash it
+    /// was counted with in the epoch's digest, if it was.
+    fn discard(&self, offset: u64, size: u64, counted: Option<u64>) {
+        self.uncount_in_epoch(offset, counted);
         let mut free = self.free.lock();
         free.doom(offset, size, Doom::Current);
         if !self.appending {
@@ -302,8 +329,9 @@ impl State {
     /// synchronization brings back a version that was written, which is
     /// allowed. Space of the current epoch is reusable at once (unless the
     /// file appends), since no hard synchronization has covered it; older
-    /// space once its void mark is durable.
-    fn release(&self, offset: u64, header: &record::Header, removed: bool) {
+    /// space once its void mark is durable. `counted` is the record's hash in
+    /// the epoch's digest ([`State::counted_hash`]).
+    fn release(&self, offset: u64, header: &record::Header, removed: bool, counted: Option<u64>) {
         let mut free = self.free.lock();
         let epoch = self.epoch.load(Ordering::Acquire);
         if removed {
@@ -312,7 +340,8 @@ impl State {
         if header.epoch == epoch {
             // Never promised: marked before the sync, and with its space
             // reused at once where the file reuses space.
-            self.uncount_in_epoch(offset);
+            debug_assert!(counted.is_some() || self.epoch_records.is_none());
+            self.uncount_in_epoch(offset, counted);
             free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
             if !self.appending {
                 free.put(offset, header.size);

@@ -277,17 +277,24 @@ impl State {
         if !durability.is_hard() || !self.writable {
             return self.file.synchronize(durability);
         }
-        self.make_durable()?;
-        if self.kind == Kind::Hash {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut result = self.make_durable();
+        if result.is_ok() && self.kind == Kind::Hash {
             // The header names the epoch just made durable, for a restore
             // to the last synchronization (a tree's store wrote it in
             // `make_durable`). Not waited for: after a power cut that lost
             // it, such a restore goes back to the synchronization before.
-            self.write_header(true)?;
+            result = self.write_header(true);
         }
-        // Records written from now on may be torn by a crash; older ones may not.
-        self.epoch.fetch_add(1, Ordering::AcqRel);
-        Ok(())
+        // Records written from now on may be torn by a crash; older ones may
+        // not. That holds as soon as a device sync covered this epoch, even
+        // where a write after it failed: a record of it rewritten in place
+        // could tear a synchronized version, and a node store's next digest
+        // would miss the records counted before.
+        if self.synced_epoch.load(Ordering::Acquire) == epoch {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        result
     }
 
     /// Writes everything back, marks the file closed cleanly and closes it.

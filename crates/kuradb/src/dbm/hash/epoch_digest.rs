@@ -19,6 +19,7 @@
 //! reads as live and the digest fails, which sends the restore one epoch
 //! back, as a torn record does.
 
+#[cfg(debug_assertions)]
 use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -48,35 +49,55 @@ impl Digest {
         self.count = self.count.wrapping_add(1);
         self.xor ^= hash;
     }
+
+    fn remove(&mut self, hash: u64) {
+        self.count = self.count.wrapping_sub(1);
+        self.xor ^= hash;
+    }
 }
 
-/// The records of the current epoch a writer wrote and has not given up,
-/// by offset.
+/// The digest of the records of the current epoch a writer wrote and has
+/// not given up, kept as it goes: a record taken out is xored out again, so
+/// no record is remembered. The caller hands back the hash a record was
+/// counted with when it takes it out (read from the record, which is still
+/// in place then). Debug builds also keep each counted hash by offset and
+/// check that every record taken out was counted with that hash, so that a
+/// path that miscounts fails the tests rather than sending a restore one
+/// epoch back.
 #[derive(Default)]
 pub(super) struct EpochRecords {
-    hashes: HashMap<u64, u64>,
+    digest: Digest,
+    #[cfg(debug_assertions)]
+    counted: HashMap<u64, u64>,
 }
 
 impl EpochRecords {
-    /// The record at `offset` now holds `key` and `value` (stored bytes).
-    pub(super) fn put(&mut self, offset: u64, key: &[u8], value: &[u8]) {
-        self.hashes.insert(offset, record_hash(offset, key, value));
+    /// Counts the record at `offset`, which hashes to `hash`
+    /// ([`record_hash`]).
+    pub(super) fn put(&mut self, offset: u64, hash: u64) {
+        #[cfg(debug_assertions)]
+        assert!(self.counted.insert(offset, hash).is_none(), "the record at {offset} is counted twice");
+        let _ = offset;
+        self.digest.add(hash);
     }
 
-    /// The record at `offset` no longer counts (replaced within the epoch,
-    /// or given up).
-    pub(super) fn forget(&mut self, offset: u64) {
-        self.hashes.remove(&offset);
+    /// The record at `offset`, counted with `hash`, no longer counts
+    /// (replaced within the epoch, or given up).
+    pub(super) fn forget(&mut self, offset: u64, hash: u64) {
+        #[cfg(debug_assertions)]
+        assert_eq!(self.counted.remove(&offset), Some(hash), "the record at {offset} taken out");
+        let _ = offset;
+        self.digest.remove(hash);
     }
 
     pub(super) fn digest(&self) -> Digest {
-        let mut digest = Digest::default();
-        self.hashes.values().for_each(|&h| digest.add(h));
-        digest
+        self.digest
     }
 
     pub(super) fn clear(&mut self) {
-        self.hashes.clear();
+        self.digest = Digest::default();
+        #[cfg(debug_assertions)]
+        self.counted.clear();
     }
 }
 
@@ -90,12 +111,16 @@ mod tests {
     #[test]
     fn the_digest_is_of_the_records_kept() {
         let mut records = EpochRecords::default();
-        records.put(128, b"k1", b"v1");
-        records.put(256, b"k2", b"v2");
-        records.put(384, b"k3", b"v3");
-        records.forget(256);
-        records.put(512, b"k4", b"old");
-        records.put(512, b"k4", b"new");
+        let put = |records: &mut EpochRecords, offset, key: &[u8], value: &[u8]| {
+            records.put(offset, record_hash(offset, key, value))
+        };
+        put(&mut records, 128, b"k1", b"v1");
+        put(&mut records, 256, b"k2", b"v2");
+        put(&mut records, 384, b"k3", b"v3");
+        records.forget(256, record_hash(256, b"k2", b"v2"));
+        put(&mut records, 512, b"k4", b"old");
+        records.forget(512, record_hash(512, b"k4", b"old"));
+        put(&mut records, 512, b"k4", b"new");
         let mut found = Digest::default();
         for (offset, key, value) in [(512, &b"k4"[..], &b"new"[..]), (128, b"k1", b"v1"), (384, b"k3", b"v3")]
         {

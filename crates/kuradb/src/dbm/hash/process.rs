@@ -82,7 +82,10 @@ impl State {
         let key = &*stored;
         let bucket = bucket_of(key, self.num_buckets);
         let _slot = self.slot(bucket).write();
-        let found = self.find_record(key, bucket, false)?;
+        // A node store's digest takes out the hash of a record of this epoch
+        // that is rewritten or given up: read with its value, the record
+        // need not be read again for it.
+        let found = self.find_record(key, bucket, self.epoch_records.is_some())?;
         let action = f(found.is_some());
         self.apply(Change::Record { key, bucket, found, action })
     }
