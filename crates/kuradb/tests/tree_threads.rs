@@ -162,8 +162,10 @@ fn readers_scan_while_writers_write() {
         let db =
             TreeDbm::open(dir.path().join("rw.kt"), Access::ReadWrite, &t::options(&spec, cmp, 96, 3, 4, 13))
                 .expect("open");
-        // Some records that are never touched: every scan must see them.
-        let fixed: Vec<Vec<u8>> = (0..20).map(|i| format!("k{:03}~fixed", i * 25).into_bytes()).collect();
+        // Some records that are never touched: every scan must see them. The
+        // last is above every key the writers touch (k000 to k499), so that
+        // a backward walk always has one above its start (see below).
+        let fixed: Vec<Vec<u8>> = (0..=20).map(|i| format!("k{:03}~fixed", i * 25).into_bytes()).collect();
         for k in &fixed {
             db.set(k, b"fixed").expect("set");
         }
@@ -218,7 +220,10 @@ fn readers_scan_while_writers_write() {
                             // never skips one of those. The record jump_lower found
                             // may be gone by the first get too, so the walk may
                             // start above `hi`, but not above the first fixed key
-                            // at or after it.
+                            // at or after it. Without a fixed key above `hi` the
+                            // walk could end at once: a removal of its first
+                            // record, with none left after it, leaves the cursor
+                            // past the last record.
                             let mut c = db.cursor();
                             c.jump_lower(&hi, Edge::Exclusive).expect("jump_lower");
                             let mut ceiling: Option<Vec<u8>> = fixed.iter().find(|f| **f >= hi).cloned();
