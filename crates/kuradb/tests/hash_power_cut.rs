@@ -103,3 +103,79 @@ fn a_power_cut_keeps_exactly_the_synchronized_state() {
         }
     }
 }
+
+/// A hard synchronization that failed after its device sync (at a void mark
+/// of a version its records replaced) made those records durable all the
+/// same: a later set must not rewrite one in place. Were it rewritten, a
+/// write torn inside (part of its sectors on the device, which the record's
+/// checksum refuses) would leave neither it nor the version it replaced,
+/// whose void mark may be on the device too.
+#[test]
+fn a_record_a_failed_synchronization_made_durable_is_not_rewritten_in_place() {
+    use kuradb::dbm::hash::RecordCrcMode;
+    use kuradb::file::{FaultKind, FileKind};
+    let keys: Vec<Vec<u8>> = (0..8).map(|i| format!("key{i}").into_bytes()).collect();
+    let mut failed_after_its_sync = 0;
+    for k in 0.. {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("h.kh");
+        let controls = Controls::default();
+        let options = HashOptions::default()
+            .file(FileSpec::new(FileKind::PositionalParallel))
+            .num_buckets(7)
+            .update_mode(UpdateMode::InPlace)
+            .record_crc_mode(RecordCrcMode::Crc32)
+            .wrap_file(Some(controls.wrapper()));
+        let db = HashDbm::open(&path, Access::ReadWrite, &options).expect("open");
+        // Every version is five bytes, so that a rewrite fits in place.
+        for key in &keys {
+            db.set(key, b"first").expect("set");
+        }
+        db.synchronize(Durability::Hard).expect("hard sync");
+        for key in &keys {
+            db.set(key, b"secnd").expect("set");
+        }
+        // A removal of a key replaced in this epoch orders the
+        // synchronization: the older versions' marks go after its device sync.
+        db.remove(&keys[0]).expect("remove");
+        let control = controls.last();
+        control.fail_nth_operation(k + 1, FaultKind::Io);
+        let syncs = control.hard_syncs();
+        let failed = db.synchronize(Durability::Hard).is_err();
+        control.heal();
+        if !failed {
+            break;
+        }
+        failed_after_its_sync += u32::from(control.hard_syncs() > syncs);
+        if keys[1..].iter().try_for_each(|key| db.set(key, b"third")).is_err() {
+            // The failed synchronization left the file refusing writes.
+            continue;
+        }
+        // The power goes after the OS wrote every change back, and each
+        // write since the last complete sync is torn inside.
+        control.power_cut_after_writeback();
+        drop(db);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let mut torn = 0;
+        for at in 0..bytes.len().saturating_sub(4) {
+            if &bytes[at..at + 5] == b"third" {
+                bytes[at + 4] = b'X';
+                torn += 1;
+            }
+        }
+        std::fs::write(&path, &bytes).expect("write");
+        let plain = options.clone().wrap_file(None);
+        let db = HashDbm::open(&path, Access::ReadWrite, &plain)
+            .unwrap_or_else(|e| panic!("fault at operation {k} of the sync: reopen: {e}"));
+        for key in &keys[1..] {
+            let value = db.get(key).unwrap_or_else(|e| panic!("fault at operation {k}: get: {e}"));
+            assert!(
+                matches!(value.as_deref(), Some(b"first" | b"secnd")),
+                "fault at operation {k} ({torn} rewrites torn): {} holds {:?}",
+                String::from_utf8_lossy(key),
+                value.map(|v| String::from_utf8_lossy(&v).into_owned())
+            );
+        }
+    }
+    assert!(failed_after_its_sync > 0, "no synchronization failed after its device sync");
+}

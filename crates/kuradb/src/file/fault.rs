@@ -267,6 +267,12 @@ impl FaultControl {
         self.counts.lock().writes
     }
 
+    /// How many hard synchronizations have reached the wrapped file (one
+    /// an injected fault refused does not count).
+    pub fn hard_syncs(&self) -> u64 {
+        self.counts.lock().hard_syncs
+    }
+
     /// How many injected faults have fired (refusals after a power cut or a
     /// failed hard synchronization do not count).
     pub fn fired(&self) -> u64 {

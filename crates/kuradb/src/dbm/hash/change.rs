@@ -153,11 +153,11 @@ impl State {
             self.data_size.fetch_add((key.len() + value.len()) as u64, Ordering::AcqRel);
             return Ok(());
         };
+        let counted = self.counted_hash(&f)?;
         self.data_size.fetch_add(value.len() as u64, Ordering::AcqRel);
         self.data_size.fetch_sub(f.header.value_size as u64, Ordering::AcqRel);
         let align = 1u64 << self.align_pow;
         let fits = record::size_for(self.width, align, key.len(), value.len()) <= f.header.size;
-        let counted = self.counted_hash(&f)?;
         // Only a record no hard synchronization has covered may be torn by a crash.
         if !self.appending && fits && f.header.epoch == self.epoch.load(Ordering::Acquire) {
             return ENCODED.with_borrow_mut(|buf| {
@@ -295,6 +295,11 @@ impl State {
             return Ok(Some(hash(&f.buf)));
         }
         let (_, whole) = self.read_record(f.offset, None, true)?;
+        // Read twice, the record could differ only on a device that lost
+        // a write between the reads.
+        if whole.len() < end {
+            return Err(self.broken(f.offset, "a record that changed between two reads"));
+        }
         Ok(Some(hash(&whole)))
     }
 

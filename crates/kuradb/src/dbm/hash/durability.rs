@@ -158,10 +158,14 @@ impl State {
         let two = ordered || tree;
         if two {
             self.file.synchronize(Durability::Hard).map_err(resettle)?;
+            // The epoch's records are durable from here, whatever fails
+            // below: `synchronize` closes the epoch, so that none of them
+            // is rewritten in place while the marks of what they replaced
+            // may reach the device.
+            self.synced_epoch.store(epoch, Ordering::Release);
             self.pool(&settled);
             self.mark_void_now(&between, &after)?;
             if tree {
-                self.synced_epoch.store(epoch, Ordering::Release);
                 self.write_header(true).inspect_err(|_| self.free.lock().doom_again(&after))?;
             }
         }
