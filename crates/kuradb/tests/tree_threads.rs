@@ -226,7 +226,11 @@ fn readers_scan_while_writers_write() {
                             // past the last record.
                             let mut c = db.cursor();
                             c.jump_lower(&hi, Edge::Exclusive).expect("jump_lower");
-                            let mut ceiling: Option<Vec<u8>> = fixed.iter().find(|f| **f >= hi).cloned();
+                            let mut ceiling: Vec<u8> = fixed
+                                .iter()
+                                .find(|f| **f >= hi)
+                                .cloned()
+                                .expect("a fixed key above every hi");
                             let mut seen_fixed = Vec::new();
                             let mut steps = 0;
                             while let Some((k, _)) = c.get().expect("cursor get") {
@@ -234,19 +238,17 @@ fn readers_scan_while_writers_write() {
                                     break;
                                 }
                                 steps += 1;
-                                if let Some(top) = &ceiling {
-                                    assert!(
-                                        k <= *top,
-                                        "{what}: a backward walk went from {} up to {}",
-                                        show(top),
-                                        show(&k)
-                                    );
-                                }
+                                assert!(
+                                    k <= ceiling,
+                                    "{what}: a backward walk went from {} up to {}",
+                                    show(&ceiling),
+                                    show(&k)
+                                );
                                 if fixed.contains(&k) {
                                     if k < hi && seen_fixed.last() != Some(&k) {
                                         seen_fixed.push(k.clone());
                                     }
-                                    ceiling = Some(k);
+                                    ceiling = k;
                                 }
                                 c.previous().expect("previous");
                             }
