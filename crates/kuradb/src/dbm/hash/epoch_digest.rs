@@ -17,7 +17,10 @@
 //! the epoch. A version replaced within the epoch is marked void before
 //! the sync and is not counted; if its mark did not reach the device, it
 //! reads as live and the digest fails, which sends the restore one epoch
-//! back, as a torn record does.
+//! back, as a torn record does. Never further than one epoch whose sync
+//! returned: records of the epoch after it prove it whole, and a digest
+//! that disagrees then is a miscount, taken as the epoch all the same
+//! (see `restore::last_whole_epoch`).
 
 #[cfg(debug_assertions)]
 use std::collections::HashMap;

@@ -448,7 +448,13 @@ fn each_record(
 /// The epoch a tree's node store is restored to: the one its header names
 /// synchronized, or, in a file with epoch digests, the next one if the
 /// header names it pending and every record of it is there as its digest
-/// says (see `epoch_digest.rs`).
+/// says (see `epoch_digest.rs`), or if a record of the epoch after it is
+/// there: a writer starts an epoch only once the device sync of the one
+/// before has returned, so that one is whole whatever its digest says.
+/// Going back past it then would be wrong, not merely cautious: the space
+/// of the versions it replaced goes back to the pool once that sync has
+/// returned, and the later records may have reused it. A digest that
+/// disagrees there means the writer miscounted; the restore says so.
 fn last_whole_epoch(file: &dyn File, header: &Header, end: u64) -> Result<u32> {
     let synced = header.synced_epoch;
     let Some((pending, digest)) =
@@ -456,13 +462,31 @@ fn last_whole_epoch(file: &dyn File, header: &Header, end: u64) -> Result<u32> {
     else {
         return Ok(synced);
     };
+    let next = pending.wrapping_add(1);
     let mut found = Digest::default();
+    let mut next_begun = false;
     each_record(file, header, end, |offset, h, buf| {
-        if h.epoch == pending && buf[0] != MAGIC_DICT && buf[0] != MAGIC_PAD && counted(h.live, h.value_size)
-        {
+        if buf[0] == MAGIC_PAD {
+            return;
+        }
+        next_begun |= h.epoch == next;
+        if h.epoch == pending && buf[0] != MAGIC_DICT && counted(h.live, h.value_size) {
             let key = &buf[h.header_size..h.header_size + h.key_size];
             found.add(record_hash(offset, key, &buf[h.header_size + h.key_size..]));
         }
     })?;
-    Ok(if found == digest { pending } else { synced })
+    if found == digest {
+        return Ok(pending);
+    }
+    if next_begun {
+        log::warn!(
+            "{}: epoch {pending} was synchronized (records of epoch {next} follow it), but its records \
+             disagree with the digest its header gives ({} records found, {} counted); restored to it",
+            file.path().display(),
+            found.count,
+            digest.count
+        );
+        return Ok(pending);
+    }
+    Ok(synced)
 }
