@@ -63,17 +63,12 @@ pub trait Ordered: Dbm {
     /// then reports why).
     fn holds(&self, spot: &Spot<Self::Place>) -> bool;
 
-    /// The record `step` places from `spot` (-1 or 1) when it can be found
-    /// without a seek, in the buffers of `recycled`; `None` when only a seek
-    /// can tell.
-    fn step_near(
-        &self,
-        spot: &Spot<Self::Place>,
-        step: isize,
-        recycled: &mut Option<Spot<Self::Place>>,
-    ) -> Option<Spot<Self::Place>> {
-        let _ = (spot, step, recycled);
-        None
+    /// Moves `spot` to the record `step` places from it (-1 or 1) when that
+    /// can be found without a seek, and answers whether it did; `spot` is
+    /// left as it was when only a seek can tell.
+    fn step_near(&self, spot: &mut Spot<Self::Place>, step: isize) -> bool {
+        let _ = (spot, step);
+        false
     }
 }
 
@@ -109,15 +104,11 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
     /// Moves from the current record: `step` 1 to the next, -1 to the
     /// previous, 0 to the record itself or, if it is gone, the next one.
     fn step(&mut self, step: isize) -> Result<()> {
-        let Some(at) = &self.at else { return Ok(()) };
-        if step == 0 && self.db.holds(at) {
+        let Some(at) = &mut self.at else { return Ok(()) };
+        if step == 0 && self.db.holds(at) || step != 0 && self.db.step_near(at, step) {
             return Ok(());
         }
-        let near = if step == 0 { None } else { self.db.step_near(at, step, &mut self.spare) };
-        let found = match near {
-            Some(spot) => Some(spot),
-            None => self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take())?,
-        };
+        let found = self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take())?;
         self.spare = std::mem::replace(&mut self.at, found);
         Ok(())
     }

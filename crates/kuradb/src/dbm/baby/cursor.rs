@@ -112,19 +112,23 @@ impl Ordered for BabyDbm {
     }
 
     /// Within the leaf, while it is unchanged since and the record is in it.
-    fn step_near(
-        &self,
-        spot: &Spot<LeafPlace>,
-        step: isize,
-        recycled: &mut Option<Spot<LeafPlace>>,
-    ) -> Option<Spot<LeafPlace>> {
-        let at = &spot.place;
+    fn step_near(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
+        let Spot { key, value, place: at } = spot;
         let slot = at.leaf.slot.read();
         if slot.version != at.version {
-            return None;
+            return false;
         }
-        let index = at.index.checked_add_signed(step).filter(|&i| i < slot.leaf.len())?;
-        Some(LeafPlace::spot(&slot, &at.leaf, index, recycled.take()))
+        let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < slot.leaf.len()) else {
+            return false;
+        };
+        let (k, v) = slot.leaf.record(index);
+        key.clear();
+        key.extend_from_slice(k);
+        value.clear();
+        value.extend_from_slice(decode_value(v));
+        drop(slot);
+        at.index = index;
+        true
     }
 }
 

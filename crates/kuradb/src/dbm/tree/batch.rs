@@ -176,7 +176,7 @@ impl Tree {
         let answered = {
             let mut slots: Vec<Option<RwLockReadGuard<'_, Slot>>> = run.leaves.iter().map(|_| None).collect();
             for l in order {
-                slots[l] = run.leaves[l].cell.as_ref().map(|cell| cell.slot.read());
+                slots[l] = run.leaves[l].cell.as_ref().map(|cell| cell.read());
             }
             run.leaf_of.iter().enumerate().try_for_each(|(i, at)| {
                 let l = at.expect("every key of the call was routed");
@@ -243,7 +243,7 @@ impl Tree {
                 return Ok(id);
             }
             let cell = self.load(id)?;
-            id = match &cell.slot.read().node {
+            id = match &cell.read().node {
                 Node::Inner(inner) => inner.children[inner.keys.child_index(&Probe::new(key, self.cmp))],
                 Node::Leaf(_) => return Ok(id),
             };

@@ -10,11 +10,12 @@
 //! the same node wait for it.
 
 use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::page::{node_key, FIGURES_KEY};
 use super::state::Tree;
@@ -70,32 +71,81 @@ pub(super) struct NodeCache {
 
 /// A cached node.
 pub(super) struct Cell {
-    pub slot: RwLock<Slot>,
+    slot: RwLock<Slot>,
+    /// Changes with every change of the node, made while its slot is
+    /// written, and is never the same for two loads of it, so a cursor that
+    /// saw this version may trust what it saw. Readable without the slot's
+    /// lock, so that a cursor checks the record it copied still holds with
+    /// one load (see [`super::cursor`]).
+    version: AtomicU64,
 }
 
 pub(super) struct Slot {
     pub node: Node,
     /// The node differs from the store.
     pub dirty: bool,
-    /// Changes with every change of the node and is never the same for two
-    /// loads of it, so a cursor that saw this version may trust what it saw.
-    pub version: u64,
 }
 
-impl Slot {
+impl Cell {
+    /// The node, held shared.
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, Slot> {
+        self.slot.read()
+    }
+
+    /// The node, held exclusively: a change made through it is marked by
+    /// [`SlotWrite::changed`].
+    pub(super) fn write(&self) -> SlotWrite<'_> {
+        SlotWrite { slot: self.slot.write(), version: &self.version }
+    }
+
+    /// The node's version (see [`Cell::version`](Cell#structfield.version)).
+    /// Read while the slot is held, it is the version of what the holder
+    /// sees; read without, it tells whether the node changed since a
+    /// version was seen.
+    pub(super) fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+}
+
+/// A cell's node held exclusively.
+pub(super) struct SlotWrite<'a> {
+    slot: RwLockWriteGuard<'a, Slot>,
+    version: &'a AtomicU64,
+}
+
+impl SlotWrite<'_> {
+    /// Marks the node changed: to be written back, and no longer as any
+    /// cursor saw it.
     pub(super) fn changed(&mut self) {
-        self.dirty = true;
-        self.version += 1;
+        self.slot.dirty = true;
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+impl Deref for SlotWrite<'_> {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        &self.slot
+    }
+}
+
+impl DerefMut for SlotWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Slot {
+        &mut self.slot
     }
 }
 
 /// Marks a cell that leaves the cache as changed, so that a cursor holding
 /// it (see [`super::cursor::LeafPlace`]) trusts it no more: the node's next
 /// load is another cell. Eviction drops only cells nobody holds, and so
-/// needs no mark.
+/// needs no mark. Marked with the slot held, so that a cursor stepping
+/// within the leaf (which holds it shared) sees the cell whole before the
+/// mark or not at all after.
 fn retire(cell: &Arc<Cell>) {
     if Arc::strong_count(cell) > 1 {
-        cell.slot.write().version += 1;
+        let _held = cell.slot.write();
+        cell.version.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -199,7 +249,10 @@ impl NodeCache {
 
     /// A new cell holding `node`.
     fn cell(&self, node: Node, dirty: bool) -> Arc<Cell> {
-        Arc::new(Cell { slot: RwLock::new(Slot { node, dirty, version: self.fresh_version() }) })
+        Arc::new(Cell {
+            slot: RwLock::new(Slot { node, dirty }),
+            version: AtomicU64::new(self.fresh_version()),
+        })
     }
 
     /// How many nodes are cached.
@@ -417,7 +470,7 @@ impl Tree {
     }
 
     fn write_back(&self, id: u64, cell: &Cell) -> Result<()> {
-        let mut slot = cell.slot.write();
+        let mut slot = cell.write();
         if slot.dirty {
             self.write_page(&node_key(id), |page| slot.node.encode(page))?;
             slot.dirty = false;

@@ -56,7 +56,7 @@ impl Tree {
                 Some(cell) => cell,
                 None => self.load(id)?,
             };
-            let slot = cell.slot.read();
+            let slot = cell.read();
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
@@ -73,7 +73,7 @@ impl Tree {
                 }
                 let (key, value) = leaf.record(index);
                 let place =
-                    LeafPlace { leaf: cell.clone(), tree: self.generation, version: slot.version, index };
+                    LeafPlace { leaf: cell.clone(), tree: self.generation, version: cell.version(), index };
                 return Ok(Some(Spot::fill(recycled, key, value, place)));
             }
             id = if forward { leaf.next } else { leaf.prev };
@@ -85,38 +85,45 @@ impl Tree {
     }
 
     /// Whether `spot`'s leaf is unchanged since, in this tree, so that the
-    /// record it saw is still there, as it saw it.
+    /// record it saw is still there, as it saw it. The leaf's version is
+    /// read without its lock: the spot holds a copy of the record, so
+    /// whether the leaf is changing at this moment does not matter, only
+    /// whether a change has been made since.
     fn unchanged(&self, spot: &Spot<LeafPlace>) -> bool {
         let at = &spot.place;
-        at.tree == self.generation && at.leaf.slot.read().version == at.version
+        at.tree == self.generation && at.leaf.version() == at.version
     }
 
-    /// The record `step` places (-1 or 1) from `spot` within its leaf, if
-    /// the leaf is unchanged since, in this tree, and the record is in it.
-    fn step_in_leaf(
-        &self,
-        spot: &Spot<LeafPlace>,
-        step: isize,
-        recycled: &mut Option<Spot<LeafPlace>>,
-    ) -> Option<Spot<LeafPlace>> {
-        let at = &spot.place;
+    /// Moves `spot` to the record `step` places (-1 or 1) from it within its
+    /// leaf, if the leaf is unchanged since, in this tree, and the record
+    /// is in it; answers whether it did. The spot keeps its hold on the
+    /// leaf: a walk through a leaf takes no hold of its own per record.
+    fn step_in_leaf(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
+        let Spot { key: seen_key, value: seen_value, place: at } = spot;
         if at.tree != self.generation {
-            return None;
+            return false;
         }
-        let slot = at.leaf.slot.read();
-        let Node::Leaf(leaf) = &slot.node else { return None };
-        if slot.version != at.version {
-            return None;
+        let slot = at.leaf.read();
+        let Node::Leaf(leaf) = &slot.node else { return false };
+        if at.leaf.version() != at.version {
+            return false;
         }
-        let index = at.index.checked_add_signed(step).filter(|&i| i < leaf.len())?;
+        let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
+            return false;
+        };
         // Only in order: a broken leaf must not send a walk round in a loop.
         let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
         let (key, value) = leaf.record(index);
-        if self.cmp.compare(key, &spot.key) != wanted {
-            return None;
+        if self.cmp.compare(key, seen_key) != wanted {
+            return false;
         }
-        let place = LeafPlace { leaf: at.leaf.clone(), tree: at.tree, version: at.version, index };
-        Some(Spot::fill(recycled.take(), key, value, place))
+        seen_key.clear();
+        seen_key.extend_from_slice(key);
+        seen_value.clear();
+        seen_value.extend_from_slice(value);
+        drop(slot);
+        at.index = index;
+        true
     }
 }
 
@@ -138,13 +145,8 @@ impl Ordered for TreeDbm {
         self.shared().is_ok_and(|t| t.unchanged(spot))
     }
 
-    fn step_near(
-        &self,
-        spot: &Spot<LeafPlace>,
-        step: isize,
-        recycled: &mut Option<Spot<LeafPlace>>,
-    ) -> Option<Spot<LeafPlace>> {
-        self.shared().ok()?.step_in_leaf(spot, step, recycled)
+    fn step_near(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
+        self.shared().is_ok_and(|t| t.step_in_leaf(spot, step))
     }
 }
 

@@ -75,9 +75,9 @@ impl Tree {
         f: &mut Processor<'_>,
     ) -> Result<bool> {
         if !writable {
-            return self.answer_read(&cell.slot.read().node, key, f).map(|()| false);
+            return self.answer_read(&cell.read().node, key, f).map(|()| false);
         }
-        let mut guard = cell.slot.write();
+        let mut guard = cell.write();
         let slot = &mut *guard;
         let Node::Leaf(leaf) = &mut slot.node else {
             return Err(self.broken("a leaf is an inner node".into()));
@@ -101,7 +101,7 @@ impl Tree {
             }
         }
         let unbalanced = self.unbalanced(leaf);
-        slot.changed();
+        guard.changed();
         Ok(unbalanced)
     }
 

@@ -46,7 +46,7 @@ impl Tree {
         for _ in 0..MAX_DEPTH * 4 {
             let mut path = Vec::new();
             let (id, cell) = self.descend(key, Some(&mut path))?;
-            let (over, under) = match &cell.slot.read().node {
+            let (over, under) = match &cell.read().node {
                 Node::Leaf(leaf) => (self.oversized(leaf), self.undersized(leaf)),
                 Node::Inner(_) => return Err(self.broken("a leaf is an inner node".into())),
             };
@@ -72,12 +72,12 @@ impl Tree {
     fn split_leaf(&self, path: &mut Vec<(u64, usize)>, id: u64, key: &[u8]) -> Result<()> {
         let cell = self.load(id)?;
         let _ancestors = self.hold(path)?;
-        let next = match &cell.slot.read().node {
+        let next = match &cell.read().node {
             Node::Leaf(leaf) => leaf.next,
             Node::Inner(_) => return Err(self.broken("a leaf is an inner node".into())),
         };
         let _next = if next != 0 { Some(self.load(next)?) } else { None };
-        let mut guard = cell.slot.write();
+        let mut guard = cell.write();
         let slot = &mut *guard;
         let Node::Leaf(leaf) = &mut slot.node else {
             return Err(self.broken("a leaf is an inner node".into()));
@@ -109,7 +109,7 @@ impl Tree {
         right.next = leaf.next;
         let old_next = leaf.next;
         leaf.next = new_id;
-        slot.changed();
+        guard.changed();
         let separator = right.key(0).to_vec();
         drop(guard);
         if old_next == 0 {
@@ -125,7 +125,7 @@ impl Tree {
 
     fn set_link(&self, id: u64, f: impl FnOnce(&mut Leaf)) -> Result<()> {
         let cell = self.load(id)?;
-        let mut slot = cell.slot.write();
+        let mut slot = cell.write();
         match &mut slot.node {
             Node::Leaf(leaf) => f(leaf),
             Node::Inner(_) => return Err(self.broken(format!("leaf link {id} is an inner node"))),
@@ -156,10 +156,11 @@ impl Tree {
             return Ok(());
         };
         let cell = self.load(parent)?;
-        let mut guard = cell.slot.write();
-        let slot = &mut *guard;
-        slot.changed();
-        let Node::Inner(inner) = &mut slot.node else { return Err(self.broken("a parent is a leaf".into())) };
+        let mut guard = cell.write();
+        guard.changed();
+        let Node::Inner(inner) = &mut guard.node else {
+            return Err(self.broken("a parent is a leaf".into()));
+        };
         inner.keys.insert(i, &key);
         inner.children.insert(i + 1, right);
         if inner.children.len() <= self.max_branches {
@@ -183,7 +184,7 @@ impl Tree {
         let Some(&(parent, i)) = path.last() else { return Ok(()) };
         let parent_cell = self.load(parent)?;
         let (left, right, sep) = {
-            let slot = parent_cell.slot.read();
+            let slot = parent_cell.read();
             let Node::Inner(inner) = &slot.node else { return Err(self.broken("a parent is a leaf".into())) };
             if i > 0 {
                 (inner.children[i - 1], id, i - 1)
@@ -194,14 +195,14 @@ impl Tree {
             }
         };
         let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
-        let next = match &right_cell.slot.read().node {
+        let next = match &right_cell.read().node {
             Node::Leaf(r) => r.next,
             Node::Inner(_) => return Err(self.broken("a leaf's neighbour is an inner node".into())),
         };
         let _next = if next != 0 { Some(self.load(next)?) } else { None };
         {
-            let mut ls = left_cell.slot.write();
-            let mut rs = right_cell.slot.write();
+            let mut ls = left_cell.write();
+            let mut rs = right_cell.write();
             let (Node::Leaf(l), Node::Leaf(r)) = (&mut ls.node, &mut rs.node) else {
                 return Err(self.broken("a leaf's neighbour is an inner node".into()));
             };
@@ -219,7 +220,7 @@ impl Tree {
             self.set_link(next, |l| l.prev = left)?;
         }
         {
-            let mut slot = parent_cell.slot.write();
+            let mut slot = parent_cell.write();
             if let Node::Inner(inner) = &mut slot.node {
                 inner.keys.remove(sep);
                 inner.children.remove(sep + 1);
@@ -237,7 +238,7 @@ impl Tree {
     /// neighbour under the same parent if the two fit in one.
     fn shrink_inner(&self, path: &mut Vec<(u64, usize)>, id: u64) -> Result<()> {
         let cell = self.load(id)?;
-        let (children, only) = match &cell.slot.read().node {
+        let (children, only) = match &cell.read().node {
             Node::Inner(inner) => (inner.children.len(), inner.children[0]),
             Node::Leaf(_) => return Ok(()),
         };
@@ -257,7 +258,7 @@ impl Tree {
         }
         let parent_cell = self.load(parent)?;
         let (left, right, sep_at, sep) = {
-            let slot = parent_cell.slot.read();
+            let slot = parent_cell.read();
             let Node::Inner(p) = &slot.node else { return Err(self.broken("a parent is a leaf".into())) };
             if i > 0 {
                 (p.children[i - 1], id, i - 1, p.keys[i - 1].to_vec())
@@ -269,8 +270,8 @@ impl Tree {
         };
         let (left_cell, right_cell) = (self.load(left)?, self.load(right)?);
         {
-            let mut ls = left_cell.slot.write();
-            let mut rs = right_cell.slot.write();
+            let mut ls = left_cell.write();
+            let mut rs = right_cell.write();
             let (Node::Inner(l), Node::Inner(r)) = (&mut ls.node, &mut rs.node) else {
                 return Err(self.broken("an inner node's neighbour is a leaf".into()));
             };
@@ -284,7 +285,7 @@ impl Tree {
         }
         drop((left_cell, right_cell));
         {
-            let mut slot = parent_cell.slot.write();
+            let mut slot = parent_cell.write();
             if let Node::Inner(p) = &mut slot.node {
                 p.keys.remove(sep_at);
                 p.children.remove(sep_at + 1);

@@ -70,7 +70,7 @@ impl Tree {
                 );
             }
             let cell = self.load(id)?;
-            let slot = cell.slot.read();
+            let slot = cell.read();
             let Node::Leaf(leaf) = &slot.node else {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };

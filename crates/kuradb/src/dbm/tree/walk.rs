@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::cache::{Cell, Slot};
+use super::cache::{Cell, SlotWrite};
 use super::state::Tree;
 use super::MAX_DEPTH;
 use crate::dbm::tree_node::{Inner, Node, Probe, INNER_BASE};
@@ -30,7 +30,7 @@ impl Tree {
         let mut path = path;
         for _ in 0..MAX_DEPTH {
             let cell = self.load(id)?;
-            let next = match &cell.slot.read().node {
+            let next = match &cell.read().node {
                 Node::Leaf(_) => None,
                 Node::Inner(inner) => {
                     let i = self.child_index(inner, key);
@@ -58,13 +58,13 @@ impl Tree {
     /// exclusively. Keys out of order along the leaves (a damaged file) are
     /// a broken-data error: a rebuild copying them would bring back a
     /// record a lookup had removed, or drop one.
-    pub(super) fn each_leaf(&self, mut f: impl FnMut(&mut Slot) -> Result<()>) -> Result<()> {
+    pub(super) fn each_leaf(&self, mut f: impl FnMut(&mut SlotWrite<'_>) -> Result<()>) -> Result<()> {
         let mut id = self.meta.lock().first;
         let mut steps = 0u64;
         let mut last: Option<Vec<u8>> = None;
         while id != 0 {
             let cell = self.load(id)?;
-            let mut slot = cell.slot.write();
+            let mut slot = cell.write();
             // Within a leaf the keys rise: every load checks that
             // (`Node::decode`), and changes in memory keep it. Only the step
             // from one leaf to the next is left to check.
@@ -100,7 +100,7 @@ impl Tree {
     /// lookup would miss them where a copy would take them).
     pub(super) fn each_leaf_below_root(
         &self,
-        mut f: impl FnMut(&mut Slot) -> Result<()>,
+        mut f: impl FnMut(&mut SlotWrite<'_>) -> Result<()>,
     ) -> Result<Vec<u64>> {
         let meta = *self.meta.lock();
         let nodes = meta.next_leaf + meta.next_inner.saturating_sub(INNER_BASE);
@@ -114,7 +114,7 @@ impl Tree {
                 return Err(self.broken("its nodes loop".into()));
             }
             let cell = self.load(id)?;
-            let mut slot = cell.slot.write();
+            let mut slot = cell.write();
             match &slot.node {
                 Node::Leaf(leaf) => {
                     // The keys rise within the leaf (checked at every load),

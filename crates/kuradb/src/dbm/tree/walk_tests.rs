@@ -13,7 +13,7 @@ fn misplaced_key() -> (tempfile::TempDir, TreeDbm) {
     db.exclusive(|tree| {
         let first = tree.meta.lock().first;
         let cell = tree.load(first)?;
-        let mut slot = cell.slot.write();
+        let mut slot = cell.write();
         let Node::Leaf(leaf) = &mut slot.node else { panic!("the first leaf is an inner node") };
         leaf.push(b"zzz", b"stray");
         slot.changed();
