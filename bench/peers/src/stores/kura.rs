@@ -138,11 +138,14 @@ impl Reader for KuraReader<'_> {
         let mut cursor = self.0.iter()?;
         cursor.jump(start)?;
         let mut bytes = 0;
-        for _ in 0..count {
+        for i in 0..count {
+            // No step past the last record asked for.
+            if i > 0 {
+                cursor.next()?;
+            }
             if !cursor.read(&mut |key, value| bytes += key.len() + value.len())? {
                 break;
             }
-            cursor.next()?;
         }
         Ok(Some(bytes))
     }

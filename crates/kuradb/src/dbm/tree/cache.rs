@@ -197,6 +197,18 @@ impl Shard {
     }
 }
 
+impl Drop for NodeCache {
+    /// The cells cursors still hold leave with the cache: their tree was
+    /// closed, or replaced by a rebuild (which closes the old tree before it
+    /// lets the new one be used). A cursor checks its cell without the
+    /// tree's lock, so the cell itself must say it no longer holds.
+    fn drop(&mut self) {
+        for lock in &mut self.shards {
+            lock.shard.get_mut().cells.iter().flatten().for_each(|(_, cell)| retire(cell));
+        }
+    }
+}
+
 impl NodeCache {
     /// A cache of `max_cached_pages` nodes in all, at most three quarters
     /// of them leaves, `protected_percent` of each shard's share at most

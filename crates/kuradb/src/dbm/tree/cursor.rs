@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::cache::Cell;
 use super::state::Tree;
+use super::KeyComparator;
 use super::TreeDbm;
 use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
 use crate::dbm::tree_node::Node;
@@ -18,17 +19,18 @@ use crate::error::Result;
 pub type TreeCursor<'a> = OrderedCursor<'a, TreeDbm>;
 
 /// Where a cursor saw a record: record `index` of the leaf in `leaf`, whose
-/// version was `version`, in the tree opened as `tree`.
+/// version was `version`, in a tree ordered by `cmp`.
 ///
 /// Holding the leaf's cell, rather than its id, spares a walk the node
 /// cache's lookup (a shard lock and a table probe) at every step, and keeps
 /// the leaf cached while the cursor is on it: eviction passes held cells by.
-/// A cell leaves the cache while held only by a discard or a clear, which
-/// raise its version ([`super::cache`]), or with its tree at a close, which
-/// `tree` tells.
+/// A cell leaves the cache while held only by a discard or a clear, or with
+/// its tree at a close or a rebuild, and each raises its version
+/// ([`super::cache`]). So the cell alone tells whether the record holds, and
+/// a step within the leaf takes no hold of the tree.
 pub struct LeafPlace {
     leaf: Arc<Cell>,
-    tree: u64,
+    cmp: KeyComparator,
     version: u64,
     index: usize,
 }
@@ -72,8 +74,7 @@ impl Tree {
                     }
                 }
                 let (key, value) = leaf.record(index);
-                let place =
-                    LeafPlace { leaf: cell.clone(), tree: self.generation, version: cell.version(), index };
+                let place = LeafPlace { leaf: cell.clone(), cmp: self.cmp, version: cell.version(), index };
                 return Ok(Some(Spot::fill(recycled, key, value, place)));
             }
             id = if forward { leaf.next } else { leaf.prev };
@@ -83,48 +84,46 @@ impl Tree {
         }
         Err(self.broken("the leaves' links loop".into()))
     }
+}
 
-    /// Whether `spot`'s leaf is unchanged since, in this tree, so that the
-    /// record it saw is still there, as it saw it. The leaf's version is
-    /// read without its lock: the spot holds a copy of the record, so
-    /// whether the leaf is changing at this moment does not matter, only
-    /// whether a change has been made since.
-    fn unchanged(&self, spot: &Spot<LeafPlace>) -> bool {
-        let at = &spot.place;
-        at.tree == self.generation && at.leaf.version() == at.version
+impl LeafPlace {
+    /// Whether the leaf is unchanged since, so that the record seen is
+    /// still there, as it was seen. The version is read without the leaf's
+    /// lock: the spot holds a copy of the record, so whether the leaf is
+    /// changing at this moment does not matter, only whether a change has
+    /// been made since.
+    fn holds(&self) -> bool {
+        self.leaf.version() == self.version
     }
+}
 
-    /// Moves `spot` to the record `step` places (-1 or 1) from it within its
-    /// leaf, if the leaf is unchanged since, in this tree, and the record
-    /// is in it; answers whether it did. The spot keeps its hold on the
-    /// leaf: a walk through a leaf takes no hold of its own per record.
-    fn step_in_leaf(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
-        let Spot { key: seen_key, value: seen_value, place: at } = spot;
-        if at.tree != self.generation {
-            return false;
-        }
-        let slot = at.leaf.read();
-        let Node::Leaf(leaf) = &slot.node else { return false };
-        if at.leaf.version() != at.version {
-            return false;
-        }
-        let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
-            return false;
-        };
-        // Only in order: a broken leaf must not send a walk round in a loop.
-        let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
-        let (key, value) = leaf.record(index);
-        if self.cmp.compare(key, seen_key) != wanted {
-            return false;
-        }
-        seen_key.clear();
-        seen_key.extend_from_slice(key);
-        seen_value.clear();
-        seen_value.extend_from_slice(value);
-        drop(slot);
-        at.index = index;
-        true
+/// Moves `spot` to the record `step` places (-1 or 1) from it within its
+/// leaf, if the leaf is unchanged since and the record is in it; answers
+/// whether it did. The spot keeps its hold on the leaf: a walk through a
+/// leaf takes no hold of its own per record.
+fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
+    let Spot { key: seen_key, value: seen_value, place: at } = spot;
+    let slot = at.leaf.read();
+    let Node::Leaf(leaf) = &slot.node else { return false };
+    if at.leaf.version() != at.version {
+        return false;
     }
+    let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
+        return false;
+    };
+    // Only in order: a broken leaf must not send a walk round in a loop.
+    let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
+    let (key, value) = leaf.record(index);
+    if at.cmp.compare(key, seen_key) != wanted {
+        return false;
+    }
+    seen_key.clear();
+    seen_key.extend_from_slice(key);
+    seen_value.clear();
+    seen_value.extend_from_slice(value);
+    drop(slot);
+    at.index = index;
+    true
 }
 
 impl Ordered for TreeDbm {
@@ -140,13 +139,14 @@ impl Ordered for TreeDbm {
         self.shared()?.seek(forward, key, inclusive, recycled)
     }
 
-    /// False on a closed database too: the seek that follows says so.
+    /// False on a closed database too (its cells are retired), and in a
+    /// process the database does not work in: the seek that follows says so.
     fn holds(&self, spot: &Spot<LeafPlace>) -> bool {
-        self.shared().is_ok_and(|t| t.unchanged(spot))
+        self.owner.is_current() && spot.place.holds()
     }
 
     fn step_near(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
-        self.shared().is_ok_and(|t| t.step_in_leaf(spot, step))
+        self.owner.is_current() && step_in_leaf(spot, step)
     }
 }
 

@@ -29,13 +29,7 @@ pub(super) struct Tree {
     pub cache: NodeCache,
     pub node_reads: NodeReads,
     pub healthy: AtomicBool,
-    /// Unique to this open of the tree in the process: a cursor's place
-    /// from an earlier open (its cells are not this cache's) never holds.
-    pub generation: u64,
 }
-
-/// The source of [`Tree::generation`]s.
-static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
 impl Tree {
     pub(super) fn open(path: &Path, access: Access, o: &TreeOptions) -> Result<Tree> {
@@ -54,7 +48,6 @@ impl Tree {
             cache: NodeCache::new(o.max_cached_pages, o.cached_pages_protected_percent),
             node_reads: NodeReads::default(),
             healthy: AtomicBool::new(true),
-            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
         };
         match tree.read_page(FIGURES_KEY, |bytes| decode_meta(bytes, path))? {
             Some(stored) => {
