@@ -438,6 +438,61 @@ fn a_spoiled_digest_goes_back_one_epoch_but_never_past_a_synchronized_one() {
     db.close().expect("close");
 }
 
+/// A copy of a tree, opened and written to, then crashed after its first
+/// hard synchronization and more writes, restores to that synchronization:
+/// the epoch its writer synchronized is the one after the copy's, never the
+/// copy's own, whose replaced versions that synchronization gave back to
+/// the pool. Both how copies name their epoch now and how a restore reads
+/// a copy made before (whose writer skipped an epoch) are covered: the
+/// second copy's header is set back as such a copy's was.
+#[test]
+fn a_copy_reopened_never_goes_back_past_its_first_hard_synchronization() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options =
+        t::options(&FileSpec::new(FileKind::PositionalParallel), KeyComparator::Lexical, 128, 4, 8, 31);
+    let key = |i: u32| format!("{i:03}").into_bytes();
+    let fill = |db: &TreeDbm, value: &[u8]| {
+        let mut model = Model::new();
+        for i in 0..200 {
+            db.set(&key(i), value).expect("set");
+            model.insert(key(i), value.to_vec());
+        }
+        model
+    };
+    for skipped_epoch in [false, true] {
+        let (path, copy, crashed) =
+            (dir.path().join("t.kt"), dir.path().join("c.kt"), dir.path().join("x.kt"));
+        let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
+        fill(&db, b"first");
+        db.synchronize(Durability::Hard).expect("hard sync");
+        db.copy_file_data(&copy, Durability::Hard).expect("copy");
+        db.close().expect("close");
+        std::fs::remove_file(&path).expect("remove");
+        if skipped_epoch {
+            // The epoch (byte 88) one past the synchronized one (byte 92).
+            let mut b = std::fs::read(&copy).expect("read the copy");
+            let synced = u32::from_le_bytes(b[92..96].try_into().expect("four bytes"));
+            b[88..92].copy_from_slice(&(synced + 1).to_le_bytes());
+            let crc = crc32fast::hash(&b[64..124]);
+            b[124..128].copy_from_slice(&crc.to_le_bytes());
+            std::fs::write(&copy, &b).expect("write the copy");
+        }
+        let db = TreeDbm::open(&copy, Access::ReadWrite, &options).expect("open the copy");
+        let second = fill(&db, b"second");
+        db.synchronize(Durability::Hard).expect("hard sync");
+        fill(&db, b"third");
+        std::fs::copy(&copy, &crashed).expect("copy the open file");
+        drop(db);
+        let db = TreeDbm::open(&crashed, Access::ReadWrite, &options).expect("open the crashed copy");
+        t::compare(&db, &second, KeyComparator::Lexical)
+            .unwrap_or_else(|e| panic!("skipped epoch {skipped_epoch}: {e}"));
+        db.close().expect("close");
+        for p in [&copy, &crashed] {
+            std::fs::remove_file(p).expect("remove");
+        }
+    }
+}
+
 /// A hard synchronization that fails at its k-th file operation, then a
 /// power cut: for every k, the tree must reopen as it was synchronized
 /// before, or as the failed synchronization would have made it.

@@ -230,8 +230,14 @@ impl State {
         crate::dbm::copy_file_to(self.file.as_ref(), dest, hard, |at, buf| {
             if at == 0 {
                 // The copy is closed cleanly whatever this file's state says.
-                let clean = self.header(false).encode_state();
-                buf[header::SIZE / 2..header::SIZE].copy_from_slice(&clean);
+                let mut clean = self.header(false);
+                if self.writable {
+                    // Synchronized just now, with nothing written since: no
+                    // record is of a later epoch, and the copy's writer
+                    // begins the next, as after a close.
+                    clean.epoch = clean.synced_epoch;
+                }
+                buf[header::SIZE / 2..header::SIZE].copy_from_slice(&clean.encode_state());
             }
         })
     }

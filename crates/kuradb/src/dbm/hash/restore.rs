@@ -446,10 +446,13 @@ fn each_record(
 }
 
 /// The epoch a tree's node store is restored to: the one its header names
-/// synchronized, or, in a file with epoch digests, the next one if the
-/// header names it pending and every record of it is there as its digest
-/// says (see `epoch_digest.rs`), or if a record of the epoch after it is
-/// there: a writer starts an epoch only once the device sync of the one
+/// synchronized, or, in a file with epoch digests, the later one the header
+/// names pending if every record of it is there as its digest says (see
+/// `epoch_digest.rs`), or if a record of the epoch after it is there. The
+/// pending epoch is the synchronized one's next, but in a copy made before
+/// copies named their epoch right: its writer skipped one, of which the
+/// file has no record. A record of the epoch after the pending one is
+/// proof: a writer starts an epoch only once the device sync of the one
 /// before has returned, so that one is whole whatever its digest says.
 /// Going back past it then would be wrong, not merely cautious: the space
 /// of the versions it replaced goes back to the pool once that sync has
@@ -457,9 +460,7 @@ fn each_record(
 /// disagrees there means the writer miscounted; the restore says so.
 fn last_whole_epoch(file: &dyn File, header: &Header, end: u64) -> Result<u32> {
     let synced = header.synced_epoch;
-    let Some((pending, digest)) =
-        header.pending.filter(|&(p, _)| synced != u32::MAX && p == synced.wrapping_add(1))
-    else {
+    let Some((pending, digest)) = header.pending.filter(|&(p, _)| p > synced) else {
         return Ok(synced);
     };
     let next = pending.wrapping_add(1);

@@ -65,7 +65,7 @@ impl ShardLock {
 
 pub(super) struct NodeCache {
     shards: Vec<ShardLock>,
-    /// The source of [`Slot::version`]s.
+    /// The source of [`Cell`]s' versions.
     versions: AtomicU64,
 }
 
