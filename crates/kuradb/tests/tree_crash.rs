@@ -375,17 +375,38 @@ fn a_crash_between_synchronizations_restores_the_last_hard_one() {
     t::compare(&db, &model, KeyComparator::Lexical).expect("the hard-synchronized tree");
 }
 
+/// Sets 200 keys to `value` in a tree with tiny pages and a small node
+/// cache (so that sets write nodes out); answers what the tree holds.
+fn fill(db: &TreeDbm, value: &[u8]) -> Model {
+    let mut model = Model::new();
+    for i in 0..200u32 {
+        let key = format!("{i:03}").into_bytes();
+        db.set(&key, value).expect("set");
+        model.insert(key, value.to_vec());
+    }
+    model
+}
+
+/// Changes the second half of the header of the tree file at `path` (its
+/// bytes 64 to 123, as `edit` is given them) and its checksum to match.
+fn edit_header_state<R>(path: &Path, edit: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut b = std::fs::read(path).expect("read the file");
+    let answer = edit(&mut b[64..124]);
+    let crc = crc32fast::hash(&b[64..124]);
+    b[124..128].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(path, &b).expect("write the file");
+    answer
+}
+
 /// Spoils the digest a crashed tree's header gives for the epoch it was
 /// synchronizing, as a writer that miscounted would have written it, and
 /// answers which epoch it names.
 fn spoil_pending_digest(path: &Path) -> u32 {
-    let mut b = std::fs::read(path).expect("read the copy");
-    assert_eq!(b[120], 1, "the header names no epoch with a digest");
-    b[104] ^= 1;
-    let crc = crc32fast::hash(&b[64..124]);
-    b[124..128].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(path, &b).expect("write the copy");
-    u32::from_le_bytes(b[112..116].try_into().expect("four bytes"))
+    edit_header_state(path, |state| {
+        assert_eq!(state[56], 1, "the header names no epoch with a digest");
+        state[40] ^= 1;
+        u32::from_le_bytes(state[48..52].try_into().expect("four bytes"))
+    })
 }
 
 /// A restore checks the digest of the epoch a crash may have cut short, and
@@ -405,15 +426,6 @@ fn a_spoiled_digest_goes_back_one_epoch_but_never_past_a_synchronized_one() {
     let options =
         t::options(&FileSpec::new(FileKind::PositionalParallel), KeyComparator::Lexical, 128, 4, 8, 31);
     let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("open");
-    let key = |i: u32| format!("{i:03}").into_bytes();
-    let fill = |db: &TreeDbm, value: &[u8]| {
-        let mut model = Model::new();
-        for i in 0..200 {
-            db.set(&key(i), value).expect("set");
-            model.insert(key(i), value.to_vec());
-        }
-        model
-    };
     let first = fill(&db, b"first");
     db.synchronize(Durability::Hard).expect("hard sync");
     let second = fill(&db, b"second");
@@ -450,15 +462,6 @@ fn a_copy_reopened_never_goes_back_past_its_first_hard_synchronization() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options =
         t::options(&FileSpec::new(FileKind::PositionalParallel), KeyComparator::Lexical, 128, 4, 8, 31);
-    let key = |i: u32| format!("{i:03}").into_bytes();
-    let fill = |db: &TreeDbm, value: &[u8]| {
-        let mut model = Model::new();
-        for i in 0..200 {
-            db.set(&key(i), value).expect("set");
-            model.insert(key(i), value.to_vec());
-        }
-        model
-    };
     for skipped_epoch in [false, true] {
         let (path, copy, crashed) =
             (dir.path().join("t.kt"), dir.path().join("c.kt"), dir.path().join("x.kt"));
@@ -470,12 +473,10 @@ fn a_copy_reopened_never_goes_back_past_its_first_hard_synchronization() {
         std::fs::remove_file(&path).expect("remove");
         if skipped_epoch {
             // The epoch (byte 88) one past the synchronized one (byte 92).
-            let mut b = std::fs::read(&copy).expect("read the copy");
-            let synced = u32::from_le_bytes(b[92..96].try_into().expect("four bytes"));
-            b[88..92].copy_from_slice(&(synced + 1).to_le_bytes());
-            let crc = crc32fast::hash(&b[64..124]);
-            b[124..128].copy_from_slice(&crc.to_le_bytes());
-            std::fs::write(&copy, &b).expect("write the copy");
+            edit_header_state(&copy, |state| {
+                let synced = u32::from_le_bytes(state[28..32].try_into().expect("four bytes"));
+                state[24..28].copy_from_slice(&(synced + 1).to_le_bytes());
+            });
         }
         let db = TreeDbm::open(&copy, Access::ReadWrite, &options).expect("open the copy");
         let second = fill(&db, b"second");
