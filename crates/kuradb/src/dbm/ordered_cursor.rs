@@ -33,12 +33,20 @@ impl<P> Spot<P> {
 
     /// Puts `key` and `value` seen at `place` in these buffers.
     pub(crate) fn refill(&mut self, key: &[u8], value: &[u8], place: P) {
-        self.key.clear();
-        self.key.extend_from_slice(key);
-        self.value.clear();
-        self.value.extend_from_slice(value);
+        copy_record((&mut self.key, &mut self.value), key, value);
         self.place = place;
     }
+}
+
+/// Copies `key` and `value` into a spot's key and value buffers, which keep
+/// their room: for a database that moves a spot within the place it holds,
+/// which stays borrowed meanwhile.
+pub(crate) fn copy_record(buffers: (&mut Vec<u8>, &mut Vec<u8>), key: &[u8], value: &[u8]) {
+    let (key_buf, value_buf) = buffers;
+    key_buf.clear();
+    key_buf.extend_from_slice(key);
+    value_buf.clear();
+    value_buf.extend_from_slice(value);
 }
 
 /// What an ordered cursor needs of its database.

@@ -6,7 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::{decode_value, BabyDbm, Inner, LeafCell, Node, Slot};
-use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{copy_record, Ordered, OrderedCursor, Spot};
 use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
@@ -122,10 +122,7 @@ impl Ordered for BabyDbm {
             return false;
         };
         let (k, v) = slot.leaf.record(index);
-        key.clear();
-        key.extend_from_slice(k);
-        value.clear();
-        value.extend_from_slice(decode_value(v));
+        copy_record((key, value), k, decode_value(v));
         drop(slot);
         at.index = index;
         true

@@ -8,7 +8,7 @@ use super::cache::Cell;
 use super::state::Tree;
 use super::KeyComparator;
 use super::TreeDbm;
-use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{copy_record, Ordered, OrderedCursor, Spot};
 use crate::dbm::tree_node::Node;
 use crate::error::Result;
 
@@ -117,10 +117,7 @@ fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
     if at.cmp.compare(key, seen_key) != wanted {
         return false;
     }
-    seen_key.clear();
-    seen_key.extend_from_slice(key);
-    seen_value.clear();
-    seen_value.extend_from_slice(value);
+    copy_record((seen_key, seen_value), key, value);
     drop(slot);
     at.index = index;
     true
