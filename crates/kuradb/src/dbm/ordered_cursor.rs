@@ -78,6 +78,21 @@ pub trait Ordered: Dbm {
         let _ = (spot, step);
         false
     }
+
+    /// The record `step` places (-1 or 1) from `spot`, where
+    /// [`Ordered::step_near`] could not move: by default a seek past its key.
+    /// A database that can tell from the place where the neighbouring
+    /// records are (the next leaf, for a walk off a leaf's end) starts
+    /// there rather than from the top. The answer comes in the buffers of
+    /// `recycled` if given.
+    fn step_far(
+        &self,
+        spot: &Spot<Self::Place>,
+        step: isize,
+        recycled: Option<Spot<Self::Place>>,
+    ) -> Result<Option<Spot<Self::Place>>> {
+        self.seek(step > 0, Some(&spot.key), false, recycled)
+    }
 }
 
 /// A position in an ordered database: the key of its record, as last seen.
@@ -111,12 +126,18 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
 
     /// Moves from the current record: `step` 1 to the next, -1 to the
     /// previous, 0 to the record itself or, if it is gone, the next one.
-    fn step(&mut self, step: isize) -> Result<()> {
+    /// What it reads of the database is a scan's read (see [`ScanScope`])
+    /// if `scan`; a move in place reads no cache, and so marks nothing.
+    fn step(&mut self, step: isize, scan: bool) -> Result<()> {
         let Some(at) = &mut self.at else { return Ok(()) };
         if step == 0 && self.db.holds(at) || step != 0 && self.db.step_near(at, step) {
             return Ok(());
         }
-        let found = self.db.seek(step >= 0, Some(at.key.as_slice()), step == 0, self.spare.take())?;
+        let _scan = scan.then(ScanScope::enter);
+        let found = match step {
+            0 => self.db.seek(true, Some(at.key.as_slice()), true, self.spare.take())?,
+            _ => self.db.step_far(at, step, self.spare.take())?,
+        };
         self.spare = std::mem::replace(&mut self.at, found);
         Ok(())
     }
@@ -128,7 +149,7 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
 
     /// The key of the record at the position, as it is now.
     fn current_key(&mut self) -> Result<Option<&[u8]>> {
-        self.step(0)?;
+        self.step(0, false)?;
         Ok(self.at.as_ref().map(|at| at.key.as_slice()))
     }
 }
@@ -144,19 +165,16 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     }
 
     fn next(&mut self) -> Result<()> {
-        let _scan = ScanScope::enter();
-        self.step(1)
+        self.step(1, true)
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let _scan = ScanScope::enter();
-        self.step(0)?;
+        self.step(0, true)?;
         Ok(self.seen().map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
 
     fn read(&mut self, f: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
-        let _scan = ScanScope::enter();
-        self.step(0)?;
+        self.step(0, true)?;
         Ok(self.seen().map(|(k, v)| f(k, v)).is_some())
     }
 
@@ -185,8 +203,7 @@ impl<D: Ordered> Cursor for OrderedCursor<'_, D> {
     }
 
     fn previous(&mut self) -> Result<()> {
-        let _scan = ScanScope::enter();
-        self.step(-1)
+        self.step(-1, true)
     }
 }
 

@@ -45,7 +45,7 @@ impl Tree {
         inclusive: bool,
         recycled: Option<Spot<LeafPlace>>,
     ) -> Result<Option<Spot<LeafPlace>>> {
-        let (mut id, mut found_leaf) = match key {
+        let (id, found_leaf) = match key {
             Some(k) => {
                 let (id, cell) = self.descend(k, None)?;
                 (id, Some(cell))
@@ -53,6 +53,25 @@ impl Tree {
             None if forward => (self.meta.lock().first, None),
             None => (self.meta.lock().last, None),
         };
+        self.walk_from(id, found_leaf, forward, key, inclusive, recycled)
+    }
+
+    /// The first record at or after `key` (or before it, backward; at it
+    /// only if `inclusive`), looked for from leaf `id` (whose cell is
+    /// `found_leaf` if the caller has it) along the leaves' links. The
+    /// caller knows no record of the leaves before `id` qualifies.
+    fn walk_from(
+        &self,
+        mut id: u64,
+        mut found_leaf: Option<Arc<Cell>>,
+        forward: bool,
+        key: Option<&[u8]>,
+        inclusive: bool,
+        recycled: Option<Spot<LeafPlace>>,
+    ) -> Result<Option<Spot<LeafPlace>>> {
+        if id == 0 {
+            return Ok(None);
+        }
         for _ in 0..self.leaf_bound() {
             let cell = match found_leaf.take() {
                 Some(cell) => cell,
@@ -95,6 +114,15 @@ impl LeafPlace {
     fn holds(&self) -> bool {
         self.leaf.version() == self.version
     }
+
+    /// The id of the leaf beside this one, after it if `step` is positive
+    /// (0 if there is none), while the leaf is unchanged since it was seen;
+    /// `None` once it changed, when only a seek can tell.
+    fn neighbour(&self, step: isize) -> Option<u64> {
+        let slot = self.leaf.read();
+        let Node::Leaf(leaf) = &slot.node else { return None };
+        self.holds().then_some(if step > 0 { leaf.next } else { leaf.prev })
+    }
 }
 
 /// Moves `spot` to the record `step` places (-1 or 1) from it within its
@@ -111,12 +139,13 @@ fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
     let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
         return false;
     };
-    // Only in order: a broken leaf must not send a walk round in a loop.
-    let wanted = if step > 0 { Ordering::Greater } else { Ordering::Less };
+    // A leaf's keys rise: every load checks that (`Node::decode`) and every
+    // change keeps it, so the step needs no comparison to go forward.
     let (key, value) = leaf.record(index);
-    if at.cmp.compare(key, seen_key) != wanted {
-        return false;
-    }
+    debug_assert_eq!(
+        at.cmp.compare(key, seen_key),
+        if step > 0 { Ordering::Greater } else { Ordering::Less }
+    );
     copy_record((seen_key, seen_value), key, value);
     drop(slot);
     at.index = index;
@@ -144,6 +173,26 @@ impl Ordered for TreeDbm {
 
     fn step_near(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
         self.owner.is_current() && step_in_leaf(spot, step)
+    }
+
+    /// Off the end of a leaf unchanged since, along its link to the next
+    /// (or previous) leaf rather than by a descent from the root: a walk
+    /// crosses a leaf with one load. Under the tree's shared hold no leaf
+    /// is discarded (that takes the exclusive hold), so the link read
+    /// under the leaf's lock still leads to a leaf of the tree, and every
+    /// key beyond it lies that way from the spot's.
+    fn step_far(
+        &self,
+        spot: &Spot<LeafPlace>,
+        step: isize,
+        recycled: Option<Spot<LeafPlace>>,
+    ) -> Result<Option<Spot<LeafPlace>>> {
+        let tree = self.shared()?;
+        let forward = step > 0;
+        match spot.place.neighbour(step) {
+            Some(id) => tree.walk_from(id, None, forward, Some(&spot.key), false, recycled),
+            None => tree.seek(forward, Some(&spot.key), false, recycled),
+        }
     }
 }
 
@@ -195,6 +244,62 @@ pub(super) mod tests {
         db.set(b"key0011", b"new").unwrap();
         cursor.next().unwrap();
         assert_eq!(cursor.get().unwrap(), record("key0011", "new"));
+    }
+
+    /// Walks every record of `small_leaves` forward (or backward), and at
+    /// each original key changes what lies ahead: a key set just beyond it
+    /// (splitting its leaf) must come next, a key removed ahead (often in
+    /// the next leaf, which the walk then enters by its link) must not come.
+    fn walk_while_changing_ahead(forward: bool) {
+        let (_dir, db) = small_leaves();
+        let mut keys: std::collections::BTreeSet<String> = (0..200).map(|i| format!("key{i:04}")).collect();
+        let mut cursor = db.cursor();
+        if forward {
+            cursor.first().unwrap();
+        } else {
+            cursor.last().unwrap();
+        }
+        let (mut seen, mut removed) = (Vec::new(), 0);
+        while let Some((key, _)) = cursor.get().unwrap() {
+            let key = String::from_utf8(key).unwrap();
+            seen.push(key.clone());
+            if let Ok(n) = key[3..].parse::<i32>() {
+                // Just after the key forward, just before it backward.
+                let beside = if forward {
+                    Some(format!("{key}+"))
+                } else {
+                    (n > 0).then(|| format!("key{:04}+", n - 1))
+                };
+                if let Some(beside) = beside.filter(|_| n % 3 == 0) {
+                    db.set(beside.as_bytes(), b"new").unwrap();
+                    keys.insert(beside);
+                }
+                let gone = format!("key{:04}", if forward { n + 2 } else { n - 2 });
+                if n % 5 == 0 && db.remove(gone.as_bytes()).unwrap() {
+                    keys.remove(&gone);
+                    removed += 1;
+                }
+            }
+            if forward {
+                cursor.next().unwrap();
+            } else {
+                cursor.previous().unwrap();
+            }
+        }
+        let expected: Vec<String> =
+            if forward { keys.into_iter().collect() } else { keys.into_iter().rev().collect() };
+        assert_eq!(seen, expected);
+        assert!(removed > 30, "the walk removed {removed} keys ahead of it");
+    }
+
+    #[test]
+    fn a_walk_forward_sees_what_is_set_and_removed_ahead_of_it() {
+        walk_while_changing_ahead(true);
+    }
+
+    #[test]
+    fn a_walk_backward_sees_what_is_set_and_removed_ahead_of_it() {
+        walk_while_changing_ahead(false);
     }
 
     #[test]
