@@ -139,8 +139,9 @@ fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
     let Some(index) = at.index.checked_add_signed(step).filter(|&i| i < leaf.len()) else {
         return false;
     };
-    // A leaf's keys rise: every load checks that (`Node::decode`) and every
-    // change keeps it, so the step needs no comparison to go forward.
+    // A leaf's keys rise: every load checks that (`Node::decode`), every
+    // change keeps it, and a merge refuses leaves whose keys would not
+    // (`Tree::merge_leaf`), so the step needs no comparison to go forward.
     let (key, value) = leaf.record(index);
     debug_assert_eq!(
         at.cmp.compare(key, seen_key),

@@ -9,6 +9,7 @@
 //! before the step, never half split or half merged. Evictions wait until
 //! the tree is whole again.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::cache::Cell;
@@ -208,6 +209,15 @@ impl Tree {
             };
             if l.size() + r.size() > self.max_page_size {
                 return Ok(());
+            }
+            // A damaged file may hold a key outside the range its parent
+            // routes to its leaf (a load checks the order within a node
+            // only). Merged, the leaf's keys would no longer rise: its
+            // searches would miss records, and a cursor, which steps within
+            // a leaf trusting the order, could go round for ever.
+            if l.len() > 0 && r.len() > 0 && self.cmp.compare(l.key(l.len() - 1), r.key(0)) != Ordering::Less
+            {
+                return Err(self.broken(format!("the keys of leaves {left} and {right} are out of order")));
             }
             l.append(r);
             l.next = r.next;
