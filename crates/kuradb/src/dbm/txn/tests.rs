@@ -41,6 +41,61 @@ fn a_snapshot_keeps_its_view_while_writers_go_on() {
     db.close().unwrap();
 }
 
+/// A hash database's commit is logged, then applied once the log is on the
+/// device; views begun in between read what it changes from the database,
+/// and keep reading it after the apply.
+#[test]
+fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(hash(dir.path()));
+    assert!(!db.restores_to_last_sync, "the commit is logged ahead of its apply");
+    db.set(b"a", b"old").unwrap();
+    db.set(b"b", b"gone soon").unwrap();
+    let turns = db.applied.lock();
+    let committer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let mut batch = db.batch(CommitDurability::Sync);
+            batch.set(b"a", b"new").remove(b"b").set(b"c", b"added");
+            batch.commit().unwrap();
+        })
+    };
+    while !db.pending.lock().contains_key(&b"c"[..]) {
+        thread::yield_now();
+    }
+    // Logged, not applied: the committer waits for the turns held here.
+    let view = db.snapshot().unwrap();
+    let mut tx = db.begin(CommitDurability::Memory);
+    let sorted = |view: &Snapshot<'_, HashDbm>| {
+        let mut all: Vec<_> = view.iter().unwrap().map(Result::unwrap).collect();
+        all.sort();
+        all
+    };
+    let before = vec![(b"a".to_vec(), b"old".to_vec()), (b"b".to_vec(), b"gone soon".to_vec())];
+    assert_eq!(view.get(b"a").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(view.get(b"c").unwrap(), None);
+    assert_eq!(sorted(&view), before);
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(tx.get(b"a").unwrap().as_deref(), Some(&b"old"[..]));
+    tx.set(b"a", b"from the transaction");
+    drop(turns);
+    committer.join().unwrap();
+    assert_eq!(view.get(b"a").unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(view.get(b"b").unwrap().as_deref(), Some(&b"gone soon"[..]));
+    assert_eq!(view.get(b"c").unwrap(), None);
+    assert_eq!(sorted(&view), before);
+    assert_eq!(view.count().unwrap(), 2);
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert_eq!(tx.commit().unwrap_err().kind(), ErrorKind::Conflict, "it read a key the commit changed");
+    let after = db.snapshot().unwrap();
+    assert_eq!(after.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(after.get(b"c").unwrap().as_deref(), Some(&b"added"[..]));
+    drop((view, after));
+    assert_eq!(db.version_bytes(), 0);
+    Arc::into_inner(db).unwrap().close().unwrap();
+}
+
 #[test]
 fn an_ordered_snapshot_walks_in_key_order_with_removed_records_in_place() {
     let dir = tempfile::tempdir().unwrap();
