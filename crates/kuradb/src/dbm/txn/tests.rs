@@ -61,6 +61,7 @@ fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_
         })
     };
     while !db.pending.lock().contains_key(&b"c"[..]) {
+        assert!(!committer.is_finished(), "the commit ended before it was logged and held");
         thread::yield_now();
     }
     // Logged, not applied: the committer waits for the turns held here.
