@@ -93,9 +93,22 @@ impl Cursor for MergeCursor<'_> {
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some(current) = self.current else { return Ok(None) };
+        // The shard's own cursor answers: it sees the record as it is now.
+        let record = self.cursors[current].get()?;
+        let stood_on = self.heads[current].as_ref().map(|(key, _)| key.as_slice());
+        if record.as_ref().map(|(key, _)| key.as_slice()) == stood_on {
+            return placed(self.db, current, record);
+        }
+        // Someone else removed the record it stood on, and the shard's
+        // cursor went on to that shard's next one: another shard's record
+        // may come first now, or the shard may have none left.
+        if let (false, Some(key)) = (self.forward, stood_on.map(<[u8]>::to_vec)) {
+            self.cursors[current].jump_lower(&key, Edge::Exclusive)?;
+        }
+        self.pick(self.forward)?;
         match self.current {
-            // The shard's own cursor answers: it sees the record as it is now.
-            Some(current) => placed(self.db, current, self.cursors[current].get()?),
+            Some(current) => placed(self.db, current, self.heads[current].clone()),
             None => Ok(None),
         }
     }
@@ -214,10 +227,18 @@ impl Cursor for ChainCursor<'_> {
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        match self.cursors.get_mut(self.current) {
-            Some(cursor) => placed(self.db, self.current, cursor.get()?),
-            None => Ok(None),
+        // A shard's cursor can run out under the walk when someone else
+        // removes the records it had left: the walk goes on in the next shard.
+        while let Some(cursor) = self.cursors.get_mut(self.current) {
+            if let Some(record) = cursor.get()? {
+                return placed(self.db, self.current, Some(record));
+            }
+            self.current += 1;
+            if let Some(next) = self.cursors.get_mut(self.current) {
+                next.first()?;
+            }
         }
+        Ok(None)
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {

@@ -130,3 +130,49 @@ fn the_set_stores_each_key_in_the_shard_shard_of_names() {
     assert!(err.message().contains("from 1 to"), "{err}");
     db.close().unwrap();
 }
+
+/// A cursor's record removed by someone else: reading it again moves on to
+/// the next record of the whole set, in the set's order, not only of the
+/// shard it stood in; a walk that removes each record it reads empties the
+/// set.
+#[test]
+fn a_walk_goes_on_past_records_removed_under_it() {
+    for (name, text) in [
+        ("chained", "num_shards=3,num_buckets=3"),
+        ("merged", "num_shards=3,key_comparator=decimal,max_page_size=96,max_branches=3"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(if name == "chained" { "casket.tkh" } else { "casket.tkt" });
+        let db = ShardDbm::open(&path, Access::ReadWrite, &params(text)).unwrap();
+        for i in 0..60u32 {
+            db.set(i.to_string().as_bytes(), b"v").unwrap();
+        }
+        let mut cursor = db.iter().unwrap();
+        cursor.first().unwrap();
+        let mut seen = Vec::new();
+        while let Some((key, _)) = cursor.get().unwrap() {
+            seen.push(String::from_utf8(key.clone()).unwrap().parse::<u32>().unwrap());
+            assert!(db.remove(&key).unwrap(), "{name}: {key:?} read twice");
+        }
+        if name == "chained" {
+            seen.sort_unstable();
+        }
+        assert_eq!(seen, (0..60).collect::<Vec<_>>(), "{name}");
+        assert_eq!(db.count().unwrap(), 0, "{name}");
+        if name == "merged" {
+            // Backward too.
+            for i in 0..60u32 {
+                db.set(i.to_string().as_bytes(), b"v").unwrap();
+            }
+            cursor.last().unwrap();
+            let mut seen = Vec::new();
+            while let Some((key, _)) = cursor.get().unwrap() {
+                seen.push(String::from_utf8(key.clone()).unwrap().parse::<u32>().unwrap());
+                assert!(db.remove(&key).unwrap(), "{name}: {key:?} read twice");
+            }
+            assert_eq!(seen, (0..60).rev().collect::<Vec<_>>(), "{name} backward");
+        }
+        drop(cursor);
+        db.close().unwrap();
+    }
+}
