@@ -234,7 +234,7 @@ impl Model {
 type Opener<D> = Box<dyn Fn(&Path) -> TransactionalDbm<D>>;
 
 /// A database under test, as each case opens it.
-struct Subject<D: Dbm> {
+struct Subject<D: Dbm + 'static> {
     name: String,
     ordered: bool,
     open: Opener<D>,
@@ -282,7 +282,7 @@ fn poly_subject(name: &str, params: &str) -> Subject<PolyDbm> {
 }
 
 /// Everything `db` holds, read plainly (not through a view).
-fn contents<D: Dbm>(db: &D) -> Map {
+fn contents<D: Dbm + 'static>(db: &D) -> Map {
     let mut all = Map::new();
     db.process_each(Access::ReadOnly, &mut |k, v| {
         all.insert(k.to_vec(), v.to_vec());
@@ -313,12 +313,12 @@ fn in_range(map: &Map, lo: &Option<Key>, hi: &Option<Key>) -> Vec<(Key, Value)> 
 /// An open transaction, its savepoints, and the model's twin of it.
 type OpenTx<'db, D> = (Transaction<'db, D>, Vec<Savepoint>, ModelTx);
 
-struct Slots<'db, D: Dbm> {
+struct Slots<'db, D: Dbm + 'static> {
     txs: Vec<Option<OpenTx<'db, D>>>,
     snaps: Vec<Option<(Snapshot<'db, D>, Map)>>,
 }
 
-fn run_case<D: Dbm>(subject: &Subject<D>, ops: &[Op]) -> Result<(), TestCaseError> {
+fn run_case<D: Dbm + 'static>(subject: &Subject<D>, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("casket");
     let db = (subject.open)(&path);
@@ -333,7 +333,7 @@ fn run_case<D: Dbm>(subject: &Subject<D>, ops: &[Op]) -> Result<(), TestCaseErro
     Ok(())
 }
 
-fn run_ops<D: Dbm>(
+fn run_ops<D: Dbm + 'static>(
     subject: &Subject<D>,
     db: &TransactionalDbm<D>,
     model: &mut Model,
@@ -551,7 +551,7 @@ fn apply(model: &mut Model, finals: BTreeMap<Key, Option<Value>>) {
 }
 
 /// A plain write: a change of every key whose value it changes.
-fn plain<D: Dbm>(
+fn plain<D: Dbm + 'static>(
     db: &TransactionalDbm<D>,
     model: &mut Model,
     s: &Step,
@@ -602,7 +602,7 @@ fn plain<D: Dbm>(
 }
 
 /// Runs the random interleavings on `subject`: `PROPTEST_CASES` cases, 24 unless set.
-fn check<D: Dbm>(subject: Subject<D>) {
+fn check<D: Dbm + 'static>(subject: Subject<D>) {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(24);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
     let result = runner.run(&proptest::collection::vec(op(), 1..80), |ops| run_case(&subject, &ops));

@@ -29,6 +29,8 @@ impl Expiry for TransactionalDbm<PolyDbm> {
     fn process_expiring(&self, key: &[u8], access: Access, f: &mut ExpiringProcessor<'_>) -> Result<()> {
         let layer = self.inner.expiring().ok_or_else(without_expiry)?;
         if !access.is_writable() {
+            // The layer reads the database itself.
+            self.catch_up_reads();
             return layer.process_expiring(key, access, f);
         }
         self.write_through(|inner, record| {

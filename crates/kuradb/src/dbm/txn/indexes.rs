@@ -161,7 +161,7 @@ pub(super) fn mark_broken(indexes: &[Arc<AttachedIndex>], error: &Error) {
 /// Gives each attached index a number of its own.
 static NEXT_INDEX_ID: AtomicU64 = AtomicU64::new(1);
 
-impl<D: Dbm> TransactionalDbm<D> {
+impl<D: Dbm + 'static> TransactionalDbm<D> {
     /// Attaches `index` under `name`, kept by every later change: a record
     /// holding a value is under each index key `keys_of(key, value)` names.
     /// The index is emptied and built from the database first (one walk of

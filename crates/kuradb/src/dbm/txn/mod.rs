@@ -66,10 +66,11 @@ mod versions;
 mod watch;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
@@ -112,6 +113,11 @@ pub struct TransactionOptions {
     pub log_path: Option<PathBuf>,
     /// Whether the database was opened for writing (a reader applies no log).
     pub access: Access,
+    /// Bytes of keys and values of commits logged and shown to readers but
+    /// not yet applied to the database (a hash database applies its commits
+    /// in the background, like a peer's memtable): past it a commit waits
+    /// for the applier before it returns, so memory stays bounded.
+    pub max_unapplied_bytes: usize,
 }
 
 impl Default for TransactionOptions {
@@ -123,6 +129,7 @@ impl Default for TransactionOptions {
             key_order: None,
             log_path: None,
             access: Access::ReadWrite,
+            max_unapplied_bytes: 16 << 20,
         }
     }
 }
@@ -138,39 +145,342 @@ impl TransactionOptions {
 /// sequence number of the commit that logged it.
 type PendingValue = (u64, Option<Vec<u8>>);
 
+/// The values of write-ahead commits logged but not yet applied: each
+/// key's newest, and (rarely: a key changed again before its last change
+/// was applied) the ones before it, in sequence order.
+#[derive(Default)]
+struct Pending {
+    newest: HashMap<Vec<u8>, PendingValue>,
+    older: HashMap<Vec<u8>, Vec<PendingValue>>,
+}
+
+impl Pending {
+    /// Whether no value waits.
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.newest.is_empty()
+    }
+
+    /// Whether a value of `key` waits.
+    #[cfg(test)]
+    fn contains_key(&self, key: &[u8]) -> bool {
+        self.newest.contains_key(key)
+    }
+
+    /// Adds commit `seq`'s value of `key`, commits coming in sequence order
+    /// (a commit that changes a key twice keeps its last value).
+    fn insert(&mut self, key: &[u8], seq: u64, value: Option<&[u8]>) {
+        let value = (seq, value.map(<[u8]>::to_vec));
+        match self.newest.get_mut(key) {
+            Some(slot) if slot.0 == seq => *slot = value,
+            Some(slot) => {
+                let before = std::mem::replace(slot, value);
+                self.older.entry(key.to_vec()).or_default().push(before);
+            }
+            None => {
+                self.newest.insert(key.to_vec(), value);
+            }
+        }
+    }
+
+    /// The newest logged value of `key` not yet applied, if any: what the
+    /// next commit's changes are worked out from.
+    fn newest(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.newest.get(key).map(|(_, value)| value.clone())
+    }
+
+    /// The value of `key` a reader at commit `at` sees among the commits
+    /// not yet applied, if any of those up to `at` changed it.
+    fn at(&self, key: &[u8], at: u64) -> Option<Option<Vec<u8>>> {
+        let (seq, value) = self.newest.get(key)?;
+        if *seq <= at {
+            return Some(value.clone());
+        }
+        let older = self.older.get(key)?;
+        older.iter().rev().find(|(seq, _)| *seq <= at).map(|(_, value)| value.clone())
+    }
+
+    /// Drops commit `seq`'s value of `key`.
+    fn remove(&mut self, key: &[u8], seq: u64) {
+        let Some((newest, _)) = self.newest.get(key) else {
+            return;
+        };
+        if *newest != seq {
+            if let Some(list) = self.older.get_mut(key) {
+                list.retain(|(by, _)| *by != seq);
+                if list.is_empty() {
+                    self.older.remove(key);
+                }
+            }
+            return;
+        }
+        match self.older.get_mut(key).and_then(Vec::pop) {
+            Some(before) => {
+                if self.older.get(key).is_some_and(Vec::is_empty) {
+                    self.older.remove(key);
+                }
+                self.newest.insert(key.to_vec(), before);
+            }
+            None => {
+                self.newest.remove(key);
+            }
+        }
+    }
+}
+
+/// Drops commit `seq`'s entries for `changes`' keys.
+fn drop_pending(pending: &Mutex<Pending>, changes: &[Change], seq: u64) {
+    let mut pending = pending.lock();
+    for change in changes {
+        pending.remove(change.key(), seq);
+    }
+}
+
+/// A write-ahead commit whose turn to show has passed, waiting for the applier.
+struct Queued {
+    seq: u64,
+    /// `None` for a commit that failed before it showed: only its turn is taken.
+    changes: Option<Vec<Change>>,
+    /// Bytes of its keys and values, against `max_unapplied_bytes`.
+    bytes: usize,
+}
+
+/// How far the commits have gone. A write-ahead commit shows to readers
+/// (in sequence order, once its log record is on the device) and is then
+/// applied to the database by the applier thread, in the same order; the
+/// other commits and the tracked writes do both at once.
+#[derive(Default)]
+struct Progress {
+    /// The last commit whose turn to show ended (shown, or failed).
+    shown: u64,
+    /// The last commit applied to the database (or skipped, failed).
+    applied: u64,
+    queue: VecDeque<Queued>,
+    queued_bytes: usize,
+    /// Set when the wrapper goes: the applier ends once the queue is empty.
+    stopping: bool,
+    applier: Option<JoinHandle<()>>,
+    /// Set while a committer applies the queue itself (no thread could start).
+    draining: bool,
+}
+
+/// [`Progress`] and the condition every wait on it uses.
+#[derive(Default)]
+struct Flow {
+    progress: Mutex<Progress>,
+    /// Signalled whenever `progress` moves on.
+    turn: Condvar,
+    /// Mirrors of `progress.shown` and `progress.applied`, for checks
+    /// that must not take its lock.
+    shown: AtomicU64,
+    applied: AtomicU64,
+}
+
+impl Flow {
+    /// Waits until commit `seq` is applied (or skipped).
+    fn wait_applied(&self, seq: u64) {
+        if self.applied.load(Ordering::Acquire) >= seq {
+            return;
+        }
+        let mut progress = self.progress.lock();
+        while progress.applied < seq {
+            self.turn.wait(&mut progress);
+        }
+    }
+
+    /// Waits until commit `seq`'s turn to show has passed.
+    fn wait_shown(&self, seq: u64) {
+        if self.shown.load(Ordering::Acquire) >= seq {
+            return;
+        }
+        let mut progress = self.progress.lock();
+        while progress.shown < seq {
+            self.turn.wait(&mut progress);
+        }
+    }
+
+    /// Ends commit `seq`'s turns to show and to apply at once.
+    fn finish(&self, progress: &mut Progress, seq: u64) {
+        progress.shown = seq;
+        progress.applied = seq;
+        self.shown.store(seq, Ordering::Release);
+        self.applied.store(seq, Ordering::Release);
+        self.turn.notify_all();
+    }
+}
+
+/// The applier thread's share of the wrapper.
+struct Applier<D: Dbm> {
+    inner: Arc<D>,
+    flow: Arc<Flow>,
+    pending: Arc<Mutex<Pending>>,
+    failed: Arc<AtomicBool>,
+    tracking: Arc<AtomicUsize>,
+    versions: Arc<Mutex<Versions>>,
+    visible: Arc<AtomicU64>,
+    max_version_bytes: usize,
+}
+
+impl<D: Dbm + 'static> Applier<D> {
+    /// Applies the queued commits in order until the queue is empty and,
+    /// with `until_stopped`, the wrapper goes.
+    fn run(&self, until_stopped: bool) {
+        let mut progress = self.flow.progress.lock();
+        loop {
+            let Some(next) = progress.queue.pop_front() else {
+                if !until_stopped {
+                    progress.draining = false;
+                    return;
+                }
+                if progress.stopping {
+                    return;
+                }
+                self.flow.turn.wait(&mut progress);
+                continue;
+            };
+            drop(progress);
+            let mut keep_tracking = false;
+            if let Some(changes) = &next.changes {
+                if self.apply(changes) {
+                    drop_pending(&self.pending, changes, next.seq);
+                } else {
+                    // The commit returned as durable and its record is in
+                    // the log, which the next open applies: its values stay
+                    // for reads, which stay on the tracked path to see them.
+                    self.failed.store(true, Ordering::Release);
+                    keep_tracking = true;
+                }
+            }
+            progress = self.flow.progress.lock();
+            progress.applied = next.seq;
+            progress.queued_bytes -= next.bytes;
+            self.flow.applied.store(next.seq, Ordering::Release);
+            self.flow.turn.notify_all();
+            if !keep_tracking {
+                self.tracking.fetch_sub(1, Ordering::AcqRel);
+            }
+            drop(progress);
+            settle_versions(&self.versions, self.visible.load(Ordering::Acquire), self.max_version_bytes);
+            progress = self.flow.progress.lock();
+        }
+    }
+
+    /// Applies one commit's changes; false if they could not be applied whole.
+    fn apply(&self, changes: &[Change]) -> bool {
+        if self.failed.load(Ordering::Acquire) {
+            return false;
+        }
+        // Handed down whole: an update log below writes the commit as one
+        // entry, and a shard set makes it under its exclusive gate.
+        let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |_, _| {})
+        }));
+        match applied {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                ::log::error!(
+                    "a logged commit could not be applied to the database ({e}); it stays in the commit \
+                     log, and the next open applies it"
+                );
+                false
+            }
+            Err(_) => {
+                ::log::error!(
+                    "applying a logged commit to the database panicked; it stays in the commit log, and \
+                     the next open applies it"
+                );
+                false
+            }
+        }
+    }
+}
+
+/// Ends the applier thread, once it has applied every queued commit, when
+/// the wrapper goes (it is the wrapper's first field, so the database is
+/// still open while it waits).
+struct ApplierStop(Arc<Flow>);
+
+impl ApplierStop {
+    fn stop(&self) {
+        let handle = {
+            let mut progress = self.0.progress.lock();
+            progress.stopping = true;
+            self.0.turn.notify_all();
+            progress.applier.take()
+        };
+        if let Some(handle) = handle {
+            // A panic inside was caught per commit; one outside has
+            // nothing left to apply.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for ApplierStop {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Drops versions no view needs and expires views past the memory cap.
+fn settle_versions(versions: &Mutex<Versions>, visible: u64, cap: usize) {
+    let mut versions = versions.lock();
+    if !versions.has_views() {
+        versions.collect(visible);
+    } else if versions.bytes() > cap {
+        versions.enforce_cap(cap, visible);
+    }
+}
+
+/// Shown each change's index and the value its key held before it.
+type Seen<'a> = &'a mut dyn FnMut(usize, Option<&[u8]>);
+
 /// Reads a record's newest value, logged commits not yet applied included:
 /// what a commit's changes are worked out from.
 pub(super) type ReadNewest<'a> = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>> + 'a;
 
 /// A database with batches, snapshots and transactions: see the [module](self).
-pub struct TransactionalDbm<D: Dbm> {
-    inner: D,
+pub struct TransactionalDbm<D: Dbm + 'static> {
+    /// First, so that the applier has applied every commit shown and ended
+    /// before the database goes.
+    stop: ApplierStop,
+    /// Shared with the applier thread, as are the other `Arc`s.
+    inner: Arc<D>,
     /// Held shared by plain calls on the fast path, taken exclusively for a
     /// moment when views start, so none starts while such a call is in flight.
     gate: RwLock<()>,
-    /// Open views plus commits being applied: while above zero, every
-    /// change stores the previous value first.
-    tracking: AtomicUsize,
+    /// Open views plus commits not yet applied: while above zero, every
+    /// change stores the previous value first (while a view is open) and
+    /// plain calls take the tracked path, which sees the commits shown but
+    /// not applied.
+    tracking: Arc<AtomicUsize>,
     /// The last sequence number given to a commit.
     commit: Mutex<u64>,
-    /// The last commit finished (applied, or failed), in sequence order:
-    /// a write-ahead commit applies after the commit lock is released.
-    applied: Mutex<u64>,
-    /// Signalled when `applied` moves on.
-    turn: Condvar,
+    /// How far the commits have shown and applied, and the applier's queue.
+    flow: Arc<Flow>,
     /// The values of write-ahead commits logged but not applied yet, with
-    /// the sequence number of the commit that set each: what the next
-    /// commit's changes are worked out from.
-    pending: Mutex<HashMap<Vec<u8>, PendingValue>>,
-    /// The newest commit wholly applied: what a new view sees.
-    visible: AtomicU64,
-    versions: Mutex<Versions>,
+    /// the sequence number of the commit that set each: what reads between
+    /// a commit's log and its apply see, and what the next commit's changes
+    /// are worked out from.
+    pending: Arc<Mutex<Pending>>,
+    /// The newest commit shown: what a new view sees.
+    visible: Arc<AtomicU64>,
+    versions: Arc<Mutex<Versions>>,
+    /// The newest write-ahead commit that stored no previous values, as no
+    /// view was open when it was logged: a view may open only once its
+    /// turn to show has passed, at it or after it (set under `versions`).
+    unkept_through: AtomicU64,
     log: OnceLock<CommitLog>,
     /// Where a log is made when the first commit needs one.
     log_path: Option<PathBuf>,
     /// Set when a commit was logged but could not be applied whole: the
     /// next open applies it from the log; until then nothing more commits.
-    failed: AtomicBool,
+    failed: Arc<AtomicBool>,
+    /// Set when a commit's log record could not be written to the device:
+    /// the commits logged after it fail too (a commit whose apply failed
+    /// leaves the log whole, so the commits synced after it still stand).
+    unsynced: AtomicBool,
     /// Whether the database shows updates only after a synchronization (a
     /// skip database): plain calls work, but snapshots and commits are refused.
     /// A commit's changes would not show to the views and transactions begun
@@ -187,7 +497,7 @@ pub struct TransactionalDbm<D: Dbm> {
     options: TransactionOptions,
 }
 
-impl<D: Dbm> TransactionalDbm<D> {
+impl<D: Dbm + 'static> TransactionalDbm<D> {
     /// Wraps `inner` with its commit log beside it (its path plus
     /// `.txlog`, unless the options name another), applying the commits a
     /// crash left there. The log is made by the first commit that changes
@@ -249,19 +559,22 @@ impl<D: Dbm> TransactionalDbm<D> {
             }
             let _ = opened.set(log);
         }
+        let flow = Arc::new(Flow::default());
         Ok(TransactionalDbm {
-            inner,
+            stop: ApplierStop(Arc::clone(&flow)),
+            inner: Arc::new(inner),
             gate: RwLock::new(()),
-            tracking: AtomicUsize::new(0),
+            tracking: Arc::new(AtomicUsize::new(0)),
             commit: Mutex::new(0),
-            applied: Mutex::new(0),
-            turn: Condvar::new(),
-            pending: Mutex::new(HashMap::new()),
-            visible: AtomicU64::new(0),
-            versions: Mutex::new(Versions::default()),
+            flow,
+            pending: Arc::new(Mutex::new(Pending::default())),
+            visible: Arc::new(AtomicU64::new(0)),
+            versions: Arc::new(Mutex::new(Versions::default())),
+            unkept_through: AtomicU64::new(0),
             log: opened,
             log_path: None,
-            failed: AtomicBool::new(false),
+            failed: Arc::new(AtomicBool::new(false)),
+            unsynced: AtomicBool::new(false),
             deferred_updates,
             restores_to_last_sync,
             indexes: RwLock::new(Vec::new()),
@@ -294,6 +607,15 @@ impl<D: Dbm> TransactionalDbm<D> {
     /// The commit log's path, if there is one.
     pub fn log_path(&self) -> Option<&Path> {
         self.log.get().map(CommitLog::path).or(self.log_path.as_deref())
+    }
+
+    /// Waits until the database itself holds every commit numbered so far
+    /// (or failed to take it): a hash database's commits are applied in the
+    /// background after they return, and reads through
+    /// [`TransactionalDbm::inner`] see them only then.
+    pub fn wait_applied(&self) {
+        let numbered = *self.commit.lock();
+        self.flow.wait_applied(numbered);
     }
 
     /// Bytes of old values held for open views now.
@@ -365,10 +687,20 @@ impl<D: Dbm> TransactionalDbm<D> {
 
     fn open_view(&self) -> u64 {
         self.start_tracking();
-        let mut versions = self.versions.lock();
-        let at = self.visible.load(Ordering::Acquire);
-        versions.open_view(at);
-        at
+        loop {
+            let mut versions = self.versions.lock();
+            let unkept = self.unkept_through.load(Ordering::Acquire);
+            if self.flow.shown.load(Ordering::Acquire) >= unkept {
+                let at = self.visible.load(Ordering::Acquire);
+                versions.open_view(at);
+                return at;
+            }
+            // A commit logged while no view was open kept no previous
+            // values, so no view may open before it; its turn to show
+            // comes once its log's sync is done.
+            drop(versions);
+            self.flow.wait_shown(unkept);
+        }
     }
 
     fn close_view(&self, at: u64) {
@@ -415,11 +747,7 @@ impl<D: Dbm> TransactionalDbm<D> {
     /// itself, which must come after every commit before them.
     fn lock_settled(&self) -> Result<MutexGuard<'_, u64>> {
         let last = self.lock_commit()?;
-        let mut applied = self.applied.lock();
-        while *applied < *last {
-            self.turn.wait(&mut applied);
-        }
-        drop(applied);
+        self.flow.wait_applied(*last);
         if self.failed.load(Ordering::Acquire) {
             return Err(Error::new(
                 ErrorKind::Infeasible,
@@ -429,24 +757,26 @@ impl<D: Dbm> TransactionalDbm<D> {
         Ok(last)
     }
 
-    /// Waits until every commit given a number by now is applied (or failed).
+    /// Waits until every commit given a number by now has shown (or failed).
     fn wait_for_numbered_commits(&self) {
         let numbered = *self.commit.lock();
-        let mut applied = self.applied.lock();
-        while *applied < numbered {
-            self.turn.wait(&mut applied);
-        }
+        self.flow.wait_shown(numbered);
     }
 
-    /// Ends commit `seq`'s turn: the next may apply, and a view started
-    /// from now on sees it unless it failed.
+    /// Waits until the database itself holds every commit shown by now, for
+    /// the reads that walk it (cursors, snapshot walks, expiry reads).
+    fn catch_up_reads(&self) {
+        self.flow.wait_applied(self.visible.load(Ordering::Acquire));
+    }
+
+    /// Ends the turn of commit `seq`, applied in place: the next may go,
+    /// and a view started from now on sees it unless it failed.
     fn finish_turn(&self, seq: u64, succeeded: bool) {
-        let mut applied = self.applied.lock();
-        *applied = seq;
+        let mut progress = self.flow.progress.lock();
         if succeeded {
             self.visible.store(seq, Ordering::Release);
         }
-        self.turn.notify_all();
+        self.flow.finish(&mut progress, seq);
     }
 
     /// The one commit path. `check` validates under the commit lock (a
@@ -459,27 +789,33 @@ impl<D: Dbm> TransactionalDbm<D> {
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
     ) -> Result<u64> {
-        self.commit_observed(durability, check, changes, &mut |_, _| {})
+        self.commit_observed(durability, check, changes, None)
     }
 
-    /// [`TransactionalDbm::commit_changes`], showing `seen` each change's
-    /// index and the value its key held before.
+    /// [`TransactionalDbm::commit_changes`], showing `seen` (if any) each
+    /// change's index and the value its key held before.
     fn commit_observed(
         &self,
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
-        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+        mut seen: Option<Seen<'_>>,
     ) -> Result<u64> {
         self.refuse_deferred_updates()?;
         self.start_tracking();
-        let outcome = if self.restores_to_last_sync {
-            self.commit_in_place(durability, check, changes, seen)
+        let seq = if self.restores_to_last_sync {
+            let outcome = self.commit_in_place(durability, check, changes, &mut |i, old| {
+                if let Some(seen) = seen.as_deref_mut() {
+                    seen(i, old);
+                }
+            });
+            self.tracking.fetch_sub(1, Ordering::AcqRel);
+            outcome?
         } else {
-            self.commit_write_ahead(durability, check, changes, seen)
+            // Once numbered, a commit's count in `tracking` goes with it to
+            // the applier, which takes it off after the apply.
+            self.commit_write_ahead(durability, check, changes, seen)?
         };
-        self.tracking.fetch_sub(1, Ordering::AcqRel);
-        let seq = outcome?;
         if self.log.get().is_some_and(|log| log.len() > self.options.max_log_size) {
             self.checkpoint()?;
         }
@@ -564,91 +900,156 @@ impl<D: Dbm> TransactionalDbm<D> {
     /// page back at any moment, so a change must not reach the database
     /// before the log record that completes it after a crash has reached
     /// the device, whatever the durability asked for. The commit logs its
-    /// changes and stores their previous values for the views under the
-    /// commit lock, then releases it, so the commits that follow log theirs
-    /// and share its device sync; each then applies in sequence order.
+    /// changes and puts their values in `pending` under the commit lock,
+    /// then releases it, so the commits that follow log theirs and share
+    /// its device sync. Once synced, each shows in sequence order (views
+    /// begun from then on see it, reads find its values in `pending`) and
+    /// returns, and the applier thread applies it to the database behind,
+    /// as a log-structured store's memtable reaches its files later. Its
+    /// previous values are read and stored for the views only while one is
+    /// open (or indexes or `seen` need them).
     fn commit_write_ahead(
         &self,
         durability: CommitDurability,
         check: impl FnOnce(&Versions) -> Result<()>,
         changes: impl FnOnce(&ReadNewest<'_>) -> Result<Vec<Change>>,
-        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+        seen: Option<Seen<'_>>,
     ) -> Result<u64> {
-        let mut last = self.lock_commit()?;
-        check(&self.versions.lock())?;
-        let newest = |key: &[u8]| match self.pending.lock().get(key) {
-            Some((_, value)) => Ok(value.clone()),
+        let unnumbered = |e: Error| {
+            self.tracking.fetch_sub(1, Ordering::AcqRel);
+            e
+        };
+        let mut last = self.lock_commit().map_err(unnumbered)?;
+        check(&self.versions.lock()).map_err(unnumbered)?;
+        let newest = |key: &[u8]| match self.pending.lock().newest(key) {
+            Some(value) => Ok(value),
             None => self.inner.get(key),
         };
-        let changes = changes(&newest)?;
-        let befores = changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?;
-        let (seq, end) = self.log_next(*last, &changes, durability)?;
+        let changes = changes(&newest).map_err(unnumbered)?;
+        let (seq, end) = self.log_next(*last, &changes, durability).map_err(unnumbered)?;
+        // Numbered and logged: from here the commit takes its turns to show
+        // and to apply whatever happens, and the applier ends its tracking.
         let indexes = self.attached_indexes();
-        let deltas = {
+        let keeps_befores = seen.is_some() || !indexes.is_empty() || {
+            let versions = self.versions.lock();
+            let views = versions.has_views();
+            if !views {
+                self.unkept_through.store(seq, Ordering::Release);
+            }
+            views
+        };
+        let logged = (|| {
+            let befores = match keeps_befores {
+                true => changes.iter().map(|change| newest(change.key())).collect::<Result<Vec<_>>>()?,
+                false => Vec::new(),
+            };
             let visible = self.visible.load(Ordering::Acquire);
             let mut versions = self.versions.lock();
             let mut pending = self.pending.lock();
-            for (change, before) in changes.iter().zip(&befores) {
-                versions.record(change.key(), seq, before.as_deref(), visible);
-                pending.insert(change.key().to_vec(), (seq, change.value().map(<[u8]>::to_vec)));
+            pending.newest.reserve(changes.len());
+            for (i, change) in changes.iter().enumerate() {
+                if keeps_befores {
+                    versions.record(change.key(), seq, befores[i].as_deref(), visible);
+                }
+                pending.insert(change.key(), seq, change.value());
             }
-            let changed =
-                changes.iter().zip(&befores).map(|(c, before)| (c.key(), before.as_deref(), c.value()));
-            index_deltas(&indexes, changed, seq, &mut versions)
-        };
+            drop(pending);
+            let deltas = match indexes.is_empty() {
+                true => Vec::new(),
+                false => {
+                    let changed = changes
+                        .iter()
+                        .zip(&befores)
+                        .map(|(c, before)| (c.key(), before.as_deref(), c.value()));
+                    index_deltas(&indexes, changed, seq, &mut versions)
+                }
+            };
+            Ok((befores, deltas))
+        })();
         drop(indexes);
         *last = seq;
         drop(last);
-        let synced = self.sync_log_through(end);
-        let mut applied = self.applied.lock();
-        while *applied + 1 < seq {
-            self.turn.wait(&mut applied);
+        let synced = logged.and_then(|logged| self.sync_log_through(end).map(|()| logged));
+        let bytes = changes.iter().map(|c| c.key().len() + c.value().map_or(0, <[u8]>::len)).sum();
+        let mut progress = self.flow.progress.lock();
+        while progress.shown + 1 < seq {
+            self.flow.turn.wait(&mut progress);
         }
-        let outcome = synced.and_then(|()| {
-            if self.failed.load(Ordering::Acquire) {
-                return Err(Error::new(
-                    ErrorKind::Infeasible,
-                    "an earlier commit could not be applied whole, so this one is not applied; reopen the \
-                     database to apply both from the log",
-                ));
-            }
-            // Handed down whole, as in `commit_in_place`; the views' old
-            // values were stored when the commit was logged.
-            let finals: Vec<FinalChange<'_>> = changes.iter().map(Change::as_final).collect();
-            self.inner.apply_changes(&finals, UnitPart::WHOLE, &mut |i, _| seen(i, befores[i].as_deref()))
+        let outcome = synced.and_then(|logged| match self.unsynced.load(Ordering::Acquire) {
+            true => Err(Error::new(
+                ErrorKind::Infeasible,
+                "an earlier commit's log record could not be written to the device, so this one is not \
+                 committed either; reopen the database",
+            )),
+            false => Ok(logged),
         });
-        match &outcome {
-            Ok(()) => apply_deltas(deltas),
-            Err(_) => self.failed.store(true, Ordering::Release),
+        let befores = match outcome {
+            Ok((befores, deltas)) => {
+                apply_deltas(deltas);
+                self.visible.store(seq, Ordering::Release);
+                Ok(befores)
+            }
+            Err(e) => {
+                // Not committed: its values leave, and so does every later
+                // commit's (worked out from them), as `unsynced` fails those.
+                self.unsynced.store(true, Ordering::Release);
+                self.failed.store(true, Ordering::Release);
+                drop_pending(&self.pending, &changes, seq);
+                Err(e)
+            }
+        };
+        progress.shown = seq;
+        self.flow.shown.store(seq, Ordering::Release);
+        progress.queue.push_back(Queued { seq, changes: befores.is_ok().then_some(changes), bytes });
+        progress.queued_bytes += bytes;
+        if progress.applier.is_none() && !progress.draining && !progress.stopping {
+            self.start_applier(&mut progress);
         }
-        {
-            let mut pending = self.pending.lock();
-            for change in &changes {
-                if pending.get(change.key()).is_some_and(|(by, _)| *by == seq) {
-                    pending.remove(change.key());
-                }
+        self.flow.turn.notify_all();
+        while progress.queued_bytes > self.options.max_unapplied_bytes && progress.applied < seq {
+            self.flow.turn.wait(&mut progress);
+        }
+        drop(progress);
+        let befores = befores?;
+        if let Some(seen) = seen {
+            for (i, before) in befores.iter().enumerate() {
+                seen(i, before.as_deref());
             }
         }
-        *applied = seq;
-        if outcome.is_ok() {
-            self.visible.store(seq, Ordering::Release);
+        Ok(seq)
+    }
+
+    /// Starts the applier thread; if the system refuses a thread, applies
+    /// the queue here instead, so no commit is left unapplied.
+    fn start_applier(&self, progress: &mut MutexGuard<'_, Progress>) {
+        let applier = Applier {
+            inner: Arc::clone(&self.inner),
+            flow: Arc::clone(&self.flow),
+            pending: Arc::clone(&self.pending),
+            failed: Arc::clone(&self.failed),
+            tracking: Arc::clone(&self.tracking),
+            versions: Arc::clone(&self.versions),
+            visible: Arc::clone(&self.visible),
+            max_version_bytes: self.options.max_version_bytes,
+        };
+        let applier = Arc::new(applier);
+        let thread = Arc::clone(&applier);
+        match std::thread::Builder::new().name("kuradb-apply".into()).spawn(move || thread.run(true)) {
+            Ok(handle) => progress.applier = Some(handle),
+            Err(e) => {
+                ::log::warn!(
+                    "could not start the commit applier thread ({e}); applying commits in the caller"
+                );
+                progress.draining = true;
+                MutexGuard::unlocked(progress, || applier.run(false));
+            }
         }
-        self.turn.notify_all();
-        drop(applied);
-        self.settle_versions();
-        outcome.map(|()| seq)
     }
 
     /// After a commit: drops versions no view needs and expires views past
     /// the memory cap.
     fn settle_versions(&self) {
-        let visible = self.visible.load(Ordering::Acquire);
-        let mut versions = self.versions.lock();
-        if !versions.has_views() {
-            versions.collect(visible);
-        } else if versions.bytes() > self.options.max_version_bytes {
-            versions.enforce_cap(self.options.max_version_bytes, visible);
-        }
+        settle_versions(&self.versions, self.visible.load(Ordering::Acquire), self.options.max_version_bytes);
     }
 
     /// Makes every commit durable in the database itself and empties the log.
@@ -658,6 +1059,13 @@ impl<D: Dbm> TransactionalDbm<D> {
     }
 
     fn checkpoint_locked(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            // Emptying the log would lose the commits it still completes.
+            return Err(Error::new(
+                ErrorKind::Infeasible,
+                "a commit was logged but could not be applied whole; reopen the database to apply it from the log",
+            ));
+        }
         if let Some(log) = self.log.get() {
             // Records still in the process belong to commits already applied.
             log.flush()?;
@@ -671,11 +1079,13 @@ impl<D: Dbm> TransactionalDbm<D> {
 
     /// What a view at `at` sees of `key`.
     fn read_at(&self, key: &[u8], at: u64) -> Result<Option<Vec<u8>>> {
-        let mut current = None;
-        self.inner.process(key, Access::ReadOnly, &mut |value| {
-            current = value.map(<[u8]>::to_vec);
-            Action::Keep
-        })?;
+        // The commits shown but not applied first: an entry leaves `pending`
+        // only once the database holds it.
+        let pended = self.pending.lock().at(key, at);
+        let current = match pended {
+            Some(value) => value,
+            None => self.inner.get(key)?,
+        };
         let versions = self.versions.lock();
         check_view(&versions, at)?;
         Ok(match versions.value_at(key, at) {
@@ -756,11 +1166,16 @@ impl<D: Dbm> TransactionalDbm<D> {
 
     /// Closes the database, making every commit durable in it first.
     pub fn close(self) -> Result<()> {
+        self.stop.stop();
         let writable = self.options.access.is_writable();
         if writable && self.log.get().is_some_and(|log| log.len() > log::HEADER_SIZE) {
             self.checkpoint_locked()?;
         }
-        let TransactionalDbm { inner, mut log, indexes, .. } = self;
+        let TransactionalDbm { stop, inner, mut log, indexes, .. } = self;
+        drop(stop);
+        let inner = Arc::into_inner(inner).ok_or_else(|| {
+            Error::new(ErrorKind::Infeasible, "the database is still held by its commit applier")
+        })?;
         let closed = Self::close_indexes(indexes.into_inner()).and(Box::new(inner).close());
         let Some(log) = log.take() else {
             return closed;
@@ -775,7 +1190,7 @@ impl<D: Dbm> TransactionalDbm<D> {
     }
 }
 
-impl<D: Dbm> TransactionalDbm<D> {
+impl<D: Dbm + 'static> TransactionalDbm<D> {
     fn refuse_deferred_updates(&self) -> Result<()> {
         if self.deferred_updates {
             return Err(Error::new(
@@ -817,9 +1232,9 @@ fn changes(action: &Action<'_>, old: Option<&[u8]>) -> bool {
 
 /// A view of the wrapper whose primitives are the tracked ones; its
 /// provided methods are the trait's, built on them.
-struct Tracked<'a, D: Dbm>(&'a TransactionalDbm<D>);
+struct Tracked<'a, D: Dbm + 'static>(&'a TransactionalDbm<D>);
 
-impl<D: Dbm> Dbm for Tracked<'_, D> {
+impl<D: Dbm + 'static> Dbm for Tracked<'_, D> {
     fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         let db = self.0;
         if !access.is_writable() {
@@ -933,7 +1348,7 @@ impl<D: Dbm> Dbm for Tracked<'_, D> {
     }
 }
 
-impl<D: Dbm> TransactionalDbm<D> {
+impl<D: Dbm + 'static> TransactionalDbm<D> {
     fn synchronize_all(&self, durability: Durability) -> Result<()> {
         if durability.is_hard() {
             return self.checkpoint();
@@ -957,12 +1372,12 @@ impl<D: Dbm> TransactionalDbm<D> {
 
 /// A cursor of the wrapper: the database's own, whose writes store the
 /// previous value first while views are open.
-struct TrackedCursor<'a, D: Dbm> {
+struct TrackedCursor<'a, D: Dbm + 'static> {
     db: &'a TransactionalDbm<D>,
     inner: Box<dyn Cursor + 'a>,
 }
 
-impl<D: Dbm> TrackedCursor<'_, D> {
+impl<D: Dbm + 'static> TrackedCursor<'_, D> {
     fn write(&mut self, value: Option<&[u8]>) -> Result<()> {
         if let Some(_gate) = self.db.untracked() {
             return match value {
@@ -983,8 +1398,43 @@ impl<D: Dbm> TrackedCursor<'_, D> {
     }
 }
 
-impl<D: Dbm> Cursor for TrackedCursor<'_, D> {
-    crate::dbm::forward_cursor_moves!(inner);
+impl<D: Dbm + 'static> Cursor for TrackedCursor<'_, D> {
+    fn first(&mut self) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.first()
+    }
+    fn jump(&mut self, key: &[u8]) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.jump(key)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.next()
+    }
+    fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.db.catch_up_reads();
+        self.inner.get()
+    }
+    fn read(&mut self, f: &mut dyn FnMut(&[u8], &[u8])) -> Result<bool> {
+        self.db.catch_up_reads();
+        self.inner.read(f)
+    }
+    fn last(&mut self) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.last()
+    }
+    fn jump_lower(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.jump_lower(key, edge)
+    }
+    fn jump_upper(&mut self, key: &[u8], edge: crate::dbm::Edge) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.jump_upper(key, edge)
+    }
+    fn previous(&mut self) -> Result<()> {
+        self.db.catch_up_reads();
+        self.inner.previous()
+    }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
         self.write(Some(value))
@@ -1011,7 +1461,7 @@ macro_rules! gated {
     };
 }
 
-impl<D: Dbm> Dbm for TransactionalDbm<D> {
+impl<D: Dbm + 'static> Dbm for TransactionalDbm<D> {
     fn process<'a>(&self, key: &[u8], access: Access, f: &mut Processor<'a>) -> Result<()> {
         gated!(self, |db| db.process(key, access, f), |t| t.process(key, access, f))
     }
@@ -1125,6 +1575,6 @@ impl<D: Dbm> Dbm for TransactionalDbm<D> {
                 })
                 .collect()
         };
-        self.commit_observed(CommitDurability::Memory, |_| Ok(()), |_| Ok(owned()), seen).map(|_| ())
+        self.commit_observed(CommitDurability::Memory, |_| Ok(()), |_| Ok(owned()), Some(seen)).map(|_| ())
     }
 }

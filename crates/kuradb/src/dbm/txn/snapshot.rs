@@ -12,12 +12,12 @@ use crate::error::{Error, ErrorKind, Result};
 /// A read view of a [`TransactionalDbm`] at one commit: every read sees the
 /// database as that commit left it, whatever is written meanwhile. Dropping
 /// it releases the old values it kept.
-pub struct Snapshot<'db, D: Dbm> {
+pub struct Snapshot<'db, D: Dbm + 'static> {
     db: &'db TransactionalDbm<D>,
     at: u64,
 }
 
-impl<'db, D: Dbm> Snapshot<'db, D> {
+impl<'db, D: Dbm + 'static> Snapshot<'db, D> {
     pub(super) fn new(db: &'db TransactionalDbm<D>, at: u64) -> Snapshot<'db, D> {
         Snapshot { db, at }
     }
@@ -73,7 +73,7 @@ impl<'db, D: Dbm> Snapshot<'db, D> {
 }
 
 /// A walk of the records a view at `at` sees; the caller keeps the view open.
-pub(super) fn iter_at<D: Dbm>(
+pub(super) fn iter_at<D: Dbm + 'static>(
     db: &TransactionalDbm<D>,
     at: u64,
     lower: Option<Vec<u8>>,
@@ -82,7 +82,7 @@ pub(super) fn iter_at<D: Dbm>(
     SnapshotIter::new(db, at, lower, upper)
 }
 
-impl<D: Dbm> Drop for Snapshot<'_, D> {
+impl<D: Dbm + 'static> Drop for Snapshot<'_, D> {
     fn drop(&mut self) {
         self.db.close_view(self.at);
     }
@@ -95,7 +95,7 @@ impl<D: Dbm> Drop for Snapshot<'_, D> {
 /// stored old values: in key order as the walk passes them where the
 /// database is ordered, else after the walk, which then remembers the keys
 /// it answered (memory in proportion to them).
-pub struct SnapshotIter<'db, D: Dbm> {
+pub struct SnapshotIter<'db, D: Dbm + 'static> {
     db: &'db TransactionalDbm<D>,
     at: u64,
     cursor: Box<dyn Cursor + 'db>,
@@ -109,7 +109,7 @@ pub struct SnapshotIter<'db, D: Dbm> {
     failed: bool,
 }
 
-impl<'db, D: Dbm> SnapshotIter<'db, D> {
+impl<'db, D: Dbm + 'static> SnapshotIter<'db, D> {
     fn new(
         db: &'db TransactionalDbm<D>,
         at: u64,
@@ -124,6 +124,9 @@ impl<'db, D: Dbm> SnapshotIter<'db, D> {
                  TransactionOptions::key_order set)",
             ));
         }
+        // The walk reads the database itself, which must hold the commits
+        // the view sees; later ones are in the stored versions.
+        db.flow.wait_applied(at);
         let mut cursor = db.inner.iter()?;
         match &lower {
             Some(lower) => cursor.jump(lower)?,
@@ -240,7 +243,7 @@ impl<'db, D: Dbm> SnapshotIter<'db, D> {
     }
 }
 
-impl<D: Dbm> Iterator for SnapshotIter<'_, D> {
+impl<D: Dbm + 'static> Iterator for SnapshotIter<'_, D> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {

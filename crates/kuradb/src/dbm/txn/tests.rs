@@ -1,5 +1,7 @@
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::dbm::hash::HashDbm;
@@ -41,9 +43,10 @@ fn a_snapshot_keeps_its_view_while_writers_go_on() {
     db.close().unwrap();
 }
 
-/// A hash database's commit is logged, then applied once the log is on the
-/// device; views begun in between read what it changes from the database,
-/// and keep reading it after the apply.
+/// A hash database's commit is logged, then shown and applied once the log
+/// is on the device; views begun in between (while a view open at the
+/// commit makes it keep the old values) read what it changes from the
+/// database, and keep reading it after.
 #[test]
 fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -51,7 +54,8 @@ fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_
     assert!(!db.restores_to_last_sync, "the commit is logged ahead of its apply");
     db.set(b"a", b"old").unwrap();
     db.set(b"b", b"gone soon").unwrap();
-    let turns = db.applied.lock();
+    let early = db.snapshot().unwrap();
+    let turns = db.flow.progress.lock();
     let committer = {
         let db = Arc::clone(&db);
         thread::spawn(move || {
@@ -64,7 +68,7 @@ fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_
         assert!(!committer.is_finished(), "the commit ended before it was logged and held");
         thread::yield_now();
     }
-    // Logged, not applied: the committer waits for the turns held here.
+    // Logged, not shown: the committer waits for the turns held here.
     let view = db.snapshot().unwrap();
     let mut tx = db.begin(CommitDurability::Memory);
     let sorted = |view: &Snapshot<'_, HashDbm>| {
@@ -92,8 +96,296 @@ fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_
     let after = db.snapshot().unwrap();
     assert_eq!(after.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
     assert_eq!(after.get(b"c").unwrap().as_deref(), Some(&b"added"[..]));
-    drop((view, after));
+    assert_eq!(early.get(b"a").unwrap().as_deref(), Some(&b"old"[..]));
+    drop((view, after, early));
     assert_eq!(db.version_bytes(), 0);
+    Arc::into_inner(db).unwrap().close().unwrap();
+}
+
+/// The values of commits not yet applied: a key changed by several keeps
+/// each, a reader sees the newest up to its commit, and they leave in any
+/// order (apply order, or a failed commit's values after later ones).
+#[test]
+fn pending_values_keep_every_unapplied_commit_of_a_key() {
+    let mut pending = Pending::default();
+    pending.insert(b"k", 3, Some(b"three"));
+    pending.insert(b"k", 5, None);
+    pending.insert(b"k", 7, Some(b"seven"));
+    pending.insert(b"j", 5, Some(b"first"));
+    pending.insert(b"j", 5, Some(b"j5"));
+    assert_eq!(pending.newest(b"k"), Some(Some(b"seven".to_vec())));
+    assert_eq!(pending.at(b"k", 2), None);
+    assert_eq!(pending.at(b"k", 4), Some(Some(b"three".to_vec())));
+    assert_eq!(pending.at(b"k", 6), Some(None));
+    assert_eq!(pending.at(b"k", 9), Some(Some(b"seven".to_vec())));
+    pending.remove(b"k", 3);
+    assert_eq!(pending.at(b"k", 4), None);
+    assert_eq!(pending.at(b"k", 6), Some(None));
+    // The newest leaves first (a failed commit): the one before it is the newest again.
+    pending.remove(b"k", 7);
+    assert_eq!(pending.newest(b"k"), Some(None));
+    assert_eq!(pending.at(b"k", 9), Some(None));
+    pending.remove(b"k", 5);
+    assert!(!pending.contains_key(b"k"));
+    assert!(pending.older.is_empty());
+    pending.remove(b"j", 4);
+    assert_eq!(pending.newest(b"j"), Some(Some(b"j5".to_vec())));
+    pending.remove(b"j", 5);
+    assert!(pending.is_empty());
+}
+
+/// A hash database whose `apply_changes` fails once `failing` is set.
+struct FailingApply {
+    db: HashDbm,
+    failing: AtomicBool,
+}
+
+impl Dbm for FailingApply {
+    fn process<'a>(&self, key: &[u8], access: Access, f: &mut crate::dbm::Processor<'a>) -> Result<()> {
+        self.db.process(key, access, f)
+    }
+    fn process_multi<'a>(&self, keys: &[&[u8]], access: Access, f: &mut MultiProcessor<'a>) -> Result<()> {
+        self.db.process_multi(keys, access, f)
+    }
+    fn process_each<'a>(&self, access: Access, f: &mut EachProcessor<'a>) -> Result<()> {
+        self.db.process_each(access, f)
+    }
+    fn count(&self) -> Result<u64> {
+        self.db.count()
+    }
+    fn file_size(&self) -> Result<u64> {
+        self.db.file_size()
+    }
+    fn path(&self) -> Option<&Path> {
+        self.db.path()
+    }
+    fn clear(&self) -> Result<()> {
+        self.db.clear()
+    }
+    fn rebuild(&self) -> Result<()> {
+        self.db.rebuild()
+    }
+    fn should_be_rebuilt(&self) -> Result<bool> {
+        self.db.should_be_rebuilt()
+    }
+    fn synchronize(&self, durability: Durability) -> Result<()> {
+        self.db.synchronize(durability)
+    }
+    fn copy_file_data(&self, dest: &Path, durability: Durability) -> Result<()> {
+        self.db.copy_file_data(dest, durability)
+    }
+    fn inspect(&self) -> Result<Vec<(String, String)>> {
+        self.db.inspect()
+    }
+    fn is_healthy(&self) -> bool {
+        self.db.is_healthy()
+    }
+    fn is_ordered(&self) -> bool {
+        false
+    }
+    fn iter(&self) -> Result<Box<dyn Cursor + '_>> {
+        self.db.iter()
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.close()
+    }
+    fn apply_changes(
+        &self,
+        changes: &[FinalChange<'_>],
+        part: UnitPart,
+        seen: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        if self.failing.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::BrokenData, "the test's injected failure"));
+        }
+        self.db.apply_changes(changes, part, seen)
+    }
+}
+
+/// A commit whose apply fails in the background has returned as durable:
+/// reads keep showing it, later commits and the close fail naming the log,
+/// and the log stays for the next open, which applies it.
+#[test]
+fn a_commit_whose_apply_fails_stays_readable_and_in_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.kdb");
+    let inner = FailingApply { db: HashDbm::builder().open(&path).unwrap(), failing: AtomicBool::new(false) };
+    let db = TransactionalDbm::open(inner, TransactionOptions::default()).unwrap();
+    let commit = |batch: &mut dyn FnMut(&mut Batch<'_, FailingApply>)| {
+        let mut b = db.batch(CommitDurability::Sync);
+        batch(&mut b);
+        b.commit()
+    };
+    commit(&mut |b| {
+        b.set(b"first", b"1");
+    })
+    .unwrap();
+    db.flow.wait_applied(1);
+    db.inner().failing.store(true, Ordering::Release);
+    // Held, so that the next commit is logged while this one's apply fails.
+    let turns = db.flow.progress.lock();
+    thread::scope(|scope| {
+        let first = scope.spawn(|| {
+            commit(&mut |b| {
+                b.set(b"second", b"2").remove(b"first");
+            })
+        });
+        while !db.pending.lock().contains_key(b"second") {
+            thread::yield_now();
+        }
+        let next = scope.spawn(|| {
+            commit(&mut |b| {
+                b.set(b"fourth", b"4");
+            })
+        });
+        while !db.pending.lock().contains_key(b"fourth") {
+            thread::yield_now();
+        }
+        drop(turns);
+        assert_eq!(first.join().unwrap().unwrap(), 2);
+        db.flow.wait_applied(2);
+        assert!(db.failed.load(Ordering::Acquire));
+        // Logged and synced before the failure was known: durable, so it stands.
+        assert_eq!(next.join().unwrap().unwrap(), 3);
+    });
+    db.flow.wait_applied(3);
+    assert_eq!(db.get(b"fourth").unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(db.get(b"second").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"first").unwrap(), None);
+    let refused = commit(&mut |b| {
+        b.set(b"third", b"3");
+    })
+    .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Infeasible);
+    assert!(refused.to_string().contains("reopen"), "{refused}");
+    let log_path = db.log_path().unwrap().to_path_buf();
+    let closing = db.close().unwrap_err();
+    assert_eq!(closing.kind(), ErrorKind::Infeasible);
+    assert!(log_path.exists(), "the log still completes the commit");
+    let db = hash(dir.path());
+    assert_eq!(db.get(b"second").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get(b"first").unwrap(), None);
+    assert_eq!(db.get(b"third").unwrap(), None);
+    assert_eq!(db.get(b"fourth").unwrap().as_deref(), Some(&b"4"[..]));
+    db.close().unwrap();
+}
+
+/// Waits for `thread` to end, failing past a deadline rather than hanging.
+fn finished<T>(thread: thread::JoinHandle<T>, what: &str) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !thread.is_finished() {
+        assert!(Instant::now() < deadline, "{what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+    thread.join().unwrap()
+}
+
+/// A hash database's commit returns once its log record is on the device
+/// and it shows; the applier applies it to the database behind it, and
+/// every read in between (plain, snapshot, transaction, the next commit's)
+/// sees it.
+#[test]
+fn a_commit_returns_before_its_apply_and_reads_see_it_from_then_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.kdb");
+    let db = Arc::new(hash(dir.path()));
+    db.set(b"a", b"old").unwrap();
+    db.set(b"b", b"gone soon").unwrap();
+    // Holds record a's lock in the database itself, so the apply waits.
+    let (held_tx, held_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let holder = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            db.inner()
+                .process(b"a", Access::ReadWrite, &mut |_| {
+                    held_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Action::Keep
+                })
+                .unwrap();
+        })
+    };
+    held_rx.recv().unwrap();
+    let committer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let mut batch = db.batch(CommitDurability::Sync);
+            batch.set(b"a", b"new").remove(b"b").set(b"c", b"added");
+            batch.commit().unwrap()
+        })
+    };
+    let seq = finished(committer, "the commit waited for its apply");
+    assert!(db.flow.applied.load(Ordering::Acquire) < seq, "applied while record a was held");
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert!(db.contains(b"c").unwrap());
+    let view = db.snapshot().unwrap();
+    assert_eq!(view.seq(), seq);
+    assert_eq!(view.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    // The next commit works out an append from the value not yet applied.
+    let mut tx = db.begin(CommitDurability::Sync);
+    assert_eq!(tx.get(b"c").unwrap().as_deref(), Some(&b"added"[..]));
+    tx.append(b"c", b"more", b",").unwrap();
+    assert_eq!(tx.commit().unwrap(), seq + 1);
+    assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"added,more"[..]));
+    assert_eq!(view.get(b"c").unwrap().as_deref(), Some(&b"added"[..]));
+    assert!(db.flow.applied.load(Ordering::Acquire) < seq);
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    // A walk reads the database, once it holds what the walk shows.
+    let mut all: Vec<_> = view.iter().unwrap().map(Result::unwrap).collect();
+    all.sort();
+    assert_eq!(all, vec![(b"a".to_vec(), b"new".to_vec()), (b"c".to_vec(), b"added".to_vec())]);
+    db.flow.wait_applied(seq + 1);
+    assert_eq!(db.inner().get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(db.inner().get(b"b").unwrap(), None);
+    assert_eq!(db.inner().get(b"c").unwrap().as_deref(), Some(&b"added,more"[..]));
+    assert!(db.pending.lock().is_empty());
+    drop(view);
+    assert_eq!(db.version_bytes(), 0);
+    Arc::into_inner(db).unwrap().close().unwrap();
+    assert!(!path.with_extension("kdb.txlog").exists(), "a clean close applied every commit and left no log");
+    let db = hash(dir.path());
+    assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"added,more"[..]));
+    db.close().unwrap();
+}
+
+/// A commit logged while no view was open keeps no old values, so a view
+/// begun before it shows would have nothing to read them from: it waits,
+/// and then sees the commit.
+#[test]
+fn a_view_begun_while_a_commit_that_kept_no_old_values_is_logged_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(hash(dir.path()));
+    db.set(b"a", b"old").unwrap();
+    let turns = db.flow.progress.lock();
+    let committer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let mut batch = db.batch(CommitDurability::Sync);
+            batch.set(b"a", b"new");
+            batch.commit().unwrap()
+        })
+    };
+    while !db.pending.lock().contains_key(&b"a"[..]) {
+        assert!(!committer.is_finished(), "the commit ended before it was logged and held");
+        thread::yield_now();
+    }
+    let viewer = {
+        let db = Arc::clone(&db);
+        thread::spawn(move || {
+            let view = db.snapshot().unwrap();
+            (view.seq(), view.get(b"a").unwrap())
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    assert!(!viewer.is_finished(), "a view opened before the commit whose old values it would need");
+    drop(turns);
+    let seq = finished(committer, "the commit did not end");
+    let (at, value) = finished(viewer, "the view did not open after the commit showed");
+    assert_eq!(at, seq);
+    assert_eq!(value.as_deref(), Some(&b"new"[..]));
     Arc::into_inner(db).unwrap().close().unwrap();
 }
 
@@ -216,7 +508,9 @@ fn a_batch_applies_whole_and_its_log_is_replayed_after_a_crash() {
     assert!(log_path.exists());
     // A crash after the log record and before the database held the batch:
     // the database loses it, the log keeps it.
-    let TransactionalDbm { inner, log, .. } = db;
+    let TransactionalDbm { stop, inner, log, .. } = db;
+    drop(stop);
+    let inner = Arc::into_inner(inner).unwrap();
     inner.remove(b"a").unwrap();
     inner.set(b"count", &5i64.to_be_bytes()).unwrap();
     inner.close().unwrap();
@@ -373,7 +667,7 @@ fn a_reader_refuses_a_log_with_commits_until_a_writer_applies_them() {
 /// or as batches at `none`), opens a second view, rewrites it `n` times
 /// more; answers the bytes of old values kept after the first round and
 /// what each view then reads.
-fn rewritten_under_views<D: Dbm>(
+fn rewritten_under_views<D: Dbm + 'static>(
     db: &TransactionalDbm<D>,
     n: usize,
     batches: bool,

@@ -25,7 +25,7 @@ pub struct Savepoint(usize);
 /// unit only if no commit since its start changed anything it read, and
 /// else fails with [`ErrorKind::Conflict`], so committed transactions have
 /// the effect of running one at a time. Dropping it unfinished aborts it.
-pub struct Transaction<'db, D: Dbm> {
+pub struct Transaction<'db, D: Dbm + 'static> {
     db: &'db TransactionalDbm<D>,
     at: u64,
     durability: CommitDurability,
@@ -43,7 +43,7 @@ pub struct Transaction<'db, D: Dbm> {
     finished: bool,
 }
 
-impl<'db, D: Dbm> Transaction<'db, D> {
+impl<'db, D: Dbm + 'static> Transaction<'db, D> {
     pub(super) fn new(
         db: &'db TransactionalDbm<D>,
         at: u64,
@@ -326,7 +326,7 @@ impl<'db, D: Dbm> Transaction<'db, D> {
     }
 }
 
-impl<D: Dbm> Drop for Transaction<'_, D> {
+impl<D: Dbm + 'static> Drop for Transaction<'_, D> {
     fn drop(&mut self) {
         self.finish();
     }
@@ -348,13 +348,13 @@ enum Step {
 /// nothing is read, nothing conflicts. Appends and increments apply to the
 /// values the records hold when the batch commits. Dropping it uncommitted
 /// discards it.
-pub struct Batch<'db, D: Dbm> {
+pub struct Batch<'db, D: Dbm + 'static> {
     db: &'db TransactionalDbm<D>,
     durability: CommitDurability,
     steps: Vec<Step>,
 }
 
-impl<'db, D: Dbm> Batch<'db, D> {
+impl<'db, D: Dbm + 'static> Batch<'db, D> {
     pub(super) fn new(db: &'db TransactionalDbm<D>, durability: CommitDurability) -> Batch<'db, D> {
         Batch { db, durability, steps: Vec::new() }
     }
@@ -406,48 +406,52 @@ impl<'db, D: Dbm> Batch<'db, D> {
 /// gives them, into one final change per key, in the order the keys were
 /// first touched.
 fn final_changes(read: &super::ReadNewest<'_>, steps: Vec<Step>) -> Result<Vec<Change>> {
-    let mut values: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
-    let mut order = Vec::new();
-    let mut touch =
-        |key: &[u8], values: &mut HashMap<Vec<u8>, Option<Vec<u8>>>, needed: bool| -> Result<()> {
-            if !values.contains_key(key) {
-                let current = if needed { read(key)? } else { None };
-                values.insert(key.to_vec(), current);
-                order.push(key.to_vec());
+    // Each key's final value, in the order keys were first touched; `at`
+    // finds a key's place. Keys and values move from the steps, uncopied.
+    let mut finals: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(steps.len());
+    let mut at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(steps.len());
+    // The place of `key`, made (with its current value read when `needed`) if new.
+    let mut place =
+        |key: Vec<u8>, finals: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>, needed: bool| -> Result<usize> {
+            if let Some(&i) = at.get(&key) {
+                return Ok(i);
             }
-            Ok(())
+            let current = if needed { read(&key)? } else { None };
+            at.insert(key.clone(), finals.len());
+            finals.push((key, current));
+            Ok(finals.len() - 1)
         };
     for step in steps {
         match step {
             Step::Set(key, value) => {
-                touch(&key, &mut values, false)?;
-                values.insert(key, Some(value));
+                let i = place(key, &mut finals, false)?;
+                finals[i].1 = Some(value);
             }
             Step::Remove(key) => {
-                touch(&key, &mut values, false)?;
-                values.insert(key, None);
+                let i = place(key, &mut finals, false)?;
+                finals[i].1 = None;
             }
             Step::Append(key, value, delimiter) => {
-                touch(&key, &mut values, true)?;
-                let slot = values.get_mut(&key).expect("touched");
+                let i = place(key, &mut finals, true)?;
+                let slot = &mut finals[i].1;
                 *slot = Some(match slot.take() {
                     None => value,
                     Some(old) => [old, delimiter, value].concat(),
                 });
             }
             Step::Increment(key, delta, initial) => {
-                touch(&key, &mut values, true)?;
-                let slot = values.get_mut(&key).expect("touched");
-                let next = incremented(&key, slot.as_deref(), delta, initial)?;
+                let i = place(key, &mut finals, true)?;
+                let (key, slot) = &mut finals[i];
+                let next = incremented(key, slot.as_deref(), delta, initial)?;
                 if delta != INCREMENT_UNCHANGED {
                     *slot = Some(next.to_be_bytes().to_vec());
                 }
             }
         }
     }
-    Ok(order
+    Ok(finals
         .into_iter()
-        .map(|key| match values.remove(&key).expect("touched") {
+        .map(|(key, value)| match value {
             Some(value) => Change::Set(key, value),
             None => Change::Remove(key),
         })

@@ -18,13 +18,13 @@ use crate::error::Result;
 /// no change. While it lives, plain writes take the tracked path, as with
 /// any open view; dropping it releases what it kept. A watch whose view
 /// was expired by `max_version_bytes` counts as changed.
-pub struct Watch<D: Dbm> {
+pub struct Watch<D: Dbm + 'static> {
     db: Arc<TransactionalDbm<D>>,
     at: u64,
     keys: Vec<Vec<u8>>,
 }
 
-impl<D: Dbm> TransactionalDbm<D> {
+impl<D: Dbm + 'static> TransactionalDbm<D> {
     /// Watches `keys` from the newest commit on: see [`Watch`].
     pub fn watch(self: &Arc<Self>, keys: &[&[u8]]) -> Watch<D> {
         let at = self.open_view();
@@ -32,7 +32,7 @@ impl<D: Dbm> TransactionalDbm<D> {
     }
 }
 
-impl<D: Dbm> Watch<D> {
+impl<D: Dbm + 'static> Watch<D> {
     /// The keys watched.
     pub fn keys(&self) -> &[Vec<u8>] {
         &self.keys
@@ -56,7 +56,7 @@ impl<D: Dbm> Watch<D> {
     }
 }
 
-impl<D: Dbm> Drop for Watch<D> {
+impl<D: Dbm + 'static> Drop for Watch<D> {
     fn drop(&mut self) {
         self.db.close_view(self.at);
     }
