@@ -58,6 +58,7 @@
 mod expiring;
 mod indexes;
 mod log;
+mod pending;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -66,7 +67,7 @@ mod versions;
 mod watch;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -79,6 +80,7 @@ pub use self::indexes::IndexKeys;
 use self::indexes::{apply_deltas, index_deltas, AttachedIndex};
 pub use self::log::CommitDurability;
 use self::log::{Change, CommitLog};
+use self::pending::Pending;
 pub use self::snapshot::{Snapshot, SnapshotIter};
 pub use self::transaction::{Batch, Savepoint, Transaction};
 use self::versions::{AtView, Versions};
@@ -141,106 +143,11 @@ impl TransactionOptions {
     }
 }
 
-/// A write-ahead commit's value of a key (`None`: removed), with the
-/// sequence number of the commit that logged it.
-type PendingValue = (u64, Option<Vec<u8>>);
-
-/// The values of write-ahead commits logged but not yet applied: each
-/// key's newest, and (rarely: a key changed again before its last change
-/// was applied) the ones before it, in sequence order.
-#[derive(Default)]
-struct Pending {
-    newest: HashMap<Vec<u8>, PendingValue>,
-    older: HashMap<Vec<u8>, Vec<PendingValue>>,
-}
-
-impl Pending {
-    /// Whether no value waits.
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
-        self.newest.is_empty()
-    }
-
-    /// Whether a value of `key` waits.
-    #[cfg(test)]
-    fn contains_key(&self, key: &[u8]) -> bool {
-        self.newest.contains_key(key)
-    }
-
-    /// Adds commit `seq`'s value of `key`, commits coming in sequence order
-    /// (a commit that changes a key twice keeps its last value).
-    fn insert(&mut self, key: &[u8], seq: u64, value: Option<&[u8]>) {
-        let value = (seq, value.map(<[u8]>::to_vec));
-        match self.newest.get_mut(key) {
-            Some(slot) if slot.0 == seq => *slot = value,
-            Some(slot) => {
-                let before = std::mem::replace(slot, value);
-                self.older.entry(key.to_vec()).or_default().push(before);
-            }
-            None => {
-                self.newest.insert(key.to_vec(), value);
-            }
-        }
-    }
-
-    /// The newest logged value of `key` not yet applied, if any: what the
-    /// next commit's changes are worked out from.
-    fn newest(&self, key: &[u8]) -> Option<Option<Vec<u8>>> {
-        self.newest.get(key).map(|(_, value)| value.clone())
-    }
-
-    /// The value of `key` a reader at commit `at` sees among the commits
-    /// not yet applied, if any of those up to `at` changed it.
-    fn at(&self, key: &[u8], at: u64) -> Option<Option<Vec<u8>>> {
-        let (seq, value) = self.newest.get(key)?;
-        if *seq <= at {
-            return Some(value.clone());
-        }
-        let older = self.older.get(key)?;
-        older.iter().rev().find(|(seq, _)| *seq <= at).map(|(_, value)| value.clone())
-    }
-
-    /// Drops commit `seq`'s value of `key`.
-    fn remove(&mut self, key: &[u8], seq: u64) {
-        let Some((newest, _)) = self.newest.get(key) else {
-            return;
-        };
-        if *newest != seq {
-            if let Some(list) = self.older.get_mut(key) {
-                list.retain(|(by, _)| *by != seq);
-                if list.is_empty() {
-                    self.older.remove(key);
-                }
-            }
-            return;
-        }
-        match self.older.get_mut(key).and_then(Vec::pop) {
-            Some(before) => {
-                if self.older.get(key).is_some_and(Vec::is_empty) {
-                    self.older.remove(key);
-                }
-                self.newest.insert(key.to_vec(), before);
-            }
-            None => {
-                self.newest.remove(key);
-            }
-        }
-    }
-}
-
-/// Drops commit `seq`'s entries for `changes`' keys.
-fn drop_pending(pending: &Mutex<Pending>, changes: &[Change], seq: u64) {
-    let mut pending = pending.lock();
-    for change in changes {
-        pending.remove(change.key(), seq);
-    }
-}
-
 /// A write-ahead commit whose turn to show has passed, waiting for the applier.
 struct Queued {
     seq: u64,
     /// `None` for a commit that failed before it showed: only its turn is taken.
-    changes: Option<Vec<Change>>,
+    changes: Option<Arc<Vec<Change>>>,
     /// Bytes of its keys and values, against `max_unapplied_bytes`.
     bytes: usize,
 }
@@ -342,7 +249,7 @@ impl<D: Dbm + 'static> Applier<D> {
             let mut keep_tracking = false;
             if let Some(changes) = &next.changes {
                 if self.apply(changes) {
-                    drop_pending(&self.pending, changes, next.seq);
+                    self.pending.lock().remove(next.seq);
                 } else {
                     // The commit returned as durable and its record is in
                     // the log, which the next open applies: its values stay
@@ -927,6 +834,8 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
         };
         let changes = changes(&newest).map_err(unnumbered)?;
         let (seq, end) = self.log_next(*last, &changes, durability).map_err(unnumbered)?;
+        // Shared by the values reads find and the applier's queue.
+        let changes = Arc::new(changes);
         // Numbered and logged: from here the commit takes its turns to show
         // and to apply whatever happens, and the applier ends its tracking.
         let indexes = self.attached_indexes();
@@ -945,15 +854,12 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
             };
             let visible = self.visible.load(Ordering::Acquire);
             let mut versions = self.versions.lock();
-            let mut pending = self.pending.lock();
-            pending.newest.reserve(changes.len());
-            for (i, change) in changes.iter().enumerate() {
-                if keeps_befores {
-                    versions.record(change.key(), seq, befores[i].as_deref(), visible);
+            if keeps_befores {
+                for (change, before) in changes.iter().zip(&befores) {
+                    versions.record(change.key(), seq, before.as_deref(), visible);
                 }
-                pending.insert(change.key(), seq, change.value());
             }
-            drop(pending);
+            self.pending.lock().insert(seq, &changes);
             let deltas = match indexes.is_empty() {
                 true => Vec::new(),
                 false => {
@@ -994,7 +900,7 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
                 // commit's (worked out from them), as `unsynced` fails those.
                 self.unsynced.store(true, Ordering::Release);
                 self.failed.store(true, Ordering::Release);
-                drop_pending(&self.pending, &changes, seq);
+                self.pending.lock().remove(seq);
                 Err(e)
             }
         };

@@ -102,38 +102,6 @@ fn views_begun_between_a_commit_being_logged_and_applied_keep_the_values_before_
     Arc::into_inner(db).unwrap().close().unwrap();
 }
 
-/// The values of commits not yet applied: a key changed by several keeps
-/// each, a reader sees the newest up to its commit, and they leave in any
-/// order (apply order, or a failed commit's values after later ones).
-#[test]
-fn pending_values_keep_every_unapplied_commit_of_a_key() {
-    let mut pending = Pending::default();
-    pending.insert(b"k", 3, Some(b"three"));
-    pending.insert(b"k", 5, None);
-    pending.insert(b"k", 7, Some(b"seven"));
-    pending.insert(b"j", 5, Some(b"first"));
-    pending.insert(b"j", 5, Some(b"j5"));
-    assert_eq!(pending.newest(b"k"), Some(Some(b"seven".to_vec())));
-    assert_eq!(pending.at(b"k", 2), None);
-    assert_eq!(pending.at(b"k", 4), Some(Some(b"three".to_vec())));
-    assert_eq!(pending.at(b"k", 6), Some(None));
-    assert_eq!(pending.at(b"k", 9), Some(Some(b"seven".to_vec())));
-    pending.remove(b"k", 3);
-    assert_eq!(pending.at(b"k", 4), None);
-    assert_eq!(pending.at(b"k", 6), Some(None));
-    // The newest leaves first (a failed commit): the one before it is the newest again.
-    pending.remove(b"k", 7);
-    assert_eq!(pending.newest(b"k"), Some(None));
-    assert_eq!(pending.at(b"k", 9), Some(None));
-    pending.remove(b"k", 5);
-    assert!(!pending.contains_key(b"k"));
-    assert!(pending.older.is_empty());
-    pending.remove(b"j", 4);
-    assert_eq!(pending.newest(b"j"), Some(Some(b"j5".to_vec())));
-    pending.remove(b"j", 5);
-    assert!(pending.is_empty());
-}
-
 /// A hash database whose `apply_changes` fails once `failing` is set.
 struct FailingApply {
     db: HashDbm,

@@ -5,8 +5,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::log::{Change, CommitDurability};
+use super::pending::key_hash;
 use super::versions::Versions;
 use super::{check_view, SnapshotIter, TransactionalDbm};
+use crate::caching::IdHasher;
 use crate::dbm::{incremented, show_key, Dbm, INCREMENT_UNCHANGED};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -409,15 +411,24 @@ fn final_changes(read: &super::ReadNewest<'_>, steps: Vec<Step>) -> Result<Vec<C
     // Each key's final value, in the order keys were first touched; `at`
     // finds a key's place. Keys and values move from the steps, uncopied.
     let mut finals: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(steps.len());
-    let mut at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(steps.len());
+    // The last key of each hash, and for each key the one of the same hash
+    // before it: found by hash, keys need no copies.
+    let mut last_of_hash: HashMap<u64, usize, IdHasher> =
+        HashMap::with_capacity_and_hasher(steps.len(), IdHasher::default());
+    let mut same_hash_before: Vec<Option<usize>> = Vec::with_capacity(steps.len());
     // The place of `key`, made (with its current value read when `needed`) if new.
     let mut place =
         |key: Vec<u8>, finals: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>, needed: bool| -> Result<usize> {
-            if let Some(&i) = at.get(&key) {
-                return Ok(i);
+            let hash = key_hash(&key);
+            let mut candidate = last_of_hash.get(&hash).copied();
+            while let Some(i) = candidate {
+                if finals[i].0 == key {
+                    return Ok(i);
+                }
+                candidate = same_hash_before[i];
             }
             let current = if needed { read(&key)? } else { None };
-            at.insert(key.clone(), finals.len());
+            same_hash_before.push(last_of_hash.insert(hash, finals.len()));
             finals.push((key, current));
             Ok(finals.len() - 1)
         };
