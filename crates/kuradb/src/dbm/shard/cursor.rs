@@ -103,8 +103,10 @@ impl Cursor for MergeCursor<'_> {
         // Someone else removed the record it stood on, and the shard's
         // cursor went on to that shard's next one: another shard's record
         // may come first now, or the shard may have none left.
-        if let (false, Some(key)) = (self.forward, stood_on.map(<[u8]>::to_vec)) {
-            self.cursors[current].jump_lower(&key, Edge::Exclusive)?;
+        if !self.forward {
+            if let Some(key) = stood_on.map(<[u8]>::to_vec) {
+                self.cursors[current].jump_lower(&key, Edge::Exclusive)?;
+            }
         }
         self.pick(self.forward)?;
         match self.current {
@@ -190,15 +192,21 @@ impl<'a> ChainCursor<'a> {
         ChainCursor { db, cursors, current: 0 }
     }
 
-    /// Moves on to the next shard with a record while the current one has none.
-    fn settle(&mut self) -> Result<()> {
-        while self.current < self.cursors.len() && self.cursors[self.current].get()?.is_none() {
+    /// Moves on to the next shard with a record while the current one has
+    /// none, and answers the record it then stands on. A shard's cursor can
+    /// also run out under the walk, when someone else removes the records
+    /// it had left: the walk goes on in the next shard.
+    fn settle(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while let Some(cursor) = self.cursors.get_mut(self.current) {
+            if let Some(record) = cursor.get()? {
+                return Ok(Some(record));
+            }
             self.current += 1;
-            if self.current < self.cursors.len() {
-                self.cursors[self.current].first()?;
+            if let Some(next) = self.cursors.get_mut(self.current) {
+                next.first()?;
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -208,7 +216,7 @@ impl Cursor for ChainCursor<'_> {
         if let Some(cursor) = self.cursors.first_mut() {
             cursor.first()?;
         }
-        self.settle()
+        self.settle().map(drop)
     }
 
     /// Moves to `key` itself, in its shard; then on through the shards after it.
@@ -223,22 +231,12 @@ impl Cursor for ChainCursor<'_> {
             return Ok(());
         }
         self.cursors[self.current].next()?;
-        self.settle()
+        self.settle().map(drop)
     }
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        // A shard's cursor can run out under the walk when someone else
-        // removes the records it had left: the walk goes on in the next shard.
-        while let Some(cursor) = self.cursors.get_mut(self.current) {
-            if let Some(record) = cursor.get()? {
-                return placed(self.db, self.current, Some(record));
-            }
-            self.current += 1;
-            if let Some(next) = self.cursors.get_mut(self.current) {
-                next.first()?;
-            }
-        }
-        Ok(None)
+        let record = self.settle()?;
+        placed(self.db, self.current, record)
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {
@@ -253,6 +251,6 @@ impl Cursor for ChainCursor<'_> {
             Some(cursor) => cursor.remove()?,
             None => return Err(past_end()),
         }
-        self.settle()
+        self.settle().map(drop)
     }
 }

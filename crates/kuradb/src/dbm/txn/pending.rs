@@ -25,7 +25,7 @@ pub(super) fn key_hash(key: &[u8]) -> u64 {
 
 /// A waiting value: the commit's sequence number and the change's place
 /// among its changes.
-type Place = (u64, u32);
+type Place = (u64, usize);
 
 /// The places under one hash, in sequence order: one, as almost every
 /// hash has, without an allocation.
@@ -81,7 +81,7 @@ impl Pending {
 
     fn change(&self, (seq, index): Place) -> &Change {
         let at = self.commits.binary_search_by_key(&seq, |(s, _)| *s).expect("a place's commit waits");
-        &self.commits[at].1[index as usize]
+        &self.commits[at].1[index]
     }
 
     /// The places of `key`'s waiting values, newest first.
@@ -97,7 +97,7 @@ impl Pending {
         self.commits.push_back((seq, Arc::clone(changes)));
         self.places.reserve(changes.len());
         for (index, change) in changes.iter().enumerate() {
-            let place = (seq, index as u32);
+            let place = (seq, index);
             match self.places.entry((self.hash)(change.key())) {
                 Entry::Vacant(vacant) => {
                     vacant.insert(Places::One(place));
@@ -112,9 +112,9 @@ impl Pending {
                         .iter_mut()
                         .rev()
                         .take_while(|(s, _)| *s == seq)
-                        .find(|(_, i)| changes[*i as usize].key() == change.key());
+                        .find(|(_, i)| changes[*i].key() == change.key());
                     match twice {
-                        Some(same) => same.1 = index as u32,
+                        Some(same) => same.1 = index,
                         None => places.push(place),
                     }
                 }

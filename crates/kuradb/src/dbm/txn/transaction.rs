@@ -408,8 +408,8 @@ impl<'db, D: Dbm + 'static> Batch<'db, D> {
 /// gives them, into one final change per key, in the order the keys were
 /// first touched.
 fn final_changes(read: &super::ReadNewest<'_>, steps: Vec<Step>) -> Result<Vec<Change>> {
-    // Each key's final value, in the order keys were first touched; `at`
-    // finds a key's place. Keys and values move from the steps, uncopied.
+    // Each key's final value, in the order keys were first touched. Keys
+    // and values move from the steps, uncopied.
     let mut finals: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::with_capacity(steps.len());
     // The last key of each hash, and for each key the one of the same hash
     // before it: found by hash, keys need no copies.
