@@ -67,6 +67,7 @@ impl HashDbm {
             .and_then(|dict| {
                 restore::copy_into(&temp, &options, self.kind, dict, |put| state.for_each(|k, v| put(k, v)))
             })
+            .and_then(|built| restore::reopened(built, &options, self.kind))
             .inspect_err(|_| {
                 let _ = std::fs::remove_file(&temp);
             });
@@ -244,4 +245,50 @@ fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+    use crate::dbm::Dbm;
+
+    /// Bytes the file holds on the device.
+    fn allocated(path: &Path) -> u64 {
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn a_rebuild_leaves_no_room_reserved_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.kh");
+        // Memory-mapped, the default: it reserves room ahead of its end.
+        let db = HashDbm::builder().num_buckets(1_000).open(&path).unwrap();
+        let value = [b'v'; 100];
+        for n in 0..30_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        for n in (0..30_000).filter(|n| n % 10 != 0) {
+            db.remove(format!("{n:08}").as_bytes()).unwrap();
+        }
+        db.rebuild().unwrap();
+        let size = db.file_size().unwrap();
+        let page = 4096;
+        assert!(
+            allocated(&path) <= size.div_ceil(page) * page,
+            "{} bytes allocated for a file of {size}",
+            allocated(&path)
+        );
+        // The next write past the end reserves room again.
+        for n in 30_000..31_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        db.close().unwrap();
+        let db = HashDbm::builder().open(&path).unwrap();
+        assert_eq!(db.count().unwrap(), 4_000);
+        assert_eq!(db.get(b"00029990").unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(db.get(b"00030999").unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(db.get(b"00000001").unwrap(), None);
+    }
 }

@@ -69,6 +69,22 @@ pub(super) fn copy_into(
     }
 }
 
+/// Closes `built`, a database [`copy_into`] just wrote at a path nobody else
+/// knows, and opens it again: the close cuts the file to its logical size,
+/// giving back the room a memory-mapped file reserves ahead of its end, so
+/// that a compaction leaves a compact file on the device, not only a compact
+/// logical length. On failure the file is removed.
+pub(super) fn reopened(built: State, options: &HashOptions, kind: Kind) -> Result<State> {
+    let path = built.file.path().to_path_buf();
+    let mut o = options.clone();
+    o.open.writable = true;
+    o.open.create = false;
+    o.open.truncate = false;
+    built.close().and_then(|()| open_state(&path, true, &o, kind)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
 /// Puts `built`, a database just written beside `path`, in the place of the
 /// file there, which the caller still holds open and locked: the new file is
 /// durable, and locked by this process, before it takes the name, so no other

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use super::TreeDbm;
 use crate::dbm::hash::{CipherKey, RecordCompMode, RecordCrcMode};
 use crate::dbm::tree_node::Node;
-use crate::dbm::{Access, Dbm, Durability};
+use crate::dbm::{Access, Dbm};
 use crate::error::Result;
 use crate::file::temp_beside;
 
@@ -102,9 +102,18 @@ impl TreeDbm {
                 }
                 Ok(())
             })?;
-            // On the device before it takes the database's name.
-            copy.synchronize(Durability::Hard)?;
-            copy.tree.write().take().ok_or_else(|| copy.closed())
+            // Closed, which makes it durable before it takes the database's
+            // name, and opened again: the close also cuts the file to its
+            // logical size, giving back the room a memory-mapped store
+            // reserves ahead of its end, so that a compaction leaves a
+            // compact file on the device. (A synchronization after the
+            // reopen would append to the store and reserve that room again.)
+            copy.close()?;
+            let mut again = options.clone();
+            again.hash.open.truncate = false;
+            let copy = TreeDbm::open(&temp_path, Access::ReadWrite, &again)?;
+            let taken = copy.tree.write().take();
+            taken.ok_or_else(|| copy.closed())
         });
         // The new file takes the path while it is open and locked, and the
         // old one stays locked until then: no other process can take the
@@ -141,4 +150,40 @@ pub(super) struct PageShape {
     pub max_page_size: Option<usize>,
     /// An inner node with more children than this splits.
     pub max_branches: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn a_rebuild_leaves_no_room_reserved_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.kt");
+        // Memory-mapped, the default: its store reserves room ahead of its end.
+        let db = TreeDbm::builder().open(&path).unwrap();
+        let value = [b'v'; 100];
+        for n in 0..30_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        for n in (0..30_000).filter(|n| n % 10 != 0) {
+            db.remove(format!("{n:08}").as_bytes()).unwrap();
+        }
+        db.rebuild().unwrap();
+        let size = db.file_size().unwrap();
+        let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+        let page = 4096;
+        assert!(allocated <= size.div_ceil(page) * page, "{allocated} bytes allocated for a file of {size}");
+        for n in 30_000..31_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        db.close().unwrap();
+        let db = TreeDbm::builder().open(&path).unwrap();
+        assert_eq!(db.count().unwrap(), 4_000);
+        assert_eq!(db.get(b"00029990").unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(db.get(b"00030999").unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(db.get(b"00000001").unwrap(), None);
+    }
 }
