@@ -64,11 +64,13 @@ struct State {
     /// The whole-file lock of the atomic kind; `None` for the parallel kind.
     atomic: Option<SpinFileLock>,
     maps: MapChain,
-    /// The file's length on disk: the logical size rounded up by the
-    /// allocation strategy; never above the current map's length.
+    /// The end of the space taken on the device: every write goes below it
+    /// (see [`MmapFile::reserve`]); never above the file's length.
     reserved: AtomicU64,
-    /// Serialises growth of the file and its map.
-    growth: Mutex<()>,
+    /// The file's length, which serialises growth of the file and its map:
+    /// the logical size rounded up by the allocation strategy; never above
+    /// the current map's length.
+    growth: Mutex<u64>,
     /// The logical size; never above `reserved`.
     size: AtomicU64,
     alloc: Allocation,
@@ -101,6 +103,9 @@ impl MmapFile {
                 Some(Mapping::new(&file, window, options.writable).map_err(|e| Error::io("map", &path, e))?)
             }
         };
+        // A file left by a crash may end in a sparse stretch of its length,
+        // which writes must take space for first.
+        let reserved = if options.writable { sys::first_hole(&file, size) } else { size };
         let state = State {
             owner,
             file,
@@ -108,8 +113,8 @@ impl MmapFile {
             writable: options.writable,
             atomic: spec.kind.is_atomic().then(|| SpinFileLock::new(())),
             maps: MapChain::new(first),
-            reserved: AtomicU64::new(size),
-            growth: Mutex::new(()),
+            reserved: AtomicU64::new(reserved),
+            growth: Mutex::new(size),
             size: AtomicU64::new(size),
             alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: PAGE },
             poisoned: AtomicBool::new(false),
@@ -127,47 +132,55 @@ impl MmapFile {
         check_write(&self.path, state.writable, state.poisoned.load(Ordering::Acquire), offset, len)
     }
 
-    /// Makes the file and its current map at least `end` bytes long.
+    /// Makes the file and its current map at least `end` bytes long, with
+    /// space on the device for them.
+    ///
+    /// The length grows by the allocation strategy's steps, which only
+    /// extend the file (a sparse region costs nothing on the device) and so
+    /// replace the map rarely. Space on the device is taken a bounded step
+    /// ahead of the writes instead, an eighth of the file and at least the
+    /// first reservation: taking a whole step at once left a file of N bytes
+    /// of data holding up to 2N on the device while it was open.
     fn reserve(&self, state: &State, end: u64) -> Result<()> {
         if end <= state.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
-        let _growth = state.growth.lock();
+        let mut length = state.growth.lock();
         let current = state.reserved.load(Ordering::Acquire);
         if end <= current {
             return Ok(());
         }
-        // Writes through the map cannot report a full device (they would
-        // raise SIGBUS): the space is reserved here, where ENOSPC is an
-        // error. A device too full for the next allocation step may still
-        // hold what is needed now.
-        let step = state.alloc.next(current, end);
         let least = end.div_ceil(PAGE) * PAGE;
-        let mut target = step;
-        loop {
+        if least > *length {
+            let target = state.alloc.next(*length, end);
             state
                 .file
                 .set_len(target)
                 .map_err(|e| Error::io(format_args!("truncate to {target} bytes"), &self.path, e))?;
-            match sys::allocate(&state.file, current, target - current) {
+            *length = target;
+        }
+        // Writes through the map cannot report a full device (they would
+        // raise SIGBUS): the space is taken here, where ENOSPC is an error. A
+        // device too full for the step ahead may still hold what is needed now.
+        let ahead = (current / 8).max(state.alloc.init);
+        let mut wanted = least.max(current.saturating_add(ahead).div_ceil(PAGE) * PAGE).min(*length);
+        loop {
+            match sys::allocate(&state.file, current, wanted - current) {
                 Ok(()) => break,
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && wanted > least => wanted = least,
                 Err(e) => {
-                    let _ = state.file.set_len(current);
-                    if e.raw_os_error() != Some(libc::ENOSPC) || target <= least {
-                        let what = format_args!("allocation of {} bytes", target - current);
-                        return Err(Error::io(what, &self.path, e));
-                    }
-                    target = least;
+                    let what = format_args!("allocation of {} bytes", wanted - current);
+                    return Err(Error::io(what, &self.path, e));
                 }
             }
         }
-        if target > state.maps.len() {
-            let window = target.saturating_mul(2).max(MIN_WINDOW).div_ceil(PAGE) * PAGE;
+        if *length > state.maps.len() {
+            let window = length.saturating_mul(2).max(MIN_WINDOW).div_ceil(PAGE) * PAGE;
             let map = Mapping::new(&state.file, window, true)
                 .map_err(|e| Error::io(format_args!("map of {window} bytes"), &self.path, e))?;
             state.maps.install(map);
         }
-        state.reserved.store(target, Ordering::Release);
+        state.reserved.store(wanted, Ordering::Release);
         Ok(())
     }
 
@@ -262,7 +275,11 @@ impl File for MmapFile {
             // The file must not get shorter than a live map, so the cut bytes are
             // zeroed in place: by punching a hole where the filesystem can.
             match sys::punch_hole(&state.file, size, old - size) {
-                Ok(()) => {}
+                // The hole's pages have no space on the device any more: a
+                // write there takes it again first.
+                Ok(()) => {
+                    state.reserved.fetch_min(size.div_ceil(PAGE) * PAGE, Ordering::AcqRel);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Unsupported => {
                     if let Some(map) = state.maps.current() {
                         map.zero(size, old - size);
@@ -343,6 +360,7 @@ impl File for MmapFile {
         let mut out = access::describe(&self.path, open);
         if let Some(state) = &self.state {
             out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
+            out.push(("file_length".into(), state.growth.lock().to_string()));
             out.push(("mapped_size".into(), state.maps.len().to_string()));
         }
         out
@@ -383,5 +401,69 @@ impl Drop for MmapFile {
         if self.state.is_some() {
             let _ = self.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+    use crate::file::FileKind;
+
+    #[test]
+    fn space_on_the_device_stays_a_bounded_step_ahead_of_the_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let spec = FileSpec::new(FileKind::MmapParallel);
+        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        let mut most_ahead = 0.0f64;
+        for _ in 0..(48 << 20) / chunk.len() {
+            file.append(&chunk).unwrap();
+            let meta = std::fs::metadata(&path).unwrap();
+            let size = file.size();
+            assert!(meta.len() >= size);
+            if size >= 8 * spec.alloc_init {
+                let ahead = (meta.blocks() * 512).saturating_sub(size);
+                most_ahead = most_ahead.max(ahead as f64 / size as f64);
+            }
+        }
+        // The length grew by whole steps of the strategy, past the data.
+        let length = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(length, 64 << 20, "the length is the strategy's step");
+        // Past eight first reservations, the space taken ran at most an
+        // eighth (and a page) ahead of the data; taking whole steps ran up
+        // to the data's size ahead.
+        assert!(most_ahead <= 0.13, "space ran {most_ahead:.2} of the data ahead");
+        // Writing right up to the file's length takes the space it needs.
+        let end = length - file.size();
+        file.append(&vec![1u8; end as usize]).unwrap();
+        assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= length);
+    }
+
+    /// A file a crash left with a sparse end: a write there takes its space
+    /// first, where a full device is an error rather than SIGBUS.
+    #[test]
+    fn a_sparse_end_gets_space_before_a_write_lands_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![5u8; 1 << 20]).unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(4 << 20).unwrap();
+        let sparse = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(sparse < 2 << 20, "the file system filled the extension: {sparse} bytes");
+        let spec = FileSpec::new(FileKind::MmapParallel);
+        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        let reserved = |file: &MmapFile| {
+            let info = file.inspect();
+            info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse::<u64>().unwrap()
+        };
+        assert_eq!(reserved(&file), 1 << 20);
+        file.write(3 << 20, b"late").unwrap();
+        assert!(reserved(&file) >= (3 << 20) + 4);
+        assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 3 << 20);
+        let mut buf = [0u8; 4];
+        file.read(3 << 20, &mut buf).unwrap();
+        assert_eq!(&buf, b"late");
     }
 }

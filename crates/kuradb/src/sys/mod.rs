@@ -219,6 +219,31 @@ pub(crate) fn allocate(file: &fs::File, offset: u64, len: u64) -> io::Result<()>
     }
 }
 
+/// Where the first hole of `file` (`len` bytes long) begins: a range with
+/// no space taken on the device, as an extension of its length leaves. `len`
+/// where it has none, or where the platform cannot say.
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "lseek"))]
+pub(crate) fn first_hole(file: &fs::File, len: u64) -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: lseek on a descriptor we own with integer arguments; it
+        // touches no memory of ours. The file offset it moves is put back.
+        let at = unsafe {
+            let at = libc::lseek(fd, 0, libc::SEEK_HOLE);
+            libc::lseek(fd, 0, libc::SEEK_SET);
+            at
+        };
+        u64::try_from(at).map_or(len, |at| at.min(len))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        len
+    }
+}
+
 /// Makes the directory holding `path` durable, so a rename into it survives
 /// a power cut.
 pub(crate) fn sync_parent_dir(path: &Path) -> io::Result<()> {
