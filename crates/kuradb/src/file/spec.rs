@@ -107,15 +107,9 @@ impl fmt::Display for FileKind {
 pub struct FileSpec {
     /// The implementation.
     pub kind: FileKind,
-    /// Bytes reserved when a writer opens a smaller file; for the
-    /// memory-mapped file also the least space it takes on the device ahead
-    /// of its writes.
+    /// Bytes reserved on disk when a writer opens a smaller file.
     pub alloc_init: u64,
-    /// Factor by which the file's length grows when a write passes its end.
-    /// The memory-mapped file takes space on the device a bounded step ahead
-    /// of its writes instead (an eighth of the file, at least `alloc_init`),
-    /// so that an open file holds about its data, not up to this factor
-    /// times it.
+    /// Factor by which the reserved space grows when a write passes its end.
     pub alloc_inc: f64,
     /// Unit of every system call: 1 (no block I/O) or a power of two.
     pub block_size: u64,
