@@ -151,39 +151,3 @@ pub(super) struct PageShape {
     /// An inner node with more children than this splits.
     pub max_branches: Option<usize>,
 }
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::MetadataExt;
-
-    use super::*;
-
-    #[test]
-    fn a_rebuild_leaves_no_room_reserved_past_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.kt");
-        // Memory-mapped, the default: its store reserves room ahead of its end.
-        let db = TreeDbm::builder().open(&path).unwrap();
-        let value = [b'v'; 100];
-        for n in 0..30_000 {
-            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
-        }
-        for n in (0..30_000).filter(|n| n % 10 != 0) {
-            db.remove(format!("{n:08}").as_bytes()).unwrap();
-        }
-        db.rebuild().unwrap();
-        let size = db.file_size().unwrap();
-        let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
-        let page = 4096;
-        assert!(allocated <= size.div_ceil(page) * page, "{allocated} bytes allocated for a file of {size}");
-        for n in 30_000..31_000 {
-            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
-        }
-        db.close().unwrap();
-        let db = TreeDbm::builder().open(&path).unwrap();
-        assert_eq!(db.count().unwrap(), 4_000);
-        assert_eq!(db.get(b"00029990").unwrap().as_deref(), Some(&value[..]));
-        assert_eq!(db.get(b"00030999").unwrap().as_deref(), Some(&value[..]));
-        assert_eq!(db.get(b"00000001").unwrap(), None);
-    }
-}

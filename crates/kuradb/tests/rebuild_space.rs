@@ -1,0 +1,45 @@
+//! A rebuild gives the device back what the old file held beyond its data
+//! at once, while the database stays open: the new file is cut to its
+//! logical size as a close cuts it, not left with the room a memory-mapped
+//! file reserves ahead of its end.
+
+use std::os::unix::fs::MetadataExt;
+
+use kuradb::dbm::poly::PolyDbm;
+use kuradb::dbm::{Access, Dbm};
+use kuradb::Params;
+
+#[test]
+fn a_rebuild_leaves_no_room_reserved_past_the_end() {
+    for ext in ["kh", "kt"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("r.{ext}"));
+        // Memory-mapped, the default: the file reserves room ahead of its end.
+        let params = Params::parse("num_buckets=1000").unwrap();
+        let db = PolyDbm::open(&path, Access::ReadWrite, &params).unwrap();
+        let value = [b'v'; 100];
+        for n in 0..30_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        for n in (0..30_000).filter(|n| n % 10 != 0) {
+            db.remove(format!("{n:08}").as_bytes()).unwrap();
+        }
+        db.rebuild().unwrap();
+        let size = db.file_size().unwrap();
+        let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(
+            allocated <= size.div_ceil(4096) * 4096,
+            "{ext}: {allocated} bytes on the device for a file of {size}"
+        );
+        // The next write past the end reserves room again.
+        for n in 30_000..31_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        db.close().unwrap();
+        let db = PolyDbm::open(&path, Access::ReadOnly, &Params::default()).unwrap();
+        assert_eq!(db.count().unwrap(), 4_000, "{ext}");
+        assert_eq!(db.get(b"00029990").unwrap().as_deref(), Some(&value[..]), "{ext}");
+        assert_eq!(db.get(b"00030999").unwrap().as_deref(), Some(&value[..]), "{ext}");
+        assert_eq!(db.get(b"00000001").unwrap(), None, "{ext}");
+    }
+}
