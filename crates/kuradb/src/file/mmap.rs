@@ -431,6 +431,26 @@ mod tests {
         }
     }
 
+    /// Pages a truncation punched out have no space on the device: a write
+    /// there takes it again first.
+    #[test]
+    fn a_write_into_punched_pages_takes_their_space_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let spec = FileSpec::new(FileKind::MmapParallel);
+        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        file.append(&vec![3u8; 2 << 20]).unwrap();
+        file.truncate(4096).unwrap();
+        let reserved = |file: &MmapFile| {
+            let info = file.inspect();
+            info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse::<u64>().unwrap()
+        };
+        assert_eq!(reserved(&file), 4096);
+        file.write(1 << 20, b"again").unwrap();
+        assert!(reserved(&file) >= (1 << 20) + 5);
+        assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 1 << 20);
+    }
+
     /// A file a crash left with a sparse end: a write there takes its space
     /// first, where a full device is an error rather than SIGBUS.
     #[test]
