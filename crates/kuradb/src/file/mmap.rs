@@ -411,6 +411,12 @@ mod tests {
     use super::*;
     use crate::file::FileKind;
 
+    /// The end of the space the file has taken on the device, as `inspect` says.
+    fn reserved_size(file: &MmapFile) -> u64 {
+        let info = file.inspect();
+        info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse().unwrap()
+    }
+
     #[test]
     fn a_write_past_the_end_takes_space_for_the_whole_length() {
         let dir = tempfile::tempdir().unwrap();
@@ -441,13 +447,9 @@ mod tests {
         let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
         file.append(&vec![3u8; 2 << 20]).unwrap();
         file.truncate(4096).unwrap();
-        let reserved = |file: &MmapFile| {
-            let info = file.inspect();
-            info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse::<u64>().unwrap()
-        };
-        assert_eq!(reserved(&file), 4096);
+        assert_eq!(reserved_size(&file), 4096);
         file.write(1 << 20, b"again").unwrap();
-        assert!(reserved(&file) >= (1 << 20) + 5);
+        assert!(reserved_size(&file) >= (1 << 20) + 5);
         assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 1 << 20);
     }
 
@@ -463,13 +465,9 @@ mod tests {
         assert!(sparse < 2 << 20, "the file system filled the extension: {sparse} bytes");
         let spec = FileSpec::new(FileKind::MmapParallel);
         let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
-        let reserved = |file: &MmapFile| {
-            let info = file.inspect();
-            info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse::<u64>().unwrap()
-        };
-        assert_eq!(reserved(&file), 1 << 20);
+        assert_eq!(reserved_size(&file), 1 << 20);
         file.write(3 << 20, b"late").unwrap();
-        assert!(reserved(&file) >= (3 << 20) + 4);
+        assert!(reserved_size(&file) >= (3 << 20) + 4);
         assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 3 << 20);
         let mut buf = [0u8; 4];
         file.read(3 << 20, &mut buf).unwrap();
