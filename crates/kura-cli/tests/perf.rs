@@ -676,6 +676,11 @@ fn report_every_prints_intervals_and_the_worst_operation_of_each_phase() {
         }
         assert!((1..=100).contains(&phase["max_latency_op"].as_u64().unwrap()), "{phase}");
         assert!(phase["max_latency_thread"].as_u64().unwrap() < 2, "{phase}");
+        let (over_1ms, over_10ms) =
+            (phase["ops_over_1ms"].as_u64().unwrap(), phase["ops_over_10ms"].as_u64().unwrap());
+        assert!(over_10ms <= over_1ms && over_1ms <= 200, "{phase}");
+        // Only an operation longer than a millisecond counts.
+        assert_eq!(over_1ms == 0, worst <= 0.001, "{phase}");
     }
     // The text, on stderr with --json: thread 0's lines instead of the dots,
     // and the worst operation under each phase's report line.

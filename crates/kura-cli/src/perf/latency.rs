@@ -5,7 +5,10 @@
 //!
 //! Every thread times each of its operations; thread 0 prints a line every N
 //! of its operations, and its intervals go into the phase's JSON object. The
-//! worst operation of the phase is the worst of every thread's.
+//! worst operation of the phase is the worst of every thread's, and the
+//! counts of operations longer than a millisecond and than ten are every
+//! thread's together: a single worst operation may be the machine's (a
+//! thread descheduled), where a count shows how often the tail is reached.
 
 use std::time::{Duration, Instant};
 
@@ -49,6 +52,10 @@ impl Interval {
     }
 }
 
+/// The bounds of the slow-operation counts: an operation longer than
+/// `SLOW[i]` counts in the `i`th.
+pub const SLOW: [Duration; 2] = [Duration::from_millis(1), Duration::from_millis(10)];
+
 /// The timing of one thread's operations through a phase.
 #[derive(Debug)]
 pub struct ThreadTiming {
@@ -62,6 +69,8 @@ pub struct ThreadTiming {
     worst: Duration,
     /// The number (from 1) of the worst operation among the thread's.
     worst_op: u64,
+    /// Operations longer than each bound of [`SLOW`].
+    slow: [u64; 2],
     intervals: Vec<Interval>,
 }
 
@@ -79,6 +88,7 @@ impl ThreadTiming {
             interval_max: Duration::ZERO,
             worst: Duration::ZERO,
             worst_op: 0,
+            slow: [0; 2],
             intervals: Vec::new(),
         }
     }
@@ -93,6 +103,9 @@ impl ThreadTiming {
                 self.worst_op = done;
             }
         }
+        if took > SLOW[0] {
+            self.count_slow(took);
+        }
         self.interval_ops += 1;
         if self.interval_ops == self.every {
             self.close_interval(done);
@@ -103,6 +116,13 @@ impl ThreadTiming {
     pub fn finish(&mut self, done: u64) {
         if self.interval_ops > 0 {
             self.close_interval(done);
+        }
+    }
+
+    #[cold]
+    fn count_slow(&mut self, took: Duration) {
+        for (count, bound) in self.slow.iter_mut().zip(SLOW) {
+            *count += u64::from(took > bound);
         }
     }
 
@@ -138,6 +158,8 @@ pub struct PhaseTiming {
     pub worst_thread: usize,
     /// Its number (from 1) among that thread's operations.
     pub worst_op: u64,
+    /// Operations of every thread longer than each bound of [`SLOW`].
+    pub slow: [u64; 2],
     /// Thread 0's intervals.
     pub intervals: Vec<Interval>,
 }
@@ -157,6 +179,9 @@ impl TimingSink {
             phase.worst_thread = id;
             phase.worst_op = thread.worst_op;
         }
+        for (sum, count) in phase.slow.iter_mut().zip(thread.slow) {
+            *sum += count;
+        }
         if thread.shown {
             phase.intervals = thread.intervals;
         }
@@ -173,8 +198,8 @@ impl PhaseTiming {
     /// The line under the phase's report line.
     pub fn text(&self) -> String {
         format!(
-            "  max_latency={:.6} max_latency_thread={} max_latency_op={}",
-            self.worst, self.worst_thread, self.worst_op
+            "  max_latency={:.6} max_latency_thread={} max_latency_op={} over_1ms={} over_10ms={}",
+            self.worst, self.worst_thread, self.worst_op, self.slow[0], self.slow[1]
         )
     }
 }
@@ -197,6 +222,7 @@ mod tests {
         assert_eq!(maxima, [5e-6, 7e-6, 9e-6]);
         assert!(timing.intervals.iter().all(|i| i.qps > 0.0 && i.interval_qps > 0.0));
         assert_eq!((timing.worst, timing.worst_op), (Duration::from_micros(9), 7));
+        assert_eq!(timing.slow, [0, 0]);
         // A count that is a multiple of N leaves no partial interval.
         let mut even = ThreadTiming::start(2, true);
         for done in 1..=4 {
@@ -211,18 +237,26 @@ mod tests {
         let sink = TimingSink::default();
         let mut first = ThreadTiming::start(10, true);
         first.tick(1, Duration::from_micros(3));
-        first.finish(1);
+        first.tick(2, Duration::from_millis(12));
+        first.finish(2);
         let mut second = ThreadTiming::start(10, false);
         second.tick(1, Duration::from_micros(1));
-        second.tick(2, Duration::from_micros(8));
-        second.finish(2);
+        second.tick(2, Duration::from_millis(15));
+        // At a bound is not over it.
+        second.tick(3, Duration::from_millis(1));
+        second.tick(4, Duration::from_millis(2));
+        second.finish(4);
         assert!(second.intervals.is_empty());
         sink.add(1, second);
         sink.add(0, first);
         let phase = sink.take().unwrap();
-        assert_eq!((phase.worst, phase.worst_thread, phase.worst_op), (8e-6, 1, 2));
+        assert_eq!((phase.worst, phase.worst_thread, phase.worst_op), (0.015, 1, 2));
+        assert_eq!(phase.slow, [3, 2]);
         assert_eq!(phase.intervals.len(), 1);
-        assert_eq!(phase.text(), "  max_latency=0.000008 max_latency_thread=1 max_latency_op=2");
+        assert_eq!(
+            phase.text(),
+            "  max_latency=0.015000 max_latency_thread=1 max_latency_op=2 over_1ms=3 over_10ms=2"
+        );
         assert!(sink.take().is_none());
     }
 }

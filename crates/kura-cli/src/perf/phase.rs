@@ -175,6 +175,8 @@ impl<'a> Bench<'a> {
                 .json_field("max_latency", timing.worst)
                 .json_field("max_latency_thread", timing.worst_thread)
                 .json_field("max_latency_op", timing.worst_op)
+                .json_field("ops_over_1ms", timing.slow[0])
+                .json_field("ops_over_10ms", timing.slow[1])
                 .json_field("intervals", intervals);
         }
         Ok(report)

@@ -13,12 +13,14 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
 use super::access::{self, check_read, check_write, closed, SpinFileLock, SpinReadGuard, SpinWriteGuard};
 use super::alloc::Allocation;
 use super::owner::Owner;
+use super::tail_fill::{self, TailFill};
 use super::{File, FileSpec, LockMode, OpenOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::sys::{self, MapChain, Mapping};
@@ -64,6 +66,10 @@ struct State {
     /// The whole-file lock of the atomic kind; `None` for the parallel kind.
     atomic: Option<SpinFileLock>,
     maps: MapChain,
+    /// A writer's filler of the page cache ahead of its end, started once
+    /// the file is large enough to want one; `None` inside if no thread
+    /// could be started.
+    fill: OnceLock<Option<TailFill>>,
     /// The end of the space taken on the device: every write goes below it
     /// (see [`MmapFile::reserve`]); never above the file's length.
     reserved: AtomicU64,
@@ -113,6 +119,7 @@ impl MmapFile {
             writable: options.writable,
             atomic: spec.kind.is_atomic().then(|| SpinFileLock::new(())),
             maps: MapChain::new(first),
+            fill: OnceLock::new(),
             reserved: AtomicU64::new(reserved),
             growth: Mutex::new(size),
             size: AtomicU64::new(size),
@@ -197,8 +204,28 @@ impl MmapFile {
                 if let (Some(map), Some(data)) = (state.maps.current(), data) {
                     map.write(old, data);
                 }
+                if end >= tail_fill::MIN_SIZE {
+                    self.fill_ahead(state, end);
+                }
                 return Ok(old);
             }
+        }
+    }
+}
+
+impl MmapFile {
+    /// Has the filler keep the pages past `end` cached (see [`tail_fill`]).
+    fn fill_ahead(&self, state: &State, end: u64) {
+        let fill = state.fill.get_or_init(|| {
+            let limit = state.reserved.load(Ordering::Acquire);
+            let fill = state.file.try_clone().ok().and_then(|file| TailFill::start(file, end, limit));
+            if fill.is_none() {
+                log::warn!("{}: no thread to fill the page cache ahead of writes", self.path.display());
+            }
+            fill
+        });
+        if let Some(fill) = fill {
+            fill.note(end, state.reserved.load(Ordering::Acquire));
         }
     }
 }
@@ -279,6 +306,9 @@ impl File for MmapFile {
                 // write there takes it again first.
                 Ok(()) => {
                     state.reserved.fetch_min(size.div_ceil(PAGE) * PAGE, Ordering::AcqRel);
+                    if let Some(Some(fill)) = state.fill.get() {
+                        fill.cut(size);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Unsupported => {
                     if let Some(map) = state.maps.current() {
@@ -374,8 +404,10 @@ impl File for MmapFile {
             // maps go.
             return state.owner.check(&self.path);
         }
-        let State { owner, file, maps, size, writable, poisoned, .. } = state;
-        // Every map goes first: the file must not shrink under a live one.
+        let State { owner, file, maps, fill, size, writable, poisoned, .. } = state;
+        // The filler stops first, and its descriptor of the file goes with
+        // it. Every map goes next: the file must not shrink under a live one.
+        drop(fill);
         drop(maps);
         let mut result = Ok(());
         if writable && !poisoned.load(Ordering::Acquire) {

@@ -37,6 +37,7 @@ mod page_cache;
 mod positional;
 mod request;
 mod spec;
+mod tail_fill;
 mod wrapper;
 
 use std::path::{Path, PathBuf};

@@ -244,6 +244,44 @@ pub(crate) fn first_hole(file: &fs::File, len: u64) -> u64 {
     }
 }
 
+/// Lets the calling thread run only on a processor no other thread wants
+/// (Linux's idle scheduling class), for work that is worth doing only when
+/// it takes nothing from the rest. Where the platform has no such class, the
+/// thread keeps its priority.
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "sched_setscheduler"))]
+pub(crate) fn run_only_when_idle() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler on the calling thread (0) with a valid
+        // parameter that lives through the call; it only changes how the
+        // thread is scheduled. A refusal leaves the thread as it was.
+        let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    }
+}
+
+/// Which of the pages of `file` from `offset` (page-aligned) for `len`
+/// bytes the system holds in memory: for tests of what brings pages in.
+#[cfg(all(test, target_os = "linux"))]
+#[expect(unsafe_code, reason = "mincore on a map of our own")]
+pub(crate) fn resident_pages(file: &fs::File, offset: u64, len: usize) -> io::Result<Vec<bool>> {
+    let map = map_read_only(file, offset, len)?;
+    let pages = len.div_ceil(4096);
+    let mut flags = vec![0u8; pages];
+    // SAFETY: the map is `len` bytes long and lives through the call, and
+    // `flags` holds a byte for each of its pages.
+    let rc = unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, len, flags.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(flags.iter().map(|f| f & 1 == 1).collect())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+fn map_read_only(file: &fs::File, offset: u64, len: usize) -> io::Result<memmap2::MmapRaw> {
+    memmap2::MmapOptions::new().offset(offset).len(len).map_raw_read_only(file)
+}
+
 /// Makes the directory holding `path` durable, so a rename into it survives
 /// a power cut.
 pub(crate) fn sync_parent_dir(path: &Path) -> io::Result<()> {
