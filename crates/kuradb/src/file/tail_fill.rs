@@ -92,7 +92,11 @@ impl TailFill {
     /// asked to fill.
     pub(super) fn note(&self, end: u64, limit: u64) {
         let shared = &self.shared;
-        shared.limit.store(limit, Ordering::Release);
+        // Stored only when it moved: many threads append at once, and a
+        // line they all write would bounce between their processors.
+        if shared.limit.load(Ordering::Relaxed) != limit {
+            shared.limit.store(limit, Ordering::Release);
+        }
         if end.saturating_add(WAKE_WITHIN) > shared.until.load(Ordering::Acquire) {
             shared.until.fetch_max(end.saturating_add(AHEAD), Ordering::AcqRel);
             // Without the sleep lock, which the filler may hold while put
