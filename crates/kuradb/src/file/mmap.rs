@@ -191,6 +191,21 @@ impl MmapFile {
         Ok(())
     }
 
+    /// Has the filler keep the pages past `end` cached (see [`tail_fill`]).
+    fn fill_ahead(&self, state: &State, end: u64) {
+        let fill = state.fill.get_or_init(|| {
+            let limit = state.reserved.load(Ordering::Acquire);
+            let fill = state.file.try_clone().ok().and_then(|file| TailFill::start(file, end, limit));
+            if fill.is_none() {
+                log::warn!("{}: no thread to fill the page cache ahead of writes", self.path.display());
+            }
+            fill
+        });
+        if let Some(fill) = fill {
+            fill.note(end, state.reserved.load(Ordering::Acquire));
+        }
+    }
+
     /// Grows the logical size by `len` (copying `data` into the new region if
     /// given) once the map covers it; answers the old size.
     fn grow_size(&self, state: &State, len: u64, data: Option<&[u8]>) -> Result<u64> {
@@ -209,23 +224,6 @@ impl MmapFile {
                 }
                 return Ok(old);
             }
-        }
-    }
-}
-
-impl MmapFile {
-    /// Has the filler keep the pages past `end` cached (see [`tail_fill`]).
-    fn fill_ahead(&self, state: &State, end: u64) {
-        let fill = state.fill.get_or_init(|| {
-            let limit = state.reserved.load(Ordering::Acquire);
-            let fill = state.file.try_clone().ok().and_then(|file| TailFill::start(file, end, limit));
-            if fill.is_none() {
-                log::warn!("{}: no thread to fill the page cache ahead of writes", self.path.display());
-            }
-            fill
-        });
-        if let Some(fill) = fill {
-            fill.note(end, state.reserved.load(Ordering::Acquire));
         }
     }
 }

@@ -25,9 +25,11 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::sys::ProcessStamp;
+
 /// How far past the end the filler keeps the pages cached; more than a
 /// common read-ahead window, so that a window the writer reaches is whole.
-pub(super) const AHEAD: u64 = 16 << 20;
+const AHEAD: u64 = 16 << 20;
 
 /// The filler is woken again once the end comes this close to what it was
 /// last asked to fill: a wake-up for every few megabytes of appends.
@@ -62,7 +64,7 @@ pub(super) struct TailFill {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     /// The process that started the thread: a forked child has none to stop.
-    pid: u32,
+    process: ProcessStamp,
 }
 
 impl TailFill {
@@ -84,7 +86,7 @@ impl TailFill {
             .stack_size(64 << 10)
             .spawn(move || fill(&theirs, &file, from))
             .ok()?;
-        Some(TailFill { shared, thread: Some(thread), pid: std::process::id() })
+        Some(TailFill { shared, thread: Some(thread), process: ProcessStamp::now() })
     }
 
     /// Notes that the file's logical end is `end` and that it has space
@@ -117,7 +119,7 @@ impl TailFill {
     /// descriptor of the file, to end.
     pub(super) fn stop(&mut self) {
         let Some(thread) = self.thread.take() else { return };
-        if std::process::id() != self.pid {
+        if !self.process.is_current() {
             // A forked child: the thread is the parent's, and this copy of
             // its handle names nothing here.
             std::mem::forget(thread);
