@@ -12,19 +12,27 @@ use kuradb::Params;
 use crate::engine::BoxError;
 use crate::store::{Pair, Reader, Store};
 
+/// The tree's parameters: a node cache that holds the benchmark's tree, as
+/// a user who reads ranges of it would size it, on positional I/O, since the
+/// cache already keeps the nodes the map would (see `StoreName::settings`).
+pub const TREE_PARAMS: &str = "file=pos-para,max_cached_pages=30000";
+
 /// A kuradb database of the class its file name's extension names, open
 /// either plainly or under `TransactionalDbm`.
 pub struct Kura {
     path: PathBuf,
+    params: Params,
     plain: Option<PolyDbm>,
     txn: Option<TransactionalDbm<PolyDbm>>,
 }
 
 impl Kura {
-    /// Makes a fresh database at `path`, default parameters.
-    pub fn open(path: &Path) -> Result<Kura, BoxError> {
-        let plain = PolyDbm::open(path, Access::ReadWrite, &Params::default())?;
-        Ok(Kura { path: path.to_path_buf(), plain: Some(plain), txn: None })
+    /// Makes a fresh database at `path` with the parameters in `params`
+    /// (a parameter string; empty for the class's defaults).
+    pub fn open(path: &Path, params: &str) -> Result<Kura, BoxError> {
+        let params = Params::parse(params)?;
+        let plain = PolyDbm::open(path, Access::ReadWrite, &params)?;
+        Ok(Kura { path: path.to_path_buf(), params, plain: Some(plain), txn: None })
     }
 
     fn db(&self) -> &dyn Dbm {
@@ -39,7 +47,7 @@ impl Kura {
     fn plain(&mut self) -> Result<&PolyDbm, BoxError> {
         if let Some(txn) = self.txn.take() {
             txn.close()?;
-            self.plain = Some(PolyDbm::open(&self.path, Access::ReadWrite, &Params::default())?);
+            self.plain = Some(PolyDbm::open(&self.path, Access::ReadWrite, &self.params)?);
         }
         Ok(self.plain.as_ref().expect("the plain database is open"))
     }
@@ -88,6 +96,10 @@ impl Store for Kura {
     fn end_transactional(&mut self) -> Result<(), BoxError> {
         self.plain()?;
         Ok(())
+    }
+
+    fn write_out(&self) -> Result<(), BoxError> {
+        Ok(self.db().synchronize(Durability::Soft)?)
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>, BoxError> {

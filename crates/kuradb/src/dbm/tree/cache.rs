@@ -9,7 +9,7 @@
 //! the store without its shard's lock (see [`Tree::load`]): only lookups of
 //! the same node wait for it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +48,14 @@ struct Shard {
     leaf_capacity: usize,
 }
 
+/// The ids of a shard's changed nodes, which a flush writes: it visits
+/// them alone rather than every cached node, so that a synchronization
+/// costs what changed, not what the cache holds. An id is in the set while
+/// its cached node is changed: it joins at the change that makes the node
+/// differ from the store and leaves at the write that makes them equal, both
+/// under the node's lock. Locked last, under any other lock.
+type ChangedIds = Mutex<HashSet<u64, IdHasher>>;
+
 /// A shard behind its lock, and the signal that a node of it finished
 /// loading (waking the threads that wanted it).
 struct ShardLock {
@@ -55,6 +63,7 @@ struct ShardLock {
     loaded: Condvar,
     /// The shard's capacity, readable without the lock.
     capacity: usize,
+    changed: Arc<ChangedIds>,
 }
 
 impl ShardLock {
@@ -78,6 +87,9 @@ pub(super) struct Cell {
     /// lock, so that a cursor checks the record it copied still holds with
     /// one load (see [`super::cursor`]).
     version: AtomicU64,
+    id: u64,
+    /// The set of the node's shard that a change joins ([`ChangedIds`]).
+    changed: Arc<ChangedIds>,
 }
 
 pub(super) struct Slot {
@@ -95,7 +107,7 @@ impl Cell {
     /// The node, held exclusively: a change made through it is marked by
     /// [`SlotWrite::changed`].
     pub(super) fn write(&self) -> SlotWrite<'_> {
-        SlotWrite { slot: self.slot.write(), version: &self.version }
+        SlotWrite { slot: self.slot.write(), cell: self }
     }
 
     /// The node's version (see [`Cell::version`](Cell#structfield.version)).
@@ -110,15 +122,18 @@ impl Cell {
 /// A cell's node held exclusively.
 pub(super) struct SlotWrite<'a> {
     slot: RwLockWriteGuard<'a, Slot>,
-    version: &'a AtomicU64,
+    cell: &'a Cell,
 }
 
 impl SlotWrite<'_> {
     /// Marks the node changed: to be written back, and no longer as any
     /// cursor saw it.
     pub(super) fn changed(&mut self) {
-        self.slot.dirty = true;
-        self.version.fetch_add(1, Ordering::AcqRel);
+        if !self.slot.dirty {
+            self.slot.dirty = true;
+            self.cell.changed.lock().insert(self.cell.id);
+        }
+        self.cell.version.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -233,7 +248,12 @@ impl NodeCache {
                     leaves: 0,
                     leaf_capacity,
                 };
-                ShardLock { shard: Mutex::new(shard), loaded: Condvar::new(), capacity }
+                ShardLock {
+                    shard: Mutex::new(shard),
+                    loaded: Condvar::new(),
+                    capacity,
+                    changed: Default::default(),
+                }
             })
             .collect();
         NodeCache { shards, versions: AtomicU64::new(1) }
@@ -259,11 +279,17 @@ impl NodeCache {
         self.versions.fetch_add(1, Ordering::Relaxed) << 32
     }
 
-    /// A new cell holding `node`.
-    fn cell(&self, node: Node, dirty: bool) -> Arc<Cell> {
+    /// A new cell holding node `id`, changed if `dirty`.
+    fn cell(&self, id: u64, node: Node, dirty: bool) -> Arc<Cell> {
+        let changed = self.shard(id).changed.clone();
+        if dirty {
+            changed.lock().insert(id);
+        }
         Arc::new(Cell {
             slot: RwLock::new(Slot { node, dirty }),
             version: AtomicU64::new(self.fresh_version()),
+            id,
+            changed,
         })
     }
 
@@ -284,7 +310,10 @@ impl NodeCache {
 
     /// Forgets every node, changed or not (their store was cleared).
     pub(super) fn forget_all(&self) {
-        self.shards.iter().for_each(|s| s.lock().clear());
+        for lock in &self.shards {
+            lock.lock().clear();
+            lock.changed.lock().clear();
+        }
     }
 }
 
@@ -364,7 +393,7 @@ impl Tree {
     /// Caches `node`, just read from the store for `claim`, and evicts as a
     /// load does. Dropping the claim afterwards wakes the node's waiters.
     pub(super) fn cache_claimed(&self, claim: &mut Claim<'_>, node: Node) -> Result<Arc<Cell>> {
-        let cell = self.cache.cell(node, false);
+        let cell = self.cache.cell(claim.id, node, false);
         let mut shard = claim.lock.lock();
         claim.unlist(&mut shard);
         shard.put(claim.id, cell.clone());
@@ -424,7 +453,7 @@ impl Tree {
         drop(shard);
         let mut claim = Claim { lock, id, listed: true };
         let node = self.read_node(id)?;
-        let cell = self.cache.cell(node, false);
+        let cell = self.cache.cell(id, node, false);
         let mut shard = lock.lock();
         claim.unlist(&mut shard);
         shard.put(id, cell.clone());
@@ -446,7 +475,7 @@ impl Tree {
     /// a failed write-back would leave the tree half changed. The caller
     /// calls [`Tree::trim`] once the tree is whole again.
     pub(super) fn insert(&self, id: u64, node: Node, dirty: bool) -> Arc<Cell> {
-        let cell = self.cache.cell(node, dirty);
+        let cell = self.cache.cell(id, node, dirty);
         self.cache.shard(id).lock().put(id, cell.clone());
         cell
     }
@@ -486,22 +515,32 @@ impl Tree {
         if slot.dirty {
             self.write_page(&node_key(id), |page| slot.node.encode(page))?;
             slot.dirty = false;
+            cell.changed.lock().remove(&id);
         }
         Ok(())
     }
 
     /// Forgets node `id` (merged away).
     pub(super) fn discard(&self, id: u64) -> Result<()> {
-        self.cache.shard(id).lock().remove(id);
+        let lock = self.cache.shard(id);
+        lock.lock().remove(id);
+        lock.changed.lock().remove(&id);
         self.store.remove(&node_key(id)).map(|_| ())
     }
 
     /// Writes every changed node and the tree's figures to the store.
     pub(super) fn flush(&self) -> Result<()> {
-        for shard in &self.cache.shards {
-            let cells: Vec<(u64, Arc<Cell>)> = shard.lock().cells.iter().flatten().cloned().collect();
-            for (id, cell) in cells {
-                self.write_back(id, &cell)?;
+        for lock in &self.cache.shards {
+            let ids: Vec<u64> = lock.changed.lock().iter().copied().collect();
+            for id in ids {
+                let cell = lock.lock().get(id).map(|(_, cell)| cell.clone());
+                match cell {
+                    Some(cell) => self.write_back(id, &cell)?,
+                    // Not cached: no changed copy of it is left to write.
+                    None => {
+                        lock.changed.lock().remove(&id);
+                    }
+                }
             }
         }
         let meta = *self.meta.lock();
