@@ -129,10 +129,48 @@ impl State {
             self.put_removal(key)?;
         }
         self.tear_on(self.write_link(f.link, f.header.next))?;
+        let voided = self.voids_on_removal(&f.header);
+        if voided {
+            self.tear_on(self.write_void(&f))?;
+        }
         self.count.fetch_sub(1, Ordering::AcqRel);
         self.data_size.fetch_sub((key.len() + f.header.value_size) as u64, Ordering::AcqRel);
-        self.release(f.offset, &f.header, true, counted);
+        self.release(f.offset, &f.header, true, counted, voided);
         Ok(())
+    }
+
+    /// Whether removing the record with `header` rewrites it as a void
+    /// record at once rather than marking it void at the next hard
+    /// synchronization: a record of the current epoch in a hash database
+    /// updated in place. A mark is one byte written over the record, and
+    /// the record's own write, of this epoch too, may not reach the device
+    /// before a power cut: the mark would then land on whatever the space
+    /// held before (another key's version of this epoch, given up since),
+    /// and a restore would read that key as removed, hiding its
+    /// synchronized version. A whole void record reaches the device whole
+    /// or not at all. (A tree's restore takes an epoch only if its digest
+    /// of the epoch's records agrees, and an appending file marks nothing
+    /// of this epoch before the sync.)
+    fn voids_on_removal(&self, header: &record::Header) -> bool {
+        self.kind == Kind::Hash && !self.appending && header.epoch == self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Writes the record `f` again as a void record of its key, with no
+    /// value, over the same space: a removal a restore reads.
+    fn write_void(&self, f: &Found) -> Result<()> {
+        let key = &f.buf[f.header.header_size..f.header.header_size + f.header.key_size];
+        ENCODED.with_borrow_mut(|buf| {
+            let rec = Record {
+                live: false,
+                next: f.header.next,
+                epoch: f.header.epoch,
+                key,
+                value: b"",
+                size: f.header.size,
+            };
+            record::encode_through_value(buf, self.width, self.align_pow, &rec);
+            self.file.write(f.offset, buf)
+        })
     }
 
     /// Stores `value`, encoded already, as `key`'s record.
@@ -180,7 +218,7 @@ impl State {
         }
         let at = self.put_linked(key, value, f.header.next, f.link)?;
         self.free.lock().replaced_by(at);
-        self.release(f.offset, &f.header, false, counted);
+        self.release(f.offset, &f.header, false, counted, false);
         Ok(())
     }
 
@@ -335,8 +373,17 @@ impl State {
     /// allowed. Space of the current epoch is reusable at once (unless the
     /// file appends), since no hard synchronization has covered it; older
     /// space once its void mark is durable. `counted` is the record's hash in
-    /// the epoch's digest ([`State::counted_hash`]).
-    fn release(&self, offset: u64, header: &record::Header, removed: bool, counted: Option<u64>) {
+    /// the epoch's digest ([`State::counted_hash`]); `voided` says the
+    /// removal rewrote it as a void record already
+    /// ([`State::voids_on_removal`]), which needs no mark.
+    fn release(
+        &self,
+        offset: u64,
+        header: &record::Header,
+        removed: bool,
+        counted: Option<u64>,
+        voided: bool,
+    ) {
         let mut free = self.free.lock();
         let epoch = self.epoch.load(Ordering::Acquire);
         if removed {
@@ -347,7 +394,9 @@ impl State {
             // reused at once where the file reuses space.
             debug_assert!(counted.is_some() || self.epoch_records.is_none());
             self.uncount_in_epoch(offset, counted);
-            free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
+            if !voided {
+                free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
+            }
             if !self.appending {
                 free.put(offset, header.size);
             }

@@ -75,6 +75,14 @@ pub(crate) fn size_for(width: usize, align: u64, key: usize, value: usize) -> u6
 /// Encodes a record of exactly `size` bytes (at least [`size_for`]) into `out`.
 /// `record.next` is a byte offset, stored in units of 2^`align_pow`.
 pub(crate) fn encode(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &Record<'_>) {
+    encode_through_value(out, width, align_pow, record);
+    out.resize(record.size as usize, 0);
+}
+
+/// Encodes a record of `size` bytes as [`encode`] does, but only up to the
+/// end of its value: its padding is covered by no checksum, so a record
+/// written over another of the same size may leave the old bytes there.
+pub(crate) fn encode_through_value(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &Record<'_>) {
     out.clear();
     out.push(if record.live { MAGIC_LIVE } else { MAGIC_VOID });
     out.extend_from_slice(&(record.next >> align_pow).to_le_bytes()[..width]);
@@ -95,7 +103,6 @@ pub(crate) fn encode(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &R
     out.extend_from_slice(record.value);
     let crc = crc32fast::hash(&out[body..]);
     out[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
-    out.resize(record.size as usize, 0);
 }
 
 /// Parses the header at the start of `buf`; `next` comes back as a byte
