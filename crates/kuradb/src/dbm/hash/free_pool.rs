@@ -18,7 +18,9 @@ pub(super) enum Doom {
     /// the file appends).
     Current,
     /// Of the current epoch, removed: as `Current`, but its void mark is the
-    /// removal a restore sees.
+    /// removal a restore sees. A hash database updated in place has none:
+    /// it rewrites such a record as a void record at its removal
+    /// (`State::voids_on_removal`).
     CurrentRemoved,
     /// Of an earlier epoch, removed: its mark may be made durable with the
     /// removal.
