@@ -271,6 +271,29 @@ impl State {
         true
     }
 
+    /// Starts loading into the CPU's cache the first record of `bucket`'s
+    /// chain, for a walk of the buckets in order that reaches it soon: the
+    /// bucket array is read in order, which the CPU foresees, but the
+    /// records lie anywhere in the file. The caller need not hold the
+    /// bucket's slot: a value changed meanwhile only makes the hint miss.
+    pub(super) fn prefetch_head(&self, bucket: u64) {
+        if bucket >= self.num_buckets {
+            return;
+        }
+        // A file that takes no hints (positional I/O) would pay a system
+        // call for the bucket and gain nothing.
+        if self.buckets.is_none() && !self.file.prefetch(self.bucket_offset(bucket), self.width) {
+            return;
+        }
+        if let Ok(offset) = self.read_bucket(bucket) {
+            if offset != 0 {
+                // The key's length is not known yet: the header and what
+                // follows it, which holds a short key and its value.
+                self.file.prefetch(offset, RECORD_PREFETCH);
+            }
+        }
+    }
+
     /// Walks `key`'s chain, reading the value of the record found if `value` says so.
     pub(super) fn find_record(&self, key: &[u8], bucket: u64, value: bool) -> Result<Option<Found>> {
         self.check_untorn()?;

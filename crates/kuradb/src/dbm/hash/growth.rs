@@ -60,6 +60,11 @@ pub(crate) const MIN_RECORDS: u64 = 1024;
 /// few enough that an exclusive operation waits a short time for it.
 const CHUNK: u64 = 512;
 
+/// How many buckets ahead of its copy the copier asks for a chain's first
+/// record: far enough for the record to arrive from memory while the
+/// buckets between are copied.
+const PREFETCH_AHEAD: u64 = 8;
+
 /// What the temporary file of a growth is named after (see [`temp_beside`]).
 const TEMP: &str = "grow";
 
@@ -482,6 +487,7 @@ impl Copier<'_> {
             let s = guard.as_ref().expect("checked by `share`");
             let end = (bucket + CHUNK).min(old_buckets);
             while bucket < end {
+                s.prefetch_head(bucket + PREFETCH_AHEAD);
                 let _slot = s.slot(bucket).read();
                 // No key of a bucket not yet copied is in the new file:
                 // writers change it only for buckets copied before.
