@@ -1,7 +1,9 @@
-//! The reference's column: Tkrzw's own benchmark program, run on the
-//! seeds' workload (its `sequence --random_key`: keys of 8 digits drawn at
-//! random, each set, got, iterated and removed), its reported times taken
-//! as they are. It runs no other row of the table.
+//! The reference's columns in a build without its C library (see
+//! `build.rs`; with it they are stores, `stores/tkrzw.rs`): Tkrzw's own
+//! benchmark program, run on the seeds' workload (its `sequence
+//! --random_key`: keys of 8 digits drawn at random, each set, got,
+//! iterated and removed), its reported times taken as they are. It runs no
+//! other row of the table.
 
 use std::collections::BTreeMap;
 use std::process::Command;

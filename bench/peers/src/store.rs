@@ -96,6 +96,12 @@ pub enum StoreName {
     /// sled.
     #[cfg(feature = "sled")]
     Sled,
+    /// The reference's hash database, through its C library.
+    #[cfg(tkrzw_lib)]
+    TkrzwHash,
+    /// The reference's tree database, through its C library.
+    #[cfg(tkrzw_lib)]
+    TkrzwTree,
 }
 
 impl StoreName {
@@ -116,7 +122,22 @@ impl StoreName {
             StoreName::Sqlite,
             #[cfg(feature = "sled")]
             StoreName::Sled,
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwHash,
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwTree,
         ]
+    }
+
+    /// Whether the store keeps its keys in order (ranges read in it).
+    #[cfg(test)]
+    pub fn is_ordered(self) -> bool {
+        match self {
+            StoreName::KuraHash => false,
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwHash => false,
+            _ => true,
+        }
     }
 
     /// The name the command line takes and the table shows.
@@ -136,12 +157,16 @@ impl StoreName {
             StoreName::Sqlite => "sqlite",
             #[cfg(feature = "sled")]
             StoreName::Sled => "sled",
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwHash => "tkrzw-hash",
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwTree => "tkrzw-tree",
         }
     }
 
     /// The crate and version measured, and the settings used.
-    pub fn settings(self) -> &'static str {
-        match self {
+    pub fn settings(self) -> String {
+        let text = match self {
             StoreName::KuraHash => {
                 "kuradb (this commit), `PolyDbm` of a `.kh` file, default parameters; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
             }
@@ -172,7 +197,12 @@ impl StoreName {
             StoreName::Sled => {
                 "sled 0.34.7, default config; durable = `apply_batch` then `flush`, not synced = `apply_batch`; count = `len` (a full iteration); no compaction call"
             }
-        }
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwHash => return tkrzw_settings("HashDBM` of a `.tkh"),
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwTree => return tkrzw_settings("TreeDBM` of a `.tkt"),
+        };
+        text.to_string()
     }
 
     /// Parses a name of [`StoreName::name`], naming the feature a store
@@ -209,8 +239,26 @@ impl StoreName {
             StoreName::Sqlite => Box::new(crate::stores::sqlite::Sqlite::open(dir)?),
             #[cfg(feature = "sled")]
             StoreName::Sled => Box::new(crate::stores::sled::Sled::open(dir)?),
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwHash => {
+                Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkh"), false)?)
+            }
+            #[cfg(tkrzw_lib)]
+            StoreName::TkrzwTree => {
+                Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkt"), true)?)
+            }
         })
     }
+}
+
+/// The settings of a reference's column, of the class and file `class`
+/// names.
+#[cfg(tkrzw_lib)]
+fn tkrzw_settings(class: &str) -> String {
+    format!(
+        "Tkrzw {} through its C library (Debian's `libtkrzw-dev`, the interface of `tkrzw_langc.h`), a `{class}` file with the default tuning (`truncate=true` only); gets by `tkrzw_dbm_get` (a copy, freed); ranges and walks by an iterator's `tkrzw_dbm_iter_process`, with no copy; durable = `tkrzw_dbm_synchronize(hard)` after the sets; compaction = `tkrzw_dbm_rebuild`",
+        crate::stores::tkrzw::version()
+    )
 }
 
 impl std::fmt::Display for StoreName {

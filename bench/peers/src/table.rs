@@ -30,8 +30,9 @@ usage: kura-peers [options]            the comparison table (this)
   --out PATH           also write the markdown table to PATH
   --json PATH          also write every figure as JSON to PATH";
 
-/// A column of the table: a store run through [`crate::store::Store`], or
-/// the reference run through its own benchmark program.
+/// A column of the table: a store run through [`crate::store::Store`], or,
+/// in a build without the reference's C library, the reference run through
+/// its own benchmark program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
     /// A store of this build.
@@ -41,11 +42,12 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// Every engine of this build; the reference's two when its program is
-    /// on the `PATH`.
+    /// Every engine of this build; without the reference's C library, its
+    /// two program columns when the program is on the `PATH`.
     fn all() -> Vec<Engine> {
         let mut all: Vec<Engine> = StoreName::all().into_iter().map(Engine::Store).collect();
-        if reference::available() {
+        // With its C library, the reference is a store of this build.
+        if !cfg!(tkrzw_lib) && reference::available() {
             all.extend([Engine::Reference(true), Engine::Reference(false)]);
         }
         all
@@ -62,7 +64,7 @@ impl Engine {
 
     fn parse(text: &str) -> Result<Engine, String> {
         match text {
-            "tkrzw-hash" | "tkrzw-tree" => {
+            "tkrzw-hash" | "tkrzw-tree" if !cfg!(tkrzw_lib) => {
                 if !reference::available() {
                     return Err(format!("engine {text:?} needs {} on the PATH", reference::PROGRAM));
                 }
@@ -80,7 +82,7 @@ impl Engine {
 
     fn settings(self) -> String {
         match self {
-            Engine::Store(store) => store.settings().to_string(),
+            Engine::Store(store) => store.settings(),
             Engine::Reference(hash) => format!(
                 "Tkrzw through its `{} sequence --random_key --dbm {}` (the packaged build, default tuning); it runs the seeds' workload only, each key set, got and removed on its own; seeds memory: the largest `mem` it reports (its resident memory's growth since it began), seeds size: its `file_size` (a logical length)",
                 reference::PROGRAM,
@@ -1154,7 +1156,7 @@ mod tests {
                 figures.iter().find(|(id, _)| *id == "random_range_reads"),
                 Some((_, Figure::NotApplicable(_)))
             );
-            assert_eq!(ordered, store != StoreName::KuraHash, "{store}");
+            assert_eq!(ordered, store.is_ordered(), "{store}");
             let memory = figures.iter().find(|(id, _)| *id == "seeds_memory").map(|(_, figure)| figure);
             assert!(matches!(memory, Some(Figure::Value(_))), "{store}: {memory:?}");
             // The seeds' values alone: a store whose size left out what it

@@ -14,3 +14,5 @@ pub mod rocks;
 pub mod sled;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(tkrzw_lib)]
+pub mod tkrzw;
