@@ -240,13 +240,9 @@ impl StoreName {
             #[cfg(feature = "sled")]
             StoreName::Sled => Box::new(crate::stores::sled::Sled::open(dir)?),
             #[cfg(tkrzw_lib)]
-            StoreName::TkrzwHash => {
-                Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkh"), false)?)
-            }
+            StoreName::TkrzwHash => Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkh"))?),
             #[cfg(tkrzw_lib)]
-            StoreName::TkrzwTree => {
-                Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkt"), true)?)
-            }
+            StoreName::TkrzwTree => Box::new(crate::stores::tkrzw::Tkrzw::open(&dir.join("bench.tkt"))?),
         })
     }
 }

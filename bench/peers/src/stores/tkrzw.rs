@@ -128,7 +128,8 @@ unsafe impl Sync for Tkrzw {}
 impl Tkrzw {
     /// Makes a fresh database at `path`, of the class its extension names
     /// (`.tkh` a hash, `.tkt` a tree), with the default tuning.
-    pub fn open(path: &Path, ordered: bool) -> Result<Tkrzw, BoxError> {
+    pub fn open(path: &Path) -> Result<Tkrzw, BoxError> {
+        let ordered = path.extension().is_some_and(|e| e == "tkt");
         let c_path = CString::new(path.as_os_str().as_bytes())?;
         let params = CString::new("truncate=true")?;
         // SAFETY: both strings are NUL-terminated and outlive the call.
