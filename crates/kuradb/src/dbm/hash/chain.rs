@@ -262,13 +262,22 @@ impl State {
             }
         }
         for (&bucket, key) in buckets.iter().zip(stored) {
-            match self.read_bucket(bucket) {
-                Ok(0) => {}
-                Ok(offset) if self.file.prefetch(offset, RECORD_PREFETCH + key.len()) => {}
-                _ => return false,
+            if !self.prefetch_first_record(bucket, RECORD_PREFETCH + key.len()) {
+                return false;
             }
         }
         true
+    }
+
+    /// Asks the file for the first `len` bytes of the first record of
+    /// `bucket`'s chain, if it has one; false if the bucket could not be
+    /// read or the file did not take the hint.
+    fn prefetch_first_record(&self, bucket: u64, len: usize) -> bool {
+        match self.read_bucket(bucket) {
+            Ok(0) => true,
+            Ok(offset) => self.file.prefetch(offset, len),
+            Err(_) => false,
+        }
     }
 
     /// Starts loading into the CPU's cache the first record of `bucket`'s
@@ -285,13 +294,9 @@ impl State {
         if self.buckets.is_none() && !self.file.prefetch(self.bucket_offset(bucket), self.width) {
             return;
         }
-        if let Ok(offset) = self.read_bucket(bucket) {
-            if offset != 0 {
-                // The key's length is not known yet: the header and what
-                // follows it, which holds a short key and its value.
-                self.file.prefetch(offset, RECORD_PREFETCH);
-            }
-        }
+        // The key's length is not known yet: the header and what follows
+        // it, which holds a short key and its value.
+        self.prefetch_first_record(bucket, RECORD_PREFETCH);
     }
 
     /// Walks `key`'s chain, reading the value of the record found if `value` says so.
