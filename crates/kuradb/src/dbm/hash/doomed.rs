@@ -3,14 +3,21 @@
 //!
 //! The set gains one record a removal or replacement until then, so for a
 //! workload that seldom synchronizes hard it is most of what a writer holds
-//! beyond the bucket array. It is kept as compressed bitmaps of offsets in
-//! units of the records' alignment (roaring bitmaps: a bit a unit where
-//! records are dense, two bytes a record where they are sparse), rather than
-//! as a list of 16-byte (offset, size) pairs, which grew by 16 bytes a
-//! removal where the bitmaps grow by a bit or two bytes
-//! (bench/results/2026-11-29-memory.md). A record's size is kept only where it will be
-//! used: for a record whose space goes back to the pool after the marking,
-//! and only as many as the pool can take.
+//! beyond the bucket array. It is kept as a compressed bitmap (roaring: a
+//! bit a value where values are dense, two bytes a value where they are
+//! sparse) rather than as a list of 16-byte (offset, size) pairs, which
+//! grew by 16 bytes a removal (bench/results/2026-11-29-memory.md). Each
+//! record is one value of it: its offset in units of the records'
+//! alignment, times four, plus its state (reusable or not, removed or not).
+//!
+//! A removal's record lies anywhere in the file, and so does its place in
+//! the bitmap, whose containers outgrow the processor's caches: one search
+//! of it a removal took a third of a removal's time
+//! (bench/results/2026-12-06-doomed-states.md). So changes wait in a short
+//! list, and are made a batch at a time in offset order, so that each
+//! search starts where the last one left the caches warm. A record's size is kept
+//! only where it will be used: for a record whose space goes back to the
+//! pool after the marking, and only as many as the pool can take.
 
 use std::collections::HashMap;
 
@@ -23,22 +30,36 @@ pub(super) const REUSABLE: u64 = 1 << 63;
 /// no newer version of its key needs to be durable before its void mark.
 pub(super) const REMOVED: u64 = 1 << 62;
 
+/// The states a doomed record's value adds to its unit times [`STATES`].
+const STATE_REMOVED: u64 = 1;
+const STATE_REUSABLE: u64 = 2;
+const STATES: u64 = 4;
+/// A waiting change that forgets its record rather than dooming it.
+const FORGOTTEN: u64 = STATES;
+/// The bits below a waiting change's unit, holding its state.
+const CHANGE_BITS: u32 = 3;
+/// The changes that wait before they are made: their list's 32 KiB is all
+/// the batching adds to a writer's memory. (Tests make batches mid-way.)
+const MAX_WAITING: usize = if cfg!(test) { 64 } else { 4096 };
+
 /// Doomed records, by offset.
 pub(super) struct Doomed {
     align_pow: u32,
-    /// Records of the current epoch (whose space went to the pool at once,
-    /// unless the file appends).
-    reusable: RoaringTreemap,
-    /// Records whose space goes to the pool once their void mark is durable.
-    later: RoaringTreemap,
-    /// Records of `reusable` or `later` that were removed rather than replaced.
-    removed: RoaringTreemap,
-    /// The sizes of records of `later`, as many as the pool holds at most:
-    /// the pool takes no more after the marking.
+    /// Each record as its offset in units of the alignment times
+    /// [`STATES`], plus [`STATE_REUSABLE`] if its space went to the pool at
+    /// once (unless the file appends) and [`STATE_REMOVED`] if it was
+    /// removed rather than replaced.
+    records: RoaringTreemap,
+    /// Changes to `records` not made yet, in the order they came: a unit
+    /// shifted up by [`CHANGE_BITS`], with its new state or [`FORGOTTEN`].
+    waiting: Vec<u64>,
+    /// The sizes of records not reusable at once, as many as the pool holds
+    /// at most: the pool takes no more after the marking.
     sizes: HashMap<u64, u64>,
     max_sizes: usize,
-    /// Records at an offset that is no multiple of the alignment, as
-    /// (offset, size): none are expected, but nothing is lost if one comes.
+    /// Records at an offset that is no multiple of the alignment (or too
+    /// far for the bitmap's values), as (offset, size): none are expected,
+    /// but nothing is lost if one comes.
     odd: Vec<(u64, u64)>,
 }
 
@@ -48,9 +69,8 @@ impl Doomed {
     pub(super) fn new(align_pow: u32, max_sizes: usize) -> Doomed {
         Doomed {
             align_pow,
-            reusable: RoaringTreemap::new(),
-            later: RoaringTreemap::new(),
-            removed: RoaringTreemap::new(),
+            records: RoaringTreemap::new(),
+            waiting: Vec::new(),
             sizes: HashMap::new(),
             max_sizes,
             odd: Vec::new(),
@@ -66,40 +86,28 @@ impl Doomed {
             self.odd.push((offset, size));
             return;
         };
-        if size & REUSABLE != 0 {
-            self.forget_unit(unit, offset);
-            self.reusable.insert(unit);
-            if size & REMOVED != 0 {
-                self.removed.insert(unit);
-            }
-            return;
-        }
-        self.reusable.remove(unit);
-        self.later.insert(unit);
-        if size & REMOVED != 0 {
-            self.removed.insert(unit);
+        let removed = if size & REMOVED != 0 { STATE_REMOVED } else { 0 };
+        let state = if size & REUSABLE != 0 {
+            self.sizes.remove(&offset);
+            STATE_REUSABLE | removed
         } else {
-            self.removed.remove(unit);
-        }
-        let size = size & !REMOVED;
-        if size > 0 && (self.sizes.len() < self.max_sizes || self.sizes.contains_key(&offset)) {
-            self.sizes.insert(offset, size);
-        }
+            let size = size & !REMOVED;
+            if size > 0 && (self.sizes.len() < self.max_sizes || self.sizes.contains_key(&offset)) {
+                self.sizes.insert(offset, size);
+            }
+            removed
+        };
+        self.change(unit, state);
     }
 
     /// The record at `offset` is doomed no more: its space holds a new record.
     pub(super) fn forget(&mut self, offset: u64) {
         match self.unit(offset) {
-            Some(unit) => self.forget_unit(unit, offset),
+            Some(unit) => {
+                self.sizes.remove(&offset);
+                self.change(unit, FORGOTTEN);
+            }
             None => self.odd.retain(|&(o, _)| o != offset),
-        }
-    }
-
-    fn forget_unit(&mut self, unit: u64, offset: u64) {
-        self.reusable.remove(unit);
-        self.removed.remove(unit);
-        if self.later.remove(unit) {
-            self.sizes.remove(&offset);
         }
     }
 
@@ -108,33 +116,81 @@ impl Doomed {
     /// for one whose size was not kept (the pool would not take it), with
     /// [`REMOVED`] set on a removed one's.
     pub(super) fn take(&mut self) -> Vec<(u64, u64)> {
+        self.make_changes();
         let ap = self.align_pow;
-        let reusable = std::mem::take(&mut self.reusable);
-        let later = std::mem::take(&mut self.later);
-        let removed = std::mem::take(&mut self.removed);
+        let records = std::mem::take(&mut self.records);
         let mut sizes = std::mem::take(&mut self.sizes);
         let mut all = std::mem::take(&mut self.odd);
-        all.reserve((reusable.len() + later.len()) as usize);
-        let flag = |unit| if removed.contains(unit) { REMOVED } else { 0 };
-        all.extend(reusable.iter().map(|unit| (unit << ap, REUSABLE | flag(unit))));
-        all.extend(
-            later.iter().map(|unit| (unit << ap, sizes.remove(&(unit << ap)).unwrap_or(0) | flag(unit))),
-        );
-        all.sort_unstable_by_key(|&(offset, _)| offset);
+        let odd = !all.is_empty();
+        all.reserve(records.len() as usize);
+        all.extend(records.iter().map(|value| {
+            let offset = (value / STATES) << ap;
+            let state = value % STATES;
+            let removed = if state & STATE_REMOVED != 0 { REMOVED } else { 0 };
+            if state & STATE_REUSABLE != 0 {
+                (offset, REUSABLE | removed)
+            } else {
+                (offset, sizes.remove(&offset).unwrap_or(0) | removed)
+            }
+        }));
+        // The bitmap's records come in order; an odd one may not.
+        if odd {
+            all.sort_unstable_by_key(|&(offset, _)| offset);
+        }
         all
     }
 
-    pub(super) fn is_empty(&self) -> bool {
-        self.reusable.is_empty() && self.later.is_empty() && self.odd.is_empty()
+    pub(super) fn is_empty(&mut self) -> bool {
+        self.make_changes();
+        self.records.is_empty() && self.odd.is_empty()
     }
 
     pub(super) fn clear(&mut self) {
         self.take();
     }
 
-    /// `offset` in units of the alignment, if it is a multiple of it.
+    /// Notes that the record of `unit` is now in `state` (or forgotten).
+    fn change(&mut self, unit: u64, state: u64) {
+        self.waiting.push(unit << CHANGE_BITS | state);
+        if self.waiting.len() >= MAX_WAITING {
+            self.make_changes();
+        }
+    }
+
+    /// Makes the waiting changes, in offset order; of a unit's changes the
+    /// last one counts. In that order each search of the bitmap starts
+    /// near the last one's, in lines still cached.
+    fn make_changes(&mut self) {
+        // A stable sort: a unit's changes stay in the order they came.
+        self.waiting.sort_by_key(|change| change >> CHANGE_BITS);
+        for (i, &change) in self.waiting.iter().enumerate() {
+            let unit = change >> CHANGE_BITS;
+            if self.waiting.get(i + 1).is_some_and(|next| next >> CHANGE_BITS == unit) {
+                continue;
+            }
+            let base = unit * STATES;
+            let state = change & ((1 << CHANGE_BITS) - 1);
+            // One value at a time: the bitmap's `remove_range` walks every
+            // container, and a count of a range counts a dense container's
+            // bits up to it.
+            for other in (0..STATES).filter(|&other| other != state) {
+                self.records.remove(base + other);
+            }
+            if state != FORGOTTEN {
+                self.records.insert(base + state);
+            }
+        }
+        self.waiting.clear();
+    }
+
+    /// `offset` in units of the alignment, if it is a multiple of it and a
+    /// waiting change of it fits in 64 bits.
     fn unit(&self, offset: u64) -> Option<u64> {
-        (offset & ((1 << self.align_pow) - 1) == 0).then_some(offset >> self.align_pow)
+        if offset & ((1 << self.align_pow) - 1) != 0 {
+            return None;
+        }
+        let unit = offset >> self.align_pow;
+        (unit < 1 << (64 - CHANGE_BITS)).then_some(unit)
     }
 }
 
@@ -173,5 +229,62 @@ mod tests {
         ];
         assert_eq!(doomed.take(), want);
         assert_eq!(doomed.take(), vec![]);
+    }
+
+    /// Any sequence of dooms and forgets, at aligned and odd offsets, comes
+    /// back as a map of each offset to its last doom would give it.
+    #[test]
+    fn doomed_records_follow_their_last_doom() {
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Insert(u64, u64),
+            Forget(u64),
+        }
+        let offset = prop_oneof![(0u64..64).prop_map(|n| n << 4), (0u64..4).prop_map(|n| (n << 4) + 3)];
+        let flags = prop_oneof![Just(0), Just(REUSABLE), Just(REMOVED), Just(REUSABLE | REMOVED)];
+        let op = prop_oneof![
+            3 => (offset.clone(), 0u64..3, flags).prop_map(|(o, size, f)| Op::Insert(o, (size * 16) | f)),
+            1 => offset.prop_map(Op::Forget),
+        ];
+        proptest!(|(ops in proptest::collection::vec(op, 0..400))| {
+            let mut doomed = Doomed::new(4, usize::MAX);
+            // offset -> (flags, the size the last non-reusable doom with one kept)
+            let mut model: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+            for op in &ops {
+                match *op {
+                    Op::Insert(o, size) => {
+                        doomed.insert(o, size);
+                        let kept = match model.get(&o) {
+                            Some(&(flags, kept)) if flags & REUSABLE == 0 => kept,
+                            _ => 0,
+                        };
+                        let plain = size & !(REUSABLE | REMOVED);
+                        let entry = if size & REUSABLE != 0 && o % 16 == 0 {
+                            (size & (REUSABLE | REMOVED), 0)
+                        } else if o % 16 != 0 {
+                            // Odd records are kept whole, as the last doom gave them.
+                            (size, 0)
+                        } else {
+                            (size & REMOVED, if plain > 0 { plain } else { kept })
+                        };
+                        model.insert(o, entry);
+                    }
+                    Op::Forget(o) => {
+                        doomed.forget(o);
+                        model.remove(&o);
+                    }
+                }
+            }
+            prop_assert_eq!(doomed.is_empty(), model.is_empty());
+            let want: Vec<(u64, u64)> = model
+                .iter()
+                .map(|(&o, &(flags, kept))| (o, if o % 16 != 0 || flags & REUSABLE != 0 { flags } else { flags | kept }))
+                .collect();
+            prop_assert_eq!(doomed.take(), want);
+            prop_assert!(doomed.is_empty());
+        });
     }
 }
