@@ -11,13 +11,15 @@
 //! alignment, times four, plus its state (reusable or not, removed or not).
 //!
 //! A removal's record lies anywhere in the file, and so does its place in
-//! the bitmap, whose containers outgrow the processor's caches: one search
-//! of it a removal took a third of a removal's time
-//! (bench/results/2026-12-06-doomed-states.md). So changes wait in a short
-//! list, and are made a batch at a time in offset order, so that each
-//! search starts where the last one left the caches warm. A record's size is kept
-//! only where it will be used: for a record whose space goes back to the
-//! pool after the marking, and only as many as the pool can take.
+//! the bitmap, whose containers outgrow the processor's caches: searching
+//! them at each removal (three bitmaps then, one a state) took a third of
+//! a removal's time (bench/results/2026-12-06-doomed-states.md). So changes
+//! wait in a short list and are made a batch at a time in offset order,
+//! each search starting where the last one left the caches warm.
+//!
+//! A record's size is kept only where it will be used: for a record whose
+//! space goes back to the pool after the marking, and only as many as the
+//! pool can take.
 
 use std::collections::HashMap;
 
