@@ -2,7 +2,7 @@
 //! synchronization for durability), wrapped in a `TransactionalDbm` only
 //! for the transactional rows.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kuradb::dbm::poly::PolyDbm;
 use kuradb::dbm::txn::{CommitDurability, TransactionOptions, TransactionalDbm};
@@ -20,8 +20,6 @@ pub const TREE_PARAMS: &str = "file=pos-para,max_cached_pages=30000";
 /// A kuradb database of the class its file name's extension names, open
 /// either plainly or under `TransactionalDbm`.
 pub struct Kura {
-    path: PathBuf,
-    params: Params,
     plain: Option<PolyDbm>,
     txn: Option<TransactionalDbm<PolyDbm>>,
 }
@@ -32,7 +30,7 @@ impl Kura {
     pub fn open(path: &Path, params: &str) -> Result<Kura, BoxError> {
         let params = Params::parse(params)?;
         let plain = PolyDbm::open(path, Access::ReadWrite, &params)?;
-        Ok(Kura { path: path.to_path_buf(), params, plain: Some(plain), txn: None })
+        Ok(Kura { plain: Some(plain), txn: None })
     }
 
     fn db(&self) -> &dyn Dbm {
@@ -43,11 +41,11 @@ impl Kura {
         }
     }
 
-    /// The plain database, closing the transactional wrapper if it is open.
+    /// The plain database, taken back from the transactional wrapper if it
+    /// is open (open all along, as a user would keep it).
     fn plain(&mut self) -> Result<&PolyDbm, BoxError> {
         if let Some(txn) = self.txn.take() {
-            txn.close()?;
-            self.plain = Some(PolyDbm::open(&self.path, Access::ReadWrite, &self.params)?);
+            self.plain = Some(txn.into_inner()?);
         }
         Ok(self.plain.as_ref().expect("the plain database is open"))
     }

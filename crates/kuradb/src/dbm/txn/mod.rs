@@ -1072,6 +1072,60 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
 
     /// Closes the database, making every commit durable in it first.
     pub fn close(self) -> Result<()> {
+        let writable = self.options.access.is_writable();
+        let (inner, indexes, log) = self.take_apart()?;
+        let closed = Self::close_indexes(indexes).and(Box::new(inner).close());
+        let Some(log) = log else {
+            return closed;
+        };
+        let log_closed = Self::close_log(log, writable && closed.is_ok());
+        closed.and(log_closed)
+    }
+
+    /// Ends the transactions and hands the database back, open: every
+    /// commit is made durable in it first, the attached indexes are closed,
+    /// and the commit log is closed and removed, as [`close`](Self::close)
+    /// does; the database is not closed, so what it has cached stays.
+    ///
+    /// On an error the database is closed as it is dropped, and a commit log
+    /// that still completes it stays for the next open to apply.
+    ///
+    /// ```
+    /// use kuradb::dbm::hash::HashDbm;
+    /// use kuradb::dbm::txn::{CommitDurability, TransactionOptions, TransactionalDbm};
+    /// use kuradb::dbm::Dbm;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("casket.kh");
+    /// let db = TransactionalDbm::open(HashDbm::builder().open(&path)?, TransactionOptions::default())?;
+    /// let mut batch = db.batch(CommitDurability::Sync);
+    /// batch.set(b"apple", b"red");
+    /// batch.commit()?;
+    ///
+    /// // The hash database goes on without transactions, its map still in place.
+    /// let hash = db.into_inner()?;
+    /// assert_eq!(hash.get(b"apple")?.as_deref(), Some(&b"red"[..]));
+    /// assert!(!dir.path().join("casket.kh.txlog").exists());
+    /// hash.close()?;
+    /// # Ok::<(), kuradb::Error>(())
+    /// ```
+    pub fn into_inner(self) -> Result<D> {
+        let writable = self.options.access.is_writable();
+        let (inner, indexes, log) = self.take_apart()?;
+        let closed = Self::close_indexes(indexes);
+        match log {
+            // The checkpoint above made every commit durable in `inner`.
+            Some(log) => {
+                let log_closed = Self::close_log(log, writable && closed.is_ok());
+                closed.and(log_closed)?
+            }
+            None => closed?,
+        }
+        Ok(inner)
+    }
+
+    /// Stops the applier, makes every logged commit durable in the
+    /// database, and answers the parts that need closing.
+    fn take_apart(self) -> Result<(D, Vec<Arc<AttachedIndex>>, Option<CommitLog>)> {
         self.stop.stop();
         let writable = self.options.access.is_writable();
         if writable && self.log.get().is_some_and(|log| log.len() > log::HEADER_SIZE) {
@@ -1082,17 +1136,18 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
         let inner = Arc::into_inner(inner).ok_or_else(|| {
             Error::new(ErrorKind::Infeasible, "the database is still held by its commit applier")
         })?;
-        let closed = Self::close_indexes(indexes.into_inner()).and(Box::new(inner).close());
-        let Some(log) = log.take() else {
-            return closed;
-        };
+        Ok((inner, indexes.into_inner(), log.take()))
+    }
+
+    /// Closes the commit log, and removes it if `remove` and it closed:
+    /// once the database holds every commit, a clean end leaves no log.
+    fn close_log(log: CommitLog, remove: bool) -> Result<()> {
         let path = log.path().to_path_buf();
-        let log_closed = log.close();
-        if closed.is_ok() && log_closed.is_ok() && writable {
-            // Every commit is in the closed database: a clean close leaves no log.
+        log.close()?;
+        if remove {
             std::fs::remove_file(&path).map_err(|e| Error::io("remove the commit log", &path, e))?;
         }
-        closed.and(log_closed)
+        Ok(())
     }
 }
 

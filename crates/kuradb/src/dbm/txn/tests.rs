@@ -491,6 +491,34 @@ fn a_batch_applies_whole_and_its_log_is_replayed_after_a_crash() {
     assert!(!log_path.exists(), "a clean close leaves no log");
 }
 
+/// `into_inner` ends the transactions the way a close does (every commit in
+/// the database, no log left) and the database goes on, open.
+#[test]
+fn into_inner_hands_the_database_back_with_every_commit_and_no_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.kdb");
+    let db = hash(dir.path());
+    for i in 0..100u32 {
+        let mut batch = db.batch(CommitDurability::Sync);
+        batch.set(format!("k{i}").as_bytes(), &i.to_be_bytes()).remove(b"k0");
+        batch.commit().unwrap();
+    }
+    let log_path = db.log_path().unwrap().to_path_buf();
+    assert!(log_path.exists());
+    let inner = db.into_inner().unwrap();
+    assert!(!log_path.exists(), "every commit is in the database: no log is left");
+    assert_eq!(inner.count().unwrap(), 99);
+    assert_eq!(inner.get(b"k42").unwrap().as_deref(), Some(&42u32.to_be_bytes()[..]));
+    inner.set(b"plain", b"after").unwrap();
+    let db = TransactionalDbm::open(inner, TransactionOptions::default()).unwrap();
+    assert_eq!(db.get(b"plain").unwrap().as_deref(), Some(&b"after"[..]));
+    db.close().unwrap();
+    let db = HashDbm::builder().open(&path).unwrap();
+    assert_eq!(db.count().unwrap(), 100);
+    assert_eq!(db.get(b"k0").unwrap(), None);
+    db.close().unwrap();
+}
+
 #[test]
 fn a_batch_with_a_bad_increment_applies_nothing() {
     let dir = tempfile::tempdir().unwrap();
