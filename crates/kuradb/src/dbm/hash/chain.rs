@@ -63,6 +63,11 @@ impl Found {
     }
 }
 
+/// How many buckets ahead of a walk in bucket order the walker asks for a
+/// chain's first record: far enough for the record to arrive from memory
+/// while the buckets between are walked.
+pub(super) const PREFETCH_AHEAD: u64 = 8;
+
 impl State {
     /// Reads the record at `offset`: its header and key and, if `value` says
     /// so, its value too (if `key` is given, only when the record is `key`'s).
@@ -372,6 +377,9 @@ impl State {
     pub(super) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
         self.check_untorn()?;
         for bucket in 0..self.num_buckets {
+            // The chains' records lie anywhere in the file: each is a miss
+            // unless asked for ahead.
+            self.prefetch_head(bucket + PREFETCH_AHEAD);
             self.for_each_in(bucket, &mut f)?;
         }
         Ok(())

@@ -40,11 +40,12 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::buckets::bucket_of;
+use super::chain::PREFETCH_AHEAD;
 use super::change::Change;
 use super::header::{Header, Kind};
 use super::options::HashOptions;
 use super::rebuild::RebuildParams;
-use super::restore;
+use super::restore::{self, Keys};
 use super::state::State;
 use super::HashDbm;
 use crate::dbm::{Action, Durability};
@@ -59,11 +60,6 @@ pub(crate) const MIN_RECORDS: u64 = 1024;
 /// Buckets the copier copies between two lets-go of the database's lock:
 /// few enough that an exclusive operation waits a short time for it.
 const CHUNK: u64 = 512;
-
-/// How many buckets ahead of its copy the copier asks for a chain's first
-/// record: far enough for the record to arrive from memory while the
-/// buckets between are copied.
-const PREFETCH_AHEAD: u64 = 8;
 
 /// What the temporary file of a growth is named after (see [`temp_beside`]).
 const TEMP: &str = "grow";
@@ -211,7 +207,7 @@ impl State {
     /// Adds `key` (as a caller knows it), which this state does not hold,
     /// with `value`: the put of a copy that knows the key is new, which
     /// spares the walk of its chain.
-    fn put_new(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub(super) fn put_new(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let stored = self.codec.seal_key(key)?;
         let key = &*stored;
         let bucket = bucket_of(key, self.num_buckets);
@@ -430,7 +426,7 @@ impl Copier<'_> {
             );
             (o, dict, s.num_buckets)
         };
-        let target = restore::copy_into(&self.temp, &o, Kind::Hash, dict, |_| Ok(()))?;
+        let target = restore::copy_into(&self.temp, &o, Kind::Hash, dict, Keys::Distinct, |_| Ok(()))?;
         let job = Arc::new(Growing {
             target,
             copied: AtomicU64::new(0),

@@ -9,7 +9,7 @@ use super::header::Kind;
 use super::open::check_options;
 use super::options::{CipherKey, HashOptions, RecordCompMode, RecordCrcMode, UpdateMode};
 use super::record::size_for;
-use super::restore;
+use super::restore::{self, Keys};
 use super::state::State;
 use super::HashDbm;
 use crate::error::{Error, ErrorKind, Result};
@@ -65,7 +65,9 @@ impl HashDbm {
         let built = state
             .dictionary_for(options.record_comp_mode)
             .and_then(|dict| {
-                restore::copy_into(&temp, &options, self.kind, dict, |put| state.for_each(|k, v| put(k, v)))
+                restore::copy_into(&temp, &options, self.kind, dict, Keys::Distinct, |put| {
+                    state.for_each(|k, v| put(k, v))
+                })
             })
             .and_then(|built| restore::reopened(built, &options, self.kind))
             .inspect_err(|_| {

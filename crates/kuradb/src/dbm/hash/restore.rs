@@ -32,17 +32,28 @@ use crate::dbm::Durability;
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::{temp_beside, File, OpenOptions};
 
+/// Whether the keys a fill of [`copy_into`] puts are distinct, as in a walk
+/// of a sound file's chains (each put then adds a record without walking
+/// its new chain first), or may come again, the last one put standing.
+#[derive(Clone, Copy)]
+pub(super) enum Keys {
+    Distinct,
+    MayRepeat,
+}
+
 /// Writes a new database at `dest` with `options` (emptying any file there,
 /// locked as `options.open` says), gives it the compression dictionary
 /// `dict` (if compressed), fills it through the `put` callback that `fill`
 /// is given and answers it open for writing, so that the caller may put it
 /// in the place of another without letting go of its lock. The keys and
-/// values `put` takes are callers', which the new file's codec encodes.
+/// values `put` takes are callers', which the new file's codec encodes;
+/// `keys` says whether they may repeat.
 pub(super) fn copy_into(
     dest: &Path,
     options: &HashOptions,
     kind: Kind,
     dict: Option<Dictionary>,
+    keys: Keys,
     fill: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()>,
 ) -> Result<State> {
     let mut o = options.clone();
@@ -58,7 +69,10 @@ pub(super) fn copy_into(
             return Err(e);
         }
     }
-    let mut put = |key: &[u8], value: &[u8]| state.put_plain(key, value);
+    let mut put = |key: &[u8], value: &[u8]| match keys {
+        Keys::Distinct => state.put_new(key, value),
+        Keys::MayRepeat => state.put_plain(key, value),
+    };
     // The copy holds its new file alone: a sample it filled is trained now.
     match fill(&mut put).and_then(|()| state.train_untrained()) {
         Ok(()) => Ok(state),
@@ -208,7 +222,7 @@ fn restore_open(
     o.record_comp_mode = header.record_comp;
     let width = header.width as usize;
     let mut kept = 0u64;
-    let state = copy_into(dest, &o, header.kind, carried, |put| {
+    let state = copy_into(dest, &o, header.kind, carried, Keys::MayRepeat, |put| {
         for (key, version) in &versions {
             if !version.live {
                 continue;
