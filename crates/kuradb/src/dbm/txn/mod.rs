@@ -1087,8 +1087,9 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
     /// and the commit log is closed and removed, as [`close`](Self::close)
     /// does; the database is not closed, so what it has cached stays.
     ///
-    /// On an error the database is closed as it is dropped, and a commit log
-    /// that still completes it stays for the next open to apply.
+    /// On an error the database is dropped (a file database closes as it
+    /// drops), as after a failed `close`, and a commit log that still
+    /// completes it stays for the next open to apply.
     ///
     /// ```
     /// use kuradb::dbm::hash::HashDbm;
