@@ -1075,11 +1075,7 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
         let writable = self.options.access.is_writable();
         let (inner, indexes, log) = self.take_apart()?;
         let closed = Self::close_indexes(indexes).and(Box::new(inner).close());
-        let Some(log) = log else {
-            return closed;
-        };
-        let log_closed = Self::close_log(log, writable && closed.is_ok());
-        closed.and(log_closed)
+        Self::end_log(log, writable, closed)
     }
 
     /// Ends the transactions and hands the database back, open: every
@@ -1112,15 +1108,8 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
     pub fn into_inner(self) -> Result<D> {
         let writable = self.options.access.is_writable();
         let (inner, indexes, log) = self.take_apart()?;
-        let closed = Self::close_indexes(indexes);
-        match log {
-            // The checkpoint above made every commit durable in `inner`.
-            Some(log) => {
-                let log_closed = Self::close_log(log, writable && closed.is_ok());
-                closed.and(log_closed)?
-            }
-            None => closed?,
-        }
+        // `take_apart`'s checkpoint made every commit durable in `inner`.
+        Self::end_log(log, writable, Self::close_indexes(indexes))?;
         Ok(inner)
     }
 
@@ -1140,15 +1129,20 @@ impl<D: Dbm + 'static> TransactionalDbm<D> {
         Ok((inner, indexes.into_inner(), log.take()))
     }
 
-    /// Closes the commit log, and removes it if `remove` and it closed:
-    /// once the database holds every commit, a clean end leaves no log.
-    fn close_log(log: CommitLog, remove: bool) -> Result<()> {
+    /// Closes the commit log, if there is one, after the rest of the
+    /// wrapper ended as `closed` says, and removes it if that went well and
+    /// the log closed: once the database holds every commit, a clean end
+    /// of a writer leaves no log. Answers the first error.
+    fn end_log(log: Option<CommitLog>, writable: bool, closed: Result<()>) -> Result<()> {
+        let Some(log) = log else {
+            return closed;
+        };
         let path = log.path().to_path_buf();
-        log.close()?;
-        if remove {
+        let log_closed = log.close();
+        if writable && closed.is_ok() && log_closed.is_ok() {
             std::fs::remove_file(&path).map_err(|e| Error::io("remove the commit log", &path, e))?;
         }
-        Ok(())
+        closed.and(log_closed)
     }
 }
 
