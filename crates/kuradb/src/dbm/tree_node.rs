@@ -520,6 +520,13 @@ impl Leaf {
         self.put_record(at, end - at, &key, value, i + 1);
     }
 
+    /// Drops every record, keeping the buffers' room and the links.
+    pub(crate) fn clear(&mut self) {
+        self.data.clear();
+        self.starts.clear();
+        self.heads.clear();
+    }
+
     /// Gives back the room the buffers hold beyond the records (an
     /// in-memory leaf keeps no slack after a split).
     pub(crate) fn shrink_to_fit(&mut self) {

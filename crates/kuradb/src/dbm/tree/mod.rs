@@ -53,6 +53,7 @@
 //! the automatic restore, exactly the tree as it was synchronized last.
 
 mod batch;
+mod bulk;
 mod cache;
 mod cursor;
 mod meta;

@@ -2,10 +2,11 @@
 
 use std::sync::atomic::Ordering;
 
+use super::bulk::BulkLoad;
 use super::TreeDbm;
 use crate::dbm::hash::{CipherKey, RecordCompMode, RecordCrcMode};
 use crate::dbm::tree_node::Node;
-use crate::dbm::{Access, Dbm};
+use crate::dbm::Access;
 use crate::error::Result;
 use crate::file::temp_beside;
 
@@ -92,15 +93,19 @@ impl TreeDbm {
         // something is wrong that waiting would not mend.
         options.hash.open.lock_wait = crate::file::LockWait::Fail;
         let built = TreeDbm::open(&temp_path, Access::ReadWrite, &options).and_then(|copy| {
-            // As lookups see the tree: a damaged tree whose links reach a
-            // leaf the root does not is copied without it, or refused.
-            tree.each_leaf_below_root(|slot| {
-                if let Node::Leaf(leaf) = &slot.node {
-                    for (k, v) in leaf.records() {
-                        copy.set(k, v)?;
+            copy.exclusive(|target| {
+                let mut load = BulkLoad::new(target);
+                // As lookups see the tree: a damaged tree whose links reach a
+                // leaf the root does not is copied without it, or refused.
+                tree.each_leaf_below_root(|slot| {
+                    if let Node::Leaf(leaf) = &slot.node {
+                        for (k, v) in leaf.records() {
+                            load.push(k, v)?;
+                        }
                     }
-                }
-                Ok(())
+                    Ok(())
+                })?;
+                load.finish()
             })?;
             // Closed, which makes it durable before it takes the database's
             // name, and opened again: the close also cuts the file to its
