@@ -354,6 +354,31 @@ impl Leaf {
         self.record(i).0
     }
 
+    /// The records from `i` on, packed as the leaf packs them (see
+    /// [`Leaf::unpack`]): as many whole ones as fit in `bytes`, none if the
+    /// first does not.
+    pub(crate) fn packed_from(&self, i: usize, bytes: usize) -> &[u8] {
+        let start = self.start(i);
+        let mut end = start;
+        for j in i..self.len() {
+            let next = self.start(j + 1);
+            if next - start > bytes {
+                break;
+            }
+            end = next;
+        }
+        &self.data[start..end]
+    }
+
+    /// The first record of `packed` (bytes from [`Leaf::packed_from`]): its
+    /// key, its value and the bytes it takes there.
+    pub(crate) fn unpack(packed: &[u8]) -> (&[u8], &[u8], usize) {
+        let mut at = 0;
+        let klen = known_varint(packed, &mut at);
+        let vlen = known_varint(packed, &mut at);
+        (&packed[at..at + klen], &packed[at + klen..at + klen + vlen], at + klen + vlen)
+    }
+
     /// Asks the CPU to start loading up to `bytes` of the records from
     /// record `i` on (and where the next ones start), which a walk from `i`
     /// reads next: a hint, which reads nothing.
@@ -891,6 +916,32 @@ mod tests {
             assert!(packed.iter().eq(model.iter().map(Vec::as_slice)), "step {step}");
             for (i, key) in model.iter().enumerate() {
                 assert_eq!(packed.heads[i], head(key));
+            }
+        }
+    }
+
+    /// Records packed from any place, unpacked one after another, are the
+    /// leaf's records from there, whole ones only, within the bytes asked.
+    #[test]
+    fn packed_records_unpack_to_the_leafs_own() {
+        let values: Vec<Vec<u8>> = (0..20).map(|i| vec![b'v'; i * 13 % 150]).collect();
+        let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("key{i:02}").into_bytes()).collect();
+        let leaf = Leaf::of(keys.iter().zip(&values).map(|(k, v)| (k.as_slice(), v.as_slice())), 0, 0);
+        for i in 0..=leaf.len() {
+            for bytes in [0, 5, 100, 400, 10_000] {
+                let packed = leaf.packed_from(i, bytes);
+                assert!(packed.len() <= bytes);
+                let mut rest = packed;
+                let mut j = i;
+                while !rest.is_empty() {
+                    let (key, value, size) = Leaf::unpack(rest);
+                    assert_eq!((key, value), leaf.record(j), "record {j} from {i} in {bytes}");
+                    rest = &rest[size..];
+                    j += 1;
+                }
+                let next_fits =
+                    j < leaf.len() && packed.len() + record_size(leaf.key(j), leaf.record(j).1) <= bytes;
+                assert!(!next_fits, "from {i} in {bytes}: record {j} would have fitted");
             }
         }
     }

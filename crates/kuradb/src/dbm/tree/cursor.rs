@@ -9,7 +9,7 @@ use super::state::Tree;
 use super::KeyComparator;
 use super::TreeDbm;
 use crate::dbm::ordered_cursor::{copy_record, Ordered, OrderedCursor, Spot};
-use crate::dbm::tree_node::Node;
+use crate::dbm::tree_node::{Leaf, Node};
 use crate::error::Result;
 
 /// A position in a tree database: the key of its record. Every move looks the
@@ -33,12 +33,21 @@ pub struct LeafPlace {
     cmp: KeyComparator,
     version: u64,
     index: usize,
+    /// Copies of records after `index`, as the leaf packed them at
+    /// `version` ([`Leaf::packed_from`]), the next from `ahead_at` on: while
+    /// the version holds, they are the leaf's, and a step forward reads them
+    /// here.
+    ahead: Vec<u8>,
+    ahead_at: usize,
 }
 
-/// Bytes of the records after a seek's that it asks the CPU to load: a
-/// walk from a lookup reads on through a leaf that is seldom in the CPU's
-/// cache, and its hardware prefetcher takes a few lines to follow.
-const WALK_PREFETCH: usize = 1024;
+/// Bytes of the records after a cursor's that it reaches for ahead: a seek
+/// asks the CPU to load them (a walk from a lookup reads on through a leaf
+/// that is seldom in the CPU's cache, and the hardware prefetcher takes a
+/// few lines to follow), and a step forward copies them, so that the next
+/// steps take no hold of the leaf (a shared lock's two atomic writes cost
+/// a walk more than its copies).
+const AHEAD: usize = 1024;
 
 impl Tree {
     /// [`Ordered::seek`] in the tree: a descent to the leaf, then along the
@@ -72,7 +81,7 @@ impl Tree {
         forward: bool,
         key: Option<&[u8]>,
         inclusive: bool,
-        recycled: Option<Spot<LeafPlace>>,
+        mut recycled: Option<Spot<LeafPlace>>,
     ) -> Result<Option<Spot<LeafPlace>>> {
         if id == 0 {
             return Ok(None);
@@ -98,10 +107,21 @@ impl Tree {
                     }
                 }
                 if forward {
-                    leaf.prefetch_from(index + 1, WALK_PREFETCH);
+                    leaf.prefetch_from(index + 1, AHEAD);
                 }
                 let (key, value) = leaf.record(index);
-                let place = LeafPlace { leaf: cell.clone(), cmp: self.cmp, version: cell.version(), index };
+                // The recycled spot's room for copies ahead, emptied.
+                let mut ahead =
+                    recycled.as_mut().map(|spot| std::mem::take(&mut spot.place.ahead)).unwrap_or_default();
+                ahead.clear();
+                let place = LeafPlace {
+                    leaf: cell.clone(),
+                    cmp: self.cmp,
+                    version: cell.version(),
+                    index,
+                    ahead,
+                    ahead_at: 0,
+                };
                 return Ok(Some(Spot::fill(recycled, key, value, place)));
             }
             id = if forward { leaf.next } else { leaf.prev };
@@ -136,9 +156,20 @@ impl LeafPlace {
 /// Moves `spot` to the record `step` places (-1 or 1) from it within its
 /// leaf, if the leaf is unchanged since and the record is in it; answers
 /// whether it did. The spot keeps its hold on the leaf: a walk through a
-/// leaf takes no hold of its own per record.
+/// leaf takes no hold of its own per record, and a step forward takes the
+/// leaf's lock only when it runs out of copies ahead.
 fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
     let Spot { key: seen_key, value: seen_value, place: at } = spot;
+    // The version is read without the leaf's lock, as `LeafPlace::holds`
+    // reads it: unchanged, the copies ahead are the leaf's records.
+    if step > 0 && at.ahead_at < at.ahead.len() && at.leaf.version() == at.version {
+        let (key, value, size) = Leaf::unpack(&at.ahead[at.ahead_at..]);
+        debug_assert_eq!(at.cmp.compare(key, seen_key), Ordering::Greater);
+        copy_record((seen_key, seen_value), key, value);
+        at.ahead_at += size;
+        at.index += 1;
+        return true;
+    }
     let slot = at.leaf.read();
     let Node::Leaf(leaf) = &slot.node else { return false };
     if at.leaf.version() != at.version {
@@ -156,7 +187,12 @@ fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
         if step > 0 { Ordering::Greater } else { Ordering::Less }
     );
     copy_record((seen_key, seen_value), key, value);
+    at.ahead.clear();
+    if step > 0 {
+        at.ahead.extend_from_slice(leaf.packed_from(index + 1, AHEAD));
+    }
     drop(slot);
+    at.ahead_at = 0;
     at.index = index;
     true
 }
