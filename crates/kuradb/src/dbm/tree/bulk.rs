@@ -25,9 +25,6 @@ pub(super) struct BulkLoad<'t> {
     /// Every finished leaf's id and least key (empty for the first, which
     /// no separator routes to).
     leaves: Vec<(u64, Vec<u8>)>,
-    /// The last key of the leaf before `leaf`, which the next record must
-    /// follow while `leaf` is empty.
-    last_key: Vec<u8>,
     count: u64,
 }
 
@@ -35,25 +32,17 @@ impl<'t> BulkLoad<'t> {
     /// A build into `tree`, which must be empty (as a new file opens: one
     /// empty leaf, id 1) and held by the caller alone.
     pub(super) fn new(tree: &'t Tree) -> BulkLoad<'t> {
-        BulkLoad {
-            tree,
-            leaf: Leaf::default(),
-            leaf_id: 1,
-            leaves: Vec::new(),
-            last_key: Vec::new(),
-            count: 0,
-        }
+        BulkLoad { tree, leaf: Leaf::default(), leaf_id: 1, leaves: Vec::new(), count: 0 }
     }
 
     /// Adds a record after every one pushed before. A key that does not
     /// follow the previous one is a broken-data error: the source's order
     /// is damaged, and a tree built from it would miss records.
     pub(super) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let previous = match self.leaf.len() {
-            0 if self.count == 0 => None,
-            0 => Some(self.last_key.as_slice()),
-            n => Some(self.leaf.key(n - 1)),
-        };
+        // The leaf being filled is empty only before the first record: a
+        // full one is put in the tree just before the record that follows
+        // it, below.
+        let previous = self.leaf.len().checked_sub(1).map(|last| self.leaf.key(last));
         if previous.is_some_and(|p| self.tree.cmp.compare(p, key) != Ordering::Less) {
             return Err(self
                 .tree
@@ -72,17 +61,13 @@ impl<'t> BulkLoad<'t> {
     fn end_leaf(&mut self, more: bool) -> Result<()> {
         let id = self.leaf_id;
         // A copy's buffers are as long as the records, with no slack for
-        // the cache to hold, and the one being filled keeps its room for
-        // the next leaf: an allocation a buffer and leaf, not a growth a
-        // few records.
+        // the cache to hold, and the leaf being filled keeps its room for
+        // the next one: one allocation a buffer a leaf, where filling each
+        // leaf afresh would grow its buffers again and again.
         let mut leaf = self.leaf.clone();
         self.leaf.clear();
         leaf.prev = id - 1;
         leaf.next = if more { id + 1 } else { 0 };
-        if more {
-            self.last_key.clear();
-            self.last_key.extend_from_slice(leaf.key(leaf.len() - 1));
-        }
         let least = if id == 1 { Vec::new() } else { leaf.key(0).to_vec() };
         self.leaves.push((id, least));
         // Leaf 1 replaces the empty one the new tree opened with.
