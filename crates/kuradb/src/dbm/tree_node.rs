@@ -344,10 +344,8 @@ impl Leaf {
 
     /// Record `i`'s key and value.
     pub(crate) fn record(&self, i: usize) -> (&[u8], &[u8]) {
-        let mut at = self.starts[i] as usize;
-        let klen = known_varint(&self.data, &mut at);
-        let vlen = known_varint(&self.data, &mut at);
-        (&self.data[at..at + klen], &self.data[at + klen..at + klen + vlen])
+        let (key, value, _) = Leaf::unpack(&self.data[self.starts[i] as usize..]);
+        (key, value)
     }
 
     pub(crate) fn key(&self, i: usize) -> &[u8] {
