@@ -43,3 +43,47 @@ fn a_rebuild_leaves_no_room_reserved_past_the_end() {
         assert_eq!(db.get(b"00000001").unwrap(), None, "{ext}");
     }
 }
+
+/// The descriptors this process holds on files under `dir` that no name
+/// reaches any more (a rebuilt database's old file until it is closed).
+fn unnamed_files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        if let Ok(target) = std::fs::read_link(entry.path()) {
+            let target = target.to_string_lossy().into_owned();
+            if target.starts_with(&*dir.to_string_lossy()) && target.ends_with(" (deleted)") {
+                found.push(target);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_rebuilds_old_file_is_closed_after_it_and_a_close_waits_for_that() {
+    for ext in ["kh", "kt"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("r.{ext}"));
+        let db = PolyDbm::open(&path, Access::ReadWrite, &Params::default()).unwrap();
+        let value = [b'v'; 100];
+        for n in 0..50_000 {
+            db.set(format!("{n:08}").as_bytes(), &value).unwrap();
+        }
+        db.rebuild().unwrap();
+        // A second rebuild waits for the first's old file to be closed.
+        db.rebuild().unwrap();
+        db.close().unwrap();
+        assert_eq!(unnamed_files_under(dir.path()), Vec::<String>::new(), "{ext}: after the close");
+
+        // Without a close, the old file is closed all the same, by itself.
+        let db = PolyDbm::open(&path, Access::ReadWrite, &Params::default()).unwrap();
+        db.rebuild().unwrap();
+        let started = std::time::Instant::now();
+        while !unnamed_files_under(dir.path()).is_empty() {
+            assert!(started.elapsed().as_secs() < 30, "{ext}: the old file is still open");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(db.count().unwrap(), 50_000, "{ext}");
+        db.close().unwrap();
+    }
+}

@@ -45,6 +45,7 @@ pub mod poly;
 pub mod published;
 mod queue;
 mod reader;
+pub(crate) mod retire;
 pub mod search;
 pub mod shard;
 pub mod skip;

@@ -127,6 +127,7 @@ use self::record::MAX_HEADER;
 use self::state::State;
 use super::params::{Params, Taker};
 use super::{Action, Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::retire::Retirer;
 use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
@@ -160,6 +161,8 @@ pub struct HashDbm {
     grower: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The process that opened the database, outside which it works not at all.
     owner: Owner,
+    /// Closes a rebuild's old file off the caller's time.
+    retirer: Retirer,
 }
 
 crate::dbm::builder::options_builder!(HashDbm, HashOptions);
@@ -196,6 +199,7 @@ impl HashDbm {
             state: Arc::new(RwLock::new(Some(state))),
             grower: Mutex::new(None),
             owner: Owner::unclaimed(),
+            retirer: Retirer::default(),
         };
         Ok(db)
     }
@@ -240,6 +244,7 @@ impl HashDbm {
     /// restore, and answers why.
     pub fn close(self) -> Result<()> {
         self.stop_growth();
+        self.retirer.wait();
         let mut guard = self.state.write();
         match guard.take() {
             Some(state) => state.close(),

@@ -77,8 +77,11 @@ impl HashDbm {
         match built.and_then(|built| restore::replace(&self.path, built)) {
             Ok(new) => {
                 *guard = Some(new);
-                // Unnamed now: see `restore::replace`.
-                let _ = state.close();
+                // Unnamed now (see `restore::replace`): what is left of its
+                // close is freeing, done off the caller's time.
+                self.retirer.retire(state, |state| {
+                    let _ = state.close();
+                });
                 Ok(())
             }
             Err(e) => {

@@ -214,9 +214,8 @@ impl Shard {
 
 impl Drop for NodeCache {
     /// The cells cursors still hold leave with the cache: their tree was
-    /// closed, or replaced by a rebuild (which closes the old tree before it
-    /// lets the new one be used). A cursor checks its cell without the
-    /// tree's lock, so the cell itself must say it no longer holds.
+    /// closed. A cursor checks its cell without the tree's lock, so the cell
+    /// itself must say it no longer holds.
     fn drop(&mut self) {
         for lock in &mut self.shards {
             lock.shard.get_mut().cells.iter().flatten().for_each(|(_, cell)| retire(cell));
@@ -306,6 +305,16 @@ impl NodeCache {
     /// How many cached nodes are protected (used again by lookups).
     pub(super) fn protected(&self) -> usize {
         self.shards.iter().map(|s| s.lock().order.len_of(Segment::Protected)).sum()
+    }
+
+    /// Tells every cursor holding a cached node that it no longer holds:
+    /// for a tree a rebuild replaced, before it lets the new one be used,
+    /// since the old one is closed later (see `crate::dbm::retire`) and a
+    /// cursor steps within its leaf without the tree's lock.
+    pub(super) fn retire_all(&self) {
+        for lock in &self.shards {
+            lock.lock().cells.iter().flatten().for_each(|(_, cell)| retire(cell));
+        }
     }
 
     /// Forgets every node, changed or not (their store was cleared).

@@ -84,6 +84,7 @@ pub use range::TreeRange;
 use super::hash::{take_cipher_key, take_record_comp_mode, take_record_crc_mode};
 use super::params::{Params, Taker};
 use super::{Cursor, Dbm, EachProcessor, MultiProcessor, Processor};
+use crate::dbm::retire::Retirer;
 use crate::dbm::{Access, Durability};
 use crate::error::{Error, ErrorKind, Result};
 use crate::file::Owner;
@@ -121,6 +122,8 @@ pub struct TreeDbm {
     tree: RwLock<Option<Tree>>,
     /// The process that opened the database, outside which it works not at all.
     owner: Owner,
+    /// Closes a rebuild's old tree off the caller's time.
+    retirer: Retirer,
 }
 
 crate::dbm::builder::options_builder!(TreeDbm, TreeOptions);
@@ -139,11 +142,14 @@ impl TreeDbm {
             options: options.clone(),
             tree: RwLock::new(Some(tree)),
             owner: Owner::unclaimed(),
+            retirer: Retirer::default(),
         })
     }
 
-    /// Writes everything back, marks the file closed cleanly and closes it.
+    /// Writes everything back, marks the file closed cleanly and closes it,
+    /// after the close of a rebuild's old file has ended.
     pub fn close(self) -> Result<()> {
+        self.retirer.wait();
         let taken = self.tree.write().take();
         taken.map_or(Ok(()), Tree::close)
     }

@@ -134,9 +134,14 @@ impl TreeDbm {
         match installed {
             Ok(new) => {
                 *guard = Some(new);
+                // Cursors on the old tree look again, in the new one.
+                tree.cache.retire_all();
                 // The old file has no name any more: what its close writes is
-                // lost with it, and a failure there loses nothing.
-                let _ = tree.close();
+                // lost with it, and a failure there loses nothing. What is
+                // left of the close is freeing, done off the caller's time.
+                self.retirer.retire(tree, |tree| {
+                    let _ = tree.close();
+                });
                 Ok(())
             }
             Err(e) => {
