@@ -1,8 +1,9 @@
 //! Closing a rebuilt database's old file off the caller's time.
 //!
 //! A rebuild returns once its new file is durable and holds the database's
-//! name. The old file has no name by then, so what its close would write is
-//! lost with it; what the close costs is freeing: the old file's pages in
+//! name. The old file has no name by then, so what a close would write is
+//! lost with it: it is closed writing nothing, and what that costs is
+//! freeing: the old file's pages in
 //! the system's cache (released when its last descriptor closes) and the
 //! memory the database kept for it (a tree's node cache), a large part of
 //! a rebuild of a big file

@@ -77,10 +77,11 @@ impl HashDbm {
         match built.and_then(|built| restore::replace(&self.path, built)) {
             Ok(new) => {
                 *guard = Some(new);
-                // Unnamed now (see `restore::replace`): what is left of its
-                // close is freeing, done off the caller's time.
+                // Unnamed now (see `restore::replace`): what a close would
+                // write is lost with it, so it is closed writing nothing, and
+                // what is left of that (freeing) is done off the caller's time.
                 self.retirer.retire(state, |state| {
-                    let _ = state.close();
+                    let _ = state.abandon();
                 });
                 Ok(())
             }

@@ -105,8 +105,8 @@ pub(super) fn reopened(built: State, options: &HashOptions, kind: Kind) -> Resul
 /// process can take the lock of the file at `path` in between, nor keep
 /// working on the old one (an opener waiting for the old file's lock finds
 /// the path renamed when it gets it, and tries the new one). The caller
-/// closes the old file after; it has no name then, so what its close writes
-/// is lost with it and a failure there loses nothing. On failure the new file
+/// closes the old file after; it has no name then, so nothing needs writing
+/// to it and a failure there loses nothing. On failure the new file
 /// is removed and the old one stays the database's.
 pub(super) fn replace(path: &Path, built: State) -> Result<State> {
     let mut built = built;

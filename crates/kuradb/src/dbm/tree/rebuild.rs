@@ -136,11 +136,11 @@ impl TreeDbm {
                 *guard = Some(new);
                 // Cursors on the old tree look again, in the new one.
                 tree.cache.retire_all();
-                // The old file has no name any more: what its close writes is
-                // lost with it, and a failure there loses nothing. What is
-                // left of the close is freeing, done off the caller's time.
+                // The old file has no name any more: what a close would write
+                // is lost with it, so it is closed writing nothing, and what
+                // is left of that (freeing) is done off the caller's time.
                 self.retirer.retire(tree, |tree| {
-                    let _ = tree.close();
+                    let _ = tree.abandon();
                 });
                 Ok(())
             }

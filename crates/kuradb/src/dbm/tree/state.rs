@@ -102,6 +102,13 @@ impl Tree {
         }
     }
 
+    /// Closes the tree writing nothing more: for a tree whose file has no
+    /// name any more (a rebuild's old one), where what a close would write
+    /// is lost with the file.
+    pub(super) fn abandon(self) -> Result<()> {
+        self.store.abandon()
+    }
+
     /// Marks the tree unhealthy and says what is broken.
     pub(super) fn broken(&self, what: String) -> Error {
         self.healthy.store(false, Ordering::Release);
