@@ -56,6 +56,21 @@ impl Retirer {
     pub(crate) fn wait(&self) {
         join(self.thread.lock().take());
     }
+
+    /// For a database's test, after a rebuild: checks that the old file's
+    /// close went to this retirer, and queues a slow close after it (as a
+    /// large file's freeing would be), whose end the answer tells.
+    #[cfg(test)]
+    pub(crate) fn queue_slow_close(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        assert!(self.thread.lock().is_some(), "the old file was closed in the caller's thread");
+        let ended = Arc::new(AtomicBool::new(false));
+        self.retire(Arc::clone(&ended), |ended| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            ended.store(true, Ordering::SeqCst);
+        });
+        ended
+    }
 }
 
 impl Drop for Retirer {

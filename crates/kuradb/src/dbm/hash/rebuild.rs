@@ -252,3 +252,22 @@ fn check_capacity(state: &State, o: &HashOptions) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::super::HashDbm;
+    use crate::dbm::Dbm;
+
+    #[test]
+    fn the_old_file_is_closed_in_a_thread_that_a_close_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = HashDbm::builder().open(dir.path().join("h.kh")).unwrap();
+        db.set(b"key", b"value").unwrap();
+        db.rebuild().unwrap();
+        let ended = db.retirer.queue_slow_close();
+        db.close().unwrap();
+        assert!(ended.load(Ordering::SeqCst), "the close did not wait");
+    }
+}

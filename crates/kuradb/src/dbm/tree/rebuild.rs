@@ -161,3 +161,22 @@ pub(super) struct PageShape {
     /// An inner node with more children than this splits.
     pub max_branches: Option<usize>,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::super::{TreeDbm, TreeOptions};
+    use crate::dbm::{Access, Dbm};
+
+    #[test]
+    fn the_old_tree_is_closed_in_a_thread_that_a_close_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = TreeDbm::open(dir.path().join("t.kt"), Access::ReadWrite, &TreeOptions::default()).unwrap();
+        db.set(b"key", b"value").unwrap();
+        db.rebuild().unwrap();
+        let ended = db.retirer.queue_slow_close();
+        db.close().unwrap();
+        assert!(ended.load(Ordering::SeqCst), "the close did not wait");
+    }
+}
