@@ -3,10 +3,9 @@
 //! A rebuild returns once its new file is durable and holds the database's
 //! name. The old file has no name by then, so what a close would write is
 //! lost with it: it is closed writing nothing, and what that costs is
-//! freeing: the old file's pages in
-//! the system's cache (released when its last descriptor closes) and the
-//! memory the database kept for it (a tree's node cache), a large part of
-//! a rebuild of a big file
+//! freeing, of the old file's pages in the system's cache (when its last
+//! descriptor closes) and of the memory the database kept for it (a tree's
+//! node cache): a large part of a rebuild of a big file
 //! (bench/results/2026-12-06-growth-and-compaction-costs.md). A [`Retirer`]
 //! does that close in a thread of its own, and the database's close (or
 //! drop) waits for it, so that a closed database holds nothing any more.

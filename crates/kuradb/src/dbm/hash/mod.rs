@@ -238,10 +238,11 @@ impl HashDbm {
         Ok(self.state()?.as_ref().map_or(0, |s| s.plausible_count()))
     }
 
-    /// Writes everything back, marks the file closed cleanly and closes it.
-    /// After a failed write left the records torn (see the module's "Crash
-    /// safety"), it closes the file as a crash would, for the next open to
-    /// restore, and answers why.
+    /// Writes everything back, marks the file closed cleanly and closes it,
+    /// after the close of a rebuild's old file has ended. After a failed
+    /// write left the records torn (see the module's "Crash safety"), it
+    /// closes the file as a crash would, for the next open to restore, and
+    /// answers why.
     pub fn close(self) -> Result<()> {
         self.stop_growth();
         self.retirer.wait();
