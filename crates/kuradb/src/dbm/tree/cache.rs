@@ -217,9 +217,7 @@ impl Drop for NodeCache {
     /// closed. A cursor checks its cell without the tree's lock, so the cell
     /// itself must say it no longer holds.
     fn drop(&mut self) {
-        for lock in &mut self.shards {
-            lock.shard.get_mut().cells.iter().flatten().for_each(|(_, cell)| retire(cell));
-        }
+        self.retire_all();
     }
 }
 
