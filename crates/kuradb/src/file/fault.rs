@@ -392,6 +392,10 @@ impl File for FaultFile {
         self.control.inner.read().prefetch(offset, len)
     }
 
+    fn unmap_pages(&self) -> Result<()> {
+        self.control.inner.read().unmap_pages()
+    }
+
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let what = format!("write of {} bytes at offset {offset}", data.len());
         let (stored, short) = self.stored(data, what)?;

@@ -348,6 +348,11 @@ impl File for MmapFile {
         })
     }
 
+    fn unmap_pages(&self) -> Result<()> {
+        let state = self.state()?;
+        state.maps.unmap_pages().map_err(|e| Error::io("unmap pages", &self.path, e))
+    }
+
     fn lock(&self, mode: LockMode) -> Result<()> {
         access::lock(&self.state()?.file, &self.path, mode, true)
     }

@@ -183,6 +183,20 @@ pub trait File: Send + Sync {
     /// Hands buffered data to the OS and, with `hard`, makes the device hold it.
     fn synchronize(&self, durability: Durability) -> Result<()>;
 
+    /// A hint, before a hard [`File::synchronize`] of much written data that
+    /// this process will mostly not touch meanwhile (a copy of a database
+    /// about to take the original's place): the memory-mapped file drops
+    /// its page-table entries of the map, keeping every byte in the OS's page
+    /// cache, so that writing the pages back does not have to make each one
+    /// read-only in the view of every processor running the process, which
+    /// costs an interrupt of each per page. Later accesses map the pages
+    /// again, a minor fault each. The others hold no map and do nothing (the
+    /// default). Nothing is lost whatever it answers; an error only means
+    /// the entries stayed.
+    fn unmap_pages(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Takes the inter-process advisory lock of the file in `mode`, waiting for
     /// other processes' conflicting locks. Opening already takes the lock the
     /// [`OpenOptions`] ask for; this changes it.

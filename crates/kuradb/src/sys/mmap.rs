@@ -54,6 +54,11 @@ impl MapChain {
         self.current().map_or(0, Mapping::len)
     }
 
+    /// Lets go of every map's page-table entries (see [`Mapping::unmap_pages`]).
+    pub(crate) fn unmap_pages(&self) -> io::Result<()> {
+        self.all.lock().iter().try_for_each(|map| map.unmap_pages())
+    }
+
     /// Makes `map` the newest. Callers serialise installs among themselves.
     pub(crate) fn install(&self, map: Mapping) {
         let mut all = self.all.lock();
@@ -152,6 +157,29 @@ impl Mapping {
     /// before a sync of the file where [`SYNC_DATA_COVERS_MAPS`] holds.
     pub(crate) fn flush(&self) -> io::Result<()> {
         self.raw.flush()
+    }
+
+    /// Drops the process's page-table entries of the map, leaving its bytes
+    /// (written ones included) in the file's page cache; a later access maps
+    /// the page again, as a first one does. Writing a page back to the
+    /// device makes its entry read-only in every processor that may have it
+    /// cached, an interrupt of each other processor running the process
+    /// per page; a page with no entry costs none. A no-op off Linux, where
+    /// the advice may not keep a shared map's written bytes.
+    #[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "drops page-table entries of the map"))]
+    pub(crate) fn unmap_pages(&self) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        // SAFETY: on Linux, MADV_DONTNEED on a shared file map only removes
+        // the page-table entries: a written page's dirty bit goes to the page
+        // cache first, and a later access maps the page cache's current page,
+        // so no byte written changes or is lost. The map stays mapped, so
+        // every address of it stays valid; no reference into it exists (it is
+        // only ever copied), so nothing borrowed sees its memory change.
+        unsafe {
+            self.raw.unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(())
     }
 
     fn checked_start(&self, offset: u64, len: usize) -> usize {

@@ -148,3 +148,48 @@ fn prefetch_takes_any_range_and_changes_nothing() {
     map.read(0, &mut buf);
     assert_eq!(&buf, b"kept");
 }
+
+/// The bytes of the map starting at `start` that are in the process's page
+/// tables (its `Rss` in /proc/self/smaps).
+#[cfg(target_os = "linux")]
+fn resident_bytes(start: usize) -> u64 {
+    let smaps = fs::read_to_string("/proc/self/smaps").expect("read /proc/self/smaps");
+    let head = format!("{start:x}-");
+    let mut lines = smaps.lines().skip_while(|line| !line.starts_with(&head));
+    assert!(lines.next().is_some(), "no map at {head} in /proc/self/smaps");
+    let rss = lines.find_map(|line| line.strip_prefix("Rss:")).expect("an Rss line");
+    let kib: u64 = rss.trim().trim_end_matches("kB").trim().parse().expect("a size in kB");
+    kib * 1024
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn unmapped_pages_leave_the_process_and_keep_every_written_byte() {
+    use std::os::unix::fs::FileExt;
+    const PAGES: u64 = 64;
+    let file = file_of(PAGES * PAGE);
+    let chain = MapChain::new(Some(Mapping::new(&file, PAGES / 2 * PAGE, true).expect("first map")));
+    chain.install(Mapping::new(&file, PAGES * PAGE, true).expect("second map"));
+    let starts: Vec<usize> = chain.all.lock().iter().map(|m| m.raw.as_ptr() as usize).collect();
+    // Half the pages written through the older map, the rest through the newer.
+    for page in 0..PAGES {
+        let bytes = (page + 1).to_le_bytes();
+        if page < PAGES / 2 {
+            chain.all.lock()[0].write(page * PAGE + 9, &bytes);
+        } else {
+            chain.current().expect("a map").write(page * PAGE + 9, &bytes);
+        }
+    }
+    assert!(resident_bytes(starts[0]) >= PAGES / 2 * PAGE, "the older map's written pages are not mapped");
+    chain.unmap_pages().expect("unmap the pages");
+    for start in &starts {
+        assert_eq!(resident_bytes(*start), 0, "the map at {start:x} kept pages in the page tables");
+    }
+    let mut buf = [0u8; 8];
+    for page in 0..PAGES {
+        file.read_exact_at(&mut buf, page * PAGE + 9).expect("read the file");
+        assert_eq!(u64::from_le_bytes(buf), page + 1, "page {page} lost its bytes in the file");
+        chain.current().expect("a map").read(page * PAGE + 9, &mut buf);
+        assert_eq!(u64::from_le_bytes(buf), page + 1, "page {page} lost its bytes in the map");
+    }
+}

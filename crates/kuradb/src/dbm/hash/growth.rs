@@ -444,7 +444,13 @@ impl Copier<'_> {
         self.copy_buckets(old_buckets)?;
         // Most of the new file goes to the device now, while writers go on,
         // so that the synchronization below, during which they hold their
-        // keys back, has little left to write.
+        // keys back, has little left to write. Its pages leave the process's
+        // page tables first: writing back a mapped page write-protects it in
+        // every processor running the process (an interrupt of the writers'
+        // per page), and few of them are touched again before the swap.
+        if let Err(e) = self.job().target.file.unmap_pages() {
+            log::debug!("{}: the grown file's pages stayed mapped: {e}", self.temp.display());
+        }
         self.job().target.file.synchronize(Durability::Hard)?;
         let synced_epoch = self.exclusively(|s, job| {
             job.holding.store(true, Ordering::Release);
