@@ -392,6 +392,10 @@ impl File for FaultFile {
         self.control.inner.read().prefetch(offset, len)
     }
 
+    fn prepare_writes(&self, from: u64, end: u64) -> Result<()> {
+        self.control.inner.read().prepare_writes(from, end)
+    }
+
     fn unmap_pages(&self) -> Result<()> {
         self.control.inner.read().unmap_pages()
     }

@@ -348,6 +348,23 @@ impl File for MmapFile {
         })
     }
 
+    fn prepare_writes(&self, from: u64, end: u64) -> Result<()> {
+        let state = self.state()?;
+        if !state.writable {
+            return Ok(());
+        }
+        self.reserve(state, end)?;
+        let mut buf = [0u8; tail_fill::STEP];
+        tail_fill::bring_in(
+            &state.file,
+            from,
+            end.min(state.reserved.load(Ordering::Acquire)),
+            &mut buf,
+            || false,
+        );
+        Ok(())
+    }
+
     fn unmap_pages(&self) -> Result<()> {
         let state = self.state()?;
         state.maps.unmap_pages().map_err(|e| Error::io("unmap pages", &self.path, e))
@@ -507,5 +524,28 @@ mod tests {
         let mut buf = [0u8; 4];
         file.read(3 << 20, &mut buf).unwrap();
         assert_eq!(&buf, b"late");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn prepared_writes_find_their_space_taken_and_their_pages_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let spec = FileSpec::new(FileKind::MmapParallel);
+        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        file.append(b"head").unwrap();
+        // Far enough past the first page that its fault's read-around
+        // cannot have brought these in.
+        let (from, end) = (16u64 << 20, 20u64 << 20);
+        let reader = std::fs::File::open(&path).unwrap();
+        file.prepare_writes(from, end).unwrap();
+        assert!(reserved_size(&file) >= end, "space up to {} only", reserved_size(&file));
+        assert_eq!(file.size(), 4, "a preparation changed the logical size");
+        let cached = sys::resident_pages(&reader, from, (end - from) as usize).unwrap();
+        let count = cached.iter().filter(|&&c| c).count();
+        assert_eq!(count, cached.len(), "{count} of {} pages cached", cached.len());
+        let mut buf = [0u8; 4];
+        file.read(0, &mut buf).unwrap();
+        assert_eq!(&buf, b"head");
     }
 }

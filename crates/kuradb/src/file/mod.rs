@@ -197,6 +197,19 @@ pub trait File: Send + Sync {
         Ok(())
     }
 
+    /// A hint that writes from `from` to `end` will come soon, from a
+    /// caller that holds locks of its own while it makes them (appends, or
+    /// a table just made): the memory-mapped file takes the device space up
+    /// to `end` now and brings those pages into the page cache (zeroing the
+    /// ones never written), in the calling thread, so that the writes find
+    /// both ready instead of waiting for them under the caller's locks. The
+    /// others do nothing (the default). An error (a full device) is the one
+    /// the writes would meet; nothing is written either way.
+    fn prepare_writes(&self, from: u64, end: u64) -> Result<()> {
+        let _ = (from, end);
+        Ok(())
+    }
+
     /// Takes the inter-process advisory lock of the file in `mode`, waiting for
     /// other processes' conflicting locks. Opening already takes the lock the
     /// [`OpenOptions`] ask for; this changes it.

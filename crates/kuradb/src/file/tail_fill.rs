@@ -38,7 +38,7 @@ const WAKE_WITHIN: u64 = AHEAD / 2;
 /// The size of one read: reads in order let the system's read-ahead grow
 /// to its whole window whatever their size, and a small buffer on the
 /// thread's stack costs the process no memory of the heap's.
-const STEP: usize = 16 << 10;
+pub(super) const STEP: usize = 16 << 10;
 
 /// A file smaller than this gets no filler: its windows are few and small.
 pub(super) const MIN_SIZE: u64 = 8 << 20;
@@ -166,19 +166,31 @@ fn fill(shared: &Shared, file: &fs::File, mut done: u64) {
             }
             continue;
         }
-        while done < end && !shared.stop.load(Ordering::Acquire) {
-            let len = STEP.min((end - done) as usize);
-            // An error or the file's end: the writer will fault in what is
-            // left itself, and the next request starts over from there.
-            match file.read_at(&mut buf[..len], done) {
-                Ok(n) if n > 0 => done += n as u64,
-                _ => {
-                    done = end;
-                    break;
-                }
-            }
+        done = bring_in(file, done, end, &mut buf, || shared.stop.load(Ordering::Acquire));
+    }
+}
+
+/// Reads `file` from `from` up to `end` in order, [`STEP`] bytes at a time
+/// into `buf`, so that the pages come into the page cache with the system's
+/// read-ahead; stops early once `stop` answers true. Answers how far it
+/// came: `end` also after an error or the file's end, past which a writer
+/// will fault in what is left itself.
+pub(super) fn bring_in(
+    file: &fs::File,
+    from: u64,
+    end: u64,
+    buf: &mut [u8; STEP],
+    stop: impl Fn() -> bool,
+) -> u64 {
+    let mut done = from;
+    while done < end && !stop() {
+        let len = STEP.min((end - done) as usize);
+        match file.read_at(&mut buf[..len], done) {
+            Ok(n) if n > 0 => done += n as u64,
+            _ => return end,
         }
     }
+    done
 }
 
 #[cfg(all(test, target_os = "linux"))]

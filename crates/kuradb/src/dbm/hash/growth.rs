@@ -61,6 +61,10 @@ pub(crate) const MIN_RECORDS: u64 = 1024;
 /// few enough that an exclusive operation waits a short time for it.
 const CHUNK: u64 = 512;
 
+/// How far past the new file's end the copier prepares its pages (see
+/// [`crate::file::File::prepare_writes`]): a few read-ahead windows.
+const PREPARE_AHEAD: u64 = 16 << 20;
+
 /// What the temporary file of a growth is named after (see [`temp_beside`]).
 const TEMP: &str = "grow";
 
@@ -484,7 +488,24 @@ impl Copier<'_> {
     /// Copies every bucket of the old file, a chunk at a time.
     fn copy_buckets(&self, old_buckets: u64) -> Result<()> {
         let mut bucket = 0;
+        let mut prepared = 0;
         while bucket < old_buckets {
+            // The new file's pages (its bucket array first, then those past
+            // its end) are brought in here, holding no lock: a copy's write
+            // that faulted them in itself would hold a bucket of each file
+            // while the system zeroes a read-ahead window, and a writer
+            // reaching either bucket would wait for it.
+            let target = &self.job().target.file;
+            let end = target.size();
+            if end.saturating_add(PREPARE_AHEAD / 2) > prepared {
+                if let Err(e) = target.prepare_writes(prepared, end.saturating_add(PREPARE_AHEAD)) {
+                    log::debug!(
+                        "{}: the grown file's next pages were not prepared: {e}",
+                        self.temp.display()
+                    );
+                }
+                prepared = end.saturating_add(PREPARE_AHEAD);
+            }
             let (guard, job) = self.share()?;
             let s = guard.as_ref().expect("checked by `share`");
             let end = (bucket + CHUNK).min(old_buckets);
