@@ -149,14 +149,23 @@ fn prefetch_takes_any_range_and_changes_nothing() {
     assert_eq!(&buf, b"kept");
 }
 
-/// The bytes of the map starting at `start` that are in the process's page
-/// tables (its `Rss` in /proc/self/smaps).
+/// The bytes of the mapping that holds `address` that are in the process's
+/// page tables (its `Rss` in /proc/self/smaps). Found by range, not by its
+/// first address: a tool such as valgrind may place a map inside a larger
+/// region of its own.
 #[cfg(target_os = "linux")]
-fn resident_bytes(start: usize) -> u64 {
+fn resident_bytes(address: usize) -> u64 {
     let smaps = fs::read_to_string("/proc/self/smaps").expect("read /proc/self/smaps");
-    let head = format!("{start:x}-");
-    let mut lines = smaps.lines().skip_while(|line| !line.starts_with(&head));
-    assert!(lines.next().is_some(), "no map at {head} in /proc/self/smaps");
+    let holds = |line: &str| {
+        let range = line.split_whitespace().next().unwrap_or("");
+        let Some((low, high)) = range.split_once('-') else { return false };
+        match (usize::from_str_radix(low, 16), usize::from_str_radix(high, 16)) {
+            (Ok(low), Ok(high)) => low <= address && address < high,
+            _ => false,
+        }
+    };
+    let mut lines = smaps.lines().skip_while(|line| !holds(line));
+    assert!(lines.next().is_some(), "no mapping holds {address:x} in /proc/self/smaps");
     let rss = lines.find_map(|line| line.strip_prefix("Rss:")).expect("an Rss line");
     let kib: u64 = rss.trim().trim_end_matches("kB").trim().parse().expect("a size in kB");
     kib * 1024
