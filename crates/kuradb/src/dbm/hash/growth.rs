@@ -496,15 +496,16 @@ impl Copier<'_> {
             // while the system zeroes a read-ahead window, and a writer
             // reaching either bucket would wait for it.
             let target = &self.job().target.file;
-            let end = target.size();
-            if end.saturating_add(PREPARE_AHEAD / 2) > prepared {
-                if let Err(e) = target.prepare_writes(prepared, end.saturating_add(PREPARE_AHEAD)) {
+            let size = target.size();
+            if size.saturating_add(PREPARE_AHEAD / 2) > prepared {
+                let ahead = size.saturating_add(PREPARE_AHEAD);
+                if let Err(e) = target.prepare_writes(prepared, ahead) {
                     log::debug!(
                         "{}: the grown file's next pages were not prepared: {e}",
                         self.temp.display()
                     );
                 }
-                prepared = end.saturating_add(PREPARE_AHEAD);
+                prepared = ahead;
             }
             let (guard, job) = self.share()?;
             let s = guard.as_ref().expect("checked by `share`");
