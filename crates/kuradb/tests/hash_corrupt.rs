@@ -694,3 +694,44 @@ fn a_writer_restores_a_file_that_ends_inside_a_record() {
         }
     }
 }
+
+/// A new record written over the space of a key's replaced version and torn
+/// after its first 8 bytes (its magic, link and most of its epoch new, the
+/// old version's checksum and body left) fails its checksum: the restore
+/// keeps the synchronized value, not the replaced one at the new epoch.
+#[test]
+fn a_record_torn_over_a_replaced_version_does_not_bring_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.kh");
+    // The default layout: 4-byte offsets, 8-byte alignment.
+    let o = HashOptions::default().num_buckets(7);
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
+    db.set(b"other", b"a neighbour").unwrap();
+    db.set(b"key", b"the first value").unwrap();
+    db.synchronize(Durability::Hard).unwrap();
+    db.set(b"key", b"the second value, longer than the first").unwrap();
+    // The second synchronization makes the first version's void mark durable.
+    db.synchronize(Durability::Hard).unwrap();
+    db.synchronize(Durability::Hard).unwrap();
+    db.close().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[8], 6, "a new file's format version");
+    let epoch = u32::from_le_bytes(bytes[88..92].try_into().unwrap());
+    let value_at = bytes.windows(15).position(|w| w == b"the first value").expect("the first version");
+    // Its record: magic, link (4), epoch, checksum, three one-byte sizes, "key".
+    let old = value_at - (1 + 4 + 8 + 3 + 3);
+    assert_eq!((bytes[old], &bytes[old + 16..old + 19]), (0xA5, &b"key"[..]), "the replaced version");
+    // The torn write's first 8 bytes: a live record of a later epoch.
+    let mut head = vec![0xC8, 0, 0, 0, 0];
+    head.extend_from_slice(&(epoch + 1).to_le_bytes()[..3]);
+    bytes[old..old + 8].copy_from_slice(&head);
+    let crashed = dir.path().join("crashed.kh");
+    std::fs::write(&crashed, &bytes).unwrap();
+    let restored = dir.path().join("restored.kh");
+    assert_eq!(HashDbm::restore(&crashed, &restored, &o).unwrap(), 2);
+    let db = HashDbm::open(&restored, Access::ReadOnly, &o).unwrap();
+    let value = db.get(b"key").unwrap();
+    let want = &b"the second value, longer than the first"[..];
+    assert_eq!(value.as_deref(), Some(want), "{}", h::show_opt(value.as_deref()));
+    assert_eq!(db.get(b"other").unwrap().as_deref(), Some(&b"a neighbour"[..]));
+}

@@ -193,13 +193,30 @@ fn check_hash(
 }
 
 /// Makes the closed tree at `path` a node store of format version 1, as
-/// one made before epoch digests: its header loses the digest's version.
+/// one made before epoch digests: its header loses the digest's version,
+/// and its records' checksums the epoch they cover from version 6 on.
 fn make_version_1(path: &std::path::Path) {
     let mut bytes = std::fs::read(path).expect("read");
-    assert_eq!(bytes[8], 5, "a new tree's node store is version 5");
+    assert_eq!(bytes[8], 6, "a new tree's node store is version 6");
     bytes[8] = 1;
     let crc = crc32fast::hash(&bytes[..60]);
     bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    let width = usize::from(bytes[10]);
+    let align = 1usize << bytes[11];
+    let mut at = u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes")) as usize;
+    // A closed file's records follow one another from the first: no gap
+    // but padding records, which are records too.
+    while at + 1 + width + 8 < bytes.len() {
+        assert!([0xC8, 0xA5, 0xDF, 0xD1].contains(&bytes[at]), "a record at {at}");
+        let body = at + 1 + width + 8;
+        let mut pos = body;
+        let mut size = || kuradb::varint::leb128::decode(&bytes, &mut pos).expect("a size") as usize;
+        let (key, value, padding) = (size(), size(), size());
+        let end = pos + key + value;
+        let crc = crc32fast::hash(&bytes[body..end]);
+        bytes[body - 4..body].copy_from_slice(&crc.to_le_bytes());
+        at = (end + padding).div_ceil(align) * align;
+    }
     std::fs::write(path, bytes).expect("write");
 }
 
@@ -282,7 +299,7 @@ fn a_torn_hard_sync_leaves_one_whole_tree() {
 }
 
 /// A node store of an older version takes writes as it is, and a rebuild
-/// makes it version 5.
+/// makes it current (version 6).
 #[test]
 fn a_rebuild_gives_an_old_node_store_epoch_digests() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -300,7 +317,7 @@ fn a_rebuild_gives_an_old_node_store_epoch_digests() {
     let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("reopen");
     db.rebuild().expect("rebuild");
     db.close().expect("close");
-    assert_eq!(std::fs::read(&path).expect("read")[8], 5, "rebuilt as version 5");
+    assert_eq!(std::fs::read(&path).expect("read")[8], 6, "rebuilt as version 6");
     let db = TreeDbm::open(&path, Access::ReadOnly, &options).expect("open rebuilt");
     assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
     assert_eq!(db.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));

@@ -68,7 +68,16 @@ pub fn hash(bytes: &mut [u8]) {
         if end > bytes.len() as u64 {
             return;
         }
-        put_crc(bytes, start + 1 + width + 8, end as usize, start + 1 + width + 4);
+        let (epoch_at, body) = (start + 1 + width, start + 1 + width + 8);
+        if bytes[8] >= 6 {
+            // From version 6 the checksum covers the epoch, then the body.
+            let mut covered = bytes[epoch_at..epoch_at + 4].to_vec();
+            covered.extend_from_slice(&bytes[body..end as usize]);
+            let crc = crc32(&covered);
+            bytes[epoch_at + 4..body].copy_from_slice(&crc.to_le_bytes());
+        } else {
+            put_crc(bytes, body, end as usize, epoch_at + 4);
+        }
         let size = end.saturating_add(pad).saturating_sub(at).max(1);
         at = (at + size).div_ceil(align) * align;
     }

@@ -215,6 +215,7 @@ impl Dictionary {
         head: &record::Header,
         buf: &[u8],
         width: usize,
+        epoch_checked: bool,
         path: &std::path::Path,
     ) -> Result<Dictionary> {
         let broken = |why: &str| {
@@ -230,7 +231,7 @@ impl Dictionary {
             return Err(broken("no dictionary record is there"));
         }
         let end = head.header_size + head.key_size + head.value_size;
-        if buf.len() < end || !record::crc_matches(head, buf, width) {
+        if buf.len() < end || !record::crc_matches(head, buf, width, epoch_checked) {
             return Err(broken("its checksum does not match"));
         }
         let key = &buf[head.header_size..head.header_size + head.key_size];

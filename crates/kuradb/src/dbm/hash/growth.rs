@@ -145,14 +145,16 @@ impl State {
     }
 
     /// Whether a copy of this file (which a new file always is) has the
-    /// file's format version: not so for the compressed files of the format
+    /// file's format version: not so for the files from before records'
+    /// checksums covered their epochs, the compressed ones of the format
     /// before dictionaries, nor the encrypted ones from before sealed keys,
     /// whose readers would refuse the copy. Such a file grows only when a
     /// rebuild, asked for, converts it.
     pub(super) fn copies_keep_format(&self) -> bool {
         let encrypted = self.codec.cipher.is_some();
         let header = self.header(true);
-        header.presets == Header::may_have_presets(self.comp_mode(), encrypted)
+        self.epoch_checked
+            && header.presets == Header::may_have_presets(self.comp_mode(), encrypted)
             && (!encrypted || self.codec.seals_keys())
     }
 

@@ -7,7 +7,7 @@
 //! | offset | field |
 //! | --- | --- |
 //! | 0 | magic `KuraHDB\n` |
-//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4, zlib or lzma file whose values may use a dictionary; 4 when byte 15 is 2 (keys sealed) |
+//! | 8 | format version: 1; 2 when byte 14 or 15 is set (a feature a version-1 reader would misread); 3 for an lz4, zlib or lzma file whose values may use a dictionary; 4 when byte 15 is 2 (keys sealed); 5 a tree's node store with epoch digests; 6 every file whose records' checksums cover their epochs |
 //! | 9 | flags: 1 = appending updates |
 //! | 10 | offset width |
 //! | 11 | align_pow |
@@ -25,10 +25,10 @@
 //! | 88 | epoch: hard synchronizations so far (u32) |
 //! | 92 | the last epoch whose hard synchronization completed (u32) |
 //! | 96 | offset of the compression dictionary's record (u64; 0 = none) |
-//! | 104 | version 5: the digest of the epoch being synchronized, the xor of its records' hashes (u64) |
-//! | 112 | version 5: that epoch (u32) |
-//! | 116 | version 5: the number of its records (u32) |
-//! | 120 | version 5: 1 when bytes 104 to 119 hold a digest |
+//! | 104 | a tree of version 5 or 6: the digest of the epoch being synchronized, the xor of its records' hashes (u64) |
+//! | 112 | a tree of version 5 or 6: that epoch (u32) |
+//! | 116 | a tree of version 5 or 6: the number of its records (u32) |
+//! | 120 | a tree of version 5 or 6: 1 when bytes 104 to 119 hold a digest |
 //! | 124 | CRC-32 of bytes 64 to 123 |
 //!
 //! Integers are little-endian. A file whose values are encrypted has format
@@ -49,12 +49,20 @@
 //! alone, could restore an epoch whose older versions were marked void
 //! already, so it refuses the file by its version. Node stores of versions
 //! 1 to 4 read and take writes as before, with two device syncs a hard
-//! synchronization; a rebuild or restore writes them as version 5.
+//! synchronization; a rebuild or restore writes them anew (as version 6,
+//! below).
 //! A hash database encrypted since keys are sealed is version 4 (cipher 2),
 //! which readers before it refuse by name: they would compare a caller's
 //! key with stored ciphertext and find nothing. Version-2 encrypted files
 //! (keys in clear) read and take writes as before; a rebuild or restore
-//! writes them as version 4.
+//! seals their keys (as version 6, below).
+//! Every file made since records' checksums cover their epochs (see
+//! `record::checksum`) is version 6, whatever its kind and features (a
+//! tree's node store with epoch digests, an encrypted hash database with
+//! sealed keys): a reader before it would find every record's checksum
+//! wrong, so it refuses the file by its version. Files of versions 1 to 5
+//! read and take writes as before, their checksums leaving out the epoch,
+//! until a rebuild or restore writes them as version 6.
 
 use super::cipher::Sealing;
 use super::comp_mode::{DictionaryKind, RecordCompMode};
@@ -79,6 +87,10 @@ const VERSION_SEALED_KEYS: u8 = 4;
 /// the epoch being synchronized: a reader of version 4 would restore by
 /// byte 92 alone, which may name an epoch whose older versions are gone.
 const VERSION_EPOCH_DIGESTS: u8 = 5;
+/// The version of a file whose records' checksums cover their epochs (see
+/// `record::checksum`), whatever its kind and features: a reader of version
+/// 5 would find every record's checksum wrong.
+const VERSION_EPOCH_CHECKED: u8 = 6;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -110,6 +122,8 @@ pub(crate) struct Header {
     pub digests: bool,
     /// The epoch being synchronized and its digest, where `digests`.
     pub pending: Option<(u32, Digest)>,
+    /// Whether the records' checksums cover their epochs (version 6).
+    pub epoch_checked: bool,
 }
 
 /// What a file of the hash format holds.
@@ -167,6 +181,9 @@ impl Header {
         if self.digests {
             b[8] = VERSION_EPOCH_DIGESTS;
         }
+        if self.epoch_checked {
+            b[8] = VERSION_EPOCH_CHECKED;
+        }
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);
@@ -218,11 +235,18 @@ impl Header {
             }
             return Err(bad("bad magic"));
         }
-        if ![VERSION, VERSION_FEATURES, VERSION_PRESETS, VERSION_SEALED_KEYS, VERSION_EPOCH_DIGESTS]
-            .contains(&b[8])
+        if ![
+            VERSION,
+            VERSION_FEATURES,
+            VERSION_PRESETS,
+            VERSION_SEALED_KEYS,
+            VERSION_EPOCH_DIGESTS,
+            VERSION_EPOCH_CHECKED,
+        ]
+        .contains(&b[8])
         {
             return Err(bad(&format!(
-                "format version {} is not supported (expected {VERSION} to {VERSION_EPOCH_DIGESTS})",
+                "format version {} is not supported (expected {VERSION} to {VERSION_EPOCH_CHECKED})",
                 b[8]
             )));
         }
@@ -253,13 +277,18 @@ impl Header {
         // Version 2 says exactly that a feature of bytes 14 or 15 is on,
         // keys not sealed; version 3 that the file is lz4, zlib or lzma, and not
         // encrypted; version 4 that its keys are sealed.
-        let digests = b[8] == VERSION_EPOCH_DIGESTS;
-        let presets =
-            b[8] == VERSION_PRESETS || (digests && Header::may_have_presets(record_comp, sealing.is_some()));
+        // Version 5 is a tree's node store with digests, and any features;
+        // version 6 any file with any features, a tree's with digests.
+        let epoch_checked = b[8] == VERSION_EPOCH_CHECKED;
+        let digests = b[8] == VERSION_EPOCH_DIGESTS || (epoch_checked && kind == Kind::TreeNodes);
+        let presets = b[8] == VERSION_PRESETS
+            || ((digests || epoch_checked) && Header::may_have_presets(record_comp, sealing.is_some()));
         let keys_sealed = b[15] == Sealing::ID_KEYS;
         let mismatched = match b[8] {
             // Any features, but only of a tree's node store.
             VERSION_EPOCH_DIGESTS => kind != Kind::TreeNodes,
+            // A hash database of this version seals its keys if encrypted.
+            VERSION_EPOCH_CHECKED => kind == Kind::Hash && b[15] == Sealing::ID,
             VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
             VERSION_SEALED_KEYS => !keys_sealed,
             // lzma came with dictionaries: unencrypted, it is version 3.
@@ -297,6 +326,7 @@ impl Header {
             digests,
             pending: (digests && state_ok && b[120] == 1)
                 .then(|| (u32_at(112), Digest { xor: u64_at(104), count: u32_at(116) })),
+            epoch_checked,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -362,7 +392,34 @@ mod tests {
             presets: false,
             digests: false,
             pending: None,
+            epoch_checked: false,
         }
+    }
+
+    /// A file whose checksums cover the epochs is version 6 whatever its
+    /// kind and features, a node store's digests included; a hash database
+    /// of version 6 with keys in clear is refused.
+    #[test]
+    fn a_file_with_epoch_checked_records_is_version_6() {
+        let path = std::path::Path::new("x");
+        let pending = Some((5, Digest { count: 3, xor: 0xDEAD_BEEF_0123 }));
+        let tree = Header { epoch_checked: true, digests: true, pending, ..sample() };
+        let hash = Header { epoch_checked: true, kind: Kind::Hash, ..sample() };
+        let lz4 = Header { record_comp: RecordCompMode::Lz4, presets: true, ..hash.clone() };
+        for h in [tree, hash, lz4] {
+            let b = h.encode();
+            assert_eq!(b[8], VERSION_EPOCH_CHECKED);
+            assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+        }
+        let older = Header { digests: true, pending, ..sample() }.encode();
+        assert!(!Header::decode(&older, 1 << 20, path).unwrap().epoch_checked);
+        let sealing =
+            Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+        let clear_keys = Header { epoch_checked: true, kind: Kind::Hash, sealing: Some(sealing), ..sample() };
+        let err = Header::decode(&clear_keys.encode(), 1 << 20, path).unwrap_err();
+        assert!(err.message().contains("format version 6 with compression mode 0 and cipher 1"), "{err}");
+        let tree = Header { kind: Kind::TreeNodes, digests: true, ..clear_keys };
+        assert_eq!(Header::decode(&tree.encode(), 1 << 20, path).unwrap(), tree);
     }
 
     /// A node store with epoch digests is version 5 whatever its features,
@@ -483,8 +540,8 @@ mod tests {
         }
         let err = resealed(b, 15, 1).unwrap_err();
         assert!(err.to_string().contains("format version 4 with compression mode 0 and cipher 1"), "{err}");
-        let err = resealed(b, 8, 6).unwrap_err();
-        assert!(err.to_string().contains("format version 6 is not supported (expected 1 to 5)"), "{err}");
+        let err = resealed(b, 8, 7).unwrap_err();
+        assert!(err.to_string().contains("format version 7 is not supported (expected 1 to 6)"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

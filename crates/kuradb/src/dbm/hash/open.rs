@@ -154,6 +154,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         healthy: AtomicBool::new(!header.open_for_writing),
         torn: AtomicBool::new(false),
         record_crc: header.record_crc,
+        epoch_checked: header.epoch_checked,
         codec,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
@@ -211,6 +212,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
         presets: Header::may_have_presets(o.record_comp_mode, cipher.is_some()),
         digests: kind == Kind::TreeNodes,
         pending: None,
+        epoch_checked: true,
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {
@@ -226,11 +228,12 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
 fn load_dictionary(file: &dyn File, header: &Header, path: &Path) -> Result<Dictionary> {
     let offset = header.dict_offset;
     let width = header.width as usize;
-    let (h, buf) = restore::read_at(file, offset, width, u32::from(header.align_pow)).map_err(|e| {
+    let (h, buf) = restore::read_at(file, offset, width, u32::from(header.align_pow), header.epoch_checked)
+        .map_err(|e| {
         Error::new(
             e.kind(),
             format!("the compression dictionary at offset {offset} of {} is broken: {e}", path.display()),
         )
     })?;
-    Dictionary::from_record(header.record_comp, offset, &h, &buf, width, path)
+    Dictionary::from_record(header.record_comp, offset, &h, &buf, width, header.epoch_checked, path)
 }

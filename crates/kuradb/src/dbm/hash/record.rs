@@ -14,7 +14,8 @@
 //!
 //! The checksum and the epoch are what make a crash recoverable: a torn
 //! record fails its checksum, and of two versions of one key the later epoch
-//! wins (see `restore.rs`).
+//! wins (see `restore.rs`). In files of format version 6 on, the checksum
+//! covers the epoch too (see [`checksum`]).
 
 use crate::varint::{leb128, MAX_LEN};
 
@@ -72,17 +73,51 @@ pub(crate) fn size_for(width: usize, align: u64, key: usize, value: usize) -> u6
     (base + 1).div_ceil(align) * align
 }
 
+/// A record's checksum: the CRC-32 of its body (the sizes through the
+/// value), preceded, where `epoch_checked` (format version 6 on), by its
+/// epoch's four bytes.
+///
+/// A record written over the space of an older one and torn (a process
+/// killed in the middle of the write, a page cache that wrote back only its
+/// first block) can leave the new record's first bytes, its epoch among
+/// them, in front of the old record's checksum and body. Where the checksum
+/// leaves out the epoch, that reads as the old key and value with the new
+/// epoch, which outranks the version that replaced them: a synchronized
+/// value would go back to an older one. Covering the epoch makes such a mix
+/// fail its checksum like any torn record.
+pub(crate) fn checksum(epoch: u32, body: &[u8], epoch_checked: bool) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    if epoch_checked {
+        crc.update(&epoch.to_le_bytes());
+    }
+    crc.update(body);
+    crc.finalize()
+}
+
 /// Encodes a record of exactly `size` bytes (at least [`size_for`]) into `out`.
-/// `record.next` is a byte offset, stored in units of 2^`align_pow`.
-pub(crate) fn encode(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &Record<'_>) {
-    encode_through_value(out, width, align_pow, record);
+/// `record.next` is a byte offset, stored in units of 2^`align_pow`; the
+/// checksum covers the epoch where `epoch_checked` (see [`checksum`]).
+pub(crate) fn encode(
+    out: &mut Vec<u8>,
+    width: usize,
+    align_pow: u32,
+    epoch_checked: bool,
+    record: &Record<'_>,
+) {
+    encode_through_value(out, width, align_pow, epoch_checked, record);
     out.resize(record.size as usize, 0);
 }
 
 /// Encodes a record of `size` bytes as [`encode`] does, but only up to the
 /// end of its value: its padding is covered by no checksum, so a record
 /// written over another of the same size may leave the old bytes there.
-pub(crate) fn encode_through_value(out: &mut Vec<u8>, width: usize, align_pow: u32, record: &Record<'_>) {
+pub(crate) fn encode_through_value(
+    out: &mut Vec<u8>,
+    width: usize,
+    align_pow: u32,
+    epoch_checked: bool,
+    record: &Record<'_>,
+) {
     out.clear();
     out.push(if record.live { MAGIC_LIVE } else { MAGIC_VOID });
     out.extend_from_slice(&(record.next >> align_pow).to_le_bytes()[..width]);
@@ -101,7 +136,7 @@ pub(crate) fn encode_through_value(out: &mut Vec<u8>, width: usize, align_pow: u
     leb128::put_padded(out, (room - len) as u64, len);
     out.extend_from_slice(record.key);
     out.extend_from_slice(record.value);
-    let crc = crc32fast::hash(&out[body..]);
+    let crc = checksum(record.epoch, &out[body..], epoch_checked);
     out[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
@@ -147,11 +182,11 @@ pub(crate) fn parse_header(
     })
 }
 
-/// Checks a record's checksum: `body` runs from the sizes through the value.
-pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize) -> bool {
+/// Checks the checksum of `record`, whose header is `header` (see [`checksum`]).
+pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize, epoch_checked: bool) -> bool {
     let start = 1 + width + 8;
     let end = header.header_size + header.key_size + header.value_size;
-    record.len() >= end && crc32fast::hash(&record[start..end]) == header.crc
+    record.len() >= end && checksum(header.epoch, &record[start..end], epoch_checked) == header.crc
 }
 
 #[cfg(test)]
@@ -170,19 +205,19 @@ mod tests {
                     let record =
                         Record { live: true, next: 12345 * 8, epoch: 7, key: &key, value: &value, size };
                     let mut out = Vec::new();
-                    encode(&mut out, width, 3, &record);
+                    encode(&mut out, width, 3, true, &record);
                     assert_eq!(out.len() as u64, size, "w{width} a{align} k{k} v{v}");
                     let h = parse_header(&out, width, 3).unwrap();
                     assert_eq!(
                         (h.live, h.next, h.epoch, h.key_size, h.value_size, h.size),
                         (true, 12345 * 8, 7, k, v, size)
                     );
-                    assert!(crc_matches(&h, &out, width));
+                    assert!(crc_matches(&h, &out, width, true));
                     let mut torn = out.clone();
                     let last = h.header_size + k + v - 1;
                     if k + v > 0 {
                         torn[last] ^= 1;
-                        assert!(!crc_matches(&h, &torn, width));
+                        assert!(!crc_matches(&h, &torn, width, true));
                     }
                 }
             }
@@ -198,10 +233,43 @@ mod tests {
         for size in (least..least + 40_000).step_by(8) {
             let mut out = Vec::new();
             let rec = Record { live: true, next: 3, epoch: 1, key: &key, value: &value, size };
-            encode(&mut out, 5, 3, &rec);
+            encode(&mut out, 5, 3, true, &rec);
             let h = parse_header(&out, 5, 3).unwrap();
             assert_eq!(h.size, size, "region of {size} bytes");
-            assert!(crc_matches(&h, &out, 5));
+            assert!(crc_matches(&h, &out, 5, true));
+        }
+    }
+
+    /// A record written over an older one's space and torn after its first
+    /// alignment unit (its magic, link and most of its epoch new, the rest
+    /// the old record's) fails its checksum where the checksum covers the
+    /// epoch; without, it read as the old key and value at the new epoch.
+    #[test]
+    fn a_new_record_torn_over_an_old_one_fails_its_checksum() {
+        for width in [3, 4, 5, 6] {
+            for epoch_checked in [false, true] {
+                let encoded = |key: &[u8], value: &[u8], epoch: u32, live: bool| {
+                    let size = size_for(width, 8, 8, 40);
+                    let mut out = Vec::new();
+                    let rec = Record { live, next: 4096, epoch, key, value, size };
+                    encode(&mut out, width, 3, epoch_checked, &rec);
+                    out
+                };
+                let old = encoded(b"key-old", b"the value that was replaced", 2, false);
+                let new = encoded(b"key-new", b"a value being written", 9, true);
+                // Torn at the first alignment unit: 8 bytes of the new record.
+                let mut torn = old.clone();
+                torn[..8].copy_from_slice(&new[..8]);
+                let h = parse_header(&torn, width, 3).unwrap();
+                let epoch_changed = h.epoch != 2;
+                assert!(h.live && epoch_changed == (width < 7), "width {width}");
+                assert_eq!(crc_matches(&h, &torn, width, epoch_checked), !epoch_checked, "width {width}");
+                // The other way round: the old record's first unit, the new one's rest.
+                let mut torn = new.clone();
+                torn[..8].copy_from_slice(&old[..8]);
+                let h = parse_header(&torn, width, 3).unwrap();
+                assert_eq!(crc_matches(&h, &torn, width, epoch_checked), !epoch_checked, "width {width}");
+            }
         }
     }
 

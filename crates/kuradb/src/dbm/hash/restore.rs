@@ -208,8 +208,10 @@ fn restore_open(
     // value written with it can be read.
     let mut carried = None;
     if let (Some(c), Some(at)) = (&codec.compression, dict_at) {
-        let (h, buf) = read_at(file.as_ref(), at, header.width as usize, u32::from(header.align_pow))?;
-        let dict = Dictionary::from_record(header.record_comp, at, &h, &buf, header.width as usize, src)?;
+        let width = header.width as usize;
+        let (h, buf) = read_at(file.as_ref(), at, width, u32::from(header.align_pow), header.epoch_checked)?;
+        let dict =
+            Dictionary::from_record(header.record_comp, at, &h, &buf, width, header.epoch_checked, src)?;
         carried = Some(dict.duplicate());
         c.set_dictionary(dict);
     }
@@ -227,7 +229,13 @@ fn restore_open(
             if !version.live {
                 continue;
             }
-            let (h, buf) = read_at(file.as_ref(), version.offset, width, u32::from(header.align_pow))?;
+            let (h, buf) = read_at(
+                file.as_ref(),
+                version.offset,
+                width,
+                u32::from(header.align_pow),
+                header.epoch_checked,
+            )?;
             // A key or value that fails authentication was changed on
             // purpose (its checksum holds): refused, as a read of it is, not
             // dropped.
@@ -316,6 +324,7 @@ pub(super) fn read_at(
     offset: u64,
     width: usize,
     align_pow: u32,
+    epoch_checked: bool,
 ) -> Result<(record::Header, Vec<u8>)> {
     let avail = file.size().saturating_sub(offset);
     let mut buf = vec![0u8; (record::MAX_HEADER as u64).min(avail) as usize];
@@ -332,7 +341,7 @@ pub(super) fn read_at(
     let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
     buf.resize(body, 0);
     file.read(offset, &mut buf)?;
-    if !record::crc_matches(&h, &buf, width) {
+    if !record::crc_matches(&h, &buf, width, epoch_checked) {
         return Err(Error::new(
             ErrorKind::BrokenData,
             format!("the record at offset {offset} fails its checksum"),
@@ -465,7 +474,7 @@ fn each_record(
             continue;
         }
         let buf = window.at(offset, body)?;
-        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width) {
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width, header.epoch_checked) {
             offset += align;
             continue;
         }

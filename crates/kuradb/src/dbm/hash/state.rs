@@ -61,6 +61,9 @@ pub(super) struct State {
     pub(super) torn: AtomicBool,
     /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
+    /// Whether the records' checksums cover their epochs (format version 6;
+    /// see `record::checksum`).
+    pub(super) epoch_checked: bool,
     /// What every value passes through between a record and a caller.
     pub(super) codec: Codec,
     pub(super) min_read_size: usize,
@@ -149,6 +152,7 @@ impl State {
             digests: self.epoch_records.is_some(),
             // Named only by a hard synchronization (`State::make_durable`).
             pending: None,
+            epoch_checked: self.epoch_checked,
         }
     }
 
