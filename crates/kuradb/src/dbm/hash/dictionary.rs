@@ -36,6 +36,7 @@
 
 use super::codec::Prepared;
 use super::comp_mode::{DictionaryKind, RecordCompMode};
+use super::header::Header;
 use crate::dbm::hash::record;
 use crate::error::{Error, ErrorKind, Result};
 #[cfg(feature = "zstd")]
@@ -206,18 +207,17 @@ impl Dictionary {
         }
     }
 
-    /// Reads the dictionary a record of the file holds: `head` is its
-    /// parsed header, `buf` the record read from its start, `width` the
-    /// file's offset width.
+    /// Reads the dictionary a record of the file whose header is `file`
+    /// holds: `head` is the record's parsed header, `buf` the record read
+    /// from its start.
     pub(super) fn from_record(
-        mode: RecordCompMode,
+        file: &Header,
         offset: u64,
         head: &record::Header,
         buf: &[u8],
-        width: usize,
-        epoch_checked: bool,
         path: &std::path::Path,
     ) -> Result<Dictionary> {
+        let mode = file.record_comp;
         let broken = |why: &str| {
             Error::new(
                 ErrorKind::BrokenData,
@@ -231,7 +231,7 @@ impl Dictionary {
             return Err(broken("no dictionary record is there"));
         }
         let end = head.header_size + head.key_size + head.value_size;
-        if buf.len() < end || !record::crc_matches(head, buf, width, epoch_checked) {
+        if buf.len() < end || !record::crc_matches(head, buf, file.width as usize, file.epoch_checked) {
             return Err(broken("its checksum does not match"));
         }
         let key = &buf[head.header_size..head.header_size + head.key_size];

@@ -226,13 +226,12 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
 /// Reads the compression dictionary the header points at; a damaged one is
 /// an error naming it and its offset.
 fn load_dictionary(file: &dyn File, header: &Header, path: &Path) -> Result<Dictionary> {
-    let (offset, width, checked) = (header.dict_offset, header.width as usize, header.epoch_checked);
-    let (h, buf) =
-        restore::read_at(file, offset, width, u32::from(header.align_pow), checked).map_err(|e| {
-            Error::new(
-                e.kind(),
-                format!("the compression dictionary at offset {offset} of {} is broken: {e}", path.display()),
-            )
-        })?;
-    Dictionary::from_record(header.record_comp, offset, &h, &buf, width, checked, path)
+    let offset = header.dict_offset;
+    let (h, buf) = restore::read_at(file, offset, header).map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("the compression dictionary at offset {offset} of {} is broken: {e}", path.display()),
+        )
+    })?;
+    Dictionary::from_record(header, offset, &h, &buf, path)
 }

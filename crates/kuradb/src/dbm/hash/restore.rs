@@ -208,10 +208,8 @@ fn restore_open(
     // value written with it can be read.
     let mut carried = None;
     if let (Some(c), Some(at)) = (&codec.compression, dict_at) {
-        let width = header.width as usize;
-        let (h, buf) = read_at(file.as_ref(), at, width, u32::from(header.align_pow), header.epoch_checked)?;
-        let dict =
-            Dictionary::from_record(header.record_comp, at, &h, &buf, width, header.epoch_checked, src)?;
+        let (h, buf) = read_at(file.as_ref(), at, &header)?;
+        let dict = Dictionary::from_record(&header, at, &h, &buf, src)?;
         carried = Some(dict.duplicate());
         c.set_dictionary(dict);
     }
@@ -222,20 +220,13 @@ fn restore_open(
     o.update_mode = if header.appending { UpdateMode::Appending } else { UpdateMode::InPlace };
     o.record_crc_mode = header.record_crc;
     o.record_comp_mode = header.record_comp;
-    let width = header.width as usize;
     let mut kept = 0u64;
     let state = copy_into(dest, &o, header.kind, carried, Keys::MayRepeat, |put| {
         for (key, version) in &versions {
             if !version.live {
                 continue;
             }
-            let (h, buf) = read_at(
-                file.as_ref(),
-                version.offset,
-                width,
-                u32::from(header.align_pow),
-                header.epoch_checked,
-            )?;
+            let (h, buf) = read_at(file.as_ref(), version.offset, &header)?;
             // A key or value that fails authentication was changed on
             // purpose (its checksum holds): refused, as a read of it is, not
             // dropped.
@@ -318,14 +309,10 @@ pub(super) fn restore_in_place(path: &Path, options: &HashOptions, origin: Box<d
     Ok(restored)
 }
 
-/// Reads the whole record at `offset`, checking its checksum.
-pub(super) fn read_at(
-    file: &dyn File,
-    offset: u64,
-    width: usize,
-    align_pow: u32,
-    epoch_checked: bool,
-) -> Result<(record::Header, Vec<u8>)> {
+/// Reads the whole record at `offset` of `file`, whose header is `header`,
+/// checking its checksum.
+pub(super) fn read_at(file: &dyn File, offset: u64, header: &Header) -> Result<(record::Header, Vec<u8>)> {
+    let (width, align_pow) = (header.width as usize, u32::from(header.align_pow));
     let avail = file.size().saturating_sub(offset);
     let mut buf = vec![0u8; (record::MAX_HEADER as u64).min(avail) as usize];
     file.read(offset, &mut buf)?;
@@ -341,7 +328,7 @@ pub(super) fn read_at(
     let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
     buf.resize(body, 0);
     file.read(offset, &mut buf)?;
-    if !record::crc_matches(&h, &buf, width, epoch_checked) {
+    if !record::crc_matches(&h, &buf, width, header.epoch_checked) {
         return Err(Error::new(
             ErrorKind::BrokenData,
             format!("the record at offset {offset} fails its checksum"),
