@@ -9,44 +9,91 @@ use crate::caching::ScanScope;
 use crate::dbm::Edge;
 use crate::error::{Error, ErrorKind, Result};
 
-/// A record as a cursor saw it: copies of its key and value, in buffers a
-/// later move reuses, and where it was seen (`P`), which tells whether it
-/// still holds.
+/// A record as a cursor saw it: a copy of its key and value
+/// ([`SeenRecord`]), in a buffer a later move reuses, and where it was seen
+/// (`P`), which tells whether it still holds.
 #[derive(Default)]
 pub struct Spot<P> {
-    pub(crate) key: Vec<u8>,
-    pub(crate) value: Vec<u8>,
+    pub(crate) record: SeenRecord,
     pub(crate) place: P,
 }
 
+/// A copy of a record's key and value, the value right after the key, in a
+/// buffer that may hold more: a database that copies a run of records at
+/// once (the tree copies a leaf's records ahead of the cursor) points it at
+/// each in turn, and a step forward copies nothing.
+#[derive(Default)]
+pub struct SeenRecord {
+    buf: Vec<u8>,
+    key_start: usize,
+    key_end: usize,
+    value_end: usize,
+}
+
 impl<P> Spot<P> {
-    /// `key` and `value` seen at `place`, in the buffers of `recycled` if given.
+    /// `key` and `value` seen at `place`, in the buffer of `recycled` if given.
     pub(crate) fn fill(recycled: Option<Spot<P>>, key: &[u8], value: &[u8], place: P) -> Spot<P> {
-        match recycled {
-            Some(mut spot) => {
-                spot.refill(key, value, place);
-                spot
-            }
-            None => Spot { key: key.to_vec(), value: value.to_vec(), place },
-        }
+        let mut record = recycled.map(|spot| spot.record).unwrap_or_default();
+        record.copy_in(key, value);
+        Spot { record, place }
     }
 
-    /// Puts `key` and `value` seen at `place` in these buffers.
+    /// Puts `key` and `value` seen at `place` in this buffer.
     pub(crate) fn refill(&mut self, key: &[u8], value: &[u8], place: P) {
-        copy_record((&mut self.key, &mut self.value), key, value);
+        self.record.copy_in(key, value);
         self.place = place;
+    }
+
+    /// The record's key.
+    pub(crate) fn key(&self) -> &[u8] {
+        self.record.key()
+    }
+
+    /// The record's value.
+    pub(crate) fn value(&self) -> &[u8] {
+        self.record.value()
     }
 }
 
-/// Copies `key` and `value` into a spot's key and value buffers, which keep
-/// their room: for a database that moves a spot within the place it holds,
-/// which stays borrowed meanwhile.
-pub(crate) fn copy_record(buffers: (&mut Vec<u8>, &mut Vec<u8>), key: &[u8], value: &[u8]) {
-    let (key_buf, value_buf) = buffers;
-    key_buf.clear();
-    key_buf.extend_from_slice(key);
-    value_buf.clear();
-    value_buf.extend_from_slice(value);
+impl SeenRecord {
+    /// Puts `key` and `value` in the buffer, in place of what it held.
+    pub(crate) fn copy_in(&mut self, key: &[u8], value: &[u8]) {
+        self.buf.clear();
+        self.buf.extend_from_slice(key);
+        self.buf.extend_from_slice(value);
+        (self.key_start, self.key_end, self.value_end) = (0, key.len(), self.buf.len());
+    }
+
+    /// The buffer, for the caller to refill and then point into
+    /// ([`SeenRecord::point`]).
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// The buffer's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Points at the record whose key is `key_start..key_end` of the buffer
+    /// and whose value follows it up to `value_end`.
+    pub(crate) fn point(&mut self, key_start: usize, key_end: usize, value_end: usize) {
+        assert!(
+            key_start <= key_end && key_end <= value_end && value_end <= self.buf.len(),
+            "a seen record lies within its buffer"
+        );
+        (self.key_start, self.key_end, self.value_end) = (key_start, key_end, value_end);
+    }
+
+    /// The record's key.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.buf[self.key_start..self.key_end]
+    }
+
+    /// The record's value.
+    pub(crate) fn value(&self) -> &[u8] {
+        &self.buf[self.key_end..self.value_end]
+    }
 }
 
 /// What an ordered cursor needs of its database.
@@ -91,7 +138,7 @@ pub trait Ordered: Dbm {
         step: isize,
         recycled: Option<Spot<Self::Place>>,
     ) -> Result<Option<Spot<Self::Place>>> {
-        self.seek(step > 0, Some(&spot.key), false, recycled)
+        self.seek(step > 0, Some(spot.key()), false, recycled)
     }
 }
 
@@ -135,7 +182,7 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
         }
         let _scan = scan.then(ScanScope::enter);
         let found = match step {
-            0 => self.db.seek(true, Some(at.key.as_slice()), true, self.spare.take())?,
+            0 => self.db.seek(true, Some(at.key()), true, self.spare.take())?,
             _ => self.db.step_far(at, step, self.spare.take())?,
         };
         self.spare = std::mem::replace(&mut self.at, found);
@@ -144,13 +191,13 @@ impl<'a, D: Ordered> OrderedCursor<'a, D> {
 
     /// The record as the last move saw it, without looking again.
     pub(crate) fn seen(&self) -> Option<(&[u8], &[u8])> {
-        self.at.as_ref().map(|at| (at.key.as_slice(), at.value.as_slice()))
+        self.at.as_ref().map(|at| (at.key(), at.value()))
     }
 
     /// The key of the record at the position, as it is now.
     fn current_key(&mut self) -> Result<Option<&[u8]>> {
         self.step(0, false)?;
-        Ok(self.at.as_ref().map(|at| at.key.as_slice()))
+        Ok(self.at.as_ref().map(|at| at.key()))
     }
 }
 

@@ -312,6 +312,18 @@ impl<'k> Probe<'k> {
     }
 }
 
+/// Asks the CPU to start loading every line that holds one of the `len`
+/// bytes at `start`: a hint, which reads nothing.
+fn prefetch_lines(start: *const u8, len: usize) {
+    let line = crate::sys::CACHE_LINE;
+    let skew = start as usize % line;
+    // wrapping: the addresses are only hints, never dereferenced.
+    let first = start.wrapping_sub(skew);
+    for at in (0..skew + len).step_by(line) {
+        crate::sys::prefetch(first.wrapping_add(at));
+    }
+}
+
 /// Reads a varint that a leaf's own walk has already checked.
 #[inline]
 fn known_varint(data: &[u8], at: &mut usize) -> usize {
@@ -353,42 +365,46 @@ impl Leaf {
     }
 
     /// The records from `i` on, packed as the leaf packs them (see
-    /// [`Leaf::unpack`]): as many whole ones as fit in `bytes`, none if the
-    /// first does not.
+    /// [`Leaf::unpack`]): record `i` whole (nothing past the last), then as
+    /// many more whole ones as fit in `bytes` in all.
     pub(crate) fn packed_from(&self, i: usize, bytes: usize) -> &[u8] {
         let start = self.start(i);
-        let mut end = start;
-        for j in i..self.len() {
+        let mut end = self.start(i + 1);
+        for j in i + 1..self.len() {
             let next = self.start(j + 1);
             if next - start > bytes {
                 break;
             }
             end = next;
         }
-        &self.data[start..end]
+        &self.data[start..end.max(start)]
     }
 
     /// The first record of `packed` (bytes from [`Leaf::packed_from`]): its
     /// key, its value and the bytes it takes there.
     pub(crate) fn unpack(packed: &[u8]) -> (&[u8], &[u8], usize) {
-        let mut at = 0;
-        let klen = known_varint(packed, &mut at);
-        let vlen = known_varint(packed, &mut at);
-        (&packed[at..at + klen], &packed[at + klen..at + klen + vlen], at + klen + vlen)
+        let (key_start, key_end, end) = Leaf::unpack_at(packed, 0);
+        (&packed[key_start..key_end], &packed[key_end..end], end)
+    }
+
+    /// Where the parts of the record at `at` of `packed` lie: its key from
+    /// the first offset to the second, its value from there to the third,
+    /// where the next record starts.
+    pub(crate) fn unpack_at(packed: &[u8], at: usize) -> (usize, usize, usize) {
+        let mut key_start = at;
+        let klen = known_varint(packed, &mut key_start);
+        let vlen = known_varint(packed, &mut key_start);
+        let key_end = key_start + klen;
+        (key_start, key_end, key_end + vlen)
     }
 
     /// Asks the CPU to start loading up to `bytes` of the records from
-    /// record `i` on (and where the next ones start), which a walk from `i`
-    /// reads next: a hint, which reads nothing.
+    /// record `i` on, which a walk from `i` reads next: a hint, which reads
+    /// nothing.
     pub(crate) fn prefetch_from(&self, i: usize, bytes: usize) {
-        const LINE: usize = 64;
         let start = self.start(i);
         let end = self.data.len().min(start + bytes);
-        let base = self.data.as_ptr();
-        for at in (start..end).step_by(LINE) {
-            crate::sys::prefetch(base.wrapping_add(at));
-        }
-        crate::sys::prefetch(self.starts.as_ptr().wrapping_add(i).cast());
+        prefetch_lines(self.data.as_ptr().wrapping_add(start), end - start);
     }
 
     pub(crate) fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
@@ -919,7 +935,8 @@ mod tests {
     }
 
     /// Records packed from any place, unpacked one after another, are the
-    /// leaf's records from there, whole ones only, within the bytes asked.
+    /// leaf's records from there, whole ones only, within the bytes asked
+    /// but for the first, which comes whole.
     #[test]
     fn packed_records_unpack_to_the_leafs_own() {
         let values: Vec<Vec<u8>> = (0..20).map(|i| vec![b'v'; i * 13 % 150]).collect();
@@ -928,7 +945,8 @@ mod tests {
         for i in 0..=leaf.len() {
             for bytes in [0, 5, 100, 400, 10_000] {
                 let packed = leaf.packed_from(i, bytes);
-                assert!(packed.len() <= bytes);
+                let first = if i < leaf.len() { record_size(leaf.key(i), leaf.record(i).1) } else { 0 };
+                assert!(packed.len() <= bytes.max(first), "from {i} in {bytes}: {} bytes", packed.len());
                 let mut rest = packed;
                 let mut j = i;
                 while !rest.is_empty() {

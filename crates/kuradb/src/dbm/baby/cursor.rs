@@ -6,7 +6,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use super::{decode_value, BabyDbm, Inner, LeafCell, Node, Slot};
-use crate::dbm::ordered_cursor::{copy_record, Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, Spot};
 use crate::dbm::{Cursor, Edge};
 use crate::error::Result;
 
@@ -113,7 +113,7 @@ impl Ordered for BabyDbm {
 
     /// Within the leaf, while it is unchanged since and the record is in it.
     fn step_near(&self, spot: &mut Spot<LeafPlace>, step: isize) -> bool {
-        let Spot { key, value, place: at } = spot;
+        let Spot { record, place: at } = spot;
         let slot = at.leaf.slot.read();
         if slot.version != at.version {
             return false;
@@ -122,7 +122,7 @@ impl Ordered for BabyDbm {
             return false;
         };
         let (k, v) = slot.leaf.record(index);
-        copy_record((key, value), k, decode_value(v));
+        record.copy_in(k, decode_value(v));
         drop(slot);
         at.index = index;
         true

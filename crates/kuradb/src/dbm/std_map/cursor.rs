@@ -57,7 +57,7 @@ impl StdHashCursor<'_> {
     fn current(&mut self) -> Option<&[u8]> {
         if self.valid && self.seen.place == self.db.store.version() {
             // Nothing changed since the record was read: it is there as it was.
-            return Some(&self.seen.key);
+            return Some(self.seen.key());
         }
         let db = self.db;
         let store = &db.store;
@@ -66,7 +66,7 @@ impl StdHashCursor<'_> {
         if self.after_jump {
             // The key stays in `seen` even when its record is gone: `next` walks on from it.
             self.valid = false;
-            if let Some(r) = records.set.find(&self.seen.key) {
+            if let Some(r) = records.set.find(self.seen.key()) {
                 self.fill(r, version);
             }
         } else {
@@ -79,7 +79,7 @@ impl StdHashCursor<'_> {
                 self.pos += 1;
             }
         }
-        self.valid.then_some(self.seen.key.as_slice())
+        self.valid.then_some(self.seen.key())
     }
 }
 
@@ -116,7 +116,8 @@ impl Cursor for StdHashCursor<'_> {
         if self.after_jump {
             self.after_jump = false;
             self.keys = self.snapshot();
-            self.pos = self.keys.iter().position(|k| *k == self.seen.key).unwrap_or(self.keys.len());
+            self.pos =
+                self.keys.iter().position(|k| k.as_slice() == self.seen.key()).unwrap_or(self.keys.len());
         }
         self.pos = (self.pos + 1).min(self.keys.len());
         Ok(())
@@ -124,7 +125,7 @@ impl Cursor for StdHashCursor<'_> {
 
     fn get(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.current();
-        Ok(self.valid.then(|| (self.seen.key.clone(), self.seen.value.clone())))
+        Ok(self.valid.then(|| (self.seen.key().to_vec(), self.seen.value().to_vec())))
     }
 
     fn set(&mut self, value: &[u8]) -> Result<()> {

@@ -8,7 +8,7 @@ use super::cache::Cell;
 use super::state::Tree;
 use super::KeyComparator;
 use super::TreeDbm;
-use crate::dbm::ordered_cursor::{copy_record, Ordered, OrderedCursor, Spot};
+use crate::dbm::ordered_cursor::{Ordered, OrderedCursor, SeenRecord, Spot};
 use crate::dbm::tree_node::{Leaf, Node};
 use crate::error::Result;
 
@@ -33,20 +33,21 @@ pub struct LeafPlace {
     cmp: KeyComparator,
     version: u64,
     index: usize,
-    /// Copies of records after `index`, as the leaf packed them at
-    /// `version` ([`Leaf::packed_from`]), the next from `ahead_at` on: while
-    /// the version holds, they are the leaf's, and a step forward reads them
-    /// here.
-    ahead: Vec<u8>,
-    ahead_at: usize,
+    /// Where the next record starts in the spot's buffer, which holds the
+    /// record at `index` and copies of records after it, as the leaf packed
+    /// them at `version` ([`Leaf::packed_from`]): while the version holds,
+    /// they are the leaf's, and a step forward points the spot at the next
+    /// of them. At the buffer's end when none is left.
+    next_at: usize,
 }
 
-/// Bytes of the records after a cursor's that it reaches for ahead: a seek
-/// asks the CPU to load them (a walk from a lookup reads on through a leaf
-/// that is seldom in the CPU's cache, and the hardware prefetcher takes a
-/// few lines to follow), and a step forward copies them, so that the next
-/// steps take no hold of the leaf (a shared lock's two atomic writes cost
-/// a walk more than its copies).
+/// Bytes of the records from a cursor's on that a seek or a step copies
+/// (the record itself whole, whatever its size): the next steps forward
+/// find their records in the copy, and take no hold of the leaf (a shared
+/// lock's two atomic writes cost a walk more than its copies). A seek also
+/// asks the CPU to load them first: a walk from a lookup reads on through a
+/// leaf that is seldom in the CPU's cache, and the hardware prefetcher
+/// takes a few lines to follow.
 const AHEAD: usize = 1024;
 
 impl Tree {
@@ -81,7 +82,7 @@ impl Tree {
         forward: bool,
         key: Option<&[u8]>,
         inclusive: bool,
-        mut recycled: Option<Spot<LeafPlace>>,
+        recycled: Option<Spot<LeafPlace>>,
     ) -> Result<Option<Spot<LeafPlace>>> {
         if id == 0 {
             return Ok(None);
@@ -96,6 +97,9 @@ impl Tree {
                 return Err(self.broken("a leaf link is an inner node".into()));
             };
             if let Some(index) = leaf.seek_index(key, self.cmp, forward, inclusive) {
+                if forward {
+                    leaf.prefetch_from(index, AHEAD);
+                }
                 // In a leaf whose keys are out of order (a damaged file) the
                 // search may land on the wrong side of the key, and a walk
                 // would go round for ever between two records.
@@ -106,23 +110,11 @@ impl Tree {
                         return Err(self.broken(format!("the keys of leaf {id} are out of order")));
                     }
                 }
-                if forward {
-                    leaf.prefetch_from(index + 1, AHEAD);
-                }
-                let (key, value) = leaf.record(index);
-                // The recycled spot's room for copies ahead, emptied.
-                let mut ahead =
-                    recycled.as_mut().map(|spot| std::mem::take(&mut spot.place.ahead)).unwrap_or_default();
-                ahead.clear();
-                let place = LeafPlace {
-                    leaf: cell.clone(),
-                    cmp: self.cmp,
-                    version: cell.version(),
-                    index,
-                    ahead,
-                    ahead_at: 0,
-                };
-                return Ok(Some(Spot::fill(recycled, key, value, place)));
+                let mut record = recycled.map(|spot| spot.record).unwrap_or_default();
+                let next_at = copy_run(&mut record, leaf, index, if forward { AHEAD } else { 0 });
+                let place =
+                    LeafPlace { leaf: cell.clone(), cmp: self.cmp, version: cell.version(), index, next_at };
+                return Ok(Some(Spot { record, place }));
             }
             id = if forward { leaf.next } else { leaf.prev };
             if id == 0 {
@@ -153,21 +145,39 @@ impl LeafPlace {
     }
 }
 
+/// Copies record `index` of `leaf` into `record`'s buffer, and after it the
+/// records that follow within `ahead` bytes in all, and points `record` at
+/// it; answers where the next record copied starts (the buffer's end if
+/// none). The caller holds the leaf.
+fn copy_run(record: &mut SeenRecord, leaf: &Leaf, index: usize, ahead: usize) -> usize {
+    let buf = record.buffer();
+    buf.clear();
+    buf.extend_from_slice(leaf.packed_from(index, ahead));
+    point_at(record, 0)
+}
+
+/// Points `record` at the record packed at `at` of its buffer; answers
+/// where the next starts.
+fn point_at(record: &mut SeenRecord, at: usize) -> usize {
+    let (key_start, key_end, end) = Leaf::unpack_at(record.bytes(), at);
+    record.point(key_start, key_end, end);
+    end
+}
+
 /// Moves `spot` to the record `step` places (-1 or 1) from it within its
 /// leaf, if the leaf is unchanged since and the record is in it; answers
 /// whether it did. The spot keeps its hold on the leaf: a walk through a
 /// leaf takes no hold of its own per record, and a step forward takes the
 /// leaf's lock only when it runs out of copies ahead.
 fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
-    let Spot { key: seen_key, value: seen_value, place: at } = spot;
+    let Spot { record, place: at } = spot;
     // The version is read without the leaf's lock, as `LeafPlace::holds`
     // reads it: unchanged, the copies ahead are the leaf's records.
-    if step > 0 && at.ahead_at < at.ahead.len() && at.leaf.version() == at.version {
-        let (key, value, size) = Leaf::unpack(&at.ahead[at.ahead_at..]);
-        debug_assert_eq!(at.cmp.compare(key, seen_key), Ordering::Greater);
-        copy_record((seen_key, seen_value), key, value);
-        at.ahead_at += size;
+    if step > 0 && at.next_at < record.bytes().len() && at.leaf.version() == at.version {
+        let seen_key = cfg!(debug_assertions).then(|| record.key().to_vec());
+        at.next_at = point_at(record, at.next_at);
         at.index += 1;
+        debug_assert!(seen_key.is_none_or(|seen| at.cmp.compare(record.key(), &seen) == Ordering::Greater));
         return true;
     }
     let slot = at.leaf.read();
@@ -181,18 +191,16 @@ fn step_in_leaf(spot: &mut Spot<LeafPlace>, step: isize) -> bool {
     // A leaf's keys rise: every load checks that (`Node::decode`), every
     // change keeps it, and a merge refuses leaves whose keys would not
     // (`Tree::merge_leaf`), so the step needs no comparison to go forward.
-    let (key, value) = leaf.record(index);
     debug_assert_eq!(
-        at.cmp.compare(key, seen_key),
+        at.cmp.compare(leaf.key(index), record.key()),
         if step > 0 { Ordering::Greater } else { Ordering::Less }
     );
-    copy_record((seen_key, seen_value), key, value);
-    at.ahead.clear();
-    if step > 0 {
-        at.ahead.extend_from_slice(leaf.packed_from(index + 1, AHEAD));
-    }
+    let ahead = if step > 0 { AHEAD } else { 0 };
+    // Asked for at once, the lines of a leaf not in the CPU's cache arrive
+    // together rather than one after another as the copy reaches them.
+    leaf.prefetch_from(index, ahead);
+    at.next_at = copy_run(record, leaf, index, ahead);
     drop(slot);
-    at.ahead_at = 0;
     at.index = index;
     true
 }
@@ -235,8 +243,8 @@ impl Ordered for TreeDbm {
         let tree = self.shared()?;
         let forward = step > 0;
         match spot.place.neighbour(step) {
-            Some(id) => tree.walk_from(id, None, forward, Some(&spot.key), false, recycled),
-            None => tree.seek(forward, Some(&spot.key), false, recycled),
+            Some(id) => tree.walk_from(id, None, forward, Some(spot.key()), false, recycled),
+            None => tree.seek(forward, Some(spot.key()), false, recycled),
         }
     }
 }
@@ -345,6 +353,49 @@ pub(super) mod tests {
     #[test]
     fn a_walk_backward_sees_what_is_set_and_removed_ahead_of_it() {
         walk_while_changing_ahead(false);
+    }
+
+    /// Records larger than what a step copies ahead, smaller, and empty,
+    /// mixed: a walk either way answers each whole, in order, and a walk
+    /// forward that a change interrupts answers the changed record.
+    #[test]
+    fn a_walk_reads_records_larger_and_smaller_than_its_copies_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = TreeOptions::default().max_page_size(4096);
+        let db = TreeDbm::open(dir.path().join("t.kdbt"), Access::ReadWrite, &options).unwrap();
+        let value = |i: usize| vec![b'a' + (i % 26) as u8; [0, 7, 300, 1000, 1100, 2500][i % 6]];
+        for i in 0..300 {
+            db.set(format!("key{i:04}").as_bytes(), &value(i)).unwrap();
+        }
+        let mut cursor = db.cursor();
+        cursor.first().unwrap();
+        for i in 0..300 {
+            assert_eq!(
+                cursor.get().unwrap(),
+                Some((format!("key{i:04}").into_bytes(), value(i))),
+                "forward {i}"
+            );
+            if i == 100 {
+                // The next records are copies by now; the change must show.
+                db.set(b"key0101", b"changed").unwrap();
+                cursor.next().unwrap();
+                assert_eq!(cursor.get().unwrap(), record("key0101", "changed"));
+                db.set(b"key0101", &value(101)).unwrap();
+                continue;
+            }
+            cursor.next().unwrap();
+        }
+        assert_eq!(cursor.get().unwrap(), None);
+        cursor.last().unwrap();
+        for i in (0..300).rev() {
+            assert_eq!(
+                cursor.get().unwrap(),
+                Some((format!("key{i:04}").into_bytes(), value(i))),
+                "backward {i}"
+            );
+            cursor.previous().unwrap();
+        }
+        assert_eq!(cursor.get().unwrap(), None);
     }
 
     #[test]
