@@ -27,10 +27,13 @@ use crate::error::Result;
 /// The most shards of the node cache, each with its own lock.
 const SHARDS: usize = 16;
 
-/// One shard: `cells[slot]` is the node `order` knows as `slot`.
+/// One shard: `table` holds each cached node's cell and the slot `order`
+/// knows it by, and `ids[slot]` is the node in `slot`. A lookup finds the
+/// cell in the table's entry itself, one line of memory fewer to wait for
+/// than a slot's.
 struct Shard {
-    table: HashMap<u64, u32, IdHasher>,
-    cells: Vec<Option<(u64, Arc<Cell>)>>,
+    table: HashMap<u64, (u32, Arc<Cell>), IdHasher>,
+    ids: Vec<Option<u64>>,
     /// Nodes not cached that a thread is reading from the store, outside
     /// this lock: no other thread reads or caches them meanwhile. Few (at
     /// most one per thread), so a list.
@@ -166,36 +169,33 @@ fn retire(cell: &Arc<Cell>) {
 
 impl Shard {
     fn get(&self, id: u64) -> Option<(u32, &Arc<Cell>)> {
-        let &slot = self.table.get(&id)?;
-        self.cells[slot as usize].as_ref().map(|(_, cell)| (slot, cell))
+        self.table.get(&id).map(|(slot, cell)| (*slot, cell))
     }
 
     /// Puts `cell` in as node `id`, replacing the node's old cell if any.
     fn put(&mut self, id: u64, cell: Arc<Cell>) {
-        if let Some(&slot) = self.table.get(&id) {
-            if let Some((_, old)) = self.cells[slot as usize].replace((id, cell)) {
-                retire(&old);
-            }
+        if let Some((slot, old)) = self.table.get_mut(&id) {
+            let slot = *slot;
+            retire(&std::mem::replace(old, cell));
             self.order.touch(slot, in_scan());
             return;
         }
         let slot = self.free.pop().unwrap_or_else(|| {
-            self.cells.push(None);
-            (self.cells.len() - 1) as u32
+            self.ids.push(None);
+            (self.ids.len() - 1) as u32
         });
-        self.cells[slot as usize] = Some((id, cell));
-        self.table.insert(id, slot);
+        self.ids[slot as usize] = Some(id);
+        self.table.insert(id, (slot, cell));
         self.order.insert(slot);
         self.leaves += usize::from(is_leaf_id(id));
     }
 
     fn remove(&mut self, id: u64) {
-        if let Some(slot) = self.table.remove(&id) {
+        if let Some((slot, old)) = self.table.remove(&id) {
             self.leaves -= usize::from(is_leaf_id(id));
             self.order.remove(slot);
-            if let Some((_, old)) = self.cells[slot as usize].take() {
-                retire(&old);
-            }
+            self.ids[slot as usize] = None;
+            retire(&old);
             self.free.push(slot);
         }
     }
@@ -237,7 +237,7 @@ impl NodeCache {
                 let protected = Segments::protected_share(leaf_capacity, protected_percent);
                 let shard = Shard {
                     table: HashMap::with_capacity_and_hasher(capacity, Default::default()),
-                    cells: Vec::with_capacity(capacity),
+                    ids: Vec::with_capacity(capacity),
                     loading: Vec::new(),
                     free: Vec::new(),
                     order: Segments::new(capacity, protected),
@@ -311,7 +311,7 @@ impl NodeCache {
     /// cursor steps within its leaf without the tree's lock.
     pub(super) fn retire_all(&self) {
         for lock in &self.shards {
-            lock.lock().cells.iter().flatten().for_each(|(_, cell)| retire(cell));
+            lock.lock().table.values().for_each(|(_, cell)| retire(cell));
         }
     }
 
@@ -443,8 +443,17 @@ impl Tree {
         let mut shard = lock.lock();
         loop {
             if let Some((slot, cell)) = shard.get(id) {
-                let cell = cell.clone();
+                // The cell's lines, seldom in the CPU's cache for a leaf,
+                // load while the order is kept, rather than one by one
+                // after it, from the count's increment on (a locked write,
+                // which nothing passes).
+                let start = Arc::as_ptr(cell).cast::<u8>();
+                for at in (0..std::mem::size_of::<Cell>()).step_by(crate::sys::CACHE_LINE) {
+                    crate::sys::prefetch(start.wrapping_add(at));
+                }
                 shard.order.touch(slot, in_scan());
+                let cell =
+                    shard.get(id).map(|(_, cell)| cell.clone()).expect("the node was cached a moment ago");
                 count_node(true);
                 return Ok(cell);
             }
@@ -506,9 +515,9 @@ impl Tree {
                 break;
             }
             let next = shard.order.next_victim(at);
-            let (id, cell) = shard.cells[at as usize].as_ref().expect("a listed slot holds a node");
-            if (!leaves_only || is_leaf_id(*id)) && Arc::strong_count(cell) == 1 {
-                let id = *id;
+            let id = shard.ids[at as usize].expect("a listed slot holds a node");
+            let (_, cell) = &shard.table[&id];
+            if (!leaves_only || is_leaf_id(id)) && Arc::strong_count(cell) == 1 {
                 self.write_back(id, cell)?;
                 shard.remove(id);
             }
