@@ -65,8 +65,9 @@ impl SeenRecord {
     }
 
     /// The buffer, for the caller to refill and then point into
-    /// ([`SeenRecord::point`]).
+    /// ([`SeenRecord::point`]); until then the record is empty.
     pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        (self.key_start, self.key_end, self.value_end) = (0, 0, 0);
         &mut self.buf
     }
 
