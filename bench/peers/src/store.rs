@@ -171,7 +171,7 @@ impl StoreName {
                 "kuradb (this commit), `PolyDbm` of a `.kh` file, default parameters; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
             }
             StoreName::KuraTree => {
-                "kuradb (this commit), `PolyDbm` of a `.kt` file, parameters `file=pos-para,max_cached_pages=30000`: a node cache that holds the tree's leaves (about 21,000 for 1,000,000 records; leaves take at most three quarters of it), as LMDB's map holds its file, on positional I/O so that the file is not mapped into the process beside the cache; the seeds' size is taken after `synchronize(Durability::Soft)`, which writes the cached nodes out; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
+                "kuradb (this commit), `PolyDbm` of a `.kt` file, parameters `file=pos-para,max_cached_pages=40000`: a node cache that holds the tree's leaves (about 21,000 for 1,000,000 records, more as the rows before the reads add 111,000; leaves take at most three quarters of it), as LMDB's map holds its file, on positional I/O so that the file is not mapped into the process beside the cache; the seeds' size is taken after `synchronize(Durability::Soft)`, which writes the cached nodes out; ranges and walks by `Cursor::read`; durable = `synchronize(Durability::Hard)` after the sets; transactional rows: `TransactionalDbm` batch committed with `CommitDurability::Sync`"
             }
             #[cfg(feature = "redb")]
             StoreName::Redb => {

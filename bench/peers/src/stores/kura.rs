@@ -15,7 +15,7 @@ use crate::store::{Pair, Reader, Store};
 /// The tree's parameters: a node cache that holds the benchmark's tree, as
 /// a user who reads ranges of it would size it, on positional I/O, since the
 /// cache already keeps the nodes the map would (see `StoreName::settings`).
-pub const TREE_PARAMS: &str = "file=pos-para,max_cached_pages=30000";
+pub const TREE_PARAMS: &str = "file=pos-para,max_cached_pages=40000";
 
 /// A kuradb database of the class its file name's extension names, open
 /// either plainly or under `TransactionalDbm`.
