@@ -443,10 +443,10 @@ impl Tree {
         let mut shard = lock.lock();
         loop {
             if let Some((slot, cell)) = shard.get(id) {
-                // The cell's lines, seldom in the CPU's cache for a leaf,
-                // load while the order is kept, rather than one by one
-                // after it, from the count's increment on (a locked write,
-                // which nothing passes).
+                // The cell's lines (seldom in the CPU's cache for a leaf)
+                // load while the order is kept, instead of one after another
+                // from the reference count's increment on: a locked write,
+                // which the loads after it wait behind.
                 let start = Arc::as_ptr(cell).cast::<u8>();
                 for at in (0..std::mem::size_of::<Cell>()).step_by(crate::sys::CACHE_LINE) {
                     crate::sys::prefetch(start.wrapping_add(at));
