@@ -187,14 +187,25 @@ fn files_with_a_dictionary_written_before_read_unchanged() {
         let mut model = fixture_model();
         let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         assert_eq!(info(&db, "record_comp_dict"), dict, "{name}");
+        assert_eq!(info(&db, "format_version"), "3", "{name}");
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
         let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         model.extend(fill_json(&db, 0, 300, 8));
         h::compare(&db, &model).unwrap();
+        assert_eq!(info(&db, "format_version"), "3", "{name}: written to, the file keeps its version");
         db.close().unwrap();
+        assert_eq!(version(&path), 3, "{name}");
         let db = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).unwrap();
         h::compare(&db, &model).unwrap();
+        db.close().unwrap();
+        // A rebuild converts the file to the current version.
+        let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
+        db.rebuild().unwrap();
+        assert_eq!(info(&db, "format_version"), "6", "{name}: rebuilt");
+        h::compare(&db, &model).unwrap();
+        db.close().unwrap();
+        assert_eq!(version(&path), 6, "{name}: rebuilt");
     }
 }
 

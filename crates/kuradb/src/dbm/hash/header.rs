@@ -152,6 +152,25 @@ impl Header {
         matches!(mode.spec().dictionary, DictionaryKind::Preset { .. }) && !encrypted
     }
 
+    /// The format version the header is written as (its byte 8): the one
+    /// each feature it has needs, the newest of them.
+    pub(crate) fn format_version(&self) -> u8 {
+        let sealing = self.sealing.as_ref().map_or(0, |sealing| sealing.id());
+        if self.epoch_checked {
+            VERSION_EPOCH_CHECKED
+        } else if self.digests {
+            VERSION_EPOCH_DIGESTS
+        } else if sealing == Sealing::ID_KEYS {
+            VERSION_SEALED_KEYS
+        } else if self.presets {
+            VERSION_PRESETS
+        } else if self.record_comp.byte() != 0 || sealing != 0 {
+            VERSION_FEATURES
+        } else {
+            VERSION
+        }
+    }
+
     pub(crate) fn encode(&self) -> [u8; SIZE] {
         let mut b = [0u8; SIZE];
         b[..8].copy_from_slice(MAGIC);
@@ -169,21 +188,7 @@ impl Header {
             sealing.encode(&mut b[32..32 + Sealing::SIZE]);
         }
         b[14] = self.record_comp.byte();
-        if b[14] != 0 || b[15] != 0 {
-            b[8] = VERSION_FEATURES;
-        }
-        if self.presets {
-            b[8] = VERSION_PRESETS;
-        }
-        if b[15] == Sealing::ID_KEYS {
-            b[8] = VERSION_SEALED_KEYS;
-        }
-        if self.digests {
-            b[8] = VERSION_EPOCH_DIGESTS;
-        }
-        if self.epoch_checked {
-            b[8] = VERSION_EPOCH_CHECKED;
-        }
+        b[8] = self.format_version();
         b[16..24].copy_from_slice(&self.num_buckets.to_le_bytes());
         b[24..32].copy_from_slice(&self.records_start.to_le_bytes());
         let crc = crc32fast::hash(&b[..60]);

@@ -441,6 +441,7 @@ impl Dbm for HashDbm {
         let max_file = s.max_file_size();
         let mut out = vec![
             ("class".to_string(), "HashDbm".to_string()),
+            ("format_version".into(), s.header(true).format_version().to_string()),
             ("num_records".into(), s.count.load(Ordering::Acquire).to_string()),
             ("eff_data_size".into(), s.data_size.load(Ordering::Acquire).to_string()),
             ("num_buckets".into(), s.num_buckets.to_string()),
