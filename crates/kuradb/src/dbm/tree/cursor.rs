@@ -44,9 +44,9 @@ pub struct LeafPlace {
 /// Bytes of the records from a cursor's on that a seek or a step copies
 /// (the record itself whole, whatever its size): the next steps forward
 /// find their records in the copy, and take no hold of the leaf (a shared
-/// lock's two atomic writes cost a walk more than its copies). A seek also
-/// asks the CPU to load them first: a walk from a lookup reads on through a
-/// leaf that is seldom in the CPU's cache, and the hardware prefetcher
+/// lock's two atomic writes cost a walk more than its copies). Both ask the
+/// CPU to load them before they copy: a walk from a lookup reads on through
+/// a leaf that is seldom in the CPU's cache, and the hardware prefetcher
 /// takes a few lines to follow.
 const AHEAD: usize = 1024;
 
