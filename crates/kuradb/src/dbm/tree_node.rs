@@ -312,18 +312,6 @@ impl<'k> Probe<'k> {
     }
 }
 
-/// Asks the CPU to start loading every line that holds one of the `len`
-/// bytes at `start`: a hint, which reads nothing.
-fn prefetch_lines(start: *const u8, len: usize) {
-    let line = crate::sys::CACHE_LINE;
-    let skew = start as usize % line;
-    // wrapping: the addresses are only hints, never dereferenced.
-    let first = start.wrapping_sub(skew);
-    for at in (0..skew + len).step_by(line) {
-        crate::sys::prefetch(first.wrapping_add(at));
-    }
-}
-
 /// Reads a varint that a leaf's own walk has already checked.
 #[inline]
 fn known_varint(data: &[u8], at: &mut usize) -> usize {
@@ -404,7 +392,7 @@ impl Leaf {
     pub(crate) fn prefetch_from(&self, i: usize, bytes: usize) {
         let start = self.start(i);
         let end = self.data.len().min(start + bytes);
-        prefetch_lines(self.data.as_ptr().wrapping_add(start), end - start);
+        crate::sys::prefetch_lines(self.data.as_ptr().wrapping_add(start), end - start);
     }
 
     pub(crate) fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {

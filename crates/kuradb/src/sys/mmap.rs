@@ -117,17 +117,12 @@ impl Mapping {
     /// Asks the CPU to start loading the `len` bytes at `offset` into its
     /// cache (see [`super::prefetch`]); bytes outside the map are left out.
     pub(crate) fn prefetch(&self, offset: u64, len: usize) {
-        if len == 0 {
+        if len == 0 || offset >= self.len() {
             return;
         }
         let end = offset.saturating_add(len as u64).min(self.len());
-        let base = self.raw.as_ptr();
-        let mut line = offset - offset % super::CACHE_LINE as u64;
-        while line < end {
-            // wrapping_add: the address is only a hint, never dereferenced.
-            super::prefetch(base.wrapping_add(line as usize));
-            line += super::CACHE_LINE as u64;
-        }
+        // wrapping_add: the address is only a hint, never dereferenced.
+        super::prefetch_lines(self.raw.as_ptr().wrapping_add(offset as usize), (end - offset) as usize);
     }
 
     /// Copies `data` into the map at `offset`. Panics as [`Mapping::read`] does,

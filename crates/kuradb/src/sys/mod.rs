@@ -46,6 +46,17 @@ pub(crate) fn prefetch(address: *const u8) {
     let _ = address;
 }
 
+/// Asks the CPU to start loading every cache line that holds one of the
+/// `len` bytes at `start` (see [`prefetch`]): a hint, which reads nothing.
+pub(crate) fn prefetch_lines(start: *const u8, len: usize) {
+    let skew = start as usize % CACHE_LINE;
+    // wrapping: the addresses are only hints, never dereferenced.
+    let first = start.wrapping_sub(skew);
+    for at in (0..skew + len).step_by(CACHE_LINE) {
+        prefetch(first.wrapping_add(at));
+    }
+}
+
 /// How the file layer wants a file opened.
 pub(crate) struct OpenFlags {
     pub writable: bool,

@@ -447,10 +447,7 @@ impl Tree {
                 // load while the order is kept, instead of one after another
                 // from the reference count's increment on: a locked write,
                 // which the loads after it wait behind.
-                let start = Arc::as_ptr(cell).cast::<u8>();
-                for at in (0..std::mem::size_of::<Cell>()).step_by(crate::sys::CACHE_LINE) {
-                    crate::sys::prefetch(start.wrapping_add(at));
-                }
+                crate::sys::prefetch_lines(Arc::as_ptr(cell).cast(), std::mem::size_of::<Cell>());
                 shard.order.touch(slot, in_scan());
                 let cell =
                     shard.get(id).map(|(_, cell)| cell.clone()).expect("the node was cached a moment ago");
