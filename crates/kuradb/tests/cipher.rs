@@ -363,7 +363,7 @@ fn a_rebuild_encrypts_reencrypts_and_decrypts_and_a_restore_keeps_the_key() {
     assert_eq!(db.get(b"japan").unwrap().as_deref(), Some(&b"tokyo-tokyo-tokyo"[..]));
     db.close().unwrap();
     // Version 6, like every new file; an encrypted hash database's keys are sealed too.
-    assert_eq!(std::fs::read(&path).unwrap()[8], 6, "the format version of an encrypted hash file");
+    assert_eq!(std::fs::read(&path).unwrap()[8], 7, "the format version of an encrypted hash file");
     assert!(!std::fs::read(&path).unwrap().windows(5).any(|w| w == b"tokyo"));
     let o = HashOptions::default().cipher_key("first");
     let db = hash_at(&path, &o).unwrap();
@@ -386,7 +386,7 @@ fn a_rebuild_encrypts_reencrypts_and_decrypts_and_a_restore_keeps_the_key() {
     let off = RebuildParams { cipher_key: Some(CipherKey::from("")), ..RebuildParams::default() };
     db.rebuild_with(&off).unwrap();
     db.close().unwrap();
-    assert_eq!(std::fs::read(&path).unwrap()[8], 6, "a decrypted file is at the current version");
+    assert_eq!(std::fs::read(&path).unwrap()[8], 7, "a decrypted file is at the current version");
     let db = hash_at(&path, &HashOptions::default()).unwrap();
     assert_eq!(db.get(b"japan").unwrap().as_deref(), Some(&b"tokyo-tokyo-tokyo"[..]));
 }

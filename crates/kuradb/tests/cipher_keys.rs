@@ -76,7 +76,7 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     assert_eq!(info(&db, "key_cipher"), "aes-256-siv");
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
-    assert_eq!(format(&path), (6, 2));
+    assert_eq!(format(&path), (7, 2));
     assert!(!has(&std::fs::read(&path).unwrap(), b"SECRETKEY"), "a key in clear");
 
     let db = HashDbm::open(&path, Access::ReadWrite, &options()).unwrap();
@@ -134,7 +134,7 @@ fn no_key_is_stored_in_clear_and_every_path_gives_the_callers_keys() {
     assert!(!has(&std::fs::read(&crashed).unwrap(), b"SECRETKEY"));
 }
 
-/// A tree's node store keeps its keys (page numbers) in clear, at version 6
+/// A tree's node store keeps its keys (page numbers) in clear, at version 7
 /// as every new file: the tree's own keys are inside its sealed pages.
 #[test]
 fn a_tree_keeps_its_node_keys_in_clear() {
@@ -143,7 +143,7 @@ fn a_tree_keeps_its_node_keys_in_clear() {
     let db = TreeDbm::open(&path, Access::ReadWrite, &TreeOptions::default().cipher_key(KEY)).unwrap();
     db.set(b"SECRETKEY-tree", b"v").unwrap();
     db.close().unwrap();
-    assert_eq!(format(&path), (6, 1));
+    assert_eq!(format(&path), (7, 1));
     assert!(!has(&std::fs::read(&path).unwrap(), b"SECRETKEY"));
 }
 
@@ -167,7 +167,8 @@ fn a_changed_stored_key_is_an_authentication_error_naming_the_offset() {
     bytes[record + RECORD_HEAD + 20] ^= 0x01;
     // Changed on purpose, its checksum made to hold: a restore's scan keeps it.
     let end = record + RECORD_HEAD + bytes[record + 13] as usize + bytes[record + 14] as usize;
-    // Version 6: the checksum covers the epoch (bytes 5 to 8), then the body.
+    // Versions 6 and 7: a live record's checksum covers the epoch (bytes 5 to
+    // 8), then the body.
     let mut covered = bytes[record + 5..record + 9].to_vec();
     covered.extend_from_slice(&bytes[record + 13..end]);
     let crc = crc32fast::hash(&covered);
@@ -251,13 +252,13 @@ fn a_file_with_keys_in_clear_reads_takes_writes_and_a_rebuild_seals_its_keys() {
     h::compare(&db, &model).unwrap();
     let restored = dir.path().join("restored.kh");
     assert_eq!(HashDbm::restore(&path, &restored, &o).unwrap(), model.len() as u64);
-    assert_eq!(format(&restored), (6, 2));
+    assert_eq!(format(&restored), (7, 2));
     h::compare(&HashDbm::open(&restored, Access::ReadOnly, &o).unwrap(), &model).unwrap();
     db.rebuild().unwrap();
     assert_eq!(info(&db, "key_cipher"), "aes-256-siv");
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
-    assert_eq!(format(&path), (6, 2));
+    assert_eq!(format(&path), (7, 2));
     assert!(!has(&std::fs::read(&path).unwrap(), b"plainkey"), "a key in clear after the rebuild");
     h::compare(&HashDbm::open(&path, Access::ReadOnly, &o).unwrap(), &model).unwrap();
 }

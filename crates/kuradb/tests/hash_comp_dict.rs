@@ -121,7 +121,7 @@ fn every_mode_round_trips_with_and_without_a_dictionary() {
         }
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        assert_eq!(version(&path), 6, "{mode}: every new file is version 6");
+        assert_eq!(version(&path), 7, "{mode}: every new file is version 7");
         let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{mode}");
         h::compare(&db, &model).unwrap();
@@ -160,7 +160,7 @@ fn files_of_the_format_before_dictionaries_read_unchanged() {
         assert!(info(&db, "record_comp_dict").starts_with("2 ("), "{mode}: {:?}", db.inspect());
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        assert_eq!(version(&path), 6, "{mode}: rebuilt at the current version");
+        assert_eq!(version(&path), 7, "{mode}: rebuilt at the current version");
     }
 }
 
@@ -202,10 +202,10 @@ fn files_with_a_dictionary_written_before_read_unchanged() {
         // A rebuild converts the file to the current version.
         let db = HashDbm::open(&path, Access::ReadWrite, &HashOptions::default()).unwrap();
         db.rebuild().unwrap();
-        assert_eq!(info(&db, "format_version"), "6", "{name}: rebuilt");
+        assert_eq!(info(&db, "format_version"), "7", "{name}: rebuilt");
         h::compare(&db, &model).unwrap();
         db.close().unwrap();
-        assert_eq!(version(&path), 6, "{name}: rebuilt");
+        assert_eq!(version(&path), 7, "{name}: rebuilt");
     }
 }
 
@@ -286,7 +286,7 @@ fn an_encrypted_file_keeps_no_dictionary() {
     assert_eq!(info(&db, "record_comp_dict"), "");
     h::compare(&db, &model).unwrap();
     db.close().unwrap();
-    assert_eq!(version(&path), 6);
+    assert_eq!(version(&path), 7);
 }
 
 /// The same JSON-like values take clearly less room with a dictionary than

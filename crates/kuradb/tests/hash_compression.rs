@@ -290,8 +290,8 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
         .unwrap();
         db.close().unwrap();
         let b = std::fs::read(&path).unwrap();
-        // Every new file is version 6, whatever its mode.
-        assert_eq!((b[8], b[14]), (6, mode.byte()), "{mode}");
+        // Every new file is version 7, whatever its mode.
+        assert_eq!((b[8], b[14]), (7, mode.byte()), "{mode}");
     }
     let path = dir.path().join("zstd.kh");
     patch_header(&path, 14, 9);

@@ -715,7 +715,7 @@ fn a_record_torn_over_a_replaced_version_does_not_bring_it_back() {
     db.synchronize(Durability::Hard).unwrap();
     db.close().unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
-    assert_eq!(bytes[8], 6, "a new file's format version");
+    assert_eq!(bytes[8], 7, "a new file's format version");
     let epoch = u32::from_le_bytes(bytes[88..92].try_into().unwrap());
     let value_at = bytes.windows(15).position(|w| w == b"the first value").expect("the first version");
     // Its record: magic, link (4), epoch, checksum, three one-byte sizes, "key".
@@ -734,4 +734,62 @@ fn a_record_torn_over_a_replaced_version_does_not_bring_it_back() {
     let want = &b"the second value, longer than the first"[..];
     assert_eq!(value.as_deref(), Some(want), "{}", h::show_opt(value.as_deref()));
     assert_eq!(db.get(b"other").unwrap().as_deref(), Some(&b"a neighbour"[..]));
+}
+
+/// A removal of a record of the current epoch rewrites it in place as a
+/// void record of the same epoch. A crash that writes back the void
+/// record's later bytes and not its first (a page cache's blocks) leaves
+/// the live record's magic byte in front of the void record's checksum and
+/// body. From format version 7 that fails its checksum, and the restore
+/// goes back to the synchronized value; a file of version 6 keeps version
+/// 6's checksums until rebuilt, and there it reads as the key with an
+/// empty value, which no one wrote.
+#[test]
+fn a_removal_torn_with_its_live_magic_byte_does_not_read_as_an_empty_value() {
+    for version in [7u8, 6] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("casket.kh");
+        // The default layout: 4-byte offsets, 8-byte alignment.
+        let o = HashOptions::default().num_buckets(7);
+        HashDbm::open(&path, Access::ReadWrite, &o).unwrap().close().unwrap();
+        if version == 6 {
+            let mut bytes = std::fs::read(&path).unwrap();
+            assert_eq!(bytes[8], 7, "a new file's format version");
+            bytes[8] = 6;
+            let crc = crc32fast::hash(&bytes[..60]);
+            bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
+        db.set(b"other", b"a neighbour").unwrap();
+        db.set(b"key", b"the first value").unwrap();
+        db.synchronize(Durability::Hard).unwrap();
+        db.set(b"key", b"the second value").unwrap();
+        db.remove(b"key").unwrap();
+        // The file as a crash now leaves it, open for writing, the first
+        // version not yet marked void.
+        let mut bytes = std::fs::read(&path).unwrap();
+        drop(db);
+        assert_eq!(bytes[8], version, "the file keeps its version");
+        // The removal: magic, link (4), epoch, checksum, sizes 3, 0 and
+        // its padding's, then "key".
+        let starts: Vec<usize> = bytes
+            .windows(3)
+            .enumerate()
+            .filter(|&(at, w)| w == b"key" && at >= 16 && bytes[at - 3] == 3 && bytes[at - 2] == 0)
+            .map(|(at, _)| at - 16)
+            .filter(|&start| bytes[start] == 0xA5)
+            .collect();
+        assert_eq!(starts.len(), 1, "the removal's void record");
+        bytes[starts[0]] = 0xC8;
+        let crashed = dir.path().join("crashed.kh");
+        std::fs::write(&crashed, &bytes).unwrap();
+        let restored = dir.path().join("restored.kh");
+        HashDbm::restore(&crashed, &restored, &o).unwrap();
+        let db = HashDbm::open(&restored, Access::ReadOnly, &o).unwrap();
+        let value = db.get(b"key").unwrap();
+        let want: &[u8] = if version == 7 { b"the first value" } else { b"" };
+        assert_eq!(value.as_deref(), Some(want), "version {version}: {}", h::show_opt(value.as_deref()));
+        assert_eq!(db.get(b"other").unwrap().as_deref(), Some(&b"a neighbour"[..]));
+    }
 }

@@ -197,7 +197,7 @@ fn check_hash(
 /// and its records' checksums the epoch they cover from version 6 on.
 fn make_version_1(path: &std::path::Path) {
     let mut bytes = std::fs::read(path).expect("read");
-    assert_eq!(bytes[8], 6, "a new tree's node store is version 6");
+    assert_eq!(bytes[8], 7, "a new tree's node store is version 7");
     bytes[8] = 1;
     let crc = crc32fast::hash(&bytes[..60]);
     bytes[60..64].copy_from_slice(&crc.to_le_bytes());
@@ -282,8 +282,9 @@ fn a_torn_hard_sync_keeps_each_hash_key_at_a_written_value_no_older_than_the_las
 }
 
 /// Tree databases with tiny pages, on every power-cut spec, their nodes
-/// updated in place or appended: node stores of version 5 (one device sync,
-/// the header naming the epoch with its digest) and of version 1 (two).
+/// updated in place or appended: node stores of the current version (one
+/// device sync, the header naming the epoch with its digest) and of version
+/// 1 (two).
 #[test]
 fn a_torn_hard_sync_leaves_one_whole_tree() {
     for spec in cut::specs() {
@@ -291,7 +292,7 @@ fn a_torn_hard_sync_leaves_one_whole_tree() {
             for mode in [UpdateMode::InPlace, UpdateMode::Appending] {
                 let mut runner = TestRunner::new(Config { cases: cases(), ..Config::default() });
                 if let Err(e) = runner.run(&case(), |c| check_tree(&spec, old_format, mode, c)) {
-                    panic!("[{spec}] {mode:?}, version {}: {e}", if old_format { 1 } else { 5 });
+                    panic!("[{spec}] {mode:?}, version {}: {e}", if old_format { 1 } else { 7 });
                 }
             }
         }
@@ -299,7 +300,7 @@ fn a_torn_hard_sync_leaves_one_whole_tree() {
 }
 
 /// A node store of an older version takes writes as it is, and a rebuild
-/// makes it current (version 6).
+/// makes it current (version 7).
 #[test]
 fn a_rebuild_gives_an_old_node_store_epoch_digests() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -317,7 +318,7 @@ fn a_rebuild_gives_an_old_node_store_epoch_digests() {
     let db = TreeDbm::open(&path, Access::ReadWrite, &options).expect("reopen");
     db.rebuild().expect("rebuild");
     db.close().expect("close");
-    assert_eq!(std::fs::read(&path).expect("read")[8], 6, "rebuilt as version 6");
+    assert_eq!(std::fs::read(&path).expect("read")[8], 7, "rebuilt as version 7");
     let db = TreeDbm::open(&path, Access::ReadOnly, &options).expect("open rebuilt");
     assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
     assert_eq!(db.get(b"b").expect("get").as_deref(), Some(&b"2"[..]));

@@ -211,7 +211,7 @@ impl State {
     /// if the database verifies every record read.
     #[inline(always)]
     pub(super) fn verify(&self, offset: u64, header: &record::Header, buf: &[u8]) -> Result<()> {
-        if self.record_crc.is_on() && !record::crc_matches(header, buf, self.width, self.epoch_checked) {
+        if self.record_crc.is_on() && !record::crc_matches(header, buf, self.width, self.coverage) {
             let why = format!("its checksum does not match (record_crc_mode {})", self.record_crc);
             return Err(self.broken(offset, &why));
         }

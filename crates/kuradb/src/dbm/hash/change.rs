@@ -109,7 +109,7 @@ impl State {
         let written = ENCODED.with_borrow_mut(|buf| {
             let epoch = self.epoch.load(Ordering::Acquire);
             let rec = Record { live: false, next: 0, epoch, key: &[number], value: bytes, size };
-            record::encode(buf, self.width, self.align_pow, self.epoch_checked, &rec);
+            record::encode(buf, self.width, self.align_pow, self.coverage, &rec);
             buf[0] = record::MAGIC_DICT;
             self.file.write(offset, buf)
         });
@@ -168,7 +168,7 @@ impl State {
                 value: b"",
                 size: f.header.size,
             };
-            record::encode_through_value(buf, self.width, self.align_pow, self.epoch_checked, &rec);
+            record::encode_through_value(buf, self.width, self.align_pow, self.coverage, &rec);
             self.file.write(f.offset, buf)
         })
     }
@@ -207,7 +207,7 @@ impl State {
                     value,
                     size: f.header.size,
                 };
-                record::encode(buf, self.width, self.align_pow, self.epoch_checked, &rec);
+                record::encode(buf, self.width, self.align_pow, self.coverage, &rec);
                 // Torn, the record would read half old and half new, and its
                 // older version, still on disk, is what a restore finds.
                 self.tear_on(self.file.write(f.offset, buf))?;
@@ -289,7 +289,7 @@ impl State {
         let epoch = self.epoch.load(Ordering::Acquire);
         let written = ENCODED.with_borrow_mut(|buf| {
             let rec = Record { live, next, epoch, key, value, size };
-            record::encode(buf, self.width, self.align_pow, self.epoch_checked, &rec);
+            record::encode(buf, self.width, self.align_pow, self.coverage, &rec);
             self.file.write(offset, buf)
         });
         if let Err(e) = written {

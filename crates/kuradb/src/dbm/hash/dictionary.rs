@@ -231,7 +231,7 @@ impl Dictionary {
             return Err(broken("no dictionary record is there"));
         }
         let end = head.header_size + head.key_size + head.value_size;
-        if buf.len() < end || !record::crc_matches(head, buf, file.width as usize, file.epoch_checked) {
+        if buf.len() < end || !record::crc_matches(head, buf, file.width as usize, file.coverage) {
             return Err(broken("its checksum does not match"));
         }
         let key = &buf[head.header_size..head.header_size + head.key_size];

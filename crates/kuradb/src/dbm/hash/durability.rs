@@ -261,7 +261,7 @@ impl State {
             &mut buf,
             self.width,
             self.align_pow,
-            self.epoch_checked,
+            self.coverage,
             &Record { live: false, next: 0, epoch: 0, key: b"", value: b"", size: gap },
         );
         buf[0] = record::MAGIC_PAD;

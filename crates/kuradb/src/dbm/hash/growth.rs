@@ -45,6 +45,7 @@ use super::change::Change;
 use super::header::{Header, Kind};
 use super::options::HashOptions;
 use super::rebuild::RebuildParams;
+use super::record::Coverage;
 use super::restore::{self, Keys};
 use super::state::State;
 use super::HashDbm;
@@ -144,16 +145,17 @@ impl State {
         o.auto_grow && writable && kind == Kind::Hash && !appending
     }
 
-    /// Whether a copy of this file (which a new file always is) has the
-    /// file's format version: not so for the files from before records'
-    /// checksums covered their epochs, the compressed ones of the format
-    /// before dictionaries, nor the encrypted ones from before sealed keys,
-    /// whose readers would refuse the copy. Such a file grows only when a
-    /// rebuild, asked for, converts it.
+    /// Whether a copy of this file (which a new file always is) keeps the
+    /// file's format, so that every reader of it reads the copy: not so for
+    /// the files from before records' checksums covered their epochs, the
+    /// compressed ones of the format before dictionaries, nor the encrypted
+    /// ones from before sealed keys. Such a file grows only when a rebuild,
+    /// asked for, converts it. A file of version 6 grows too, into a copy
+    /// of version 7: no released reader reads the one and not the other.
     pub(super) fn copies_keep_format(&self) -> bool {
         let encrypted = self.codec.cipher.is_some();
         let header = self.header(true);
-        self.epoch_checked
+        self.coverage != Coverage::Body
             && header.presets == Header::may_have_presets(self.comp_mode(), encrypted)
             && (!encrypted || self.codec.seals_keys())
     }

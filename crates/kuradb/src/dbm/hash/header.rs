@@ -62,12 +62,19 @@
 //! sealed keys): a reader before it would find every record's checksum
 //! wrong, so it refuses the file by its version. Files of versions 1 to 5
 //! read and take writes as before, their checksums leaving out the epoch,
-//! until a rebuild or restore writes them as version 6.
+//! until a rebuild or restore writes them as version 7.
+//! Every file made since the checksum of a record written void covers its
+//! magic byte (`record::Coverage::EpochAndVoid`) is version 7, with the same
+//! kinds and features as version 6: a reader before it would find the
+//! checksum of every such record wrong and lose the removals they are.
+//! Files of version 6 read and take writes as before, until a rebuild,
+//! restore or growth writes them anew.
 
 use super::cipher::Sealing;
 use super::comp_mode::{DictionaryKind, RecordCompMode};
 use super::crc_mode::RecordCrcMode;
 use super::epoch_digest::Digest;
+use super::record::Coverage;
 use crate::error::{Error, ErrorKind, Result};
 
 pub(crate) const SIZE: usize = 128;
@@ -91,6 +98,10 @@ const VERSION_EPOCH_DIGESTS: u8 = 5;
 /// `record::checksum`), whatever its kind and features: a reader of version
 /// 5 would find every record's checksum wrong.
 const VERSION_EPOCH_CHECKED: u8 = 6;
+/// The version of a file whose void records' checksums, where written void,
+/// cover their magic byte (see `record::Coverage`), with version 6's kinds
+/// and features: a reader of version 6 would find those checksums wrong.
+const VERSION_VOID_CHECKED: u8 = 7;
 /// The reference implementation's hash files start with this.
 const REFERENCE_MAGIC: &[u8] = b"TkrzwHDB";
 
@@ -122,8 +133,9 @@ pub(crate) struct Header {
     pub digests: bool,
     /// The epoch being synchronized and its digest, where `digests`.
     pub pending: Option<(u32, Digest)>,
-    /// Whether the records' checksums cover their epochs (version 6).
-    pub epoch_checked: bool,
+    /// What the records' checksums cover besides their bodies (versions 6
+    /// and 7 tell).
+    pub coverage: Coverage,
 }
 
 /// What a file of the hash format holds.
@@ -156,7 +168,9 @@ impl Header {
     /// each feature it has needs, the newest of them.
     pub(crate) fn format_version(&self) -> u8 {
         let sealing = self.sealing.as_ref().map_or(0, |sealing| sealing.id());
-        if self.epoch_checked {
+        if self.coverage == Coverage::EpochAndVoid {
+            VERSION_VOID_CHECKED
+        } else if self.coverage == Coverage::Epoch {
             VERSION_EPOCH_CHECKED
         } else if self.digests {
             VERSION_EPOCH_DIGESTS
@@ -247,11 +261,12 @@ impl Header {
             VERSION_SEALED_KEYS,
             VERSION_EPOCH_DIGESTS,
             VERSION_EPOCH_CHECKED,
+            VERSION_VOID_CHECKED,
         ]
         .contains(&b[8])
         {
             return Err(bad(&format!(
-                "format version {} is not supported (expected {VERSION} to {VERSION_EPOCH_CHECKED})",
+                "format version {} is not supported (expected {VERSION} to {VERSION_VOID_CHECKED})",
                 b[8]
             )));
         }
@@ -283,8 +298,13 @@ impl Header {
         // keys not sealed; version 3 that the file is lz4, zlib or lzma, and not
         // encrypted; version 4 that its keys are sealed.
         // Version 5 is a tree's node store with digests, and any features;
-        // version 6 any file with any features, a tree's with digests.
-        let epoch_checked = b[8] == VERSION_EPOCH_CHECKED;
+        // versions 6 and 7 any file with any features, a tree's with digests.
+        let coverage = match b[8] {
+            VERSION_VOID_CHECKED => Coverage::EpochAndVoid,
+            VERSION_EPOCH_CHECKED => Coverage::Epoch,
+            _ => Coverage::Body,
+        };
+        let epoch_checked = coverage != Coverage::Body;
         let digests = b[8] == VERSION_EPOCH_DIGESTS || (epoch_checked && kind == Kind::TreeNodes);
         let presets = b[8] == VERSION_PRESETS
             || ((digests || epoch_checked) && Header::may_have_presets(record_comp, sealing.is_some()));
@@ -293,7 +313,7 @@ impl Header {
             // Any features, but only of a tree's node store.
             VERSION_EPOCH_DIGESTS => kind != Kind::TreeNodes,
             // A hash database of this version seals its keys if encrypted.
-            VERSION_EPOCH_CHECKED => kind == Kind::Hash && b[15] == Sealing::ID,
+            VERSION_EPOCH_CHECKED | VERSION_VOID_CHECKED => kind == Kind::Hash && b[15] == Sealing::ID,
             VERSION_PRESETS => !Header::may_have_presets(record_comp, sealing.is_some()),
             VERSION_SEALED_KEYS => !keys_sealed,
             // lzma came with dictionaries: unencrypted, it is version 3.
@@ -331,7 +351,7 @@ impl Header {
             digests,
             pending: (digests && state_ok && b[120] == 1)
                 .then(|| (u32_at(112), Digest { xor: u64_at(104), count: u32_at(116) })),
-            epoch_checked,
+            coverage,
         };
         if !(3..=8).contains(&header.width) || header.align_pow > 16 || header.num_buckets == 0 {
             return Err(bad("impossible tuning parameters"));
@@ -397,34 +417,38 @@ mod tests {
             presets: false,
             digests: false,
             pending: None,
-            epoch_checked: false,
+            coverage: Coverage::Body,
         }
     }
 
     /// A file whose checksums cover the epochs is version 6 whatever its
-    /// kind and features, a node store's digests included; a hash database
-    /// of version 6 with keys in clear is refused.
+    /// kind and features, a node store's digests included, and version 7
+    /// where void records' checksums cover their magic too; a hash database
+    /// of either with keys in clear is refused.
     #[test]
-    fn a_file_with_epoch_checked_records_is_version_6() {
+    fn a_file_with_epoch_checked_records_is_version_6_or_7() {
         let path = std::path::Path::new("x");
         let pending = Some((5, Digest { count: 3, xor: 0xDEAD_BEEF_0123 }));
-        let tree = Header { epoch_checked: true, digests: true, pending, ..sample() };
-        let hash = Header { epoch_checked: true, kind: Kind::Hash, ..sample() };
-        let lz4 = Header { record_comp: RecordCompMode::Lz4, presets: true, ..hash.clone() };
-        for h in [tree, hash, lz4] {
-            let b = h.encode();
-            assert_eq!(b[8], VERSION_EPOCH_CHECKED);
-            assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+        for (coverage, version) in [(Coverage::Epoch, 6), (Coverage::EpochAndVoid, 7)] {
+            let tree = Header { coverage, digests: true, pending, ..sample() };
+            let hash = Header { coverage, kind: Kind::Hash, ..sample() };
+            let lz4 = Header { record_comp: RecordCompMode::Lz4, presets: true, ..hash.clone() };
+            for h in [tree, hash, lz4] {
+                let b = h.encode();
+                assert_eq!(b[8], version);
+                assert_eq!(Header::decode(&b, 1 << 20, path).unwrap(), h);
+            }
+            let sealing =
+                Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
+            let clear_keys = Header { coverage, kind: Kind::Hash, sealing: Some(sealing), ..sample() };
+            let err = Header::decode(&clear_keys.encode(), 1 << 20, path).unwrap_err();
+            let expected = format!("format version {version} with compression mode 0 and cipher 1");
+            assert!(err.message().contains(&expected), "{err}");
+            let tree = Header { kind: Kind::TreeNodes, digests: true, ..clear_keys };
+            assert_eq!(Header::decode(&tree.encode(), 1 << 20, path).unwrap(), tree);
         }
         let older = Header { digests: true, pending, ..sample() }.encode();
-        assert!(!Header::decode(&older, 1 << 20, path).unwrap().epoch_checked);
-        let sealing =
-            Sealing { keys: false, salt: [7; 16], mem_log2: 14, passes: 2, lanes: 1, check: [9; 8] };
-        let clear_keys = Header { epoch_checked: true, kind: Kind::Hash, sealing: Some(sealing), ..sample() };
-        let err = Header::decode(&clear_keys.encode(), 1 << 20, path).unwrap_err();
-        assert!(err.message().contains("format version 6 with compression mode 0 and cipher 1"), "{err}");
-        let tree = Header { kind: Kind::TreeNodes, digests: true, ..clear_keys };
-        assert_eq!(Header::decode(&tree.encode(), 1 << 20, path).unwrap(), tree);
+        assert_eq!(Header::decode(&older, 1 << 20, path).unwrap().coverage, Coverage::Body);
     }
 
     /// A node store with epoch digests is version 5 whatever its features,
@@ -545,8 +569,8 @@ mod tests {
         }
         let err = resealed(b, 15, 1).unwrap_err();
         assert!(err.to_string().contains("format version 4 with compression mode 0 and cipher 1"), "{err}");
-        let err = resealed(b, 8, 7).unwrap_err();
-        assert!(err.to_string().contains("format version 7 is not supported (expected 1 to 6)"), "{err}");
+        let err = resealed(b, 8, 8).unwrap_err();
+        assert!(err.to_string().contains("format version 8 is not supported (expected 1 to 7)"), "{err}");
     }
 
     /// A torn second half makes the file read as not closed cleanly, which a

@@ -12,7 +12,7 @@ use super::dictionary::Dictionary;
 use super::free_pool::FreePool;
 use super::header::{self, Header, Kind};
 use super::options::{HashOptions, RestoreMode, UpdateMode};
-use super::record::MAX_HEADER;
+use super::record::{Coverage, MAX_HEADER};
 use super::restore;
 use super::state::{next_serial, State, SLOT_LOCKS};
 use super::value::Codec;
@@ -154,7 +154,7 @@ pub(super) fn open_state(path: &Path, writable: bool, o: &HashOptions, kind: Kin
         healthy: AtomicBool::new(!header.open_for_writing),
         torn: AtomicBool::new(false),
         record_crc: header.record_crc,
-        epoch_checked: header.epoch_checked,
+        coverage: header.coverage,
         codec,
         min_read_size: o.min_read_size.max(MAX_HEADER),
         padding: o.file.padding,
@@ -212,7 +212,7 @@ pub(super) fn create(file: &dyn File, o: &HashOptions, kind: Kind) -> Result<Opt
         presets: Header::may_have_presets(o.record_comp_mode, cipher.is_some()),
         digests: kind == Kind::TreeNodes,
         pending: None,
-        epoch_checked: true,
+        coverage: Coverage::CURRENT,
     };
     let written = file.truncate(records_start).and_then(|()| file.write(0, &header.encode()));
     if written.is_err() {

@@ -15,7 +15,8 @@
 //! The checksum and the epoch are what make a crash recoverable: a torn
 //! record fails its checksum, and of two versions of one key the later epoch
 //! wins (see `restore.rs`). In files of format version 6 on, the checksum
-//! covers the epoch too (see [`checksum`]).
+//! covers the epoch too, and from version 7, in a record written void, its
+//! magic byte (see [`Coverage`]).
 
 use crate::varint::{leb128, MAX_LEN};
 
@@ -73,21 +74,47 @@ pub(crate) fn size_for(width: usize, align: u64, key: usize, value: usize) -> u6
     (base + 1).div_ceil(align) * align
 }
 
-/// A record's checksum: the CRC-32 of its body (the sizes through the
-/// value), preceded, where `epoch_checked` (format version 6 on), by its
-/// epoch's four bytes.
+/// What a record's checksum covers besides its body (the sizes through the
+/// value), by the file's format version.
 ///
-/// A record written over the space of an older one and torn (a process
-/// killed in the middle of the write, a page cache that wrote back only its
-/// first block) can leave the new record's first bytes, its epoch among
-/// them, in front of the old record's checksum and body. Where the checksum
-/// leaves out the epoch, that reads as the old key and value with the new
-/// epoch, which outranks the version that replaced them: a synchronized
-/// value would go back to an older one. Covering the epoch makes such a mix
-/// fail its checksum like any torn record.
-pub(crate) fn checksum(epoch: u32, body: &[u8], epoch_checked: bool) -> u32 {
+/// A write over a record's space can be torn: a process killed in the
+/// middle of it, or a page cache that wrote back some of its blocks and not
+/// the others, leaves the start of one record in front of the rest of the
+/// other. Each step closes a way such a mix passed its checksum and read as
+/// a value no one wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Coverage {
+    /// Versions 1 to 5: the body alone. A new record torn over an older
+    /// one's space, its magic, link and epoch in front of the old record's
+    /// checksum and body, reads as the old key and value at the new epoch,
+    /// which outranks the version that replaced them.
+    Body,
+    /// Version 6: the epoch's four bytes, then the body; such a mix fails.
+    Epoch,
+    /// Version 7: as version 6, and a record written void (a removal
+    /// rewritten over its record's space, a removal marker) covers its
+    /// magic byte first. A void record torn over the live record it
+    /// replaces, with the same epoch, can keep the live record's magic in
+    /// front of the void one's checksum and body; without the magic that
+    /// read as the key, live, with an empty value. A record marked void
+    /// later, by its magic byte alone, keeps the checksum it was written
+    /// with, so a void magic byte passes with either.
+    EpochAndVoid,
+}
+
+impl Coverage {
+    /// The coverage of the files written now.
+    pub(crate) const CURRENT: Coverage = Coverage::EpochAndVoid;
+}
+
+/// A record's checksum under `coverage`; `written_void` says the record is
+/// written as a void one (which only [`Coverage::EpochAndVoid`] tells apart).
+pub(crate) fn checksum(epoch: u32, body: &[u8], coverage: Coverage, written_void: bool) -> u32 {
     let mut crc = crc32fast::Hasher::new();
-    if epoch_checked {
+    if coverage == Coverage::EpochAndVoid && written_void {
+        crc.update(&[MAGIC_VOID]);
+    }
+    if coverage != Coverage::Body {
         crc.update(&epoch.to_le_bytes());
     }
     crc.update(body);
@@ -96,15 +123,15 @@ pub(crate) fn checksum(epoch: u32, body: &[u8], epoch_checked: bool) -> u32 {
 
 /// Encodes a record of exactly `size` bytes (at least [`size_for`]) into `out`.
 /// `record.next` is a byte offset, stored in units of 2^`align_pow`; the
-/// checksum covers the epoch where `epoch_checked` (see [`checksum`]).
+/// checksum is as `coverage` has it for a record live or void.
 pub(crate) fn encode(
     out: &mut Vec<u8>,
     width: usize,
     align_pow: u32,
-    epoch_checked: bool,
+    coverage: Coverage,
     record: &Record<'_>,
 ) {
-    encode_through_value(out, width, align_pow, epoch_checked, record);
+    encode_through_value(out, width, align_pow, coverage, record);
     out.resize(record.size as usize, 0);
 }
 
@@ -115,7 +142,7 @@ pub(crate) fn encode_through_value(
     out: &mut Vec<u8>,
     width: usize,
     align_pow: u32,
-    epoch_checked: bool,
+    coverage: Coverage,
     record: &Record<'_>,
 ) {
     out.clear();
@@ -136,7 +163,7 @@ pub(crate) fn encode_through_value(
     leb128::put_padded(out, (room - len) as u64, len);
     out.extend_from_slice(record.key);
     out.extend_from_slice(record.value);
-    let crc = checksum(record.epoch, &out[body..], epoch_checked);
+    let crc = checksum(record.epoch, &out[body..], coverage, !record.live);
     out[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
@@ -182,11 +209,20 @@ pub(crate) fn parse_header(
     })
 }
 
-/// Checks the checksum of `record`, whose header is `header` (see [`checksum`]).
-pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize, epoch_checked: bool) -> bool {
+/// Checks the checksum of `record`, whose header is `header`: a live record
+/// must have been written live; a void one may have been either (see
+/// [`Coverage::EpochAndVoid`]).
+pub(crate) fn crc_matches(header: &Header, record: &[u8], width: usize, coverage: Coverage) -> bool {
     let start = 1 + width + 8;
     let end = header.header_size + header.key_size + header.value_size;
-    record.len() >= end && checksum(header.epoch, &record[start..end], epoch_checked) == header.crc
+    if record.len() < end {
+        return false;
+    }
+    let body = &record[start..end];
+    checksum(header.epoch, body, coverage, false) == header.crc
+        || (!header.live
+            && coverage == Coverage::EpochAndVoid
+            && checksum(header.epoch, body, coverage, true) == header.crc)
 }
 
 #[cfg(test)]
@@ -205,19 +241,19 @@ mod tests {
                     let record =
                         Record { live: true, next: 12345 * 8, epoch: 7, key: &key, value: &value, size };
                     let mut out = Vec::new();
-                    encode(&mut out, width, 3, true, &record);
+                    encode(&mut out, width, 3, Coverage::CURRENT, &record);
                     assert_eq!(out.len() as u64, size, "w{width} a{align} k{k} v{v}");
                     let h = parse_header(&out, width, 3).unwrap();
                     assert_eq!(
                         (h.live, h.next, h.epoch, h.key_size, h.value_size, h.size),
                         (true, 12345 * 8, 7, k, v, size)
                     );
-                    assert!(crc_matches(&h, &out, width, true));
+                    assert!(crc_matches(&h, &out, width, Coverage::CURRENT));
                     let mut torn = out.clone();
                     let last = h.header_size + k + v - 1;
                     if k + v > 0 {
                         torn[last] ^= 1;
-                        assert!(!crc_matches(&h, &torn, width, true));
+                        assert!(!crc_matches(&h, &torn, width, Coverage::CURRENT));
                     }
                 }
             }
@@ -233,10 +269,10 @@ mod tests {
         for size in (least..least + 40_000).step_by(8) {
             let mut out = Vec::new();
             let rec = Record { live: true, next: 3, epoch: 1, key: &key, value: &value, size };
-            encode(&mut out, 5, 3, true, &rec);
+            encode(&mut out, 5, 3, Coverage::CURRENT, &rec);
             let h = parse_header(&out, 5, 3).unwrap();
             assert_eq!(h.size, size, "region of {size} bytes");
-            assert!(crc_matches(&h, &out, 5, true));
+            assert!(crc_matches(&h, &out, 5, Coverage::CURRENT));
         }
     }
 
@@ -247,12 +283,13 @@ mod tests {
     #[test]
     fn a_new_record_torn_over_an_old_one_fails_its_checksum() {
         for width in [3, 4, 5, 6] {
-            for epoch_checked in [false, true] {
+            for coverage in [Coverage::Body, Coverage::Epoch, Coverage::EpochAndVoid] {
+                let epoch_checked = coverage != Coverage::Body;
                 let encoded = |key: &[u8], value: &[u8], epoch: u32, live: bool| {
                     let size = size_for(width, 8, 8, 40);
                     let mut out = Vec::new();
                     let rec = Record { live, next: 4096, epoch, key, value, size };
-                    encode(&mut out, width, 3, epoch_checked, &rec);
+                    encode(&mut out, width, 3, coverage, &rec);
                     out
                 };
                 let old = encoded(b"key-old", b"the value that was replaced", 2, false);
@@ -263,12 +300,82 @@ mod tests {
                 let h = parse_header(&torn, width, 3).unwrap();
                 let epoch_changed = h.epoch != 2;
                 assert!(h.live && epoch_changed == (width < 7), "width {width}");
-                assert_eq!(crc_matches(&h, &torn, width, epoch_checked), !epoch_checked, "width {width}");
+                assert_eq!(crc_matches(&h, &torn, width, coverage), !epoch_checked, "width {width}");
                 // The other way round: the old record's first unit, the new one's rest.
                 let mut torn = new.clone();
                 torn[..8].copy_from_slice(&old[..8]);
                 let h = parse_header(&torn, width, 3).unwrap();
-                assert_eq!(crc_matches(&h, &torn, width, epoch_checked), !epoch_checked, "width {width}");
+                assert_eq!(crc_matches(&h, &torn, width, coverage), !epoch_checked, "width {width}");
+            }
+        }
+    }
+
+    /// Every mix of two records over one space that a tear at an alignment
+    /// multiple can leave: the first `cut` bytes of `front`, the rest of
+    /// `back`. Answers the mixes that parse and pass their checksums, as
+    /// (live, key, value).
+    fn passing_mixes(
+        front: &[u8],
+        back: &[u8],
+        width: usize,
+        align: usize,
+        coverage: Coverage,
+    ) -> Vec<(bool, Vec<u8>, Vec<u8>)> {
+        let mut passing = Vec::new();
+        for cut in (align..front.len().min(back.len())).step_by(align) {
+            let mut torn = back.to_vec();
+            torn[..cut].copy_from_slice(&front[..cut]);
+            let Ok(h) = parse_header(&torn, width, 0) else { continue };
+            if h.size as usize == torn.len() && crc_matches(&h, &torn, width, coverage) {
+                let key = torn[h.header_size..h.header_size + h.key_size].to_vec();
+                let value = torn[h.header_size + h.key_size..][..h.value_size].to_vec();
+                passing.push((h.live, key, value));
+            }
+        }
+        passing
+    }
+
+    /// A removal of a record of the current epoch rewrites it as a void
+    /// record over the same space, with the same epoch. Torn with the live
+    /// record's first bytes in front of the void one's checksum and body,
+    /// it read as the key, live, with an empty value, until version 7's
+    /// checksum of a record written void covers its magic byte. So does a
+    /// live record torn over a void one's space before its epoch (records
+    /// aligned to fewer bytes than their link and epoch take).
+    #[test]
+    fn a_void_record_torn_with_a_live_magic_byte_fails_its_checksum() {
+        let encoded = |coverage, width, live, key: &[u8], value: &[u8], epoch, size| {
+            let mut out = Vec::new();
+            let rec = Record { live, next: 4096, epoch, key, value, size };
+            encode(&mut out, width, 0, coverage, &rec);
+            out
+        };
+        for width in [3, 4, 5, 8] {
+            for align in [1, 2, 4, 8] {
+                for coverage in [Coverage::Epoch, Coverage::EpochAndVoid] {
+                    let size = size_for(width, align as u64, 9, 40);
+                    let live = encoded(coverage, width, true, b"key-fresh", &[7; 40], 5, size);
+                    let void = encoded(coverage, width, false, b"key-fresh", b"", 5, size);
+                    let phantom = passing_mixes(&live, &void, width, align, coverage)
+                        .into_iter()
+                        .any(|(live, _, value)| live && value.is_empty());
+                    let what = format!("width {width}, align {align}, {coverage:?}");
+                    assert_eq!(phantom, coverage == Coverage::Epoch, "{what}: a removal torn");
+                    // The other way round, the void record's first bytes in front
+                    // of the live one's rest: the key reads removed or as it was.
+                    for (is_live, _, value) in passing_mixes(&void, &live, width, align, coverage) {
+                        assert!(!is_live || value == [7; 40], "{what}");
+                    }
+                    // A live record written over a void record's space, whose
+                    // old removal must not read as a live empty record.
+                    let old = encoded(coverage, width, false, b"key-gone!", b"", 2, size);
+                    let new = encoded(coverage, width, true, b"key-other", &[8; 40], 9, size);
+                    let revived = passing_mixes(&new, &old, width, align, coverage)
+                        .into_iter()
+                        .any(|(live, key, _)| live && key == b"key-gone!");
+                    let before_epoch = align <= 1 + width;
+                    assert_eq!(revived, coverage == Coverage::Epoch && before_epoch, "{what}: a reuse torn");
+                }
             }
         }
     }

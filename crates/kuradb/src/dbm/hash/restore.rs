@@ -328,7 +328,7 @@ pub(super) fn read_at(file: &dyn File, offset: u64, header: &Header) -> Result<(
     let body = (h.header_size + h.key_size + h.value_size).max(buf.len());
     buf.resize(body, 0);
     file.read(offset, &mut buf)?;
-    if !record::crc_matches(&h, &buf, width, header.epoch_checked) {
+    if !record::crc_matches(&h, &buf, width, header.coverage) {
         return Err(Error::new(
             ErrorKind::BrokenData,
             format!("the record at offset {offset} fails its checksum"),
@@ -461,7 +461,7 @@ fn each_record(
             continue;
         }
         let buf = window.at(offset, body)?;
-        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width, header.epoch_checked) {
+        if buf.len() < body || !record::crc_matches(&h, &buf[..body], width, header.coverage) {
             offset += align;
             continue;
         }

@@ -9,7 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use super::crc_mode::RecordCrcMode;
 use super::free_pool::FreePool;
 use super::header::{Header, Kind};
-use super::record;
+use super::record::{self, Coverage};
 use super::value::Codec;
 use crate::error::{Error, ErrorKind};
 use crate::file::File;
@@ -61,9 +61,9 @@ pub(super) struct State {
     pub(super) torn: AtomicBool,
     /// Whether every read of a record verifies its checksum, as the header says.
     pub(super) record_crc: RecordCrcMode,
-    /// Whether the records' checksums cover their epochs (format version 6;
-    /// see `record::checksum`).
-    pub(super) epoch_checked: bool,
+    /// What the records' checksums cover besides their bodies (format
+    /// versions 6 and 7; see `record::Coverage`).
+    pub(super) coverage: Coverage,
     /// What every value passes through between a record and a caller.
     pub(super) codec: Codec,
     pub(super) min_read_size: usize,
@@ -152,7 +152,7 @@ impl State {
             digests: self.epoch_records.is_some(),
             // Named only by a hard synchronization (`State::make_durable`).
             pending: None,
-            epoch_checked: self.epoch_checked,
+            coverage: self.coverage,
         }
     }
 
