@@ -793,3 +793,63 @@ fn a_removal_torn_with_its_live_magic_byte_does_not_read_as_an_empty_value() {
         assert_eq!(db.get(b"other").unwrap().as_deref(), Some(&b"a neighbour"[..]));
     }
 }
+
+/// The offset and epoch of the record of `key` followed by `value` in `bytes`,
+/// a file of `width`-byte offsets whose record sizes fit one byte each.
+fn record_of(bytes: &[u8], width: usize, key: &[u8], value: &[u8]) -> Option<(usize, u32)> {
+    let mut body = key.to_vec();
+    body.extend_from_slice(value);
+    let at = bytes.windows(body.len()).position(|w| w == &body[..])?;
+    let start = at - (1 + width + 8 + 3);
+    let epoch = u32::from_le_bytes(bytes[start + 1 + width..start + 5 + width].try_into().unwrap());
+    Some((start, epoch))
+}
+
+/// Sets a record, removes it in a later epoch (its magic byte marks it
+/// void) and synchronizes until its space is in the pool, `syncs` more
+/// times, then sets another record of the same size: answers whether that
+/// one went to the removed one's space.
+fn reuses_removed_space(width: u8, align_pow: u8, syncs: u32) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("casket.kh");
+    let o = HashOptions::default().num_buckets(7).offset_width(width).align_pow(align_pow);
+    let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
+    let (gone, next) = ([b'g'; 40], [b'n'; 40]);
+    db.set(b"gone", &gone).unwrap();
+    db.synchronize(Durability::Hard).unwrap();
+    db.remove(b"gone").unwrap();
+    // The first makes the void mark durable, the second its space reusable.
+    for _ in 0..2 + syncs {
+        db.synchronize(Durability::Hard).unwrap();
+    }
+    let (removed_at, written) =
+        record_of(&std::fs::read(&path).unwrap(), width.into(), b"gone", &gone).unwrap();
+    db.set(b"next", &next).unwrap();
+    let (at, epoch) = record_of(&std::fs::read(&path).unwrap(), width.into(), b"next", &next).unwrap();
+    assert_eq!(epoch, written + 3 + syncs, "each hard synchronization begins an epoch");
+    db.close().unwrap();
+    at == removed_at
+}
+
+/// A record removed after the hard synchronization that covered it is
+/// marked void by its magic byte alone and keeps the checksum it was written
+/// with. A new record written over its space and torn before the end of its
+/// epoch's bytes would leave the old checksum and body behind the new magic
+/// byte: read live again if the new epoch's bytes there are the old one's.
+/// Such space is not reused: never where the first alignment unit ends
+/// before the epoch, and not in an epoch whose bytes in that unit match.
+#[test]
+fn a_removed_record_s_space_is_not_reused_where_a_torn_write_could_revive_it() {
+    // The default layout: three of the epoch's bytes in the first 8.
+    assert!(reuses_removed_space(4, 3, 0));
+    // Offsets of 6 bytes: one of the epoch's bytes, which repeats every 256 epochs.
+    assert!(reuses_removed_space(6, 3, 0));
+    assert!(!reuses_removed_space(6, 3, 253), "the epoch's first byte as the removed record's");
+    assert!(reuses_removed_space(6, 3, 254));
+    // None of the epoch's bytes in the first unit.
+    assert!(!reuses_removed_space(8, 3, 0));
+    assert!(!reuses_removed_space(4, 2, 0));
+    // The whole epoch in the first unit: reused whatever the epochs.
+    assert!(reuses_removed_space(8, 4, 0));
+    assert!(reuses_removed_space(3, 3, 253));
+}

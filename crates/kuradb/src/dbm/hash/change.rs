@@ -278,7 +278,8 @@ impl State {
     fn put(&self, key: &[u8], value: &[u8], next: u64, live: bool) -> Result<(u64, u64)> {
         let align = 1u64 << self.align_pow;
         let mut size = record::size_for(self.width, align, key.len(), value.len());
-        let reused = if self.appending { None } else { self.free.lock().take(size) };
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let reused = if self.appending { None } else { self.take_free(size, epoch)? };
         let offset = match reused {
             Some((offset, whole)) => {
                 size = whole;
@@ -286,7 +287,6 @@ impl State {
             }
             None => self.reserve(size)?,
         };
-        let epoch = self.epoch.load(Ordering::Acquire);
         let written = ENCODED.with_borrow_mut(|buf| {
             let rec = Record { live, next, epoch, key, value, size };
             record::encode(buf, self.width, self.align_pow, self.coverage, &rec);
@@ -299,6 +299,34 @@ impl State {
         }
         self.count_in_epoch(offset, key, value);
         Ok((offset, size))
+    }
+
+    /// Free space for a new record of `size` bytes in `epoch`, as its offset
+    /// and whole size, if the pool has some a torn write cannot turn back
+    /// into the record removed from it (see [`State::revives_if_torn`]).
+    /// Space that could is given up, until a rebuild or restore compacts
+    /// the file.
+    fn take_free(&self, size: u64, epoch: u32) -> Result<Option<(u64, u64)>> {
+        // A few tries, so a pool full of such space costs little.
+        for _ in 0..4 {
+            let Some((offset, whole, removed)) = self.free.lock().take(size) else { return Ok(None) };
+            if !removed || !self.revives_if_torn(offset, epoch)? {
+                return Ok(Some((offset, whole)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether a record of `epoch` written over the space at `offset`,
+    /// which held a record of an earlier epoch that was removed, could read
+    /// as that record, live, if torn (see [`record::revives_if_torn`]).
+    fn revives_if_torn(&self, offset: u64, epoch: u32) -> Result<bool> {
+        let ahead = record::epoch_bytes_in_first_unit(self.width, self.align_pow);
+        let mut old = [0u8; 4];
+        if ahead > 0 && ahead < 4 {
+            self.file.read(offset + 1 + self.width as u64, &mut old[..ahead])?;
+        }
+        Ok(record::revives_if_torn(&old[..ahead], epoch))
     }
 
     /// Counts the record at `offset` in the current epoch's digest, where
@@ -361,7 +389,7 @@ impl State {
         let mut free = self.free.lock();
         free.doom(offset, size, Doom::Current);
         if !self.appending {
-            free.put(offset, size);
+            free.put(offset, size, false);
         }
     }
 
@@ -398,7 +426,10 @@ impl State {
                 free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
             }
             if !self.appending {
-                free.put(offset, header.size);
+                // Of this epoch: a removal rewrote it as a void record
+                // already, which a tear cannot bring back (see
+                // `record::Coverage`).
+                free.put(offset, header.size, false);
             }
             return;
         }

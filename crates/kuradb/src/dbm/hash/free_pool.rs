@@ -32,7 +32,8 @@ pub(super) enum Doom {
 
 /// Space that later records may reuse.
 pub(super) struct FreePool {
-    /// Reusable now: size -> offsets.
+    /// Reusable now: size -> offsets, each shifted up a bit to hold whether
+    /// the record there was removed (see [`FreePool::take`]).
     ready: BTreeMap<u64, Vec<u64>>,
     ready_len: usize,
     /// Records no chain reaches that still look live on disk, each as its
@@ -81,25 +82,31 @@ impl FreePool {
         }
     }
 
-    pub(super) fn put(&mut self, offset: u64, size: u64) {
+    /// Makes the region of `size` bytes at `offset` reusable; `removed`
+    /// says it held a record of an earlier epoch removed, marked void by
+    /// its magic byte alone.
+    pub(super) fn put(&mut self, offset: u64, size: u64, removed: bool) {
         if self.ready_len < self.cap {
-            self.ready.entry(size).or_default().push(offset);
+            self.ready.entry(size).or_default().push(offset << 1 | u64::from(removed));
             self.ready_len += 1;
         }
     }
 
-    /// A free region of at least `size` bytes and at most twice that.
-    pub(super) fn take(&mut self, size: u64) -> Option<(u64, u64)> {
+    /// A free region of at least `size` bytes and at most twice that, as
+    /// its offset, its size and whether it held a removed record (as
+    /// [`FreePool::put`] was told).
+    pub(super) fn take(&mut self, size: u64) -> Option<(u64, u64, bool)> {
         let (&found, offsets) = self.ready.range_mut(size..=size.saturating_mul(2)).next()?;
-        let offset = offsets.pop()?;
+        let entry = offsets.pop()?;
         if offsets.is_empty() {
             self.ready.remove(&found);
         }
         self.ready_len -= 1;
+        let offset = entry >> 1;
         // It holds a new record now, which a void mark would destroy.
         self.doomed.forget(offset);
         self.settling.forget(offset);
-        Some((offset, found))
+        Some((offset, found, entry & 1 != 0))
     }
 
     pub(super) fn doom(&mut self, offset: u64, size: u64, doom: Doom) {

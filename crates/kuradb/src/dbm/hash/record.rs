@@ -107,6 +107,26 @@ impl Coverage {
     pub(crate) const CURRENT: Coverage = Coverage::EpochAndVoid;
 }
 
+/// How many of a record's epoch bytes its first alignment unit holds. A
+/// tear falls at a multiple of the alignment, so a record torn over
+/// another has at least these bytes of its epoch in front of the other's.
+pub(crate) fn epoch_bytes_in_first_unit(width: usize, align_pow: u32) -> usize {
+    let unit = 1usize.checked_shl(align_pow).unwrap_or(usize::MAX);
+    unit.saturating_sub(1 + width).min(4)
+}
+
+/// Whether a live record of `epoch`, written over one of an earlier epoch
+/// that was written live and marked void later (by its magic byte alone),
+/// could read as that one, live, if torn: where a tear before the end of
+/// the epoch's bytes leaves the old checksum and body behind the new magic
+/// byte, and the new epoch's bytes in front of it are the old one's.
+/// `old_epoch` is the old record's first [`epoch_bytes_in_first_unit`]
+/// epoch bytes; with four, no tear can. (A record written void cannot
+/// revive; see [`Coverage::EpochAndVoid`].)
+pub(crate) fn revives_if_torn(old_epoch: &[u8], epoch: u32) -> bool {
+    old_epoch.len() < 4 && old_epoch == &epoch.to_le_bytes()[..old_epoch.len()]
+}
+
 /// A record's checksum under `coverage`; `written_void` says the record is
 /// written as a void one (which only [`Coverage::EpochAndVoid`] tells apart).
 pub(crate) fn checksum(epoch: u32, body: &[u8], coverage: Coverage, written_void: bool) -> u32 {
@@ -375,6 +395,39 @@ mod tests {
                         .any(|(live, key, _)| live && key == b"key-gone!");
                     let before_epoch = align <= 1 + width;
                     assert_eq!(revived, coverage == Coverage::Epoch && before_epoch, "{what}: a reuse torn");
+                }
+            }
+        }
+    }
+
+    /// [`revives_if_torn`] says exactly when some tear of a new record
+    /// over a record marked void later reads as the old one, live.
+    #[test]
+    fn a_record_marked_void_revives_if_torn_as_the_rule_says() {
+        let encoded = |width, live, key: &[u8], epoch, size| {
+            let mut out = Vec::new();
+            let rec = Record { live, next: 4096, epoch, key, value: &[3; 40], size };
+            encode(&mut out, width, 0, Coverage::CURRENT, &rec);
+            out
+        };
+        let epochs = [(5, 6), (0x105, 0x205), (0x1_0005, 0x2_0005), (0x100_0005, 0x200_0005)];
+        for width in [3, 4, 5, 6, 7, 8] {
+            for align_pow in 0..=4 {
+                let align = 1usize << align_pow;
+                let ahead = epoch_bytes_in_first_unit(width, align_pow);
+                for (old_epoch, new_epoch) in epochs {
+                    let size = size_for(width, align as u64, 9, 40);
+                    let mut old = encoded(width, true, b"key-gone!", old_epoch, size);
+                    old[0] = MAGIC_VOID;
+                    let new = encoded(width, true, b"key-other", new_epoch, size);
+                    let revived = passing_mixes(&new, &old, width, align, Coverage::CURRENT)
+                        .into_iter()
+                        .any(|(live, key, _)| live && key == b"key-gone!");
+                    let rule = revives_if_torn(&old_epoch.to_le_bytes()[..ahead], new_epoch);
+                    assert_eq!(
+                        revived, rule,
+                        "width {width}, align {align}, epochs {old_epoch:#x} {new_epoch:#x}"
+                    );
                 }
             }
         }
