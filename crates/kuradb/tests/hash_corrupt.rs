@@ -805,51 +805,89 @@ fn record_of(bytes: &[u8], width: usize, key: &[u8], value: &[u8]) -> Option<(us
     Some((start, epoch))
 }
 
-/// Sets a record, removes it in a later epoch (its magic byte marks it
-/// void) and synchronizes until its space is in the pool, `syncs` more
-/// times, then sets another record of the same size: answers whether that
-/// one went to the removed one's space.
-fn reuses_removed_space(width: u8, align_pow: u8, syncs: u32) -> bool {
+/// How the record whose space is reused stops being its key's.
+#[derive(Clone, Copy, Debug)]
+enum Freed {
+    /// Removed in a later epoch than it was written in.
+    Removed,
+    /// Replaced in a later epoch by a value too large for its space.
+    Replaced,
+    /// Replaced so in the epoch it was written in.
+    ReplacedAtOnce,
+}
+
+/// Sets a record, frees it as `freed` says (synchronizing hard until its
+/// space is in the pool, where its epoch is over) and `syncs` more times,
+/// then sets another record of the same size: answers whether that one
+/// went to the freed one's space.
+fn reuses_freed_space(width: u8, align_pow: u8, freed: Freed, syncs: u32) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("casket.kh");
     let o = HashOptions::default().num_buckets(7).offset_width(width).align_pow(align_pow);
     let db = HashDbm::open(&path, Access::ReadWrite, &o).unwrap();
     let (gone, next) = ([b'g'; 40], [b'n'; 40]);
     db.set(b"gone", &gone).unwrap();
-    db.synchronize(Durability::Hard).unwrap();
-    db.remove(b"gone").unwrap();
-    // The first makes the void mark durable, the second its space reusable.
-    for _ in 0..2 + syncs {
+    let mut epochs = 0;
+    if !matches!(freed, Freed::ReplacedAtOnce) {
+        db.synchronize(Durability::Hard).unwrap();
+        epochs += 1;
+    }
+    match freed {
+        Freed::Removed => assert!(db.remove(b"gone").unwrap()),
+        Freed::Replaced | Freed::ReplacedAtOnce => db.set(b"gone", &[b'h'; 300]).unwrap(),
+    }
+    if !matches!(freed, Freed::ReplacedAtOnce) {
+        // The first makes the void mark durable, the second its space reusable.
+        for _ in 0..2 {
+            db.synchronize(Durability::Hard).unwrap();
+        }
+        epochs += 2;
+    }
+    for _ in 0..syncs {
         db.synchronize(Durability::Hard).unwrap();
     }
-    let (removed_at, written) =
+    let (freed_at, written) =
         record_of(&std::fs::read(&path).unwrap(), width.into(), b"gone", &gone).unwrap();
     db.set(b"next", &next).unwrap();
     let (at, epoch) = record_of(&std::fs::read(&path).unwrap(), width.into(), b"next", &next).unwrap();
-    assert_eq!(epoch, written + 3 + syncs, "each hard synchronization begins an epoch");
+    assert_eq!(epoch, written + epochs + syncs, "each hard synchronization begins an epoch");
     db.close().unwrap();
-    at == removed_at
+    at == freed_at
 }
 
-/// A record removed after the hard synchronization that covered it is
-/// marked void by its magic byte alone and keeps the checksum it was written
-/// with. A new record written over its space and torn before the end of its
-/// epoch's bytes would leave the old checksum and body behind the new magic
-/// byte: read live again if the new epoch's bytes there are the old one's.
-/// Such space is not reused: never where the first alignment unit ends
-/// before the epoch, and not in an epoch whose bytes in that unit match.
+/// A record that stopped being its key's after the hard synchronization
+/// that covered it is marked void by its magic byte alone and keeps the
+/// checksum it was written with. A new record written over its space and
+/// torn before the end of its epoch's bytes would leave the old checksum
+/// and body behind the new magic byte: read live again if the new epoch's
+/// bytes there are the old one's (and once its replacement, removed
+/// later, is gone too, as the key's value). Such space is not reused: never
+/// where the first alignment unit ends before the epoch, and not in an
+/// epoch whose bytes in that unit match. Space of the epoch's own records
+/// is reused in that epoch whatever the layout.
 #[test]
-fn a_removed_record_s_space_is_not_reused_where_a_torn_write_could_revive_it() {
-    // The default layout: three of the epoch's bytes in the first 8.
-    assert!(reuses_removed_space(4, 3, 0));
-    // Offsets of 6 bytes: one of the epoch's bytes, which repeats every 256 epochs.
-    assert!(reuses_removed_space(6, 3, 0));
-    assert!(!reuses_removed_space(6, 3, 253), "the epoch's first byte as the removed record's");
-    assert!(reuses_removed_space(6, 3, 254));
-    // None of the epoch's bytes in the first unit.
-    assert!(!reuses_removed_space(8, 3, 0));
-    assert!(!reuses_removed_space(4, 2, 0));
-    // The whole epoch in the first unit: reused whatever the epochs.
-    assert!(reuses_removed_space(8, 4, 0));
-    assert!(reuses_removed_space(3, 3, 253));
+fn a_freed_record_s_space_is_not_reused_where_a_torn_write_could_revive_it() {
+    for freed in [Freed::Removed, Freed::Replaced] {
+        let reuses = |width, align_pow, syncs| reuses_freed_space(width, align_pow, freed, syncs);
+        // The default layout: three of the epoch's bytes in the first 8.
+        assert!(reuses(4, 3, 0), "{freed:?}");
+        // Offsets of 6 bytes: one epoch byte, which repeats every 256 epochs.
+        assert!(reuses(6, 3, 0), "{freed:?}");
+        assert!(!reuses(6, 3, 253), "{freed:?}: the epoch's first byte as the freed record's");
+        assert!(reuses(6, 3, 254), "{freed:?}");
+        // None of the epoch's bytes in the first unit.
+        assert!(!reuses(8, 3, 0), "{freed:?}");
+        assert!(!reuses(4, 2, 0), "{freed:?}");
+        // The whole epoch in the first unit: reused whatever the epochs.
+        assert!(reuses(8, 4, 0), "{freed:?}");
+        assert!(reuses(3, 3, 253), "{freed:?}");
+    }
+    for (width, align_pow) in [(8, 3), (4, 2), (4, 3)] {
+        assert!(reuses_freed_space(width, align_pow, Freed::ReplacedAtOnce, 0), "{width} {align_pow}");
+        // Kept in the pool past its epoch, it is checked like the others.
+        assert_eq!(
+            reuses_freed_space(width, align_pow, Freed::ReplacedAtOnce, 1),
+            width == 4 && align_pow == 3
+        );
+    }
 }

@@ -303,30 +303,29 @@ impl State {
 
     /// Free space for a new record of `size` bytes in `epoch`, as its offset
     /// and whole size, if the pool has some a torn write cannot turn back
-    /// into the record removed from it (see [`State::revives_if_torn`]).
+    /// into the record that was there (see [`record::revives_if_torn`]).
     /// Space that could is given up, until a rebuild or restore compacts
     /// the file.
     fn take_free(&self, size: u64, epoch: u32) -> Result<Option<(u64, u64)>> {
+        let ahead = record::epoch_bytes_in_first_unit(self.width, self.align_pow);
         // A few tries, so a pool full of such space costs little.
         for _ in 0..4 {
-            let Some((offset, whole, removed)) = self.free.lock().take(size) else { return Ok(None) };
-            if !removed || !self.revives_if_torn(offset, epoch)? {
+            let Some((offset, whole, written)) = self.free.lock().take(size) else { return Ok(None) };
+            let old = match written {
+                Some(old) => old,
+                // A whole epoch in the first unit: no tear leaves the old one.
+                None if ahead == 4 => return Ok(Some((offset, whole))),
+                None => {
+                    let mut old = [0u8; 4];
+                    self.file.read(offset + 1 + self.width as u64, &mut old)?;
+                    u32::from_le_bytes(old)
+                }
+            };
+            if !record::revives_if_torn(old, epoch, ahead) {
                 return Ok(Some((offset, whole)));
             }
         }
         Ok(None)
-    }
-
-    /// Whether a record of `epoch` written over the space at `offset`,
-    /// which held a record of an earlier epoch that was removed, could read
-    /// as that record, live, if torn (see [`record::revives_if_torn`]).
-    fn revives_if_torn(&self, offset: u64, epoch: u32) -> Result<bool> {
-        let ahead = record::epoch_bytes_in_first_unit(self.width, self.align_pow);
-        let mut old = [0u8; 4];
-        if ahead > 0 && ahead < 4 {
-            self.file.read(offset + 1 + self.width as u64, &mut old[..ahead])?;
-        }
-        Ok(record::revives_if_torn(&old[..ahead], epoch))
     }
 
     /// Counts the record at `offset` in the current epoch's digest, where
@@ -389,7 +388,9 @@ impl State {
         let mut free = self.free.lock();
         free.doom(offset, size, Doom::Current);
         if !self.appending {
-            free.put(offset, size, false);
+            // What the region holds is unknown: the write may have failed
+            // before it reached the record there.
+            free.put(offset, size, None);
         }
     }
 
@@ -426,10 +427,7 @@ impl State {
                 free.doom(offset, header.size, if removed { Doom::CurrentRemoved } else { Doom::Current });
             }
             if !self.appending {
-                // Of this epoch: a removal rewrote it as a void record
-                // already, which a tear cannot bring back (see
-                // `record::Coverage`).
-                free.put(offset, header.size, false);
+                free.put(offset, header.size, Some(epoch));
             }
             return;
         }

@@ -206,11 +206,10 @@ impl State {
         }
         let mut free = self.free.lock();
         for &(offset, size) in marked {
-            let removed = size & REMOVED != 0;
             let size = size & !REMOVED;
             // Size 0: not kept, as the pool would not take it.
             if size & REUSABLE == 0 && size > 0 {
-                free.put(offset, size, removed);
+                free.put(offset, size, None);
             }
         }
     }

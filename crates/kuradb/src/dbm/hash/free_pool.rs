@@ -32,9 +32,9 @@ pub(super) enum Doom {
 
 /// Space that later records may reuse.
 pub(super) struct FreePool {
-    /// Reusable now: size -> offsets, each shifted up a bit to hold whether
-    /// the record there was removed (see [`FreePool::take`]).
-    ready: BTreeMap<u64, Vec<u64>>,
+    /// Reusable now: size -> offsets, each with the epoch its record was
+    /// written in where known (see [`FreePool::put`]).
+    ready: BTreeMap<u64, Vec<(u64, Option<u32>)>>,
     ready_len: usize,
     /// Records no chain reaches that still look live on disk, each as its
     /// offset and its size (with [`REUSABLE`] set if it went to `ready` at
@@ -82,31 +82,31 @@ impl FreePool {
         }
     }
 
-    /// Makes the region of `size` bytes at `offset` reusable; `removed`
-    /// says it held a record of an earlier epoch removed, marked void by
-    /// its magic byte alone.
-    pub(super) fn put(&mut self, offset: u64, size: u64, removed: bool) {
+    /// Makes the region of `size` bytes at `offset` reusable; `written` is
+    /// the epoch the record there was written in, if known (a record of the
+    /// current epoch), or `None` (one whose void mark a hard
+    /// synchronization made durable, or a region a failed write may have
+    /// left as it was).
+    pub(super) fn put(&mut self, offset: u64, size: u64, written: Option<u32>) {
         if self.ready_len < self.cap {
-            self.ready.entry(size).or_default().push(offset << 1 | u64::from(removed));
+            self.ready.entry(size).or_default().push((offset, written));
             self.ready_len += 1;
         }
     }
 
     /// A free region of at least `size` bytes and at most twice that, as
-    /// its offset, its size and whether it held a removed record (as
-    /// [`FreePool::put`] was told).
-    pub(super) fn take(&mut self, size: u64) -> Option<(u64, u64, bool)> {
+    /// its offset, its size and the epoch [`FreePool::put`] was told.
+    pub(super) fn take(&mut self, size: u64) -> Option<(u64, u64, Option<u32>)> {
         let (&found, offsets) = self.ready.range_mut(size..=size.saturating_mul(2)).next()?;
-        let entry = offsets.pop()?;
+        let (offset, written) = offsets.pop()?;
         if offsets.is_empty() {
             self.ready.remove(&found);
         }
         self.ready_len -= 1;
-        let offset = entry >> 1;
         // It holds a new record now, which a void mark would destroy.
         self.doomed.forget(offset);
         self.settling.forget(offset);
-        Some((offset, found, entry & 1 != 0))
+        Some((offset, found, written))
     }
 
     pub(super) fn doom(&mut self, offset: u64, size: u64, doom: Doom) {

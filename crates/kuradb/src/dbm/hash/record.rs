@@ -115,16 +115,17 @@ pub(crate) fn epoch_bytes_in_first_unit(width: usize, align_pow: u32) -> usize {
     unit.saturating_sub(1 + width).min(4)
 }
 
-/// Whether a live record of `epoch`, written over one of an earlier epoch
-/// that was written live and marked void later (by its magic byte alone),
-/// could read as that one, live, if torn: where a tear before the end of
-/// the epoch's bytes leaves the old checksum and body behind the new magic
-/// byte, and the new epoch's bytes in front of it are the old one's.
-/// `old_epoch` is the old record's first [`epoch_bytes_in_first_unit`]
-/// epoch bytes; with four, no tear can. (A record written void cannot
-/// revive; see [`Coverage::EpochAndVoid`].)
-pub(crate) fn revives_if_torn(old_epoch: &[u8], epoch: u32) -> bool {
-    old_epoch.len() < 4 && old_epoch == &epoch.to_le_bytes()[..old_epoch.len()]
+/// Whether a new record of `epoch`, written over a record of `old_epoch`
+/// whose checksum was written live (live still, or marked void or padding
+/// by its magic byte since), could read as that record, live, if torn:
+/// where a tear before the end of the epoch's bytes leaves the old checksum
+/// and body behind the new magic byte, and the new epoch's bytes in front
+/// of it, `ahead` of them ([`epoch_bytes_in_first_unit`]), are the old
+/// one's. Not so for a record of the same epoch: torn, it is a version of
+/// that epoch again, which no hard synchronization promised. (A record
+/// written void cannot revive; see [`Coverage::EpochAndVoid`].)
+pub(crate) fn revives_if_torn(old_epoch: u32, epoch: u32, ahead: usize) -> bool {
+    old_epoch != epoch && old_epoch.to_le_bytes()[..ahead] == epoch.to_le_bytes()[..ahead]
 }
 
 /// A record's checksum under `coverage`; `written_void` says the record is
@@ -423,7 +424,7 @@ mod tests {
                     let revived = passing_mixes(&new, &old, width, align, Coverage::CURRENT)
                         .into_iter()
                         .any(|(live, key, _)| live && key == b"key-gone!");
-                    let rule = revives_if_torn(&old_epoch.to_le_bytes()[..ahead], new_epoch);
+                    let rule = revives_if_torn(old_epoch, new_epoch, ahead);
                     assert_eq!(
                         revived, rule,
                         "width {width}, align {align}, epochs {old_epoch:#x} {new_epoch:#x}"
