@@ -313,8 +313,12 @@ impl State {
             let Some((offset, whole, written)) = self.free.lock().take(size) else { return Ok(None) };
             let old = match written {
                 Some(old) => old,
-                // A whole epoch in the first unit: no tear leaves the old one.
-                None if ahead == 4 => return Ok(Some((offset, whole))),
+                // No earlier epoch's bytes there can be this one's: the
+                // epochs would differ by a multiple of 2^(8 x those bytes),
+                // more than this epoch is (or the unit holds all four).
+                None if ahead > 0 && u64::from(epoch) >> (8 * ahead) == 0 => {
+                    return Ok(Some((offset, whole)))
+                }
                 None => {
                     let mut old = [0u8; 4];
                     self.file.read(offset + 1 + self.width as u64, &mut old)?;
