@@ -308,25 +308,33 @@ impl State {
     /// the file.
     fn take_free(&self, size: u64, epoch: u32) -> Result<Option<(u64, u64)>> {
         let ahead = record::epoch_bytes_in_first_unit(self.width, self.align_pow);
+        // No earlier epoch's bytes there can be this one's: the epochs
+        // would differ by a multiple of 2^(8 x those bytes), more than this
+        // epoch is (or the unit holds all four).
+        let no_match = ahead > 0 && u64::from(epoch) >> (8 * ahead) == 0;
         // A few tries, so a pool full of such space costs little.
         for _ in 0..4 {
-            let Some((offset, whole, written)) = self.free.lock().take(size) else { return Ok(None) };
-            let old = match written {
-                Some(old) => old,
-                // No earlier epoch's bytes there can be this one's: the
-                // epochs would differ by a multiple of 2^(8 x those bytes),
-                // more than this epoch is (or the unit holds all four).
-                None if ahead > 0 && u64::from(epoch) >> (8 * ahead) == 0 => {
-                    return Ok(Some((offset, whole)))
+            let (offset, whole, reusable) = {
+                let mut free = self.free.lock();
+                let Some((offset, whole, written)) = free.take(size) else { return Ok(None) };
+                let reusable = match written {
+                    Some(old) => Some(!record::revives_if_torn(old, epoch, ahead)),
+                    None if no_match => Some(true),
+                    None => None,
+                };
+                if reusable == Some(true) {
+                    free.claim(offset);
+                    return Ok(Some((offset, whole)));
                 }
-                None => {
-                    let mut old = [0u8; 4];
-                    self.file.read(offset + 1 + self.width as u64, &mut old)?;
-                    u32::from_le_bytes(old)
-                }
+                (offset, whole, reusable)
             };
-            if !record::revives_if_torn(old, epoch, ahead) {
-                return Ok(Some((offset, whole)));
+            if reusable.is_none() {
+                let mut old = [0u8; 4];
+                self.file.read(offset + 1 + self.width as u64, &mut old)?;
+                if !record::revives_if_torn(u32::from_le_bytes(old), epoch, ahead) {
+                    self.free.lock().claim(offset);
+                    return Ok(Some((offset, whole)));
+                }
             }
         }
         Ok(None)

@@ -95,7 +95,9 @@ impl FreePool {
     }
 
     /// A free region of at least `size` bytes and at most twice that, as
-    /// its offset, its size and the epoch [`FreePool::put`] was told.
+    /// its offset, its size and the epoch [`FreePool::put`] was told. The
+    /// caller [`claims`](FreePool::claim) it to write into it; else its
+    /// space is not reused, but a void mark still due there is written.
     pub(super) fn take(&mut self, size: u64) -> Option<(u64, u64, Option<u32>)> {
         let (&found, offsets) = self.ready.range_mut(size..=size.saturating_mul(2)).next()?;
         let (offset, written) = offsets.pop()?;
@@ -103,10 +105,14 @@ impl FreePool {
             self.ready.remove(&found);
         }
         self.ready_len -= 1;
-        // It holds a new record now, which a void mark would destroy.
+        Some((offset, found, written))
+    }
+
+    /// The region at `offset`, [taken](FreePool::take), is to hold a new
+    /// record, which a void mark due there would destroy.
+    pub(super) fn claim(&mut self, offset: u64) {
         self.doomed.forget(offset);
         self.settling.forget(offset);
-        Some((offset, found, written))
     }
 
     pub(super) fn doom(&mut self, offset: u64, size: u64, doom: Doom) {
