@@ -9,7 +9,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use common::hash::{self as h, Model};
 use common::tree as t;
@@ -264,15 +263,6 @@ fn the_dictionary_outlives_reopen_rebuild_and_restore() {
     assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&model[&b"rec00001".to_vec()][..]));
 }
 
-/// The header bytes of `path`, with the first half's checksum made good.
-fn patch_header(path: &Path, at: usize, byte: u8) {
-    let mut b = std::fs::read(path).unwrap();
-    b[at] = byte;
-    let crc = crc32fast::hash(&b[..60]);
-    b[60..64].copy_from_slice(&crc.to_le_bytes());
-    std::fs::write(path, b).unwrap();
-}
-
 /// A compressed file says so in byte 14 and takes format version 2 (3 for
 /// lz4, zlib and lzma, whose values may use a dictionary), which a reader that
 /// knows only version 1 refuses; a plain file is as before.
@@ -294,13 +284,13 @@ fn the_mode_is_byte_14_and_an_unknown_one_is_refused() {
         assert_eq!((b[8], b[14]), (7, mode.byte()), "{mode}");
     }
     let path = dir.path().join("zstd.kh");
-    patch_header(&path, 14, 9);
+    h::patch_header(&path, 14, 9);
     let err = HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).err().expect("an unknown mode");
     assert_eq!(err.kind(), ErrorKind::BrokenData);
     assert!(err.to_string().contains("unknown record compression mode 9"), "{err}");
     // lzma came with dictionaries: a plain lzma file is version 3, never 2.
     let path = dir.path().join("lzma.kh");
-    patch_header(&path, 8, 2);
+    h::patch_header(&path, 8, 2);
     let err =
         HashDbm::open(&path, Access::ReadOnly, &HashOptions::default()).err().expect("lzma at version 2");
     assert_eq!(err.kind(), ErrorKind::BrokenData);

@@ -88,6 +88,16 @@ pub fn compare(db: &dyn Dbm, model: &Model) -> Result<(), String> {
     Ok(())
 }
 
+/// Sets byte `at` of the closed hash file at `path`, in its header's first
+/// half, to `byte`, and makes that half's checksum (bytes 60 to 63) good.
+pub fn patch_header(path: &Path, at: usize, byte: u8) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at] = byte;
+    let crc = crc32fast::hash(&b[..60]);
+    b[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(path, b).unwrap();
+}
+
 /// Leaves at `dest` what a crash of `db` right now would leave behind: the
 /// database is synchronized hard, then its file copied while still open (its
 /// header saying it was not closed cleanly).
