@@ -442,15 +442,16 @@ impl Tree {
         let lock = self.cache.shard(id);
         let mut shard = lock.lock();
         loop {
-            if let Some((slot, cell)) = shard.get(id) {
+            // The table and the order apart, so that one lookup serves both.
+            let Shard { table, order, .. } = &mut *shard;
+            if let Some((slot, cell)) = table.get(&id) {
                 // The cell's lines (seldom in the CPU's cache for a leaf)
                 // load while the order is kept, instead of one after another
                 // from the reference count's increment on: a locked write,
                 // which the loads after it wait behind.
                 crate::sys::prefetch_lines(Arc::as_ptr(cell).cast(), std::mem::size_of::<Cell>());
-                shard.order.touch(slot, in_scan());
-                let cell =
-                    shard.get(id).map(|(_, cell)| cell.clone()).expect("the node was cached a moment ago");
+                order.touch(*slot, in_scan());
+                let cell = cell.clone();
                 count_node(true);
                 return Ok(cell);
             }
