@@ -50,6 +50,32 @@ pub(crate) struct Inner {
     pub children: Vec<u64>,
 }
 
+impl Inner {
+    /// Inserts separator `key` at `i` with `right`, the child after it.
+    /// The buffers grow by an eighth, not double: a node loaded with buffers
+    /// of its size would otherwise double at its first insert, and the node
+    /// cache keeps every inner node of a large tree for good.
+    pub(crate) fn insert(&mut self, i: usize, key: &[u8], right: u64) {
+        self.keys.reserve_gently(key.len());
+        if self.children.capacity() == self.children.len() {
+            self.children.reserve_exact(1 + self.children.len() / 8);
+        }
+        self.keys.insert(i, key);
+        self.children.insert(i + 1, right);
+    }
+
+    /// Splits off the separators from `at` and the children after them
+    /// into a new node, and gives the separator at `at - 1` back to rise to
+    /// the parent; both halves keep buffers of their size only.
+    pub(crate) fn split_off(&mut self, at: usize) -> (Vec<u8>, Inner) {
+        let right = Inner { keys: self.keys.split_off(at), children: self.children.split_off(at) };
+        let up = self.keys.pop().unwrap_or_default();
+        self.keys.shrink_to_fit();
+        self.children.shrink_to_fit();
+        (up, right)
+    }
+}
+
 /// An inner node's separator keys packed one after another in one buffer,
 /// with where each starts and its head: what [`Separators`] holds, without
 /// an allocation (and its header) a key. The tree's node cache keeps every
@@ -121,6 +147,26 @@ impl PackedSeparators {
         let bytes = self.bytes.split_off(cut);
         let starts = self.starts.split_off(at).into_iter().map(|s| s - cut).collect();
         PackedSeparators { bytes, starts, heads: self.heads.split_off(at) }
+    }
+
+    /// Makes room for one more key of `len` bytes, growing the buffers by
+    /// an eighth rather than doubling them (see [`Inner::insert`]).
+    fn reserve_gently(&mut self, len: usize) {
+        if self.bytes.capacity() - self.bytes.len() < len {
+            self.bytes.reserve_exact(len + self.bytes.len() / 8);
+        }
+        if self.starts.capacity() == self.starts.len() {
+            self.starts.reserve_exact(1 + self.starts.len() / 8);
+        }
+        if self.heads.capacity() == self.heads.len() {
+            self.heads.reserve_exact(1 + self.heads.len() / 8);
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.starts.shrink_to_fit();
+        self.heads.shrink_to_fit();
     }
 
     pub(crate) fn append(&mut self, other: &mut PackedSeparators) {
@@ -919,6 +965,47 @@ mod tests {
             for (i, key) in model.iter().enumerate() {
                 assert_eq!(packed.heads[i], head(key));
             }
+        }
+    }
+
+    /// An inner node grows its buffers by an eighth, from a load's exact
+    /// size as from a split's, and both halves of a split keep no room
+    /// beyond their entries: the cache holds these nodes for good.
+    #[test]
+    fn an_inner_node_keeps_little_room_beyond_its_entries() {
+        let room = |inner: &Inner| {
+            let k = &inner.keys;
+            [
+                (k.bytes.capacity(), k.bytes.len()),
+                (k.starts.capacity(), k.starts.len()),
+                (k.heads.capacity(), k.heads.len()),
+                (inner.children.capacity(), inner.children.len()),
+            ]
+        };
+        let keys: Vec<Vec<u8>> = (0..200u32).map(|i| format!("key{:05}", i * 2).into_bytes()).collect();
+        let mut bytes = Vec::new();
+        let children: Vec<u64> = (0..=200).collect();
+        Node::Inner(Inner { keys: PackedSeparators::of(&keys), children }).encode(&mut bytes);
+        let Ok(Node::Inner(mut inner)) = Node::decode(INNER_BASE, &bytes, std::path::Path::new("t.kt"), None)
+        else {
+            panic!("the inner node did not decode");
+        };
+        for (i, n) in (0..56u32).enumerate() {
+            inner.insert(2 * i + 1, format!("key{:05}", n * 2 + 1).as_bytes(), 1000 + u64::from(n));
+            for (capacity, len) in room(&inner) {
+                assert!(capacity <= len + len / 8 + 9, "room for {capacity} holding {len}");
+            }
+        }
+        assert!(inner.keys.iter().is_sorted());
+        let (up, right) = inner.split_off(inner.keys.len() / 2 + 1);
+        assert_eq!(inner.keys.len() + 1 + right.keys.len(), 256);
+        assert_eq!(
+            (inner.children.len(), right.children.len()),
+            (inner.keys.len() + 1, right.keys.len() + 1)
+        );
+        assert!(*inner.keys.iter().last().unwrap() < up[..] && up[..] < right.keys[0]);
+        for (capacity, len) in room(&inner).into_iter().chain(room(&right)) {
+            assert_eq!(capacity, len);
         }
     }
 

@@ -162,21 +162,17 @@ impl Tree {
         let Node::Inner(inner) = &mut guard.node else {
             return Err(self.broken("a parent is a leaf".into()));
         };
-        inner.keys.insert(i, &key);
-        inner.children.insert(i + 1, right);
+        inner.insert(i, &key, right);
         if inner.children.len() <= self.max_branches {
             return Ok(());
         }
-        let mid = inner.keys.len() / 2;
-        let right_keys = inner.keys.split_off(mid + 1);
-        let up = inner.keys.pop().unwrap_or_default();
-        let right_children = inner.children.split_off(mid + 1);
+        let (up, right) = inner.split_off(inner.keys.len() / 2 + 1);
         drop(guard);
         let mut meta = self.meta.lock();
         let new_id = meta.next_inner;
         meta.next_inner += 1;
         drop(meta);
-        self.insert(new_id, Node::Inner(Inner { keys: right_keys, children: right_children }), true);
+        self.insert(new_id, Node::Inner(right), true);
         self.insert_into_parent(path, parent, up, new_id)
     }
 
