@@ -119,26 +119,26 @@ impl State {
         let tree = self.kind == Kind::TreeNodes && !digests;
         // Only a hash database updated in place marks removals before the sync.
         let ordered = ordered && self.kind == Kind::Hash && !self.appending;
-        // An appending hash file's restore reads a void version as a removal
-        // when it is the last of its key: even the current epoch's marks
-        // wait until what replaced them is durable.
-        let (current, older): (Vec<_>, Vec<_>) = if self.appending && self.kind == Kind::Hash {
-            (Vec::new(), doomed)
-        } else {
-            doomed.into_iter().partition(|(_, size)| size & REUSABLE != 0)
-        };
         // What each step marks: before the (first) sync, between the two
-        // syncs of an ordered one, and after the last.
-        let (before, between, after): (Vec<_>, Vec<_>, Vec<_>) =
-            if self.kind == Kind::TreeNodes || self.appending {
-                (current, Vec::new(), older)
-            } else if ordered {
-                (current, older, Vec::new())
+        // syncs of an ordered one, and after the last. The current epoch's
+        // marks go before; a tree's node store, an appending file and an
+        // ordered sync leave every older one for later, an unordered sync
+        // of a hash database only the replaced ones.
+        let (before, between, after) = if self.appending && self.kind == Kind::Hash {
+            // An appending hash file's restore reads a void version as a
+            // removal when it is the last of its key: even the current
+            // epoch's marks wait until what replaced them is durable.
+            (Vec::new(), Vec::new(), doomed)
+        } else {
+            let plain = self.kind == Kind::Hash && !self.appending && !ordered;
+            let early = if plain { REUSABLE | REMOVED } else { REUSABLE };
+            let (now, later) = split_where(doomed, |&(_, size)| size & early != 0);
+            if ordered {
+                (now, later, Vec::new())
             } else {
-                let (removed, replaced): (Vec<_>, Vec<_>) =
-                    older.into_iter().partition(|(_, size)| size & REMOVED != 0);
-                (current.into_iter().chain(removed).collect(), Vec::new(), replaced)
-            };
+                (now, Vec::new(), later)
+            }
+        };
         let resettle = |e: Error| {
             let mut free = self.free.lock();
             free.settle(&settled, unwritten);
@@ -191,8 +191,7 @@ impl State {
         }
         if self.leaves_replaced_unmarked() {
             // Their replacements' epoch is the one a restore takes now.
-            let (removed, replaced): (Vec<_>, Vec<_>) =
-                after.into_iter().partition(|(_, size)| size & REMOVED != 0);
+            let (removed, replaced) = split_where(after, |&(_, size)| size & REMOVED != 0);
             self.pool(&replaced);
             return self.mark_void_after(&removed);
         }
@@ -338,5 +337,41 @@ impl State {
         let closed = self.file.close();
         let origin_closed = self.origin.as_mut().map_or(Ok(()), |origin| origin.close());
         closed.and(origin_closed)
+    }
+}
+
+/// A record's offset and its size with the pool's flags, as the pool dooms it.
+type Mark = (u64, u64);
+
+/// Splits `marks` into those `early` answers true for, left in place in
+/// their order, and the others, in theirs, in a vector of exactly their
+/// count. A synchronization after a million removals takes a million
+/// marks: `Iterator::partition` would grow two more vectors by doubling
+/// beside them.
+fn split_where(mut marks: Vec<Mark>, early: impl Fn(&Mark) -> bool) -> (Vec<Mark>, Vec<Mark>) {
+    let mut later = Vec::with_capacity(marks.iter().filter(|&mark| !early(mark)).count());
+    marks.retain(|mark| {
+        if !early(mark) {
+            later.push(*mark);
+        }
+        early(mark)
+    });
+    (marks, later)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_keeps_each_side_in_order_and_takes_no_room_to_spare() {
+        let marks: Vec<(u64, u64)> = (0..1000u64).map(|i| (i * 128, (i * 7) % 3)).collect();
+        let (early, later) = split_where(marks.clone(), |&(_, size)| size == 1);
+        assert!(early.iter().all(|&(_, size)| size == 1) && later.iter().all(|&(_, size)| size != 1));
+        assert_eq!(early.len() + later.len(), marks.len());
+        assert!(early.is_sorted() && later.is_sorted());
+        assert_eq!(later.capacity(), later.len());
+        let (all, none) = split_where(marks.clone(), |_| true);
+        assert_eq!((all, none), (marks, Vec::new()));
     }
 }
