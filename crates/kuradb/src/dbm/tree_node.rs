@@ -57,9 +57,7 @@ impl Inner {
     /// cache keeps every inner node of a large tree for good.
     pub(crate) fn insert(&mut self, i: usize, key: &[u8], right: u64) {
         self.keys.reserve_gently(key.len());
-        if self.children.capacity() == self.children.len() {
-            self.children.reserve_exact(1 + self.children.len() / 8);
-        }
+        grow_gently(&mut self.children, 1);
         self.keys.insert(i, key);
         self.children.insert(i + 1, right);
     }
@@ -152,15 +150,9 @@ impl PackedSeparators {
     /// Makes room for one more key of `len` bytes, growing the buffers by
     /// an eighth rather than doubling them (see [`Inner::insert`]).
     fn reserve_gently(&mut self, len: usize) {
-        if self.bytes.capacity() - self.bytes.len() < len {
-            self.bytes.reserve_exact(len + self.bytes.len() / 8);
-        }
-        if self.starts.capacity() == self.starts.len() {
-            self.starts.reserve_exact(1 + self.starts.len() / 8);
-        }
-        if self.heads.capacity() == self.heads.len() {
-            self.heads.reserve_exact(1 + self.heads.len() / 8);
-        }
+        grow_gently(&mut self.bytes, len);
+        grow_gently(&mut self.starts, 1);
+        grow_gently(&mut self.heads, 1);
     }
 
     fn shrink_to_fit(&mut self) {
@@ -274,6 +266,15 @@ impl<K> std::ops::Index<usize> for Separators<K> {
     type Output = K;
     fn index(&self, i: usize) -> &K {
         &self.keys[i]
+    }
+}
+
+/// Makes room in `buffer` for `extra` more items, growing it by an eighth
+/// more than that rather than doubling it: a cached node's spare room is
+/// memory the cache holds as long as the node.
+fn grow_gently<T>(buffer: &mut Vec<T>, extra: usize) {
+    if buffer.capacity() - buffer.len() < extra {
+        buffer.reserve_exact(extra + buffer.len() / 8);
     }
 }
 
@@ -626,15 +627,9 @@ impl Leaf {
     /// buffers by an eighth rather than doubling them: an in-memory leaf's
     /// slack is memory the database holds for good.
     pub(crate) fn reserve_gently(&mut self, extra: usize) {
-        if self.data.capacity() - self.data.len() < extra {
-            self.data.reserve_exact(extra + self.data.len() / 8);
-        }
-        if self.starts.capacity() == self.starts.len() {
-            self.starts.reserve_exact(1 + self.starts.len() / 8);
-        }
-        if self.heads.capacity() == self.heads.len() {
-            self.heads.reserve_exact(1 + self.heads.len() / 8);
-        }
+        grow_gently(&mut self.data, extra);
+        grow_gently(&mut self.starts, 1);
+        grow_gently(&mut self.heads, 1);
     }
 
     /// The heap bytes the leaf's buffers take.
