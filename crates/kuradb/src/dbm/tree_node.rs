@@ -72,6 +72,17 @@ impl Inner {
         self.children.shrink_to_fit();
         (up, right)
     }
+
+    /// Takes separator `sep` and every separator and child of `right`, the
+    /// node after this one, into this one, which keeps buffers of the
+    /// merged node's size.
+    pub(crate) fn merge(&mut self, sep: &[u8], right: &mut Inner) {
+        self.keys.push(sep);
+        self.keys.append(&mut right.keys);
+        self.children.append(&mut right.children);
+        self.keys.shrink_to_fit();
+        self.children.shrink_to_fit();
+    }
 }
 
 /// An inner node's separator keys packed one after another in one buffer,
@@ -964,8 +975,9 @@ mod tests {
     }
 
     /// An inner node grows its buffers by an eighth, from a load's exact
-    /// size as from a split's, and both halves of a split keep no room
-    /// beyond their entries: the cache holds these nodes for good.
+    /// size as from a split's, and both halves of a split, and a merged
+    /// node, keep no room beyond their entries: the cache holds these nodes
+    /// for good.
     #[test]
     fn an_inner_node_keeps_little_room_beyond_its_entries() {
         let room = |inner: &Inner| {
@@ -1000,6 +1012,15 @@ mod tests {
         );
         assert!(*inner.keys.iter().last().unwrap() < up[..] && up[..] < right.keys[0]);
         for (capacity, len) in room(&inner).into_iter().chain(room(&right)) {
+            assert_eq!(capacity, len);
+        }
+        let (keys, children) =
+            (inner.keys.len() + 1 + right.keys.len(), inner.children.len() + right.children.len());
+        let mut right = right;
+        inner.merge(&up, &mut right);
+        assert_eq!((inner.keys.len(), inner.children.len()), (keys, children));
+        assert!(inner.keys.iter().is_sorted());
+        for (capacity, len) in room(&inner) {
             assert_eq!(capacity, len);
         }
     }

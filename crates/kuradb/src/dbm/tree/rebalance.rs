@@ -284,9 +284,7 @@ impl Tree {
             if l.children.len() + r.children.len() > self.max_branches {
                 return Ok(());
             }
-            l.keys.push(&sep);
-            l.keys.append(&mut r.keys);
-            l.children.append(&mut r.children);
+            l.merge(&sep, r);
             ls.changed();
         }
         drop((left_cell, right_cell));
