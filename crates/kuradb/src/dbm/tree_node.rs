@@ -1004,7 +1004,7 @@ mod tests {
             }
         }
         assert!(inner.keys.iter().is_sorted());
-        let (up, right) = inner.split_off(inner.keys.len() / 2 + 1);
+        let (up, mut right) = inner.split_off(inner.keys.len() / 2 + 1);
         assert_eq!(inner.keys.len() + 1 + right.keys.len(), 256);
         assert_eq!(
             (inner.children.len(), right.children.len()),
@@ -1016,7 +1016,6 @@ mod tests {
         }
         let (keys, children) =
             (inner.keys.len() + 1 + right.keys.len(), inner.children.len() + right.children.len());
-        let mut right = right;
         inner.merge(&up, &mut right);
         assert_eq!((inner.keys.len(), inner.children.len()), (keys, children));
         assert!(inner.keys.iter().is_sorted());
