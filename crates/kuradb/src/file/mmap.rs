@@ -320,14 +320,19 @@ impl File for MmapFile {
         let old = state.size.load(Ordering::Acquire);
         if size < old {
             // The file must not get shorter than a live map, so the cut bytes are
-            // zeroed in place: by punching a hole where the filesystem can.
-            match sys::punch_hole(&state.file, size, old - size) {
+            // zeroed in place: by punching a hole where the filesystem can,
+            // through the space taken ahead of the old end too.
+            let taken = state.space.reserved.load(Ordering::Acquire).max(old);
+            match sys::punch_hole(&state.file, size, taken - size) {
                 // The hole's pages have no space on the device any more: a
                 // write there takes it again first.
                 Ok(()) => {
                     state.space.reserved.fetch_min(size.div_ceil(PAGE) * PAGE, Ordering::AcqRel);
                     if let Some(Some(fill)) = state.fill.get() {
                         fill.cut(size);
+                    }
+                    if let Some(Some(ahead)) = state.ahead.get() {
+                        ahead.cut(size);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Unsupported => {
@@ -336,7 +341,7 @@ impl File for MmapFile {
                     }
                 }
                 Err(e) => {
-                    return Err(Error::io(format_args!("hole punch from {size} to {old}"), &self.path, e))
+                    return Err(Error::io(format_args!("hole punch from {size} to {taken}"), &self.path, e))
                 }
             }
         } else {
@@ -554,6 +559,26 @@ mod tests {
             }
             assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= wanted);
         }
+    }
+
+    /// A truncation gives the space past the cut back, and the thread that
+    /// took space ahead of the old end does not take it again.
+    #[test]
+    fn a_cut_gives_back_the_space_the_thread_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let spec = FileSpec::new(FileKind::MmapParallel);
+        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        while file.size() < 3 * tail_fill::MIN_SIZE {
+            file.append(&chunk).unwrap();
+        }
+        file.truncate(4096).unwrap();
+        // Longer than the thread sleeps when no one wakes it.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let on_device = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(on_device < 1 << 20, "{on_device} bytes on the device after the cut");
+        assert!(reserved_size(&file) <= 4096);
     }
 
     /// Pages a truncation punched out have no space on the device: a write

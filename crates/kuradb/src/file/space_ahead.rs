@@ -126,6 +126,13 @@ impl SpaceAhead {
         }
     }
 
+    /// Notes that a truncation cut the file to `size` and gave back the
+    /// space past it: what was asked for past that is asked no more. Called
+    /// under the length's lock, so the thread is not taking space meanwhile.
+    pub(super) fn cut(&self, size: u64) {
+        self.shared.wanted.fetch_min(size, Ordering::AcqRel);
+    }
+
     /// Stops the thread and waits for it, and with it its descriptor of
     /// the file, to end.
     pub(super) fn stop(&mut self) {
