@@ -13,12 +13,13 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use super::access::{self, check_read, check_write, closed, SpinFileLock, SpinReadGuard, SpinWriteGuard};
 use super::alloc::Allocation;
 use super::owner::Owner;
-use super::space_ahead::{self, Space, SpaceAhead};
 use super::tail_fill::{self, TailFill};
 use super::{File, FileSpec, LockMode, OpenOptions};
 use crate::error::{Error, ErrorKind, Result};
@@ -69,14 +70,16 @@ struct State {
     /// the file is large enough to want one; `None` inside if no thread
     /// could be started.
     fill: OnceLock<Option<TailFill>>,
-    /// A writer's thread taking space on the device ahead of its writes,
-    /// started with the filler; `None` inside if no thread could be started.
-    ahead: OnceLock<Option<SpaceAhead>>,
-    /// The space taken on the device and the file's length (see
-    /// [`MmapFile::reserve`]), shared with `ahead`'s thread.
-    space: Arc<Space>,
-    /// The logical size; never above the space taken.
+    /// The end of the space taken on the device: every write goes below it
+    /// (see [`MmapFile::reserve`]); never above the file's length.
+    reserved: AtomicU64,
+    /// The file's length, which serialises growth of the file and its map:
+    /// the logical size rounded up by the allocation strategy; never above
+    /// the current map's length.
+    growth: Mutex<u64>,
+    /// The logical size; never above `reserved`.
     size: AtomicU64,
+    alloc: Allocation,
     poisoned: AtomicBool,
 }
 
@@ -109,19 +112,18 @@ impl MmapFile {
         // A file left by a crash may end in a sparse stretch of its length,
         // which writes must take space for first.
         let reserved = if options.writable { sys::first_hole(&file, size) } else { size };
-        let maps = MapChain::new(first);
-        let alloc = Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: PAGE };
         let state = State {
             owner,
             file,
             spec: spec.clone(),
             writable: options.writable,
             atomic: spec.kind.is_atomic().then(|| SpinFileLock::new(())),
-            space: Arc::new(Space::new(reserved, size, maps.len(), alloc)),
-            maps,
+            maps: MapChain::new(first),
             fill: OnceLock::new(),
-            ahead: OnceLock::new(),
+            reserved: AtomicU64::new(reserved),
+            growth: Mutex::new(size),
             size: AtomicU64::new(size),
+            alloc: Allocation { init: spec.alloc_init, inc: spec.alloc_inc, unit: PAGE },
             poisoned: AtomicBool::new(false),
         };
         Ok(MmapFile { path, state: Some(state) })
@@ -138,29 +140,26 @@ impl MmapFile {
     }
 
     /// Makes the file and its current map at least `end` bytes long, with
-    /// space on the device up to `end` at least.
+    /// space on the device for all of its length.
     ///
-    /// The length grows by the allocation strategy's steps, which only
-    /// extend the file (a sparse stretch costs nothing on the device) and so
-    /// replace the map rarely. Space on the device is taken a bounded step
-    /// ahead of the writes ([`space_ahead::step_ahead`]), so that an open
-    /// file holds about its data rather than up to its whole length; a
-    /// thread of the file's own takes the next step before the writes reach
-    /// it ([`space_ahead`]), and this takes it on the writer's path only
-    /// when the writes outrun that thread.
+    /// Taking space only a bounded step ahead of the writes (an eighth of
+    /// the file) would keep an open file near its data's size on the
+    /// device, but was measured to make a growing hash database's worst set
+    /// many times longer: more, smaller allocations met the file system's
+    /// allocator waiting behind writeback
+    /// (bench/results/2026-12-05-peers-file-space.md).
     fn reserve(&self, state: &State, end: u64) -> Result<()> {
-        let space = &state.space;
-        if end <= space.reserved.load(Ordering::Acquire) {
+        if end <= state.reserved.load(Ordering::Acquire) {
             return Ok(());
         }
-        let mut length = space.length.lock();
-        let current = space.reserved.load(Ordering::Acquire);
+        let mut length = state.growth.lock();
+        let current = state.reserved.load(Ordering::Acquire);
         if end <= current {
             return Ok(());
         }
         let least = end.div_ceil(PAGE) * PAGE;
         if least > *length {
-            let target = state.space.alloc.next(*length, end);
+            let target = state.alloc.next(*length, end);
             state
                 .file
                 .set_len(target)
@@ -169,10 +168,9 @@ impl MmapFile {
         }
         // Writes through the map cannot report a full device (they would
         // raise SIGBUS): the space is taken here, where ENOSPC is an error. A
-        // device too full for the step ahead may still hold what is needed
-        // now.
-        let ahead = current.saturating_add(space_ahead::step_ahead(current, state.space.alloc.init));
-        let mut wanted = least.max(ahead.div_ceil(PAGE) * PAGE).min(*length);
+        // device too full for the whole length may still hold what is
+        // needed now.
+        let mut wanted = *length;
         loop {
             match sys::allocate(&state.file, current, wanted - current) {
                 Ok(()) => break,
@@ -188,16 +186,15 @@ impl MmapFile {
             let map = Mapping::new(&state.file, window, true)
                 .map_err(|e| Error::io(format_args!("map of {window} bytes"), &self.path, e))?;
             state.maps.install(map);
-            space.mapped.store(state.maps.len(), Ordering::Release);
         }
-        space.reserved.store(wanted, Ordering::Release);
+        state.reserved.store(wanted, Ordering::Release);
         Ok(())
     }
 
     /// Has the filler keep the pages past `end` cached (see [`tail_fill`]).
     fn fill_ahead(&self, state: &State, end: u64) {
         let fill = state.fill.get_or_init(|| {
-            let limit = state.space.reserved.load(Ordering::Acquire);
+            let limit = state.reserved.load(Ordering::Acquire);
             let fill = state.file.try_clone().ok().and_then(|file| TailFill::start(file, end, limit));
             if fill.is_none() {
                 log::warn!("{}: no thread to fill the page cache ahead of writes", self.path.display());
@@ -205,25 +202,7 @@ impl MmapFile {
             fill
         });
         if let Some(fill) = fill {
-            fill.note(end, state.space.reserved.load(Ordering::Acquire));
-        }
-    }
-
-    /// Has the file's own thread take space ahead of `end` (see [`space_ahead`]).
-    fn take_space_ahead(&self, state: &State, end: u64) {
-        let ahead = state.ahead.get_or_init(|| {
-            let ahead = state
-                .file
-                .try_clone()
-                .ok()
-                .and_then(|file| SpaceAhead::start(file, Arc::clone(&state.space)));
-            if ahead.is_none() {
-                log::warn!("{}: no thread to take space ahead of writes", self.path.display());
-            }
-            ahead
-        });
-        if let Some(ahead) = ahead {
-            ahead.note(end, space_ahead::step_ahead(end, state.space.alloc.init));
+            fill.note(end, state.reserved.load(Ordering::Acquire));
         }
     }
 
@@ -241,7 +220,6 @@ impl MmapFile {
                     map.write(old, data);
                 }
                 if end >= tail_fill::MIN_SIZE {
-                    self.take_space_ahead(state, end);
                     self.fill_ahead(state, end);
                 }
                 return Ok(old);
@@ -316,23 +294,18 @@ impl File for MmapFile {
         let state = self.state()?;
         self.check_write(state, size, 0)?;
         let _exclusive = state.exclusive();
-        let _growth = state.space.length.lock();
+        let _growth = state.growth.lock();
         let old = state.size.load(Ordering::Acquire);
         if size < old {
             // The file must not get shorter than a live map, so the cut bytes are
-            // zeroed in place: by punching a hole where the filesystem can,
-            // through the space taken ahead of the old end too.
-            let taken = state.space.reserved.load(Ordering::Acquire).max(old);
-            match sys::punch_hole(&state.file, size, taken - size) {
+            // zeroed in place: by punching a hole where the filesystem can.
+            match sys::punch_hole(&state.file, size, old - size) {
                 // The hole's pages have no space on the device any more: a
                 // write there takes it again first.
                 Ok(()) => {
-                    state.space.reserved.fetch_min(size.div_ceil(PAGE) * PAGE, Ordering::AcqRel);
+                    state.reserved.fetch_min(size.div_ceil(PAGE) * PAGE, Ordering::AcqRel);
                     if let Some(Some(fill)) = state.fill.get() {
                         fill.cut(size);
-                    }
-                    if let Some(Some(ahead)) = state.ahead.get() {
-                        ahead.cut(size);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Unsupported => {
@@ -341,7 +314,7 @@ impl File for MmapFile {
                     }
                 }
                 Err(e) => {
-                    return Err(Error::io(format_args!("hole punch from {size} to {taken}"), &self.path, e))
+                    return Err(Error::io(format_args!("hole punch from {size} to {old}"), &self.path, e))
                 }
             }
         } else {
@@ -385,7 +358,7 @@ impl File for MmapFile {
         tail_fill::bring_in(
             &state.file,
             from,
-            end.min(state.space.reserved.load(Ordering::Acquire)),
+            end.min(state.reserved.load(Ordering::Acquire)),
             &mut buf,
             || false,
         );
@@ -436,8 +409,8 @@ impl File for MmapFile {
         let open = self.state.as_ref().map(|s| (&s.spec, s.size.load(Ordering::Acquire), s.writable));
         let mut out = access::describe(&self.path, open);
         if let Some(state) = &self.state {
-            out.push(("reserved_size".into(), state.space.reserved.load(Ordering::Acquire).to_string()));
-            out.push(("file_length".into(), state.space.length.lock().to_string()));
+            out.push(("reserved_size".into(), state.reserved.load(Ordering::Acquire).to_string()));
+            out.push(("file_length".into(), state.growth.lock().to_string()));
             out.push(("mapped_size".into(), state.maps.len().to_string()));
         }
         out
@@ -451,11 +424,10 @@ impl File for MmapFile {
             // maps go.
             return state.owner.check(&self.path);
         }
-        let State { owner, file, maps, fill, ahead, size, writable, poisoned, .. } = state;
-        // The threads stop first, and their descriptors of the file go with
-        // them. Every map goes next: the file must not shrink under a live one.
+        let State { owner, file, maps, fill, size, writable, poisoned, .. } = state;
+        // The filler stops first, and its descriptor of the file goes with
+        // it. Every map goes next: the file must not shrink under a live one.
         drop(fill);
-        drop(ahead);
         drop(maps);
         let mut result = Ok(());
         if writable && !poisoned.load(Ordering::Acquire) {
@@ -497,88 +469,24 @@ mod tests {
         info.iter().find(|(k, _)| k == "reserved_size").unwrap().1.parse().unwrap()
     }
 
-    /// Space on the device runs a bounded step ahead of the writes, while
-    /// the length grows by the allocation strategy's whole steps.
     #[test]
-    fn space_on_the_device_stays_a_bounded_step_ahead_of_the_writes() {
+    fn a_write_past_the_end_takes_space_for_the_whole_length() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let spec = FileSpec::new(FileKind::MmapParallel);
         let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
         let chunk = vec![7u8; 64 << 10];
-        let mut most_ahead = 0.0f64;
-        for _ in 0..(48 << 20) / chunk.len() {
+        for _ in 0..(5 << 20) / chunk.len() {
             file.append(&chunk).unwrap();
             let meta = std::fs::metadata(&path).unwrap();
-            let size = file.size();
-            assert!(meta.len() >= size);
-            let on_device = meta.blocks() * 512;
-            assert!(reserved_size(&file) >= size && on_device >= size, "{on_device} bytes for {size}");
-            if size >= 8 * spec.alloc_init {
-                let ahead = on_device.saturating_sub(size);
-                most_ahead = most_ahead.max(ahead as f64 / size as f64);
-            }
+            assert!(meta.len() >= file.size());
+            assert!(
+                meta.blocks() * 512 >= meta.len(),
+                "{} of {} bytes have space",
+                meta.blocks() * 512,
+                meta.len()
+            );
         }
-        let length = std::fs::metadata(&path).unwrap().len();
-        assert_eq!(length, 64 << 20, "the length is the strategy's step");
-        // Past eight first reservations, the space taken ran at most an
-        // eighth (and a page) ahead of the data; taking the whole length
-        // ran up to the data's size ahead.
-        assert!(most_ahead <= 0.13, "space ran {most_ahead:.2} of the data ahead");
-        // Writing right up to the file's length takes the space it needs.
-        let rest = length - file.size();
-        file.append(&vec![1u8; rest as usize]).unwrap();
-        assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= length);
-    }
-
-    /// The file's own thread keeps the space taken at least half a step
-    /// ahead of the writes, so that the writer does not take it itself; on
-    /// the writer alone, the space runs out right before each step it takes.
-    #[test]
-    fn a_thread_keeps_space_taken_ahead_of_the_writes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let spec = FileSpec::new(FileKind::MmapParallel);
-        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
-        let chunk = vec![7u8; 64 << 10];
-        while file.size() < tail_fill::MIN_SIZE {
-            file.append(&chunk).unwrap();
-        }
-        for _ in 0..256 {
-            file.append(&chunk).unwrap();
-            let size = file.size();
-            let wanted = size + space_ahead::step_ahead(size, spec.alloc_init) / 2;
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while reserved_size(&file) < wanted {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "space taken up to {} at {size}",
-                    reserved_size(&file)
-                );
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= wanted);
-        }
-    }
-
-    /// A truncation gives the space past the cut back, and the thread that
-    /// took space ahead of the old end does not take it again.
-    #[test]
-    fn a_cut_gives_back_the_space_the_thread_took() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let spec = FileSpec::new(FileKind::MmapParallel);
-        let file = MmapFile::open(&path, &OpenOptions::writer(), &spec).unwrap();
-        let chunk = vec![7u8; 64 << 10];
-        while file.size() < 3 * tail_fill::MIN_SIZE {
-            file.append(&chunk).unwrap();
-        }
-        file.truncate(4096).unwrap();
-        // Longer than the thread sleeps when no one wakes it.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let on_device = std::fs::metadata(&path).unwrap().blocks() * 512;
-        assert!(on_device < 1 << 20, "{on_device} bytes on the device after the cut");
-        assert!(reserved_size(&file) <= 4096);
     }
 
     /// Pages a truncation punched out have no space on the device: a write

@@ -36,7 +36,6 @@ mod owner;
 mod page_cache;
 mod positional;
 mod request;
-mod space_ahead;
 mod spec;
 mod tail_fill;
 mod wrapper;
