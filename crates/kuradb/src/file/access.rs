@@ -261,6 +261,24 @@ pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| Error::io(format_args!("rename of {} to", from.display()), to, e))
 }
 
+/// How much of a file [`write_back`] writes in one step, and waits for:
+/// about what a read of another file may wait behind. Small beside a large
+/// copy's data, large enough that the waits between steps cost little.
+const WRITE_BACK_STEP: u64 = 16 << 20;
+
+/// Writes the changed pages of `file`'s first `size` bytes to the device,
+/// [`WRITE_BACK_STEP`] bytes at a time, each waited for (see
+/// [`super::File::write_back`]).
+pub(crate) fn write_back(file: &fs::File, path: &Path, size: u64) -> Result<()> {
+    let mut done = 0;
+    while done < size {
+        let len = WRITE_BACK_STEP.min(size - done);
+        sys::write_back(file, done, len).map_err(|e| Error::io("write-back", path, e))?;
+        done += len;
+    }
+    Ok(())
+}
+
 /// Releases the inter-process lock of an open file.
 pub(crate) fn unlock(file: &fs::File, path: &Path) -> Result<()> {
     sys::unlock(file).map_err(|e| Error::io("unlock", path, e))

@@ -400,6 +400,10 @@ impl File for FaultFile {
         self.control.inner.read().unmap_pages()
     }
 
+    fn write_back(&self) -> Result<()> {
+        self.control.inner.read().write_back()
+    }
+
     fn write(&self, offset: u64, data: &[u8]) -> Result<()> {
         let what = format!("write of {} bytes at offset {offset}", data.len());
         let (stored, short) = self.stored(data, what)?;

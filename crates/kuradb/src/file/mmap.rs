@@ -370,6 +370,14 @@ impl File for MmapFile {
         state.maps.unmap_pages().map_err(|e| Error::io("unmap pages", &self.path, e))
     }
 
+    fn write_back(&self) -> Result<()> {
+        let state = self.state()?;
+        if !state.writable {
+            return Ok(());
+        }
+        access::write_back(&state.file, &self.path, self.size())
+    }
+
     fn lock(&self, mode: LockMode) -> Result<()> {
         access::lock(&self.state()?.file, &self.path, mode, true)
     }

@@ -326,6 +326,18 @@ impl File for PositionalFile {
         Ok(())
     }
 
+    fn write_back(&self) -> Result<()> {
+        let state = self.state()?;
+        if !state.writable {
+            return Ok(());
+        }
+        {
+            let _exclusive = state.exclusive();
+            state.flush()?;
+        }
+        access::write_back(state.device.file(), &self.path, state.size.load(Ordering::Acquire))
+    }
+
     fn lock(&self, mode: LockMode) -> Result<()> {
         access::lock(self.state()?.device.file(), &self.path, mode, true)
     }

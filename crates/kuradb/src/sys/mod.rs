@@ -230,6 +230,41 @@ pub(crate) fn allocate(file: &fs::File, offset: u64, len: u64) -> io::Result<()>
     }
 }
 
+/// Writes the changed pages of `file` from `offset` for `len` bytes to the
+/// device and waits for them (and for writes of them already under way),
+/// as a synchronization does but without the file's metadata or a device
+/// flush: a later `sync_data` makes them durable. Answers `Ok` without
+/// writing where the platform has no such request: the later sync writes
+/// them then.
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "sync_file_range"))]
+pub(crate) fn write_back(file: &fs::File, offset: u64, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(off), Ok(n)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len)) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "range too large"));
+        };
+        // All three: the system then writes the range as a synchronization
+        // does, not as background write-back, which it throttles.
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: sync_file_range on a descriptor we own with integer
+        // arguments; it touches no memory of ours and answers -1 on error.
+        let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), off, n, flags) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, offset, len);
+        Ok(())
+    }
+}
+
 /// Where the first hole of `file` (`len` bytes long) begins: a range with
 /// no space taken on the device, as an extension of its length leaves. `len`
 /// where it has none, or where the platform cannot say.
@@ -286,6 +321,48 @@ pub(crate) fn resident_pages(file: &fs::File, offset: u64, len: usize) -> io::Re
         return Err(io::Error::last_os_error());
     }
     Ok(flags.iter().map(|f| f & 1 == 1).collect())
+}
+
+/// How many pages of `file` the system holds changed and not yet written
+/// back (Linux's `cachestat`, from 6.5); `None` where the kernel has no
+/// such call: for tests of what writes pages back.
+#[cfg(all(test, target_os = "linux"))]
+#[expect(unsafe_code, reason = "the cachestat system call")]
+pub(crate) fn dirty_pages(file: &fs::File) -> io::Result<Option<u64>> {
+    use std::os::fd::AsRawFd;
+    // The call's number is the same on every architecture (the generic
+    // table's); the libc crate does not name it for x86-64 yet.
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        cache: u64,
+        dirty: u64,
+        writeback: u64,
+        evicted: u64,
+        recently_evicted: u64,
+    }
+    // A length of 0 is the whole file.
+    let range = Range { off: 0, len: 0 };
+    let mut stat = Stat::default();
+    // SAFETY: cachestat reads `range` and writes `stat`, both live through
+    // the call and laid out as the kernel's structures (five and two u64s).
+    let rc = unsafe {
+        libc::syscall(SYS_CACHESTAT, file.as_raw_fd(), &range as *const Range, &mut stat as *mut Stat, 0u32)
+    };
+    if rc == 0 {
+        return Ok(Some(stat.dirty + stat.writeback));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOSYS) {
+        return Ok(None);
+    }
+    Err(e)
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -18,7 +18,9 @@
 //! # Durability
 //! Before the new file takes the old one's name it must hold, durably,
 //! every record the old one was synchronized with. The copier writes the
-//! new file back to the device (no lock held), then makes it durable with a
+//! new file back to the device (no lock held, a step at a time, so that the
+//! writers' own reads of the device never queue behind the whole copy),
+//! then makes it durable with a
 //! hard synchronization of its own; during that one, writers note the keys
 //! they change instead of writing to the new file, and the copier copies
 //! those keys afterwards. At the swap, under the database's exclusive lock,
@@ -459,6 +461,11 @@ impl Copier<'_> {
         if let Err(e) = self.job().target.file.unmap_pages() {
             log::debug!("{}: the grown file's pages stayed mapped: {e}", self.temp.display());
         }
+        // In steps: a writer's read of the device meanwhile (the file
+        // system's bitmaps, when the old file takes space) waits behind one
+        // step of the copy's writes on the device's queue, not all of them
+        // (bench/results/2026-12-07-growth-write-back.md).
+        self.job().target.file.write_back()?;
         self.job().target.file.synchronize(Durability::Hard)?;
         let synced_epoch = self.exclusively(|s, job| {
             job.holding.store(true, Ordering::Release);
