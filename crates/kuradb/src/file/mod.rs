@@ -457,10 +457,15 @@ mod write_back_tests {
             }
             let reader = std::fs::File::open(&path).unwrap();
             let Some(before) = sys::dirty_pages(&reader).unwrap() else {
-                eprintln!("skipped: this kernel has no cachestat to count changed pages with");
+                eprintln!("skipped: no count of changed pages here (a kernel before 6.5, or tmpfs)");
                 return;
             };
-            assert!(before > 0, "{kind:?}: no page changed before the write-back");
+            if before == 0 {
+                // A system that writes back at once (a low dirty_bytes) leaves
+                // nothing to see here.
+                eprintln!("skipped: {kind:?}'s pages were written back before the call");
+                continue;
+            }
             file.write_back().unwrap();
             assert_eq!(sys::dirty_pages(&reader).unwrap(), Some(0), "{kind:?}: pages left changed");
             let mut back = vec![0u8; data.len()];

@@ -324,12 +324,23 @@ pub(crate) fn resident_pages(file: &fs::File, offset: u64, len: usize) -> io::Re
 }
 
 /// How many pages of `file` the system holds changed and not yet written
-/// back (Linux's `cachestat`, from 6.5); `None` where the kernel has no
-/// such call: for tests of what writes pages back.
+/// back (Linux's `cachestat`, from 6.5); `None` where that cannot be told:
+/// a kernel without the call, or a file system in memory (tmpfs), whose
+/// pages stay changed with no device to write them to. For tests of what
+/// writes pages back.
 #[cfg(all(test, target_os = "linux"))]
-#[expect(unsafe_code, reason = "the cachestat system call")]
+#[expect(unsafe_code, reason = "the fstatfs and cachestat system calls")]
 pub(crate) fn dirty_pages(file: &fs::File) -> io::Result<Option<u64>> {
     use std::os::fd::AsRawFd;
+    // SAFETY: an all-zero statfs is a valid value of the plain C struct.
+    let mut fs_stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes the struct, which lives through the call.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs_stat) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if fs_stat.f_type == libc::TMPFS_MAGIC {
+        return Ok(None);
+    }
     // The call's number is the same on every architecture (the generic
     // table's); the libc crate does not name it for x86-64 yet.
     const SYS_CACHESTAT: libc::c_long = 451;
