@@ -375,7 +375,10 @@ impl File for MmapFile {
         if !state.writable {
             return Ok(());
         }
+        // Its error, as a synchronization's, may be the only report of
+        // writes lost: the file takes no more.
         access::write_back(&state.file, &self.path, self.size())
+            .inspect_err(|_| state.poisoned.store(true, Ordering::Release))
     }
 
     fn lock(&self, mode: LockMode) -> Result<()> {

@@ -335,7 +335,10 @@ impl File for PositionalFile {
             let _exclusive = state.exclusive();
             state.flush()?;
         }
+        // Its error, as a synchronization's, may be the only report of
+        // writes lost: the file takes no more.
         access::write_back(state.device.file(), &self.path, state.size.load(Ordering::Acquire))
+            .inspect_err(|_| state.poisoned.store(true, Ordering::Release))
     }
 
     fn lock(&self, mode: LockMode) -> Result<()> {
